@@ -1,0 +1,141 @@
+"""Tensor codecs: ggml block formats decoded to and encoded from numpy arrays.
+
+Each tensor type in ``spec/tensor_types`` names a codec module (``codec: legacy`` means
+``gguf_construct.codecs.legacy``).  That module defines, by naming convention:
+
+* ``decode_<name>(blocks) -> ndarray`` where ``blocks`` is a 1-D structured array of the type's block dtype
+  (fields as declared in the spec, any byte order: numpy reads the values correctly) and the result has shape
+  ``(n_blocks, block_size)``: float32 for quantized and float types, the type's own dtype for F64 and integers;
+* ``encode_<name>(rows, imatrix) -> ndarray`` where ``rows`` is float32 of shape ``(n_rows, n_per_row)`` with
+  ``n_per_row`` a multiple of the block size and ``imatrix`` is ``None`` or float32 ``(n_per_row,)``; the
+  result is a structured array of little-endian blocks, ``n_rows * n_per_row // block_size`` long, in row order.
+
+A type whose module lacks the function has no codec in that direction; :func:`quantize` then raises
+``NotImplementedError`` naming the type.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from typing import Callable, Union
+
+import numpy as np
+
+from .. import spec as _spec
+
+TypeLike = Union[int, str, "object"]
+
+
+def type_spec(ggml_type: TypeLike) -> _spec.TensorTypeSpec:
+    """Resolve a tensor type given as enum member, int id or name (case-insensitive)."""
+    by_id = _spec.tensor_type_by_id()
+    if isinstance(ggml_type, str):
+        wanted = ggml_type.upper()
+        for t in by_id.values():
+            if t.name == wanted:
+                return t
+        raise ValueError(f"unknown ggml type name {ggml_type!r}")
+    try:
+        return by_id[int(ggml_type)]
+    except (KeyError, TypeError, ValueError):
+        raise ValueError(f"unknown ggml type {ggml_type!r}") from None
+
+
+@functools.lru_cache(maxsize=None)
+def _block_dtype(type_id: int, byte_order: str) -> np.dtype:
+    t = _spec.tensor_type_by_id()[type_id]
+    if not t.is_current:
+        raise ValueError(f"ggml type {t.name} ({t.id}) is {t.status} and has no block layout")
+    fields = []
+    for f in t.fields:
+        dt = _spec.numpy_dtype(f.type, byte_order)
+        fields.append((f.id, dt, (f.count,)) if f.count > 1 else (f.id, dt))
+    dtype = np.dtype(fields)
+    if dtype.itemsize != t.type_size:
+        raise AssertionError(f"spec error: {t.name} fields take {dtype.itemsize} bytes, type_size is {t.type_size}")
+    return dtype
+
+
+def block_dtype(ggml_type: TypeLike, byte_order: str = "little") -> np.dtype:
+    """The numpy structured dtype of one block of ``ggml_type`` in the given byte order (from spec/)."""
+    if byte_order not in ("little", "big"):
+        raise ValueError(f"byte_order must be 'little' or 'big', not {byte_order!r}")
+    return _block_dtype(type_spec(ggml_type).id, byte_order)
+
+
+@functools.lru_cache(maxsize=None)
+def _codec_function(type_id: int, direction: str) -> Callable | None:
+    t = _spec.tensor_type_by_id()[type_id]
+    if not t.codec:
+        return None
+    module = importlib.import_module(f"{__name__}.{t.codec}")
+    return getattr(module, f"{direction}_{t.name.lower()}", None)
+
+
+def has_decoder(ggml_type: TypeLike) -> bool:
+    """True when :func:`dequantize` supports ``ggml_type``."""
+    return _codec_function(type_spec(ggml_type).id, "decode") is not None
+
+
+def has_encoder(ggml_type: TypeLike) -> bool:
+    """True when :func:`quantize` supports ``ggml_type``."""
+    return _codec_function(type_spec(ggml_type).id, "encode") is not None
+
+
+def swap_blocks(ggml_type: TypeLike, raw, from_order: str, to_order: str) -> bytes:
+    """Re-encode whole blocks of ``ggml_type`` from one byte order to the other, field by field as the spec
+    declares them (single-byte fields are left alone)."""
+    src = np.frombuffer(raw, dtype=block_dtype(ggml_type, from_order))
+    return src.astype(block_dtype(ggml_type, to_order)).tobytes()
+
+
+def decode_blocks(ggml_type: TypeLike, raw, *, byte_order: str = "little") -> np.ndarray:
+    """Decode whole blocks to an array of shape ``(n_blocks, block_size)``."""
+    t = type_spec(ggml_type)
+    decode = _codec_function(t.id, "decode")
+    if decode is None:
+        raise NotImplementedError(f"no decoder for ggml type {t.name}")
+    buf = memoryview(raw).cast("B") if not isinstance(raw, np.ndarray) else raw.reshape(-1).view(np.uint8)
+    if len(buf) % t.type_size:
+        raise ValueError(f"{t.name}: {len(buf)} bytes is not a whole number of {t.type_size}-byte blocks")
+    blocks = np.frombuffer(buf, dtype=block_dtype(t.id, byte_order))
+    return decode(blocks)
+
+
+def dequantize(ggml_type: TypeLike, raw, *, byte_order: str = "little") -> np.ndarray:
+    """Decode raw tensor bytes of ``ggml_type`` to a flat array, bit-identical to ggml's ``dequantize_row_*``.
+
+    The result is float32 for quantized and float types, and the type's own dtype for F64 and integer types.
+    The element count follows from ``len(raw)``, the block size and the bytes per block.
+    """
+    return decode_blocks(ggml_type, raw, byte_order=byte_order).reshape(-1)
+
+
+def quantize(ggml_type: TypeLike, values, *, imatrix=None, byte_order: str = "little") -> bytes:
+    """Encode float values into ``ggml_type`` blocks, bit-identical to ggml's ``ggml_quantize_chunk``.
+
+    ``values`` is float32 of shape ``(rows, n_per_row)`` or 1-D (one row); ``imatrix`` holds ``n_per_row``
+    importance weights or is ``None``.  Raises ``NotImplementedError`` for types without an encoder.
+    """
+    t = type_spec(ggml_type)
+    encode = _codec_function(t.id, "encode")
+    if encode is None:
+        raise NotImplementedError(f"no encoder for ggml type {t.name}")
+    rows = np.asarray(values)
+    if rows.ndim == 1:
+        rows = rows.reshape(1, -1)
+    if rows.ndim != 2:
+        raise ValueError("values must be 1-D or 2-D (rows, n_per_row)")
+    if t.kind == "float" or t.kind == "quantized":
+        rows = np.ascontiguousarray(rows, dtype=np.float32)
+    if rows.shape[1] % t.block_size:
+        raise ValueError(f"{t.name}: row length {rows.shape[1]} is not a multiple of the block size {t.block_size}")
+    if imatrix is not None:
+        imatrix = np.ascontiguousarray(imatrix, dtype=np.float32).reshape(-1)
+        if imatrix.shape[0] != rows.shape[1]:
+            raise ValueError(f"imatrix has {imatrix.shape[0]} weights, rows have {rows.shape[1]} values")
+    blocks = encode(rows, imatrix)
+    if byte_order != "little":
+        blocks = blocks.astype(block_dtype(t.id, byte_order))
+    return blocks.tobytes()
