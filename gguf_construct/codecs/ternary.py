@@ -1,0 +1,125 @@
+"""TQ1_0 and TQ2_0: ternary weights (-1, 0, +1) times one fp16 scale per 256 (BitNet b1.58 / TriLM).
+
+Decoding (ggml ``dequantize_row_tq1_0`` / ``_tq2_0``), ``d`` the fp16 block scale:
+
+* TQ1_0 packs five trits per byte as a base-3 fraction of 256: trit ``n`` (0 = most significant) of byte ``b``
+  is ``t = (((b * 3^n) mod 256) * 3) >> 8`` and stands for ``(t - 1) * d``.  ``qs[0:32]`` give weights
+  ``32n + m``, ``qs[32:48]`` weights ``160 + 16n + m``, and the four ``qh`` bytes (four trits each) weights
+  ``240 + 4n + j``.
+* TQ2_0 stores 2-bit codes: ``y[128c + 32l + m] = (((qs[32c + m] >> 2l) & 3) - 1) * d``.
+
+Encoding follows ``quantize_row_tq1_0_ref`` / ``quantize_row_tq2_0_ref``; ggml ignores importance weights.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import block_dtype
+from .lowbit import f16_to_f32, f32_to_f16
+
+__all__ = ["decode_tq1_0", "encode_tq1_0", "decode_tq2_0", "encode_tq2_0"]
+
+_F32 = np.float32
+
+# byte -> its five base-3 digits (most significant first) minus one, by ggml's multiply-and-shift extraction
+_b = np.arange(256, dtype=np.int64)[:, None]
+_TRITS = ((((_b * (3 ** np.arange(5))) & 0xFF) * 3 >> 8) - 1).astype(np.float32)  # (256, 5)
+# byte -> its four 2-bit codes (lowest pair first) minus one
+_CODES2 = (((_b >> (2 * np.arange(4))) & 3) - 1).astype(np.float32)  # (256, 4)
+del _b
+
+
+def decode_tq1_0(blocks: np.ndarray) -> np.ndarray:
+    n = blocks.shape[0]
+    d = f16_to_f32(blocks["d"])[:, None, None]
+    out = np.empty((n, 256), dtype=np.float32)
+    t = _TRITS[blocks["qs"]]  # (n, 48, 5)
+    np.multiply(t[:, :32, :].transpose(0, 2, 1), d, out=out[:, :160].reshape(n, 5, 32))
+    np.multiply(t[:, 32:, :].transpose(0, 2, 1), d, out=out[:, 160:240].reshape(n, 5, 16))
+    th = _TRITS[blocks["qh"]][:, :, :4]  # (n, 4, 4)
+    np.multiply(th.transpose(0, 2, 1), d, out=out[:, 240:].reshape(n, 4, 4))
+    return out
+
+
+def decode_tq2_0(blocks: np.ndarray) -> np.ndarray:
+    n = blocks.shape[0]
+    d = f16_to_f32(blocks["d"])[:, None, None, None]
+    out = np.empty((n, 256), dtype=np.float32)
+    c = _CODES2[blocks["qs"]].reshape(n, 2, 32, 4)
+    np.multiply(c.transpose(0, 1, 3, 2), d, out=out.reshape(n, 2, 4, 32))
+    return out
+
+
+def _ternary_amax(x: np.ndarray) -> np.ndarray:
+    """``amax = MAX(amax, fabsf(v))`` from 0 over each row of x (n, k), with the C macro's NaN behaviour:
+    a NaN element makes amax NaN and the next element replaces it, so the result is the maximum over the
+    elements after the last NaN (NaN when the last element is NaN)."""
+    ax = np.abs(x)
+    nan = np.isnan(ax)
+    if not nan.any():
+        return ax.max(axis=1, initial=_F32(0))
+    k = x.shape[1]
+    last = np.where(nan.any(axis=1), k - 1 - np.argmax(nan[:, ::-1], axis=1), -1)
+    after = np.arange(k)[None, :] > last[:, None]
+    amax = np.where(after, ax, _F32(0)).max(axis=1)
+    amax[last == k - 1] = np.nan
+    return amax
+
+
+def _trits(x: np.ndarray, idv: np.ndarray) -> np.ndarray:
+    """``lroundf(x * id) + 1`` reduced mod 256 (all later uint8 arithmetic is modular), as int64.
+    lroundf rounds half away from zero; NaN and out-of-range results are LONG_MIN on x86-64."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        v = x * idv[:, None]
+        t = np.trunc(v)
+        r = np.where(np.abs(v - t) >= _F32(0.5), t + np.copysign(_F32(1), v), t)
+        ok = np.abs(r) < _F32(9.2233720e18)
+    lr = np.zeros(r.shape, dtype=np.int64)
+    lr[ok] = r[ok].astype(np.int64)
+    lr[~ok] = np.iinfo(np.int64).min
+    return (lr + 1) & 0xFF
+
+
+def _scale(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    d = _ternary_amax(x)
+    with np.errstate(divide="ignore"):
+        idv = np.where(d != 0, _F32(1) / d, _F32(0)).astype(np.float32)  # NaN is truthy in C
+    out["d"] = f32_to_f16(d)
+    return idv
+
+
+def _pack_base3(xi: np.ndarray) -> np.ndarray:
+    """Horner over the last axis (most significant trit first) in uint8 arithmetic, then the ceiling
+    division ``(q * 256 + 242) / 243`` that turns the base-3 number into a fraction of 256."""
+    q = np.zeros(xi.shape[:-1], dtype=np.int64)
+    for i in range(xi.shape[-1]):
+        q = (q * 3 + xi[..., i]) & 0xFF
+    return (((q * 256 + 242) // 243) & 0xFF).astype(np.uint8)
+
+
+def encode_tq1_0(rows: np.ndarray, imatrix: np.ndarray | None) -> np.ndarray:
+    x = rows.reshape(-1, 256)
+    n = x.shape[0]
+    out = np.zeros(n, dtype=block_dtype("TQ1_0"))
+    idv = _scale(x, out)
+    xi = _trits(x, idv)
+    a = xi[:, :160].reshape(n, 5, 32).transpose(0, 2, 1)  # byte m <- weights m + 32k
+    b = xi[:, 160:240].reshape(n, 5, 16).transpose(0, 2, 1)  # byte 32+m <- weights 160 + m + 16k
+    out["qs"][:, :32] = _pack_base3(a)
+    out["qs"][:, 32:] = _pack_base3(b)
+    h = xi[:, 240:].reshape(n, 4, 4).transpose(0, 2, 1)  # qh[j] <- weights 240 + j + 4k
+    h = np.concatenate([h, np.zeros((n, 4, 1), dtype=np.int64)], axis=2)  # `q *= 3`: a fifth, zero trit
+    out["qh"] = _pack_base3(h)
+    return out
+
+
+def encode_tq2_0(rows: np.ndarray, imatrix: np.ndarray | None) -> np.ndarray:
+    x = rows.reshape(-1, 256)
+    n = x.shape[0]
+    out = np.zeros(n, dtype=block_dtype("TQ2_0"))
+    idv = _scale(x, out)
+    xi = (_trits(x, idv) & 3).astype(np.uint8).reshape(n, 2, 4, 32)  # (xi & 3) << 2l into byte 32c + m
+    q = xi[:, :, 0] | (xi[:, :, 1] << 2) | (xi[:, :, 2] << 4) | (xi[:, :, 3] << 6)
+    out["qs"] = q.reshape(n, 64)
+    return out
