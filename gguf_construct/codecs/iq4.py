@@ -1,0 +1,229 @@
+"""IQ4_NL and IQ4_XS: 4-bit indices into the non-linear level table ``kvalues_iq4nl`` (spec/tables).
+
+Decoding (ggml ``dequantize_row_iq4_nl`` / ``_iq4_xs``), ``kv = kvalues_iq4nl``, nibbles in Q4_0 order:
+
+* IQ4_NL (32 weights): ``y[j] = d * kv[qs[j] & 0xF]``, ``y[j+16] = d * kv[qs[j] >> 4]``.
+* IQ4_XS (256 weights = 8 sub-blocks of 32): sub-block ``ib`` has the 6-bit scale
+  ``ls = ((scales_l[ib/2] >> 4*(ib%2)) & 0xF) | (((scales_h >> 2*ib) & 3) << 4)`` and
+  ``dl = d * (ls - 32)``; its weights decode as in IQ4_NL with ``dl`` for ``d``.
+
+Encoding reproduces ``quantize_iq4_nl`` / ``quantize_iq4_xs`` (both through ``quantize_row_iq4_nl_impl`` with
+``ntry = 7``), with importance weights ``imatrix[j] * sqrt(sigma2 + x[j]^2)`` or, without an imatrix,
+``x[j]^2``.  Every float operation is float32 in C order; the 15 candidate scales are tried in a Python loop
+while all blocks are processed at once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import spec
+from . import block_dtype
+from .lowbit import f16_to_f32, f32_to_f16
+
+__all__ = ["decode_iq4_nl", "encode_iq4_nl", "decode_iq4_xs", "encode_iq4_xs", "best_index_iq4nl"]
+
+_F32 = np.float32
+_KV = spec.table("kvalues_iq4nl")
+_KVF = _KV.astype(np.float32)
+
+# byte -> (kv[byte & 15], kv[byte >> 4]) as float32, to decode both nibbles of a byte with one gather
+_PAIRS = np.stack([_KVF[np.arange(256) & 15], _KVF[np.arange(256) >> 4]], axis=1).copy()
+
+GROUP_MAX_EPS = _F32(1e-15)
+NTRY = 7
+
+
+# --------------------------------------------------------------------------------------------------------------
+# decoding
+# --------------------------------------------------------------------------------------------------------------
+
+
+def _decode_halves(qs: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """qs (m, 16) with scale d (m,): [d * kv[qs & 15], d * kv[qs >> 4]] per row, shape (m, 32)."""
+    m = qs.shape[0]
+    out = np.empty((m, 2, 16), dtype=np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        np.multiply(d[:, None, None], _PAIRS[qs].transpose(0, 2, 1), out=out)
+    return out.reshape(m, 32)
+
+
+def decode_iq4_nl(blocks: np.ndarray) -> np.ndarray:
+    return _decode_halves(blocks["qs"], f16_to_f32(blocks["d"]))
+
+
+def _xs_scales(blocks: np.ndarray) -> np.ndarray:
+    """The eight 6-bit sub-block scales minus 32, (n, 8) float32."""
+    n = blocks.shape[0]
+    sl = blocks["scales_l"]  # (n, 4)
+    lo = np.stack([sl & 0xF, sl >> 4], axis=2).reshape(n, 8).astype(np.int16)
+    sh = blocks["scales_h"].astype(np.uint16)[:, None]
+    hi = ((sh >> (2 * np.arange(8, dtype=np.uint16))) & 3).astype(np.int16)
+    return (lo | (hi << 4)) - np.int16(32)
+
+
+def decode_iq4_xs(blocks: np.ndarray) -> np.ndarray:
+    n = blocks.shape[0]
+    d = f16_to_f32(blocks["d"])
+    with np.errstate(over="ignore", invalid="ignore"):
+        dl = d[:, None] * _xs_scales(blocks).astype(np.float32)  # (n, 8)
+    return _decode_halves(blocks["qs"].reshape(n * 8, 16), dl.reshape(-1)).reshape(n, 256)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# best_index_int8 as thresholds
+# --------------------------------------------------------------------------------------------------------------
+
+
+def _ordered(f: float) -> int:
+    b = int(np.array(f, dtype=np.float32).view(np.uint32))
+    return b if b < 0x80000000 else -(b & 0x7FFFFFFF)
+
+
+def _unordered(k: int) -> np.float32:
+    b = k if k >= 0 else (-k) | 0x80000000
+    return np.array(b, dtype=np.uint32).view(np.float32)[()]
+
+
+def _thresholds(values: np.ndarray) -> np.ndarray:
+    """ggml's ``best_index_int8(n, values, x)`` takes the neighbours ``lo <= x < hi`` of x in the sorted table
+    and returns ``lo``'s index when ``x - lo < hi - x`` (float32 arithmetic), else ``hi``'s.  Both
+    differences are monotone in x, so each gap has one float32 threshold: the smallest x in (lo, hi] that
+    picks ``hi``.  Then ``best_index(x) == searchsorted(thresholds, x, side="right")`` for every float32 x,
+    including the clamping ends (x <= values[0] -> 0, x >= values[-1] -> n-1) and NaN (-> n-1, as in C)."""
+    v = values.astype(np.float32)
+    out = []
+    for k in range(1, len(v)):
+        lo, hi = v[k - 1], v[k]
+        a, b = _ordered(lo), _ordered(hi)  # pred(a) true, pred(b) false
+        while b - a > 1:
+            m = (a + b) // 2
+            x = _unordered(m)
+            if (x - lo) < (hi - x):
+                a = m
+            else:
+                b = m
+        out.append(_unordered(b))
+    return np.array(out, dtype=np.float32)
+
+
+_THR = _thresholds(_KV)
+
+
+def best_index_iq4nl(x: np.ndarray) -> np.ndarray:
+    """``best_index_int8(16, kvalues_iq4nl, x)`` elementwise (uint8 codes)."""
+    return np.searchsorted(_THR, x, side="right").astype(np.uint8)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# encoding (quantize_row_iq4_nl_impl, vectorised over blocks; arrays are position-major: (32, n_blocks))
+# --------------------------------------------------------------------------------------------------------------
+
+
+def _seq_sum(a: np.ndarray) -> np.ndarray:
+    s = np.zeros(a.shape[1:], dtype=np.float32)
+    for j in range(a.shape[0]):
+        s += a[j]
+    return s
+
+
+def _first_abs_max(xt: np.ndarray):
+    """``if (fabsf(v) > amax) { amax = fabsf(v); max = v; }`` from 0 over axis 0 (NaNs never win)."""
+    ax = np.abs(xt)
+    amax = np.fmax.reduce(ax, axis=0, initial=_F32(0))
+    idx = np.argmax(ax == amax[None, :], axis=0)
+    mx = np.take_along_axis(xt, idx[None, :], axis=0)[0]
+    mx = np.where(amax > 0, mx, _F32(0)).astype(np.float32)
+    return amax, mx
+
+
+def _sums(xt: np.ndarray, w: np.ndarray, idv: np.ndarray):
+    """Quantize every block with 1/scale ``idv`` and return (sumqx, sumq2) = (sum w*q*x, sum w*q*q)."""
+    q = _KVF[best_index_iq4nl(idv[None, :] * xt)]
+    wq = w * q
+    return _seq_sum(wq * xt), _seq_sum(wq * q)
+
+
+def _block_scales(xt: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """The per-block search of quantize_row_iq4_nl_impl (ntry = 7): the best scale for each 32-block."""
+    amax, mx = _first_abs_max(xt)
+    active = ~(amax < GROUP_MAX_EPS)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        d = -mx / _KVF[0]
+        sumqx, sumq2 = _sums(xt, w, _F32(1) / d)
+        d = np.where(sumq2 > 0, sumqx / sumq2, _F32(0)).astype(np.float32)
+        best = d * sumqx
+        for itry in range(-NTRY, NTRY + 1):
+            sumqx, sumq2 = _sums(xt, w, _F32(itry + int(_KV[0])) / mx)
+            upd = (sumq2 > 0) & (sumqx * sumqx > best * sumq2)
+            if upd.any():
+                d = np.where(upd, sumqx / sumq2, d)
+                best = np.where(upd, d * sumqx, best)
+    return np.where(active, d, _F32(0)).astype(np.float32)
+
+
+def _weights(xt: np.ndarray, sigma2: np.ndarray, imatrix: np.ndarray | None, n_rows: int) -> np.ndarray:
+    """Importance of each weight (32, n_blocks): ``qw * sqrtf(sigma2 + x*x)`` or ``x*x``."""
+    x2 = xt * xt
+    if imatrix is None:
+        return x2
+    qw = np.tile(imatrix.reshape(-1, 32).T, (1, n_rows))  # (32, n_blocks), blocks in row order
+    return qw * np.sqrt(sigma2[None, :] + x2)
+
+
+def _pack_nibbles(codes: np.ndarray) -> np.ndarray:
+    """codes (m, 32) -> (m, 16) bytes: byte j holds codes j (low nibble) and j+16 (high)."""
+    return codes[:, :16] | (codes[:, 16:] << np.uint8(4))
+
+
+def encode_iq4_nl(rows: np.ndarray, imatrix: np.ndarray | None) -> np.ndarray:
+    n_rows = rows.shape[0]
+    x = rows.reshape(-1, 32)
+    n = x.shape[0]
+    out = np.zeros(n, dtype=block_dtype("IQ4_NL"))
+    xt = np.ascontiguousarray(x.T)
+    with np.errstate(over="ignore", invalid="ignore"):
+        sigma2 = _seq_sum(xt * xt) * _F32(2.0 / 32)
+        w = _weights(xt, sigma2, imatrix, n_rows)
+    scale = _block_scales(xt, w)
+    out["d"] = f32_to_f16(scale)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        idv = np.where(scale != 0, _F32(1) / scale, _F32(0)).astype(np.float32)
+        codes = best_index_iq4nl(x * idv[:, None])
+    out["qs"] = _pack_nibbles(codes)
+    return out
+
+
+def _nearest_int(f: np.ndarray) -> np.ndarray:
+    v = np.asarray(f, dtype=np.float32) + _F32(12582912.0)
+    return (v.view(np.int32) & np.int32(0x007FFFFF)) - np.int32(0x00400000)
+
+
+def encode_iq4_xs(rows: np.ndarray, imatrix: np.ndarray | None) -> np.ndarray:
+    n_rows = rows.shape[0]
+    x = rows.reshape(-1, 256)
+    n = x.shape[0]
+    out = np.zeros(n, dtype=block_dtype("IQ4_XS"))
+    with np.errstate(over="ignore", invalid="ignore"):
+        sigma2 = _seq_sum(np.ascontiguousarray((x * x).T)) * _F32(2.0 / 256)  # (n,)
+    xt = np.ascontiguousarray(x.reshape(n * 8, 32).T)  # (32, n*8)
+    with np.errstate(over="ignore", invalid="ignore"):
+        w = _weights(xt, np.repeat(sigma2, 8), imatrix, n_rows)
+    scales = _block_scales(xt, w).reshape(n, 8)
+    # super-block scale from the sub-block scale of largest magnitude (first one wins)
+    _, max_scale = _first_abs_max(np.ascontiguousarray(scales.T))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        d = -max_scale / _F32(32)
+        out["d"] = f32_to_f16(d)
+        idv = np.where(d != 0, _F32(1) / d, _F32(0)).astype(np.float32)
+        ls = np.clip(_nearest_int(idv[:, None] * scales), -32, 31)  # (n, 8)
+        dl = d[:, None] * ls.astype(np.float32)
+        idl = np.where(dl != 0, _F32(1) / dl, _F32(0)).astype(np.float32)
+        codes = best_index_iq4nl(x.reshape(n, 8, 32) * idl[:, :, None])
+    out["qs"] = _pack_nibbles(codes.reshape(n * 8, 32)).reshape(n, 128)
+    u = (ls + 32).astype(np.uint16)
+    lo = (u & 0xF).astype(np.uint8)
+    out["scales_l"] = lo[:, 0::2] | (lo[:, 1::2] << np.uint8(4))
+    hi = u >> 4
+    out["scales_h"] = np.bitwise_or.reduce(hi << (2 * np.arange(8, dtype=np.uint16)), axis=1)
+    return out
