@@ -1,0 +1,341 @@
+"""Safe Construct building blocks that the struct generator (:mod:`gguf_construct.structs`) composes.
+
+Construct's compiled mode skips length checks and its arrays trust their counts, so the generator never emits raw
+``Bytes``/``Array`` for untrusted lengths.  Every count and length here is checked against the bytes that remain
+*before* anything is allocated or looped, and failures raise :class:`FieldError` with the stream offset.
+Large arrays of numbers become numpy arrays in one step; arrays of strings are scanned in one tight loop and
+decoded in one pass.
+"""
+
+from __future__ import annotations
+
+import struct as _struct
+from typing import Any
+
+import numpy as np
+from ._stringscan import scan_string_offsets
+from construct import Construct, ConstructError, ListContainer, SizeofError, stream_tell
+
+__all__ = [
+    "BufferStream", "FieldError", "remaining", "GGUFString", "NumericArray", "StringArray", "CheckedArray",
+    "Reject", "Located", "decode_text", "encode_text",
+]
+
+
+class FieldError(ConstructError):
+    """A field could not be read; carries the offset where the field starts."""
+
+    def __init__(self, message: str, offset: int | None, path: str | None = None, rule: str | None = None):
+        super().__init__(message, path=path)
+        self.offset = offset
+        self.rule = rule
+
+
+class BufferStream:
+    """A minimal read/seek stream over a bytes-like object without copying it (mmap, bytes, memoryview)."""
+
+    __slots__ = ("buf", "pos", "size")
+
+    def __init__(self, buf, pos: int = 0):
+        self.buf = memoryview(buf).cast("B") if not isinstance(buf, bytes) else buf
+        self.pos = pos
+        self.size = len(self.buf)
+
+    def read(self, n: int = -1) -> bytes:
+        start = self.pos
+        end = self.size if n is None or n < 0 else min(self.size, start + n)
+        self.pos = end
+        return bytes(self.buf[start:end])
+
+    def write(self, data) -> int:  # pragma: no cover - parsing streams are read-only
+        raise OSError("BufferStream is read-only")
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        if whence == 0:
+            self.pos = offset
+        elif whence == 1:
+            self.pos += offset
+        else:
+            self.pos = self.size + offset
+        return self.pos
+
+
+def remaining(stream) -> int:
+    """Bytes left in ``stream`` after its current position."""
+    if isinstance(stream, BufferStream):
+        return stream.size - stream.pos
+    pos = stream.tell()
+    end = stream.seek(0, 2)
+    stream.seek(pos)
+    return end - pos
+
+
+def decode_text(data) -> str:
+    """Bytes to str, lossless for invalid UTF-8 (surrogateescape); the checker flags such strings."""
+    return str(data, "utf-8", "surrogateescape")
+
+
+def encode_text(text: str) -> bytes:
+    """str to bytes, the inverse of :func:`decode_text`."""
+    return text.encode("utf-8", "surrogateescape")
+
+
+def _fmt(width: int, byte_order: str) -> str:
+    return ("<" if byte_order == "little" else ">") + {4: "I", 8: "Q"}[width]
+
+
+class GGUFString(Construct):
+    """A length-prefixed string: ``len`` (``width`` bytes, unsigned) then ``len`` bytes of UTF-8."""
+
+    def __init__(self, width: int, byte_order: str):
+        super().__init__()
+        self.width = width
+        self.byte_order = byte_order
+        self._len = _struct.Struct(_fmt(width, byte_order))
+
+    def _parse(self, stream, context, path):
+        start = stream_tell(stream, path)
+        head = stream.read(self.width)
+        if len(head) != self.width:
+            raise FieldError(f"string length truncated: need {self.width} bytes, {len(head)} left", start, path,
+                             rule="STR-EOF")
+        (n,) = self._len.unpack(head)
+        left = remaining(stream)
+        if n > left:
+            raise FieldError(f"string length {n} exceeds the {left} bytes remaining", start, path, rule="STR-EOF")
+        return decode_text(stream.read(n))
+
+    def _build(self, obj, stream, context, path):
+        data = encode_text(obj) if isinstance(obj, str) else bytes(obj)
+        stream.write(self._len.pack(len(data)))
+        stream.write(data)
+        return obj
+
+    def _sizeof(self, context, path):
+        raise SizeofError(path=path)
+
+
+def _check_count(stream, count, min_size: int, what: str, path: str, start: int, rule: str) -> int:
+    if not isinstance(count, int) or count < 0:
+        raise FieldError(f"invalid {what} count {count!r}", start, path, rule=rule)
+    left = remaining(stream)
+    if count * min_size > left:
+        raise FieldError(f"{what} count {count} needs at least {count * min_size} bytes, {left} remaining", start,
+                         path, rule=rule)
+    return count
+
+
+class NumericArray(Construct):
+    """``count`` fixed-size numbers parsed into a native-order numpy array in one step."""
+
+    def __init__(self, count, dtype: np.dtype, as_bool: bool = False):
+        super().__init__()
+        self.count = count
+        self.dtype = np.dtype(dtype)
+        self.native = self.dtype.newbyteorder("=")
+        self.as_bool = as_bool
+
+    def _parse(self, stream, context, path):
+        start = stream_tell(stream, path)
+        count = self.count(context) if callable(self.count) else self.count
+        _check_count(stream, count, self.dtype.itemsize, "array element", path, start, "ARR-EOF")
+        nbytes = count * self.dtype.itemsize
+        if isinstance(stream, BufferStream):
+            arr = np.frombuffer(stream.buf, dtype=self.dtype, count=count, offset=stream.pos)
+            stream.pos += nbytes
+        else:
+            arr = np.frombuffer(stream.read(nbytes), dtype=self.dtype, count=count)
+        arr = arr.astype(self.native, copy=True)
+        return arr.view(np.bool_) if self.as_bool else arr
+
+    def _build(self, obj, stream, context, path):
+        arr = np.asarray(obj)
+        if self.as_bool and arr.dtype != np.bool_:
+            arr = arr.astype(np.uint8)
+        stream.write(np.ascontiguousarray(arr).view(arr.dtype) .astype(self.dtype, copy=False).tobytes()
+                     if not self.as_bool else arr.view(np.uint8).tobytes())
+        return obj
+
+    def _sizeof(self, context, path):
+        raise SizeofError(path=path)
+
+
+class StringArray(Construct):
+    """``count`` length-prefixed strings, scanned in one loop and decoded in one pass."""
+
+    def __init__(self, count, width: int, byte_order: str):
+        super().__init__()
+        self.count = count
+        self.width = width
+        self.byte_order = byte_order
+        self._len = _struct.Struct(_fmt(width, byte_order))
+
+    def _parse(self, stream, context, path):
+        start = stream_tell(stream, path)
+        count = self.count(context) if callable(self.count) else self.count
+        _check_count(stream, count, self.width, "string array element", path, start, "ARR-EOF")
+        if not isinstance(stream, BufferStream):
+            # materialize the rest once; parsing from a generic stream is the slow path anyway
+            rest = stream.read()
+            inner = BufferStream(rest)
+            out = self._scan(inner, count, start, path)
+            stream.seek(start + inner.pos)
+            return out
+        return self._scan(stream, count, start, path)
+
+    def _scan(self, stream: BufferStream, count: int, start: int, path: str) -> list[str]:
+        base = stream.pos
+        try:
+            starts, ends, end = scan_string_offsets(stream.buf, base, count, self.width, self.byte_order)
+        except IndexError as exc:
+            index, offset, length = exc.args
+            what = (f"string length truncated in element {index}" if length is None
+                    else f"string length {length} exceeds the {stream.size - offset - self.width} bytes remaining")
+            raise FieldError(what, offset, f"{path} -> [{index}]", rule="STR-EOF") from None
+        stream.pos = end
+        return self._decode_all(stream.buf, base, end, starts, ends)
+
+    def _decode_all(self, buf, base: int, end: int, starts: np.ndarray, ends: np.ndarray) -> list[str]:
+        count = len(starts)
+        if count == 0:
+            return []
+        region = np.frombuffer(buf, dtype=np.uint8, count=end - base, offset=base)
+        st = starts - base
+        en = ends - base
+        # Keep every payload byte plus one separator before each string: the high byte of its length prefix,
+        # which is zero for any length below 2**((width-1)*8).  One strict decode of the joined bytes validates
+        # every string at once, because NUL can never be part of a multi-byte UTF-8 sequence.
+        sep = st - 1 if self.byte_order == "little" else st - self.width
+        if not region[sep].any():
+            edges = np.zeros(end - base + 1, dtype=np.int8)
+            edges[st] = 1
+            edges[en] -= 1  # starts and ends are strictly increasing, so no index repeats within either
+            mask = np.cumsum(edges[:-1], dtype=np.int8).view(np.bool_)
+            mask[sep] = True
+            joined = region[mask].tobytes()
+            if joined.count(0) == count:  # no NUL inside any payload
+                try:
+                    return joined.decode("utf-8").split("\x00")[1:]
+                except UnicodeDecodeError:
+                    pass
+        return [decode_text(buf[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
+
+    def _build(self, obj, stream, context, path):
+        pack = self._len.pack
+        chunks = []
+        for text in obj:
+            data = encode_text(text) if isinstance(text, str) else bytes(text)
+            chunks.append(pack(len(data)))
+            chunks.append(data)
+        stream.write(b"".join(chunks))
+        return obj
+
+    def _sizeof(self, context, path):
+        raise SizeofError(path=path)
+
+
+class CheckedArray(Construct):
+    """``count`` items of ``subcon``; the count is checked against ``min_size`` bytes per item first."""
+
+    def __init__(self, count, subcon: Construct, min_size: int, what: str, rule: str):
+        super().__init__()
+        self.count = count
+        self.subcon = subcon
+        self.min_size = min_size
+        self.what = what
+        self.rule = rule
+
+    def _parse(self, stream, context, path):
+        start = stream_tell(stream, path)
+        count = self.count(context) if callable(self.count) else self.count
+        _check_count(stream, count, self.min_size, self.what, path, start, self.rule)
+        out = ListContainer()
+        for i in range(count):
+            context._index = i
+            out.append(self.subcon._parsereport(stream, context, f"{path} -> [{i}]"))
+        return out
+
+    def _build(self, obj, stream, context, path):
+        for i, item in enumerate(obj):
+            context._index = i
+            self.subcon._build(item, stream, context, f"{path} -> [{i}]")
+        return obj
+
+    def _sizeof(self, context, path):
+        raise SizeofError(path=path)
+
+    def checked_count(self, io, count) -> int:
+        """Used by compiled code: validate ``count`` before the generated loop runs."""
+        return _check_count(io, count, self.min_size, self.what, "(compiled)", stream_tell(io, None), self.rule)
+
+    def _emitparse(self, code):
+        code.linkedinstances[id(self)] = self
+        fname = f"parse_checkedarray_{code.allocateId()}"
+        code.append(f"""
+            def {fname}(io, this):
+                count = linkedinstances[{id(self)}].checked_count(io, {self.count})
+                return ListContainer(({self.subcon._compileparse(code)}) for i in range(count))
+        """)
+        return f"{fname}(io, this)"
+
+
+class Reject(Construct):
+    """The default case of a switch: the selector has no meaning, so the input is invalid."""
+
+    def __init__(self, message: str, rule: str):
+        super().__init__()
+        self.message = message
+        self.rule = rule
+
+    def _parse(self, stream, context, path):
+        raise FieldError(self.message.format(this=context), stream_tell(stream, path), path, rule=self.rule)
+
+    def _build(self, obj, stream, context, path):
+        raise FieldError(self.message.format(this=context), None, path, rule=self.rule)
+
+    def _sizeof(self, context, path):
+        raise SizeofError(path=path)
+
+
+class Located(Construct):
+    """Wraps a field so that any failure inside it that has no offset yet gets the field's start offset.
+
+    Used only by the interpreted (error reporting) parser family.
+    """
+
+    def __init__(self, subcon: Construct):
+        super().__init__()
+        self.subcon = subcon
+        self.name = getattr(subcon, "name", None)
+        self.flagbuildnone = subcon.flagbuildnone
+
+    def _parse(self, stream, context, path):
+        start = stream_tell(stream, path)
+        try:
+            return self.subcon._parsereport(stream, context, path)
+        except FieldError:
+            raise
+        except ConstructError as exc:
+            raise FieldError(str(exc).split("\n")[-1] if str(exc) else type(exc).__name__, start,
+                             getattr(exc, "path", None) or path, rule=_rule_for(exc)) from exc
+
+    def _build(self, obj, stream, context, path):
+        return self.subcon._build(obj, stream, context, path)
+
+    def _sizeof(self, context, path):
+        return self.subcon._sizeof(context, path)
+
+
+def _rule_for(exc: Any) -> str | None:
+    from construct import ConstError, StreamError, ValidationError
+
+    if isinstance(exc, StreamError):
+        return "TRUNC"
+    if isinstance(exc, ConstError):
+        return "HDR-MAGIC"
+    if isinstance(exc, ValidationError):
+        return "HDR-VERSION"
+    return None

@@ -1,0 +1,39 @@
+"""Enumerations generated from the spec: metadata value types, ggml tensor types, llama file types."""
+
+from __future__ import annotations
+
+import enum
+
+from . import spec as _spec
+from .structs import container_spec
+
+__all__ = ["GGUFValueType", "GGMLType", "LlamaFileType", "ggml_type_or_none"]
+
+GGUFValueType = enum.IntEnum(  # type: ignore[misc]
+    "GGUFValueType", [(vt["name"], vt["id"]) for vt in container_spec()["value_types"]], module=__name__)
+GGUFValueType.__doc__ = "GGUF metadata value types (spec/gguf.yaml, section value_types)."
+
+GGMLType = enum.IntEnum(  # type: ignore[misc]
+    "GGMLType", [(t.name, t.id) for t in _spec.tensor_types()], module=__name__)
+GGMLType.__doc__ = "ggml tensor types, current and removed (spec/tensor_types)."
+
+
+def _file_type_members() -> list[tuple[str, int]]:
+    try:
+        raw = _spec.load_yaml("file_types.yaml")
+    except FileNotFoundError:
+        return [("ALL_F32", 0)]
+    entries = raw.get("file_types") or raw.get("values") or []
+    return [(e["name"], e["value"]) for e in entries if "name" in e and "value" in e] or [("ALL_F32", 0)]
+
+
+LlamaFileType = enum.IntEnum("LlamaFileType", _file_type_members(), module=__name__)  # type: ignore[misc]
+LlamaFileType.__doc__ = "llama.cpp's llama_ftype, stored in general.file_type (spec/file_types.yaml)."
+
+
+def ggml_type_or_none(value: int) -> "GGMLType | None":
+    """The GGMLType member for an id, or None for ids ggml never defined."""
+    try:
+        return GGMLType(value)
+    except ValueError:
+        return None

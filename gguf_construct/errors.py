@@ -1,0 +1,38 @@
+"""The one exception type for malformed GGUF input."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["GGUFError", "construct_path_to_field_path"]
+
+
+class GGUFError(ValueError):
+    """Malformed or unsupported GGUF input.
+
+    ``offset`` is the byte offset (from the start of the GGUF data) of the field that could not be read, or
+    ``None`` when no single offset applies; ``path`` names that field, e.g. ``metadata_kv[3].value.data[17]``.
+    """
+
+    def __init__(self, message: str, *, offset: int | None = None, path: str = "", rule: str | None = None):
+        self.message = message
+        self.offset = offset
+        self.path = path
+        self.rule = rule
+        where = []
+        if path:
+            where.append(path)
+        if offset is not None:
+            where.append(f"offset {offset}")
+        super().__init__(f"{message} ({', '.join(where)})" if where else message)
+
+
+_INDEX = re.compile(r"\s*->\s*\[(\d+)\]")
+
+
+def construct_path_to_field_path(path: str) -> str:
+    """Turn Construct's ``(parsing) -> metadata_kv -> [3] -> value`` into ``metadata_kv[3].value``."""
+    path = re.sub(r"^\((?:parsing|building|sizeof)\)\s*", "", path or "").strip()
+    path = _INDEX.sub(r"[\1]", path)
+    parts = [p.strip() for p in path.split("->") if p.strip() and p.strip() != "(???)"]
+    return ".".join(parts).replace(".[", "[")

@@ -1,0 +1,228 @@
+"""Generate Construct structs from ``spec/gguf.yaml``, one family per (version, byte order).
+
+The generator reads the ``types`` section (Kaitai-style ``seq`` lists), resolves primitives and the version
+aliases (``count_t`` …) for the family, and emits Construct objects.  Layout knowledge lives only in the spec;
+this module knows how to *translate* spec constructs:
+
+* a primitive or alias -> a fixed-size integer/float field in the family's byte order;
+* ``contents`` -> a constant;
+* a type whose ``seq`` is a length field followed by one field sized by it (``size: len``) -> a checked
+  length-prefixed string (:class:`~gguf_construct.constructs.GGUFString`);
+* ``repeat: <field>`` -> a checked array: numbers become one numpy array, strings are scanned in bulk;
+* ``switch_on: <field>`` with ``enum: value_types`` -> a switch over every value type's ``encoding``/``type``,
+  rejecting unknown selectors.
+
+Two forms are produced: a compiled parser (fast) and an interpreted one whose fields report their offsets, used
+to explain failures.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import construct as c
+
+from . import spec as _spec
+from .constructs import (CheckedArray, GGUFString, Located, NumericArray, Reject, StringArray)
+
+BYTE_ORDERS = ("little", "big")
+
+_FORMAT = {"u1": "B", "i1": "b", "u2": "H", "i2": "h", "u4": "L", "i4": "l", "u8": "Q", "i8": "q",
+           "f2": "e", "bf2": "H", "f4": "f", "f8": "d"}
+
+# which conformance rule a count that cannot be satisfied violates, by the field holding the count
+_COUNT_RULES = {"header.metadata_kv_count": "HDR-COUNT", "header.tensor_count": "HDR-COUNT",
+                "n_dimensions": "TI-TRUNC", "len": "ARR-EOF"}
+
+
+def container_spec() -> dict:
+    """The parsed ``spec/gguf.yaml``."""
+    return _spec.load_yaml("gguf.yaml")
+
+
+def versions() -> tuple[int, ...]:
+    """GGUF versions the spec declares."""
+    return tuple(container_spec()["meta"]["versions"])
+
+
+@functools.lru_cache(maxsize=None)
+def value_types() -> dict[int, dict]:
+    """The metadata value types from the spec, keyed by id."""
+    return {vt["id"]: vt for vt in container_spec()["value_types"]}
+
+
+def resolve_alias(name: str, version: int) -> str:
+    """The primitive an alias such as ``count_t`` stands for in ``version``."""
+    cases = container_spec()["aliases"][name]["cases"]
+    return cases.get(version, cases["_"])
+
+
+def _this_expr(dotted: str):
+    expr = c.this
+    for part in dotted.split("."):
+        expr = getattr(expr, part)
+    return expr
+
+
+@dataclass
+class StructFamily:
+    """The generated structs for one (version, byte order)."""
+
+    version: int
+    byte_order: str
+    types: dict[str, c.Construct]  # interpreted, fields located (for error reports and building)
+    compiled_head: Any  # compiled ``file_head`` parser
+    min_sizes: dict[str, int]
+
+    def primitive_width(self, alias: str) -> int:
+        """Byte width of an alias or primitive in this family."""
+        prim = self._resolve_primitive(alias)
+        return _spec.primitives()[prim].size
+
+    def _resolve_primitive(self, name: str) -> str:
+        return resolve_alias(name, self.version) if name in container_spec()["aliases"] else name
+
+
+class _Generator:
+    def __init__(self, version: int, byte_order: str, located: bool):
+        self.version = version
+        self.byte_order = byte_order
+        self.located = located
+        self.spec = container_spec()
+        self.types: dict[str, c.Construct] = {}
+        self.min_sizes: dict[str, int] = {}
+
+    # -- scalars -------------------------------------------------------------------------------------------
+    def primitive_name(self, name: str) -> str | None:
+        if name in self.spec["aliases"]:
+            return resolve_alias(name, self.version)
+        return name if name in _spec.primitives() else None
+
+    def scalar(self, prim: str) -> c.Construct:
+        order = "<" if self.byte_order == "little" else ">"
+        return c.FormatField(order if _spec.primitives()[prim].size > 1 else "=", _FORMAT[prim])
+
+    # -- type references -----------------------------------------------------------------------------------
+    def type_ref(self, name: str) -> c.Construct:
+        prim = self.primitive_name(name)
+        if prim is not None:
+            return self.scalar(prim)
+        if name not in self.types:
+            self.types[name] = c.LazyBound(lambda: self.types[name])  # placeholder for recursive types
+            self.types[name] = self.build_type(name)
+        return self.types[name]
+
+    def min_size(self, name: str) -> int:
+        """Smallest number of bytes an instance of a primitive, alias or type can occupy."""
+        prim = self.primitive_name(name)
+        if prim is not None:
+            return _spec.primitives()[prim].size
+        if name not in self.min_sizes:
+            self.min_sizes[name] = 0  # recursion guard
+            total = 0
+            for field in self.spec["types"][name]["seq"]:
+                total += self.field_min_size(field)
+            self.min_sizes[name] = total
+        return self.min_sizes[name]
+
+    def field_min_size(self, field: dict) -> int:
+        if "contents" in field:
+            return len(field["contents"])
+        if "repeat" in field or "size" in field:
+            return 0
+        if "switch_on" in field:
+            return min(self.case_min_size(vt) for vt in value_types().values())
+        return self.min_size(field["type"])
+
+    def case_min_size(self, vt: dict) -> int:
+        return self.min_size(vt.get("encoding") or vt["type"])
+
+    # -- compound types ------------------------------------------------------------------------------------
+    def build_type(self, name: str) -> c.Construct:
+        seq = self.spec["types"][name]["seq"]
+        if len(seq) == 2 and seq[1].get("size") == seq[0]["id"]:
+            width = _spec.primitives()[self.primitive_name(seq[0]["type"])].size
+            return GGUFString(width, self.byte_order)
+        fields = [self.field(f) for f in seq]
+        return c.Struct(*fields)
+
+    def field(self, field: dict) -> c.Construct:
+        if "contents" in field:
+            sub = c.Const(field["contents"].encode("ascii"))
+        elif "switch_on" in field:
+            sub = self.switch(field)
+        elif "repeat" in field:
+            sub = self.repeat(field["type"], field["repeat"])
+        else:
+            sub = self.type_ref(field["type"])
+        if self.located:
+            sub = Located(sub)
+        return field["id"] / sub
+
+    def repeat(self, item: str | dict, count_field: str) -> c.Construct:
+        count = _this_expr(count_field)
+        prim = self.primitive_name(item) if isinstance(item, str) else None
+        if prim is not None:
+            return NumericArray(count, _spec.numpy_dtype(prim, self.byte_order))
+        rule = _COUNT_RULES.get(count_field, "ARR-EOF")
+        if item == "gguf_string":
+            width = self.min_size("gguf_string")
+            return StringArray(count, width, self.byte_order)
+        return CheckedArray(count, self.type_ref(item), self.min_size(item), item.replace("_", " "), rule)
+
+    def switch(self, field: dict) -> c.Construct:
+        selector = field["switch_on"]
+        cases = {}
+        for vt in value_types().values():
+            target = vt.get("encoding") or vt["type"]
+            if "repeat" in field:
+                if vt.get("encoding"):
+                    cases[vt["id"]] = NumericArray(_this_expr(field["repeat"]),
+                                                   _spec.numpy_dtype(vt["encoding"], self.byte_order),
+                                                   as_bool=vt["name"] == "BOOL")
+                else:
+                    cases[vt["id"]] = self.repeat(target, field["repeat"])
+            else:
+                cases[vt["id"]] = self.type_ref(target)
+        rule = "ARR-TYPE" if "repeat" in field else "KV-TYPE"
+        default = Reject("unknown value type {this.%s}" % selector, rule)
+        return c.Switch(_this_expr(selector), cases, default)
+
+
+@functools.lru_cache(maxsize=None)
+def family(version: int, byte_order: str) -> StructFamily:
+    """The struct family for a GGUF version and byte order (generated once, then cached)."""
+    if version not in versions():
+        raise ValueError(f"GGUF version {version} is not in the spec")
+    if byte_order not in BYTE_ORDERS:
+        raise ValueError(f"byte order must be one of {BYTE_ORDERS}")
+    located = _Generator(version, byte_order, located=True)
+    head = located.type_ref("file_head")
+    fast = _Generator(version, byte_order, located=False)
+    compiled = fast.type_ref("file_head").compile()
+    for name in container_spec()["types"]:
+        located.type_ref(name)
+        located.min_size(name)
+    return StructFamily(version, byte_order, dict(located.types, file_head=head), compiled, dict(located.min_sizes))
+
+
+def detect(prefix: bytes) -> tuple[int, str]:
+    """Byte order and version from the first 8 bytes (magic not checked here).
+
+    Returns ``(version_as_read, byte_order)``; the version may be invalid.
+    """
+    word = int.from_bytes(prefix[4:8], "little")
+    mask = container_spec()["byte_order"]["detection_mask"]
+    if word & mask == 0 and word != 0:
+        return int.from_bytes(prefix[4:8], "big"), "big"
+    return word, "little"
+
+
+def each_family() -> list[tuple[int, str]]:
+    """Every (version, byte order) the spec declares."""
+    return [(v, bo) for v in versions() for bo in BYTE_ORDERS]
+
+
+CompiledParser = Callable[[Any], Any]
