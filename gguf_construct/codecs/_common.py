@@ -1,0 +1,158 @@
+"""Scalar conversions and helpers shared by the codecs, bit-identical to ggml's C code.
+
+Everything here works on whole numpy arrays and keeps float32 arithmetic in float32 (no float64 temporaries).
+
+* :func:`fp16_to_fp32` / :func:`fp32_to_fp16` -- ggml's ``GGML_FP16_TO_FP32`` / ``GGML_FP32_TO_FP16``
+  (ggml-impl.h): IEEE round-to-nearest-even with overflow to infinity; every NaN becomes the quiet NaN
+  ``0x7E00`` (sign kept) when narrowing, and signalling NaNs are quieted when widening.
+* :func:`bf16_to_fp32` / :func:`fp32_to_bf16` -- ``ggml_compute_bf16_to_fp32`` / ``ggml_compute_fp32_to_bf16``:
+  round-to-nearest-even on the bit pattern, NaNs keep their upper 16 bits with the quiet bit forced.
+* :func:`nearest_int` -- ggml's ``nearest_int`` (the ``x + 12582912.f`` magic-number trick): round half to even
+  for ``|x| <= 4194303``, and the same bit-level result as C for any other input.
+* :func:`c_float_to_int32` -- C's ``(int)x`` truncation as compiled for x86 (``cvttss2si``): values that do not
+  fit, and NaNs, give ``INT32_MIN``.  ``(int8_t)`` / ``(uint8_t)`` conversions of a float are this followed by
+  keeping the low byte.
+* :func:`roundf` -- C ``roundf`` (half away from zero) in float32.
+* :func:`seq_sum` -- a float32 sum accumulated strictly left to right starting from ``0.0f``, as a C loop
+  ``s = 0; for (...) s += t[i];`` computes it (numpy's ``sum`` is pairwise and may differ).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "F32_ZERO", "FLT_MAX",
+    "fp16_to_fp32", "fp32_to_fp16", "fp16_bits", "bf16_to_fp32", "fp32_to_bf16",
+    "nearest_int", "c_float_to_int32", "roundf", "seq_sum", "first_abs_max", "f32",
+]
+
+F32_ZERO = np.float32(0.0)
+FLT_MAX = np.float32(np.finfo(np.float32).max)
+_MAGIC = np.float32(12582912.0)  # 1.5 * 2**23
+_QUIET_BIT = np.uint32(0x00400000)
+_ABS_MASK = np.uint32(0x7FFFFFFF)
+_EXP_MASK = np.uint32(0x7F800000)
+
+
+def f32(value) -> np.float32:
+    """A float32 constant (avoids float64 promotion from Python floats)."""
+    return np.float32(value)
+
+
+def _as_half(h) -> np.ndarray:
+    """View ``h`` (u2/f2 array of any byte order) as float16 values without changing bits."""
+    h = np.asarray(h)
+    if h.dtype.kind == "f" and h.dtype.itemsize == 2:
+        return h
+    if h.dtype.kind in "ui" and h.dtype.itemsize == 2:
+        order = h.dtype.byteorder
+        if order in ("=", "|"):
+            return h.view(np.float16)
+        return h.view(np.dtype(np.float16).newbyteorder(order))
+    raise TypeError(f"expected a 16-bit array, got {h.dtype}")
+
+
+def fp16_to_fp32(h) -> np.ndarray:
+    """ggml's ``GGML_FP16_TO_FP32`` on an array of binary16 values (``f2`` or ``u2`` bits, any byte order).
+
+    Exact widening; a signalling NaN comes out quiet (ggml's bit trick multiplies the NaN, which quiets it).
+    """
+    out = _as_half(h).astype(np.float32)
+    bits = out.view(np.uint32)
+    nan = (bits & _ABS_MASK) > _EXP_MASK
+    if nan.any():
+        bits[nan] |= _QUIET_BIT
+    return out
+
+
+def fp32_to_fp16(f) -> np.ndarray:
+    """ggml's ``GGML_FP32_TO_FP16`` on a float32 array, returned as a native ``float16`` array.
+
+    Round to nearest even (subnormals included), overflow to +-inf, every NaN to ``sign | 0x7E00``.
+    """
+    f = np.asarray(f, dtype=np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        h = f.astype(np.float16)
+    nan = np.isnan(f)
+    if nan.any():
+        hb = h.view(np.uint16)
+        sign = (f.view(np.uint32)[nan] >> np.uint32(16)).astype(np.uint16) & np.uint16(0x8000)
+        hb[nan] = sign | np.uint16(0x7E00)
+    return h
+
+
+def fp16_bits(f) -> np.ndarray:
+    """:func:`fp32_to_fp16` as native uint16 bit patterns."""
+    return fp32_to_fp16(f).view(np.uint16)
+
+
+def bf16_to_fp32(h) -> np.ndarray:
+    """ggml's ``GGML_BF16_TO_FP32``: the 16 bits become the upper half of a float32 (exact, NaNs untouched)."""
+    h = np.asarray(h)
+    return (h.astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def fp32_to_bf16(f) -> np.ndarray:
+    """ggml's ``GGML_FP32_TO_BF16`` on a float32 array, returned as native uint16 bit patterns.
+
+    NaN: upper 16 bits with bit 6 (the bf16 quiet bit) forced; otherwise round to nearest even on the bits
+    (``(u + 0x7fff + ((u >> 16) & 1)) >> 16`` in 32-bit arithmetic, so large finite values round to inf).
+    """
+    u = np.asarray(f, dtype=np.float32).view(np.uint32)
+    rounded = (u + (np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1)))) >> np.uint32(16)
+    nan = (u & _ABS_MASK) > _EXP_MASK
+    if nan.any():
+        rounded = np.where(nan, (u >> np.uint32(16)) | np.uint32(64), rounded)
+    return rounded.astype(np.uint16)
+
+
+def nearest_int(f) -> np.ndarray:
+    """ggml's ``nearest_int(float)``: ``(bits(f + 12582912.f) & 0x7fffff) - 0x400000`` as int32."""
+    v = np.asarray(f, dtype=np.float32) + _MAGIC
+    return (v.view(np.int32) & np.int32(0x007FFFFF)) - np.int32(0x00400000)
+
+
+_I32_LO = np.float32(-2147483648.0)   # -2**31, representable
+_I32_HI = np.float32(2147483648.0)    # 2**31, first value that does not fit
+
+
+def c_float_to_int32(f) -> np.ndarray:
+    """C ``(int)f`` on x86: truncation toward zero; NaN and out-of-range values give ``INT32_MIN``."""
+    f = np.asarray(f, dtype=np.float32)
+    ok = (f >= _I32_LO) & (f < _I32_HI)  # False for NaN
+    if ok.all():
+        return f.astype(np.int32)
+    return np.where(ok, f, _I32_LO).astype(np.int32)
+
+
+def roundf(f) -> np.ndarray:
+    """C ``roundf``: round half away from zero, in float32 (exact; no ``floor(x + 0.5)`` double rounding)."""
+    f = np.asarray(f, dtype=np.float32)
+    t = np.trunc(f)
+    frac = np.abs(f - t)  # exact
+    with np.errstate(invalid="ignore"):
+        return np.where(frac >= np.float32(0.5), t + np.copysign(np.float32(1.0), f), t).astype(np.float32)
+
+
+def seq_sum(terms, axis: int = -1) -> np.ndarray:
+    """Sum float32 ``terms`` along ``axis`` strictly in order, starting from ``+0.0f`` (a C accumulation loop)."""
+    acc = np.add.accumulate(np.asarray(terms, dtype=np.float32), axis=axis, dtype=np.float32)
+    last = np.take(acc, -1, axis=axis)
+    return last + F32_ZERO  # 0 + (-0) is +0 in C; accumulate would keep a leading -0
+
+
+def first_abs_max(x, axis: int = -1):
+    """The ggml idiom ``amax = 0; max = 0; for v in x: if (amax < fabsf(v)) { amax = fabsf(v); max = v; }``.
+
+    Returns ``(amax, max)`` as float32 arrays reduced over ``axis``: ``max`` is the first element of largest
+    magnitude (NaNs never win), ``amax == 0`` gives ``max == +0.0``.
+    """
+    x = np.asarray(x, dtype=np.float32)
+    ax = np.abs(x)
+    amax = np.fmax.reduce(ax, axis=axis)
+    amax = np.fmax(amax, F32_ZERO)  # all-NaN blocks: amax stays 0
+    idx = np.argmax(ax == np.expand_dims(amax, axis), axis=axis)
+    mx = np.take_along_axis(x, np.expand_dims(idx, axis), axis=axis).squeeze(axis)
+    mx = np.where(amax > F32_ZERO, mx, F32_ZERO)
+    return amax, mx.astype(np.float32, copy=False)
