@@ -1,0 +1,149 @@
+"""Lattice-grid machinery of ggml's IQ quantizers (``iq2xs_init_impl`` / ``iq3xs_init_impl`` and
+``iq2_find_best_neighbour`` / ``iq3_find_best_neighbour``), vectorised.
+
+A grid is a list of ``dim``-dimensional points whose coordinates are small levels ``l`` (stored ``bits`` bits
+per coordinate in a code ``u = sum(l_k << bits*k)``); the quantizer works with the odd positions ``2*l + 1``.
+For every code that is not a grid point ggml precomputes a neighbour list: the grid points at the ``nwant``
+smallest distinct squared distances, ordered by (distance, grid index).  The quantizer then picks, among the
+neighbours of an off-grid code, the first one with the smallest weighted error
+``sum_i w_i * (scale*q_i - x_i)**2`` (accumulated in float32 in coordinate order, strict ``<`` against
+``FLT_MAX``).
+
+ggml builds lists for every code below ``kmap_size``; only codes whose levels are all ``<= max_level`` can
+be looked up by the quantizers (they clamp the levels), so only those are built here.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+FLT_MAX = np.float32(np.finfo(np.float32).max)
+
+
+class GridAbort(ValueError):
+    """Raised where ggml's quantizer would hit a ``GGML_ASSERT`` / ``GGML_ABORT`` (e.g. NaN or inf inputs
+    that leave no neighbour with a finite error, or a final point that is not on the grid)."""
+
+
+class LatticeGrid:
+    """One quantization grid: code -> grid index map and the neighbour lists of off-grid codes."""
+
+    def __init__(self, levels: np.ndarray, bits: int, nwant: int, max_level: int):
+        levels = np.asarray(levels)
+        self.size, self.dim = levels.shape
+        self.bits = bits
+        self.nwant = nwant
+        self.max_level = max_level
+        #: (size, dim) int8 levels of every grid point
+        self.levels = np.ascontiguousarray(levels, dtype=np.int8)
+        #: (size, dim) float32 positions 2*l + 1 (what the error is measured with)
+        self.pos = (2 * self.levels.astype(np.float32) + 1).astype(np.float32)
+        shifts = bits * np.arange(self.dim)
+        n_codes = 1 << (bits * self.dim)
+        self.codes = (self.levels.astype(np.int64) << shifts).sum(axis=1)
+        #: code -> grid index, -1 where the code is not a grid point
+        self.map = np.full(n_codes, -1, dtype=np.int32)
+        self.map[self.codes] = np.arange(self.size, dtype=np.int32)
+        self._shifts = shifts
+        self._build_neighbours()
+
+    # ---------------------------------------------------------------------------------------------------------
+
+    def _build_neighbours(self) -> None:
+        # every code reachable by the quantizers (all levels <= max_level) that is not a grid point
+        pts = np.array(list(itertools.product(range(self.max_level + 1), repeat=self.dim)), dtype=np.int64)
+        pts = pts[:, ::-1]  # any order will do; keep coordinate k at column k
+        codes = (pts << self._shifts).sum(axis=1)
+        off = self.map[codes] < 0
+        pts, codes = pts[off], codes[off]
+        # squared distances between positions 2l+1: |p|^2 + |g|^2 - 2 p.g, exact (small integers in float32)
+        pp = (2 * pts + 1).astype(np.float32)
+        gp = self.pos
+        d2 = pp @ (-2 * gp.T)
+        d2 += (gp * gp).sum(axis=1)[None, :]
+        d2 += (pp * pp).sum(axis=1)[:, None]
+        d2 = d2.astype(np.int32)
+        # the nwant smallest distinct distances of every row
+        thr = d2.min(axis=1)
+        for _ in range(self.nwant - 1):
+            bigger = np.where(d2 > thr[:, None], d2, np.iinfo(np.int32).max)
+            nxt = bigger.min(axis=1)
+            thr = np.where(nxt < np.iinfo(np.int32).max, nxt, thr)
+        sel = d2 <= thr[:, None]
+        counts = sel.sum(axis=1)
+        width = int(counts.max())
+        # order the selected points of each row by (distance, grid index)
+        r, j = np.nonzero(sel)
+        order = np.lexsort((j, d2[r, j], r))
+        r, j = r[order], j[order]
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        nbr = np.full((len(pts), width), -1, dtype=np.int32)
+        nbr[r, np.arange(len(r)) - starts[r]] = j
+        #: code -> row of ``neighbours`` (-1 for grid points and unreachable codes)
+        self.row = np.full(self.map.shape, -1, dtype=np.int32)
+        self.row[codes] = np.arange(len(codes), dtype=np.int32)
+        #: (n_off_grid, width) neighbour grid indices in ggml's order, padded with -1
+        self.neighbours = nbr
+        self.counts = counts.astype(np.int32)
+
+    # ---------------------------------------------------------------------------------------------------------
+
+    def code(self, L: np.ndarray) -> np.ndarray:
+        """Codes of level vectors ``L`` of shape (..., dim) (levels already clamped to 0..max_level)."""
+        L = np.asarray(L, dtype=np.int32)
+        u = L[..., 0].copy()
+        for k in range(1, self.dim):
+            u |= L[..., k] << (self.bits * k)
+        return u
+
+    def best_neighbour(self, u: np.ndarray, xval: np.ndarray, w: np.ndarray, scale: np.ndarray) -> np.ndarray:
+        """ggml's ``iq*_find_best_neighbour`` for many off-grid codes at once.
+
+        ``u``: (n,) off-grid codes; ``xval``, ``w``: (n, dim) float32; ``scale``: (n,) float32.
+        Returns the (n,) chosen grid indices.  Raises :class:`GridAbort` where ggml would abort (no neighbour
+        with an error below ``FLT_MAX``).
+        """
+        n = u.shape[0]
+        if n == 0:
+            return np.zeros(0, dtype=np.int32)
+        rows = self.row[u]
+        if (rows < 0).any():
+            raise GridAbort("ggml aborts: code without a neighbour list")
+        counts = self.counts[rows]
+        scale = np.asarray(scale, dtype=np.float32)
+        out = np.empty(n, dtype=np.int32)
+        # bucket by list length (powers of two) so that padding costs at most a factor 2
+        lo = 0
+        hi = 8
+        top = int(counts.max())
+        while lo < top:
+            sel = (counts > lo) & (counts <= hi)
+            if sel.all():
+                out[:] = self._search(rows, xval, w, scale, top)
+            elif sel.any():
+                out[sel] = self._search(rows[sel], xval[sel], w[sel], scale[sel], int(counts[sel].max()))
+            lo, hi = hi, 2 * hi
+        return out
+
+    def _search(self, rows, xval, w, scale, width) -> np.ndarray:
+        n = rows.shape[0]
+        cand = self.neighbours[rows, :width]  # (n, width)
+        q = self.pos[np.maximum(cand, 0)]  # (n, width, dim)
+        sc = scale[:, None]
+        d2 = np.zeros((n, width), dtype=np.float32)
+        with np.errstate(over="ignore", invalid="ignore"):
+            for i in range(self.dim):
+                diff = sc * q[:, :, i]
+                diff -= xval[:, i:i + 1]
+                t = w[:, i:i + 1] * diff
+                t *= diff
+                d2 += t
+        # strict "d2 < best" from FLT_MAX: NaN, inf and padding never win, the first minimum does
+        d2[~(d2 < FLT_MAX) | (cand < 0)] = np.inf
+        best = np.argmin(d2, axis=1)
+        ar = np.arange(n)
+        if not (d2[ar, best] < FLT_MAX).all():
+            raise GridAbort("ggml aborts: no grid neighbour with a finite error (NaN/inf inputs or weights?)")
+        return cand[ar, best]
