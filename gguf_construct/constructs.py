@@ -18,7 +18,7 @@ from construct import Construct, ConstructError, ListContainer, SizeofError, str
 
 __all__ = [
     "BufferStream", "FieldError", "remaining", "GGUFString", "NumericArray", "StringArray", "CheckedArray",
-    "Reject", "Located", "decode_text", "encode_text",
+    "Reject", "Located", "Float32Field", "Float32NaN", "decode_text", "encode_text",
 ]
 
 
@@ -280,6 +280,50 @@ class CheckedArray(Construct):
                 return ListContainer(({self.subcon._compileparse(code)}) for i in range(count))
         """)
         return f"{fname}(io, this)"
+
+
+class Float32NaN(float):
+    """A float32 NaN read from a file, remembering its exact bits (Python's float would quiet a signalling NaN)."""
+
+    __slots__ = ("bits",)
+
+    def __new__(cls, bits: int):
+        obj = super().__new__(cls, float("nan"))
+        obj.bits = bits
+        return obj
+
+    def __repr__(self) -> str:
+        return f"nan(0x{self.bits:08x})"
+
+
+class Float32Field(Construct):
+    """An IEEE binary32 scalar that round-trips every bit pattern, NaN payloads included."""
+
+    def __init__(self, byte_order: str):
+        super().__init__()
+        order = "<" if byte_order == "little" else ">"
+        self._bits = _struct.Struct(order + "I")
+        self._float = _struct.Struct(order + "f")
+
+    def _parse(self, stream, context, path):
+        start = stream_tell(stream, path)
+        data = stream.read(4)
+        if len(data) != 4:
+            raise FieldError(f"float32 truncated: {len(data)} of 4 bytes", start, path, rule="KV-TRUNC")
+        (value,) = self._float.unpack(data)
+        if value != value:
+            return Float32NaN(self._bits.unpack(data)[0])
+        return value
+
+    def _build(self, obj, stream, context, path):
+        if isinstance(obj, Float32NaN):
+            stream.write(self._bits.pack(obj.bits))
+        else:
+            stream.write(self._float.pack(obj))
+        return obj
+
+    def _sizeof(self, context, path):
+        return 4
 
 
 class Reject(Construct):

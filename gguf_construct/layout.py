@@ -9,8 +9,6 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from construct import ConstructError
-
 from . import structs
 from .constructs import BufferStream, FieldError
 from .errors import GGUFError, construct_path_to_field_path
@@ -94,8 +92,7 @@ def parse_head(buf) -> RawHead:
         tree = fam.compiled_head.parse_stream(stream)
     except RecursionError:
         raise GGUFError("arrays nested too deeply", offset=None, path="metadata_kv", rule="ARR-DEPTH") from None
-    except (ConstructError, ValueError, OverflowError, MemoryError, IndexError, KeyError, TypeError,
-            UnicodeError, AttributeError) as exc:
+    except Exception as exc:  # noqa: BLE001 - compiled code raises struct.error etc.; all become GGUFError
         raise _explain(buf, fam, exc) from None
     return RawHead(version, byte_order, tree, stream.pos, fam)
 

@@ -25,7 +25,7 @@ from typing import Any, Callable
 import construct as c
 
 from . import spec as _spec
-from .constructs import (CheckedArray, GGUFString, Located, NumericArray, Reject, StringArray)
+from .constructs import (CheckedArray, Float32Field, GGUFString, Located, NumericArray, Reject, StringArray)
 
 BYTE_ORDERS = ("little", "big")
 
@@ -101,6 +101,8 @@ class _Generator:
         return name if name in _spec.primitives() else None
 
     def scalar(self, prim: str) -> c.Construct:
+        if prim == "f4":
+            return Float32Field(self.byte_order)
         order = "<" if self.byte_order == "little" else ">"
         return c.FormatField(order if _spec.primitives()[prim].size > 1 else "=", _FORMAT[prim])
 

@@ -8,7 +8,6 @@ valid UTF-8 are kept losslessly with ``surrogateescape``.
 
 from __future__ import annotations
 
-import math
 import struct
 from collections.abc import MutableMapping
 from dataclasses import dataclass
@@ -86,12 +85,16 @@ def _same(vtype, item_type, a, b) -> bool:
             return len(a) == len(b) and all(x == y for x, y in zip(a, b))
         a, b = np.asarray(a), np.asarray(b)
         return a.shape == b.shape and a.tobytes() == b.tobytes()
-    if vtype in (GGUFValueType.FLOAT32, GGUFValueType.FLOAT64):
-        if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-            return struct.pack("<d", a) == struct.pack("<d", b)
-        return struct.pack("<d", a) == struct.pack("<d", b) if isinstance(a, float) and isinstance(b, float) \
-            else a == b
+    if vtype == GGUFValueType.FLOAT32:
+        return _f32_bits(a) == _f32_bits(b)
+    if vtype == GGUFValueType.FLOAT64:
+        return struct.pack("<d", a) == struct.pack("<d", b)
     return type(a) is type(b) and a == b if vtype == GGUFValueType.BOOL else a == b
+
+
+def _f32_bits(x: float) -> int:
+    bits = getattr(x, "bits", None)
+    return bits if bits is not None else struct.unpack("<I", struct.pack("<f", x))[0]
 
 
 def _check_scalar(vtype: GGUFValueType, value: Any) -> Any:
@@ -115,6 +118,8 @@ def _check_scalar(vtype: GGUFValueType, value: Any) -> Any:
     if vtype in (GGUFValueType.FLOAT32, GGUFValueType.FLOAT64):
         if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
             raise TypeError(f"{vtype.name} value must be a number")
+        if getattr(value, "bits", None) is not None:
+            return value  # a NaN read from a file keeps its exact bits
         value = float(value)
         return float(np.float32(value)) if vtype == GGUFValueType.FLOAT32 else value
     raise TypeError(f"cannot store a scalar as {vtype.name}")

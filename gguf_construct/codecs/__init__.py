@@ -69,7 +69,13 @@ def _codec_function(type_id: int, direction: str) -> Callable | None:
     t = _spec.tensor_type_by_id()[type_id]
     if not t.codec:
         return None
-    module = importlib.import_module(f"{__name__}.{t.codec}")
+    name = f"{__name__}.{t.codec}"
+    try:
+        module = importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name == name:
+            return None  # codec module not written yet
+        raise
     return getattr(module, f"{direction}_{t.name.lower()}", None)
 
 

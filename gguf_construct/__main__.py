@@ -1,0 +1,7 @@
+"""``python -m gguf_construct``."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

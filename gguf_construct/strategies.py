@@ -1,0 +1,154 @@
+"""Hypothesis strategies for GGUF files: public API for testing GGUF readers and writers.
+
+``gguf_files()`` draws ``(data, document)`` pairs: the bytes of a valid GGUF file and the :class:`Document`
+they encode.  Everything is derived from the spec (value types, versions, tensor types and their block sizes).
+
+Example::
+
+    from hypothesis import given
+    from gguf_construct.strategies import gguf_files
+
+    @given(gguf_files(versions=[3], max_tensors=2))
+    def test_my_reader(sample):
+        data, doc = sample
+        assert my_reader(data).keys() == {k for k, _ in doc.metadata}
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+import numpy as np
+from hypothesis import strategies as st
+
+from . import spec as _spec
+from . import structs
+from .enums import GGMLType, GGUFValueType
+from .model import GGUFFile, tensor_nbytes
+from .values import GGUFValue, numpy_dtype_of
+
+__all__ = ["Document", "gguf_files", "documents", "metadata_values", "metadata_keys", "tensor_specs"]
+
+_SCALARS = [vt for vt in GGUFValueType if vt not in (GGUFValueType.ARRAY,)]
+_ALIGNMENTS = [None, 8, 16, 64, 128]
+
+
+@dataclass
+class Document:
+    """What a generated GGUF file contains, independent of its encoding."""
+
+    version: int
+    byte_order: str
+    alignment: int | None
+    metadata: list[tuple[str, GGUFValue]] = field(default_factory=list)
+    tensors: list[tuple[str, GGMLType, tuple[int, ...], bytes]] = field(default_factory=list)
+
+    def build(self) -> GGUFFile:
+        """The :class:`GGUFFile` of this document (canonical layout)."""
+        gguf = GGUFFile.new(self.version, self.byte_order)  # general.alignment, if any, is in metadata
+        for key, value in self.metadata:
+            gguf.metadata[key] = value
+        for name, gtype, shape, raw in self.tensors:
+            gguf.add_tensor(name, raw, gtype, shape=shape)
+        return gguf
+
+    def to_bytes(self) -> bytes:
+        """Encode the document."""
+        return self.build().to_bytes()
+
+
+def _value_types_for(version: int) -> list[GGUFValueType]:
+    vts = structs.value_types()
+    return [vt for vt in _SCALARS if vts[int(vt)].get("since", 1) <= version]
+
+
+def _scalar(vtype: GGUFValueType) -> st.SearchStrategy:
+    if vtype == GGUFValueType.STRING:
+        return st.text(max_size=12)
+    if vtype == GGUFValueType.BOOL:
+        return st.booleans()
+    if vtype == GGUFValueType.FLOAT32:
+        return st.floats(width=32).map(lambda x: float(np.float32(x)))
+    if vtype == GGUFValueType.FLOAT64:
+        return st.floats()
+    info = np.iinfo(numpy_dtype_of(vtype))
+    return st.integers(int(info.min), int(info.max))
+
+
+def _array(item: GGUFValueType, version: int, depth: int) -> st.SearchStrategy:
+    if item == GGUFValueType.ARRAY:
+        inner = metadata_values(version=version, depth=depth + 1, arrays_only=True)
+        return st.lists(inner, max_size=3).map(lambda vs: GGUFValue(GGUFValueType.ARRAY, vs, item))
+    if item == GGUFValueType.STRING:
+        return st.lists(_scalar(item), max_size=6).map(lambda vs: GGUFValue(GGUFValueType.ARRAY, vs, item))
+    dtype = numpy_dtype_of(item)
+    return st.lists(_scalar(item), max_size=6).map(
+        lambda vs: GGUFValue(GGUFValueType.ARRAY, np.array(vs, dtype=dtype), item))
+
+
+@st.composite
+def metadata_values(draw, *, version: int = 3, depth: int = 0, nested: bool = True, arrays_only: bool = False):
+    """A typed metadata value valid in ``version`` (arrays nest at most two levels)."""
+    choices = _value_types_for(version)
+    kind = GGUFValueType.ARRAY if arrays_only else draw(st.sampled_from(choices + [GGUFValueType.ARRAY]))
+    if kind != GGUFValueType.ARRAY:
+        return GGUFValue(kind, draw(_scalar(kind)))
+    items = choices + ([GGUFValueType.ARRAY] if nested and depth < 1 else [])
+    return draw(_array(draw(st.sampled_from(items)), version, depth))
+
+
+_SEGMENT = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789_", min_size=1, max_size=8)
+
+
+def metadata_keys() -> st.SearchStrategy[str]:
+    """Valid keys: lower_snake_case segments joined by dots, under a test namespace."""
+    return st.lists(_SEGMENT, min_size=1, max_size=3).map(lambda parts: "test." + ".".join(parts))
+
+
+def _current_types(names: Iterable[str] | None) -> list[_spec.TensorTypeSpec]:
+    types = [t for t in _spec.tensor_types() if t.is_current]
+    if names is not None:
+        wanted = {n.upper() if isinstance(n, str) else GGMLType(n).name for n in names}
+        types = [t for t in types if t.name in wanted]
+    return types
+
+
+@st.composite
+def tensor_specs(draw, *, tensor_types: Sequence[str] | None = None):
+    """``(ggml_type, shape, raw)`` with ne[0] a multiple of the block size and random data of the right size."""
+    t = draw(st.sampled_from(_current_types(tensor_types)))
+    n_dims = draw(st.integers(1, 4))
+    shape = [t.block_size * draw(st.integers(1, 2))] + [draw(st.integers(1, 3)) for _ in range(n_dims - 1)]
+    nbytes = tensor_nbytes(t.id, shape)
+    seed = draw(st.integers(0, 2**32 - 1))
+    raw = np.random.default_rng(seed).bytes(nbytes)
+    return GGMLType(t.id), tuple(shape), raw
+
+
+@st.composite
+def documents(draw, *, versions: Sequence[int] = (1, 2, 3), byte_orders: Sequence[str] = ("little", "big"),
+              tensor_types: Sequence[str] | None = None, max_kv: int = 6, max_tensors: int = 3) -> Document:
+    """A :class:`Document`: version, byte order, alignment, unique keys with typed values, tensors."""
+    version = draw(st.sampled_from(list(versions)))
+    byte_order = draw(st.sampled_from(list(byte_orders)))
+    alignment = draw(st.sampled_from(_ALIGNMENTS))
+    keys = draw(st.lists(metadata_keys(), max_size=max_kv, unique=True))
+    metadata = [(k, draw(metadata_values(version=version))) for k in keys]
+    if alignment is not None:
+        metadata.insert(draw(st.integers(0, len(metadata))),
+                        ("general.alignment", GGUFValue(GGUFValueType.UINT32, alignment)))
+    n_tensors = draw(st.integers(0, max_tensors))
+    tensors = []
+    for i in range(n_tensors):
+        gtype, shape, raw = draw(tensor_specs(tensor_types=tensor_types))
+        tensors.append((f"blk.{i}.weight", gtype, shape, raw))
+    return Document(version, byte_order, alignment, metadata, tensors)
+
+
+def gguf_files(*, versions: Sequence[int] = (1, 2, 3), byte_orders: Sequence[str] = ("little", "big"),
+               tensor_types: Sequence[str] | None = None, max_kv: int = 6,
+               max_tensors: int = 3) -> st.SearchStrategy[tuple[bytes, Document]]:
+    """Valid GGUF files as ``(bytes, document)``."""
+    return documents(versions=versions, byte_orders=byte_orders, tensor_types=tensor_types, max_kv=max_kv,
+                     max_tensors=max_tensors).map(lambda doc: (doc.to_bytes(), doc))

@@ -1,0 +1,28 @@
+"""Shared fixtures: locations of the optional shared material (../shared beside the project root)."""
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+CORPUS = SHARED / "corpus" / "vocab"
+GOLDEN = SHARED / "golden"
+
+settings.register_profile("ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("long", max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("ci")
+
+
+def corpus_files():
+    """The real GGUF files of ../shared/corpus, or [] when absent."""
+    return sorted(CORPUS.glob("*.gguf")) if CORPUS.is_dir() else []
+
+
+@pytest.fixture
+def corpus():
+    files = corpus_files()
+    if not files:
+        pytest.skip("../shared/corpus is not present")
+    return files
