@@ -107,3 +107,304 @@ def decode_iq1_m(blocks: np.ndarray) -> np.ndarray:
     dl = d[:, None] * (s.reshape(n, 16).astype(_F32) * _F32(2) + _F32(1))
     out *= dl[:, :, None]
     return out.reshape(n, QK_K)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# encoder machinery: ggml's iq2xs_init_impl(IQ1_S) grid map and neighbour lists
+# --------------------------------------------------------------------------------------------------------------
+
+
+class _Grid:
+    """The quantizer's view of the IQ1 grid.
+
+    * ``levels``: (2048, 8) int8, level ``l = value + 1`` (0, 1, 2) of each weight;
+    * ``kmap``: (65536,) int32, grid index of the 16-bit code ``sum_j l_j << 2j``, -1 off the grid;
+    * ``nb_start``, ``nb_count``, ``nb_flat``: for every code off the grid whose levels are all <= 2 (the only
+      ones the quantizer looks up), its neighbour list: the grid vectors at the 3 smallest squared distances
+      (positions ``2l+1``), ordered by (distance, index) as ggml's qsort does.
+    """
+
+    NWANT = 3
+
+    def __init__(self):
+        levels = (_grid_values().astype(np.int32) + 1)
+        n = levels.shape[0]
+        self.levels = levels.astype(np.int8)
+        shifts = 2 * np.arange(8, dtype=np.int32)
+        codes = (levels << shifts).sum(1)
+        kmap = np.full(1 << 16, -1, dtype=np.int32)
+        kmap[codes] = np.arange(n, dtype=np.int32)
+        self.kmap = kmap
+        # all codes with levels 0..2, off the grid
+        digits = (np.arange(3 ** 8)[:, None] // 3 ** np.arange(8)) % 3
+        allc = (digits << shifts).sum(1)
+        off_mask = kmap[allc] < 0
+        off, dq = allc[off_mask], digits[off_mask]
+        p = (2 * dq + 1).astype(np.float64)
+        gpos = (2 * levels + 1).astype(np.float64)
+        d2 = ((p * p).sum(1)[:, None] + (gpos * gpos).sum(1)[None, :] - 2 * (p @ gpos.T)).astype(np.int32)
+        m = len(off)
+        present = np.zeros((m, d2.max() // 4 + 1), dtype=bool)
+        present[np.arange(m)[:, None], d2 // 4] = True
+        thr = np.argmax(np.cumsum(present, axis=1) >= self.NWANT, axis=1) * 4
+        rows, cols = np.nonzero(d2 <= thr[:, None])
+        order = np.argsort((rows.astype(np.int64) << 20) + (d2[rows, cols].astype(np.int64) << 12) + cols)
+        rows, cols = rows[order], cols[order]
+        count = np.zeros(1 << 16, dtype=np.int32)
+        count[off] = np.bincount(rows, minlength=m)
+        start = np.zeros(1 << 16, dtype=np.int64)
+        start[off] = np.concatenate([[0], np.cumsum(count[off])[:-1]])
+        self.nb_count = count
+        self.nb_start = start
+        self.nb_flat = cols.astype(np.int32)
+
+
+@functools.lru_cache(maxsize=None)
+def _grid() -> _Grid:
+    return _Grid()
+
+
+def _best_neighbour2(grid: _Grid, codes, xv, wv, sc, xx) -> np.ndarray:
+    """``iq1_find_best_neighbour2`` for m off-grid 8-vectors at once.
+
+    codes (m,), xv / wv (m, 8) values and weights, sc (m,) scale, xx (m, 3) the level values (x_p or x_m).
+    Minimises ``sum_j (w_j * diff_j) * diff_j`` with ``diff = sc * xx[l_j] - x_j`` accumulated in order over
+    the neighbour list; the first one wins ties."""
+    m = codes.shape[0]
+    if m == 0:
+        return np.zeros(0, dtype=np.int32)
+    # per point, weight and level: the 24 possible terms
+    diff = sc[:, None, None] * xx[:, None, :] - xv[:, :, None]  # (m, 8, 3)
+    terms = ((wv[:, :, None] * diff) * diff).reshape(-1)
+    counts = grid.nb_count[codes]
+    ends = np.cumsum(counts)
+    seg = ends - counts
+    total = int(ends[-1])
+    qi = np.repeat(np.arange(m, dtype=np.int64), counts)
+    pos = np.arange(total) - np.repeat(seg, counts)
+    cand = grid.nb_flat[np.repeat(grid.nb_start[codes], counts) + pos]
+    lev = grid.levels[cand].astype(np.int64)  # (total, 8)
+    base = qi * 24
+    d2 = terms[base + lev[:, 0]]
+    for j in range(1, 8):
+        d2 = d2 + terms[base + (3 * j) + lev[:, j]]
+    d2[np.isnan(d2)] = np.inf
+    mins = np.minimum.reduceat(d2, seg)
+    first = np.minimum.reduceat(np.where(d2 == mins[qi], np.arange(total), total), seg)
+    return cand[np.minimum(first, total - 1)]
+
+
+_MARGIN = np.float32(1 - 2.0 ** -10)
+
+
+def _sequential_pick(sumqx: np.ndarray, sumq2: np.ndarray):
+    """ggml's exhaustive split search selection, for (g, c) float32 candidates in ggml's order::
+
+        best = -FLT_MAX; sel = -1
+        for c: if sumq2[c] > 0 && sumqx[c]*sumqx[c] > best*sumq2[c]: best = (sumqx[c]/sumq2[c])*sumqx[c]; sel = c
+
+    Returns ``sel`` (g,) int64 (-1 when nothing qualifies).
+
+    Exact, but fast: a candidate whose score ``sumqx^2/sumq2`` is below ``(1 - 2^-10)`` times the best score of
+    the candidates before it is rejected whatever happened before (the running ``best`` never falls more than
+    a few ulps per accepted candidate below the best score seen), so only the few remaining candidates are
+    replayed in order.  Groups whose values leave the range where that rounding argument holds (non-finite,
+    near overflow or underflow) replay every candidate.
+    """
+    g, c = sumqx.shape
+    valid = sumq2 > 0
+    sqx2 = sumqx * sumqx
+    score = np.where(valid, sqx2 / np.where(valid, sumq2, _F32(1)), -np.inf).astype(_F32)
+    prev = np.empty_like(score)
+    prev[:, 0] = -np.inf
+    np.maximum.accumulate(score[:, :-1], axis=1, out=prev[:, 1:])
+    possible = valid & (score > prev * _MARGIN)
+    # groups outside the safe range: replay all valid candidates
+    lo, hi = _F32(2.0 ** -100), _F32(2.0 ** 100)
+    asx = np.abs(sumqx)
+    big = np.where(valid, np.maximum(asx, sumq2), 0).max(axis=1)
+    small_sq2 = np.where(valid, sumq2, np.inf).min(axis=1)
+    small_sx = np.where(valid & (asx > 0), asx, np.inf).min(axis=1)
+    fin = np.isfinite(np.where(valid, sumqx, 0)).all(axis=1) & np.isfinite(np.where(valid, sumq2, 0)).all(axis=1)
+    unsafe = ~fin | (big > hi) | (small_sq2 < lo) | (small_sx < lo)
+    if unsafe.any():
+        possible[unsafe] = valid[unsafe]
+    counts = possible.sum(axis=1)
+    order = np.argsort(-counts, kind="stable")
+    counts_sorted = counts[order]
+    kmax = int(counts_sorted[0]) if g else 0
+    sel = np.full(g, -1, dtype=np.int64)
+    if kmax == 0:
+        return sel
+    rows, cols = np.nonzero(possible[order])
+    starts = np.concatenate([[0], np.cumsum(counts_sorted)[:-1]])
+    rank = np.arange(rows.shape[0]) - starts[rows]
+    pad_c = np.zeros((kmax, g), dtype=np.int64)
+    pad_c[rank, rows] = cols
+    flat = order[rows] * c + cols
+    pad_x = np.zeros((kmax, g), dtype=_F32)
+    pad_q = np.zeros((kmax, g), dtype=_F32)
+    pad_x[rank, rows] = sumqx.reshape(-1)[flat]
+    pad_q[rank, rows] = sumq2.reshape(-1)[flat]
+    n_active = np.searchsorted(-counts_sorted, -np.arange(kmax), side="right")  # groups with count > k
+    best = np.full(g, -_FLT_MAX, dtype=_F32)
+    sel_sorted = np.full(g, -1, dtype=np.int64)
+    for k in range(kmax):
+        n = int(n_active[k])
+        sx, sq = pad_x[k, :n], pad_q[k, :n]
+        acc = (sq > 0) & (sx * sx > best[:n] * sq)
+        if acc.any():
+            a = np.flatnonzero(acc)
+            best[a] = (sx[a] / sq[a]) * sx[a]
+            sel_sorted[a] = pad_c[k, a]
+    sel[order] = sel_sorted
+    return sel
+
+
+def _stable_sort(x: np.ndarray):
+    """glibc qsort (a stable merge sort for these sizes) of the values of each row: the permutation."""
+    return np.argsort(x, axis=1, kind="stable")
+
+
+def _prepare(x: np.ndarray, qw: np.ndarray | None):
+    """Weights of ``quantize_row_iq1_*_impl`` per super-block: x (b, 256) -> (b, 256)."""
+    if qw is None:
+        return x * x
+    sumx2 = seq_sum(x * x)
+    sigma2 = (_F32(2) * sumx2) / _F32(QK_K)
+    return qw * np.sqrt(sigma2[:, None] + x * x)
+
+
+def _row_chunks(rows: np.ndarray, imatrix, chunk_blocks: int):
+    n_rows, n_per_row = rows.shape
+    nblk = n_per_row // QK_K
+    x_all = rows.reshape(-1, QK_K)
+    qw_row = None if imatrix is None else imatrix.reshape(nblk, QK_K)
+    total = x_all.shape[0]
+    for b0 in range(0, total, chunk_blocks):
+        b1 = min(total, b0 + chunk_blocks)
+        qw = None if qw_row is None else qw_row[np.arange(b0, b1) % nblk]
+        yield b0, x_all[b0:b1], qw
+
+
+def _xx_tables(delta: np.float32):
+    x_p = np.array([_F32(-1) + delta, delta, _F32(1) + delta], dtype=_F32)
+    x_m = np.array([_F32(-1) - delta, -delta, _F32(1) - delta], dtype=_F32)
+    return x_p, x_m
+
+
+def _map_to_grid(grid: _Grid, L: np.ndarray, xb, weight, scale, xx):
+    """Grid indices of the 8-weight vectors of the groups (g, n) levels ``L``; off-grid vectors take
+    ``iq1_find_best_neighbour2`` at ``scale`` with level values ``xx`` (g, n/8, 3).  Returns (g, n/8) int32 and
+    whether all vectors of a group were on the grid."""
+    g, n = L.shape
+    nv = n // 8
+    codes = (L.reshape(g, nv, 8).astype(np.int32) << (2 * np.arange(8, dtype=np.int32))).sum(2)
+    gi = grid.kmap[codes]
+    off = gi < 0
+    if off.any():
+        g_off, k_off = np.nonzero(off)
+        gi[g_off, k_off] = _best_neighbour2(grid, codes[g_off, k_off], xb.reshape(g, nv, 8)[g_off, k_off],
+                                            weight.reshape(g, nv, 8)[g_off, k_off], scale[g_off],
+                                            xx[g_off, k_off])
+    return gi, ~off.any(axis=1)
+
+
+def _grid_q(grid: _Grid, gi: np.ndarray, xx: np.ndarray) -> np.ndarray:
+    """Level values ``xx[l]`` of the chosen grid vectors: gi (g, nv), xx (g, nv, 3) -> (g, nv * 8)."""
+    lev = grid.levels[gi].astype(np.intp)  # (g, nv, 8)
+    return np.take_along_axis(xx, lev, axis=2).reshape(gi.shape[0], -1)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# IQ1_S
+# --------------------------------------------------------------------------------------------------------------
+
+_I1_S, _I2_S = np.triu_indices(33)  # ggml's (i1, i2 >= i1) split order for 32 weights
+_I1_M, _I2_M = np.triu_indices(17)  # ... and for 16
+
+
+def encode_iq1_s(rows: np.ndarray, imatrix) -> np.ndarray:
+    if imatrix is None:
+        raise ValueError("IQ1_S requires an importance matrix (ggml_quantize_requires_imatrix): pass imatrix=")
+    grid = _grid()
+    x_p, x_m = _xx_tables(_deltas()[0])
+    out = np.zeros(rows.size // QK_K, dtype=block_dtype("IQ1_S"))
+    i1, i2 = _I1_S, _I2_S
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        for b0, x, qw in _row_chunks(rows, imatrix, 128):
+            b = x.shape[0]
+            weight = _prepare(x, qw).reshape(-1, 32)
+            xb = x.reshape(-1, 32)
+            g = xb.shape[0]
+            gmax = np.abs(xb).max(axis=1)
+            live = gmax >= _F32(1e-12)  # GROUP_MAX_EPS_IQ1_S
+            scales = np.zeros(g, dtype=_F32)
+            shifts = np.ones(g, dtype=np.int8)
+            qs = np.zeros((g, 4), dtype=np.uint8)
+            qh = np.zeros(g, dtype=np.uint16)
+            r = np.flatnonzero(live)
+            if r.size:
+                xr, wr = xb[r], weight[r]
+                perm = _stable_sort(xr)
+                xs = np.take_along_axis(xr, perm, axis=1)
+                ws = np.take_along_axis(wr, perm, axis=1)
+                n = r.size
+                sumx = np.zeros((n, 33), dtype=_F32)
+                sumw = np.zeros((n, 33), dtype=_F32)
+                np.add.accumulate(ws * xs, axis=1, out=sumx[:, 1:])
+                np.add.accumulate(ws, axis=1, out=sumw[:, 1:])
+                sumx[:, 1:] += _F32(0)  # C starts from +0
+                sumw[:, 1:] += _F32(0)
+                # (sumx[i1] - sumx[0]) * v0 + (sumx[i2] - sumx[i1]) * v1 + (sumx[32] - sumx[i2]) * v2, and
+                # the same with sumw and v^2
+                a, bb, cc = sumx[:, i1], sumx[:, i2] - sumx[:, i1], sumx[:, 32:33] - sumx[:, i2]
+                aw, bw, cw = sumw[:, i1], sumw[:, i2] - sumw[:, i1], sumw[:, 32:33] - sumw[:, i2]
+                sqx = np.empty((n, i1.size, 2), dtype=_F32)
+                sq2 = np.empty((n, i1.size, 2), dtype=_F32)
+                for s, v in enumerate((x_p, x_m)):
+                    sqx[:, :, s] = (a * v[0] + bb * v[1]) + cc * v[2]
+                    sq2[:, :, s] = ((aw * v[0]) * v[0] + (bw * v[1]) * v[1]) + (cw * v[2]) * v[2]
+                sel = _sequential_pick(sqx.reshape(n, -1), sq2.reshape(n, -1))
+                ok = sel >= 0
+                sel_c = np.maximum(sel, 0)
+                pair, sh = sel_c // 2, sel_c % 2
+                scale = sqx.reshape(n, -1)[np.arange(n), sel_c] / sq2.reshape(n, -1)[np.arange(n), sel_c]
+                shift = np.where(sh == 0, 1, -1).astype(np.int8)
+                j = np.arange(32)
+                Ls = ((j >= i1[pair][:, None]).astype(np.int8) + (j >= i2[pair][:, None]))
+                L = np.empty_like(Ls)
+                np.put_along_axis(L, perm, Ls, axis=1)
+                flip = scale < 0
+                L[flip] = 2 - L[flip]
+                scale = np.where(flip, -scale, scale)
+                shift = np.where(flip, -shift, shift)
+                xx = np.where((shift == 1)[:, None], x_p, x_m)  # (n, 3)
+                xx4 = np.broadcast_to(xx[:, None, :], (n, 4, 3))
+                gi, all_on = _map_to_grid(grid, L, xr, wr, scale, xx4)
+                redo = ~all_on
+                if redo.any():
+                    q = _grid_q(grid, gi[redo], xx4[redo])
+                    wq = wr[redo] * q
+                    sx, s2 = seq_sum(wq * xr[redo]), seq_sum(wq * q)
+                    upd = (sx > 0) & (s2 > 0)
+                    scale[redo] = np.where(upd, sx / np.where(upd, s2, _F32(1)), scale[redo])
+                rk = r[ok]
+                qs[rk] = (gi[ok] & 255).astype(np.uint8)
+                qh[rk] = ((gi[ok] >> 8).astype(np.uint16) << (3 * np.arange(4, dtype=np.uint16))).sum(1, dtype=np.uint16)
+                scales[rk] = scale[ok]
+                shifts[rk] = shift[ok]
+            scales = scales.reshape(b, 8)
+            max_scale = scales.max(axis=1)
+            d = max_scale / _F32(15)
+            dh = fp32_to_fp16(d * _F32(1.125))
+            idv = _F32(1) / d
+            l = np.clip(nearest_int(_F32(0.5) * (idv[:, None] * scales - _F32(1))), 0, 7).astype(np.uint16)
+            l |= np.where(shifts.reshape(b, 8) == -1, np.uint16(8), np.uint16(0))
+            keep = max_scale > 0
+            qh = qh.reshape(b, 8) | np.where(keep[:, None], l << np.uint16(12), np.uint16(0))
+            blk = out[b0:b0 + b]
+            blk["d"] = np.where(keep, dh, np.float16(0))
+            blk["qs"] = qs.reshape(b, 32)
+            blk["qh"] = qh
+    return out
