@@ -75,6 +75,7 @@ class StructFamily:
     types: dict[str, c.Construct]  # interpreted, fields located (for error reports and building)
     compiled_head: Any  # compiled ``file_head`` parser
     min_sizes: dict[str, int]
+    compiled_types: dict[str, Any]  # every spec type compiled on its own (for record-by-record readers)
 
     def primitive_width(self, alias: str) -> int:
         """Byte width of an alias or primitive in this family."""
@@ -204,10 +205,13 @@ def family(version: int, byte_order: str) -> StructFamily:
     head = located.type_ref("file_head")
     fast = _Generator(version, byte_order, located=False)
     compiled = fast.type_ref("file_head").compile()
+    compiled_types = {}
     for name in container_spec()["types"]:
         located.type_ref(name)
         located.min_size(name)
-    return StructFamily(version, byte_order, dict(located.types, file_head=head), compiled, dict(located.min_sizes))
+        compiled_types[name] = compiled if name == "file_head" else fast.type_ref(name).compile()
+    return StructFamily(version, byte_order, dict(located.types, file_head=head), compiled, dict(located.min_sizes),
+                        compiled_types)
 
 
 def detect(prefix: bytes) -> tuple[int, str]:
