@@ -1,0 +1,440 @@
+"""The legacy 32-element block formats: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1.
+
+Decoding follows ggml's ``dequantize_row_*`` (ggml-quants.c): ``y = d * q`` (``_0`` types, q signed) or
+``y = d * q + m`` (``_1`` types, q unsigned), with q the 4-, 5- or 8-bit quant of element j.  In the 4/5-bit
+types byte j of ``qs`` holds element j in its low nibble and element j+16 in its high nibble; bit j of the
+32-bit ``qh`` word is the fifth bit of element j.  ggml has no dequantization for Q8_1 (it only feeds dot
+products); it is decoded as ``d * q`` here, ignoring the stored sum ``s``.
+
+Encoding follows ``ggml_quantize_chunk``:
+
+* without importance weights: ``quantize_row_<t>_ref`` (Q4_0/Q5_0 scale from the element of largest magnitude,
+  Q4_1/Q5_1 from min/max, Q8_0/Q8_1 from the absolute maximum; Q8_1 as ``quantize_row_q8_1_ref``, which
+  ``ggml_quantize_chunk`` itself does not offer);
+* with an imatrix: ``quantize_row_<t>_impl`` -- per-element weights ``imatrix[j] * sqrt(sigma2 + x[j]^2)``
+  (``sigma2`` the row's mean square), then ``make_qx_quants`` (Q4_0, Q5_0: 18 extra candidate scales) or
+  ``make_qkx3_quants`` (Q4_1, Q5_1: 37 candidate scales, scale and min refit by weighted least squares);
+  Q8_0 and Q8_1 ignore the imatrix, as ggml does.
+
+Everything is vectorised over all blocks of all rows; the only Python loops run over the fixed candidate
+scales of the searches, so ties break exactly as in C.  float32 arithmetic is kept in the C order of operations
+and accumulations are strictly sequential (:func:`._common.seq_sum`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import block_dtype
+from ._common import (
+    FLT_MAX, c_float_to_int32, first_abs_max, fp16_to_fp32, fp32_to_fp16, nearest_int, roundf, seq_sum,
+)
+
+QK = 32
+_F = np.float32
+_ONE = _F(1.0)
+_ZERO = _F(0.0)
+
+# ------------------------------------------------------------------------------------------------ lookup data
+# Derived from the block layout itself (not ggml data): value of the low / high nibble of every byte.
+_BYTES = np.arange(256, dtype=np.uint16)
+_LO4 = (_BYTES & 15).astype(np.uint8)
+_HI4 = (_BYTES >> 4).astype(np.uint8)
+_LO4_F = _LO4.astype(np.float32)
+_HI4_F = _HI4.astype(np.float32)
+_LO4_F_M8 = (_LO4.astype(np.int16) - 8).astype(np.float32)
+_HI4_F_M8 = (_HI4.astype(np.int16) - 8).astype(np.float32)
+# byte of qh -> its 8 bits, each moved to bit 4 (the fifth bit of a 5-bit quant)
+_QH_BITS = (((_BYTES[:, None] >> np.arange(8, dtype=np.uint16)) & 1) << 4).astype(np.uint8)
+_Q5_F = np.arange(32, dtype=np.float32)
+_Q5_F_M16 = _Q5_F - _F(16.0)
+
+_CHUNK = 1 << 14  # blocks per decode chunk: keeps temporaries in cache
+
+
+def _new_out(n_blocks: int) -> np.ndarray:
+    return np.empty((n_blocks, QK), dtype=np.float32)
+
+
+def _chunks(n: int):
+    for s in range(0, n, _CHUNK):
+        yield s, min(n, s + _CHUNK)
+
+
+# ------------------------------------------------------------------------------------------------- decoding
+
+
+def _decode_4bit(blocks: np.ndarray, lo_t: np.ndarray, hi_t: np.ndarray, with_min: bool) -> np.ndarray:
+    n = blocks.shape[0]
+    out = _new_out(n)
+    d_all = fp16_to_fp32(blocks["d"])
+    m_all = fp16_to_fp32(blocks["m"]) if with_min else None
+    qs_all = blocks["qs"]
+    for s, e in _chunks(n):
+        o = out[s:e]
+        qs = np.ascontiguousarray(qs_all[s:e])
+        np.take(lo_t, qs, out=o[:, :16], mode="clip")
+        np.take(hi_t, qs, out=o[:, 16:], mode="clip")
+        o *= d_all[s:e, None]
+        if with_min:
+            o += m_all[s:e, None]
+    return out
+
+
+def _q5_index(qs: np.ndarray, qh: np.ndarray) -> np.ndarray:
+    """5-bit quants (n, 32) as uint8 from qs (n, 16) and the 32-bit qh words (n,) (any byte order)."""
+    n = qs.shape[0]
+    q = np.empty((n, QK), dtype=np.uint8)
+    np.take(_LO4, qs, out=q[:, :16], mode="clip")
+    np.take(_HI4, qs, out=q[:, 16:], mode="clip")
+    qh_bytes = qh.astype("<u4", copy=False).view(np.uint8).reshape(n, 4)
+    q |= _QH_BITS[qh_bytes].reshape(n, QK)
+    return q
+
+
+def _decode_5bit(blocks: np.ndarray, table: np.ndarray, with_min: bool) -> np.ndarray:
+    n = blocks.shape[0]
+    out = _new_out(n)
+    d_all = fp16_to_fp32(blocks["d"])
+    m_all = fp16_to_fp32(blocks["m"]) if with_min else None
+    qs_all = blocks["qs"]
+    qh_all = blocks["qh"]
+    for s, e in _chunks(n):
+        o = out[s:e]
+        q = _q5_index(np.ascontiguousarray(qs_all[s:e]), np.ascontiguousarray(qh_all[s:e]))
+        np.take(table, q, out=o, mode="clip")
+        o *= d_all[s:e, None]
+        if with_min:
+            o += m_all[s:e, None]
+    return out
+
+
+def _decode_8bit(blocks: np.ndarray) -> np.ndarray:
+    n = blocks.shape[0]
+    out = _new_out(n)
+    d_all = fp16_to_fp32(blocks["d"])
+    qs_all = blocks["qs"]
+    for s, e in _chunks(n):
+        np.multiply(qs_all[s:e], d_all[s:e, None], out=out[s:e], dtype=np.float32, casting="unsafe")
+    return out
+
+
+def decode_q4_0(blocks: np.ndarray) -> np.ndarray:
+    return _decode_4bit(blocks, _LO4_F_M8, _HI4_F_M8, False)
+
+
+def decode_q4_1(blocks: np.ndarray) -> np.ndarray:
+    return _decode_4bit(blocks, _LO4_F, _HI4_F, True)
+
+
+def decode_q5_0(blocks: np.ndarray) -> np.ndarray:
+    return _decode_5bit(blocks, _Q5_F_M16, False)
+
+
+def decode_q5_1(blocks: np.ndarray) -> np.ndarray:
+    return _decode_5bit(blocks, _Q5_F, True)
+
+
+def decode_q8_0(blocks: np.ndarray) -> np.ndarray:
+    return _decode_8bit(blocks)
+
+
+def decode_q8_1(blocks: np.ndarray) -> np.ndarray:
+    """Not a ggml function: ggml never dequantizes Q8_1.  ``y = d * q`` (the sum field ``s`` is ignored)."""
+    return _decode_8bit(blocks)
+
+
+# ------------------------------------------------------------------------------------------------- helpers
+
+
+def _blocks_of(rows: np.ndarray) -> np.ndarray:
+    rows = np.asarray(rows, dtype=np.float32)
+    return rows.reshape(-1, QK)
+
+
+def _inverse(d: np.ndarray) -> np.ndarray:
+    """``d ? 1.0f/d : 0.0f`` (NaN counts as true)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(d != _ZERO, _ONE / d, _ZERO).astype(np.float32, copy=False)
+
+
+def _c_int8(f: np.ndarray) -> np.ndarray:
+    """``(int8_t)f`` on x86: truncate to int32 (``INT32_MIN`` for NaN / out of range), keep the low byte."""
+    return c_float_to_int32(f).astype(np.int8)
+
+
+def _c_uint8(f: np.ndarray) -> np.ndarray:
+    """``(uint8_t)f`` on x86 (via a 32-bit truncating conversion)."""
+    return c_float_to_int32(f).astype(np.uint8)
+
+
+def _pack_nibbles(q: np.ndarray) -> np.ndarray:
+    """``qs[j] = (q[j] & 0xF) | (q[j+16] & 0xF) << 4`` for uint8 quants (n, 32)."""
+    return (q[:, :16] & np.uint8(15)) | (q[:, 16:] << np.uint8(4))
+
+
+def _pack_nibbles_raw(q: np.ndarray) -> np.ndarray:
+    """``qs[j] = q[j] | q[j+16] << 4`` without masking the low nibble (as the 4-bit quantizers write it)."""
+    return q[:, :16] | (q[:, 16:] << np.uint8(4))
+
+
+def _pack_qh(q: np.ndarray) -> np.ndarray:
+    """The 32-bit word whose bit j is bit 4 of quant j, for uint8 quants (n, 32)."""
+    bits = (q >> np.uint8(4)) & np.uint8(1)
+    return np.packbits(bits, axis=1, bitorder="little").view("<u4").reshape(-1)
+
+
+def _first_equal(x: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """The first element of each row of ``x`` equal to ``v`` (keeps the sign of zeros); ``v`` where none is."""
+    eq = x == v[:, None]
+    idx = np.argmax(eq, axis=1)
+    picked = np.take_along_axis(x, idx[:, None], axis=1)[:, 0]
+    return np.where(eq[np.arange(x.shape[0]), idx], picked, v)
+
+
+def _fold_min(x: np.ndarray, init=None) -> np.ndarray:
+    """``m = init (or x[0]); for v in x: if (v < m) m = v;`` per row."""
+    with np.errstate(invalid="ignore"):
+        v = _first_equal(x, np.fmin.reduce(x, axis=1))
+    if init is None:
+        return np.where(np.isnan(x[:, 0]), x[:, 0], v)
+    return np.where(v < init, v, init).astype(np.float32)
+
+
+def _fold_max(x: np.ndarray, init=None) -> np.ndarray:
+    """``m = init (or x[0]); for v in x: if (v > m) m = v;`` per row."""
+    with np.errstate(invalid="ignore"):
+        v = _first_equal(x, np.fmax.reduce(x, axis=1))
+    if init is None:
+        return np.where(np.isnan(x[:, 0]), x[:, 0], v)
+    return np.where(v > init, v, init).astype(np.float32)
+
+
+def _fold_abs_max(x: np.ndarray) -> np.ndarray:
+    """``amax = 0; for v in x: amax = MAX(amax, fabsf(v));`` with ``MAX(a, b) = a > b ? a : b``.
+
+    A NaN replaces the running value and the next element replaces the NaN, so the result is the maximum
+    magnitude after the last NaN (NaN when a block ends with NaN)."""
+    ax = np.abs(x)
+    amax = np.max(ax, axis=1, initial=_ZERO)
+    bad = np.isnan(amax)
+    if bad.any():
+        sub = ax[bad]
+        n = sub.shape[1]
+        last_nan = n - 1 - np.argmax(np.isnan(sub)[:, ::-1], axis=1)
+        after = np.arange(n)[None, :] > last_nan[:, None]
+        fixed = np.max(np.where(after, sub, _F(-1.0)), axis=1)
+        amax[bad] = np.where(last_nan == n - 1, _F(np.nan), fixed)
+    return amax
+
+
+def _finish(name: str, fields: dict) -> np.ndarray:
+    n = len(next(iter(fields.values())))
+    out = np.empty(n, dtype=block_dtype(name))
+    for k, v in fields.items():
+        out[k] = v
+    return out
+
+
+# ------------------------------------------------------------------------------------ reference quantizers
+
+
+def _ref_q4_0(x: np.ndarray) -> np.ndarray:
+    _, mx = first_abs_max(x, axis=1)
+    d = mx / _F(-8.0)
+    iv = _inverse(d)
+    with np.errstate(invalid="ignore", over="ignore"):
+        v = x * iv[:, None] + _F(8.5)
+    q = np.minimum(_c_int8(v).astype(np.int32), 15).astype(np.uint8)
+    return _finish("Q4_0", {"d": fp32_to_fp16(d), "qs": _pack_nibbles_raw(q)})
+
+
+def _ref_q4_1(x: np.ndarray, nmax: int) -> tuple:
+    mn = _fold_min(x, init=FLT_MAX)
+    mx = _fold_max(x, init=-FLT_MAX)
+    with np.errstate(invalid="ignore", over="ignore"):
+        d = (mx - mn) / _F(nmax)
+        iv = _inverse(d)
+        v = (x - mn[:, None]) * iv[:, None] + _F(0.5)
+    return d, mn, v
+
+
+def _ref_q5_0(x: np.ndarray) -> np.ndarray:
+    _, mx = first_abs_max(x, axis=1)
+    d = mx / _F(-16.0)
+    iv = _inverse(d)
+    with np.errstate(invalid="ignore", over="ignore"):
+        v = x * iv[:, None] + _F(16.5)
+    q = np.minimum(_c_int8(v).astype(np.int32), 31).astype(np.uint8)
+    return _finish("Q5_0", {"d": fp32_to_fp16(d), "qh": _pack_qh(q), "qs": _pack_nibbles(q)})
+
+
+def _ref_q8(x: np.ndarray):
+    amax = _fold_abs_max(x)
+    d = amax / _F(127.0)
+    iv = _inverse(d)
+    with np.errstate(invalid="ignore", over="ignore"):
+        q = _c_int8(roundf(x * iv[:, None]))
+    return d, q
+
+
+# ----------------------------------------------------------------------------- importance-weighted searches
+
+
+def _row_weights(rows: np.ndarray, imatrix: np.ndarray) -> np.ndarray:
+    """``weight[j] = qw[j] * sqrtf(sigma2 + x[j]*x[j])`` with ``sigma2 = sum(x^2) / n_per_row`` per row."""
+    n_per_row = rows.shape[1]
+    sq = rows * rows
+    sigma2 = seq_sum(sq, axis=1) / _F(n_per_row)
+    return imatrix[None, :] * np.sqrt(sigma2[:, None] + sq)
+
+
+def _make_qx_quants(x: np.ndarray, nmax: int, w: np.ndarray):
+    """ggml's ``make_qx_quants(n=32, nmax, x, L, rmse_type=1, qw=w)`` per block: returns (scale, L uint8)."""
+    nb = x.shape[0]
+    amax, mx = first_abs_max(x, axis=1)
+    live = amax >= _F(1e-15)  # GROUP_MAX_EPS
+    mxs = np.where(live, mx, _ONE)[:, None]
+    fmax = _F(nmax)
+
+    def trial(iscale):
+        with np.errstate(invalid="ignore", over="ignore"):
+            lq = np.clip(nearest_int(iscale * x), -nmax, nmax - 1)
+            lf = lq.astype(np.float32)
+            wl = w * lf
+            sumlx = seq_sum(w * x * lf, axis=1)
+            suml2 = seq_sum(wl * lf, axis=1)
+        return lq, sumlx, suml2
+
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        lq, sumlx, suml2 = trial(_F(-nmax) / mxs)
+        scale = np.where(suml2 != _ZERO, sumlx / suml2, _ZERO).astype(np.float32)
+        best = scale * sumlx
+        for step in range(-9, 10):
+            if step == 0:
+                continue
+            iscale = -(fmax + _F(0.1) * _F(step)) / mxs
+            lq2, sumlx, suml2 = trial(iscale)
+            upd = (suml2 > _ZERO) & (sumlx * sumlx > best * suml2)
+            if upd.any():
+                lq = np.where(upd[:, None], lq2, lq)
+                scale = np.where(upd, sumlx / suml2, scale)
+                best = np.where(upd, scale * sumlx, best)
+    L = (lq + nmax).astype(np.uint8)
+    L[~live] = 0
+    scale = np.where(live, scale, _ZERO).astype(np.float32)
+    return scale, L
+
+
+def _make_qkx3_quants(x: np.ndarray, nmax: int, w: np.ndarray, rmin=-0.9, rdelta=0.05, nstep=36):
+    """ggml's ``make_qkx3_quants(32, nmax, x, w, L, &the_min, Laux, rmin, rdelta, nstep, use_mad=false)``.
+
+    Returns (scale, min, L) where ``min`` is ggml's internal (non-positive) minimum, i.e. ``-the_min``.
+    """
+    mn = _fold_min(x)
+    mx = _fold_max(x)
+    sum_w = np.add.accumulate(w, axis=1)[:, -1]
+    sum_x = np.add.accumulate(w * x, axis=1)[:, -1]
+    mn = np.where(mn > _ZERO, _ZERO, mn).astype(np.float32)
+    mn0 = mn
+    with np.errstate(invalid="ignore"):
+        flat = mx <= mn
+    fnmax = _F(nmax)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        rng = mx - mn
+        xm = x - mn[:, None]
+        iscale = fnmax / rng
+        scale = _ONE / iscale
+        L = np.clip(nearest_int(iscale[:, None] * xm), 0, nmax)
+        diff = scale[:, None] * L.astype(np.float32) + mn[:, None] - x
+        best_mad = seq_sum(w * (diff * diff), axis=1)
+        for step in range(nstep + 1):
+            # ggml uses the running min here: it changes whenever a candidate wins
+            iscale = (_F(rmin) + _F(rdelta) * _F(step) + fnmax) / rng
+            laux = np.clip(nearest_int(iscale[:, None] * xm), 0, nmax)
+            lf = laux.astype(np.float32)
+            wl = w * lf
+            sum_l = seq_sum(wl, axis=1)
+            sum_l2 = seq_sum(wl * lf, axis=1)
+            sum_xl = seq_sum(wl * x, axis=1)
+            D = sum_w * sum_l2 - sum_l * sum_l
+            ok = D > _ZERO
+            this_scale = (sum_w * sum_xl - sum_x * sum_l) / D
+            this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D
+            clamp = this_min > _ZERO
+            this_min = np.where(clamp, _ZERO, this_min)
+            this_scale = np.where(clamp, sum_xl / sum_l2, this_scale)
+            diff = this_scale[:, None] * lf + this_min[:, None] - x
+            mad = seq_sum(w * (diff * diff), axis=1)
+            upd = ok & (mad < best_mad)
+            if upd.any():
+                L = np.where(upd[:, None], laux, L)
+                best_mad = np.where(upd, mad, best_mad)
+                scale = np.where(upd, this_scale, scale)
+                mn = np.where(upd, this_min, mn)
+                rng = mx - mn
+                xm = x - mn[:, None]
+    L = L.astype(np.uint8)
+    L[flat] = 0
+    scale = np.where(flat, _ZERO, scale).astype(np.float32)
+    mn = np.where(flat, mn0, mn)
+    return scale, mn.astype(np.float32), L
+
+
+# ------------------------------------------------------------------------------------------------- encoders
+
+
+def encode_q4_0(rows: np.ndarray, imatrix=None) -> np.ndarray:
+    x = _blocks_of(rows)
+    if imatrix is None:
+        return _ref_q4_0(x)
+    w = _row_weights(rows, imatrix).reshape(-1, QK)
+    d, L = _make_qx_quants(x, 8, w)
+    return _finish("Q4_0", {"d": fp32_to_fp16(d), "qs": _pack_nibbles_raw(L)})
+
+
+def encode_q4_1(rows: np.ndarray, imatrix=None) -> np.ndarray:
+    x = _blocks_of(rows)
+    if imatrix is None:
+        d, mn, v = _ref_q4_1(x, 15)
+        q = np.minimum(_c_int8(v).astype(np.int32), 15).astype(np.uint8)
+        return _finish("Q4_1", {"d": fp32_to_fp16(d), "m": fp32_to_fp16(mn), "qs": _pack_nibbles_raw(q)})
+    w = _row_weights(rows, imatrix).reshape(-1, QK)
+    d, mn, L = _make_qkx3_quants(x, 15, w)
+    return _finish("Q4_1", {"d": fp32_to_fp16(d), "m": fp32_to_fp16(mn), "qs": _pack_nibbles_raw(L)})
+
+
+def encode_q5_0(rows: np.ndarray, imatrix=None) -> np.ndarray:
+    x = _blocks_of(rows)
+    if imatrix is None:
+        return _ref_q5_0(x)
+    w = _row_weights(rows, imatrix).reshape(-1, QK)
+    d, L = _make_qx_quants(x, 16, w)
+    return _finish("Q5_0", {"d": fp32_to_fp16(d), "qh": _pack_qh(L), "qs": _pack_nibbles(L)})
+
+
+def encode_q5_1(rows: np.ndarray, imatrix=None) -> np.ndarray:
+    x = _blocks_of(rows)
+    if imatrix is None:
+        d, mn, v = _ref_q4_1(x, 31)
+        q = _c_uint8(v)
+    else:
+        w = _row_weights(rows, imatrix).reshape(-1, QK)
+        d, mn, q = _make_qkx3_quants(x, 31, w)
+    return _finish("Q5_1", {"d": fp32_to_fp16(d), "m": fp32_to_fp16(mn), "qh": _pack_qh(q),
+                            "qs": _pack_nibbles(q)})
+
+
+def encode_q8_0(rows: np.ndarray, imatrix=None) -> np.ndarray:
+    """``quantize_row_q8_0_ref``; ggml ignores the imatrix for Q8_0."""
+    d, q = _ref_q8(_blocks_of(rows))
+    return _finish("Q8_0", {"d": fp32_to_fp16(d), "qs": q})
+
+
+def encode_q8_1(rows: np.ndarray, imatrix=None) -> np.ndarray:
+    """``quantize_row_q8_1_ref`` (``s = fp16(d * sum(q))``); the imatrix is ignored."""
+    d, q = _ref_q8(_blocks_of(rows))
+    total = q.astype(np.int32).sum(axis=1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        s = total.astype(np.float32) * d
+    return _finish("Q8_1", {"d": fp32_to_fp16(d), "s": fp32_to_fp16(s), "qs": q})
