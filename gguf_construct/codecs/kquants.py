@@ -416,23 +416,6 @@ def _block_weights(qw: np.ndarray, start: int, stop: int) -> np.ndarray:
 # --------------------------------------------------------------------------------------------------------------
 
 
-def decode_q2_k(blocks: np.ndarray) -> np.ndarray:
-    nb = blocks.shape[0]
-    out = np.empty((nb, QK_K), dtype=np.float32)
-    shifts = np.array([0, 2, 4, 6], dtype=np.uint8)[None, None, :, None]
-    for a, b in _chunks(nb, _DEC_CHUNK):
-        blk = blocks[a:b]
-        d = _f16_to_f32(blk["d"])[:, None]
-        dmin = _f16_to_f32(blk["dmin"])[:, None]
-        sc = blk["scales"]
-        dl = d * (sc & 0xF).astype(np.float32)
-        ml = dmin * (sc >> 4).astype(np.float32)
-        q = (blk["qs"].reshape(-1, 2, 1, 32) >> shifts) & 3
-        y = out[a:b].reshape(-1, 16, 16)
-        np.multiply(q.reshape(-1, 16, 16), dl[:, :, None], out=y, dtype=np.float32)
-        y -= ml[:, :, None]
-    return out
-
 
 def _encode_q2_k_blocks(x: np.ndarray, qw) -> np.ndarray:
     c = x.shape[0]
@@ -490,23 +473,6 @@ def encode_q2_k(rows: np.ndarray, imatrix) -> np.ndarray:
 # Q3_K
 # --------------------------------------------------------------------------------------------------------------
 
-
-def decode_q3_k(blocks: np.ndarray) -> np.ndarray:
-    nb = blocks.shape[0]
-    out = np.empty((nb, QK_K), dtype=np.float32)
-    shifts = np.array([0, 2, 4, 6], dtype=np.uint8)[None, None, :, None]
-    hshifts = np.arange(8, dtype=np.uint8).reshape(1, 2, 4, 1)
-    for a, b in _chunks(nb, _DEC_CHUNK):
-        blk = blocks[a:b]
-        d = _f16_to_f32(blk["d"])[:, None]
-        sc = _unpack_q3_scales(_q3_scale_bytes(blk))
-        dl = d * sc.astype(np.float32)
-        q = ((blk["qs"].reshape(-1, 2, 1, 32) >> shifts) & 3).view(np.int8)
-        h = (blk["hmask"].reshape(-1, 1, 1, 32) >> hshifts) & 1
-        q = q + (h.view(np.int8) << 2) - np.int8(4)
-        y = out[a:b].reshape(-1, 16, 16)
-        np.multiply(q.reshape(-1, 16, 16), dl[:, :, None], out=y, dtype=np.float32)
-    return out
 
 
 def _q3_finish(out, x, scale_bytes, d16, L):
@@ -571,42 +537,6 @@ def encode_q3_k(rows: np.ndarray, imatrix) -> np.ndarray:
 # --------------------------------------------------------------------------------------------------------------
 
 
-def decode_q4_k(blocks: np.ndarray) -> np.ndarray:
-    nb = blocks.shape[0]
-    out = np.empty((nb, QK_K), dtype=np.float32)
-    for a, b in _chunks(nb, _DEC_CHUNK):
-        blk = blocks[a:b]
-        d = _f16_to_f32(blk["d"])[:, None]
-        dmin = _f16_to_f32(blk["dmin"])[:, None]
-        sc, m = _unpack_k4_scales(blk["scales"])
-        dl = d * sc.astype(np.float32)
-        ml = dmin * m.astype(np.float32)
-        qs = blk["qs"].reshape(-1, 4, 1, 32)
-        q = np.concatenate([qs & 0xF, qs >> 4], axis=2)
-        y = out[a:b].reshape(-1, 8, 32)
-        np.multiply(q.reshape(-1, 8, 32), dl[:, :, None], out=y, dtype=np.float32)
-        y -= ml[:, :, None]
-    return out
-
-
-def decode_q5_k(blocks: np.ndarray) -> np.ndarray:
-    nb = blocks.shape[0]
-    out = np.empty((nb, QK_K), dtype=np.float32)
-    hshifts = np.arange(8, dtype=np.uint8)[None, :, None]
-    for a, b in _chunks(nb, _DEC_CHUNK):
-        blk = blocks[a:b]
-        d = _f16_to_f32(blk["d"])[:, None]
-        dmin = _f16_to_f32(blk["dmin"])[:, None]
-        sc, m = _unpack_k4_scales(blk["scales"])
-        dl = d * sc.astype(np.float32)
-        ml = dmin * m.astype(np.float32)
-        qs = blk["qs"].reshape(-1, 4, 1, 32)
-        q = np.concatenate([qs & 0xF, qs >> 4], axis=2).reshape(-1, 8, 32)
-        q |= ((blk["qh"][:, None, :] >> hshifts) & 1) << 4
-        y = out[a:b].reshape(-1, 8, 32)
-        np.multiply(q, dl[:, :, None], out=y, dtype=np.float32)
-        y -= ml[:, :, None]
-    return out
 
 
 def _encode_k45_blocks(x: np.ndarray, qw, nmax: int, type_name: str) -> np.ndarray:
@@ -687,22 +617,6 @@ def encode_q5_k(rows: np.ndarray, imatrix) -> np.ndarray:
 # --------------------------------------------------------------------------------------------------------------
 
 
-def decode_q6_k(blocks: np.ndarray) -> np.ndarray:
-    nb = blocks.shape[0]
-    out = np.empty((nb, QK_K), dtype=np.float32)
-    hshifts = np.array([0, 2, 4, 6], dtype=np.uint8)[None, None, :, None]
-    for a, b in _chunks(nb, _DEC_CHUNK):
-        blk = blocks[a:b]
-        d = _f16_to_f32(blk["d"])[:, None]
-        dl = d * blk["scales"].astype(np.float32)
-        ql = blk["ql"].reshape(-1, 2, 2, 32)
-        q = np.concatenate([ql & 0xF, ql >> 4], axis=2)  # (c, 2, 4, 32)
-        q |= ((blk["qh"].reshape(-1, 2, 1, 32) >> hshifts) & 3) << 4
-        q = q.view(np.int8) - np.int8(32)
-        y = out[a:b].reshape(-1, 16, 16)
-        np.multiply(q.reshape(-1, 16, 16), dl[:, :, None], out=y, dtype=np.float32)
-    return out
-
 
 def _encode_q6_k_blocks(x: np.ndarray, qw) -> np.ndarray:
     c = x.shape[0]
@@ -748,15 +662,6 @@ def encode_q6_k(rows: np.ndarray, imatrix) -> np.ndarray:
 # --------------------------------------------------------------------------------------------------------------
 
 
-def decode_q8_k(blocks: np.ndarray) -> np.ndarray:
-    nb = blocks.shape[0]
-    out = np.empty((nb, QK_K), dtype=np.float32)
-    for a, b in _chunks(nb, _DEC_CHUNK):
-        blk = blocks[a:b]
-        d = blk["d"].astype(np.float32)[:, None]
-        np.multiply(blk["qs"], d, out=out[a:b], dtype=np.float32)
-    return out
-
 
 def encode_q8_k(rows: np.ndarray, imatrix) -> np.ndarray:
     """``quantize_row_q8_K_ref`` (ggml has no importance-weighted Q8_K quantization; ``imatrix`` is ignored)."""
@@ -777,4 +682,235 @@ def encode_q8_k(rows: np.ndarray, imatrix) -> np.ndarray:
         blk["bsums"] = qs.reshape(-1, 16, 16).sum(axis=2, dtype=np.int32).astype(np.int16)
         blk["d"] = d
         out[a:b] = blk
+    return out
+
+
+# --------------------------------------------------------------------------------------------------------------
+# decoders
+#
+# Per-block parameters (fp16 scales, unpacked 4/6-bit sub-block scales) are computed for all blocks at once;
+# the weights are then produced chunk by chunk (so the temporaries stay in cache) with as few passes over the
+# float output as ggml's arithmetic allows: an integer-to-float copy, then ``y = dl * q`` (and ``y -= ml``).
+# Single-byte fields are read from a uint8 view of the blocks (byte order is irrelevant for them); multi-byte
+# fields through the structured dtype, so big-endian blocks decode to the same values.
+# --------------------------------------------------------------------------------------------------------------
+
+_U4 = np.dtype("<u4")
+
+
+def _raw_bytes(blocks: np.ndarray) -> np.ndarray:
+    """The blocks as a contiguous (n_blocks, type_size) uint8 array."""
+    blocks = np.ascontiguousarray(blocks)
+    return blocks.view(np.uint8).reshape(blocks.shape[0], blocks.dtype.itemsize)
+
+
+def _words(u8: np.ndarray, start: int, count: int) -> np.ndarray:
+    """``count`` little-endian uint32 words from bytes ``start..`` of each block (as ggml's memcpy reads them
+    on a little-endian host), as a (count, n_blocks) array."""
+    w = np.ascontiguousarray(u8[:, start:start + 4 * count]).view(_U4)
+    return np.ascontiguousarray(w.T).astype(np.uint32)
+
+
+def _bytes_of_words(*words: np.ndarray) -> np.ndarray:
+    """Inverse of :func:`_words`: (n_blocks,) uint32 arrays -> (n_blocks, 4 * len(words)) uint8."""
+    out = np.empty((words[0].shape[0], len(words)), dtype=_U4)
+    for i, w in enumerate(words):
+        out[:, i] = w
+    return out.view(np.uint8)
+
+
+def _k4_scale_mins(u8: np.ndarray, start: int):
+    """get_scale_min_k4 for all 8 sub-blocks of every block: (sc, m) as (n_blocks, 8) uint8."""
+    w0, w1, w2 = _words(u8, start, 3)
+    lo6 = np.uint32(0x3F3F3F3F)
+    lo4 = np.uint32(0x0F0F0F0F)
+    b45 = np.uint32(0x30303030)
+    sc = _bytes_of_words(w0 & lo6, (w2 & lo4) | ((w0 >> np.uint32(2)) & b45))
+    m = _bytes_of_words(w1 & lo6, ((w2 >> np.uint32(4)) & lo4) | ((w1 >> np.uint32(2)) & b45))
+    return sc, m
+
+
+def _q3_scales_from_words(w0, w1, w2) -> np.ndarray:
+    """Q3_K: the sixteen 6-bit scales (minus 32) of every block from its three scale words, (n_blocks, 16) int8."""
+    lo4 = np.uint32(0x0F0F0F0F)
+    hi2 = np.uint32(0x03030303)
+    four, two, six = np.uint32(4), np.uint32(2), np.uint32(6)
+    a0 = (w0 & lo4) | ((w2 & hi2) << four)
+    a1 = (w1 & lo4) | (((w2 >> two) & hi2) << four)
+    a2 = ((w0 >> four) & lo4) | (((w2 >> four) & hi2) << four)
+    a3 = ((w1 >> four) & lo4) | (((w2 >> six) & hi2) << four)
+    return _bytes_of_words(a0, a1, a2, a3).view(np.int8) - np.int8(32)
+
+
+def _scaled(d: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``d[i] * q[i, j]`` in float32 (q integer), (n_blocks, k)."""
+    return np.multiply(q, d[:, None], dtype=np.float32)
+
+
+def decode_q2_k(blocks: np.ndarray) -> np.ndarray:
+    """``y = d * (scales[s] & 0xF) * q - dmin * (scales[s] >> 4)`` with 2-bit ``q`` and 16 sub-blocks ``s``."""
+    nb = blocks.shape[0]
+    u8 = _raw_bytes(blocks)
+    out = np.empty((nb, QK_K), dtype=np.float32)
+    with np.errstate(all="ignore"):
+        d = _f16_to_f32(blocks["d"])
+        dmin = _f16_to_f32(blocks["dmin"])
+        sc = u8[:, 0:16]
+        dl = _scaled(d, sc & np.uint8(0xF)).reshape(-1, 1)
+        ml = _scaled(dmin, sc >> np.uint8(4)).reshape(-1, 1)
+        t = np.empty((_DEC_CHUNK, 64), dtype=np.uint8)
+        for a, b in _chunks(nb, _DEC_CHUNK):
+            c = b - a
+            qs = u8[a:b, 16:80]
+            y4 = out[a:b].reshape(c, 2, 4, 32)
+            tc = t[:c]
+            for j in range(4):
+                np.right_shift(qs, np.uint8(2 * j), out=tc)
+                tc &= np.uint8(3)
+                np.copyto(y4[:, :, j], tc.reshape(c, 2, 32), casting="unsafe")
+            y = out[a:b].reshape(c * 16, 16)
+            y *= dl[16 * a:16 * b]
+            y -= ml[16 * a:16 * b]
+    return out
+
+
+def decode_q3_k(blocks: np.ndarray) -> np.ndarray:
+    """``y = d * (sc[s] - 32) * (q - 4 * !hbit)`` with 2-bit ``q``, a high bit from ``hmask``, 6-bit ``sc``."""
+    nb = blocks.shape[0]
+    u8 = _raw_bytes(blocks)
+    out = np.empty((nb, QK_K), dtype=np.float32)
+    with np.errstate(all="ignore"):
+        d = _f16_to_f32(blocks["d"])
+        w = blocks["scales"].astype(np.uint32)
+        sc = _q3_scales_from_words(w[:, 0], w[:, 1], w[:, 2])
+        dl = _scaled(d, sc).reshape(-1, 1)
+        t = np.empty((_DEC_CHUNK, 2, 32), dtype=np.uint8)
+        hx = np.empty((_DEC_CHUNK, 2, 32), dtype=np.uint8)
+        for a, b in _chunks(nb, _DEC_CHUNK):
+            c = b - a
+            qs = u8[a:b, 32:96].reshape(c, 2, 32)
+            hm = u8[a:b, 0:32]
+            h = hx[:c]
+            # h[:, n] = hmask >> 4n, so bit j of h[:, n] is the high bit of group 4n + j
+            np.copyto(h[:, 0], hm)
+            np.right_shift(hm, np.uint8(4), out=h[:, 1])
+            np.left_shift(h, np.uint8(2), out=h)
+            y4 = out[a:b].reshape(c, 2, 4, 32)
+            tc = t[:c]
+            for j in range(4):
+                np.right_shift(qs, np.uint8(2 * j), out=tc)
+                tc &= np.uint8(3)
+                if j:
+                    np.right_shift(h, np.uint8(1), out=h)
+                tc |= h & np.uint8(4)
+                tci = tc.view(np.int8)
+                tci -= np.int8(4)
+                np.copyto(y4[:, :, j], tci, casting="unsafe")
+            y = out[a:b].reshape(c * 16, 16)
+            y *= dl[16 * a:16 * b]
+    return out
+
+
+def decode_q4_k(blocks: np.ndarray) -> np.ndarray:
+    """``y = d * sc[s] * q - dmin * m[s]`` with 4-bit ``q``, 8 sub-blocks of 32 with 6-bit ``sc``/``m``."""
+    nb = blocks.shape[0]
+    u8 = _raw_bytes(blocks)
+    out = np.empty((nb, QK_K), dtype=np.float32)
+    with np.errstate(all="ignore"):
+        sc, m = _k4_scale_mins(u8, 4)
+        dl = _scaled(_f16_to_f32(blocks["d"]), sc).reshape(-1, 1)
+        ml = _scaled(_f16_to_f32(blocks["dmin"]), m).reshape(-1, 1)
+        t = np.empty((_DEC_CHUNK, 4, 32), dtype=np.uint8)
+        for a, b in _chunks(nb, _DEC_CHUNK):
+            c = b - a
+            qs = u8[a:b, 16:144].reshape(c, 4, 32)
+            y4 = out[a:b].reshape(c, 4, 2, 32)
+            tc = t[:c]
+            np.bitwise_and(qs, np.uint8(0xF), out=tc)
+            np.copyto(y4[:, :, 0], tc, casting="unsafe")
+            np.right_shift(qs, np.uint8(4), out=tc)
+            np.copyto(y4[:, :, 1], tc, casting="unsafe")
+            y = out[a:b].reshape(c * 8, 32)
+            y *= dl[8 * a:8 * b]
+            y -= ml[8 * a:8 * b]
+    return out
+
+
+def decode_q5_k(blocks: np.ndarray) -> np.ndarray:
+    """``y = d * sc[s] * (q + 16 * hbit) - dmin * m[s]`` with 4-bit ``q`` and the fifth bit from ``qh``."""
+    nb = blocks.shape[0]
+    u8 = _raw_bytes(blocks)
+    out = np.empty((nb, QK_K), dtype=np.float32)
+    with np.errstate(all="ignore"):
+        sc, m = _k4_scale_mins(u8, 4)
+        dl = _scaled(_f16_to_f32(blocks["d"]), sc).reshape(-1, 1)
+        ml = _scaled(_f16_to_f32(blocks["dmin"]), m).reshape(-1, 1)
+        t = np.empty((_DEC_CHUNK, 4, 32), dtype=np.uint8)
+        hx = np.empty((_DEC_CHUNK, 4, 32), dtype=np.uint8)
+        sh = np.array([4, 2, 0, 0], dtype=np.uint8)[None, :, None]   # bit 2k of qh moved to bit 4
+        shr = np.array([0, 0, 0, 2], dtype=np.uint8)[None, :, None]
+        for a, b in _chunks(nb, _DEC_CHUNK):
+            c = b - a
+            qs = u8[a:b, 48:176].reshape(c, 4, 32)
+            qh = u8[a:b, 16:48].reshape(c, 1, 32)
+            y4 = out[a:b].reshape(c, 4, 2, 32)
+            tc = t[:c]
+            h = hx[:c]
+            # h[:, k] has bit 2k of qh at bit 4 and bit 2k+1 at bit 5
+            np.left_shift(qh, sh, out=h)
+            np.right_shift(h, shr, out=h)
+            np.bitwise_and(qs, np.uint8(0xF), out=tc)
+            tc |= h & np.uint8(0x10)
+            np.copyto(y4[:, :, 0], tc, casting="unsafe")
+            np.right_shift(qs, np.uint8(4), out=tc)
+            np.right_shift(h, np.uint8(1), out=h)
+            h &= np.uint8(0x10)
+            tc |= h
+            np.copyto(y4[:, :, 1], tc, casting="unsafe")
+            y = out[a:b].reshape(c * 8, 32)
+            y *= dl[8 * a:8 * b]
+            y -= ml[8 * a:8 * b]
+    return out
+
+
+def decode_q6_k(blocks: np.ndarray) -> np.ndarray:
+    """``y = d * scales[s] * (q - 32)`` with 6-bit ``q`` (4 bits from ``ql``, 2 from ``qh``), 16 sub-blocks."""
+    nb = blocks.shape[0]
+    u8 = _raw_bytes(blocks)
+    out = np.empty((nb, QK_K), dtype=np.float32)
+    with np.errstate(all="ignore"):
+        dl = _scaled(_f16_to_f32(blocks["d"]), u8[:, 192:208].view(np.int8)).reshape(-1, 1)
+        t = np.empty((_DEC_CHUNK, 2, 32), dtype=np.uint8)
+        for a, b in _chunks(nb, _DEC_CHUNK):
+            c = b - a
+            ql = u8[a:b, 0:128].reshape(c, 2, 2, 32)
+            qh = u8[a:b, 128:192].reshape(c, 2, 32)
+            y4 = out[a:b].reshape(c, 2, 4, 32)
+            tc = t[:c]
+            for j in range(4):
+                if j < 2:
+                    np.left_shift(qh, np.uint8(4 - 2 * j), out=tc)
+                else:
+                    np.right_shift(qh, np.uint8(2 * j - 4), out=tc)
+                tc &= np.uint8(0x30)
+                tc |= (ql[:, :, j & 1] & np.uint8(0xF)) if j < 2 else (ql[:, :, j & 1] >> np.uint8(4))
+                tci = tc.view(np.int8)
+                tci -= np.int8(32)
+                np.copyto(y4[:, :, j], tci, casting="unsafe")
+            y = out[a:b].reshape(c * 16, 16)
+            y *= dl[16 * a:16 * b]
+    return out
+
+
+def decode_q8_k(blocks: np.ndarray) -> np.ndarray:
+    """``y = d * qs`` (fp32 ``d``, int8 ``qs``)."""
+    nb = blocks.shape[0]
+    u8 = _raw_bytes(blocks)
+    out = np.empty((nb, QK_K), dtype=np.float32)
+    with np.errstate(all="ignore"):
+        d = blocks["d"].astype(np.float32).reshape(-1, 1)
+        for a, b in _chunks(nb, _DEC_CHUNK):
+            y = out[a:b]
+            np.copyto(y, u8[a:b, 4:260].view(np.int8), casting="unsafe")
+            y *= d[a:b]
     return out
