@@ -408,3 +408,124 @@ def encode_iq1_s(rows: np.ndarray, imatrix) -> np.ndarray:
             blk["qs"] = qs.reshape(b, 32)
             blk["qh"] = qh
     return out
+
+
+# --------------------------------------------------------------------------------------------------------------
+# IQ1_M
+# --------------------------------------------------------------------------------------------------------------
+
+_IQ1M_MASKS = np.array([0x00, 0x80, 0x08, 0x88], dtype=np.uint8)  # delta sign bits per shift pattern
+
+
+def encode_iq1_m(rows: np.ndarray, imatrix) -> np.ndarray:
+    grid = _grid()
+    x_p, x_m = _xx_tables(_deltas()[1])
+    p2, m2 = x_p[2], x_m[2]
+    cp1 = x_p[0] * x_p[0] - x_p[1] * x_p[1]
+    cp2 = x_p[1] * x_p[1] - x_p[2] * x_p[2]
+    cm1 = x_m[0] * x_m[0] - x_m[1] * x_m[1]
+    cm2 = x_m[1] * x_m[1] - x_m[2] * x_m[2]
+    xx_pm = np.stack([x_p, x_m])  # 0: x_p, 1: x_m
+    out = np.zeros(rows.size // QK_K, dtype=block_dtype("IQ1_M"))
+    i1, i2 = _I1_M, _I2_M
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        for b0, x, qw in _row_chunks(rows, imatrix, 256):
+            b = x.shape[0]
+            weight = _prepare(x, qw).reshape(-1, 16)
+            xb = x.reshape(-1, 16)
+            g = xb.shape[0]
+            gmax = np.abs(xb).max(axis=1)
+            live = gmax >= _F32(1e-7)  # GROUP_MAX_EPS_IQ1_M
+            scales = np.zeros(g, dtype=_F32)
+            shifts = np.zeros(g, dtype=np.int64)
+            gi_all = np.zeros((g, 2), dtype=np.int32)
+            r = np.flatnonzero(live)
+            if r.size:
+                xr, wr = xb[r], weight[r]
+                n = r.size
+                perm = _stable_sort(xr)
+                xs = np.take_along_axis(xr, perm, axis=1)
+                ws = np.take_along_axis(wr, perm, axis=1)
+                half = perm >= 8  # (n, 16): sorted element j belongs to half 1
+                px = np.zeros((n, 2, 17), dtype=_F32)
+                pw = np.zeros((n, 2, 17), dtype=_F32)
+                wx = ws * xs
+                for h in range(2):
+                    sel_h = half if h else ~half
+                    np.add.accumulate(np.where(sel_h, wx, _F32(0)), axis=1, out=px[:, h, 1:])
+                    np.add.accumulate(np.where(sel_h, ws, _F32(0)), axis=1, out=pw[:, h, 1:])
+                px[:, :, 1:] += _F32(0)
+                pw[:, :, 1:] += _F32(0)
+                txs, tws = px[:, :, 16:17], pw[:, :, 16:17]  # (n, 2, 1)
+                sx = px[:, :, i1] + px[:, :, i2]  # (n, 2, P)
+                qx_p = txs * p2 - sx
+                qx_m = txs * m2 - sx
+                w1, w2 = pw[:, :, i1], pw[:, :, i2]
+                q2_p = ((tws * p2) * p2 + w1 * cp1) + w2 * cp2
+                q2_m = ((tws * m2) * m2 + w1 * cm1) + w2 * cm2
+                P = i1.size
+                sqx = np.empty((n, P, 4), dtype=_F32)
+                sq2 = np.empty((n, P, 4), dtype=_F32)
+                for k, (a0, a1) in enumerate(((qx_p, qx_p), (qx_p, qx_m), (qx_m, qx_p), (qx_m, qx_m))):
+                    sqx[:, :, k] = a0[:, 0] + a1[:, 1]
+                for k, (a0, a1) in enumerate(((q2_p, q2_p), (q2_p, q2_m), (q2_m, q2_p), (q2_m, q2_m))):
+                    sq2[:, :, k] = a0[:, 0] + a1[:, 1]
+                sel = _sequential_pick(sqx.reshape(n, -1), sq2.reshape(n, -1))
+                ok = sel >= 0
+                sel_c = np.maximum(sel, 0)
+                pair, best_k = sel_c // 4, sel_c % 4
+                scale = sqx.reshape(n, -1)[np.arange(n), sel_c] / sq2.reshape(n, -1)[np.arange(n), sel_c]
+                j = np.arange(16)
+                Ls = ((j >= i1[pair][:, None]).astype(np.int8) + (j >= i2[pair][:, None]))
+                L = np.empty_like(Ls)
+                np.put_along_axis(L, perm, Ls, axis=1)
+                flip = scale < 0
+                L[flip] = 2 - L[flip]
+                scale = np.where(flip, -scale, scale)
+                best_k = np.where(flip, 3 - best_k, best_k)
+                # first 8 weights: x_p for k < 2; second 8: x_p for even k
+                which = np.stack([best_k >= 2, best_k % 2 == 1], axis=1).astype(np.intp)  # (n, 2)
+                xx = xx_pm[which]  # (n, 2, 3)
+                gi, all_on = _map_to_grid(grid, L, xr, wr, scale, xx)
+                redo = ~all_on
+                if redo.any():
+                    q = _grid_q(grid, gi[redo], xx[redo])
+                    wq = wr[redo] * q
+                    sx_f, s2_f = seq_sum(wq * xr[redo]), seq_sum(wq * q)
+                    upd = (sx_f > 0) & (s2_f > 0)
+                    scale[redo] = np.where(upd, sx_f / np.where(upd, s2_f, _F32(1)), scale[redo])
+                rk = r[ok]
+                gi_all[rk] = gi[ok]
+                scales[rk] = scale[ok]
+                shifts[rk] = best_k[ok]
+            # ---- per super-block: 3-bit scales, delta bits, then the refitted super-block scale
+            scales_b = scales.reshape(b, 16)
+            max_scale = scales_b.max(axis=1)
+            d = max_scale / _F32(15)
+            idv = _F32(1) / d
+            l = np.clip(nearest_int(_F32(0.5) * (idv[:, None] * scales_b - _F32(1))), 0, 7)  # (b, 16)
+            keep = max_scale > 0
+            l = np.where(keep[:, None], l, 0)
+            qs = (gi_all & 255).astype(np.uint8).reshape(b, 32)
+            qh = ((gi_all[:, 0] >> 8) | ((gi_all[:, 1] >> 8) << 4)).astype(np.uint8).reshape(b, 16)
+            qh = np.where(keep[:, None], qh | _IQ1M_MASKS[shifts.reshape(b, 16)], qh)
+            sc = (l.reshape(b, 4, 4).astype(np.uint16) << (3 * np.arange(4, dtype=np.uint16))).sum(2, dtype=np.uint16)
+            # sumqx_f / sumq2_f over the whole super-block with the stored indices, shifts and 3-bit scales
+            which = np.stack([shifts >= 2, shifts % 2 == 1], axis=1).astype(np.intp)  # (g, 2)
+            xx = xx_pm[which]  # (g, 2, 3)
+            gidx = qs.reshape(-1, 2).astype(np.int32) | ((qh.reshape(-1, 1).astype(np.int32) << np.array([8, 4])) & 0x700)
+            q = _grid_q(grid, gidx, xx) * (_F32(2) * l.reshape(-1, 1).astype(_F32) + _F32(1))  # (g, 16)
+            wq = weight * q
+            sumqx_f = seq_sum((wq * xb).reshape(b, QK_K))
+            sumq2_f = seq_sum((wq * q).reshape(b, QK_K))
+            d = np.where(sumq2_f > 0, sumqx_f / np.where(sumq2_f > 0, sumq2_f, _F32(1)), d)
+            s16 = fp32_to_fp16(d * _F32(1.1125)).view(np.uint16)
+            sc[:, 0] |= (s16 & np.uint16(0x000F)) << np.uint16(12)
+            sc[:, 1] |= (s16 & np.uint16(0x00F0)) << np.uint16(8)
+            sc[:, 2] |= (s16 & np.uint16(0x0F00)) << np.uint16(4)
+            sc[:, 3] |= s16 & np.uint16(0xF000)
+            blk = out[b0:b0 + b]
+            blk["qs"] = qs
+            blk["qh"] = qh
+            blk["scales"] = np.where(keep[:, None], sc, 0)
+    return out
