@@ -150,8 +150,10 @@ def first_abs_max(x, axis: int = -1):
     """
     x = np.asarray(x, dtype=np.float32)
     ax = np.abs(x)
-    amax = np.fmax.reduce(ax, axis=axis)
-    amax = np.fmax(amax, F32_ZERO)  # all-NaN blocks: amax stays 0
+    nan = np.isnan(ax)
+    if nan.any():  # not np.fmax: numpy 2.x SIMD max/fmax mishandle signalling NaNs
+        ax = np.where(nan, F32_ZERO, ax)
+    amax = np.max(ax, axis=axis)
     idx = np.argmax(ax == np.expand_dims(amax, axis), axis=axis)
     mx = np.take_along_axis(x, np.expand_dims(idx, axis), axis=axis).squeeze(axis)
     mx = np.where(amax > F32_ZERO, mx, F32_ZERO)

@@ -64,6 +64,7 @@ def _chunks(n: int):
 # ------------------------------------------------------------------------------------------------- decoding
 
 
+@np.errstate(all="ignore")  # inf * 0 and NaN scales are data here, not errors
 def _decode_4bit(blocks: np.ndarray, lo_t: np.ndarray, hi_t: np.ndarray, with_min: bool) -> np.ndarray:
     n = blocks.shape[0]
     out = _new_out(n)
@@ -92,6 +93,7 @@ def _q5_index(qs: np.ndarray, qh: np.ndarray) -> np.ndarray:
     return q
 
 
+@np.errstate(all="ignore")  # inf * 0 and NaN scales are data here, not errors
 def _decode_5bit(blocks: np.ndarray, table: np.ndarray, with_min: bool) -> np.ndarray:
     n = blocks.shape[0]
     out = _new_out(n)
@@ -109,6 +111,7 @@ def _decode_5bit(blocks: np.ndarray, table: np.ndarray, with_min: bool) -> np.nd
     return out
 
 
+@np.errstate(all="ignore")  # inf * 0 and NaN scales are data here, not errors
 def _decode_8bit(blocks: np.ndarray) -> np.ndarray:
     n = blocks.shape[0]
     out = _new_out(n)
@@ -193,21 +196,25 @@ def _first_equal(x: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def _fold_min(x: np.ndarray, init=None) -> np.ndarray:
-    """``m = init (or x[0]); for v in x: if (v < m) m = v;`` per row."""
-    with np.errstate(invalid="ignore"):
-        v = _first_equal(x, np.fmin.reduce(x, axis=1))
-    if init is None:
-        return np.where(np.isnan(x[:, 0]), x[:, 0], v)
-    return np.where(v < init, v, init).astype(np.float32)
+    """``m = init (or x[0]); for v in x: if (v < m) m = v;`` per row (NaNs never win; a NaN x[0] stays)."""
+    return _fold(x, init, np.min, np.inf, np.less)
 
 
 def _fold_max(x: np.ndarray, init=None) -> np.ndarray:
     """``m = init (or x[0]); for v in x: if (v > m) m = v;`` per row."""
-    with np.errstate(invalid="ignore"):
-        v = _first_equal(x, np.fmax.reduce(x, axis=1))
+    return _fold(x, init, np.max, -np.inf, np.greater)
+
+
+def _fold(x, init, reduce, sentinel, better):
+    nan = np.isnan(x)
+    has_nan = nan.any()
+    # NaNs are replaced explicitly: numpy 2.x SIMD min/max/fmin/fmax mishandle signalling NaNs
+    xs = np.where(nan, _F(sentinel), x) if has_nan else x
+    v = _first_equal(x, reduce(xs, axis=1))
     if init is None:
-        return np.where(np.isnan(x[:, 0]), x[:, 0], v)
-    return np.where(v > init, v, init).astype(np.float32)
+        return np.where(nan[:, 0], x[:, 0], v) if has_nan else v
+    with np.errstate(invalid="ignore"):
+        return np.where(better(v, init), v, init).astype(np.float32)
 
 
 def _fold_abs_max(x: np.ndarray) -> np.ndarray:
@@ -216,14 +223,17 @@ def _fold_abs_max(x: np.ndarray) -> np.ndarray:
     A NaN replaces the running value and the next element replaces the NaN, so the result is the maximum
     magnitude after the last NaN (NaN when a block ends with NaN)."""
     ax = np.abs(x)
-    amax = np.max(ax, axis=1, initial=_ZERO)
-    bad = np.isnan(amax)
+    nan = np.isnan(ax)
+    if not nan.any():
+        return np.max(ax, axis=1, initial=_ZERO)
+    amax = np.max(np.where(nan, _ZERO, ax), axis=1)
+    bad = nan.any(axis=1)
     if bad.any():
         sub = ax[bad]
         n = sub.shape[1]
         last_nan = n - 1 - np.argmax(np.isnan(sub)[:, ::-1], axis=1)
         after = np.arange(n)[None, :] > last_nan[:, None]
-        fixed = np.max(np.where(after, sub, _F(-1.0)), axis=1)
+        fixed = np.max(np.where(after, sub, _F(-1.0)), axis=1)  # no NaN can be after the last NaN
         amax[bad] = np.where(last_nan == n - 1, _F(np.nan), fixed)
     return amax
 
