@@ -1,0 +1,86 @@
+"""``check``: walk the file, run every rule predicate, turn hits into findings."""
+
+from __future__ import annotations
+
+import os
+import traceback
+
+from ..layout import open_source
+from . import container, metadata, naming, tensors  # noqa: F401 - importing registers the predicates
+from .report import Finding, Report
+from .rules import PROFILES, catalog, format_message, predicates, severity
+from .walk import Context, base_name, derive_layout, display_name, walk
+
+__all__ = ["check", "check_buffer"]
+
+MAX_FINDINGS_PER_RULE = 1000
+
+
+def check(source, *, profile: str = "spec", data: bool = False) -> "Report":
+    """Check a GGUF file against every conformance rule and return a :class:`Report` of all findings.
+
+    ``source`` is a path, a bytes-like object or a binary file object (as for :func:`gguf_construct.load`).
+    ``profile`` is "spec" (gguf.md's verdicts) or "ggml" (what ggml's reader accepts); ``data=True`` also looks
+    inside the tensor data.  Never raises on malformed input; I/O errors (``OSError``) propagate.
+    """
+    if profile not in PROFILES:
+        raise ValueError(f"profile must be one of {PROFILES}")
+    buf, path, keepalive = open_source(source)
+    try:
+        name = display_name(source, path)
+        return check_buffer(buf, file=name, file_name=base_name(name), profile=profile, data=data)
+    finally:
+        del buf
+        if keepalive is not None:
+            try:
+                keepalive.close()
+            except BufferError:  # a view is still alive somewhere; the map is freed with it
+                pass
+
+
+def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, profile: str = "spec",
+                 data: bool = False) -> Report:
+    """Check an in-memory buffer; ``file_name`` (a bare name) enables the naming rules."""
+    ctx = Context(memoryview(buf).cast("B") if not isinstance(buf, bytes) else buf, file=file,
+                  file_name=file_name, profile=profile, data=data)
+    report = Report(file=file, profile=profile)
+    try:
+        walk(ctx)
+        derive_layout(ctx)
+    except Exception:  # noqa: BLE001 - a bug must not hide the findings so far
+        report.internal_errors.append("walk: " + traceback.format_exc(limit=3))
+    report.version, report.byte_order = ctx.version, ctx.byte_order
+    hits = list(ctx.hits)
+    for rule_id, fn in predicates():
+        if rule_id.startswith("DATA-QUANT") and not data:
+            continue
+        try:
+            hits.extend((rule_id, h) for h in fn(ctx))
+        except Exception:  # noqa: BLE001
+            report.internal_errors.append(f"{rule_id}: " + traceback.format_exc(limit=3))
+    per_rule: dict[str, int] = {}
+    known = catalog()
+    for rule_id, h in hits:
+        if rule_id not in known:
+            report.internal_errors.append(f"unknown rule {rule_id}")
+            continue
+        per_rule[rule_id] = per_rule.get(rule_id, 0) + 1
+        if per_rule[rule_id] > MAX_FINDINGS_PER_RULE:
+            continue
+        report.findings.append(Finding(rule_id, severity(rule_id, profile), format_message(rule_id, h.params),
+                                       h.offset, h.path))
+    report.sort()
+    ctx.buf = None
+    return report
+
+
+def files_under(paths: list[str]) -> list[str]:
+    """Expand directories into the ``*.gguf`` files below them (recursively, sorted)."""
+    out = []
+    for p in paths:
+        if os.path.isdir(p):
+            for root, _, names in os.walk(p):
+                out.extend(os.path.join(root, n) for n in names if n.lower().endswith(".gguf"))
+        else:
+            out.append(p)
+    return sorted(dict.fromkeys(out)) if any(os.path.isdir(p) for p in paths) else out

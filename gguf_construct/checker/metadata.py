@@ -1,0 +1,273 @@
+"""Predicates of the metadata-schema rules (META-*): standardized keys and their types, architecture keys,
+tokenizer consistency, general.file_type, split keys.  Everything comes from spec/keys.yaml and
+spec/file_types.yaml."""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Iterator
+
+import numpy as np
+
+from .. import spec as _spec
+from .registry import (allowed_types, documented_architectures, entries_required_by, known_architectures,
+                       lookup, type_label)
+from .rules import Hit, rule
+from .walk import ALIGNMENT_KEY, ARRAY, STRING, KV, Context, _VT
+
+ARCH_KEY = "general.architecture"
+QV_KEY = "general.quantization_version"
+FILE_TYPE_KEY = "general.file_type"
+TOKENS_KEY = "tokenizer.ggml.tokens"
+TOKENIZER_ARRAYS = ("tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.ggml.token_type",
+                    "tokenizer.ggml.merges")
+SPLIT_KEYS = ("split.no", "split.count", "split.tensors.count")
+_ARCH_CHARSET = re.compile(r"[a-z0-9]+\Z")
+_TOKEN_ID = re.compile(r"tokenizer\.ggml\.[a-z0-9_]+_token_id\Z")
+_INTEGER_TYPES = {vt["id"] for vt in _spec.load_yaml("gguf.yaml")["value_types"]
+                  if vt.get("encoding", "").startswith(("u", "i"))} - {_VT["BOOL"]}
+
+
+def _arch(ctx: Context) -> str | None:
+    value = ctx.scalar(ARCH_KEY, STRING)
+    return value if isinstance(value, str) and value else None
+
+
+def _int(ctx: Context, key: str) -> int | None:
+    value = ctx.scalar(key)
+    kv = ctx.first(key)
+    if kv is None or kv.vtype not in _INTEGER_TYPES:
+        return None
+    return int(value)
+
+
+def _value_hit(kv: KV, **params) -> Hit:
+    return Hit(kv.value_offset, f"{kv.path}.value", key=kv.key, **params)
+
+
+def _type_hit(kv: KV, allowed) -> Hit:
+    return Hit(kv.value_offset - 4, f"{kv.path}.value_type", key=kv.key, type=kv.type_label(),
+               expected=type_label(allowed))
+
+
+@rule("META-ARCH-MISSING")
+def _arch_missing(ctx: Context) -> Iterator[Hit]:
+    if ctx.kv_complete and ctx.first(ARCH_KEY) is None:
+        yield Hit(None, "metadata_kv", key=ARCH_KEY)
+
+
+@rule("META-ARCH-CHARSET")
+def _arch_charset(ctx: Context) -> Iterator[Hit]:
+    kv = ctx.first(ARCH_KEY)
+    if kv is not None and kv.vtype == STRING and not _ARCH_CHARSET.match(kv.value):
+        yield _value_hit(kv, value=kv.value)
+
+
+@rule("META-ARCH-UNKNOWN")
+def _arch_unknown(ctx: Context) -> Iterator[Hit]:
+    kv = ctx.first(ARCH_KEY)
+    if kv is not None and kv.vtype == STRING and kv.value not in known_architectures():
+        yield _value_hit(kv, value=kv.value)
+
+
+def _special_types(key: str) -> bool:
+    """Keys whose type has a rule of its own (alignment, tokenizer arrays, split keys)."""
+    return key == ALIGNMENT_KEY or key in TOKENIZER_ARRAYS or key in SPLIT_KEYS
+
+
+@rule("META-KEY-TYPE")
+def _key_type(ctx: Context) -> Iterator[Hit]:
+    arch = _arch(ctx)
+    for kv in ctx.kvs:
+        if _special_types(kv.key):
+            continue
+        entry = lookup(kv.key, arch)
+        if entry is None:
+            continue
+        allowed = allowed_types(entry)
+        if (kv.vtype, kv.item_type) not in allowed:
+            yield _type_hit(kv, allowed)
+
+
+@rule("META-TOKENIZER-TYPE")
+def _tokenizer_type(ctx: Context) -> Iterator[Hit]:
+    for key in TOKENIZER_ARRAYS:
+        kv = ctx.first(key)
+        if kv is None:
+            continue
+        allowed = allowed_types(lookup(key, None))
+        if (kv.vtype, kv.item_type) not in allowed:
+            yield Hit(kv.value_offset - 4, f"{kv.path}.value_type", key=key, type=kv.type_label(),
+                      expected=type_label(allowed))
+
+
+@rule("META-SPLIT-TYPES")
+def _split_types(ctx: Context) -> Iterator[Hit]:
+    for key in SPLIT_KEYS:
+        kv = ctx.first(key)
+        if kv is None:
+            continue
+        allowed = allowed_types(lookup(key, None))
+        if (kv.vtype, kv.item_type) not in allowed:
+            yield _type_hit(kv, allowed)
+
+
+def _documented_values(entry: dict) -> dict | None:
+    values = entry.get("values")
+    return values if isinstance(values, dict) else None
+
+
+@rule("META-KEY-VALUE")
+def _key_value(ctx: Context) -> Iterator[Hit]:
+    arch = _arch(ctx)
+    for kv in ctx.kvs:
+        entry = lookup(kv.key, arch)
+        values = _documented_values(entry) if entry else None
+        if not values:
+            continue
+        expected = ", ".join(map(str, values))
+        if kv.vtype == ARRAY:
+            data = kv.value.data
+            if isinstance(data, np.ndarray) and data.dtype.kind in "iu" and len(data):
+                bad = ~np.isin(data, np.array([v for v in values if isinstance(v, int)], dtype=np.int64))
+                if bad.any():
+                    j = int(np.flatnonzero(bad)[0])
+                    yield Hit(kv.value_offset, f"{kv.path}.value.data[{j}]", key=kv.key, value=int(data[j]),
+                              expected=expected)
+            elif isinstance(data, list):
+                for j, v in enumerate(data):
+                    if isinstance(v, str) and v not in values:
+                        yield Hit(kv.value_offset, f"{kv.path}.value.data[{j}]", key=kv.key, value=v,
+                                  expected=expected)
+                        break
+        elif isinstance(kv.value, (str, int)) and not isinstance(kv.value, bool) and kv.value not in values:
+            yield _value_hit(kv, value=kv.value, expected=expected)
+
+
+def _quantized(ctx: Context) -> list:
+    return [t for t in ctx.tensors if t.spec is not None and t.spec.kind == "quantized" and t.spec.is_current]
+
+
+@rule("META-QV-MISSING")
+def _qv_missing(ctx: Context) -> Iterator[Hit]:
+    if ctx.kv_complete and ctx.first(QV_KEY) is None:
+        quantized = _quantized(ctx)
+        if quantized:
+            yield Hit(None, "metadata_kv", count=len(quantized))
+
+
+@rule("META-ARCH-KEYS")
+def _arch_keys(ctx: Context) -> Iterator[Hit]:
+    arch = _arch(ctx)
+    if not ctx.kv_complete or arch not in documented_architectures():
+        return
+    present = {kv.key for kv in ctx.kvs}
+    for entry in entries_required_by(arch):
+        spellings = [s.replace("{arch}", arch) for s in [entry["key"], *entry.get("aliases", [])]]
+        if not present.intersection(spellings):
+            yield Hit(None, "metadata_kv", arch=arch, key=spellings[0])
+
+
+@rule("META-LLM-PLACEHOLDER")
+def _llm_placeholder(ctx: Context) -> Iterator[Hit]:
+    arch = _arch(ctx)
+    if arch == "llm":
+        return
+    for kv in ctx.kvs:
+        if kv.key.startswith("llm."):
+            yield Hit(kv.offset, f"{kv.path}.key", key=kv.key,
+                      expected=(arch or "<architecture>") + kv.key[3:])
+
+
+def _array_len(kv: KV | None) -> int | None:
+    return len(kv.value.data) if kv is not None and kv.vtype == ARRAY else None
+
+
+@rule("META-TOKENIZER-LEN")
+def _tokenizer_len(ctx: Context) -> Iterator[Hit]:
+    n = _array_len(ctx.first(TOKENS_KEY))
+    if n is None:
+        return
+    for key in ("tokenizer.ggml.scores", "tokenizer.ggml.token_type"):
+        kv = ctx.first(key)
+        m = _array_len(kv)
+        if m is not None and m != n:
+            yield _value_hit(kv, length=m, expected=n)
+
+
+@rule("META-TOKEN-ID")
+def _token_id(ctx: Context) -> Iterator[Hit]:
+    n = _array_len(ctx.first(TOKENS_KEY))
+    if n is None:
+        return
+    for kv in ctx.kvs:
+        if _TOKEN_ID.match(kv.key) and kv.vtype in _INTEGER_TYPES and int(kv.value) >= n:
+            yield _value_hit(kv, value=int(kv.value), expected=n)
+
+
+@functools.lru_cache(maxsize=None)
+def _file_types() -> dict[int, dict]:
+    return {e["value"]: e for e in _spec.load_yaml("file_types.yaml")["file_types"]}
+
+
+@rule("META-FILETYPE")
+def _file_type(ctx: Context) -> Iterator[Hit]:
+    kv = ctx.first(FILE_TYPE_KEY)
+    if kv is None or kv.vtype not in _INTEGER_TYPES:
+        return
+    value = int(kv.value)
+    entry = _file_types().get(value)
+    if entry is None:
+        yield _value_hit(kv, value=value, name="?", problem="is not a known file type")
+        return
+    if entry["status"] != "current":
+        yield _value_hit(kv, value=value, name=entry["name"], problem=f"has status {entry['status']}")
+        return
+    if not ctx.ti_complete or not ctx.tensors or entry.get("tensor_type") is None:
+        return
+    want = entry["tensor_type"]
+    typed = [t for t in ctx.tensors if t.spec is not None]
+    if want == "F32" and entry["value"] == 0:
+        other = next((t for t in typed if t.spec.name != want), None)
+        if other is not None:
+            yield _value_hit(kv, value=value, name=entry["name"],
+                             problem=f"but tensor {other.name!r} is {other.spec.name}")
+        return
+    matrices = [t for t in typed if len(t.dims) >= 2]
+    if matrices and not any(t.spec.name == want for t in matrices):
+        yield _value_hit(kv, value=value, name=entry["name"],
+                         problem=f"but no tensor of two or more dimensions is {want}")
+
+
+@rule("META-SPLIT-RANGE")
+def _split_range(ctx: Context) -> Iterator[Hit]:
+    no, count = _int(ctx, "split.no"), _int(ctx, "split.count")
+    if count is None:
+        return
+    kv = ctx.first("split.no") or ctx.first("split.count")
+    if count < 1 or (no is not None and not 0 <= no < count):
+        yield Hit(kv.value_offset, f"{kv.path}.value", value=no, expected=count)
+
+
+@rule("META-SPLIT-PARTIAL")
+def _split_partial(ctx: Context) -> Iterator[Hit]:
+    if not ctx.kv_complete:
+        return
+    present = [k for k in SPLIT_KEYS if ctx.first(k) is not None]
+    if present:
+        for key in SPLIT_KEYS:
+            if key not in present:
+                yield Hit(None, "metadata_kv", key=key, present=present[0])
+
+
+@rule("META-SPLIT-TENSORS")
+def _split_tensors(ctx: Context) -> Iterator[Hit]:
+    expected = _int(ctx, "split.tensors.count")
+    if expected is None or ctx.tensor_count is None:
+        return
+    n = ctx.tensor_count
+    count = _int(ctx, "split.count")
+    if n > expected or (count == 1 and n != expected):
+        kv = ctx.first("split.tensors.count")
+        yield Hit(kv.value_offset, f"{kv.path}.value", value=n, expected=expected)

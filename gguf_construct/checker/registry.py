@@ -1,0 +1,96 @@
+"""The metadata key registry (spec/keys.yaml) as lookups: which entry a key is, and which types it may have."""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Iterable
+
+from .. import spec as _spec
+from .walk import ARRAY, KV, _VT
+
+__all__ = ["keys_spec", "lookup", "allowed_types", "type_label", "documented_architectures",
+           "known_architectures", "standard_namespaces", "entries_required_by"]
+
+_PLACEHOLDER = re.compile(r"\{(arch|id|name)\}")
+_FILL = {"id": r"[0-9]+", "name": r"[a-z0-9_]+(?:\.[a-z0-9_]+)*"}
+
+
+@functools.lru_cache(maxsize=None)
+def keys_spec() -> dict:
+    """The parsed spec/keys.yaml."""
+    return _spec.load_yaml("keys.yaml")
+
+
+@functools.lru_cache(maxsize=64)
+def _index(arch: str | None) -> tuple[dict[str, dict], tuple[tuple[re.Pattern, dict], ...]]:
+    exact: dict[str, dict] = {}
+    patterns = []
+    for entry in keys_spec()["keys"]:
+        for spelling in [entry["key"], *entry.get("aliases", [])]:
+            if "{arch}" in spelling:
+                if arch is None:
+                    continue
+                spelling = spelling.replace("{arch}", arch)
+            if _PLACEHOLDER.search(spelling):
+                rx = "".join(_FILL[p] if i % 2 else re.escape(p)
+                             for i, p in enumerate(_PLACEHOLDER.split(spelling)))
+                patterns.append((re.compile(rx + r"\Z"), entry))
+            else:
+                exact.setdefault(spelling, entry)
+    return exact, tuple(patterns)
+
+
+def lookup(key: str, arch: str | None) -> dict | None:
+    """The registry entry of ``key`` (an alias counts; {arch} is the file's architecture), or None."""
+    exact, patterns = _index(arch)
+    entry = exact.get(key)
+    if entry is not None:
+        return entry
+    for rx, e in patterns:
+        if rx.match(key):
+            return e
+    return None
+
+
+def allowed_types(entry: dict) -> set[tuple[int, int | None]]:
+    """(value type, element type or None) pairs the entry allows: its type and its alt_types."""
+    out = {(_VT[entry["type"]], _VT[entry["item_type"]] if entry.get("item_type") else None)}
+    for alt in entry.get("alt_types", []):
+        if isinstance(alt, str):
+            out.add((_VT[alt], None))
+        else:
+            out.add((_VT[alt["type"]], _VT[alt["item_type"]] if alt.get("item_type") else None))
+    return out
+
+
+def type_label(pairs: Iterable[tuple[int, int | None]]) -> str:
+    """``UINT64 or UINT32`` for a set of allowed types."""
+    names = {v: k for k, v in _VT.items()}
+    labels = [f"ARRAY[{names[i]}]" if t == ARRAY else names[t] for t, i in pairs]
+    return " or ".join(sorted(labels, key=lambda s: (s.startswith("ARRAY"), s)))
+
+
+def kv_type(kv: KV) -> tuple[int, int | None]:
+    """The (type, element type) pair of a KV pair."""
+    return kv.vtype, kv.item_type
+
+
+def documented_architectures() -> set[str]:
+    """Architectures gguf.md documents (keys.yaml architectures)."""
+    return {a["id"] for a in keys_spec()["architectures"]}
+
+
+def known_architectures() -> set[str]:
+    """Every architecture name the registry knows (documented or known to gguf-py)."""
+    return documented_architectures() | set(keys_spec()["known_architectures"])
+
+
+def standard_namespaces() -> set[str]:
+    """First segments of registry keys written without a placeholder (general, tokenizer, split, ...)."""
+    return {e["key"].split(".")[0] for e in keys_spec()["keys"] if not e["key"].startswith("{")}
+
+
+def entries_required_by(arch: str) -> list[dict]:
+    """Registry entries whose required_by names ``arch``."""
+    return [e for e in keys_spec()["keys"] if arch in e.get("required_by", [])]

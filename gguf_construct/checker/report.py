@@ -1,0 +1,66 @@
+"""Findings and reports: what ``check`` returns."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from .rules import SEVERITY_RANK
+
+__all__ = ["Finding", "Report"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem: the rule it breaks, its severity under the chosen profile, a message, where it is."""
+
+    rule: str
+    severity: str
+    message: str
+    offset: int | None = None
+    path: str = ""
+
+    def to_dict(self) -> dict:
+        """Plain data for JSON output."""
+        return asdict(self)
+
+
+@dataclass
+class Report:
+    """Everything the checker found in one file (or one set of shards)."""
+
+    file: str | None
+    profile: str = "spec"
+    version: int | None = None
+    byte_order: str | None = None
+    findings: list[Finding] = field(default_factory=list)
+    internal_errors: list[str] = field(default_factory=list)
+
+    @property
+    def valid(self) -> bool:
+        """True when no finding is an error under the report's profile."""
+        return not any(f.severity == "error" for f in self.findings)
+
+    def rules(self) -> set[str]:
+        """IDs of the rules that fired."""
+        return {f.rule for f in self.findings}
+
+    def at_least(self, severity: str) -> list[Finding]:
+        """Findings of ``severity`` or worse."""
+        rank = SEVERITY_RANK[severity]
+        return [f for f in self.findings if SEVERITY_RANK[f.severity] >= rank]
+
+    def errors(self) -> list[Finding]:
+        """The error findings."""
+        return self.at_least("error")
+
+    def sort(self) -> None:
+        """Order findings by offset (findings without an offset last), then rule ID."""
+        self.findings.sort(key=lambda f: (f.offset is None, f.offset or 0, f.rule))
+
+    def to_dict(self) -> dict:
+        """The JSON shape: file, valid, version, byte_order, findings."""
+        out = {"file": self.file, "valid": self.valid, "version": self.version, "byte_order": self.byte_order,
+               "findings": [f.to_dict() for f in self.findings]}
+        if self.internal_errors:
+            out["internal_errors"] = list(self.internal_errors)
+        return out

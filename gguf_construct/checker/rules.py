@@ -1,0 +1,119 @@
+"""The rule catalog (spec/rules.yaml) and the registry of rule predicates.
+
+Severities, titles and message templates live only in ``spec/rules.yaml``; code refers to rules by ID.  A rule is
+checked either by one predicate registered with :func:`rule` or, when only the structural walk can see it (a
+truncated record, an unreadable string), it is declared with :func:`structural` and reported by the walk.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator
+
+from .. import spec as _spec
+
+__all__ = ["Rule", "Hit", "catalog", "get", "severity", "format_message", "rule", "structural", "predicates",
+           "structural_rules", "PROFILES", "SEVERITY_RANK"]
+
+PROFILES = ("spec", "ggml")
+SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One catalog entry of spec/rules.yaml."""
+
+    id: str
+    title: str
+    doc: str
+    message: str
+    source: str
+    profiles: dict
+    raw: dict
+
+    def severity(self, profile: str = "spec") -> str:
+        """The verdict of this rule under ``profile``."""
+        return self.profiles[profile]
+
+
+@dataclass
+class Hit:
+    """What a predicate reports: where, and the values for the rule's message template."""
+
+    offset: int | None
+    path: str
+    params: dict
+
+    def __init__(self, offset: int | None = None, path: str = "", **params: Any):
+        self.offset = offset
+        self.path = path
+        self.params = params
+
+
+@functools.lru_cache(maxsize=None)
+def catalog() -> dict[str, Rule]:
+    """All rules of spec/rules.yaml by ID, in catalog order."""
+    out = {}
+    for r in _spec.load_yaml("rules.yaml")["rules"]:
+        out[r["id"]] = Rule(r["id"], r["title"], r["doc"], r["message"], r["source"], dict(r["profiles"]), r)
+    return out
+
+
+def get(rule_id: str) -> Rule:
+    """The catalog entry of ``rule_id`` (KeyError for unknown IDs)."""
+    return catalog()[rule_id]
+
+
+def severity(rule_id: str, profile: str = "spec") -> str:
+    """Severity of ``rule_id`` under ``profile`` ("spec" or "ggml")."""
+    return catalog()[rule_id].profiles[profile]
+
+
+class _Params(dict):
+    def __missing__(self, key: str) -> str:  # a template field the predicate did not supply
+        return f"<{key}?>"
+
+
+def format_message(rule_id: str, params: dict) -> str:
+    """The rule's message template filled with ``params``."""
+    template = catalog()[rule_id].message
+    try:
+        return template.format_map(_Params(params))
+    except (ValueError, TypeError, IndexError):  # a format spec that does not fit the supplied value
+        return template + " " + ", ".join(f"{k}={v!r}" for k, v in params.items())
+
+
+Predicate = Callable[[Any], Iterable[Hit]]
+_PREDICATES: dict[str, Predicate] = {}
+_STRUCTURAL: set[str] = set()
+
+
+def rule(rule_id: str) -> Callable[[Predicate], Predicate]:
+    """Register the predicate of ``rule_id``: a function of the check context yielding :class:`Hit` objects."""
+
+    def deco(fn: Predicate) -> Predicate:
+        if rule_id in _PREDICATES:
+            raise ValueError(f"rule {rule_id} already has a predicate")
+        _PREDICATES[rule_id] = fn
+        fn.rule_id = rule_id  # type: ignore[attr-defined]
+        return fn
+
+    return deco
+
+
+def structural(*rule_ids: str) -> None:
+    """Declare rules that the structural walk reports itself (no predicate)."""
+    _STRUCTURAL.update(rule_ids)
+
+
+def predicates() -> Iterator[tuple[str, Predicate]]:
+    """Registered predicates in catalog order (unknown IDs last, so a typo still shows up in tests)."""
+    order = {rid: i for i, rid in enumerate(catalog())}
+    for rid in sorted(_PREDICATES, key=lambda r: order.get(r, len(order))):
+        yield rid, _PREDICATES[rid]
+
+
+def structural_rules() -> frozenset[str]:
+    """Rules reported by the structural walk."""
+    return frozenset(_STRUCTURAL)
