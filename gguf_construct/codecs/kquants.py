@@ -747,30 +747,36 @@ def _scaled(d: np.ndarray, q: np.ndarray) -> np.ndarray:
     return np.multiply(q, d[:, None], dtype=np.float32)
 
 
+def _cast_scale(y: np.ndarray, q: np.ndarray, dl: np.ndarray, ml=None) -> None:
+    """``y = dl * q`` (``- ml``) in float32, rows of ``y``/``q`` sharing one ``dl`` (and ``ml``) each."""
+    np.copyto(y, q, casting="unsafe")
+    y *= dl
+    if ml is not None:
+        y -= ml
+
+
+_SH2 = np.array([0, 2, 4, 6], dtype=np.uint8)
+_SH4 = np.array([0, 4], dtype=np.uint8)
+_SH8 = np.arange(8, dtype=np.uint8)
+
+
 def decode_q2_k(blocks: np.ndarray) -> np.ndarray:
     """``y = d * (scales[s] & 0xF) * q - dmin * (scales[s] >> 4)`` with 2-bit ``q`` and 16 sub-blocks ``s``."""
     nb = blocks.shape[0]
     u8 = _raw_bytes(blocks)
     out = np.empty((nb, QK_K), dtype=np.float32)
     with np.errstate(all="ignore"):
-        d = _f16_to_f32(blocks["d"])
-        dmin = _f16_to_f32(blocks["dmin"])
         sc = u8[:, 0:16]
-        dl = _scaled(d, sc & np.uint8(0xF)).reshape(-1, 1)
-        ml = _scaled(dmin, sc >> np.uint8(4)).reshape(-1, 1)
-        t = np.empty((_DEC_CHUNK, 64), dtype=np.uint8)
+        dl = _scaled(_f16_to_f32(blocks["d"]), sc & np.uint8(0xF)).reshape(-1, 1)
+        ml = _scaled(_f16_to_f32(blocks["dmin"]), sc >> np.uint8(4)).reshape(-1, 1)
+        qbuf = np.empty((_DEC_CHUNK, 2, 4, 32), dtype=np.uint8)
+        sh = _SH2.reshape(1, 1, 4, 1)
         for a, b in _chunks(nb, _DEC_CHUNK):
             c = b - a
-            qs = u8[a:b, 16:80]
-            y4 = out[a:b].reshape(c, 2, 4, 32)
-            tc = t[:c]
-            for j in range(4):
-                np.right_shift(qs, np.uint8(2 * j), out=tc)
-                tc &= np.uint8(3)
-                np.copyto(y4[:, :, j], tc.reshape(c, 2, 32), casting="unsafe")
-            y = out[a:b].reshape(c * 16, 16)
-            y *= dl[16 * a:16 * b]
-            y -= ml[16 * a:16 * b]
+            q = qbuf[:c]
+            np.right_shift(u8[a:b, 16:80].reshape(c, 2, 1, 32), sh, out=q)
+            q &= np.uint8(3)
+            _cast_scale(out[a:b].reshape(c * 16, 16), q.reshape(c * 16, 16), dl[16 * a:16 * b], ml[16 * a:16 * b])
     return out
 
 
@@ -780,34 +786,26 @@ def decode_q3_k(blocks: np.ndarray) -> np.ndarray:
     u8 = _raw_bytes(blocks)
     out = np.empty((nb, QK_K), dtype=np.float32)
     with np.errstate(all="ignore"):
-        d = _f16_to_f32(blocks["d"])
         w = blocks["scales"].astype(np.uint32)
         sc = _q3_scales_from_words(w[:, 0], w[:, 1], w[:, 2])
-        dl = _scaled(d, sc).reshape(-1, 1)
-        t = np.empty((_DEC_CHUNK, 2, 32), dtype=np.uint8)
-        hx = np.empty((_DEC_CHUNK, 2, 32), dtype=np.uint8)
+        dl = _scaled(_f16_to_f32(blocks["d"]), sc).reshape(-1, 1)
+        qbuf = np.empty((_DEC_CHUNK, 2, 4, 32), dtype=np.uint8)
+        hbuf = np.empty((_DEC_CHUNK, 2, 4, 32), dtype=np.uint8)
+        sh = _SH2.reshape(1, 1, 4, 1)
+        hsh = _SH8.reshape(1, 2, 4, 1)
         for a, b in _chunks(nb, _DEC_CHUNK):
             c = b - a
-            qs = u8[a:b, 32:96].reshape(c, 2, 32)
-            hm = u8[a:b, 0:32]
-            h = hx[:c]
-            # h[:, n] = hmask >> 4n, so bit j of h[:, n] is the high bit of group 4n + j
-            np.copyto(h[:, 0], hm)
-            np.right_shift(hm, np.uint8(4), out=h[:, 1])
-            np.left_shift(h, np.uint8(2), out=h)
-            y4 = out[a:b].reshape(c, 2, 4, 32)
-            tc = t[:c]
-            for j in range(4):
-                np.right_shift(qs, np.uint8(2 * j), out=tc)
-                tc &= np.uint8(3)
-                if j:
-                    np.right_shift(h, np.uint8(1), out=h)
-                tc |= h & np.uint8(4)
-                tci = tc.view(np.int8)
-                tci -= np.int8(4)
-                np.copyto(y4[:, :, j], tci, casting="unsafe")
-            y = out[a:b].reshape(c * 16, 16)
-            y *= dl[16 * a:16 * b]
+            q = qbuf[:c]
+            h = hbuf[:c]
+            np.right_shift(u8[a:b, 32:96].reshape(c, 2, 1, 32), sh, out=q)
+            q &= np.uint8(3)
+            np.right_shift(u8[a:b, 0:32].reshape(c, 1, 1, 32), hsh, out=h)   # bit 4n+j of hmask
+            h &= np.uint8(1)
+            h <<= np.uint8(2)
+            q |= h
+            qi = q.view(np.int8)
+            qi -= np.int8(4)
+            _cast_scale(out[a:b].reshape(c * 16, 16), qi.reshape(c * 16, 16), dl[16 * a:16 * b])
     return out
 
 
@@ -820,19 +818,14 @@ def decode_q4_k(blocks: np.ndarray) -> np.ndarray:
         sc, m = _k4_scale_mins(u8, 4)
         dl = _scaled(_f16_to_f32(blocks["d"]), sc).reshape(-1, 1)
         ml = _scaled(_f16_to_f32(blocks["dmin"]), m).reshape(-1, 1)
-        t = np.empty((_DEC_CHUNK, 4, 32), dtype=np.uint8)
+        qbuf = np.empty((_DEC_CHUNK, 4, 2, 32), dtype=np.uint8)
+        sh = _SH4.reshape(1, 1, 2, 1)
         for a, b in _chunks(nb, _DEC_CHUNK):
             c = b - a
-            qs = u8[a:b, 16:144].reshape(c, 4, 32)
-            y4 = out[a:b].reshape(c, 4, 2, 32)
-            tc = t[:c]
-            np.bitwise_and(qs, np.uint8(0xF), out=tc)
-            np.copyto(y4[:, :, 0], tc, casting="unsafe")
-            np.right_shift(qs, np.uint8(4), out=tc)
-            np.copyto(y4[:, :, 1], tc, casting="unsafe")
-            y = out[a:b].reshape(c * 8, 32)
-            y *= dl[8 * a:8 * b]
-            y -= ml[8 * a:8 * b]
+            q = qbuf[:c]
+            np.right_shift(u8[a:b, 16:144].reshape(c, 4, 1, 32), sh, out=q)
+            q &= np.uint8(0xF)
+            _cast_scale(out[a:b].reshape(c * 8, 32), q.reshape(c * 8, 32), dl[8 * a:8 * b], ml[8 * a:8 * b])
     return out
 
 
@@ -845,31 +838,21 @@ def decode_q5_k(blocks: np.ndarray) -> np.ndarray:
         sc, m = _k4_scale_mins(u8, 4)
         dl = _scaled(_f16_to_f32(blocks["d"]), sc).reshape(-1, 1)
         ml = _scaled(_f16_to_f32(blocks["dmin"]), m).reshape(-1, 1)
-        t = np.empty((_DEC_CHUNK, 4, 32), dtype=np.uint8)
-        hx = np.empty((_DEC_CHUNK, 4, 32), dtype=np.uint8)
-        sh = np.array([4, 2, 0, 0], dtype=np.uint8)[None, :, None]   # bit 2k of qh moved to bit 4
-        shr = np.array([0, 0, 0, 2], dtype=np.uint8)[None, :, None]
+        qbuf = np.empty((_DEC_CHUNK, 4, 2, 32), dtype=np.uint8)
+        hbuf = np.empty((_DEC_CHUNK, 4, 2, 32), dtype=np.uint8)
+        sh = _SH4.reshape(1, 1, 2, 1)
+        hsh = _SH8.reshape(1, 4, 2, 1)
         for a, b in _chunks(nb, _DEC_CHUNK):
             c = b - a
-            qs = u8[a:b, 48:176].reshape(c, 4, 32)
-            qh = u8[a:b, 16:48].reshape(c, 1, 32)
-            y4 = out[a:b].reshape(c, 4, 2, 32)
-            tc = t[:c]
-            h = hx[:c]
-            # h[:, k] has bit 2k of qh at bit 4 and bit 2k+1 at bit 5
-            np.left_shift(qh, sh, out=h)
-            np.right_shift(h, shr, out=h)
-            np.bitwise_and(qs, np.uint8(0xF), out=tc)
-            tc |= h & np.uint8(0x10)
-            np.copyto(y4[:, :, 0], tc, casting="unsafe")
-            np.right_shift(qs, np.uint8(4), out=tc)
-            np.right_shift(h, np.uint8(1), out=h)
-            h &= np.uint8(0x10)
-            tc |= h
-            np.copyto(y4[:, :, 1], tc, casting="unsafe")
-            y = out[a:b].reshape(c * 8, 32)
-            y *= dl[8 * a:8 * b]
-            y -= ml[8 * a:8 * b]
+            q = qbuf[:c]
+            h = hbuf[:c]
+            np.right_shift(u8[a:b, 48:176].reshape(c, 4, 1, 32), sh, out=q)
+            q &= np.uint8(0xF)
+            np.right_shift(u8[a:b, 16:48].reshape(c, 1, 1, 32), hsh, out=h)   # bit s of qh for sub-block s
+            h &= np.uint8(1)
+            h <<= np.uint8(4)
+            q |= h
+            _cast_scale(out[a:b].reshape(c * 8, 32), q.reshape(c * 8, 32), dl[8 * a:8 * b], ml[8 * a:8 * b])
     return out
 
 
@@ -880,25 +863,24 @@ def decode_q6_k(blocks: np.ndarray) -> np.ndarray:
     out = np.empty((nb, QK_K), dtype=np.float32)
     with np.errstate(all="ignore"):
         dl = _scaled(_f16_to_f32(blocks["d"]), u8[:, 192:208].view(np.int8)).reshape(-1, 1)
-        t = np.empty((_DEC_CHUNK, 2, 32), dtype=np.uint8)
+        qbuf = np.empty((_DEC_CHUNK, 2, 4, 32), dtype=np.uint8)
+        hbuf = np.empty((_DEC_CHUNK, 2, 4, 32), dtype=np.uint8)
+        sh = _SH4.reshape(1, 1, 2, 1, 1)
+        hsh = _SH2.reshape(1, 1, 4, 1)
         for a, b in _chunks(nb, _DEC_CHUNK):
             c = b - a
-            ql = u8[a:b, 0:128].reshape(c, 2, 2, 32)
-            qh = u8[a:b, 128:192].reshape(c, 2, 32)
-            y4 = out[a:b].reshape(c, 2, 4, 32)
-            tc = t[:c]
-            for j in range(4):
-                if j < 2:
-                    np.left_shift(qh, np.uint8(4 - 2 * j), out=tc)
-                else:
-                    np.right_shift(qh, np.uint8(2 * j - 4), out=tc)
-                tc &= np.uint8(0x30)
-                tc |= (ql[:, :, j & 1] & np.uint8(0xF)) if j < 2 else (ql[:, :, j & 1] >> np.uint8(4))
-                tci = tc.view(np.int8)
-                tci -= np.int8(32)
-                np.copyto(y4[:, :, j], tci, casting="unsafe")
-            y = out[a:b].reshape(c * 16, 16)
-            y *= dl[16 * a:16 * b]
+            q = qbuf[:c]
+            h = hbuf[:c]
+            # group j = 2 * (nibble) + (half of ql): low nibbles of both halves, then the high nibbles
+            np.right_shift(u8[a:b, 0:128].reshape(c, 2, 1, 2, 32), sh, out=q.reshape(c, 2, 2, 2, 32))
+            q &= np.uint8(0xF)
+            np.right_shift(u8[a:b, 128:192].reshape(c, 2, 1, 32), hsh, out=h)
+            h &= np.uint8(3)
+            h <<= np.uint8(4)
+            q |= h
+            qi = q.view(np.int8)
+            qi -= np.int8(32)
+            _cast_scale(out[a:b].reshape(c * 16, 16), qi.reshape(c * 16, 16), dl[16 * a:16 * b])
     return out
 
 
