@@ -147,10 +147,19 @@ class Ctx:
         self.defs = {s.name: p.file for p in PAGES for s in p.sections}
         self.defs.update(definitions(data))
         self.page = ""
-        rules = data.rules["rules"] if data.rules else []
-        ids = sorted((r["id"] for r in rules), key=len, reverse=True)
-        self._rule_re = re.compile(r"(?<![A-Za-z0-9-])(" + "|".join(map(re.escape, ids)) + r")(?![A-Za-z0-9-])") \
-            if ids else None
+        # Names that spec prose mentions and that get linked to their definition: rule IDs, literal keys and
+        # tensor type names.
+        terms: dict[str, str] = {}
+        for t in data.tensor_types:
+            terms[t.name] = anchor("tt", t.name)
+        for k in data.keys["keys"]:
+            if "{" not in k["key"]:
+                terms[k["key"]] = anchor("key", k["key"])
+        for r in (data.rules["rules"] if data.rules else []):
+            terms[r["id"]] = anchor("rule", r["id"])
+        self._terms = terms
+        names = sorted(terms, key=len, reverse=True)
+        self._term_re = re.compile(r"(?<![\w.\\-])(" + "|".join(map(re.escape, names)) + r")(?![\w-]|\.\w)")
 
     def link(self, target: str, text: str) -> str:
         """A Markdown link to a definition anchor, or just ``text`` when nothing defines it."""
@@ -164,13 +173,10 @@ class Ctx:
         return self.link(anchor(kind, name), text if text is not None else code(str(name)))
 
     def prose(self, text: Any) -> str:
-        """Spec prose as Markdown: escaped, with rule IDs linked to the rule catalog."""
-        out = esc(text)
-        if self._rule_re is None:
-            return out
-        parts = re.split(r"(`[^`]*`)", out)
+        """Spec prose as Markdown: escaped, with rule IDs, keys and tensor type names linked to their definitions."""
+        parts = re.split(r"(`[^`]*`)", esc(text))
         for i in range(0, len(parts), 2):
-            parts[i] = self._rule_re.sub(lambda m: self.ref("rule", m.group(1), m.group(1)), parts[i])
+            parts[i] = self._term_re.sub(lambda m: self.link(self._terms[m.group(1)], m.group(1)), parts[i])
         return "".join(parts)
 
 
