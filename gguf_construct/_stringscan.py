@@ -1,12 +1,12 @@
 """Locating the strings of a GGUF string array without a Python loop per string.
 
-A string array is ``count`` records of (length, bytes).  Each record's position depends on the previous one, so
-the positions form a chain.  For the short strings of tokenizer vocabularies the high bytes of every length prefix
-are zero; such positions are *candidates*.  Every record start is a candidate whose predecessor's ``next``
-pointer hits it, so two rounds of "keep candidates that some candidate points at" leave (almost only) the record
-starts; the chain property ``start[i] + width + length[i] == start[i + 1]`` is then verified for every element,
-and only the verified prefix is trusted.  Whatever cannot be verified (long strings, unlucky byte patterns) is
-scanned one record at a time, so the result is always exact.
+A string array is ``count`` records of (length, bytes); each record's position depends on the previous one.
+For the short strings of tokenizer vocabularies (under 256 bytes) every length prefix is one non-zero-or-zero low
+byte followed by zero bytes, so positions whose next ``width - 1`` bytes are zero are *candidates*.  Each
+candidate's successor is ``position + width + low byte``; walking the candidates in order and checking
+``successor[i] == candidate[i + 1]`` (one vectorized comparison) verifies the chain.  Where the check fails, the
+true successor is looked up among the candidates (skipping the rare spurious ones) and verification goes on; where
+a record is not a candidate (a long string), that record is read on its own.  The result is always exact.
 """
 
 from __future__ import annotations
@@ -15,100 +15,93 @@ import struct
 
 import numpy as np
 
-_LOW_BYTES = 2  # candidates have lengths below 2**16
+_MIN_WINDOW = 1 << 16
 
 
-def _scan_one(buf, pos: int, size: int, width: int, unpack_from) -> int:
-    (n,) = unpack_from(buf, pos)
-    return pos + width + n
-
-
-def _window_chain(win: np.ndarray, width: int, little: bool, limit: int) -> np.ndarray:
-    """Record starts (window-relative) of the chain that begins at 0, at most ``limit`` of them."""
+def _chain_in_window(win: np.ndarray, width: int, little: bool, limit: int) -> np.ndarray:
+    """Window-relative starts of the verified chain of records beginning at 0 (at most ``limit``)."""
     m = len(win) - width + 1
     if m <= 0:
         return np.empty(0, dtype=np.int64)
     zero = win == 0
-    high = np.ones(m, dtype=bool)
-    lo = _LOW_BYTES if little else 0
-    for j in range(width - _LOW_BYTES):
-        high &= zero[lo + j: lo + j + m]
+    first_zero = 1 if little else 0
+    high = zero[first_zero:first_zero + m].copy()
+    for j in range(first_zero + 1, first_zero + width - 1):
+        high &= zero[j:j + m]
     cand = np.flatnonzero(high)
     if len(cand) == 0 or cand[0] != 0:
         return np.empty(0, dtype=np.int64)
-    b0 = 0 if little else width - _LOW_BYTES
-    lo_byte, hi_byte = (b0, b0 + 1) if little else (b0 + 1, b0)
-    lengths = win[cand + lo_byte].astype(np.int64) | (win[cand + hi_byte].astype(np.int64) << 8)
-    nxt = cand + width + lengths
-    # successor of each candidate as a candidate index; the sentinel len(cand) ends a chain
-    sentinel = len(cand)
-    index_of = np.full(len(win) + 1, sentinel, dtype=np.int64)
-    index_of[cand] = np.arange(len(cand))
-    succ = np.append(index_of[np.minimum(nxt, len(win))], sentinel)
-    # pointer doubling: path[d] is the node at distance d from the root
-    path = np.zeros(1, dtype=np.int64)
-    jump = succ
-    while len(path) < limit:
-        ahead = jump[path]
-        path = np.concatenate([path, ahead])
-        if ahead[-1] == sentinel:
+    low = win[cand + (0 if little else width - 1)]
+    nxt = cand + width + low
+    ok = nxt[:-1] == cand[1:]
+    bad = np.flatnonzero(~ok)
+    pieces = []
+    i, total = 0, 0
+    b = 0  # index into bad
+    while total < limit:
+        while b < len(bad) and bad[b] < i:
+            b += 1
+        j = int(bad[b]) if b < len(bad) else len(cand) - 1  # last verified index of this run
+        pieces.append(cand[i:j + 1])
+        total += j + 1 - i
+        if j == len(cand) - 1:
             break
-        jump = jump[jump]
-    path = path[:limit]
-    ends = np.flatnonzero(path == sentinel)
-    if len(ends):
-        path = path[: ends[0]]
-    return cand[path]
+        target = nxt[j]
+        k = int(np.searchsorted(cand, target))
+        if k >= len(cand) or cand[k] != target:
+            break  # successor is not a candidate: the caller reads it one record at a time
+        i = k
+    chain = np.concatenate(pieces) if len(pieces) > 1 else pieces[0]
+    return chain[:limit]
 
 
 def scan_string_offsets(buf, pos: int, count: int, width: int, byte_order: str):
-    """Start and end offsets of ``count`` length-prefixed strings at ``pos`` in ``buf``.
+    """Payload start and end offsets of ``count`` length-prefixed strings at ``pos`` in ``buf``.
 
-    Returns ``(starts, ends, end_pos)`` with int64 arrays of payload offsets, or raises ``IndexError`` with the
-    index of the first record that does not fit (``args = (i, offset, length_or_None)``).
+    Returns ``(starts, ends, end_pos)`` (int64 arrays).  Raises ``IndexError((index, offset, length_or_None))``
+    for the first record that does not fit in ``buf``.
     """
     size = len(buf)
     unpack_from = struct.Struct(("<" if byte_order == "little" else ">") + {4: "I", 8: "Q"}[width]).unpack_from
     little = byte_order == "little"
-    out: list[np.ndarray] = []
+    heads: list[np.ndarray] = []
     done = 0
-    window = max(4096, count * 16)
+    window = _MIN_WINDOW
+    zeros = bytes(width - 1)
+    high = slice(1, width) if little else slice(0, width - 1)
     while done < count:
-        end = min(size, pos + window)
-        win = np.frombuffer(buf, dtype=np.uint8, count=end - pos, offset=pos)
-        chain = (_window_chain(win, width, little, count - done) if count - done > 64
-                 else np.empty(0, dtype=np.int64))
-        # the last verified start's record must lie inside the window to be trusted as complete
+        chain = np.empty(0, dtype=np.int64)
+        short = bytes(buf[pos + high.start:pos + high.stop]) == zeros
+        if count - done > 16 and short:
+            end = min(size, pos + window)
+            win = np.frombuffer(buf, dtype=np.uint8, count=end - pos, offset=pos)
+            chain = _chain_in_window(win, width, little, count - done)
+            if len(chain):
+                last = int(chain[-1])
+                (n,) = unpack_from(buf, pos + last)
+                if last + width + n > len(win):  # its payload runs past the window: not verified yet
+                    chain = chain[:-1]
         if len(chain):
-            last = int(chain[-1])
-            (n,) = unpack_from(buf, pos + last)
-            if last + width + n > len(win):
-                chain = chain[:-1]
-        if len(chain):
-            out.append(chain + pos)
+            heads.append(chain + pos)
             done += len(chain)
             last = int(chain[-1]) + pos
             (n,) = unpack_from(buf, last)
             pos = last + width + n
-            window = max(4096, (count - done) * 16, window)
+            window *= 2
             continue
-        # slow path: one record at a time, for a stretch
-        stretch = min(count - done, 256)
-        starts = np.empty(stretch, dtype=np.int64)
-        for i in range(stretch):
-            if pos + width > size:
-                raise IndexError(done + i, pos, None)
-            (n,) = unpack_from(buf, pos)
-            if n > size - pos - width:
-                raise IndexError(done + i, pos, n)
-            starts[i] = pos
-            pos += width + n
-        out.append(starts)
-        done += stretch
-    starts = np.concatenate(out) if out else np.empty(0, dtype=np.int64)
-    # payload ranges; lengths re-read vectorized is not possible in general, so derive from the chain
-    heads = starts
-    ends_next = np.empty_like(heads)
-    ends_next[:-1] = heads[1:]
-    ends_next[-1:] = pos
-    return heads + width, ends_next, pos
+        # one record at a time: a long string, a record near the end, or a small array
+        if pos + width > size:
+            raise IndexError(done, pos, None)
+        (n,) = unpack_from(buf, pos)
+        if n > size - pos - width:
+            raise IndexError(done, pos, n)
+        heads.append(np.array([pos], dtype=np.int64))
+        pos += width + n
+        done += 1
+        window = _MIN_WINDOW
+    starts = np.concatenate(heads) if heads else np.empty(0, dtype=np.int64)
+    ends = np.empty_like(starts)
+    ends[:-1] = starts[1:]
+    if len(ends):
+        ends[-1] = pos
+    return starts + width, ends, pos

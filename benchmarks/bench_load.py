@@ -1,0 +1,87 @@
+"""Metadata loading speed: gguf_construct.load vs gguf-py's GGUFReader, same files, same run.
+
+Usage: python benchmarks/bench_load.py FOLDER_OR_FILE... [--repeat N]
+
+Our figure materializes every metadata value as Python objects (all token strings as str); GGUFReader's
+figure is its constructor plus reading every field's contents(), which is what it takes to get the same values.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+import gguf_construct  # noqa: E402
+
+
+def files_of(paths):
+    out = []
+    for p in paths:
+        out.extend(sorted(glob.glob(os.path.join(p, "**", "*.gguf"), recursive=True)) if os.path.isdir(p) else [p])
+    return out
+
+
+def ours(path):
+    f = gguf_construct.load(path)
+    n = 0
+    for key, value in f.metadata.typed_items():
+        v = value.to_python() if value.type.name == "ARRAY" and value.item_type.name == "ARRAY" else value.value
+        n += len(v) if isinstance(v, list) else 1
+    f.close()
+    return n
+
+
+def theirs(path):
+    from gguf import GGUFReader
+
+    r = GGUFReader(path)
+    n = 0
+    for field in r.fields.values():
+        v = field.contents()
+        n += len(v) if isinstance(v, list) else 1
+    return n
+
+
+def best(fn, path, repeat):
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn(path)
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("paths", nargs="+")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--reference-repeat", type=int, default=1)
+    args = ap.parse_args()
+    try:
+        import gguf  # noqa: F401
+        have_ref = True
+    except ImportError:
+        have_ref = False
+        print("gguf (gguf-py) not installed: pip install -e '.[bench]' for the comparison")
+    print(f"{'file':<36} {'ours ms':>9} {'gguf-py ms':>11} {'ratio':>8}")
+    ratios = []
+    for path in files_of(args.paths):
+        t_ours = best(ours, path, args.repeat)
+        line = f"{os.path.basename(path):<36} {t_ours * 1e3:>9.1f}"
+        if have_ref:
+            t_ref = best(theirs, path, args.reference_repeat)
+            ratios.append(t_ref / t_ours)
+            line += f" {t_ref * 1e3:>11.1f} {t_ref / t_ours:>7.1f}x"
+        print(line, flush=True)
+    if ratios:
+        import math
+        print(f"geometric mean speed-up vs gguf-py: {math.exp(sum(map(math.log, ratios)) / len(ratios)):.1f}x")
+
+
+if __name__ == "__main__":
+    main()
