@@ -26,7 +26,8 @@ from typing import Any, Callable, Iterable
 
 from . import spec as _spec
 
-__all__ = ["Page", "PAGES", "anchor", "definitions", "render_all", "splice", "write_docs", "check_docs", "add_cli"]
+__all__ = ["Page", "PAGES", "anchor", "definitions", "render_all", "splice", "write_docs", "check_docs",
+           "default_out_dir", "add_cli"]
 
 BEGIN = "<!-- BEGIN GENERATED: {name} -->"
 END = "<!-- END GENERATED -->"
@@ -723,7 +724,7 @@ def _value_type(ctx: Ctx, spec: Any, item: str | None = None) -> str:
         return _value_type(ctx, spec["type"], spec.get("item_type"))
     out = ctx.ref("vt", spec)
     if item:
-        out += "[" + ctx.ref("vt", item) + "]"
+        out += " of " + ctx.ref("vt", item)
     return out
 
 
@@ -1161,7 +1162,15 @@ def check_docs(out_dir: Path | str) -> list[str]:
     return problems
 
 
+def default_out_dir() -> Path:
+    """docs/ next to the spec/ directory of a source checkout, else ./docs."""
+    spec_dir = _spec.spec_dir()
+    return spec_dir.parent / "docs" if spec_dir.name == "spec" else Path("docs")
+
+
 def _cmd_docs(args: argparse.Namespace) -> int:
+    if args.out is None:
+        args.out = default_out_dir()
     if args.check:
         problems = check_docs(args.out)
         for p in problems:
@@ -1182,11 +1191,12 @@ def _cmd_docs(args: argparse.Namespace) -> int:
 def add_cli(subparsers: Any) -> None:
     """Register the ``docs`` sub-command on the CLI's subparsers."""
     p = subparsers.add_parser("docs", help="render the Markdown reference in docs/ from spec/")
-    p.add_argument("--out", default="docs", help="output directory (default: docs)")
+    p.add_argument("--out", default=None,
+                   help="output directory (default: docs/ beside spec/ in a source checkout, else ./docs)")
     p.add_argument("--check", action="store_true",
                    help="write nothing; exit 1 listing the files that differ from what the spec generates")
     p.set_defaults(func=_cmd_docs)
 
 
 if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(_cmd_docs(argparse.Namespace(out=sys.argv[1] if len(sys.argv) > 1 else "docs", check=False)))
+    raise SystemExit(_cmd_docs(argparse.Namespace(out=sys.argv[1] if len(sys.argv) > 1 else None, check=False)))
