@@ -1,0 +1,204 @@
+"""IQ1_S and IQ1_M codecs: bit-exactness against ggml and basic properties.
+
+Ground truth comes from ggml's own C code:
+
+* ``../shared/golden/<id>_<name>.npz`` (project-wide reference vectors; the tests skip when absent);
+* ``tests/golden/19_iq1_s.npz``, ``tests/golden/29_iq1_m.npz``: small cases committed with the repository
+  (6 rows x 512 values: normal, heavy-tailed with an all-zero, a constant and a near-zero group, large, sparse
+  with an all-zero super-block, mixed group magnitudes, a ramp; an importance matrix with zeros; random raw
+  blocks including subnormal / inf / NaN scales), produced with a ctypes wrapper around libggml-base 0.25.3
+  (``ggml_quantize_chunk``, ``dequantize_row_*``).  Same array names as the shared files.  IQ1_S has no
+  ``q`` / ``deq_q``: ggml requires an importance matrix for it.
+
+``encode(decode(q)) == q`` does not hold for these formats (ggml's search re-fits scales with fudge factors), so
+it is not tested.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gguf_construct import codecs
+
+TYPES = {19: "iq1_s", 29: "iq1_m"}
+NAMES = [n.upper() for n in TYPES.values()]
+
+SHARED_GOLDEN = Path(__file__).resolve().parents[2] / "shared" / "golden"
+LOCAL_GOLDEN = Path(__file__).resolve().parent / "golden"
+
+# max |decode(encode(x)) - x| and RMS error per 256-block, relative to the block's max |x| (dense data: IQ1
+# decodes a skipped all-zero group as -0.875 * its scale, so sparse blocks without an imatrix are far off)
+MAX_ERR = {"IQ1_S": 2.0, "IQ1_M": 2.0}
+RMS_ERR = {"IQ1_S": 0.5, "IQ1_M": 0.5}
+
+
+def assert_same(actual: np.ndarray, expected: np.ndarray, what: str) -> None:
+    """Bit-identical arrays (float32 compared as bit patterns, any NaN equal to any NaN)."""
+    actual = np.ascontiguousarray(actual)
+    expected = np.ascontiguousarray(expected)
+    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
+    if actual.dtype == np.float32:
+        same = (actual.view(np.uint32) == expected.view(np.uint32)) | (np.isnan(actual) & np.isnan(expected))
+    else:
+        same = actual == expected
+    if not same.all():
+        bad = np.argwhere(~same)
+        raise AssertionError(f"{what}: {len(bad)} mismatches, first at {bad[0].tolist()}")
+
+
+def check_golden(path: Path, name: str) -> None:
+    g = np.load(path)
+    rows = g["x"].shape[0]
+    with np.errstate(all="ignore"):
+        for key in ("q", "q_imat", "raw"):
+            if key in g.files:
+                got = codecs.dequantize(name, g[key].tobytes()).reshape(g[key].shape[0], -1)
+                assert_same(got, g["deq_" + key], f"{path.name} deq_{key}")
+    if "q" in g.files:
+        got = np.frombuffer(codecs.quantize(name, g["x"]), np.uint8).reshape(rows, -1)
+        assert_same(got, g["q"], f"{path.name} q")
+    got = np.frombuffer(codecs.quantize(name, g["x"], imatrix=g["imatrix"]), np.uint8).reshape(rows, -1)
+    assert_same(got, g["q_imat"], f"{path.name} q_imat")
+
+
+@pytest.mark.parametrize("type_id", sorted(TYPES))
+def test_shared_golden(type_id):
+    path = SHARED_GOLDEN / f"{type_id}_{TYPES[type_id]}.npz"
+    if not path.is_file():
+        pytest.skip(f"{path} not present")
+    check_golden(path, TYPES[type_id])
+
+
+@pytest.mark.parametrize("type_id", sorted(TYPES))
+def test_committed_golden(type_id):
+    check_golden(LOCAL_GOLDEN / f"{type_id}_{TYPES[type_id]}.npz", TYPES[type_id])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_sizes_follow_spec(name):
+    t = codecs.type_spec(name)
+    assert t.block_size == 256 and t.codec == "iq1"
+    assert codecs.block_dtype(name).itemsize == t.type_size
+    assert codecs.has_decoder(name) and codecs.has_encoder(name)
+    x = np.linspace(-1, 1, 2 * 512, dtype=np.float32).reshape(2, 512)
+    raw = codecs.quantize(name, x, imatrix=np.ones(512, dtype=np.float32))
+    assert len(raw) == 2 * 2 * t.type_size
+    assert codecs.decode_blocks(name, raw).shape == (4, 256)
+    assert codecs.dequantize(name, raw).shape == (2 * 512,)
+    with pytest.raises(ValueError):
+        codecs.dequantize(name, raw[:-1])
+
+
+# --------------------------------------------------------------------------------------------------------------
+# properties
+# --------------------------------------------------------------------------------------------------------------
+
+_KINDS = ("normal", "heavy", "offset", "sparse", "negative", "uniform")
+_DENSE = ("normal", "heavy", "offset", "negative", "uniform")
+
+
+@st.composite
+def rows_strategy(draw, kinds=_KINDS, max_blocks_per_row=2):
+    """A few rows of float32 values whose 256-blocks have max |x| within [1e-3, 1e3], plus an imatrix."""
+    seed = draw(st.integers(0, 2**32 - 1))
+    kind = draw(st.sampled_from(kinds))
+    n_rows = draw(st.integers(1, 2))
+    cols = 256 * draw(st.integers(1, max_blocks_per_row))
+    scale = draw(st.floats(1e-3, 1e3))
+    rng = np.random.default_rng(seed)
+    shape = (n_rows, cols)
+    if kind == "normal":
+        x = rng.normal(size=shape)
+    elif kind == "heavy":
+        x = rng.standard_t(1.5, size=shape)
+    elif kind == "offset":
+        x = rng.uniform(-1, 1, shape) + rng.uniform(-4, 4)
+    elif kind == "sparse":
+        x = np.where(rng.random(shape) < 0.8, 0.0, rng.normal(size=shape))
+        x[:, ::256] = 1.0
+    elif kind == "negative":
+        x = -rng.exponential(size=shape)
+    else:
+        x = rng.uniform(-1, 1, shape)
+    blocks = x.reshape(-1, 256)
+    blocks /= np.abs(blocks).max(axis=1, keepdims=True)
+    return (x * scale).astype(np.float32), rng.uniform(0.1, 10.0, cols).astype(np.float32)
+
+
+def check_error_bound(name, x, imatrix, max_err, rms_err):
+    y = codecs.dequantize(name, codecs.quantize(name, x, imatrix=imatrix)).reshape(x.shape)
+    xb = x.reshape(-1, 256).astype(np.float64)
+    err = np.abs(y.reshape(-1, 256) - xb)
+    amax = np.abs(xb).max(axis=1)
+    assert np.all(err.max(axis=1) <= max_err * amax), (name, imatrix is not None, (err.max(axis=1) / amax).max())
+    rms = np.sqrt((err ** 2).mean(axis=1))
+    assert np.all(rms <= rms_err * amax), (name, imatrix is not None, (rms / amax).max())
+
+
+@pytest.mark.parametrize("name", NAMES)
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=rows_strategy(kinds=_DENSE))
+def test_roundtrip_error_bound(name, data):
+    x, imatrix = data
+    for imat in (None, imatrix) if name == "IQ1_M" else (imatrix,):
+        check_error_bound(name, x, imat, MAX_ERR[name], RMS_ERR[name])
+
+
+@pytest.mark.parametrize("name", NAMES)
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=rows_strategy(max_blocks_per_row=1), seed=st.integers(0, 2**32 - 1))
+def test_big_endian_blocks_decode_the_same(name, data, seed):
+    x, imatrix = data
+    little = codecs.quantize(name, x, imatrix=imatrix)
+    big = codecs.quantize(name, x, imatrix=imatrix, byte_order="big")
+    assert big == codecs.swap_blocks(name, little, "little", "big")
+    assert_same(codecs.dequantize(name, big, byte_order="big"), codecs.dequantize(name, little), name)
+    # random blocks (any bit pattern, scales included) decode the same in both byte orders
+    raw = np.random.default_rng(seed).integers(0, 256, 3 * codecs.type_spec(name).type_size, dtype=np.uint8)
+    swapped = codecs.swap_blocks(name, raw.tobytes(), "little", "big")
+    with np.errstate(all="ignore"):
+        assert_same(codecs.dequantize(name, swapped, byte_order="big"), codecs.dequantize(name, raw), name)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_zero_rows_give_zero_blocks(name):
+    x = np.zeros((2, 512), dtype=np.float32)
+    for imat in (None, np.ones(512, dtype=np.float32)) if name == "IQ1_M" else (np.ones(512, dtype=np.float32),):
+        raw = codecs.quantize(name, x, imatrix=imat)
+        assert raw == bytes(len(raw))
+        assert np.all(codecs.dequantize(name, raw) == 0)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_imatrix_is_per_column(name):
+    """The importance weights follow the column, not the block index: rows quantize independently."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(3, 768)).astype(np.float32)
+    imatrix = rng.uniform(0.1, 2, 768).astype(np.float32)
+    whole = codecs.quantize(name, x, imatrix=imatrix)
+    parts = b"".join(codecs.quantize(name, row, imatrix=imatrix) for row in x)
+    assert whole == parts
+
+
+def test_iq1_s_requires_an_imatrix():
+    """ggml_quantize_requires_imatrix(IQ1_S): ggml aborts without one; quantize raises ValueError."""
+    x = np.ones((1, 256), dtype=np.float32)
+    with pytest.raises(ValueError, match="importance matrix"):
+        codecs.quantize("IQ1_S", x)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_ties_and_constant_groups(name):
+    """Equal values (ties in the sorted split search) and constant groups quantize like ggml's stable qsort:
+    the result only depends on the values, and constant rows decode to one value per 16 / 32 weights."""
+    x = np.full((1, 256), 0.25, dtype=np.float32)
+    x[0, 128:] = -1.5
+    imatrix = np.ones(256, dtype=np.float32)
+    y = codecs.dequantize(name, codecs.quantize(name, x, imatrix=imatrix)).reshape(16, 16)
+    assert np.all(y == y[:, :1])
+    assert np.all(np.sign(y[:8]) == 1) and np.all(np.sign(y[8:]) == -1)
