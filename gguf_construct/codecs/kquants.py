@@ -18,6 +18,9 @@ from __future__ import annotations
 import numpy as np
 
 from . import block_dtype
+from ._common import fp16_to_fp32 as _f16_to_f32
+from ._common import fp32_to_fp16 as _f32_to_f16
+from ._common import nearest_int as _nearest_int
 
 __all__ = [
     "decode_q2_k", "encode_q2_k", "decode_q3_k", "encode_q3_k", "decode_q4_k", "encode_q4_k",
@@ -29,47 +32,15 @@ _F32 = np.float32
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
 _EPS = np.float32(1e-15)          # GROUP_MAX_EPS
-_MAGIC = np.float32(12582912.0)   # nearest_int
 _TENTH = np.float32(0.1)
 
 # Blocks handled per vectorized pass: bounds the temporaries and keeps them cache friendly.
 _DEC_CHUNK = 2048
-_ENC_CHUNK = 4096
+_ENC_CHUNK = 512
 
 # --------------------------------------------------------------------------------------------------------------
 # scalar helpers with ggml semantics
 # --------------------------------------------------------------------------------------------------------------
-
-
-def _f16_to_f32(h: np.ndarray) -> np.ndarray:
-    """GGML_FP16_TO_FP32: exact widening; signalling NaNs come out quiet."""
-    f = np.asarray(h).astype(np.float32)
-    bits = f.view(np.uint32)
-    nan = (bits & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
-    if nan.any():
-        bits[nan] |= np.uint32(0x00400000)
-    return f
-
-
-def _f32_to_f16(f: np.ndarray) -> np.ndarray:
-    """GGML_FP32_TO_FP16 as a float16 array: round to nearest even, overflow to inf, NaN -> sign | 0x7E00."""
-    f = np.asarray(f, dtype=np.float32)
-    with np.errstate(over="ignore", invalid="ignore"):
-        h = f.astype(np.float16)
-    nan = np.isnan(f)
-    if nan.any():
-        hb = h.view(np.uint16)
-        sign = (f.view(np.uint32)[nan] >> np.uint32(16)).astype(np.uint16) & np.uint16(0x8000)
-        hb[nan] = sign | np.uint16(0x7E00)
-    return h
-
-
-def _nearest_int(f: np.ndarray) -> np.ndarray:
-    """ggml ``nearest_int``: ``(bits(f + 12582912.f) & 0x7fffff) - 0x400000`` (int32), for any input."""
-    v = np.add(f, _MAGIC, dtype=np.float32).view(np.int32)
-    v &= np.int32(0x007FFFFF)
-    v -= np.int32(0x00400000)
-    return v
 
 
 def _seq_sum(a: np.ndarray, from_zero: bool = True) -> np.ndarray:
@@ -206,35 +177,45 @@ def _make_qkx_quants(x: np.ndarray, w: np.ndarray, nmax: int, rmin: float, rdelt
     mn[mn > _ZERO] = _ZERO
     degenerate = (mx <= mn) if v3 else (mx == mn)
     fnmax = _F32(nmax)
+    tmp = np.empty_like(x)
+    wl = np.empty_like(x)
+    lf = np.empty_like(x)
 
-    def err(scale, m, lf):
-        diff = scale * lf
-        diff += m
-        diff -= x
+    def quantize(iscale, xm):
+        np.multiply(xm, iscale, out=tmp)
+        l = _nearest_int(tmp)
+        np.clip(l, 0, nmax, out=l)
+        np.copyto(lf, l, casting="unsafe")
+        return l
+
+    def err(scale, m):
+        np.multiply(lf, scale, out=tmp)
+        np.add(tmp, m, out=tmp)
+        np.subtract(tmp, x, out=tmp)
         if use_mad:
-            np.abs(diff, out=diff)
+            np.abs(tmp, out=tmp)
         else:
-            diff *= diff
-        diff *= w
-        return _seq_sum(diff)
+            np.multiply(tmp, tmp, out=tmp)
+        np.multiply(tmp, w, out=tmp)
+        return _seq_sum(tmp)
 
-    iscale = fnmax / (mx - mn)
-    scale = _ONE / iscale
-    L = _nearest_int(iscale * (x - mn))
-    np.clip(L, 0, nmax, out=L)
-    best = err(scale, mn, L.astype(np.float32))
+    # ggml keeps using ``min`` after a better candidate replaced it, in both ``max - min`` and ``x - min``
     the_min = mn.copy()
+    xm = x - the_min
+    iscale = fnmax / (mx - the_min)
+    scale = _ONE / iscale
+    L = quantize(iscale, xm)
+    best = err(scale, the_min)
     frmin, frdelta = _F32(rmin), _F32(rdelta)
     for i_s in range(nstep + 1):
-        # ggml keeps using ``min`` after a better candidate replaced it, in both ``max - min`` and ``x - min``
         iscale = ((frmin + frdelta * _F32(i_s)) + fnmax) / (mx - the_min)
-        l = _nearest_int(iscale * (x - the_min))
-        np.clip(l, 0, nmax, out=l)
-        lf = l.astype(np.float32)
-        wl = w * lf
+        l = quantize(iscale, xm)
+        np.multiply(w, lf, out=wl)
         sum_l = _seq_sum(wl)
-        sum_l2 = _seq_sum(wl * lf)
-        sum_xl = _seq_sum(wl * x)
+        np.multiply(wl, lf, out=tmp)
+        sum_l2 = _seq_sum(tmp)
+        np.multiply(wl, x, out=tmp)
+        sum_xl = _seq_sum(tmp)
         D = sum_w * sum_l2 - sum_l * sum_l
         this_scale = (sum_w * sum_xl - sum_x * sum_l) / D
         this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D
@@ -242,13 +223,14 @@ def _make_qkx_quants(x: np.ndarray, w: np.ndarray, nmax: int, rmin: float, rdelt
         if pos.any():
             this_min = np.where(pos, _ZERO, this_min)
             this_scale = np.where(pos, sum_xl / sum_l2, this_scale)
-        cur = err(this_scale, this_min, lf)
+        cur = err(this_scale, this_min)
         upd = (D > _ZERO) & (cur < best)
         if upd.any():
             L = np.where(upd, l, L)
             best = np.where(upd, cur, best)
             scale = np.where(upd, this_scale, scale)
             the_min = np.where(upd, this_min, the_min)
+            np.subtract(x, the_min, out=xm)
     if degenerate.any():
         L[:, degenerate] = 0
         scale = np.where(degenerate, _ZERO, scale)
