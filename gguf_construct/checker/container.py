@@ -231,6 +231,15 @@ def _string_arrays(ctx: Context) -> Iterator[tuple[KV, object, str, bool]]:
                 yield kv, arr, path, depth == 1
 
 
+def _array_summary(ctx: Context, arr) -> tuple[bool, bool]:
+    """(all valid UTF-8, some NUL) for a string array, computed once over the joined elements."""
+    key = ("strings", id(arr))
+    if key not in ctx.cache:
+        joined = "".join(arr.data)
+        ctx.cache[key] = (_bad_utf8(joined) is None, "\x00" in joined)
+    return ctx.cache[key]
+
+
 def _element_offsets(ctx: Context, kv: KV, count: int):
     strw = ctx.family.primitive_width("strlen_t")
     arrw = ctx.family.primitive_width("arrlen_t")
@@ -245,8 +254,7 @@ def _utf8(ctx: Context) -> Iterator[Hit]:
         if reason:
             yield Hit(off, path, offset=off, reason=reason)
     for kv, arr, path, top in _string_arrays(ctx):
-        joined = "".join(arr.data)
-        if _bad_utf8(joined) is None:
+        if _array_summary(ctx, arr)[0]:
             continue
         bad = [(j, r) for j, s in enumerate(arr.data) if (r := _bad_utf8(s))][:MAX_PER_ARRAY]
         offsets = _element_offsets(ctx, kv, len(arr.data)) if top else None
@@ -262,7 +270,7 @@ def _nul(ctx: Context) -> Iterator[Hit]:
         if pos >= 0:
             yield Hit(off, path, offset=off, position=len(encode_text(text[:pos])))
     for kv, arr, path, top in _string_arrays(ctx):
-        if "\x00" not in "".join(arr.data):
+        if not _array_summary(ctx, arr)[1]:
             continue
         bad = [(j, s.find("\x00")) for j, s in enumerate(arr.data) if "\x00" in s][:MAX_PER_ARRAY]
         offsets = _element_offsets(ctx, kv, len(arr.data)) if top else None

@@ -6,8 +6,9 @@ import os
 import traceback
 
 from ..layout import open_source
-from . import container, metadata, naming, tensors  # noqa: F401 - importing registers the predicates
+from . import container, data, metadata, naming, tensors  # noqa: F401 - importing registers the predicates
 from .report import Finding, Report
+from .shards import set_facts
 from .rules import PROFILES, catalog, format_message, predicates, severity
 from .walk import Context, base_name, derive_layout, display_name, walk
 
@@ -52,8 +53,6 @@ def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, 
     report.version, report.byte_order = ctx.version, ctx.byte_order
     hits = list(ctx.hits)
     for rule_id, fn in predicates():
-        if rule_id.startswith("DATA-QUANT") and not data:
-            continue
         try:
             hits.extend((rule_id, h) for h in fn(ctx))
         except Exception:  # noqa: BLE001
@@ -70,6 +69,10 @@ def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, 
         report.findings.append(Finding(rule_id, severity(rule_id, profile), format_message(rule_id, h.params),
                                        h.offset, h.path))
     report.sort()
+    try:
+        report.facts = set_facts(ctx)
+    except Exception:  # noqa: BLE001
+        report.internal_errors.append("facts: " + traceback.format_exc(limit=3))
     ctx.buf = None
     return report
 

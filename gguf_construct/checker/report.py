@@ -34,6 +34,7 @@ class Report:
     byte_order: str | None = None
     findings: list[Finding] = field(default_factory=list)
     internal_errors: list[str] = field(default_factory=list)
+    facts: dict = field(default_factory=dict, repr=False, compare=False)  # for checks across files (shard sets)
 
     @property
     def valid(self) -> bool:

@@ -117,6 +117,7 @@ class Context:
     alignment: int = DEFAULT_ALIGNMENT
     data_start: int | None = None
     hits: list[tuple[str, Hit]] = field(default_factory=list)
+    cache: dict = field(default_factory=dict)  # facts shared by several predicates
     _first: dict[str, KV] | None = None
 
     def hit(self, rule_id: str, offset: int | None, path: str, **params: Any) -> None:

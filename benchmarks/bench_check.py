@@ -1,0 +1,56 @@
+"""Checking cost against loading: gguf_construct.load vs gguf_construct.check, same files, same run.
+
+Usage: python benchmarks/bench_check.py FILES_OR_FOLDERS... [--repeat N] [--profile spec|ggml]
+
+Prints, per file, the best load time, the best check time and their ratio (the target is at most 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+import gguf_construct  # noqa: E402
+
+
+def files_of(paths: list[str]) -> list[str]:
+    """Files named on the command line, directories expanded to their *.gguf files."""
+    out = []
+    for p in paths:
+        out.extend(sorted(glob.glob(os.path.join(p, "**", "*.gguf"), recursive=True)) if os.path.isdir(p) else [p])
+    return out
+
+
+def best(fn, repeat: int) -> float:
+    """Fastest of ``repeat`` timed calls."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main() -> int:
+    """Time load and check on every file and print a table."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("paths", nargs="+")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--profile", default="spec", choices=("spec", "ggml"))
+    args = ap.parse_args()
+    print(f"{'file':40s} {'load s':>8s} {'check s':>8s} {'ratio':>6s}")
+    for path in files_of(args.paths):
+        gguf_construct.load(path).close()  # warm the page cache and the struct families
+        t_load = best(lambda: gguf_construct.load(path).close(), args.repeat)
+        t_check = best(lambda: gguf_construct.check(path, profile=args.profile), args.repeat)
+        print(f"{os.path.basename(path):40s} {t_load:8.3f} {t_check:8.3f} {t_check / t_load:6.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
