@@ -159,6 +159,12 @@ class Ctx:
         for r in (data.rules["rules"] if data.rules else []):
             terms[r["id"]] = anchor("rule", r["id"])
         self._terms = terms
+        self.errata_of: dict[str, list[dict]] = {}
+        kinds = {"tensor_types": "tt", "keys": "key", "rules": "rule"}
+        for item in (data.errata or {}).get("errata", []):
+            for field, kind in kinds.items():
+                for name in (item.get("related") or {}).get(field, []):
+                    self.errata_of.setdefault(anchor(kind, name), []).append(item)
         names = sorted(terms, key=len, reverse=True)
         self._term_re = re.compile(r"(?<![\w.\\-])(" + "|".join(map(re.escape, names)) + r")(?![\w-]|\.\w)")
 
@@ -168,6 +174,13 @@ class Ctx:
         if page is None:
             return text
         return f"[{text}](#{target})" if page == self.page else f"[{text}]({page}#{target})"
+
+    def errata_note(self, kind: str, name: Any) -> str:
+        """'Errata: <links>.' for the errata that name this spec entry, or ''."""
+        items = self.errata_of.get(anchor(kind, name), [])
+        if not items:
+            return ""
+        return "Errata: " + "; ".join(self.link(anchor("erratum", e["id"]), esc(e["title"])) for e in items) + "."
 
     def ref(self, kind: str, name: Any, text: str | None = None) -> str:
         """Link to the definition of spec entry ``name`` of the given kind, shown in code font by default."""
@@ -666,7 +679,7 @@ def _sec_tt_blocks(ctx: Ctx) -> str:
         out.append(table(["field", "offset", "bytes", "type", "meaning"], rows, "lrrll"))
         if off != t.type_size:
             out.append(f"**Inconsistent spec:** the fields add up to {off} bytes, the type size is {t.type_size}.\n")
-        if len(t.fields) > 1 or (t.fields and t.fields[0].count > 1):
+        if boxes:
             lines = ["flowchart LR"] + [f'    {t.name.lower()}_{i}["{mermaid_label(b)}"]'
                                         for i, b in enumerate(boxes)]
             lines.append("    " + " --- ".join(f"{t.name.lower()}_{i}" for i in range(len(boxes))))
@@ -681,6 +694,9 @@ def _sec_tt_blocks(ctx: Ctx) -> str:
             out.append(f"Each block is one element, stored as its {ctx.ref('prim', t.fields[0].type)} value.\n")
         elif not decode:
             out.append("_No decode formula in the spec yet._\n")
+        note = ctx.errata_note("tt", t.name)
+        if note:
+            out.append(note + "\n")
         out.append(f"Source: {esc(t.doc_ref)}.\n")
     return "\n".join(x for x in out if x)
 
@@ -748,6 +764,7 @@ def _key_row(ctx: Ctx, k: dict) -> list[str]:
         desc.append("Also spelled " + ", ".join(code(a) for a in k["aliases"]) + ".")
     if k.get("errata"):
         desc.append(f"**Erratum:** {ctx.prose(k['errata'])}")
+    desc.append(ctx.errata_note("key", k["key"]))
     return [f'<a id="{anchor("key", k["key"])}"></a>{code(k["key"])}', typ, "<br>".join(req) or "—",
             "<br>".join(d for d in desc if d)]
 
@@ -917,6 +934,8 @@ def _sec_rule_groups(ctx: Ctx) -> str:
                 desc.append("Applies to: " + ", ".join(code(a) for a in rule["applies_to"]) + ".")
             if rule.get("see_also"):
                 desc.append("See also " + ", ".join(ctx.ref("rule", s, s) for s in rule["see_also"]) + ".")
+            desc.append(ctx.errata_note("rule", rule["id"]))
+            desc = [d for d in desc if d]
             rows.append([f'<a id="{anchor("rule", rule["id"])}"></a>{code(rule["id"])}',
                          _sev(prof.get("spec", rule["severity"])), _sev(prof.get("ggml", rule["severity"])),
                          esc(rule.get("c_reader", "")), esc(rule.get("gguf_py", "")), "<br>".join(desc),
