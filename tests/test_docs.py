@@ -88,6 +88,13 @@ def test_cli_check(capsys):
     assert args.func(args) == 0
 
 
+def test_gguf_construct_docs_check():
+    """The real command line: `gguf-construct docs --check` exits 0."""
+    from gguf_construct.cli import main
+
+    assert main(["docs", "--check", "--out", str(DOCS)]) == 0
+
+
 def test_check_reports_stale_and_write_keeps_prose(tmp_path, capsys):
     out = tmp_path / "docs"
     shutil.copytree(DOCS, out)
