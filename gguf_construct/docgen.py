@@ -687,7 +687,7 @@ def _sec_tt_blocks(ctx: Ctx) -> str:
         decode = t.extra.get("decode")
         if decode:
             out.append("Decoding (y = the block's output values):\n")
-            out.append(fence(str(decode)))
+            out.append(fence(_decode_lines(decode)))
         if t.name in uses:
             out.append("Lookup tables: " + ", ".join(ctx.ref("table", n) for n in uses[t.name]) + ".\n")
         if not decode and t.kind != "quantized" and t.fields and t.block_size == 1:
@@ -699,6 +699,22 @@ def _sec_tt_blocks(ctx: Ctx) -> str:
             out.append(note + "\n")
         out.append(f"Source: {esc(t.doc_ref)}.\n")
     return "\n".join(x for x in out if x)
+
+
+def _decode_lines(decode: Any) -> str:
+    """A decode formula one statement per line: split at '; ' outside brackets (a list is one line per item)."""
+    items = decode if isinstance(decode, list) else [decode]
+    lines = []
+    for item in items:
+        depth, start, text = 0, 0, " ".join(str(item).split())
+        for i, ch in enumerate(text):
+            depth += ch in "([{"
+            depth -= ch in ")]}"
+            if ch == ";" and depth == 0 and text[i + 1:i + 2] == " ":
+                lines.append(text[start:i + 1])
+                start = i + 2
+        lines.append(text[start:])
+    return "\n".join(lines)
 
 
 # --- tables.md ----------------------------------------------------------------------------------------------------
