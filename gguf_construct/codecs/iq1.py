@@ -54,11 +54,23 @@ def _deltas() -> tuple[np.float32, np.float32]:
 
 @functools.lru_cache(maxsize=None)
 def _shifted_grid() -> np.ndarray:
-    """(4096, 8) float32: entry ``i`` (11-bit grid index) is ``grid + delta``, entry ``2048 + i`` is
-    ``grid - delta``.  ggml dequantizes both IQ1 types with IQ1S_DELTA."""
-    g = _grid_values().astype(_F32)
-    delta = _deltas()[0]
-    return np.ascontiguousarray(np.concatenate([g + delta, g + (-delta)]))
+    """(4096,) uint64: entry ``i`` (11-bit grid index) holds the eight int8 values ``8 * (grid + delta)``, entry
+    ``2048 + i`` the values ``8 * (grid - delta)`` (byte j = weight j).  ggml dequantizes both IQ1 types with
+    IQ1S_DELTA; the factor 8 makes the values integers (delta = 1/8)."""
+    g = _grid_values().astype(np.float64)
+    delta = float(_deltas()[0])
+    v = np.concatenate([g + delta, g - delta]) * 8
+    assert np.all(v == np.round(v)) and np.abs(v).max() < 128
+    return np.ascontiguousarray(v.astype(np.int8)).view(np.uint64).reshape(-1)
+
+
+def _scaled(vals8: np.ndarray, dl: np.ndarray, group: int) -> np.ndarray:
+    """``dl * (grid + delta)`` from the int8 values ``8 * (grid + delta)``: ``(dl * 0.125) * v`` is the same
+    float32 product (scaling an fp16-derived scale by a power of two is exact, and so is ``v / 8``)."""
+    n = dl.shape[0]
+    out = np.empty((n, QK_K // group, group), dtype=_F32)
+    np.multiply(vals8.reshape(out.shape), (dl * _F32(0.125))[:, :, None], out=out)
+    return out.reshape(n, QK_K)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -74,12 +86,11 @@ def decode_iq1_s(blocks: np.ndarray) -> np.ndarray:
     idx = blocks["qs"].astype(np.uint16).reshape(n, 8, 4)
     idx |= hi << np.uint16(8)
     idx |= (qh >> np.uint16(15) << np.uint16(11))[:, :, None]
-    out = _shifted_grid().take(idx.reshape(n, 32), axis=0).reshape(n, 8, 32)
+    vals = _shifted_grid().take(idx.reshape(-1).astype(np.intp)).view(np.int8)
     # dl = d * (2 s + 1)  (int converted to float)
     s = ((qh >> np.uint16(12)) & np.uint16(7)).astype(_F32)
     dl = d[:, None] * (s * _F32(2) + _F32(1))
-    out *= dl[:, :, None]
-    return out.reshape(n, QK_K)
+    return _scaled(vals, dl, 32)
 
 
 def _iq1m_scale(sc: np.ndarray) -> np.ndarray:
@@ -101,12 +112,11 @@ def decode_iq1_m(blocks: np.ndarray) -> np.ndarray:
     # 11-bit index from qs and the low 3 nibble bits, nibble bit 3 (the delta sign) lands on bit 11
     idx = blocks["qs"].astype(np.uint16).reshape(n, 16, 2)
     idx |= nib << np.uint16(8)
-    out = _shifted_grid().take(idx.reshape(n, 32), axis=0).reshape(n, 16, 16)
+    vals = _shifted_grid().take(idx.reshape(-1).astype(np.intp)).view(np.int8)
     # 16 scales of 3 bits: scale of 16-weight group t is bits 3 (t % 4) .. of word t // 4
     s = (sc[:, :, None] >> np.array([0, 3, 6, 9], dtype=np.uint16)) & np.uint16(7)  # (n, 4, 4)
     dl = d[:, None] * (s.reshape(n, 16).astype(_F32) * _F32(2) + _F32(1))
-    out *= dl[:, :, None]
-    return out.reshape(n, QK_K)
+    return _scaled(vals, dl, 16)
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -43,12 +43,12 @@ def _grid_bytes(name: str) -> np.ndarray:
 
 @functools.lru_cache(maxsize=None)
 def _signed_grid(name: str) -> np.ndarray:
-    """(n_grid * 16, 4) float32: entry ``16 * index + nibble`` is the grid vector with weight j negated where
-    bit j of the sign nibble is set."""
-    mag = _grid_bytes(name).astype(_F32)
+    """(n_grid * 16,) uint32: entry ``16 * index + nibble`` holds the four int8 values of the grid vector with
+    weight j negated where bit j of the sign nibble is set (byte j = weight j, as int8)."""
+    mag = _grid_bytes(name).astype(np.int16)
     bits = (np.arange(16)[:, None] >> np.arange(4)) & 1
-    sign = np.where(bits, _F32(-1), _F32(1))  # (16, 4)
-    return np.ascontiguousarray((mag[:, None, :] * sign[None, :, :]).reshape(-1, 4))
+    signed = np.where(bits[None, :, :], -mag[:, None, :], mag[:, None, :]).astype(np.int8)  # (n, 16, 4)
+    return np.ascontiguousarray(signed.reshape(-1, 4)).view(np.uint32).reshape(-1)
 
 
 @functools.lru_cache(maxsize=None)
@@ -61,23 +61,31 @@ def _ksigns() -> np.ndarray:
 # --------------------------------------------------------------------------------------------------------------
 
 
+def _scaled(signed_i8: np.ndarray, db: np.ndarray) -> np.ndarray:
+    """(n, 8, 32) int8 signed grid values times the (n, 8) float32 group scales -> (n, 256) float32.
+
+    ``db * grid * (+-1)`` in C equals ``db * (+-grid)`` exactly (the sign flip is exact)."""
+    n = db.shape[0]
+    out = np.empty((n, 8, 32), dtype=_F32)
+    np.multiply(signed_i8, db[:, :, None], out=out)
+    return out.reshape(n, QK_K)
+
+
 def decode_iq3_xxs(blocks: np.ndarray) -> np.ndarray:
     n = blocks.shape[0]
     d = fp16_to_fp32(blocks["d"])
     aux = blocks["scales_and_signs"].astype(np.uint32)  # (n, 8)
     sign_idx = (aux[:, :, None] >> np.array([0, 7, 14, 21], dtype=np.uint32)) & np.uint32(127)  # (n, 8, 4)
     sbyte = _ksigns()[sign_idx]  # (n, 8, 4): 8 signs for the two grid vectors qs[8 ib + 2 l], qs[8 ib + 2 l + 1]
-    nib = np.empty((n, 8, 4, 2), dtype=np.uint16)
-    nib[..., 0] = sbyte & np.uint8(15)
-    nib[..., 1] = sbyte >> np.uint8(4)
-    idx = blocks["qs"].astype(np.uint16).reshape(n, 8, 4, 2) << np.uint16(4)
-    idx |= nib
-    out = _signed_grid("iq3xxs_grid").take(idx.reshape(n, 64), axis=0).reshape(n, 8, 32)
+    idx = blocks["qs"].astype(np.uint16).reshape(n, 8, 4, 2)
+    idx <<= np.uint16(4)
+    idx[..., 0] |= sbyte & np.uint8(15)
+    idx[..., 1] |= sbyte >> np.uint8(4)
+    vals = _signed_grid("iq3xxs_grid").take(idx.reshape(-1)).view(np.int8).reshape(n, 8, 32)
     # db = d * (0.5f + s) * 0.5f
     s = (aux >> np.uint32(28)).astype(_F32)
     db = (d[:, None] * (_F32(0.5) + s)) * _F32(0.5)
-    out *= db[:, :, None]
-    return out.reshape(n, QK_K)
+    return _scaled(vals, db)
 
 
 def decode_iq3_s(blocks: np.ndarray) -> np.ndarray:
@@ -92,15 +100,14 @@ def decode_iq3_s(blocks: np.ndarray) -> np.ndarray:
     idx = idx.reshape(n, 32, 2)
     idx[:, :, 0] |= signs & np.uint8(15)
     idx[:, :, 1] |= signs >> np.uint8(4)
-    out = _signed_grid("iq3s_grid").take(idx.reshape(n, 64), axis=0).reshape(n, 8, 32)
+    vals = _signed_grid("iq3s_grid").take(idx.reshape(-1)).view(np.int8).reshape(n, 8, 32)
     sc = blocks["scales"]  # (n, 4): low nibble for 32-weight group 2i, high nibble for 2i+1
     nib = np.empty((n, 4, 2), dtype=np.uint8)
     nib[:, :, 0] = sc & np.uint8(15)
     nib[:, :, 1] = sc >> np.uint8(4)
     # db = d * (1 + 2 s)  (int converted to float)
     db = d[:, None] * (nib.reshape(n, 8).astype(_F32) * _F32(2) + _F32(1))
-    out *= db[:, :, None]
-    return out.reshape(n, QK_K)
+    return _scaled(vals, db)
 
 
 # --------------------------------------------------------------------------------------------------------------
