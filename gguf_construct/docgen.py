@@ -448,7 +448,8 @@ def _sec_overview(ctx: Ctx) -> str:
         count = f" × {f['repeat'].split('.')[-1]}" if "repeat" in f else ""
         nodes.append((f["id"], mermaid_label(f"{labels.get(f['id'], f['id'])}{count}<br/>{fields}")))
     nodes.append(("padding", "padding: 0x00 up to a multiple of ALIGNMENT"))
-    nodes.append(("data", "data section: each tensor's data at data_start + offset,<br/>offsets multiples of ALIGNMENT"))
+    nodes.append(("data", "data section: each tensor's data at data_start + offset,<br/>"
+                          "offsets multiples of ALIGNMENT"))
     for nid, label in nodes:
         lines.append(f'    {nid}["{label}"]')
     lines.append("    " + " --> ".join(nid for nid, _ in nodes))
@@ -457,7 +458,8 @@ def _sec_overview(ctx: Ctx) -> str:
         ["versions", ", ".join(ctx.link(anchor("version", v), str(v)) for v in meta["versions"])
          + f" (current: {meta['current_version']})"],
         ["byte order", f"little- or big-endian for the whole file ({ctx.link('byte-order', 'detection')})"],
-        ["default alignment", f"{meta['default_alignment']} bytes, overridden by {ctx.ref('key', meta['alignment_key'])}"],
+        ["default alignment",
+         f"{meta['default_alignment']} bytes, overridden by {ctx.ref('key', meta['alignment_key'])}"],
         ["source", esc(meta["doc_ref"])],
     ])
     return "\n".join([ctx.prose(meta["doc"]) + "\n", facts, "The parts of a file, in order:\n", mermaid(lines),
@@ -955,7 +957,8 @@ def _sec_rule_groups(ctx: Ctx) -> str:
             rows.append([f'<a id="{anchor("rule", rule["id"])}"></a>{code(rule["id"])}',
                          _sev(prof.get("spec", rule["severity"])), _sev(prof.get("ggml", rule["severity"])),
                          esc(rule.get("c_reader", "")), esc(rule.get("gguf_py", "")), "<br>".join(desc),
-                         _join([esc(rule.get("source", "")), f"({esc(rule['doc_ref'])})" if rule.get("doc_ref") else ""])])
+                         _join([esc(rule.get("source", "")),
+                                f"({esc(rule['doc_ref'])})" if rule.get("doc_ref") else ""])])
         out.append(table(["ID", "spec", "ggml", "C", "py", "description", "source"], rows) if rows
                    else "_No rules in this group._\n")
     known = {g["prefix"] for g in r["groups"]}
