@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Iterator
 from .. import spec as _spec
 
 __all__ = ["Rule", "Hit", "catalog", "get", "severity", "format_message", "rule", "structural", "predicates",
-           "structural_rules", "PROFILES", "SEVERITY_RANK"]
+           "structural_rules", "across_files", "across_files_rules", "implemented", "PROFILES", "SEVERITY_RANK"]
 
 PROFILES = ("spec", "ggml")
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
@@ -45,7 +45,7 @@ class Hit:
     path: str
     params: dict
 
-    def __init__(self, offset: int | None = None, path: str = "", **params: Any):
+    def __init__(self, offset: int | None = None, path: str = "", /, **params: Any):
         self.offset = offset
         self.path = path
         self.params = params
@@ -87,6 +87,7 @@ def format_message(rule_id: str, params: dict) -> str:
 Predicate = Callable[[Any], Iterable[Hit]]
 _PREDICATES: dict[str, Predicate] = {}
 _STRUCTURAL: set[str] = set()
+_ACROSS: set[str] = set()
 
 
 def rule(rule_id: str) -> Callable[[Predicate], Predicate]:
@@ -105,6 +106,21 @@ def rule(rule_id: str) -> Callable[[Predicate], Predicate]:
 def structural(*rule_ids: str) -> None:
     """Declare rules that the structural walk reports itself (no predicate)."""
     _STRUCTURAL.update(rule_ids)
+
+
+def across_files(*rule_ids: str) -> None:
+    """Declare rules checked over several files at once (shard sets), not per file."""
+    _ACROSS.update(rule_ids)
+
+
+def across_files_rules() -> frozenset[str]:
+    """Rules checked over sets of files."""
+    return frozenset(_ACROSS)
+
+
+def implemented() -> frozenset[str]:
+    """Every rule ID that some predicate, the walk or a set check reports."""
+    return frozenset(_PREDICATES) | frozenset(_STRUCTURAL) | frozenset(_ACROSS)
 
 
 def predicates() -> Iterator[tuple[str, Predicate]]:

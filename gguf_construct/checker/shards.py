@@ -8,9 +8,11 @@ from collections import defaultdict
 
 from .naming import shard_of
 from .report import Finding, Report
-from .rules import format_message, severity
+from .rules import across_files, format_message, severity
 
 __all__ = ["check_sets", "shard_siblings", "set_facts"]
+
+across_files("META-SPLIT-MISSING", "META-SPLIT-COUNT", "META-SPLIT-DUP")
 
 
 def set_facts(ctx) -> dict:

@@ -15,7 +15,9 @@ __all__ = ["MAX_NAME_BYTES", "MAX_DIMS"]
 
 MAX_NAME_BYTES = 64  # gguf.md "at most 64 bytes"; ggml additionally needs room for a NUL (TI-NAME-64)
 MAX_DIMS = 4  # GGML_MAX_DIMS
-_NEW_TYPES_KEY = "newer_than_gguf_md"
+# Types added to ggml after the ggml_type enum of gguf.md (the rule TI-TYPE-NEW names them; spec/tensor_types has
+# no field for it yet)
+NEWER_THAN_GGUF_MD = ("NVFP4", "Q1_0", "Q2_0")
 
 
 def _name_hit(t: TensorInfo, **params) -> Hit:
@@ -126,7 +128,7 @@ def _type(ctx: Context) -> Iterator[Hit]:
 @rule("TI-TYPE-NEW")
 def _type_new(ctx: Context) -> Iterator[Hit]:
     for t in ctx.tensors:
-        if t.spec is not None and t.spec.is_current and t.spec.extra.get(_NEW_TYPES_KEY):
+        if t.spec is not None and t.spec.is_current and t.spec.name in NEWER_THAN_GGUF_MD:
             yield _type_hit(t, type=t.spec.name)
 
 
@@ -269,7 +271,3 @@ def _trailing_bytes(ctx: Context) -> Iterator[Hit]:
     if end is not None and ctx.size > end:
         yield Hit(end, "tensor_data", count=ctx.size - end, offset=end)
 
-
-def tensor_types_newer_than_gguf_md() -> list[str]:
-    """Names of the tensor types marked as newer than gguf.md's enum in spec/tensor_types."""
-    return [t.name for t in tensor_type_by_id().values() if t.extra.get(_NEW_TYPES_KEY)]

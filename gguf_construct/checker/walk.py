@@ -120,8 +120,9 @@ class Context:
     cache: dict = field(default_factory=dict)  # facts shared by several predicates
     _first: dict[str, KV] | None = None
 
-    def hit(self, rule_id: str, offset: int | None, path: str, **params: Any) -> None:
-        """Record a finding of the structural walk."""
+    def hit(self, rule_id: str, offset: int | None, path: str, /, **params: Any) -> None:
+        """Record a finding of the structural walk (``offset`` and ``path`` locate it; ``params`` fill the
+        message template, which may have an ``offset`` field of its own)."""
         self.hits.append((rule_id, Hit(offset, path, **params)))
 
     def first(self, key: str) -> KV | None:
@@ -166,7 +167,7 @@ def walk(ctx: Context) -> None:
     size = ctx.size = len(buf)
     min_header = structs.family(structs.container_spec()["meta"]["current_version"], "little").min_sizes["header"]
     if size < 4:
-        ctx.hit("HDR-TRUNC", size, "header.magic", expected=min_header)
+        ctx.hit("HDR-TRUNC", size, "header.magic", offset=size, expected=min_header)
         return
     magic = bytes(buf[:4])
     if magic != structs.container_spec()["meta"]["magic"].encode("ascii"):
@@ -176,7 +177,7 @@ def walk(ctx: Context) -> None:
             ctx.hit("HDR-MAGIC-LEGACY", 0, "header.magic", value=magic, format=legacy)
         return
     if size < 8:
-        ctx.hit("HDR-TRUNC", size, "header.version", expected=min_header)
+        ctx.hit("HDR-TRUNC", size, "header.version", offset=size, expected=min_header)
         return
     version, byte_order = structs.detect(bytes(buf[:8]))
     ctx.raw_version = int.from_bytes(bytes(buf[4:8]), "little")
@@ -187,7 +188,7 @@ def walk(ctx: Context) -> None:
     fam = ctx.family = structs.family(version, byte_order)
     hsize = ctx.header_size = fam.min_sizes["header"]
     if size < hsize:
-        ctx.hit("HDR-TRUNC", size, "header", expected=hsize)
+        ctx.hit("HDR-TRUNC", size, "header", offset=size, expected=hsize)
         return
     header = fam.compiled_types["header"].parse(bytes(buf[:hsize]))
     ctx.kv_count, ctx.tensor_count = int(header.metadata_kv_count), int(header.tensor_count)

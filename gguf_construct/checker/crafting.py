@@ -1,0 +1,951 @@
+"""Crafted invalid files: start from a valid file, apply one named breakage, get bytes and the rules expected
+to fire.  Used by the checker's tests (one crafted file per rule) and reusable by a fuzzer to make labelled
+inputs.
+
+Example::
+
+    from gguf_construct.checker import crafting
+    c = crafting.craft("bool-not-0-or-1")          # from the built-in carrier file
+    c.data, c.rules                                # bytes, frozenset({"KV-BOOL"})
+    c = crafting.craft("duplicate-key", base=my_valid_bytes)
+
+:class:`RawFile` is the byte-level model the breakages edit: KV pairs as (key bytes, value type, encoded
+payload), tensor infos as plain numbers, the data section as bytes, and overrides for everything a valid writer
+would never produce (counts, version word, padding, truncation).
+"""
+
+from __future__ import annotations
+
+import copy
+import struct
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from .. import spec as _spec
+from .. import structs
+from ..layout import align_offset
+from .walk import ALIGNMENT_KEY, ALIGNMENT_TYPE, Context, _VT, derive_layout, walk
+
+__all__ = ["RawKV", "RawTensor", "RawFile", "Breakage", "Crafted", "BREAKAGES", "craft", "carrier",
+           "encode_value", "breakages_for"]
+
+VT = dict(_VT)
+
+
+def encode_value(vtype: int | str, value: Any, *, version: int = 3, byte_order: str = "little",
+                 item_type: int | str | None = None) -> bytes:
+    """The payload bytes of a metadata value.
+
+    Scalars are numbers, ``str``/``bytes`` for STRING; arrays take ``item_type`` and a list (for nested arrays,
+    a list of ``(inner_item_type, inner_list)`` pairs).  Any number fits its field modulo its width, so invalid
+    bools (2) are encodable.
+    """
+    vtype = VT[vtype] if isinstance(vtype, str) else vtype
+    fam = structs.family(version, byte_order)
+    order = "<" if byte_order == "little" else ">"
+    vt = structs.value_types()[vtype]
+    if vt["name"] == "STRING":
+        data = value.encode("utf-8") if isinstance(value, str) else bytes(value)
+        return _uint(len(data), fam.primitive_width("strlen_t"), byte_order) + data
+    if vt["name"] == "ARRAY":
+        item = VT[item_type] if isinstance(item_type, str) else item_type
+        head = struct.pack(order + "I", item) + _uint(len(value), fam.primitive_width("arrlen_t"), byte_order)
+        if item == VT["ARRAY"]:
+            return head + b"".join(encode_value("ARRAY", inner, version=version, byte_order=byte_order,
+                                                item_type=it) for it, inner in value)
+        if item == VT["STRING"]:
+            return head + b"".join(encode_value("STRING", v, version=version, byte_order=byte_order)
+                                   for v in value)
+        return head + _numbers(item, value, byte_order)
+    return _numbers(vtype, [value], byte_order)
+
+
+def _numbers(vtype: int, values, byte_order: str) -> bytes:
+    enc = structs.value_types()[vtype]["encoding"]
+    dtype = _spec.numpy_dtype(enc, byte_order)
+    if dtype.kind in "iu":
+        bits = dtype.itemsize * 8
+        values = [int(v) % (1 << bits) for v in values]
+        dtype = np.dtype(dtype.str.replace("i", "u"))
+    return np.asarray(values).astype(dtype).tobytes()
+
+
+def _uint(value: int, width: int, byte_order: str) -> bytes:
+    return (value % (1 << (8 * width))).to_bytes(width, byte_order)
+
+
+@dataclass
+class RawKV:
+    """One KV pair as bytes: the key, the value type number and the encoded value."""
+
+    key: bytes
+    vtype: int
+    payload: bytes
+
+
+@dataclass
+class RawTensor:
+    """One tensor info as plain numbers (n_dims defaults to len(dims), name_len to len(name))."""
+
+    name: bytes
+    dims: list[int]
+    type: int
+    offset: int
+    n_dims: int | None = None
+    name_len: int | None = None  # declared name length, when it must differ from len(name)
+
+
+@dataclass
+class RawFile:
+    """A GGUF file at the byte level, with overrides for what valid writers never produce."""
+
+    version: int = 3
+    byte_order: str = "little"
+    kvs: list[RawKV] = field(default_factory=list)
+    tensors: list[RawTensor] = field(default_factory=list)
+    data: bytes = b""  # the data section, from its (aligned) start
+    magic: bytes = b"GGUF"
+    version_word: int | None = None
+    kv_count: int | None = None
+    tensor_count: int | None = None
+    head_pad: bytes | None = None  # bytes between the tensor infos and the data section (default: zeros)
+    tail: bytes = b""
+    truncate: int | None = None
+
+    # -- reading ---------------------------------------------------------------------------------------------
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "RawFile":
+        """Split a valid GGUF file into its parts."""
+        ctx = Context(bytes(data))
+        walk(ctx)
+        derive_layout(ctx)
+        if not ctx.head_complete:
+            raise ValueError("from_bytes needs a file whose head can be read")
+        buf = ctx.buf
+        kvs = [RawKV(kv.key_bytes, kv.vtype, bytes(buf[kv.value_offset:kv.end])) for kv in ctx.kvs]
+        tensors = [RawTensor(t.name_bytes, list(t.dims), t.type, t.data_offset) for t in ctx.tensors]
+        start = ctx.data_start if ctx.data_start is not None else ctx.head_end
+        return cls(ctx.version, ctx.byte_order, kvs, tensors, bytes(buf[start:]))
+
+    def copy(self) -> "RawFile":
+        """A deep copy to break."""
+        return copy.deepcopy(self)
+
+    # -- metadata ------------------------------------------------------------------------------------------
+    def encode(self, vtype, value, item_type=None) -> bytes:
+        """:func:`encode_value` in this file's version and byte order."""
+        return encode_value(vtype, value, version=self.version, byte_order=self.byte_order, item_type=item_type)
+
+    def index(self, key: str | bytes) -> int:
+        """Position of the first KV pair with ``key``."""
+        key = key.encode() if isinstance(key, str) else key
+        return next(i for i, kv in enumerate(self.kvs) if kv.key == key)
+
+    def set(self, key: str | bytes, vtype, value, item_type=None) -> "RawFile":
+        """Replace the value of ``key`` (kept in place) or append the pair."""
+        key_b = key.encode() if isinstance(key, str) else key
+        vt = VT[vtype] if isinstance(vtype, str) else vtype
+        kv = RawKV(key_b, vt, self.encode(vt, value, item_type))
+        try:
+            self.kvs[self.index(key_b)] = kv
+        except StopIteration:
+            self.kvs.append(kv)
+        return self
+
+    def set_raw(self, key: str | bytes, vtype, payload: bytes) -> "RawFile":
+        """Replace or append a pair with a hand-made payload."""
+        key_b = key.encode() if isinstance(key, str) else key
+        vt = VT[vtype] if isinstance(vtype, str) else vtype
+        try:
+            self.kvs[self.index(key_b)] = RawKV(key_b, vt, payload)
+        except StopIteration:
+            self.kvs.append(RawKV(key_b, vt, payload))
+        return self
+
+    def remove(self, key: str | bytes) -> "RawFile":
+        """Drop the pair(s) with ``key``."""
+        key_b = key.encode() if isinstance(key, str) else key
+        self.kvs = [kv for kv in self.kvs if kv.key != key_b]
+        return self
+
+    def tensor(self, name: str | bytes) -> RawTensor:
+        """The tensor info called ``name``."""
+        name_b = name.encode() if isinstance(name, str) else name
+        return next(t for t in self.tensors if t.name == name_b)
+
+    def append_tensor(self, name: str | bytes, type_name: str, dims: list[int], raw: bytes) -> "RawFile":
+        """Add a tensor at the canonical offset after the current data (data padded to the alignment)."""
+        name_b = name.encode() if isinstance(name, str) else name
+        a = self.alignment
+        end = max((t.offset + _nbytes(t) for t in self.tensors), default=0)
+        offset = align_offset(end, a)
+        data = self.data[:offset].ljust(offset, b"\0") + raw
+        self.data = data.ljust(align_offset(len(data), a), b"\0")
+        tid = next(t.id for t in _spec.tensor_types() if t.name == type_name)
+        self.tensors.append(RawTensor(name_b, list(dims), tid, offset))
+        return self
+
+    def relayout(self) -> "RawFile":
+        """Lay the tensors out canonically (in info order, each at the aligned end of the previous one) for the
+        current alignment, keeping their bytes."""
+        a = self.alignment
+        body = b""
+        for t in self.tensors:
+            raw = self.data[t.offset:t.offset + _nbytes(t)]
+            t.offset = len(body)
+            body = (body + raw).ljust(align_offset(len(body) + len(raw), a), b"\0")
+        self.data = body
+        return self
+
+    @property
+    def alignment(self) -> int:
+        """ALIGNMENT as a reader computes it from the KV pairs (UINT32 general.alignment > 0, else 32)."""
+        for kv in self.kvs:
+            if kv.key == ALIGNMENT_KEY.encode() and kv.vtype == ALIGNMENT_TYPE:
+                value = int.from_bytes(kv.payload[:4], self.byte_order)
+                return value if value > 0 else 32
+            if kv.key == ALIGNMENT_KEY.encode():
+                return 32
+        return 32
+
+    # -- writing -------------------------------------------------------------------------------------------
+    def head(self) -> bytes:
+        """Header, KV pairs and tensor infos."""
+        fam = structs.family(self.version, self.byte_order)
+        order = "<" if self.byte_order == "little" else ">"
+        cw, sw, dw = (fam.primitive_width(a) for a in ("count_t", "strlen_t", "dim_t"))
+        bo = self.byte_order
+        out = [self.magic, struct.pack(order + "I", self.version if self.version_word is None else self.version_word),
+               _uint(len(self.tensors) if self.tensor_count is None else self.tensor_count, cw, bo),
+               _uint(len(self.kvs) if self.kv_count is None else self.kv_count, cw, bo)]
+        for kv in self.kvs:
+            out += [_uint(len(kv.key), sw, bo), kv.key, struct.pack(order + "I", kv.vtype), kv.payload]
+        for t in self.tensors:
+            out += [_uint(len(t.name) if t.name_len is None else t.name_len, sw, bo), t.name,
+                    struct.pack(order + "I", len(t.dims) if t.n_dims is None else t.n_dims)]
+            out += [_uint(d, dw, bo) for d in t.dims]
+            out += [struct.pack(order + "I", t.type), _uint(t.offset, 8, bo)]
+        return b"".join(out)
+
+    def head_padding(self) -> bytes:
+        """The padding written after the head (zeros to the alignment when there are tensors)."""
+        if self.head_pad is not None:
+            return self.head_pad
+        n = len(self.head())
+        return b"\0" * (align_offset(n, self.alignment) - n) if self.tensors else b""
+
+    def to_bytes(self) -> bytes:
+        """The file."""
+        out = self.head() + self.head_padding() + self.data + self.tail
+        return out[:self.truncate] if self.truncate is not None else out
+
+
+def _nbytes(t: RawTensor) -> int:
+    st = _spec.tensor_type_by_id()[t.type]
+    n = 1
+    for d in t.dims:
+        n *= d
+    return n // st.block_size * st.type_size
+
+
+# -- the carrier ---------------------------------------------------------------------------------------------
+CARRIER_NAME = "Tiny-1B-v1.0-Q4_0.gguf"
+
+
+def _q4_0_blocks(n: int, byte_order: str) -> bytes:
+    d = np.array([1.0], dtype=("<" if byte_order == "little" else ">") + "f2").tobytes()
+    return b"".join(d + bytes((17 * i + j) & 0xFF for j in range(16)) for i in range(n))
+
+
+def carrier(version: int = 3, byte_order: str = "little") -> RawFile:
+    """A small valid model file that draws no finding at all: llama metadata with every required key, a
+    five-token vocabulary, a Q4_0 matrix and an F32 vector, canonical layout.  Built with
+    :class:`~gguf_construct.GGUFFile` and split into a :class:`RawFile`."""
+    from ..model import GGUFFile
+
+    g = GGUFFile.new(version=version, byte_order=byte_order)
+    m = g.metadata
+    m.set("general.architecture", "llama", "STRING")
+    for key, value in (("general.name", "Tiny"), ("general.basename", "Tiny"), ("general.size_label", "1B"),
+                       ("general.version", "v1.0")):
+        m.set(key, value, "STRING")
+    m.set(ALIGNMENT_KEY, 32, "UINT32")
+    m.set("general.file_type", 2, "UINT32")
+    m.set("general.quantization_version", 2, "UINT32")
+    for key, value in (("context_length", 128), ("embedding_length", 32), ("block_count", 1),
+                       ("feed_forward_length", 64), ("attention.head_count", 4), ("rope.dimension_count", 8)):
+        m.set(f"llama.{key}", value, "UINT32")
+    m.set("llama.attention.layer_norm_rms_epsilon", 1e-5, "FLOAT32")
+    m.set("tokenizer.ggml.model", "llama", "STRING")
+    m.set("tokenizer.ggml.tokens", ["<unk>", "<s>", "</s>", "a", "b"], "ARRAY", "STRING")
+    m.set("tokenizer.ggml.scores", np.array([0, 0, 0, -1, -2], dtype=np.float32), "ARRAY", "FLOAT32")
+    m.set("tokenizer.ggml.token_type", np.array([2, 3, 3, 1, 1], dtype=np.int32), "ARRAY", "INT32")
+    m.set("tokenizer.ggml.bos_token_id", 1, "UINT32")
+    m.set("tokenizer.ggml.eos_token_id", 2, "UINT32")
+    m.set("tokenizer.ggml.add_bos_token", True, "BOOL")
+    g.add_tensor("token_embd.weight", _q4_0_blocks(5, byte_order), "Q4_0", shape=(32, 5))
+    ones = np.ones(32, dtype=("<" if byte_order == "little" else ">") + "f4").tobytes()
+    g.add_tensor("output_norm.weight", ones, "F32", shape=(32,))
+    return RawFile.from_bytes(g.to_bytes())
+
+
+# -- breakages -----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Crafted:
+    """A crafted file: its bytes, the rules expected to fire, and how to check it.
+
+    ``files`` (name -> bytes) holds every file of a multi-file case (shard sets); ``file_name`` is the name to
+    give a single file (naming rules); ``data`` asks for ``check(..., data=True)``; ``limits`` are lowered
+    implementation limits (:data:`gguf_construct.checker.container.LIMITS`) without which the rule cannot fire
+    in a small file.
+    """
+
+    name: str
+    data: bytes
+    rules: frozenset
+    file_name: str = CARRIER_NAME
+    files: dict = field(default_factory=dict)
+    check_data: bool = False
+    limits: dict = field(default_factory=dict)
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Breakage:
+    """A named way to break a valid file, with the rules it makes fire."""
+
+    name: str
+    rules: frozenset
+    apply: Callable[[RawFile], Any]
+    doc: str
+    needs_carrier: bool = False  # the breakage relies on the carrier's own keys and tensors
+
+
+BREAKAGES: dict[str, Breakage] = {}
+
+
+def _breakage(name: str, *rules: str, carrier_only: bool = True):
+    def deco(fn):
+        BREAKAGES[name] = Breakage(name, frozenset(rules), fn, (fn.__doc__ or "").strip(), carrier_only)
+        return fn
+    return deco
+
+
+def breakages_for(rule_id: str) -> list[Breakage]:
+    """The breakages expected to make ``rule_id`` fire."""
+    return [b for b in BREAKAGES.values() if rule_id in b.rules]
+
+
+def craft(name: str, base: bytes | RawFile | Any | None = None) -> Crafted:
+    """Apply the breakage ``name`` to ``base`` (bytes, a :class:`RawFile`, a ``GGUFFile``; default: the carrier).
+
+    Breakages that rebuild the file in another version or byte order, or that edit the carrier's own keys and
+    tensors, work on the carrier only (see :attr:`Breakage.needs_carrier`).
+    """
+    b = BREAKAGES[name]
+    if base is None:
+        raw = carrier()
+    elif isinstance(base, RawFile):
+        raw = base.copy()
+    elif isinstance(base, (bytes, bytearray, memoryview)):
+        raw = RawFile.from_bytes(bytes(base))
+    else:
+        raw = RawFile.from_bytes(base.to_bytes())
+    result = b.apply(raw)
+    extra: dict = {}
+    if isinstance(result, tuple):
+        result, extra = result
+    if isinstance(result, RawFile):
+        raw = result
+    data = raw.to_bytes() if not extra.get("files") else b""
+    return Crafted(name, data, b.rules, doc=b.doc, **extra)
+
+
+def _le(raw: RawFile) -> str:
+    return "<" if raw.byte_order == "little" else ">"
+
+
+# header
+@_breakage("truncated-header", "HDR-TRUNC")
+def _(raw):
+    """The file ends inside the header."""
+    raw.truncate = 10
+
+
+@_breakage("bad-magic", "HDR-MAGIC")
+def _(raw):
+    """The magic is GGUG."""
+    raw.magic = b"GGUG"
+
+
+@_breakage("legacy-magic", "HDR-MAGIC", "HDR-MAGIC-LEGACY")
+def _(raw):
+    """The file starts with the GGJT magic of the pre-GGUF format."""
+    raw.magic = b"tjgg"
+
+
+@_breakage("unknown-version", "HDR-VERSION")
+def _(raw):
+    """Version 4."""
+    raw.version_word = 4
+
+
+@_breakage("big-endian", "HDR-ENDIAN")
+def _(raw):
+    """A valid big-endian v3 file."""
+    return carrier(3, "big")
+
+
+@_breakage("big-endian-v2", "HDR-BE-PRE-V3", "HDR-ENDIAN", "HDR-VER-LEGACY")
+def _(raw):
+    """A big-endian v2 file."""
+    return carrier(2, "big")
+
+
+@_breakage("version-1", "HDR-V1-UNSUPPORTED", "HDR-VER-LEGACY")
+def _(raw):
+    """A valid v1 file."""
+    return carrier(1)
+
+
+@_breakage("version-2", "HDR-VER-LEGACY")
+def _(raw):
+    """A valid v2 file."""
+    return carrier(2)
+
+
+@_breakage("kv-count-huge", "HDR-COUNT")
+def _(raw):
+    """metadata_kv_count = 2^40."""
+    raw.kv_count = 2**40
+
+
+@_breakage("tensor-count-huge", "HDR-COUNT")
+def _(raw):
+    """tensor_count = 2^63 + 5."""
+    raw.tensor_count = 2**63 + 5
+
+
+# KV pairs
+@_breakage("kv-truncated", "KV-TRUNC")
+def _(raw):
+    """A file without tensors that ends two bytes into the last KV value (a UINT32)."""
+    raw.tensors, raw.data = [], b""
+    raw.remove("general.quantization_version").set("general.quantization_version", "UINT32", 2)
+    raw.truncate = len(raw.to_bytes()) - 2
+
+
+@_breakage("empty-key", "KV-KEY-EMPTY", carrier_only=False)
+def _(raw):
+    """A KV pair with an empty key."""
+    raw.set("", "UINT8", 1)
+
+
+@_breakage("key-too-long", "KV-KEY-LEN", carrier_only=False)
+def _(raw):
+    """A key of 65540 bytes."""
+    raw.set("test." + "a" * 65535, "UINT8", 1)
+
+
+@_breakage("key-not-ascii", "KV-KEY-ASCII", carrier_only=False)
+def _(raw):
+    """A key with an e-acute (valid UTF-8, not ASCII)."""
+    raw.set("test.caf\u00e9", "UINT8", 1)
+
+
+@_breakage("key-upper-case", "KV-KEY-CHARSET", carrier_only=False)
+def _(raw):
+    """A key segment with upper case."""
+    raw.set("test.Upper", "UINT8", 1)
+
+
+@_breakage("key-empty-segment", "KV-KEY-SEGMENT", carrier_only=False)
+def _(raw):
+    """A key with two dots in a row."""
+    raw.set("test..x", "UINT8", 1)
+
+
+@_breakage("key-hyphen", "KV-KEY-HYPHEN", carrier_only=False)
+def _(raw):
+    """A key with a hyphen."""
+    raw.set("test.a-b", "UINT8", 1)
+
+
+@_breakage("key-flat", "KV-KEY-FLAT", carrier_only=False)
+def _(raw):
+    """A key without a dot."""
+    raw.set("flatkey", "UINT8", 1)
+
+
+@_breakage("duplicate-key", "KV-KEY-DUP")
+def _(raw):
+    """general.name twice."""
+    raw.kvs.append(copy.deepcopy(raw.kvs[raw.index("general.name")]))
+
+
+@_breakage("bad-value-type", "KV-TYPE", carrier_only=False)
+def _(raw):
+    """A KV pair of value type 13, appended last (nothing after it can be located)."""
+    raw.set_raw("test.bad_type", 13, b"\0" * 4)
+
+
+@_breakage("v1-uint64", "KV-TYPE-V1", "HDR-V1-UNSUPPORTED", "HDR-VER-LEGACY")
+def _(raw):
+    """A v1 file with a UINT64 value."""
+    return carrier(1).set("test.big", "UINT64", 7)
+
+
+@_breakage("bool-not-0-or-1", "KV-BOOL")
+def _(raw):
+    """tokenizer.ggml.add_bos_token holds the byte 2."""
+    raw.set_raw("tokenizer.ggml.add_bos_token", "BOOL", b"\x02")
+
+
+@_breakage("bool-array-not-0-or-1", "KV-BOOL", carrier_only=False)
+def _(raw):
+    """A BOOL array whose third element is 0xFF."""
+    raw.set("test.flags", "ARRAY", [1, 0, 255], item_type="BOOL")
+
+
+@_breakage("non-standard-general-key", "KV-NAMESPACE", carrier_only=False)
+def _(raw):
+    """general.custom_thing: in a standard namespace, but not a standard key."""
+    raw.set("general.custom_thing", "STRING", "x")
+
+
+# strings
+@_breakage("string-past-eof", "STR-EOF")
+def _(raw):
+    """general.name declares 2^40 bytes."""
+    fam = structs.family(raw.version, raw.byte_order)
+    raw.set_raw("general.name", "STRING", _uint(2**40, fam.primitive_width("strlen_t"), raw.byte_order) + b"Tiny")
+
+
+@_breakage("tensor-name-past-eof", "STR-EOF")
+def _(raw):
+    """The last tensor's name declares 2^40 bytes."""
+    raw.tensors[-1].name_len = 2**40
+
+
+@_breakage("invalid-utf8", "STR-UTF8")
+def _(raw):
+    """general.name contains the byte 0xFF."""
+    raw.set("general.name", "STRING", b"Ti\xffny")
+
+
+@_breakage("invalid-utf8-token", "STR-UTF8")
+def _(raw):
+    """A vocabulary token with an overlong encoding."""
+    raw.set("tokenizer.ggml.tokens", "ARRAY", [b"<unk>", b"<s>", b"</s>", b"\xc0\xaf", b"b"], item_type="STRING")
+
+
+@_breakage("embedded-nul", "STR-NUL")
+def _(raw):
+    """general.name contains NUL."""
+    raw.set("general.name", "STRING", b"Ti\x00ny")
+
+
+@_breakage("string-over-limit", "STR-MAXLEN", carrier_only=False)
+def _(raw):
+    """A 1001-byte string; fires with the string limit lowered to 1000 bytes (ggml's is 1 GiB)."""
+    raw.set("test.long", "STRING", "x" * 1001)
+    return raw, {"limits": {"string_bytes": 1000}}
+
+
+# arrays
+@_breakage("empty-array-bad-type", "ARR-TYPE", carrier_only=False)
+def _(raw):
+    """An empty array of element type 13 (its length is known, so checking goes on after it)."""
+    raw.set_raw("test.empty", "ARRAY", struct.pack(_le(raw) + "I", 13) + raw.encode("ARRAY", [], "UINT8")[4:])
+
+
+@_breakage("array-past-eof", "ARR-EOF", carrier_only=False)
+def _(raw):
+    """A UINT8 array of 2^40 elements, appended last."""
+    payload = raw.encode("ARRAY", [], "UINT8")
+    fam = structs.family(raw.version, raw.byte_order)
+    raw.set_raw("test.bomb", "ARRAY", payload[:4] + _uint(2**40, fam.primitive_width("arrlen_t"), raw.byte_order))
+
+
+@_breakage("nested-array", "ARR-NESTED", carrier_only=False)
+def _(raw):
+    """An array of arrays of UINT8."""
+    raw.set("test.nested", "ARRAY", [("UINT8", [1, 2]), ("UINT8", [])], item_type="ARRAY")
+
+
+@_breakage("deep-array", "ARR-NESTED", "ARR-DEPTH", carrier_only=False)
+def _(raw):
+    """Arrays nested three levels deep."""
+    raw.set("test.deep", "ARRAY", [("ARRAY", [("UINT8", [1])])], item_type="ARRAY")
+
+
+@_breakage("array-over-limit", "ARR-MAXLEN")
+def _(raw):
+    """A 6-element array; fires with the array limit lowered to 5 elements (ggml's is 2^30)."""
+    raw.set("test.six", "ARRAY", [1, 2, 3, 4, 5, 6], item_type="UINT8")
+    return raw, {"limits": {"array_elements": 5}}
+
+
+# tensor infos
+@_breakage("tensor-info-truncated", "TI-TRUNC")
+def _(raw):
+    """The file ends inside the offset of the last tensor info."""
+    raw.truncate = len(raw.head()) - 3
+
+
+@_breakage("tensor-name-65", "TI-NAME-LEN")
+def _(raw):
+    """A 65-byte tensor name."""
+    raw.tensors[-1].name = b"n" * 65
+
+
+@_breakage("tensor-name-64", "TI-NAME-64")
+def _(raw):
+    """A 64-byte tensor name (legal in gguf.md, refused by ggml)."""
+    raw.tensors[-1].name = b"n" * 64
+
+
+@_breakage("tensor-name-empty", "TI-NAME-EMPTY")
+def _(raw):
+    """An empty tensor name."""
+    raw.tensors[-1].name = b""
+
+
+@_breakage("tensor-name-duplicate", "TI-NAME-DUP")
+def _(raw):
+    """Both tensors are called token_embd.weight."""
+    raw.tensors[-1].name = raw.tensors[0].name
+
+
+@_breakage("five-dimensions", "TI-NDIMS")
+def _(raw):
+    """The F32 vector declared with five dimensions [32, 1, 1, 1, 1]."""
+    raw.tensors[-1].dims = raw.tensors[-1].dims + [1, 1, 1, 1]
+
+
+@_breakage("huge-n-dims", "TI-NDIMS")
+def _(raw):
+    """n_dimensions = 2^32 - 1 in the last tensor info (its dimensions cannot be located)."""
+    raw.tensors[-1].n_dims = 2**32 - 1
+
+
+@_breakage("scalar-tensor", "TI-NDIMS-ZERO")
+def _(raw):
+    """An extra F32 tensor with zero dimensions (one element)."""
+    raw.append_tensor("scalar", "F32", [], np.ones(1, dtype=_le(raw) + "f4").tobytes())
+
+
+@_breakage("negative-dimension", "TI-DIM-RANGE")
+def _(raw):
+    """A dimension of 2^64 - 1 (-1 as ggml's int64)."""
+    raw.tensors[-1].dims = [2**64 - 1]
+
+
+@_breakage("zero-dimension", "TI-DIM-ZERO")
+def _(raw):
+    """An extra F32 tensor of shape [32, 0] (no elements, no bytes)."""
+    raw.append_tensor("empty", "F32", [32, 0], b"")
+
+
+@_breakage("element-count-overflow", "TI-NELEM-OVERFLOW")
+def _(raw):
+    """Shape [2^32, 2^32]: 2^64 elements."""
+    raw.tensors[-1].dims = [2**32, 2**32]
+
+
+@_breakage("byte-size-overflow", "TI-NBYTES-OVERFLOW")
+def _(raw):
+    """An F32 tensor of 2^62 elements: 2^64 bytes."""
+    raw.tensors[-1].dims = [2**62]
+
+
+@_breakage("removed-tensor-type", "TI-TYPE")
+def _(raw):
+    """The F32 vector declared as type 4 (Q4_2, removed)."""
+    raw.tensors[-1].type = 4
+
+
+@_breakage("new-tensor-type", "TI-TYPE-NEW")
+def _(raw):
+    """An extra NVFP4 tensor (newer than gguf.md's enum)."""
+    raw.append_tensor("nv", "NVFP4", [64, 1], bytes(36))
+
+
+@_breakage("row-not-block-multiple", "TI-BLOCK")
+def _(raw):
+    """The Q4_0 matrix as [16, 10]: 160 elements, but rows of 16."""
+    raw.tensors[0].dims = [16, 10]
+
+
+@_breakage("misaligned-offset", "TI-OFFSET-ALIGN")
+def _(raw):
+    """The F32 vector at offset 92 (alignment 32; still in bounds, no overlap)."""
+    raw.tensors[-1].offset = 92
+
+
+# alignment
+@_breakage("alignment-uint64", "ALIGN-TYPE")
+def _(raw):
+    """general.alignment stored as UINT64."""
+    raw.set(ALIGNMENT_KEY, "UINT64", 32)
+
+
+@_breakage("alignment-zero", "ALIGN-ZERO")
+def _(raw):
+    """general.alignment = 0."""
+    raw.set(ALIGNMENT_KEY, "UINT32", 0)
+
+
+@_breakage("alignment-4", "ALIGN-MULT8")
+def _(raw):
+    """general.alignment = 4 (a power of two, not a multiple of 8), data laid out for it."""
+    raw.set(ALIGNMENT_KEY, "UINT32", 4).relayout()
+
+
+@_breakage("alignment-24", "ALIGN-POW2")
+def _(raw):
+    """general.alignment = 24 (a multiple of 8, not a power of two), data laid out for it."""
+    raw.set(ALIGNMENT_KEY, "UINT32", 24).relayout()
+
+
+@_breakage("alignment-absent", "ALIGN-DEFAULT")
+def _(raw):
+    """No general.alignment."""
+    raw.remove(ALIGNMENT_KEY)
+
+
+# data section
+def _misalign_head(raw: RawFile) -> None:
+    if len(raw.head()) % raw.alignment == 0:
+        raw.set("general.author", "STRING", "me")
+
+
+@_breakage("cut-before-data", "DATA-START")
+def _(raw):
+    """The file ends in the padding before the data section."""
+    _misalign_head(raw)
+    raw.truncate = len(raw.head()) + 1 if raw.head_padding()[1:] else len(raw.head())
+
+
+@_breakage("tensor-out-of-bounds", "DATA-BOUNDS")
+def _(raw):
+    """The F32 vector at offset 2^40."""
+    raw.tensors[-1].offset = 2**40
+
+
+@_breakage("tensors-overlap", "DATA-OVERLAP")
+def _(raw):
+    """Both tensors at offset 0."""
+    raw.tensors[-1].offset = 0
+
+
+@_breakage("reversed-data", "DATA-ORDER")
+def _(raw):
+    """The data of the second tensor comes first."""
+    q, f = raw.tensors
+    qa, fa = raw.data[q.offset:q.offset + _nbytes(q)], raw.data[f.offset:f.offset + _nbytes(f)]
+    f.offset, q.offset = 0, align_offset(len(fa), raw.alignment)
+    body = fa.ljust(q.offset, b"\0") + qa
+    raw.data = body.ljust(align_offset(len(body), raw.alignment), b"\0")
+
+
+@_breakage("nonzero-padding", "DATA-PAD-ZERO")
+def _(raw):
+    """The padding before the data section is 0x01 bytes."""
+    _misalign_head(raw)
+    raw.head_pad = b"\x01" * len(raw.head_padding())
+
+
+@_breakage("no-trailing-padding", "DATA-TRAILING-PAD")
+def _(raw):
+    """The Q4_0 matrix (90 bytes) is last and the file ends right after it."""
+    q, f = raw.tensors
+    qa, fa = raw.data[q.offset:q.offset + _nbytes(q)], raw.data[f.offset:f.offset + _nbytes(f)]
+    f.offset, q.offset = 0, align_offset(len(fa), raw.alignment)
+    raw.tensors = [f, q]
+    raw.data = fa.ljust(q.offset, b"\0") + qa
+
+
+@_breakage("trailing-bytes", "DATA-TRAILING-BYTES", carrier_only=False)
+def _(raw):
+    """Sixteen bytes after the padded end of the data."""
+    raw.tail = b"\xaa" * 16
+
+
+@_breakage("non-finite-scale", "DATA-QUANT-FINITE")
+def _(raw):
+    """Block 2 of the Q4_0 matrix has the scale +inf (checked with data=True)."""
+    inf = np.array([np.inf], dtype=_le(raw) + "f2").tobytes()
+    q = raw.tensors[0]
+    pos = q.offset + 2 * 18
+    raw.data = raw.data[:pos] + inf + raw.data[pos + 2:]
+    return raw, {"check_data": True}
+
+
+@_breakage("nan-weight", "DATA-FLOAT-FINITE")
+def _(raw):
+    """Element 3 of the F32 vector is NaN (checked with data=True)."""
+    nan = np.array([np.nan], dtype=_le(raw) + "f4").tobytes()
+    pos = raw.tensors[-1].offset + 12
+    raw.data = raw.data[:pos] + nan + raw.data[pos + 4:]
+    return raw, {"check_data": True}
+
+
+# metadata schema
+@_breakage("architecture-missing", "META-ARCH-MISSING")
+def _(raw):
+    """No general.architecture."""
+    raw.remove("general.architecture")
+
+
+@_breakage("architecture-hyphen", "META-ARCH-CHARSET")
+def _(raw):
+    """general.architecture = command-r (known, but not [a-z0-9]+)."""
+    raw.set("general.architecture", "STRING", "command-r")
+
+
+@_breakage("architecture-unknown", "META-ARCH-UNKNOWN")
+def _(raw):
+    """general.architecture = tinyarch."""
+    raw.set("general.architecture", "STRING", "tinyarch")
+
+
+@_breakage("standard-key-wrong-type", "META-KEY-TYPE")
+def _(raw):
+    """general.name stored as UINT32."""
+    raw.set("general.name", "UINT32", 7)
+
+
+@_breakage("undocumented-value", "META-KEY-VALUE")
+def _(raw):
+    """tokenizer.ggml.model = sentencepiece."""
+    raw.set("tokenizer.ggml.model", "STRING", "sentencepiece")
+
+
+@_breakage("quantization-version-missing", "META-QV-MISSING")
+def _(raw):
+    """A Q4_0 tensor but no general.quantization_version."""
+    raw.remove("general.quantization_version")
+
+
+@_breakage("architecture-key-missing", "META-ARCH-KEYS")
+def _(raw):
+    """llama without llama.rope.dimension_count."""
+    raw.remove("llama.rope.dimension_count")
+
+
+@_breakage("llm-placeholder", "META-LLM-PLACEHOLDER", carrier_only=False)
+def _(raw):
+    """llm.vocab_size written literally."""
+    raw.set("llm.vocab_size", "UINT32", 5)
+
+
+@_breakage("tokenizer-length-mismatch", "META-TOKENIZER-LEN")
+def _(raw):
+    """Four scores for five tokens."""
+    raw.set("tokenizer.ggml.scores", "ARRAY", [0.0, 0.0, 0.0, -1.0], item_type="FLOAT32")
+
+
+@_breakage("tokenizer-narrow-type", "META-TOKENIZER-TYPE")
+def _(raw):
+    """tokenizer.ggml.token_type as an array of UINT8."""
+    raw.set("tokenizer.ggml.token_type", "ARRAY", [2, 3, 3, 1, 1], item_type="UINT8")
+
+
+@_breakage("token-id-out-of-range", "META-TOKEN-ID")
+def _(raw):
+    """tokenizer.ggml.eos_token_id = 9 with five tokens."""
+    raw.set("tokenizer.ggml.eos_token_id", "UINT32", 9)
+
+
+@_breakage("file-type-inconsistent", "META-FILETYPE")
+def _(raw):
+    """general.file_type = ALL_F32 with a Q4_0 matrix."""
+    raw.set("general.file_type", "UINT32", 0)
+
+
+def _split(raw: RawFile, no: int, count: int, tensors: int, no_type: str = "UINT16") -> RawFile:
+    return raw.set("split.no", no_type, no).set("split.count", "UINT16", count).set(
+        "split.tensors.count", "INT32", tensors)
+
+
+@_breakage("split-key-wrong-type", "META-SPLIT-TYPES")
+def _(raw):
+    """split.no stored as UINT32."""
+    _split(raw, 0, 1, 2, no_type="UINT32")
+
+
+@_breakage("split-no-out-of-range", "META-SPLIT-RANGE")
+def _(raw):
+    """split.no = 1 with split.count = 1."""
+    _split(raw, 1, 1, 2)
+
+
+@_breakage("split-keys-partial", "META-SPLIT-PARTIAL")
+def _(raw):
+    """split.count without split.no and split.tensors.count."""
+    raw.set("split.count", "UINT16", 1)
+
+
+@_breakage("split-tensor-count-mismatch", "META-SPLIT-TENSORS")
+def _(raw):
+    """split.count = 1, split.tensors.count = 3, two tensors."""
+    _split(raw, 0, 1, 3)
+
+
+def _shards(raw: RawFile, *, second_tensors: int = 2, duplicate: bool = False, total: int = 2,
+            present: Iterable[int] = (1, 2)) -> dict:
+    """Split the carrier's two tensors over two shards (the first keeps the metadata)."""
+    q, f = raw.tensors
+    first = raw.copy()
+    first.tensors = [q]
+    first.data = raw.data[:align_offset(_nbytes(q), raw.alignment)]
+    _split(first, 0, total, 2)
+    second = raw.copy()
+    keep = q if duplicate else f
+    second.tensors = [replace(keep, offset=0)]
+    second.data = raw.data[keep.offset:keep.offset + align_offset(_nbytes(keep), raw.alignment)]
+    second.kvs = [kv for kv in raw.kvs if kv.key in (b"general.architecture", ALIGNMENT_KEY.encode())]
+    _split(second, 1, total, second_tensors)
+    stem = CARRIER_NAME[:-5]
+    shards = {1: first, 2: second}
+    return {f"{stem}-{n:05d}-of-{total:05d}.gguf": shards[n].to_bytes() for n in present}
+
+
+@_breakage("shard-missing", "META-SPLIT-MISSING")
+def _(raw):
+    """Shard 1 of 2 without shard 2."""
+    return raw, {"files": _shards(raw, present=(1,))}
+
+
+@_breakage("shard-counts-disagree", "META-SPLIT-COUNT")
+def _(raw):
+    """Two shards that disagree on split.tensors.count."""
+    return raw, {"files": _shards(raw, second_tensors=3)}
+
+
+@_breakage("tensor-in-two-shards", "META-SPLIT-DUP")
+def _(raw):
+    """token_embd.weight in both shards."""
+    return raw, {"files": _shards(raw, duplicate=True)}
+
+
+# file names
+@_breakage("name-off-convention", "NAME-REGEX", carrier_only=False)
+def _(raw):
+    """The file is called tiny.gguf."""
+    return raw, {"file_name": "tiny.gguf"}
+
+
+@_breakage("shard-suffix-zero", "NAME-SHARD", carrier_only=False)
+def _(raw):
+    """A -00000-of-00001 suffix on a file without split keys."""
+    return raw, {"file_name": CARRIER_NAME[:-5] + "-00000-of-00001.gguf"}
+
+
+@_breakage("name-disagrees-with-metadata", "NAME-META")
+def _(raw):
+    """general.basename = Other, the file name says Tiny."""
+    raw.set("general.basename", "STRING", "Other")
