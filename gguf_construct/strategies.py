@@ -12,6 +12,18 @@ Example::
     def test_my_reader(sample):
         data, doc = sample
         assert my_reader(data).keys() == {k for k, _ in doc.metadata}
+
+``invalid_gguf_files()`` draws ``(data, rules)`` pairs: a file broken at the structure level in one named way
+(see :mod:`gguf_construct.fuzzing.mutations`) and the IDs of the conformance rules it breaks (spec/rules.yaml),
+predicted from the spec by an oracle independent of the checker::
+
+    from gguf_construct.strategies import invalid_gguf_files
+
+    @given(invalid_gguf_files(rules=["STR-EOF", "ARR-EOF"]))
+    def test_my_reader_rejects(sample):
+        data, rules = sample
+        with pytest.raises(MyReaderError):
+            my_reader(data)
 """
 
 from __future__ import annotations
@@ -28,7 +40,8 @@ from .enums import GGMLType, GGUFValueType
 from .model import GGUFFile, tensor_nbytes
 from .values import GGUFValue, numpy_dtype_of
 
-__all__ = ["Document", "gguf_files", "documents", "metadata_values", "metadata_keys", "tensor_specs"]
+__all__ = ["Document", "gguf_files", "invalid_gguf_files", "documents", "metadata_values", "metadata_keys",
+           "tensor_specs", "violations"]
 
 _SCALARS = [vt for vt in GGUFValueType if vt not in (GGUFValueType.ARRAY,)]
 _ALIGNMENTS = [None, 8, 16, 64, 128]
@@ -76,9 +89,9 @@ def _scalar(vtype: GGUFValueType) -> st.SearchStrategy:
     return st.integers(int(info.min), int(info.max))
 
 
-def _array(item: GGUFValueType, version: int, depth: int) -> st.SearchStrategy:
+def _array(item: GGUFValueType, version: int, depth: int, nested: bool = True) -> st.SearchStrategy:
     if item == GGUFValueType.ARRAY:
-        inner = metadata_values(version=version, depth=depth + 1, arrays_only=True)
+        inner = metadata_values(version=version, depth=depth + 1, nested=nested, arrays_only=True)
         return st.lists(inner, max_size=3).map(lambda vs: GGUFValue(GGUFValueType.ARRAY, vs, item))
     if item == GGUFValueType.STRING:
         return st.lists(_scalar(item), max_size=6).map(lambda vs: GGUFValue(GGUFValueType.ARRAY, vs, item))
@@ -95,7 +108,7 @@ def metadata_values(draw, *, version: int = 3, depth: int = 0, nested: bool = Tr
     if kind != GGUFValueType.ARRAY:
         return GGUFValue(kind, draw(_scalar(kind)))
     items = choices + ([GGUFValueType.ARRAY] if nested and depth < 1 else [])
-    return draw(_array(draw(st.sampled_from(items)), version, depth))
+    return draw(_array(draw(st.sampled_from(items)), version, depth, nested))
 
 
 _SEGMENT = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789_", min_size=1, max_size=8)
@@ -128,13 +141,17 @@ def tensor_specs(draw, *, tensor_types: Sequence[str] | None = None):
 
 @st.composite
 def documents(draw, *, versions: Sequence[int] = (1, 2, 3), byte_orders: Sequence[str] = ("little", "big"),
-              tensor_types: Sequence[str] | None = None, max_kv: int = 6, max_tensors: int = 3) -> Document:
-    """A :class:`Document`: version, byte order, alignment, unique keys with typed values, tensors."""
+              tensor_types: Sequence[str] | None = None, max_kv: int = 6, max_tensors: int = 3,
+              nested_arrays: bool = True) -> Document:
+    """A :class:`Document`: version, byte order, alignment, unique keys with typed values, tensors.
+
+    ``nested_arrays=False`` leaves out arrays of arrays (valid, but ggml's reader rejects them).
+    """
     version = draw(st.sampled_from(list(versions)))
     byte_order = draw(st.sampled_from(list(byte_orders)))
     alignment = draw(st.sampled_from(_ALIGNMENTS))
     keys = draw(st.lists(metadata_keys(), max_size=max_kv, unique=True))
-    metadata = [(k, draw(metadata_values(version=version))) for k in keys]
+    metadata = [(k, draw(metadata_values(version=version, nested=nested_arrays))) for k in keys]
     if alignment is not None:
         metadata.insert(draw(st.integers(0, len(metadata))),
                         ("general.alignment", GGUFValue(GGUFValueType.UINT32, alignment)))
@@ -152,3 +169,46 @@ def gguf_files(*, versions: Sequence[int] = (1, 2, 3), byte_orders: Sequence[str
     """Valid GGUF files as ``(bytes, document)``."""
     return documents(versions=versions, byte_orders=byte_orders, tensor_types=tensor_types, max_kv=max_kv,
                      max_tensors=max_tensors).map(lambda doc: (doc.to_bytes(), doc))
+
+
+def violations(rules) -> frozenset[str]:
+    """The rule IDs of ``rules`` that are an error or a warning under some profile (infos are facts)."""
+    from .checker.rules import PROFILES, catalog
+
+    cat = catalog()
+    return frozenset(r for r in rules if any(cat[r].severity(p) != "info" for p in PROFILES))
+
+
+@st.composite
+def invalid_gguf_files(draw, *, rules: Sequence[str] | None = None, versions: Sequence[int] = (1, 2, 3),
+                       byte_orders: Sequence[str] = ("little", "big"), tensor_types: Sequence[str] | None = None,
+                       max_kv: int = 4, max_tensors: int = 2, nested_arrays: bool = True,
+                       mutations: int = 1) -> tuple[bytes, frozenset[str]]:
+    """Invalid or suspicious GGUF files as ``(bytes, rule_ids)``.
+
+    A valid file is drawn as by :func:`gguf_files`, then broken at the structure level by ``mutations``
+    structural mutations (bad counts, types, lengths, offsets, names, truncation at field boundaries, ...; see
+    :mod:`gguf_construct.fuzzing.mutations`).  ``rule_ids`` are the rules of spec/rules.yaml the result breaks
+    (error or warning under the "spec" or the "ggml" profile, see :func:`violations`), predicted from the spec by
+    :func:`gguf_construct.fuzzing.rawfile.expected_rules`; the metadata-schema (META-*), file-name (NAME-*) and
+    ``--data`` rules are not predicted.  With ``rules`` given, only files breaking at least one of them are drawn.
+    """
+    from .fuzzing.mutations import HypothesisPick, Skip, mutations_for
+    from .fuzzing.rawfile import expected_rules, from_document
+    from hypothesis import assume
+
+    doc = draw(documents(versions=versions, byte_orders=byte_orders, tensor_types=tensor_types, max_kv=max_kv,
+                         max_tensors=max_tensors, nested_arrays=nested_arrays))
+    raw = from_document(doc)
+    pick = HypothesisPick(draw)
+    candidates = mutations_for(rules)
+    for _ in range(mutations):
+        mutation = draw(st.sampled_from(candidates))
+        try:
+            mutation.apply(raw, pick)
+        except Skip:
+            assume(False)
+    labels = violations(expected_rules(raw))
+    if rules is not None:
+        assume(labels & set(rules))
+    return raw.encode()[0], labels
