@@ -69,7 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
             module = __import__(f"gguf_construct.{extra}", fromlist=["add_cli"])
         except ImportError:
             continue
-        module.add_cli(sub)
+        add_cli = getattr(module, "add_cli", None)
+        if add_cli is not None:
+            add_cli(sub)
     return parser
 
 
