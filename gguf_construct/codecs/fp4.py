@@ -18,18 +18,17 @@ import numpy as np
 
 from .. import spec
 from . import block_dtype
-from .lowbit import c_float_to_int32
+from ._common import c_float_to_int32
+from .lowbit import decode_nibbles, nan_safe_abs, nibble_tables
 
-__all__ = ["decode_mxfp4", "encode_mxfp4", "decode_nvfp4", "encode_nvfp4"]
+__all__ = ["decode_mxfp4", "encode_mxfp4", "decode_nvfp4", "encode_nvfp4", "e8m0_half", "fp32_to_ue4m3"]
 
 _F32 = np.float32
 
 _KV = spec.table("kvalues_mxfp4")
 _KVF = _KV.astype(np.float32)
 _UE4M3 = spec.table("ue4m3_half")
-
-# byte -> (kv[byte & 15], kv[byte >> 4]) as float32 pairs, for decoding two codes with one gather
-_PAIRS = np.stack([_KVF[np.arange(256) & 15], _KVF[np.arange(256) >> 4]], axis=1).copy()
+_TABLES = nibble_tables(_KV)
 
 
 def e8m0_half(e: np.ndarray) -> np.ndarray:
@@ -39,32 +38,19 @@ def e8m0_half(e: np.ndarray) -> np.ndarray:
     return bits.view(np.float32)
 
 
-def _decode_halves(qs: np.ndarray, d: np.ndarray, half: int) -> np.ndarray:
-    """qs (m, half) uint8 with per-row scale d (m,): row r of the result is
-    [kv[lo nibbles] * d, kv[hi nibbles] * d] (length 2*half)."""
-    m = qs.shape[0]
-    pairs = _PAIRS[qs]  # (m, half, 2)
-    out = np.empty((m, 2, half), dtype=np.float32)
-    with np.errstate(over="ignore"):
-        np.multiply(pairs.transpose(0, 2, 1), d[:, None, None], out=out)
-    return out.reshape(m, 2 * half)
-
-
 def decode_mxfp4(blocks: np.ndarray) -> np.ndarray:
-    d = e8m0_half(blocks["e"])
-    return _decode_halves(blocks["qs"], d, 16)
+    return decode_nibbles(blocks, 1, 16, 16, _TABLES, e8m0_half(blocks["e"])[:, None])
 
 
 def decode_nvfp4(blocks: np.ndarray) -> np.ndarray:
-    n = blocks.shape[0]
-    d = _UE4M3[blocks["d"]].reshape(-1)  # (n*4,)
-    return _decode_halves(blocks["qs"].reshape(n * 4, 8), d, 8).reshape(n, 64)
+    return decode_nibbles(blocks, 4, 32, 8, _TABLES, _UE4M3[blocks["d"]])
 
 
 def _best_index(x: np.ndarray, d: np.ndarray) -> np.ndarray:
     """``best_index_mxfp4`` for every element of x (.., k) with the scale d (..,): the first of the 16 codes
-    minimising ``fabsf(kv[i]*d - x)``.  Negative codes never beat code 0 for x >= 0 (nor positive ones for x < 0),
-    so only code 0 and the seven codes of x's sign are tried, in table order."""
+    minimising ``fabsf(kv[i]*d - x)``.  Negative codes never beat code 0 for x >= 0 (nor positive ones for
+    x < 0) -- their error is never smaller, and ties go to the lower index -- so only code 0 and the seven
+    codes of x's sign are tried, in table order."""
     ax = np.abs(x)
     dd = d[..., None]
     best_err = np.abs(_KVF[0] * dd - ax)
@@ -80,11 +66,6 @@ def _best_index(x: np.ndarray, d: np.ndarray) -> np.ndarray:
     return best
 
 
-def _amax(x: np.ndarray) -> np.ndarray:
-    """``if (amax < fabsf(v)) amax = fabsf(v)`` from 0 over the last axis: NaNs are skipped."""
-    return np.fmax.reduce(np.abs(x), axis=-1, initial=_F32(0))
-
-
 def _pack(codes: np.ndarray, half: int) -> np.ndarray:
     c = codes.reshape(-1, 2, half)
     return c[:, 0, :] | (c[:, 1, :] << np.uint8(4))
@@ -94,36 +75,35 @@ def encode_mxfp4(rows: np.ndarray, imatrix: np.ndarray | None) -> np.ndarray:
     x = rows.reshape(-1, 32)
     n = x.shape[0]
     out = np.zeros(n, dtype=block_dtype("MXFP4"))
-    amax = _amax(x)
-    # e = (uint8_t)(floorf(log2f(amax)) - 2 + 127) for amax > 0; log2f is correctly rounded (computed in double)
+    amax = nan_safe_abs(x).max(axis=1, initial=_F32(0))
+    # e = (uint8_t)(floorf(log2f(amax)) - 2 + 127) for amax > 0.  log2f is correctly rounded here (the double
+    # result rounded to float); the float -> uint8_t conversion keeps the low byte of the (int) conversion.
     with np.errstate(divide="ignore", invalid="ignore"):
         lg = np.log2(amax.astype(np.float64)).astype(np.float32)
         ef = np.floor(lg) - _F32(2) + _F32(127)
     e = np.where(amax > 0, c_float_to_int32(ef) & 0xFF, 0).astype(np.uint8)
     out["e"] = e
-    d = e8m0_half(e)
-    out["qs"] = _pack(_best_index(x, d), 16)
+    out["qs"] = _pack(_best_index(x, e8m0_half(e)), 16)
     return out
 
 
 def fp32_to_ue4m3(x: np.ndarray) -> np.ndarray:
-    """``ggml_fp32_to_ue4m3``: positive float32 to an unsigned E4M3 byte (round half up on the mantissa,
-    saturating at 0x7E = 448; zero, negatives and NaN give 0)."""
+    """``ggml_fp32_to_ue4m3``: positive float32 to an unsigned E4M3 byte (mantissa rounded half up, saturating
+    at 0x7E = 448; zero, negatives and NaN give 0; subnormals ``(int)(x * 512 + 0.5)`` clamped to 7)."""
     x = np.asarray(x, dtype=np.float32)
     with np.errstate(invalid="ignore"):
         pos = x > 0
         x = np.minimum(x, _F32(448.0))
     bits = x.view(np.uint32).astype(np.int64)
-    exp = ((bits >> 23) & 0xFF) - 127 + 7
+    ue_exp = ((bits >> 23) & 0xFF) - 127 + 7
     man = ((bits >> 20) & 7) + ((bits >> 19) & 1)
     carry = man > 7
     man = np.where(carry, 0, man)
-    exp = exp + carry
+    exp = ue_exp + carry
     normal = np.where(exp >= 15, 0x7E, (exp << 3) | man)
     with np.errstate(invalid="ignore", over="ignore"):
         sub = c_float_to_int32(x * _F32(512.0) + _F32(0.5)).astype(np.int64)
     sub = np.where(sub < 1, 0, np.minimum(sub, 7))
-    ue_exp = ((bits >> 23) & 0xFF) - 127 + 7
     res = np.where(ue_exp <= 0, sub, normal)
     return np.where(pos, res, 0).astype(np.uint8)
 
@@ -132,10 +112,9 @@ def encode_nvfp4(rows: np.ndarray, imatrix: np.ndarray | None) -> np.ndarray:
     x = rows.reshape(-1, 4, 16)
     n = x.shape[0]
     out = np.zeros(n, dtype=block_dtype("NVFP4"))
-    amax = _amax(x)  # (n, 4)
+    amax = nan_safe_abs(x).max(axis=2, initial=_F32(0))  # (n, 4)
     ue = fp32_to_ue4m3(amax / _F32(6.0))
     out["d"] = ue
-    d = _UE4M3[ue]
-    codes = _best_index(x, d)  # (n, 4, 16)
+    codes = _best_index(x, _UE4M3[ue])  # (n, 4, 16)
     out["qs"] = _pack(codes.reshape(n * 4, 16), 8).reshape(n, 32)
     return out

@@ -19,7 +19,8 @@ import numpy as np
 
 from .. import spec
 from . import block_dtype
-from .lowbit import f16_to_f32, f32_to_f16
+from ._common import first_abs_max, fp16_to_fp32, fp32_to_fp16, nearest_int
+from .lowbit import decode_nibbles, nibble_tables
 
 __all__ = ["decode_iq4_nl", "encode_iq4_nl", "decode_iq4_xs", "encode_iq4_xs", "best_index_iq4nl"]
 
@@ -27,8 +28,7 @@ _F32 = np.float32
 _KV = spec.table("kvalues_iq4nl")
 _KVF = _KV.astype(np.float32)
 
-# byte -> (kv[byte & 15], kv[byte >> 4]) as float32, to decode both nibbles of a byte with one gather
-_PAIRS = np.stack([_KVF[np.arange(256) & 15], _KVF[np.arange(256) >> 4]], axis=1).copy()
+_TABLES = nibble_tables(_KV)
 
 GROUP_MAX_EPS = _F32(1e-15)
 NTRY = 7
@@ -39,17 +39,8 @@ NTRY = 7
 # --------------------------------------------------------------------------------------------------------------
 
 
-def _decode_halves(qs: np.ndarray, d: np.ndarray) -> np.ndarray:
-    """qs (m, 16) with scale d (m,): [d * kv[qs & 15], d * kv[qs >> 4]] per row, shape (m, 32)."""
-    m = qs.shape[0]
-    out = np.empty((m, 2, 16), dtype=np.float32)
-    with np.errstate(over="ignore", invalid="ignore"):
-        np.multiply(d[:, None, None], _PAIRS[qs].transpose(0, 2, 1), out=out)
-    return out.reshape(m, 32)
-
-
 def decode_iq4_nl(blocks: np.ndarray) -> np.ndarray:
-    return _decode_halves(blocks["qs"], f16_to_f32(blocks["d"]))
+    return decode_nibbles(blocks, 2, 16, 16, _TABLES, fp16_to_fp32(blocks["d"])[:, None])
 
 
 def _xs_scales(blocks: np.ndarray) -> np.ndarray:
@@ -59,15 +50,13 @@ def _xs_scales(blocks: np.ndarray) -> np.ndarray:
     lo = np.stack([sl & 0xF, sl >> 4], axis=2).reshape(n, 8).astype(np.int16)
     sh = blocks["scales_h"].astype(np.uint16)[:, None]
     hi = ((sh >> (2 * np.arange(8, dtype=np.uint16))) & 3).astype(np.int16)
-    return (lo | (hi << 4)) - np.int16(32)
+    return ((lo | (hi << 4)) - np.int16(32)).astype(np.float32)
 
 
 def decode_iq4_xs(blocks: np.ndarray) -> np.ndarray:
-    n = blocks.shape[0]
-    d = f16_to_f32(blocks["d"])
     with np.errstate(over="ignore", invalid="ignore"):
-        dl = d[:, None] * _xs_scales(blocks).astype(np.float32)  # (n, 8)
-    return _decode_halves(blocks["qs"].reshape(n * 8, 16), dl.reshape(-1)).reshape(n, 256)
+        dl = fp16_to_fp32(blocks["d"])[:, None] * _xs_scales(blocks)  # d * (ls - 32)
+    return decode_nibbles(blocks, 8, 128, 16, _TABLES, dl)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -121,20 +110,11 @@ def best_index_iq4nl(x: np.ndarray) -> np.ndarray:
 
 
 def _seq_sum(a: np.ndarray) -> np.ndarray:
+    """Sum over axis 0 strictly in order from +0 (C loop order), vectorised over the blocks of axis 1."""
     s = np.zeros(a.shape[1:], dtype=np.float32)
     for j in range(a.shape[0]):
         s += a[j]
     return s
-
-
-def _first_abs_max(xt: np.ndarray):
-    """``if (fabsf(v) > amax) { amax = fabsf(v); max = v; }`` from 0 over axis 0 (NaNs never win)."""
-    ax = np.abs(xt)
-    amax = np.fmax.reduce(ax, axis=0, initial=_F32(0))
-    idx = np.argmax(ax == amax[None, :], axis=0)
-    mx = np.take_along_axis(xt, idx[None, :], axis=0)[0]
-    mx = np.where(amax > 0, mx, _F32(0)).astype(np.float32)
-    return amax, mx
 
 
 def _sums(xt: np.ndarray, w: np.ndarray, idv: np.ndarray):
@@ -146,7 +126,7 @@ def _sums(xt: np.ndarray, w: np.ndarray, idv: np.ndarray):
 
 def _block_scales(xt: np.ndarray, w: np.ndarray) -> np.ndarray:
     """The per-block search of quantize_row_iq4_nl_impl (ntry = 7): the best scale for each 32-block."""
-    amax, mx = _first_abs_max(xt)
+    amax, mx = first_abs_max(xt, axis=0)
     active = ~(amax < GROUP_MAX_EPS)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         d = -mx / _KVF[0]
@@ -186,17 +166,12 @@ def encode_iq4_nl(rows: np.ndarray, imatrix: np.ndarray | None) -> np.ndarray:
         sigma2 = _seq_sum(xt * xt) * _F32(2.0 / 32)
         w = _weights(xt, sigma2, imatrix, n_rows)
     scale = _block_scales(xt, w)
-    out["d"] = f32_to_f16(scale)
+    out["d"] = fp32_to_fp16(scale)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         idv = np.where(scale != 0, _F32(1) / scale, _F32(0)).astype(np.float32)
         codes = best_index_iq4nl(x * idv[:, None])
     out["qs"] = _pack_nibbles(codes)
     return out
-
-
-def _nearest_int(f: np.ndarray) -> np.ndarray:
-    v = np.asarray(f, dtype=np.float32) + _F32(12582912.0)
-    return (v.view(np.int32) & np.int32(0x007FFFFF)) - np.int32(0x00400000)
 
 
 def encode_iq4_xs(rows: np.ndarray, imatrix: np.ndarray | None) -> np.ndarray:
@@ -211,12 +186,12 @@ def encode_iq4_xs(rows: np.ndarray, imatrix: np.ndarray | None) -> np.ndarray:
         w = _weights(xt, np.repeat(sigma2, 8), imatrix, n_rows)
     scales = _block_scales(xt, w).reshape(n, 8)
     # super-block scale from the sub-block scale of largest magnitude (first one wins)
-    _, max_scale = _first_abs_max(np.ascontiguousarray(scales.T))
+    _, max_scale = first_abs_max(scales, axis=1)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         d = -max_scale / _F32(32)
-        out["d"] = f32_to_f16(d)
+        out["d"] = fp32_to_fp16(d)
         idv = np.where(d != 0, _F32(1) / d, _F32(0)).astype(np.float32)
-        ls = np.clip(_nearest_int(idv[:, None] * scales), -32, 31)  # (n, 8)
+        ls = np.clip(nearest_int(idv[:, None] * scales), -32, 31)  # (n, 8)
         dl = d[:, None] * ls.astype(np.float32)
         idl = np.where(dl != 0, _F32(1) / dl, _F32(0)).astype(np.float32)
         codes = best_index_iq4nl(x.reshape(n, 8, 32) * idl[:, :, None])

@@ -2,12 +2,15 @@
 
 Decoding (ggml ``dequantize_row_q1_0`` / ``_q2_0``):
 
-* Q1_0 (128 weights): ``y[j] = d`` if bit ``j`` (little-endian bit order over ``qs``) is set, else ``-d``.
+* Q1_0 (128 weights): ``y[j] = d`` if bit ``j`` (least significant bit of ``qs[0]`` first) is set, else ``-d``.
 * Q2_0 (64 weights): ``y[j] = (q[j] - 1) * d`` with ``q[j] = (qs[j // 4] >> 2 * (j % 4)) & 3``.
 
 Encoding follows ``quantize_row_q1_0_ref`` / ``quantize_row_q2_0_ref``; ggml ignores importance weights for both
-types (``quantize_q1_0``/``quantize_q2_0`` call the reference path row by row either way), so ``imatrix`` has no
-effect here.
+types (``quantize_q1_0`` / ``quantize_q2_0`` call the reference quantizer row by row either way), so ``imatrix``
+has no effect.
+
+This module also holds the small decoding helpers shared by the other codecs of this family (``fp4``,
+``ternary``, ``iq4``): chunked iteration and byte-table lookups on whole blocks.
 """
 
 from __future__ import annotations
@@ -15,84 +18,111 @@ from __future__ import annotations
 import numpy as np
 
 from . import block_dtype
+from ._common import c_float_to_int32, fp16_to_fp32, fp32_to_fp16, roundf, seq_sum
 
 __all__ = ["decode_q1_0", "encode_q1_0", "decode_q2_0", "encode_q2_0"]
 
 _F32 = np.float32
 
 # --------------------------------------------------------------------------------------------------------------
-# shared float helpers (ggml semantics); used by the other codecs of this family as well
+# helpers shared by this family's decoders
 # --------------------------------------------------------------------------------------------------------------
 
+CHUNK_VALUES = 1 << 19  # decoded floats per chunk (2 MiB): temporaries stay in cache
 
-def f16_to_f32(h: np.ndarray) -> np.ndarray:
-    """ggml's FP16 -> FP32 conversion: exact widening, signalling NaNs come out quiet (bit 22 set)."""
-    f = np.asarray(h).astype(np.float32)
-    nan = np.isnan(f)
+
+def chunks(n_blocks: int, block_size: int):
+    """(start, stop) block ranges of about CHUNK_VALUES decoded values each."""
+    step = max(1, CHUNK_VALUES // block_size)
+    for s in range(0, n_blocks, step):
+        yield s, min(n_blocks, s + step)
+
+
+def block_bytes(blocks: np.ndarray) -> np.ndarray:
+    """The blocks' raw bytes as a (n_blocks, type_size) uint8 array (single-byte fields read from it)."""
+    blocks = np.ascontiguousarray(blocks)
+    return blocks.view(np.uint8).reshape(blocks.shape[0], blocks.dtype.itemsize)
+
+
+def byte_table(values) -> bytes:
+    """A 256-entry int8 table for ``bytes.translate`` (the fastest byte -> byte lookup available)."""
+    v = np.asarray(values)
+    assert v.shape == (256,) and v.min() >= -128 and v.max() <= 127
+    return v.astype(np.int8).tobytes()
+
+
+def translate(raw: bytes, table: bytes, shape) -> np.ndarray:
+    """Map every byte of ``raw`` through ``table``; the result as int8 of ``shape``."""
+    return np.frombuffer(raw.translate(table), dtype=np.int8).reshape(shape)
+
+
+def nibble_tables(values) -> tuple[bytes, bytes]:
+    """``bytes.translate`` tables giving ``values[b & 15]`` and ``values[b >> 4]`` for every byte b."""
+    v = np.asarray(values)
+    b = np.arange(256)
+    return byte_table(v[b & 15]), byte_table(v[b >> 4])
+
+
+@np.errstate(all="ignore")  # inf * 0 and NaN scales are data here, not errors
+def decode_nibbles(blocks: np.ndarray, q_offset: int, q_bytes: int, group: int, tables: tuple[bytes, bytes],
+                   scales: np.ndarray) -> np.ndarray:
+    """Decode 4-bit codes laid out in groups of ``group`` bytes, byte j of a group holding element j (low
+    nibble) and element j + group (high nibble), as ``table[code] * scale`` with one scale per group.
+
+    ``qs`` is the byte range [q_offset, q_offset + q_bytes) of each block; ``scales`` is float32
+    (n_blocks, q_bytes // group).  Returns float32 (n_blocks, 2 * q_bytes)."""
+    n = blocks.shape[0]
+    n_groups = q_bytes // group
+    raw = block_bytes(blocks)
+    size = raw.shape[1]
+    lo_t, hi_t = tables
+    out = np.empty((n, n_groups, 2, group), dtype=np.float32)
+    sc = scales.reshape(n, n_groups, 1, 1)
+    for s, e in chunks(n, 2 * q_bytes):
+        c = e - s
+        chunk = raw[s:e].tobytes()
+        o = out[s:e]
+        o[:, :, 0, :] = translate(chunk, lo_t, (c, size))[:, q_offset:q_offset + q_bytes].reshape(c, n_groups, group)
+        o[:, :, 1, :] = translate(chunk, hi_t, (c, size))[:, q_offset:q_offset + q_bytes].reshape(c, n_groups, group)
+        o *= sc[s:e]
+    return out.reshape(n, 2 * q_bytes)
+
+
+def nan_safe_abs(x: np.ndarray) -> np.ndarray:
+    """``fabsf(x)`` with NaNs replaced by 0, for the C idiom ``if (amax < fabsf(v)) amax = fabsf(v)`` (NaNs never
+    win).  numpy's SIMD max/fmax mishandle signalling NaNs, so they are removed before reducing."""
+    ax = np.abs(x)
+    nan = np.isnan(ax)
     if nan.any():
-        f.view(np.uint32)[nan] |= np.uint32(0x00400000)
-    return f
-
-
-def f32_to_f16(f: np.ndarray) -> np.ndarray:
-    """ggml's FP32 -> FP16 conversion (round to nearest even, overflow to infinity, NaN -> sign | 0x7E00),
-    returned as a float16 array holding exactly those bits."""
-    f = np.asarray(f, dtype=np.float32)
-    with np.errstate(over="ignore", invalid="ignore"):
-        h = f.astype(np.float16)
-    nan = np.isnan(f)
-    if nan.any():
-        hb = h.view(np.uint16)
-        sign = (f.view(np.uint32)[nan] >> np.uint32(16)).astype(np.uint16) & np.uint16(0x8000)
-        hb[nan] = sign | np.uint16(0x7E00)
-    return h
-
-
-def seq_sum(a: np.ndarray) -> np.ndarray:
-    """Sum float32 ``a`` over axis 0 strictly left to right starting from +0, as a C ``for`` loop does."""
-    s = np.zeros(a.shape[1:], dtype=np.float32)
-    for j in range(a.shape[0]):
-        s += a[j]
-    return s
-
-
-def c_float_to_int32(v: np.ndarray) -> np.ndarray:
-    """C ``(int)`` conversion of float32 as x86-64 does it: truncation, and INT_MIN for NaN or out of range."""
-    v = np.asarray(v, dtype=np.float32)
-    ok = np.abs(v) < _F32(2147483648.0)  # False for NaN
-    out = np.full(v.shape, np.iinfo(np.int32).min, dtype=np.int32)
-    out[ok] = v[ok].astype(np.int32)
-    return out
-
-
-def c_roundf(v: np.ndarray) -> np.ndarray:
-    """C ``roundf``: round half away from zero, in float32 (exact)."""
-    v = np.asarray(v, dtype=np.float32)
-    t = np.trunc(v)
-    with np.errstate(invalid="ignore"):
-        up = np.abs(v - t) >= _F32(0.5)
-    return np.where(up, t + np.copysign(_F32(1.0), v), t).astype(np.float32)
+        ax[nan] = 0
+    return ax
 
 
 # --------------------------------------------------------------------------------------------------------------
 # Q1_0
 # --------------------------------------------------------------------------------------------------------------
 
+
+@np.errstate(all="ignore")
 def decode_q1_0(blocks: np.ndarray) -> np.ndarray:
     n = blocks.shape[0]
-    d = f16_to_f32(blocks["d"])
-    bits = np.unpackbits(blocks["qs"], axis=1, bitorder="little").view(bool)  # (n, 128)
-    return np.where(bits, d[:, None], -d[:, None])
+    d = fp16_to_fp32(blocks["d"])[:, None]
+    nd = -d
+    raw = block_bytes(blocks)
+    out = np.empty((n, 128), dtype=np.float32)
+    for s, e in chunks(n, 128):
+        bits = np.unpackbits(raw[s:e, 2:], axis=1, bitorder="little").view(bool)
+        np.copyto(out[s:e], nd[s:e])
+        np.copyto(out[s:e], d[s:e], where=bits)
+    return out
 
 
 def encode_q1_0(rows: np.ndarray, imatrix: np.ndarray | None) -> np.ndarray:
     x = rows.reshape(-1, 128)
-    n = x.shape[0]
-    out = np.zeros(n, dtype=block_dtype("Q1_0"))
-    sum_abs = seq_sum(np.abs(x).T)
-    d = sum_abs / _F32(128)
-    out["d"] = f32_to_f16(d)
-    out["qs"] = np.packbits(x >= _F32(0), axis=1, bitorder="little")
+    out = np.zeros(x.shape[0], dtype=block_dtype("Q1_0"))
+    d = seq_sum(np.abs(x), axis=1) / _F32(128)  # sum_abs / qk
+    out["d"] = fp32_to_fp16(d)
+    out["qs"] = np.packbits(x >= _F32(0), axis=1, bitorder="little")  # NaN -> 0, -0.0 -> 1
     return out
 
 
@@ -100,30 +130,32 @@ def encode_q1_0(rows: np.ndarray, imatrix: np.ndarray | None) -> np.ndarray:
 # Q2_0
 # --------------------------------------------------------------------------------------------------------------
 
-# byte -> its four 2-bit codes minus one, lowest pair first (derived, not data)
-_Q2_CODES = (((np.arange(256)[:, None] >> (2 * np.arange(4))) & 3) - 1).astype(np.float32)
+# byte -> its four 2-bit codes minus one (lowest pair first) as four int8 packed in a uint32 (derived layout)
+_Q2_QUADS = ((((np.arange(256)[:, None] >> (2 * np.arange(4))) & 3) - 1).astype(np.int8).copy()
+             .view(np.uint32).reshape(256))
 
 
+@np.errstate(all="ignore")
 def decode_q2_0(blocks: np.ndarray) -> np.ndarray:
     n = blocks.shape[0]
-    d = f16_to_f32(blocks["d"])
-    v = _Q2_CODES[blocks["qs"]].reshape(n, 64)
-    v *= d[:, None]
-    return v
+    d = fp16_to_fp32(blocks["d"])[:, None]
+    qs = blocks["qs"]
+    out = np.empty((n, 64), dtype=np.float32)
+    for s, e in chunks(n, 64):
+        q = np.take(_Q2_QUADS, qs[s:e], mode="clip").view(np.int8)  # (c, 64): (q - 1) in element order
+        np.multiply(q, d[s:e], out=out[s:e], dtype=np.float32, casting="unsafe")  # ((int)q - 1) * d
+    return out
 
 
 def encode_q2_0(rows: np.ndarray, imatrix: np.ndarray | None) -> np.ndarray:
     x = rows.reshape(-1, 64)
     n = x.shape[0]
     out = np.zeros(n, dtype=block_dtype("Q2_0"))
-    ax = np.abs(x)
-    amax = np.fmax.reduce(ax, axis=1, initial=_F32(0))  # `if (a > amax) amax = a`: NaNs never win
-    d = amax
-    with np.errstate(divide="ignore"):
+    d = nan_safe_abs(x).max(axis=1, initial=_F32(0))  # `if (a > amax) amax = a`
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         idv = np.where(d > 0, _F32(1) / d, _F32(0)).astype(np.float32)
-    out["d"] = f32_to_f16(d)
-    with np.errstate(invalid="ignore", over="ignore"):
-        q = c_float_to_int32(c_roundf(x * idv[:, None])).astype(np.int64) + 1
+        out["d"] = fp32_to_fp16(d)
+        q = c_float_to_int32(roundf(x * idv[:, None])).astype(np.int64) + 1  # (int)roundf(w * id) + 1
     q = np.clip(q, 0, 3).astype(np.uint8).reshape(n, 16, 4)
     out["qs"] = q[..., 0] | (q[..., 1] << 2) | (q[..., 2] << 4) | (q[..., 3] << 6)
     return out

@@ -16,38 +16,54 @@ from __future__ import annotations
 import numpy as np
 
 from . import block_dtype
-from .lowbit import f16_to_f32, f32_to_f16
+from ._common import fp16_to_fp32, fp32_to_fp16
+from .lowbit import block_bytes, byte_table, chunks, translate
 
 __all__ = ["decode_tq1_0", "encode_tq1_0", "decode_tq2_0", "encode_tq2_0"]
 
 _F32 = np.float32
 
-# byte -> its five base-3 digits (most significant first) minus one, by ggml's multiply-and-shift extraction
-_b = np.arange(256, dtype=np.int64)[:, None]
-_TRITS = ((((_b * (3 ** np.arange(5))) & 0xFF) * 3 >> 8) - 1).astype(np.float32)  # (256, 5)
-# byte -> its four 2-bit codes (lowest pair first) minus one
-_CODES2 = (((_b >> (2 * np.arange(4))) & 3) - 1).astype(np.float32)  # (256, 4)
+# byte -> its base-3 digit n (0 = most significant) minus one, by ggml's multiply-and-shift extraction
+_b = np.arange(256, dtype=np.int64)
+_TRIT_TABLES = [byte_table(((((_b * 3 ** n) & 0xFF) * 3) >> 8) - 1) for n in range(5)]
+# byte -> its 2-bit code l (lowest pair first) minus one
+_CODE_TABLES = [byte_table(((_b >> (2 * l)) & 3) - 1) for l in range(4)]
 del _b
 
 
+@np.errstate(all="ignore")  # inf * 0 and NaN scales are data here, not errors
 def decode_tq1_0(blocks: np.ndarray) -> np.ndarray:
     n = blocks.shape[0]
-    d = f16_to_f32(blocks["d"])[:, None, None]
+    d = fp16_to_fp32(blocks["d"])[:, None]
+    raw = block_bytes(blocks)
     out = np.empty((n, 256), dtype=np.float32)
-    t = _TRITS[blocks["qs"]]  # (n, 48, 5)
-    np.multiply(t[:, :32, :].transpose(0, 2, 1), d, out=out[:, :160].reshape(n, 5, 32))
-    np.multiply(t[:, 32:, :].transpose(0, 2, 1), d, out=out[:, 160:240].reshape(n, 5, 16))
-    th = _TRITS[blocks["qh"]][:, :, :4]  # (n, 4, 4)
-    np.multiply(th.transpose(0, 2, 1), d, out=out[:, 240:].reshape(n, 4, 4))
+    for s, e in chunks(n, 256):
+        c = e - s
+        chunk = raw[s:e].tobytes()
+        v = np.empty((c, 256), dtype=np.int8)  # trits minus one, in element order
+        for k, table in enumerate(_TRIT_TABLES):
+            t = translate(chunk, table, (c, 54))
+            v[:, 32 * k:32 * k + 32] = t[:, 0:32]  # qs[0:32]: element 32k + m
+            v[:, 160 + 16 * k:176 + 16 * k] = t[:, 32:48]  # qs[32:48]: element 160 + 16k + m
+            if k < 4:
+                v[:, 240 + 4 * k:244 + 4 * k] = t[:, 48:52]  # qh: element 240 + 4k + j
+        np.multiply(v, d[s:e], out=out[s:e], dtype=np.float32, casting="unsafe")  # (float)(xi - 1) * d
     return out
 
 
+@np.errstate(all="ignore")
 def decode_tq2_0(blocks: np.ndarray) -> np.ndarray:
     n = blocks.shape[0]
-    d = f16_to_f32(blocks["d"])[:, None, None, None]
+    d = fp16_to_fp32(blocks["d"])[:, None]
+    raw = block_bytes(blocks)
     out = np.empty((n, 256), dtype=np.float32)
-    c = _CODES2[blocks["qs"]].reshape(n, 2, 32, 4)
-    np.multiply(c.transpose(0, 1, 3, 2), d, out=out.reshape(n, 2, 4, 32))
+    for s, e in chunks(n, 256):
+        c = e - s
+        chunk = raw[s:e].tobytes()
+        v = np.empty((c, 2, 4, 32), dtype=np.int8)  # element 128h + 32l + m <- code l of qs[32h + m]
+        for k, table in enumerate(_CODE_TABLES):
+            v[:, :, k, :] = translate(chunk, table, (c, 66))[:, :64].reshape(c, 2, 32)
+        np.multiply(v.reshape(c, 256), d[s:e], out=out[s:e], dtype=np.float32, casting="unsafe")
     return out
 
 
@@ -85,7 +101,7 @@ def _scale(x: np.ndarray, out: np.ndarray) -> np.ndarray:
     d = _ternary_amax(x)
     with np.errstate(divide="ignore"):
         idv = np.where(d != 0, _F32(1) / d, _F32(0)).astype(np.float32)  # NaN is truthy in C
-    out["d"] = f32_to_f16(d)
+    out["d"] = fp32_to_fp16(d)
     return idv
 
 
