@@ -16,7 +16,7 @@ from .errors import GGUFError, construct_path_to_field_path
 __all__ = ["RawHead", "open_source", "parse_head", "align_offset", "LEGACY_MAGICS"]
 
 # Pre-GGUF ggml formats, as the first four bytes of a little-endian file.
-LEGACY_MAGICS = {b"lmgg": "GGML (unversioned ggml)", b"fmgg": "GGMF", b"tjgg": "GGJT"}
+LEGACY_MAGICS = {b"lmgg": "GGML (unversioned ggml)", b"fmgg": "GGMF", b"tjgg": "GGJT", b"algg": "GGLA (LoRA adapter)"}
 
 
 def align_offset(offset: int, alignment: int) -> int:
