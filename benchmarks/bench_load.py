@@ -2,6 +2,9 @@
 
 Usage: python benchmarks/bench_load.py FOLDER_OR_FILE... [--repeat N]
 
+With --ggml-lib PATH (a libggml-base.so you built yourself from ggml's sources) the same run also times ggml's
+own C reader (gguf_init_from_file, no_alloc) for the "within 3x of C" comparison.
+
 Our figure materializes every metadata value as Python objects (all token strings as str); GGUFReader's
 figure is its constructor plus reading every field's contents(), which is what it takes to get the same values.
 """
@@ -47,6 +50,28 @@ def theirs(path):
     return n
 
 
+def ggml_reader(lib_path):
+    """A callable timing ggml's C reader through ctypes."""
+    import ctypes
+
+    lib = ctypes.CDLL(lib_path)
+
+    class Params(ctypes.Structure):
+        _fields_ = [("no_alloc", ctypes.c_bool), ("ctx", ctypes.c_void_p)]
+
+    lib.gguf_init_from_file.restype = ctypes.c_void_p
+    lib.gguf_init_from_file.argtypes = [ctypes.c_char_p, Params]
+    lib.gguf_free.argtypes = [ctypes.c_void_p]
+
+    def run(path):
+        handle = lib.gguf_init_from_file(os.fsencode(path), Params(True, None))
+        if not handle:
+            raise RuntimeError(f"ggml rejected {path}")
+        lib.gguf_free(handle)
+
+    return run
+
+
 def best(fn, path, repeat):
     times = []
     for _ in range(repeat):
@@ -61,6 +86,7 @@ def main():
     ap.add_argument("paths", nargs="+")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--reference-repeat", type=int, default=1)
+    ap.add_argument("--ggml-lib", help="path to a libggml-base.so to time ggml's C reader too")
     args = ap.parse_args()
     try:
         import gguf  # noqa: F401
@@ -68,7 +94,9 @@ def main():
     except ImportError:
         have_ref = False
         print("gguf (gguf-py) not installed: pip install -e '.[bench]' for the comparison")
-    print(f"{'file':<36} {'ours ms':>9} {'gguf-py ms':>11} {'ratio':>8}")
+    c_reader = ggml_reader(args.ggml_lib) if args.ggml_lib else None
+    head = f"{'file':<36} {'ours ms':>9} {'gguf-py ms':>11} {'speed-up':>9}"
+    print(head + (f" {'ggml C ms':>10} {'ours/C':>7}" if c_reader else ""))
     ratios = []
     for path in files_of(args.paths):
         t_ours = best(ours, path, args.repeat)
@@ -76,7 +104,12 @@ def main():
         if have_ref:
             t_ref = best(theirs, path, args.reference_repeat)
             ratios.append(t_ref / t_ours)
-            line += f" {t_ref * 1e3:>11.1f} {t_ref / t_ours:>7.1f}x"
+            line += f" {t_ref * 1e3:>11.1f} {t_ref / t_ours:>8.1f}x"
+        else:
+            line += f" {'-':>11} {'-':>9}"
+        if c_reader:
+            t_c = best(c_reader, path, args.repeat)
+            line += f" {t_c * 1e3:>10.1f} {t_ours / t_c:>6.2f}x"
         print(line, flush=True)
     if ratios:
         import math

@@ -210,17 +210,22 @@ class StringArray(Construct):
         # every string at once, because NUL can never be part of a multi-byte UTF-8 sequence.
         sep = st - 1 if self.byte_order == "little" else st - self.width
         if not region[sep].any():
-            edges = np.zeros(end - base + 1, dtype=np.int8)
-            edges[st] = 1
-            edges[en] -= 1  # starts and ends are strictly increasing, so no index repeats within either
-            mask = np.cumsum(edges[:-1], dtype=np.int8).view(np.bool_)
-            mask[sep] = True
-            joined = region[mask].tobytes()
-            if joined.count(0) == count:  # no NUL inside any payload
-                try:
-                    return joined.decode("utf-8").split("\x00")[1:]
-                except UnicodeDecodeError:
-                    pass
+            # per record three runs: the prefix's zero high byte (kept, the separator), its other bytes
+            # (dropped) and the payload (kept); little-endian prefixes end with the high byte
+            little = self.byte_order == "little"
+            runs = np.empty((count, 3), dtype=np.int64)
+            runs[:, 0] = self.width - 1 if little else 1
+            runs[:, 1] = 1 if little else self.width - 1
+            runs[:, 2] = en - st
+            keep = np.tile(np.array([not little, little, True]), count)
+            joined = region[np.repeat(keep, runs.reshape(-1))].tobytes()
+            try:
+                parts = joined.decode("utf-8").split("\x00")
+            except UnicodeDecodeError:
+                parts = None
+            if parts is not None and len(parts) == count + 1:  # more parts: some payload holds a NUL
+                del parts[0]
+                return parts
         return [decode_text(buf[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
 
     def _build(self, obj, stream, context, path):
