@@ -47,6 +47,16 @@ class LatticeGrid:
         self.map = np.full(n_codes, -1, dtype=np.int32)
         self.map[self.codes] = np.arange(self.size, dtype=np.int32)
         self._shifts = shifts
+        self.n_levels = int(self.levels.max()) + 1
+        self._qvals = (2 * np.arange(self.n_levels) + 1).astype(np.float32)
+        # running sums over the first coordinates are tabulated per row (n_levels**prefix entries)
+        self._prefix = 1
+        while self._prefix < self.dim and self.n_levels ** (self._prefix + 1) <= 27:
+            self._prefix += 1
+        self._prefix_code = np.zeros(self.size, dtype=np.intp)
+        for i in range(self._prefix):
+            self._prefix_code = self._prefix_code * self.n_levels + self.levels[:, i]
+        self._level_cols = [np.ascontiguousarray(self.levels[:, i], dtype=np.intp) for i in range(self.dim)]
         self._build_neighbours()
 
     # ---------------------------------------------------------------------------------------------------------
@@ -87,6 +97,9 @@ class LatticeGrid:
         #: (n_off_grid, width) neighbour grid indices in ggml's order, padded with -1
         self.neighbours = nbr
         self.counts = counts.astype(np.int32)
+        # the same lists back to back (CSR): list of row r is flat[starts[r]:starts[r] + counts[r]]
+        self.flat = j.astype(np.int32)
+        self.starts = starts.astype(np.int64)
 
     # ---------------------------------------------------------------------------------------------------------
 
@@ -104,6 +117,11 @@ class LatticeGrid:
         ``u``: (n,) off-grid codes; ``xval``, ``w``: (n, dim) float32; ``scale``: (n,) float32.
         Returns the (n,) chosen grid indices.  Raises :class:`GridAbort` where ggml would abort (no neighbour
         with an error below ``FLT_MAX``).
+
+        A candidate's error is a float32 sum, in coordinate order, of the terms ``w_i * (scale*q_i - x_i)**2``
+        (computed as ggml does: ``diff = scale*q - x; w*diff*diff``), each of which depends only on the
+        candidate's level at coordinate ``i``: the terms are computed once per row and level, then summed
+        per candidate in ggml's order, so NaN/inf behave as in C too.
         """
         n = u.shape[0]
         if n == 0:
@@ -111,18 +129,60 @@ class LatticeGrid:
         rows = self.row[u]
         if (rows < 0).any():
             raise GridAbort("ggml aborts: code without a neighbour list")
-        counts = self.counts[rows]
         scale = np.asarray(scale, dtype=np.float32)
+        with np.errstate(over="ignore", invalid="ignore"):
+            diff = scale[:, None, None] * self._qvals[None, None, :] - xval[:, :, None]
+            terms = w[:, :, None] * diff
+            terms *= diff  # (n, dim, n_levels)
+        return self._csr(rows, terms)
+
+    def _csr(self, rows: np.ndarray, terms: np.ndarray) -> np.ndarray:
+        """ggml's choice for every row: the exact errors of all candidates, back to back.
+
+        ``terms`` (n, dim, n_levels) are the per-coordinate error terms.  The running sums over the first
+        ``_prefix`` coordinates are tabulated per row for every level combination (the same float32 additions
+        in the same order as ggml's loop), so each candidate costs one lookup plus one per remaining
+        coordinate."""
+        n = rows.shape[0]
+        nl = self.n_levels
+        cnt = self.counts[rows].astype(np.intp)
+        ends = np.cumsum(cnt)
+        first = ends - cnt
+        item = np.repeat(np.arange(n, dtype=np.intp), cnt)
+        k = np.repeat(self.starts[rows] - first, cnt)
+        k += np.arange(int(ends[-1]), dtype=np.intp)
+        cand = self.flat[k]  # every row's candidates in ggml's order
+        with np.errstate(over="ignore", invalid="ignore"):
+            pre = terms[:, 0, :]
+            for i in range(1, self._prefix):
+                pre = (pre[:, :, None] + terms[:, i, None, :]).reshape(n, -1)
+            d2 = pre.reshape(-1)[item * pre.shape[1] + self._prefix_code[cand]]
+            item *= nl
+            for i in range(self._prefix, self.dim):
+                ti = np.ascontiguousarray(terms[:, i, :]).reshape(-1)
+                d2 += ti[item + self._level_cols[i][cand]]
+        d2[~(d2 < FLT_MAX)] = np.inf
+        mins = np.minimum.reduceat(d2, first)
+        if not (mins < FLT_MAX).all():
+            raise GridAbort("ggml aborts: no grid neighbour with a finite error (NaN/inf inputs or weights?)")
+        item //= nl
+        hit = np.flatnonzero(d2 == mins[item])
+        return cand[hit[np.searchsorted(hit, first)]]
+
+    def exact_reference(self, u, xval, w, scale) -> np.ndarray:
+        """A direct transcription of ggml's loop (every candidate, every coordinate), for testing."""
+        return self._exact(self.row[u], xval, w, np.asarray(scale, dtype=np.float32))
+
+    def _exact(self, rows, xval, w, scale) -> np.ndarray:
+        n = rows.shape[0]
+        counts = self.counts[rows]
         out = np.empty(n, dtype=np.int32)
         # bucket by list length (powers of two) so that padding costs at most a factor 2
-        lo = 0
-        hi = 8
-        top = int(counts.max())
+        lo, hi = 0, 8
+        top = int(counts.max()) if n else 0
         while lo < top:
             sel = (counts > lo) & (counts <= hi)
-            if sel.all():
-                out[:] = self._search(rows, xval, w, scale, top)
-            elif sel.any():
+            if sel.any():
                 out[sel] = self._search(rows[sel], xval[sel], w[sel], scale[sel], int(counts[sel].max()))
             lo, hi = hi, 2 * hi
         return out
