@@ -36,20 +36,12 @@ _ONE = _F(1.0)
 _ZERO = _F(0.0)
 
 # ------------------------------------------------------------------------------------------------ lookup data
-# Derived from the block layout itself (not ggml data): value of the low / high nibble of every byte.
+# Derived from the block layout itself (not ggml data).
 _BYTES = np.arange(256, dtype=np.uint16)
-_LO4 = (_BYTES & 15).astype(np.uint8)
-_HI4 = (_BYTES >> 4).astype(np.uint8)
-_LO4_F = _LO4.astype(np.float32)
-_HI4_F = _HI4.astype(np.float32)
-_LO4_F_M8 = (_LO4.astype(np.int16) - 8).astype(np.float32)
-_HI4_F_M8 = (_HI4.astype(np.int16) - 8).astype(np.float32)
 # byte of qh -> its 8 bits, each moved to bit 4 (the fifth bit of a 5-bit quant)
 _QH_BITS = (((_BYTES[:, None] >> np.arange(8, dtype=np.uint16)) & 1) << 4).astype(np.uint8)
-_Q5_F = np.arange(32, dtype=np.float32)
-_Q5_F_M16 = _Q5_F - _F(16.0)
 
-_CHUNK = 1 << 14  # blocks per decode chunk: keeps temporaries in cache
+_CHUNK = 1 << 13  # blocks per decode chunk: keeps the small temporaries in L2
 
 
 def _new_out(n_blocks: int) -> np.ndarray:
@@ -62,89 +54,72 @@ def _chunks(n: int):
 
 
 # ------------------------------------------------------------------------------------------------- decoding
+# Per chunk: the quants as one small uint8/int8 (n, 32) array from integer bit operations, then a single
+# float32 multiply (int -> float conversion is exact) writing the output, and the add of ``m`` for _1 types.
+
+
+def _nibbles(qs: np.ndarray, q: np.ndarray) -> None:
+    """q[:, j] = qs[:, j] & 0xF and q[:, j + 16] = qs[:, j] >> 4 (q uint8 (n, 32))."""
+    np.bitwise_and(qs, np.uint8(15), out=q[:, :16])
+    np.right_shift(qs, np.uint8(4), out=q[:, 16:])
+
+
+def _add_high_bits(q: np.ndarray, qh: np.ndarray) -> None:
+    """q |= fifth bits from the 32-bit qh words (n,), any byte order."""
+    qh_bytes = qh.astype("<u4").view(np.uint8).reshape(-1, 4)
+    q |= _QH_BITS[qh_bytes].reshape(-1, QK)
 
 
 @np.errstate(all="ignore")  # inf * 0 and NaN scales are data here, not errors
-def _decode_4bit(blocks: np.ndarray, lo_t: np.ndarray, hi_t: np.ndarray, with_min: bool) -> np.ndarray:
+def _decode(blocks: np.ndarray, bits: int, offset: int, with_min: bool) -> np.ndarray:
     n = blocks.shape[0]
     out = _new_out(n)
     d_all = fp16_to_fp32(blocks["d"])
     m_all = fp16_to_fp32(blocks["m"]) if with_min else None
     qs_all = blocks["qs"]
+    qh_all = blocks["qh"] if bits == 5 else None
+    q_buf = np.empty((min(n, _CHUNK), QK), dtype=np.uint8)
     for s, e in _chunks(n):
         o = out[s:e]
-        qs = np.ascontiguousarray(qs_all[s:e])
-        np.take(lo_t, qs, out=o[:, :16], mode="clip")
-        np.take(hi_t, qs, out=o[:, 16:], mode="clip")
-        o *= d_all[s:e, None]
+        if bits == 8:
+            q = qs_all[s:e]
+        else:
+            q = q_buf[: e - s]
+            _nibbles(qs_all[s:e], q)
+            if bits == 5:
+                _add_high_bits(q, qh_all[s:e])
+            if offset:
+                q = q.view(np.int8)
+                q -= np.int8(offset)
+        np.multiply(q, d_all[s:e, None], out=o, dtype=np.float32, casting="unsafe")
         if with_min:
             o += m_all[s:e, None]
-    return out
-
-
-def _q5_index(qs: np.ndarray, qh: np.ndarray) -> np.ndarray:
-    """5-bit quants (n, 32) as uint8 from qs (n, 16) and the 32-bit qh words (n,) (any byte order)."""
-    n = qs.shape[0]
-    q = np.empty((n, QK), dtype=np.uint8)
-    np.take(_LO4, qs, out=q[:, :16], mode="clip")
-    np.take(_HI4, qs, out=q[:, 16:], mode="clip")
-    qh_bytes = qh.astype("<u4", copy=False).view(np.uint8).reshape(n, 4)
-    q |= _QH_BITS[qh_bytes].reshape(n, QK)
-    return q
-
-
-@np.errstate(all="ignore")  # inf * 0 and NaN scales are data here, not errors
-def _decode_5bit(blocks: np.ndarray, table: np.ndarray, with_min: bool) -> np.ndarray:
-    n = blocks.shape[0]
-    out = _new_out(n)
-    d_all = fp16_to_fp32(blocks["d"])
-    m_all = fp16_to_fp32(blocks["m"]) if with_min else None
-    qs_all = blocks["qs"]
-    qh_all = blocks["qh"]
-    for s, e in _chunks(n):
-        o = out[s:e]
-        q = _q5_index(np.ascontiguousarray(qs_all[s:e]), np.ascontiguousarray(qh_all[s:e]))
-        np.take(table, q, out=o, mode="clip")
-        o *= d_all[s:e, None]
-        if with_min:
-            o += m_all[s:e, None]
-    return out
-
-
-@np.errstate(all="ignore")  # inf * 0 and NaN scales are data here, not errors
-def _decode_8bit(blocks: np.ndarray) -> np.ndarray:
-    n = blocks.shape[0]
-    out = _new_out(n)
-    d_all = fp16_to_fp32(blocks["d"])
-    qs_all = blocks["qs"]
-    for s, e in _chunks(n):
-        np.multiply(qs_all[s:e], d_all[s:e, None], out=out[s:e], dtype=np.float32, casting="unsafe")
     return out
 
 
 def decode_q4_0(blocks: np.ndarray) -> np.ndarray:
-    return _decode_4bit(blocks, _LO4_F_M8, _HI4_F_M8, False)
+    return _decode(blocks, 4, 8, False)
 
 
 def decode_q4_1(blocks: np.ndarray) -> np.ndarray:
-    return _decode_4bit(blocks, _LO4_F, _HI4_F, True)
+    return _decode(blocks, 4, 0, True)
 
 
 def decode_q5_0(blocks: np.ndarray) -> np.ndarray:
-    return _decode_5bit(blocks, _Q5_F_M16, False)
+    return _decode(blocks, 5, 16, False)
 
 
 def decode_q5_1(blocks: np.ndarray) -> np.ndarray:
-    return _decode_5bit(blocks, _Q5_F, True)
+    return _decode(blocks, 5, 0, True)
 
 
 def decode_q8_0(blocks: np.ndarray) -> np.ndarray:
-    return _decode_8bit(blocks)
+    return _decode(blocks, 8, 0, False)
 
 
 def decode_q8_1(blocks: np.ndarray) -> np.ndarray:
     """Not a ggml function: ggml never dequantizes Q8_1.  ``y = d * q`` (the sum field ``s`` is ignored)."""
-    return _decode_8bit(blocks)
+    return _decode(blocks, 8, 0, False)
 
 
 # ------------------------------------------------------------------------------------------------- helpers
