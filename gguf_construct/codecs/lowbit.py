@@ -67,23 +67,26 @@ def nibble_tables(values) -> tuple[bytes, bytes]:
 def decode_nibbles(blocks: np.ndarray, q_offset: int, q_bytes: int, group: int, tables: tuple[bytes, bytes],
                    scales: np.ndarray) -> np.ndarray:
     """Decode 4-bit codes laid out in groups of ``group`` bytes, byte j of a group holding element j (low
-    nibble) and element j + group (high nibble), as ``table[code] * scale`` with one scale per group.
+    nibble) and element j + group (high nibble), as ``float(table[code]) * scale`` with one scale per group.
 
     ``qs`` is the byte range [q_offset, q_offset + q_bytes) of each block; ``scales`` is float32
     (n_blocks, q_bytes // group).  Returns float32 (n_blocks, 2 * q_bytes)."""
     n = blocks.shape[0]
     n_groups = q_bytes // group
     raw = block_bytes(blocks)
-    size = raw.shape[1]
     lo_t, hi_t = tables
-    out = np.empty((n, n_groups, 2, group), dtype=np.float32)
-    sc = scales.reshape(n, n_groups, 1, 1)
+    unit = np.dtype(f"V{group}")  # one group of bytes, moved as a single item
+    out = np.empty((n, n_groups, 2 * group), dtype=np.float32)
+    sc = scales.reshape(n, n_groups, 1)
     for s, e in chunks(n, 2 * q_bytes):
         c = e - s
-        chunk = raw[s:e].tobytes()
+        qs = raw[s:e, q_offset:q_offset + q_bytes].tobytes()
+        v = np.empty((c * n_groups, 2, group), dtype=np.int8)  # per group: low-nibble values, high-nibble values
+        vv = v.view(unit).reshape(c * n_groups, 2)
+        vv[:, 0] = np.frombuffer(qs.translate(lo_t), dtype=unit)
+        vv[:, 1] = np.frombuffer(qs.translate(hi_t), dtype=unit)
         o = out[s:e]
-        o[:, :, 0, :] = translate(chunk, lo_t, (c, size))[:, q_offset:q_offset + q_bytes].reshape(c, n_groups, group)
-        o[:, :, 1, :] = translate(chunk, hi_t, (c, size))[:, q_offset:q_offset + q_bytes].reshape(c, n_groups, group)
+        np.copyto(o.reshape(-1), v.reshape(-1), casting="unsafe")  # one long int8 -> float32 conversion
         o *= sc[s:e]
     return out.reshape(n, 2 * q_bytes)
 
@@ -103,17 +106,20 @@ def nan_safe_abs(x: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------------------------------------------
 
 
-@np.errstate(all="ignore")
+# byte -> for each of its 8 bits (least significant first) the float32 sign mask selecting -d (bit clear) or d
+_Q1_SIGN_MASKS = ((1 - ((np.arange(256)[:, None] >> np.arange(8)) & 1)) << 31).astype(np.uint32)
+
+
 def decode_q1_0(blocks: np.ndarray) -> np.ndarray:
     n = blocks.shape[0]
-    d = fp16_to_fp32(blocks["d"])[:, None]
-    nd = -d
-    raw = block_bytes(blocks)
+    d_bits = fp16_to_fp32(blocks["d"]).view(np.uint32)[:, None]
+    qs = blocks["qs"]
     out = np.empty((n, 128), dtype=np.float32)
+    ob = out.view(np.uint32)
     for s, e in chunks(n, 128):
-        bits = np.unpackbits(raw[s:e, 2:], axis=1, bitorder="little").view(bool)
-        np.copyto(out[s:e], nd[s:e])
-        np.copyto(out[s:e], d[s:e], where=bits)
+        o = ob[s:e]
+        np.take(_Q1_SIGN_MASKS, qs[s:e], axis=0, out=o.reshape(e - s, 16, 8), mode="clip")
+        np.bitwise_xor(o, d_bits[s:e], out=o)  # bit ? d : -d, as a sign flip (exact for NaN too)
     return out
 
 
