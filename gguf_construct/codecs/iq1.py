@@ -207,7 +207,7 @@ def _best_neighbour2(grid: _Grid, codes, xv, wv, sc, xx) -> np.ndarray:
 _MARGIN = np.float32(1 - 2.0 ** -10)
 
 
-def _sequential_pick(sumqx: np.ndarray, sumq2: np.ndarray):
+def _sequential_pick(sumqx: np.ndarray, sumq2: np.ndarray, safe: np.ndarray):
     """ggml's exhaustive split search selection, for (g, c) float32 candidates in ggml's order::
 
         best = -FLT_MAX; sel = -1
@@ -218,27 +218,22 @@ def _sequential_pick(sumqx: np.ndarray, sumq2: np.ndarray):
     Exact, but fast: a candidate whose score ``sumqx^2/sumq2`` is below ``(1 - 2^-10)`` times the best score of
     the candidates before it is rejected whatever happened before (the running ``best`` never falls more than
     a few ulps per accepted candidate below the best score seen), so only the few remaining candidates are
-    replayed in order.  Groups whose values leave the range where that rounding argument holds (non-finite,
-    near overflow or underflow) replay every candidate.
+    replayed in order.  That holds while every product stays a normal float32: ``safe`` (g,) marks groups whose
+    inputs guarantee it (finite values, weight sums within [2^-40, 2^60], weighted |x| sums below 2^40; every
+    ``sumq2`` is then at least 1/64 of the weight sum); the others, and groups whose best score leaves
+    [2^-40, 2^60], replay every candidate.
     """
     g, c = sumqx.shape
-    valid = sumq2 > 0
-    sqx2 = sumqx * sumqx
-    score = np.where(valid, sqx2 / np.where(valid, sumq2, _F32(1)), -np.inf).astype(_F32)
+    score = (sumqx * sumqx) / sumq2
     prev = np.empty_like(score)
     prev[:, 0] = -np.inf
     np.maximum.accumulate(score[:, :-1], axis=1, out=prev[:, 1:])
-    possible = valid & (score > prev * _MARGIN)
-    # groups outside the safe range: replay all valid candidates
-    lo, hi = _F32(2.0 ** -100), _F32(2.0 ** 100)
-    asx = np.abs(sumqx)
-    big = np.where(valid, np.maximum(asx, sumq2), 0).max(axis=1)
-    small_sq2 = np.where(valid, sumq2, np.inf).min(axis=1)
-    small_sx = np.where(valid & (asx > 0), asx, np.inf).min(axis=1)
-    fin = np.isfinite(np.where(valid, sumqx, 0)).all(axis=1) & np.isfinite(np.where(valid, sumq2, 0)).all(axis=1)
-    unsafe = ~fin | (big > hi) | (small_sq2 < lo) | (small_sx < lo)
-    if unsafe.any():
-        possible[unsafe] = valid[unsafe]
+    top = np.maximum(prev[:, -1], score[:, -1])
+    ok = safe & (top >= _F32(2.0 ** -40)) & (top <= _F32(2.0 ** 60))
+    prev *= _MARGIN
+    possible = score > prev
+    if not ok.all():
+        possible[~ok] = True  # the replay checks sumq2 > 0 itself
     counts = possible.sum(axis=1)
     order = np.argsort(-counts, kind="stable")
     counts_sorted = counts[order]
@@ -269,6 +264,15 @@ def _sequential_pick(sumqx: np.ndarray, sumq2: np.ndarray):
             sel_sorted[a] = pad_c[k, a]
     sel[order] = sel_sorted
     return sel
+
+
+def _safe_groups(xs: np.ndarray, ws: np.ndarray) -> np.ndarray:
+    """Groups for which :func:`_sequential_pick` may prune (see there), from values and weights (g, n)."""
+    wx = np.abs(ws.astype(np.float64) * xs)
+    sw = ws.sum(axis=1, dtype=np.float64)
+    sax = wx.sum(axis=1)
+    fin = np.isfinite(sax) & np.isfinite(sw)
+    return fin & (sw >= 2.0 ** -40) & (sw <= 2.0 ** 60) & (sax <= 2.0 ** 40) & (ws >= 0).all(axis=1)
 
 
 def _stable_sort(x: np.ndarray):
@@ -375,7 +379,7 @@ def encode_iq1_s(rows: np.ndarray, imatrix) -> np.ndarray:
                 for s, v in enumerate((x_p, x_m)):
                     sqx[:, :, s] = (a * v[0] + bb * v[1]) + cc * v[2]
                     sq2[:, :, s] = ((aw * v[0]) * v[0] + (bw * v[1]) * v[1]) + (cw * v[2]) * v[2]
-                sel = _sequential_pick(sqx.reshape(n, -1), sq2.reshape(n, -1))
+                sel = _sequential_pick(sqx.reshape(n, -1), sq2.reshape(n, -1), _safe_groups(xs, ws))
                 ok = sel >= 0
                 sel_c = np.maximum(sel, 0)
                 pair, sh = sel_c // 2, sel_c % 2
@@ -480,7 +484,7 @@ def encode_iq1_m(rows: np.ndarray, imatrix) -> np.ndarray:
                     sqx[:, :, k] = a0[:, 0] + a1[:, 1]
                 for k, (a0, a1) in enumerate(((q2_p, q2_p), (q2_p, q2_m), (q2_m, q2_p), (q2_m, q2_m))):
                     sq2[:, :, k] = a0[:, 0] + a1[:, 1]
-                sel = _sequential_pick(sqx.reshape(n, -1), sq2.reshape(n, -1))
+                sel = _sequential_pick(sqx.reshape(n, -1), sq2.reshape(n, -1), _safe_groups(xs, ws))
                 ok = sel >= 0
                 sel_c = np.maximum(sel, 0)
                 pair, best_k = sel_c // 4, sel_c % 4

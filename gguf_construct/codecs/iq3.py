@@ -156,6 +156,17 @@ class _Grid:
         self.nb_count = count
         self.nb_start = start
         self.nb_flat = cols.astype(np.int32)
+        # padded form for the search: nb_pad (4096, K) grid indices, nb_off (4096, K, 4) term offsets
+        # i * 8 + level_i of each neighbour (32 = the +inf padding term)
+        kmax = int(count.max())
+        rank = np.arange(rows.shape[0]) - np.repeat(start[off], count[off])
+        pad = np.zeros((4096, kmax), dtype=np.int32)
+        pad[off[rows], rank] = cols
+        nb_off = np.full((4096, kmax, 4), 32, dtype=np.intp)
+        nb_off[off[rows], rank] = np.arange(4) * 8 + levels[cols]
+        self.nb_pad = pad
+        self.nb_off = nb_off
+        self.buckets = tuple(b for b in (4, 8, 16) if b < kmax) + (kmax,)
 
 
 @functools.lru_cache(maxsize=None)
@@ -167,24 +178,39 @@ def _best_neighbour(grid: _Grid, codes: np.ndarray, xv: np.ndarray, wv: np.ndarr
     """``iq3_find_best_neighbour`` for m off-grid points at once: codes (m,), xv/wv (m, 4), sc (m,) float32.
 
     Returns the grid index minimising ``sum_i (w_i * diff_i) * diff_i`` (``diff = sc * q - x``, accumulated in
-    order) over the code's neighbour list; the first one wins ties."""
+    order) over the code's neighbour list; the first one wins ties.  The 32 possible terms of each point
+    (4 weights x 8 levels) are computed once; each neighbour then costs four lookups and three additions."""
     m = codes.shape[0]
     if m == 0:
         return np.zeros(0, dtype=np.int32)
-    counts = grid.nb_count[codes]
-    ends = np.cumsum(counts)
-    seg = ends - counts  # first flat position of each point
-    total = int(ends[-1])
-    qi = np.repeat(np.arange(m), counts)
-    pos = np.arange(total) - np.repeat(seg, counts)
-    cand = grid.nb_flat[np.repeat(grid.nb_start[codes], counts) + pos]
-    diff = sc[qi, None] * grid.q[cand] - xv[qi]  # (total, 4)
-    t = (wv[qi] * diff) * diff
-    d2 = ((t[:, 0] + t[:, 1]) + t[:, 2]) + t[:, 3]
-    d2[np.isnan(d2)] = np.inf
-    mins = np.minimum.reduceat(d2, seg)
-    first = np.minimum.reduceat(np.where(d2 == mins[qi], np.arange(total), total), seg)
-    return cand[np.minimum(first, total - 1)]
+    diff = sc[:, None, None] * _LEVEL_Q[None, None, :] - xv[:, :, None]  # (m, 4, 8)
+    terms = np.empty((m, 33), dtype=_F32)
+    terms[:, :32] = ((wv[:, :, None] * diff) * diff).reshape(m, 32)
+    terms[:, 32] = np.inf  # padding entries
+    terms = terms.reshape(-1)
+    out = np.empty(m, dtype=np.int32)
+    cnt = grid.nb_count[codes]
+    lo = 0
+    for hi in grid.buckets:  # pad each point's list to its bucket's width
+        sel = np.flatnonzero((cnt > lo) & (cnt <= hi)) if lo or hi < grid.nb_pad.shape[1] else None
+        lo = hi
+        u = codes if sel is None else codes[sel]
+        if u.size == 0:
+            continue
+        base = (np.arange(m) if sel is None else sel) * 33
+        off = grid.nb_off[u, :hi] + base[:, None, None]  # (s, hi, 4)
+        t = terms.take(off)
+        d2 = ((t[..., 0] + t[..., 1]) + t[..., 2]) + t[..., 3]
+        d2[np.isnan(d2)] = np.inf
+        j = np.argmin(d2, axis=1)
+        res = grid.nb_pad[u, j]
+        if sel is None:
+            return res
+        out[sel] = res
+    return out
+
+
+_LEVEL_Q = (2 * np.arange(_KMAX_Q) + 1).astype(_F32)
 
 
 def _levels_to_codes(lev: np.ndarray) -> np.ndarray:
