@@ -77,6 +77,13 @@ def _encode_int(name: str, dtype: np.dtype, rows) -> np.ndarray:
         return _as_blocks(name, rows.astype(dtype).reshape(-1))
     if rows.dtype.kind == "b":
         return _as_blocks(name, rows.astype(dtype).reshape(-1))
+    if rows.dtype.kind == "O":  # Python ints of any size
+        flat = rows.reshape(-1)
+        if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in flat):
+            raise TypeError(f"{name}: object arrays must hold integers")
+        if flat.size and (min(flat) < info.min or max(flat) > info.max):
+            raise ValueError(f"{name}: values outside [{info.min}, {info.max}]")
+        return _as_blocks(name, np.array([int(v) for v in flat], dtype=dtype))
     if rows.dtype.kind != "f":
         raise TypeError(f"{name}: cannot encode values of dtype {rows.dtype}")
     flat = rows.reshape(-1)
