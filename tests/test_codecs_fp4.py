@@ -1,0 +1,211 @@
+"""MXFP4 and NVFP4 codecs (module ``fp4``): bit-exactness against ggml and basic properties.
+
+Ground truth is ggml's own C code:
+
+* ``../shared/golden/<id>_<name>.npz``: the project-wide reference vectors (skipped when absent);
+* ``tests/golden/39_mxfp4.npz``, ``40_nvfp4.npz``: small cases committed with the repository (6 rows x 256
+  values: normal, heavy-tailed with zeros, exact grid ties, NaN/inf among tiny values, zero/tiny/huge blocks,
+  signalling NaNs; random raw blocks, i.e. every E8M0 / UE4M3 scale byte is possible), made with a ctypes
+  wrapper around libggml-base 0.25.3 (``ggml_quantize_chunk``, ``dequantize_row_*``).  ggml ignores the
+  importance matrix for both types.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gguf_construct import codecs, spec
+from gguf_construct.codecs import fp4
+
+TYPES = {39: "mxfp4", 40: "nvfp4"}
+NAMES = [n.upper() for n in TYPES.values()]
+CODEC = {n: "fp4" for n in NAMES}
+# max |decode(encode(x)) - x| and RMS error per block, relative to the block's max |x|
+MAX_ERR = {"MXFP4": 0.3, "NVFP4": 0.25}
+RMS_ERR = {"MXFP4": 0.15, "NVFP4": 0.12}
+
+SHARED_GOLDEN = Path(__file__).resolve().parents[2] / "shared" / "golden"
+LOCAL_GOLDEN = Path(__file__).resolve().parent / "golden"
+
+
+def _assert_same(actual, expected, what: str) -> None:
+    """Bit-identical arrays (float32 compared as bits, any NaN equal to any NaN)."""
+    actual = np.ascontiguousarray(actual)
+    expected = np.ascontiguousarray(expected)
+    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
+    if actual.dtype == np.float32:
+        same = (actual.view(np.uint32) == expected.view(np.uint32)) | (np.isnan(actual) & np.isnan(expected))
+    else:
+        same = actual == expected
+    if not same.all():
+        bad = np.argwhere(~same)
+        raise AssertionError(f"{what}: {len(bad)} mismatches, first at {bad[0].tolist()}")
+
+
+def _check_golden(path: Path, name: str) -> None:
+    g = np.load(path)
+    rows = g["x"].shape[0]
+    with np.errstate(all="ignore"):
+        for key in ("q", "q_imat", "raw"):
+            if key in g.files:
+                got = codecs.dequantize(name, g[key].tobytes()).reshape(g[key].shape[0], -1)
+                _assert_same(got, g["deq_" + key], f"{path.name} deq_{key}")
+        got = np.frombuffer(codecs.quantize(name, g["x"]), np.uint8).reshape(rows, -1)
+        _assert_same(got, g["q"], f"{path.name} q")
+        # with the importance matrix: q_imat where ggml uses it, otherwise ggml ignores it and gives q
+        want = g["q_imat"] if "q_imat" in g.files else g["q"]
+        got = np.frombuffer(codecs.quantize(name, g["x"], imatrix=g["imatrix"]), np.uint8).reshape(rows, -1)
+        _assert_same(got, want, f"{path.name} q_imat")
+
+
+@pytest.mark.parametrize("type_id", sorted(TYPES))
+def test_shared_golden(type_id):
+    path = SHARED_GOLDEN / f"{type_id}_{TYPES[type_id]}.npz"
+    if not path.is_file():
+        pytest.skip(f"{path} not present")
+    _check_golden(path, TYPES[type_id].upper())
+
+
+@pytest.mark.parametrize("type_id", sorted(TYPES))
+def test_committed_golden(type_id):
+    _check_golden(LOCAL_GOLDEN / f"{type_id}_{TYPES[type_id]}.npz", TYPES[type_id].upper())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_sizes_follow_spec(name):
+    t = codecs.type_spec(name)
+    assert t.codec == CODEC[name]
+    assert codecs.block_dtype(name).itemsize == t.type_size
+    assert codecs.block_dtype(name, "big").itemsize == t.type_size
+    assert codecs.has_decoder(name) and codecs.has_encoder(name)
+    assert t.extra.get("decode"), "spec gives a decode formula"
+    x = np.linspace(-1, 1, 3 * 512, dtype=np.float32).reshape(3, 512)
+    raw = codecs.quantize(name, x)
+    n_blocks = 3 * 512 // t.block_size
+    assert len(raw) == n_blocks * t.type_size
+    assert codecs.decode_blocks(name, raw).shape == (n_blocks, t.block_size)
+    assert codecs.decode_blocks(name, raw).dtype == np.float32
+    assert codecs.dequantize(name, raw).shape == (3 * 512,)
+    assert codecs.dequantize(name, b"").shape == (0,)
+    with pytest.raises(ValueError):
+        codecs.dequantize(name, raw[:-1])
+
+
+@pytest.mark.parametrize("name", NAMES)
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n_blocks=st.integers(1, 40))
+def test_big_endian_blocks_decode_the_same(name, seed, n_blocks):
+    rng = np.random.default_rng(seed)
+    t = codecs.type_spec(name)
+    raw = rng.integers(0, 256, n_blocks * t.type_size, dtype=np.uint8).tobytes()
+    swapped = codecs.swap_blocks(name, raw, "little", "big")
+    with np.errstate(all="ignore"):
+        _assert_same(codecs.dequantize(name, swapped, byte_order="big"), codecs.dequantize(name, raw), name)
+    x = rng.normal(size=(2, 512)).astype(np.float32)
+    little = codecs.quantize(name, x)
+    assert codecs.quantize(name, x, byte_order="big") == codecs.swap_blocks(name, little, "little", "big")
+
+
+@st.composite
+def _rows(draw, block: int = 256):
+    """A few rows of float32 values whose blocks have max |x| within [1, 1000], and an importance matrix."""
+    seed = draw(st.integers(0, 2**32 - 1))
+    kind = draw(st.sampled_from(("normal", "heavy", "offset", "sparse", "negative", "uniform")))
+    n_rows = draw(st.integers(1, 3))
+    cols = 256 * draw(st.integers(1, 2))
+    scale = draw(st.floats(1.0, 1000.0))
+    rng = np.random.default_rng(seed)
+    shape = (n_rows, cols)
+    if kind == "normal":
+        x = rng.normal(size=shape)
+    elif kind == "heavy":
+        x = rng.standard_t(1.5, size=shape)
+    elif kind == "offset":
+        x = rng.uniform(-1, 1, shape) + rng.uniform(-4, 4)
+    elif kind == "sparse":
+        x = np.where(rng.random(shape) < 0.8, 0.0, rng.normal(size=shape))
+        x[:, ::block] = 1.0
+    elif kind == "negative":
+        x = -rng.exponential(size=shape)
+    else:
+        x = rng.uniform(-1, 1, shape)
+    blocks = x.reshape(-1, block)
+    blocks /= np.abs(blocks).max(axis=1, keepdims=True)
+    return (x * scale).astype(np.float32), rng.uniform(0.1, 10.0, cols).astype(np.float32)
+
+
+def _check_error_bound(name, x, imatrix):
+    bs = codecs.type_spec(name).block_size
+    for imat in (None, imatrix):
+        y = codecs.dequantize(name, codecs.quantize(name, x, imatrix=imat)).reshape(-1, bs)
+        xb = x.reshape(-1, bs).astype(np.float64)
+        err = np.abs(y - xb)
+        amax = np.abs(xb).max(axis=1)
+        assert np.all(err.max(axis=1) <= MAX_ERR[name] * amax), (name, imat is not None)
+        assert np.all(np.sqrt((err ** 2).mean(axis=1)) <= RMS_ERR[name] * amax), (name, imat is not None)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_roundtrip_error_bound(name, data):
+    x, imatrix = data.draw(_rows(codecs.type_spec(name).block_size))
+    _check_error_bound(name, x, imatrix)
+
+
+def _grid_blocks(name, rng, n):
+    """Random canonical blocks that re-encode to themselves: every scale group holds a +-6 (code 7 or 15) so the
+    scale is recovered, no code 8 (-0, which re-encodes as +0), scales away from the subnormal/overflow ends."""
+    blocks = np.zeros(n, dtype=codecs.block_dtype(name))
+    codes = rng.choice([c for c in range(16) if c != 8], size=(n, 2 * blocks["qs"].shape[1])).astype(np.uint8)
+    group = 32 if name == "MXFP4" else 16
+    g = codes.reshape(n, -1, group)
+    g[:, :, 0] = rng.choice([7, 15], size=g.shape[:2])
+    half = group // 2
+    g = g.reshape(-1, 2, half)
+    blocks["qs"] = (g[:, 0, :] | (g[:, 1, :] << 4)).reshape(n, -1)
+    if name == "MXFP4":
+        blocks["e"] = rng.integers(10, 245, n)
+    else:
+        blocks["d"] = rng.choice(np.r_[1:0x78, 0x7E], (n, 4))  # what fp32_to_ue4m3 can produce
+    return blocks
+
+
+@pytest.mark.parametrize("name", NAMES)
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_reencode_is_identity(name, seed):
+    blocks = _grid_blocks(name, np.random.default_rng(seed), 16)
+    y = codecs.dequantize(name, blocks.tobytes())
+    assert codecs.quantize(name, y.reshape(2, -1)) == blocks.tobytes()
+
+
+def test_e8m0_half():
+    e = np.arange(256, dtype=np.uint8)
+    got = fp4.e8m0_half(e).astype(np.float64)
+    assert np.array_equal(got, np.ldexp(1.0, e.astype(np.int64) - 128))
+
+
+def test_ue4m3_table_and_encoder():
+    table = spec.table("ue4m3_half")
+    assert table[0] == 0 and table[0x7F] == 0 and table[0x80] == 0 and table[0x7E] == 224 and table[0xFF] == 240
+    assert table[1] == 2.0 ** -10 and table[8] == 2.0 ** -7  # subnormal man*2^-9, first normal 2^-6, halved
+    # encoding a decoded (doubled) value gives the byte back for every byte the encoder can produce: exponent 15
+    # saturates to 0x7E (448), so 0x78..0x7D never come out
+    b = np.r_[1:0x78, 0x7E].astype(np.uint8)
+    assert np.array_equal(fp4.fp32_to_ue4m3(table[b] * np.float32(2)), b)
+    assert np.all(fp4.fp32_to_ue4m3(table[0x78:0x7E] * np.float32(2)) == 0x7E)
+    x = np.array([0, -1, np.nan, np.inf, 1e9, 448, 449, 2.0 ** -10, 2.0 ** -12], dtype=np.float32)
+    assert fp4.fp32_to_ue4m3(x).tolist() == [0, 0, 0, 0x7E, 0x7E, 0x7E, 0x7E, 1, 0]  # 2^-10 * 512 + 0.5 -> 1
+
+
+def test_imatrix_is_ignored():
+    x = np.random.default_rng(3).normal(size=(2, 256)).astype(np.float32)
+    imatrix = np.random.default_rng(4).uniform(0, 5, 256).astype(np.float32)
+    for name in NAMES:
+        assert codecs.quantize(name, x, imatrix=imatrix) == codecs.quantize(name, x)
