@@ -1,0 +1,230 @@
+"""Q1_0, Q2_0 (module ``lowbit``) and TQ1_0, TQ2_0 (module ``ternary``) codecs: bit-exactness against ggml
+and basic properties.
+
+Ground truth is ggml's own C code:
+
+* ``../shared/golden/<id>_<name>.npz``: the project-wide reference vectors (skipped when absent);
+* ``tests/golden/{34_tq1_0,35_tq2_0,41_q1_0,42_q2_0}.npz``: small cases committed with the repository (6 rows x
+  256 values: normal, heavy-tailed with zeros, exact ties, NaN/inf among tiny values -- including a NaN as the
+  last value of a block, which ggml's ternary MAX() idiom lets through --, zero/tiny/huge blocks, signalling
+  NaNs; random raw blocks, some with NaN/inf/subnormal fp16 scales), made with a ctypes wrapper around
+  libggml-base 0.25.3 (``ggml_quantize_chunk``, ``dequantize_row_*``).  ggml ignores the importance matrix for
+  all four types.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gguf_construct import codecs
+
+TYPES = {34: "tq1_0", 35: "tq2_0", 41: "q1_0", 42: "q2_0"}
+NAMES = [n.upper() for n in TYPES.values()]
+CODEC = {"TQ1_0": "ternary", "TQ2_0": "ternary", "Q1_0": "lowbit", "Q2_0": "lowbit"}
+# max |decode(encode(x)) - x| and RMS error per block, relative to the block's max |x| (Q1_0: see its own test)
+MAX_ERR = {"TQ1_0": 0.51, "TQ2_0": 0.51, "Q2_0": 0.51}
+RMS_ERR = {"TQ1_0": 0.36, "TQ2_0": 0.36, "Q2_0": 0.36}
+
+SHARED_GOLDEN = Path(__file__).resolve().parents[2] / "shared" / "golden"
+LOCAL_GOLDEN = Path(__file__).resolve().parent / "golden"
+
+
+def _assert_same(actual, expected, what: str) -> None:
+    """Bit-identical arrays (float32 compared as bits, any NaN equal to any NaN)."""
+    actual = np.ascontiguousarray(actual)
+    expected = np.ascontiguousarray(expected)
+    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
+    if actual.dtype == np.float32:
+        same = (actual.view(np.uint32) == expected.view(np.uint32)) | (np.isnan(actual) & np.isnan(expected))
+    else:
+        same = actual == expected
+    if not same.all():
+        bad = np.argwhere(~same)
+        raise AssertionError(f"{what}: {len(bad)} mismatches, first at {bad[0].tolist()}")
+
+
+def _check_golden(path: Path, name: str) -> None:
+    g = np.load(path)
+    rows = g["x"].shape[0]
+    with np.errstate(all="ignore"):
+        for key in ("q", "q_imat", "raw"):
+            if key in g.files:
+                got = codecs.dequantize(name, g[key].tobytes()).reshape(g[key].shape[0], -1)
+                _assert_same(got, g["deq_" + key], f"{path.name} deq_{key}")
+        got = np.frombuffer(codecs.quantize(name, g["x"]), np.uint8).reshape(rows, -1)
+        _assert_same(got, g["q"], f"{path.name} q")
+        # with the importance matrix: q_imat where ggml uses it, otherwise ggml ignores it and gives q
+        want = g["q_imat"] if "q_imat" in g.files else g["q"]
+        got = np.frombuffer(codecs.quantize(name, g["x"], imatrix=g["imatrix"]), np.uint8).reshape(rows, -1)
+        _assert_same(got, want, f"{path.name} q_imat")
+
+
+@pytest.mark.parametrize("type_id", sorted(TYPES))
+def test_shared_golden(type_id):
+    path = SHARED_GOLDEN / f"{type_id}_{TYPES[type_id]}.npz"
+    if not path.is_file():
+        pytest.skip(f"{path} not present")
+    _check_golden(path, TYPES[type_id].upper())
+
+
+@pytest.mark.parametrize("type_id", sorted(TYPES))
+def test_committed_golden(type_id):
+    _check_golden(LOCAL_GOLDEN / f"{type_id}_{TYPES[type_id]}.npz", TYPES[type_id].upper())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_sizes_follow_spec(name):
+    t = codecs.type_spec(name)
+    assert t.codec == CODEC[name]
+    assert codecs.block_dtype(name).itemsize == t.type_size
+    assert codecs.block_dtype(name, "big").itemsize == t.type_size
+    assert codecs.has_decoder(name) and codecs.has_encoder(name)
+    assert t.extra.get("decode"), "spec gives a decode formula"
+    x = np.linspace(-1, 1, 3 * 512, dtype=np.float32).reshape(3, 512)
+    raw = codecs.quantize(name, x)
+    n_blocks = 3 * 512 // t.block_size
+    assert len(raw) == n_blocks * t.type_size
+    assert codecs.decode_blocks(name, raw).shape == (n_blocks, t.block_size)
+    assert codecs.decode_blocks(name, raw).dtype == np.float32
+    assert codecs.dequantize(name, raw).shape == (3 * 512,)
+    assert codecs.dequantize(name, b"").shape == (0,)
+    with pytest.raises(ValueError):
+        codecs.dequantize(name, raw[:-1])
+
+
+@pytest.mark.parametrize("name", NAMES)
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n_blocks=st.integers(1, 40))
+def test_big_endian_blocks_decode_the_same(name, seed, n_blocks):
+    rng = np.random.default_rng(seed)
+    t = codecs.type_spec(name)
+    raw = rng.integers(0, 256, n_blocks * t.type_size, dtype=np.uint8).tobytes()
+    swapped = codecs.swap_blocks(name, raw, "little", "big")
+    with np.errstate(all="ignore"):
+        _assert_same(codecs.dequantize(name, swapped, byte_order="big"), codecs.dequantize(name, raw), name)
+    x = rng.normal(size=(2, 512)).astype(np.float32)
+    little = codecs.quantize(name, x)
+    assert codecs.quantize(name, x, byte_order="big") == codecs.swap_blocks(name, little, "little", "big")
+
+
+@st.composite
+def _rows(draw, block: int = 256):
+    """A few rows of float32 values whose blocks have max |x| within [1, 1000], and an importance matrix."""
+    seed = draw(st.integers(0, 2**32 - 1))
+    kind = draw(st.sampled_from(("normal", "heavy", "offset", "sparse", "negative", "uniform")))
+    n_rows = draw(st.integers(1, 3))
+    cols = 256 * draw(st.integers(1, 2))
+    scale = draw(st.floats(1.0, 1000.0))
+    rng = np.random.default_rng(seed)
+    shape = (n_rows, cols)
+    if kind == "normal":
+        x = rng.normal(size=shape)
+    elif kind == "heavy":
+        x = rng.standard_t(1.5, size=shape)
+    elif kind == "offset":
+        x = rng.uniform(-1, 1, shape) + rng.uniform(-4, 4)
+    elif kind == "sparse":
+        x = np.where(rng.random(shape) < 0.8, 0.0, rng.normal(size=shape))
+        x[:, ::block] = 1.0
+    elif kind == "negative":
+        x = -rng.exponential(size=shape)
+    else:
+        x = rng.uniform(-1, 1, shape)
+    blocks = x.reshape(-1, block)
+    blocks /= np.abs(blocks).max(axis=1, keepdims=True)
+    return (x * scale).astype(np.float32), rng.uniform(0.1, 10.0, cols).astype(np.float32)
+
+
+def _check_error_bound(name, x, imatrix):
+    bs = codecs.type_spec(name).block_size
+    for imat in (None, imatrix):
+        y = codecs.dequantize(name, codecs.quantize(name, x, imatrix=imat)).reshape(-1, bs)
+        xb = x.reshape(-1, bs).astype(np.float64)
+        err = np.abs(y - xb)
+        amax = np.abs(xb).max(axis=1)
+        assert np.all(err.max(axis=1) <= MAX_ERR[name] * amax), (name, imat is not None)
+        assert np.all(np.sqrt((err ** 2).mean(axis=1)) <= RMS_ERR[name] * amax), (name, imat is not None)
+
+
+@pytest.mark.parametrize("name", sorted(MAX_ERR))
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_roundtrip_error_bound(name, data):
+    x, imatrix = data.draw(_rows(codecs.type_spec(name).block_size))
+    _check_error_bound(name, x, imatrix)
+
+
+@settings(max_examples=15, deadline=None)
+@given(data=_rows(128))
+def test_q1_0_is_sign_times_mean_abs(data):
+    x, _ = data
+    y = codecs.dequantize("Q1_0", codecs.quantize("Q1_0", x)).reshape(-1, 128)
+    xb = x.reshape(-1, 128)
+    d = np.abs(xb).astype(np.float64).mean(axis=1).astype(np.float16).astype(np.float32)
+    assert np.allclose(np.abs(y), d[:, None], rtol=2e-3, atol=0)
+    assert np.array_equal(y >= 0, xb >= 0)
+
+
+def _codes_blocks(name, rng, n):
+    """Random blocks that re-encode to themselves: codes -1/0/+1 only (never +2), at least one nonzero per block,
+    positive normal fp16 scales."""
+    t = codecs.type_spec(name)
+    trits = rng.integers(-1, 2, (n, t.block_size)).astype(np.float32)
+    trits[:, rng.integers(0, t.block_size)] = rng.choice([-1.0, 1.0])
+    d = np.exp(rng.uniform(-8, 8, (n, 1))).astype(np.float16).astype(np.float32)
+    return codecs.quantize(name, (trits * d).reshape(1, -1))
+
+
+@pytest.mark.parametrize("name", NAMES)
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_reencode_is_identity(name, seed):
+    rng = np.random.default_rng(seed)
+    if name == "Q1_0":
+        blocks = np.zeros(8, dtype=codecs.block_dtype(name))
+        blocks["d"] = np.exp(rng.uniform(-8, 8, 8)).astype(np.float16)
+        blocks["qs"] = rng.integers(0, 256, blocks["qs"].shape)
+        q = blocks.tobytes()
+    else:
+        q = _codes_blocks(name, rng, 8)
+    y = codecs.dequantize(name, q)
+    assert codecs.quantize(name, y.reshape(1, -1)) == q
+
+
+def test_tq1_0_trit_packing():
+    """Each qs byte packs five trits as ceil(q * 256 / 243); all 243 values decode back to their digits."""
+    trits = np.array([[(v // 3 ** (4 - k)) % 3 for k in range(5)] for v in range(243)]) - 1  # (243, 5)
+    x = np.zeros((243, 256), dtype=np.float32)
+    x[:, 0:160:32] = trits  # weights 0, 32, 64, 96, 128 -> byte 0, digits most significant first
+    x[:, 255] = 1.0  # fixes the scale at 1
+    q = np.frombuffer(codecs.quantize("TQ1_0", x), dtype=codecs.block_dtype("TQ1_0"))
+    v = np.arange(243)
+    assert np.array_equal(q["qs"][:, 0], (v * 256 + 242) // 243)
+    y = codecs.dequantize("TQ1_0", q.tobytes()).reshape(243, 256)
+    assert np.array_equal(y, x)
+
+
+def test_imatrix_is_ignored():
+    x = np.random.default_rng(3).normal(size=(2, 256)).astype(np.float32)
+    imatrix = np.random.default_rng(4).uniform(0, 5, 256).astype(np.float32)
+    for name in NAMES:
+        assert codecs.quantize(name, x, imatrix=imatrix) == codecs.quantize(name, x)
+
+
+def test_ternary_nan_resets_the_running_max():
+    """ggml's amax = MAX(amax, fabsf(v)) takes fabsf(v) whenever amax is NaN: the scale is the largest magnitude
+    after the last NaN (and NaN when the block ends with one)."""
+    x = np.zeros((2, 256), dtype=np.float32)
+    x[:, 3] = 100.0
+    x[:, 10] = np.nan
+    x[:, 20] = 2.0
+    x[1, 255] = np.nan
+    for name in ("TQ1_0", "TQ2_0"):
+        q = np.frombuffer(codecs.quantize(name, x), dtype=codecs.block_dtype(name))
+        assert q["d"][0] == 2.0
+        assert np.isnan(q["d"][1])
