@@ -1,0 +1,72 @@
+"""Fuzzing GGUF readers against the spec: ``gguf-construct fuzz --target TARGET``.
+
+The runner (:mod:`~gguf_construct.fuzzing.runner`) generates valid and labelled-invalid files, runs the target
+on each (isolated in a subprocess with a timeout and a memory limit), and compares with the oracle
+(:mod:`~gguf_construct.fuzzing.oracle`: the checker's verdict under the chosen profile, and our decoded values
+for files it accepts).  Disagreements are counted per class — false accepts, false rejects, crashes, hangs,
+value mismatches — minimised by delta debugging and written to ``--out`` as ``.gguf`` reproducers plus
+``summary.json``.
+
+Targets (:mod:`~gguf_construct.fuzzing.targets`): ``gguf-py``, ``cmd:TEMPLATE`` (``{file}`` is the path),
+``python:module:function``.
+
+The answer shape
+----------------
+A target that accepts a file may print (``cmd:``) or return (``python:``) one JSON object; its values are then
+compared with ours.  Every member is optional; types are names (as in spec/gguf.yaml and spec/tensor_types) or
+numeric ids::
+
+    {"metadata": [
+        {"key": "general.architecture", "type": "STRING", "value": "llama"},
+        {"key": "llama.context_length", "type": "UINT32", "value": 4096},
+        {"key": "tokenizer.ggml.scores", "type": "ARRAY", "item_type": "FLOAT32", "value": [0.0, -1.5]}],
+     "tensors": [
+        {"name": "token_embd.weight", "type": "Q4_K", "shape": [4096, 32000], "offset": 0}]}
+
+``shape`` is in ggml order (ne[0] first), ``offset`` relative to the data section.  Floats that JSON cannot
+hold are the strings "nan", "inf", "-inf"; bools are true/false (or 0/1).  A key without ``value`` has only its
+type compared.  This is the shape of ``gguf-construct dump --json`` (header members are ignored).
+"""
+
+from __future__ import annotations
+
+import sys
+
+__all__ = ["add_cli", "cli_main"]
+
+
+def cli_main(args) -> int:
+    """Run ``gguf-construct fuzz`` with parsed arguments; exit 1 when the target disagrees with the oracle."""
+    from .runner import run
+    from .targets import make_target
+
+    try:
+        target = make_target(args.target, timeout=args.timeout, memory=args.memory << 20)
+    except ValueError as exc:
+        print(f"gguf-construct fuzz: {exc}", file=sys.stderr)
+        return 2
+    results = run(target, count=args.count, seed=args.seed, profile=args.profile, out_dir=args.out,
+                  minimize=not args.no_minimize)
+    print(results.table())
+    if args.out:
+        print(f"reproducers and summary.json in {args.out}")
+    return 1 if results.findings else 0
+
+
+def add_cli(subparsers) -> None:
+    """Register the ``fuzz`` sub-command on the main command line's sub-parsers."""
+    p = subparsers.add_parser("fuzz", help="differential fuzzing of a GGUF reader against the spec",
+                              description="Generate valid and invalid GGUF files, run TARGET on each and report "
+                                          "where it disagrees with the spec (false accepts/rejects, crashes, "
+                                          "hangs, wrong values), with minimised reproducers.")
+    p.add_argument("--target", required=True,
+                   help="gguf-py | cmd:'PROGRAM ARGS {file}' | python:module:function")
+    p.add_argument("--count", type=int, default=1000, help="files to generate (default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (runs are reproducible)")
+    p.add_argument("--profile", choices=("spec", "ggml"), default="spec",
+                   help="oracle verdicts: the spec's (default) or ggml's reader's")
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds per file before a hang is declared")
+    p.add_argument("--memory", type=int, default=2048, help="memory limit of the target in MiB (RLIMIT_AS)")
+    p.add_argument("--out", help="directory for reproducers (.gguf) and summary.json")
+    p.add_argument("--no-minimize", action="store_true", help="keep reproducers as generated")
+    p.set_defaults(func=cli_main)

@@ -1,0 +1,134 @@
+"""Fuzzing results: findings, the summary table, reproducer files and the JSON summary."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from dataclasses import asdict, dataclass, field
+
+__all__ = ["CLASSES", "Finding", "Results", "ProgressBar"]
+
+CLASSES = ("false_accept", "false_reject", "crash", "hang", "value_mismatch")
+_TITLES = {"false_accept": "false accepts", "false_reject": "false rejects", "crash": "crashes", "hang": "hangs",
+           "value_mismatch": "value mismatches"}
+
+
+@dataclass
+class Finding:
+    """One disagreement between the target and the oracle."""
+
+    kind: str  # one of CLASSES
+    signature: str  # what makes two findings the same bug
+    detail: str
+    oracle_rules: list[str]
+    mutation: str
+    size: int
+    data: bytes = field(repr=False, default=b"")
+    minimized: bytes | None = field(repr=False, default=None)
+    diffs: list[dict] = field(default_factory=list)
+    file: str | None = None
+    count: int = 1  # generated files with the same signature
+
+    def to_dict(self) -> dict:
+        """JSON data (without the bytes)."""
+        out = asdict(self)
+        out.pop("data")
+        out.pop("minimized")
+        out["minimized_size"] = len(self.minimized) if self.minimized is not None else None
+        return out
+
+
+@dataclass
+class Results:
+    """Everything one run found."""
+
+    target: str
+    profile: str
+    seed: int
+    generated: int = 0
+    valid: int = 0
+    seconds: float = 0.0
+    per_class: dict = field(default_factory=lambda: {c: 0 for c in CLASSES})
+    findings: dict = field(default_factory=dict)  # signature -> Finding (first seen)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, f: Finding) -> bool:
+        """Count ``f``; True when its signature is new."""
+        self.per_class[f.kind] += 1
+        if f.signature in self.findings:
+            self.findings[f.signature].count += 1
+            return False
+        self.findings[f.signature] = f
+        return True
+
+    def write(self, out_dir: str) -> str:
+        """Write one ``.gguf`` reproducer per distinct finding and ``summary.json``; return the summary path."""
+        os.makedirs(out_dir, exist_ok=True)
+        for f in self.findings.values():
+            data = f.minimized if f.minimized is not None else f.data
+            digest = hashlib.sha1(data).hexdigest()[:10]
+            name = f"{f.kind}-{_slug(f.signature)}-{digest}.gguf"
+            with open(os.path.join(out_dir, name), "wb") as fh:
+                fh.write(data)
+            f.file = name
+        summary = {"target": self.target, "profile": self.profile, "seed": self.seed, "generated": self.generated,
+                   "valid": self.valid, "seconds": round(self.seconds, 2), "per_class": self.per_class,
+                   "findings": [f.to_dict() for f in self.findings.values()], "notes": self.notes}
+        path = os.path.join(out_dir, "summary.json")
+        with open(path, "w") as fh:
+            json.dump(summary, fh, indent=1, default=str)
+            fh.write("\n")
+        return path
+
+    def table(self) -> str:
+        """The console summary: one row per class (files, distinct findings), then the distinct findings."""
+        lines = [f"target {self.target}, profile {self.profile}, seed {self.seed}: {self.generated} files "
+                 f"({self.valid} valid) in {self.seconds:.1f} s",
+                 f"  {'class':<18} {'files':>7} {'distinct':>9}"]
+        for c in CLASSES:
+            distinct = sum(1 for f in self.findings.values() if f.kind == c)
+            lines.append(f"  {_TITLES[c]:<18} {self.per_class[c]:>7} {distinct:>9}")
+        if self.findings:
+            lines.append("findings:")
+            for f in sorted(self.findings.values(), key=lambda f: (CLASSES.index(f.kind), -f.count)):
+                size = len(f.minimized) if f.minimized is not None else f.size
+                where = f"  -> {f.file}" if f.file else ""
+                lines.append(f"  [{f.kind}] x{f.count} {f.signature} ({size} bytes){where}")
+        for n in self.notes:
+            lines.append(f"note: {n}")
+        return "\n".join(lines)
+
+
+def _slug(text: str) -> str:
+    keep = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in text)
+    return keep.strip("_")[:60] or "x"
+
+
+class ProgressBar:
+    """A one-line progress bar on stderr, drawn only when stderr is a terminal."""
+
+    def __init__(self, total: int, enabled: bool | None = None):
+        self.total = max(1, total)
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.last = -1
+
+    def update(self, done: int, text: str = "") -> None:
+        """Redraw at ``done`` of ``total``."""
+        if not self.enabled:
+            return
+        pct = int(100 * done / self.total)
+        if pct == self.last and done != self.total:
+            return
+        self.last = pct
+        width = 30
+        fill = width * done // self.total
+        sys.stderr.write(f"\r[{'#' * fill}{'.' * (width - fill)}] {done}/{self.total} {text}"[:120].ljust(80))
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        """End the bar's line."""
+        if self.enabled:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
