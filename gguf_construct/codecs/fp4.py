@@ -53,16 +53,20 @@ def _best_index(x: np.ndarray, d: np.ndarray) -> np.ndarray:
     codes of x's sign are tried, in table order."""
     ax = np.abs(x)
     dd = d[..., None]
-    best_err = np.abs(_KVF[0] * dd - ax)
     best = np.zeros(x.shape, dtype=np.uint8)
+    err = np.empty(x.shape, dtype=np.float32)
+    better = np.empty(x.shape, dtype=bool)
     with np.errstate(invalid="ignore", over="ignore"):
+        best_err = np.abs(_KVF[0] * dd - ax)
         for i in range(1, 8):
-            err = np.abs(_KVF[i] * dd - ax)
-            better = err < best_err
-            best[better] = i
-            np.copyto(best_err, err, where=better)
-        neg = (x < 0) & (best > 0)
-    best[neg] += np.uint8(8)
+            np.subtract(_KVF[i] * dd, ax, out=err)
+            np.abs(err, out=err)
+            np.less(err, best_err, out=better)  # strict: the first minimum wins; NaN never
+            np.copyto(best, np.uint8(i), where=better)
+            np.minimum(best_err, err, out=best_err)
+        np.less(x, 0, out=better)
+        better &= best > 0
+    np.copyto(best, best + np.uint8(8), where=better)
     return best
 
 

@@ -100,8 +100,18 @@ _THR = _thresholds(_KV)
 
 
 def best_index_iq4nl(x: np.ndarray) -> np.ndarray:
-    """``best_index_int8(16, kvalues_iq4nl, x)`` elementwise (uint8 codes)."""
-    return np.searchsorted(_THR, x, side="right").astype(np.uint8)
+    """``best_index_int8(16, kvalues_iq4nl, x)`` elementwise (uint8 codes): the number of thresholds <= x
+    (15 vectorised comparisons are much faster than ``np.searchsorted`` here), and 15 for NaN as in C."""
+    x = np.asarray(x, dtype=np.float32)
+    idx = np.zeros(x.shape, dtype=np.uint8)
+    hit = np.empty(x.shape, dtype=bool)
+    for t in _THR:
+        np.greater_equal(x, t, out=hit)
+        idx += hit
+    nan = np.isnan(x)
+    if nan.any():
+        idx[nan] = 15
+    return idx
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -119,7 +129,7 @@ def _seq_sum(a: np.ndarray) -> np.ndarray:
 
 def _sums(xt: np.ndarray, w: np.ndarray, idv: np.ndarray):
     """Quantize every block with 1/scale ``idv`` and return (sumqx, sumq2) = (sum w*q*x, sum w*q*q)."""
-    q = _KVF[best_index_iq4nl(idv[None, :] * xt)]
+    q = np.take(_KVF, best_index_iq4nl(idv[None, :] * xt))
     wq = w * q
     return _seq_sum(wq * xt), _seq_sum(wq * q)
 
