@@ -145,19 +145,26 @@ _I32_HI = np.float32(2147483648.0)    # 2**31, first value that does not fit
 def c_float_to_int32(f) -> np.ndarray:
     """C ``(int)f`` on x86: truncation toward zero; NaN and out-of-range values give ``INT32_MIN``."""
     f = np.asarray(f, dtype=np.float32)
-    ok = (f >= _I32_LO) & (f < _I32_HI)  # False for NaN
-    if ok.all():
+    if f.size == 0:
         return f.astype(np.int32)
+    with np.errstate(invalid="ignore"):
+        lo, hi = np.min(f), np.max(f)  # NaN propagates: the comparisons below fail
+    if lo >= _I32_LO and hi < _I32_HI:
+        return f.astype(np.int32)
+    with np.errstate(invalid="ignore"):
+        ok = (f >= _I32_LO) & (f < _I32_HI)  # False for NaN
     return np.where(ok, f, _I32_LO).astype(np.int32)
 
 
 def roundf(f) -> np.ndarray:
     """C ``roundf``: round half away from zero, in float32 (exact; no ``floor(x + 0.5)`` double rounding)."""
     f = np.asarray(f, dtype=np.float32)
-    t = np.trunc(f)
-    frac = np.abs(f - t)  # exact
+    r = np.rint(f)  # half to even; differs from roundf only on exact ties
     with np.errstate(invalid="ignore"):
-        return np.where(frac >= np.float32(0.5), t + np.copysign(np.float32(1.0), f), t).astype(np.float32)
+        tie = np.abs(f - r) == np.float32(0.5)  # f - r is exact
+        if tie.any():
+            r = np.where(tie, np.trunc(f) + np.copysign(np.float32(1.0), f), r).astype(np.float32)
+    return r
 
 
 def seq_sum(terms, axis: int = -1) -> np.ndarray:
@@ -174,6 +181,23 @@ def first_abs_max(x, axis: int = -1):
     magnitude (NaNs never win), ``amax == 0`` gives ``max == +0.0``.
     """
     x = np.asarray(x, dtype=np.float32)
+    if x.ndim == 2 and axis in (-1, 1) and x.size:
+        with np.errstate(invalid="ignore", over="ignore"):
+            finite = np.isfinite(np.sum(x))  # any NaN / inf anywhere: general path
+        if finite:
+            mx = np.max(x, axis=1)
+            mn = np.min(x, axis=1)
+            neg = -mn > mx
+            amax = np.where(neg, -mn, mx)
+            val = np.where(neg, mn, mx)
+            tie = mx == -mn  # equal magnitudes of both signs, or an all-zero row: first occurrence decides
+            if tie.any():
+                val[tie] = _first_abs_max_general(x[tie], -1)[1]
+            return amax, val
+    return _first_abs_max_general(x, axis)
+
+
+def _first_abs_max_general(x: np.ndarray, axis: int):
     ax = np.abs(x)
     nan = np.isnan(ax)
     if nan.any():  # not np.fmax: numpy 2.x SIMD max/fmax mishandle signalling NaNs

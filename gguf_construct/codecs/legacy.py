@@ -141,6 +141,15 @@ def _c_int8(f: np.ndarray) -> np.ndarray:
     return c_float_to_int32(f).astype(np.int8)
 
 
+def _c_int8_min(f: np.ndarray, cap: int) -> np.ndarray:
+    """``(uint8_t) MIN(cap, (int8_t) f)`` as the 4/5-bit reference quantizers compute it."""
+    with np.errstate(invalid="ignore"):
+        lo, hi = np.min(f), np.max(f)
+    if lo >= _ZERO and hi < _F(128.0):  # no wrap-around, no NaN: truncation of min(f, cap)
+        return np.minimum(f, _F(cap)).astype(np.uint8)
+    return np.minimum(_c_int8(f).astype(np.int32), cap).astype(np.uint8)
+
+
 def _c_uint8(f: np.ndarray) -> np.ndarray:
     """``(uint8_t)f`` on x86 (via a 32-bit truncating conversion)."""
     return c_float_to_int32(f).astype(np.uint8)
@@ -159,7 +168,8 @@ def _pack_nibbles_raw(q: np.ndarray) -> np.ndarray:
 def _pack_qh(q: np.ndarray) -> np.ndarray:
     """The 32-bit word whose bit j is bit 4 of quant j, for uint8 quants (n, 32)."""
     bits = (q >> np.uint8(4)) & np.uint8(1)
-    return np.packbits(bits, axis=1, bitorder="little").view("<u4").reshape(-1)
+    packed = np.ascontiguousarray(np.packbits(bits, axis=1, bitorder="little"))
+    return packed.view("<u4").reshape(-1)
 
 
 def _first_equal(x: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -181,6 +191,16 @@ def _fold_max(x: np.ndarray, init=None) -> np.ndarray:
 
 
 def _fold(x, init, reduce, sentinel, better):
+    with np.errstate(invalid="ignore", over="ignore"):
+        finite = x.size and np.isfinite(np.sum(x))
+    if finite:  # fast path: plain reductions, then the sign of a zero result from its first occurrence
+        v = reduce(x, axis=1)
+        zero = v == _ZERO
+        if zero.any():
+            v[zero] = _first_equal(x[zero], v[zero])
+        if init is None:
+            return v
+        return np.where(better(v, init), v, init).astype(np.float32)
     nan = np.isnan(x)
     has_nan = nan.any()
     # NaNs are replaced explicitly: numpy 2.x SIMD min/max/fmin/fmax mishandle signalling NaNs
@@ -230,7 +250,7 @@ def _ref_q4_0(x: np.ndarray) -> np.ndarray:
     iv = _inverse(d)
     with np.errstate(invalid="ignore", over="ignore"):
         v = x * iv[:, None] + _F(8.5)
-    q = np.minimum(_c_int8(v).astype(np.int32), 15).astype(np.uint8)
+    q = _c_int8_min(v, 15)
     return _finish("Q4_0", {"d": fp32_to_fp16(d), "qs": _pack_nibbles_raw(q)})
 
 
@@ -250,7 +270,7 @@ def _ref_q5_0(x: np.ndarray) -> np.ndarray:
     iv = _inverse(d)
     with np.errstate(invalid="ignore", over="ignore"):
         v = x * iv[:, None] + _F(16.5)
-    q = np.minimum(_c_int8(v).astype(np.int32), 31).astype(np.uint8)
+    q = _c_int8_min(v, 31)
     return _finish("Q5_0", {"d": fp32_to_fp16(d), "qh": _pack_qh(q), "qs": _pack_nibbles(q)})
 
 
@@ -274,38 +294,64 @@ def _row_weights(rows: np.ndarray, imatrix: np.ndarray) -> np.ndarray:
     return imatrix[None, :] * np.sqrt(sigma2[:, None] + sq)
 
 
+def _col_sum(t: np.ndarray) -> np.ndarray:
+    """Sum over axis 0 of a (32, n) float32 array strictly in order from ``0.0f`` (fast: contiguous rows)."""
+    acc = t[0] + _ZERO
+    for i in range(1, t.shape[0]):
+        acc += t[i]
+    return acc
+
+
+_NI_LIMIT = _F(4194303.0)
+
+
+def _round_clip(v: np.ndarray, lo: int, hi: int, exact: bool) -> np.ndarray:
+    """``MAX(lo, MIN(hi, nearest_int(v)))`` as float32.  With ``exact=False`` the caller guarantees
+    ``|v| <= 4194303`` so the float form of the magic-number rounding is the same."""
+    if exact:
+        return np.clip(nearest_int(v), lo, hi).astype(np.float32)
+    r = v + _F(12582912.0)
+    r -= _F(12582912.0)
+    return np.clip(r, _F(lo), _F(hi), out=r)
+
+
 def _make_qx_quants(x: np.ndarray, nmax: int, w: np.ndarray):
-    """ggml's ``make_qx_quants(n=32, nmax, x, L, rmse_type=1, qw=w)`` per block: returns (scale, L uint8)."""
-    nb = x.shape[0]
+    """ggml's ``make_qx_quants(n=32, nmax, x, L, rmse_type=1, qw=w)`` per block: returns (scale, L uint8).
+
+    Works on the transposed (32, n_blocks) layout so the sequential sums are 31 contiguous vector adds."""
     amax, mx = first_abs_max(x, axis=1)
     live = amax >= _F(1e-15)  # GROUP_MAX_EPS
-    mxs = np.where(live, mx, _ONE)[:, None]
+    mxs = np.where(live, mx, _ONE)
+    with np.errstate(invalid="ignore", over="ignore"):
+        finite = bool(np.isfinite(np.sum(x)))
+    xt = np.ascontiguousarray(x.T)
+    wt = np.ascontiguousarray(w.T)
     fmax = _F(nmax)
 
     def trial(iscale):
         with np.errstate(invalid="ignore", over="ignore"):
-            lq = np.clip(nearest_int(iscale * x), -nmax, nmax - 1)
-            lf = lq.astype(np.float32)
-            wl = w * lf
-            sumlx = seq_sum(w * x * lf, axis=1)
-            suml2 = seq_sum(wl * lf, axis=1)
-        return lq, sumlx, suml2
+            exact = not (finite and np.max(np.abs(iscale) * amax) < _NI_LIMIT)
+            lf = _round_clip(iscale * xt, -nmax, nmax - 1, exact)
+            wl = wt * lf
+            sumlx = _col_sum(wt * xt * lf)
+            suml2 = _col_sum(wl * lf)
+        return lf, sumlx, suml2
 
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        lq, sumlx, suml2 = trial(_F(-nmax) / mxs)
+        lf, sumlx, suml2 = trial(_F(-nmax) / mxs)
         scale = np.where(suml2 != _ZERO, sumlx / suml2, _ZERO).astype(np.float32)
         best = scale * sumlx
         for step in range(-9, 10):
             if step == 0:
                 continue
             iscale = -(fmax + _F(0.1) * _F(step)) / mxs
-            lq2, sumlx, suml2 = trial(iscale)
+            lf2, sumlx, suml2 = trial(iscale)
             upd = (suml2 > _ZERO) & (sumlx * sumlx > best * suml2)
             if upd.any():
-                lq = np.where(upd[:, None], lq2, lq)
+                lf = np.where(upd[None, :], lf2, lf)
                 scale = np.where(upd, sumlx / suml2, scale)
                 best = np.where(upd, scale * sumlx, best)
-    L = (lq + nmax).astype(np.uint8)
+    L = np.ascontiguousarray((lf.T + fmax).astype(np.uint8))
     L[~live] = 0
     scale = np.where(live, scale, _ZERO).astype(np.float32)
     return scale, L
@@ -315,51 +361,61 @@ def _make_qkx3_quants(x: np.ndarray, nmax: int, w: np.ndarray, rmin=-0.9, rdelta
     """ggml's ``make_qkx3_quants(32, nmax, x, w, L, &the_min, Laux, rmin, rdelta, nstep, use_mad=false)``.
 
     Returns (scale, min, L) where ``min`` is ggml's internal (non-positive) minimum, i.e. ``-the_min``.
+    Like ggml, every candidate uses the *current* min, which changes whenever a candidate wins.
     """
     mn = _fold_min(x)
     mx = _fold_max(x)
-    sum_w = np.add.accumulate(w, axis=1)[:, -1]
-    sum_x = np.add.accumulate(w * x, axis=1)[:, -1]
     mn = np.where(mn > _ZERO, _ZERO, mn).astype(np.float32)
     mn0 = mn
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):
         flat = mx <= mn
+        finite = bool(np.isfinite(np.sum(x)))
+        amax = np.max(np.abs(x), axis=1)
+    xt = np.ascontiguousarray(x.T)
+    wt = np.ascontiguousarray(w.T)
+    # sum_w = w[0] + w[1] + ...; sum_x = w[0]*x[0] + ... (C starts from the first term, not from 0)
+    sum_w = wt[0].copy()
+    wx = wt * xt
+    sum_x = wx[0].copy()
+    for i in range(1, QK):
+        sum_w += wt[i]
+        sum_x += wx[i]
     fnmax = _F(nmax)
+
+    def levels(iscale, mn):
+        exact = not (finite and np.max(np.abs(iscale) * (amax + np.abs(mn))) < _NI_LIMIT)
+        return _round_clip(iscale * (xt - mn), 0, nmax, exact)
+
+    def mad_of(scale, mn, lf):
+        diff = scale * lf + mn - xt
+        return _col_sum(wt * (diff * diff))
+
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        rng = mx - mn
-        xm = x - mn[:, None]
-        iscale = fnmax / rng
+        iscale = fnmax / (mx - mn)
         scale = _ONE / iscale
-        L = np.clip(nearest_int(iscale[:, None] * xm), 0, nmax)
-        diff = scale[:, None] * L.astype(np.float32) + mn[:, None] - x
-        best_mad = seq_sum(w * (diff * diff), axis=1)
+        lf = levels(iscale, mn)
+        best_mad = mad_of(scale, mn, lf)
         for step in range(nstep + 1):
-            # ggml uses the running min here: it changes whenever a candidate wins
-            iscale = (_F(rmin) + _F(rdelta) * _F(step) + fnmax) / rng
-            laux = np.clip(nearest_int(iscale[:, None] * xm), 0, nmax)
-            lf = laux.astype(np.float32)
-            wl = w * lf
-            sum_l = seq_sum(wl, axis=1)
-            sum_l2 = seq_sum(wl * lf, axis=1)
-            sum_xl = seq_sum(wl * x, axis=1)
+            iscale = (_F(rmin) + _F(rdelta) * _F(step) + fnmax) / (mx - mn)
+            laux = levels(iscale, mn)
+            wl = wt * laux
+            sum_l = _col_sum(wl)
+            sum_l2 = _col_sum(wl * laux)
+            sum_xl = _col_sum(wl * xt)
             D = sum_w * sum_l2 - sum_l * sum_l
-            ok = D > _ZERO
             this_scale = (sum_w * sum_xl - sum_x * sum_l) / D
             this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D
             clamp = this_min > _ZERO
             this_min = np.where(clamp, _ZERO, this_min)
             this_scale = np.where(clamp, sum_xl / sum_l2, this_scale)
-            diff = this_scale[:, None] * lf + this_min[:, None] - x
-            mad = seq_sum(w * (diff * diff), axis=1)
-            upd = ok & (mad < best_mad)
+            mad = mad_of(this_scale, this_min, laux)
+            upd = (D > _ZERO) & (mad < best_mad)
             if upd.any():
-                L = np.where(upd[:, None], laux, L)
+                lf = np.where(upd[None, :], laux, lf)
                 best_mad = np.where(upd, mad, best_mad)
                 scale = np.where(upd, this_scale, scale)
                 mn = np.where(upd, this_min, mn)
-                rng = mx - mn
-                xm = x - mn[:, None]
-    L = L.astype(np.uint8)
+    L = np.ascontiguousarray(lf.T.astype(np.uint8))
     L[flat] = 0
     scale = np.where(flat, _ZERO, scale).astype(np.float32)
     mn = np.where(flat, mn0, mn)
@@ -382,7 +438,7 @@ def encode_q4_1(rows: np.ndarray, imatrix=None) -> np.ndarray:
     x = _blocks_of(rows)
     if imatrix is None:
         d, mn, v = _ref_q4_1(x, 15)
-        q = np.minimum(_c_int8(v).astype(np.int32), 15).astype(np.uint8)
+        q = _c_int8_min(v, 15)
         return _finish("Q4_1", {"d": fp32_to_fp16(d), "m": fp32_to_fp16(mn), "qs": _pack_nibbles_raw(q)})
     w = _row_weights(rows, imatrix).reshape(-1, QK)
     d, mn, L = _make_qkx3_quants(x, 15, w)
