@@ -88,28 +88,60 @@ def _sign_bits() -> np.ndarray:
     return np.where(s & mask, np.uint32(0x80000000), np.uint32(0))
 
 
-@functools.lru_cache(maxsize=None)
-def _ksign_bits() -> np.ndarray:
-    """(128, 8) uint32 sign bits of the 7-bit sign indices (``ksigns_iq2xs``: the 8th sign is the parity)."""
-    t = np.ascontiguousarray(_sign_bits()[_spec.table("ksigns_iq2xs")])
+def _rows64(t: np.ndarray) -> np.ndarray:
+    """A (n, 8) 4-byte table viewed as (n, 4) uint64, so that np.take moves 8 bytes per element."""
+    t = np.ascontiguousarray(t).view(np.uint64).reshape(-1, 4)
     t.setflags(write=False)
     return t
 
 
 @functools.lru_cache(maxsize=None)
-def _grid_f32(grid_name: str) -> np.ndarray:
-    t = np.ascontiguousarray(grid_magnitudes(grid_name).astype(np.float32))
+def _signed_grid(grid_name: str, grid_bits: int) -> np.ndarray:
+    """Signed float32 grid vectors for every (7-bit sign index, grid index) pair, row
+    ``(sign_index << grid_bits) | grid_index``, as (rows, 4) uint64 (``ksigns_iq2xs``: the 8th sign is the
+    parity).  Sign bits are or-ed into the magnitudes, so y = db * row is ggml's ``db * grid * (+-1)``."""
+    mag = grid_magnitudes(grid_name).astype(np.float32).view(np.uint32)
+    sb = _sign_bits()[_spec.table("ksigns_iq2xs")]  # (128, 8)
+    return _rows64((sb[:, None, :] | mag[None, :, :]).reshape(-1, 8))
+
+
+@functools.lru_cache(maxsize=None)
+def _grid_rows(grid_name: str) -> np.ndarray:
+    return _rows64(grid_magnitudes(grid_name).astype(np.float32))
+
+
+@functools.lru_cache(maxsize=None)
+def _sign_rows() -> np.ndarray:
+    return _rows64(_sign_bits())
+
+
+@functools.lru_cache(maxsize=None)
+def _half_plus() -> np.ndarray:
+    """(256, 2) float32: (0.5f + low nibble, 0.5f + high nibble) of a scales byte."""
+    b = np.arange(256)
+    t = np.stack([b & 15, b >> 4], axis=1).astype(np.float32) + np.float32(0.5)
     t.setflags(write=False)
     return t
 
 
-def _scale_pair(d: np.ndarray, nibbles: np.ndarray) -> np.ndarray:
-    """ggml's ``d * (0.5f + s) * 0.25f`` in float32, ``d`` of shape (n, 1)."""
-    db = nibbles.astype(np.float32)
-    db += _F32(0.5)
-    db *= d
+def _scale_pair(d: np.ndarray, half_plus: np.ndarray) -> np.ndarray:
+    """ggml's ``d * (0.5f + s) * 0.25f`` in float32 given ``0.5f + s``; ``d`` of shape (n, 1)."""
+    db = half_plus * d
     db *= _F32(0.25)
     return db
+
+
+def _scale_nibbles(d: np.ndarray, sc: np.ndarray) -> np.ndarray:
+    """Two 4-bit scales per byte (low nibble first) -> float32 (n, 16) ``d * (0.5f + s) * 0.25f``."""
+    n = sc.shape[0]
+    return _scale_pair(d, _half_plus().take(sc.reshape(-1), axis=0).reshape(n, 16))
+
+
+def _apply_scales(out: np.ndarray, db: np.ndarray) -> None:
+    """out (n, 256) *= db (n, k), each scale covering 256/k consecutive weights."""
+    n, k = db.shape
+    o = out.reshape(n * k, QK_K // k)
+    o *= db.reshape(n * k, 1)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -127,62 +159,45 @@ def _decode_chunked(blocks: np.ndarray, step) -> np.ndarray:
     return out
 
 
-def _nibble_scales(d: np.ndarray, sc: np.ndarray) -> np.ndarray:
-    """Two 4-bit scales per byte (low nibble first) to float32 ``d * (0.5f + s) * 0.25f``, shape (n, 16)."""
-    n = sc.shape[0]
-    nib = np.empty((n, 8, 2), dtype=np.uint8)
-    np.bitwise_and(sc, 15, out=nib[:, :, 0])
-    np.right_shift(sc, 4, out=nib[:, :, 1])
-    return _scale_pair(d, nib.reshape(n, 16))
-
-
 def _iq2_xxs_step(blocks: np.ndarray, out: np.ndarray) -> None:
     nb = blocks.shape[0]
     d = _fp16_to_fp32(blocks["d"]).reshape(nb, 1)
     qs = blocks["qs"].astype(np.uint32, copy=False).reshape(nb, 8, 2)
-    q_aux = qs[:, :, 1]
-    db = _scale_pair(d, q_aux >> 28)  # (nb, 8): one scale per 32 weights
-    # the low word holds four 8-bit grid indices, the high word four 7-bit sign indices (lowest bits first)
-    q_grid = qs[:, :, 0]
-    gi = np.empty((nb, 8, 4), dtype=np.uint8)
-    si = np.empty((nb, 8, 4), dtype=np.uint8)
+    q_grid = qs[:, :, 0]  # four 8-bit grid indices, lowest byte first
+    q_aux = qs[:, :, 1]  # four 7-bit sign indices, then the 4-bit scale
+    db = _scale_pair(d, (q_aux >> 28).astype(np.float32) + _F32(0.5))  # (nb, 8): one scale per 32 weights
+    idx = np.empty((nb, 8, 4), dtype=np.intp)
     for l in range(4):
-        np.bitwise_and(q_grid >> (8 * l), 255, out=gi[:, :, l], casting="unsafe")
-        np.bitwise_and(q_aux >> (7 * l), 127, out=si[:, :, l], casting="unsafe")
-    bits = out.reshape(nb * 32, 8).view(np.uint32)
-    np.take(_grid_f32("iq2xxs_grid").view(np.uint32), gi.reshape(-1), axis=0, out=bits, mode="clip")
-    bits ^= _ksign_bits().take(si.reshape(-1), axis=0)
-    o3 = out.reshape(nb, 8, 32)
-    o3 *= db[:, :, None]
+        idx[:, :, l] = ((q_aux >> (7 * l)) & 127) << 8 | ((q_grid >> (8 * l)) & 255)
+    np.take(_signed_grid("iq2xxs_grid", 8), idx.reshape(-1), axis=0,
+            out=out.view(np.uint64).reshape(-1, 4), mode="clip")
+    _apply_scales(out, db)
 
 
 def _iq2_xs_step(blocks: np.ndarray, out: np.ndarray) -> None:
     nb = blocks.shape[0]
     d = _fp16_to_fp32(blocks["d"]).reshape(nb, 1)
-    db = _nibble_scales(d, blocks["scales"])  # one scale per 16 weights
-    q = blocks["qs"].reshape(-1)  # (sign_index << 9) | grid_index
-    bits = out.reshape(nb * 32, 8).view(np.uint32)
-    np.take(_grid_f32("iq2xs_grid").view(np.uint32), q & 511, axis=0, out=bits, mode="clip")
-    bits ^= _ksign_bits().take(q >> 9, axis=0)
-    o3 = out.reshape(nb, 16, 16)
-    o3 *= db[:, :, None]
+    db = _scale_nibbles(d, blocks["scales"])  # one scale per 16 weights
+    # each 16-bit word is (sign_index << 9) | grid_index: the signed table's row
+    np.take(_signed_grid("iq2xs_grid", 9), blocks["qs"].reshape(-1), axis=0,
+            out=out.view(np.uint64).reshape(-1, 4), mode="clip")
+    _apply_scales(out, db)
 
 
 def _iq2_s_step(blocks: np.ndarray, out: np.ndarray) -> None:
     nb = blocks.shape[0]
     d = _fp16_to_fp32(blocks["d"]).reshape(nb, 1)
-    db = _nibble_scales(d, blocks["scales"])
+    db = _scale_nibbles(d, blocks["scales"])
     qs = blocks["qs"]
     qh = blocks["qh"].astype(np.intp)
     gi = np.empty((nb, 8, 4), dtype=np.intp)
     lo = qs[:, :32].reshape(nb, 8, 4)
     for l in range(4):
         gi[:, :, l] = lo[:, :, l] | ((qh >> (2 * l)) & 3) << 8
-    bits = out.reshape(nb * 32, 8).view(np.uint32)
-    np.take(_grid_f32("iq2s_grid").view(np.uint32), gi.reshape(-1), axis=0, out=bits, mode="clip")
-    bits ^= _sign_bits().take(qs[:, 32:].reshape(-1), axis=0)
-    o3 = out.reshape(nb, 16, 16)
-    o3 *= db[:, :, None]
+    rows = out.view(np.uint64).reshape(-1, 4)
+    np.take(_grid_rows("iq2s_grid"), gi.reshape(-1), axis=0, out=rows, mode="clip")
+    rows ^= _sign_rows().take(qs[:, 32:].reshape(-1), axis=0)  # explicit sign bytes
+    _apply_scales(out, db)
 
 
 def decode_iq2_xxs(blocks: np.ndarray) -> np.ndarray:
@@ -204,6 +219,7 @@ def decode_iq2_s(blocks: np.ndarray) -> np.ndarray:
 _GROUP_MAX_EPS = _F32(1e-15)
 _GROUP_MAX_EPS_IQ2_S = _F32(1e-8)
 _K_MAX_Q = 3  # levels 0..2, positions 2l+1 = 1, 3, 5
+_KMAP_SIZE = 43692  # ggml's kmap_q2xs size
 _ENC_CHUNK = 1024  # blocks per step
 
 
@@ -247,8 +263,9 @@ def _signs(xb: np.ndarray, weight: np.ndarray, parity: bool):
         rows = np.nonzero(odd)[0]
         if rows.size:
             xo = xb[rows]
-            ax = weight[rows] * xo
-            ax *= xo
+            with np.errstate(over="ignore", invalid="ignore"):
+                ax = weight[rows] * xo
+                ax *= xo
             m = ax[:, 0]
             imin = np.zeros(rows.size, dtype=np.intp)
             for i in range(1, 8):
@@ -295,18 +312,27 @@ def _levels_for(grid, xval, waux, id_, scale, n_sub):
 
 
 def _grid_indices(grid, L: np.ndarray, n_sub: int) -> np.ndarray:
+    """Grid indices of the final levels, as ggml looks them up: ``u = sum(L[i] << 2i)`` in uint16 (L is int8,
+    so out-of-range levels can still alias a grid code) and ``kmap[u]``; ggml aborts when that is not on the
+    grid (and reads out of bounds for ``u >= 43692``), so do we (:class:`GridAbort`)."""
     from ._iqgrid import GridAbort
 
-    if ((L < 0) | (L > _K_MAX_Q - 1)).any():
-        raise GridAbort("ggml aborts (or reads out of bounds): quantized point not on the grid")
-    gi = grid.map[grid.code(L.reshape(L.shape[0], n_sub, 8))]
+    L8 = L.reshape(L.shape[0], n_sub, 8).astype(np.int32)
+    u = L8[..., 0].copy()
+    for i in range(1, 8):
+        u += L8[..., i] << (2 * i)
+    u &= 0xFFFF
+    if (u >= _KMAP_SIZE).any():
+        raise GridAbort("ggml reads out of bounds: quantized point outside its grid map")
+    gi = grid.map[u]
     if (gi < 0).any():
-        raise GridAbort("ggml aborts: quantized point not on the grid")
+        raise GridAbort("ggml aborts: quantized point not on the grid ('Oops: found point ... not on grid')")
     return gi
 
 
 def _make_qp_quants(x: np.ndarray, w: np.ndarray, nmax: int):
-    """ggml's make_qp_quants on rows of ``x``/``w`` (G, n): returns the scale (G,) float32.
+    """ggml's make_qp_quants on rows of ``x``/``w`` (G, n): returns the scale (G,) float32 and the levels
+    (G, n) int8 as IQ2_XXS's int8 array sees the uint8 ones.
 
     ``L`` is uint8 in C: a negative level (possible for a sign-flipped, negative x) wraps, and the wrapped
     value takes part in the arithmetic, as here."""
@@ -366,20 +392,20 @@ def _make_qp_quants(x: np.ndarray, w: np.ndarray, nmax: int):
                 suml2 = np.where(acc, sl2, suml2)
         scale = np.where(suml2 > 0, sumlx / suml2, _F32(0)).astype(np.float32)
     scale[zero] = 0
-    return scale
+    L[zero] = 0
+    return scale, L.astype(np.uint8).view(np.int8)
 
 
 def _search_xxs(xval, weight, waux, grid):
     """Scale and levels of 32-weight groups, as quantize_row_iq2_xxs_impl (G = active groups)."""
     G = xval.shape[0]
-    scale = _make_qp_quants(xval, weight, _K_MAX_Q + 1)
+    scale, L = _make_qp_quants(xval, weight, _K_MAX_Q + 1)
     eff_max = scale * _F32(_K_MAX_Q)
     active = ~(eff_max <= 0)
-    L = np.zeros((G, 32), dtype=np.int8)
     sel = np.nonzero(active)[0]
     if sel.size:
         xv, wt, wa, sc, em = xval[sel], weight[sel], waux[sel], scale[sel], eff_max[sel]
-        Ls = np.zeros((sel.size, 32), dtype=np.int8)
+        Ls = L[sel]  # make_qp_quants' levels stay when no candidate wins and the scale is not positive
         best = np.zeros(sel.size, dtype=np.float32)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             for is_ in range(-6, 7):
