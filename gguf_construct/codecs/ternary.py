@@ -26,8 +26,7 @@ _F32 = np.float32
 # byte -> its base-3 digit n (0 = most significant) minus one, by ggml's multiply-and-shift extraction
 _b = np.arange(256, dtype=np.int64)
 _TRIT_TABLES = [byte_table(((((_b * 3 ** n) & 0xFF) * 3) >> 8) - 1) for n in range(5)]
-# byte -> its 2-bit code l (lowest pair first) minus one
-_CODE_TABLES = [byte_table(((_b >> (2 * l)) & 3) - 1) for l in range(4)]
+_LOW2 = np.uint32(0x03030303)  # the low two bits of each byte of a 32-bit word
 del _b
 
 
@@ -43,10 +42,11 @@ def decode_tq1_0(blocks: np.ndarray) -> np.ndarray:
         v = np.empty((c, 256), dtype=np.int8)  # trits minus one, in element order
         for k, table in enumerate(_TRIT_TABLES):
             t = translate(chunk, table, (c, 54))
-            v[:, 32 * k:32 * k + 32] = t[:, 0:32]  # qs[0:32]: element 32k + m
-            v[:, 160 + 16 * k:176 + 16 * k] = t[:, 32:48]  # qs[32:48]: element 160 + 16k + m
+            # byte runs are moved as single items (V32 etc.): one strided copy each
+            v[:, 32 * k:32 * k + 32].view("V32")[:] = t[:, 0:32].view("V32")  # qs[0:32]: element 32k + m
+            v[:, 160 + 16 * k:176 + 16 * k].view("V16")[:] = t[:, 32:48].view("V16")  # qs[32:48]: 160 + 16k + m
             if k < 4:
-                v[:, 240 + 4 * k:244 + 4 * k] = t[:, 48:52]  # qh: element 240 + 4k + j
+                v[:, 240 + 4 * k:244 + 4 * k].view("V4")[:] = t[:, 48:52].view("V4")  # qh: 240 + 4k + j
         np.multiply(v, d[s:e], out=out[s:e], dtype=np.float32, casting="unsafe")  # (float)(xi - 1) * d
     return out
 
@@ -59,11 +59,13 @@ def decode_tq2_0(blocks: np.ndarray) -> np.ndarray:
     out = np.empty((n, 256), dtype=np.float32)
     for s, e in chunks(n, 256):
         c = e - s
-        chunk = raw[s:e].tobytes()
-        v = np.empty((c, 2, 4, 32), dtype=np.int8)  # element 128h + 32l + m <- code l of qs[32h + m]
-        for k, table in enumerate(_CODE_TABLES):
-            v[:, :, k, :] = translate(chunk, table, (c, 66))[:, :64].reshape(c, 2, 32)
-        np.multiply(v.reshape(c, 256), d[s:e], out=out[s:e], dtype=np.float32, casting="unsafe")
+        words = np.ascontiguousarray(raw[s:e, :64]).view(np.uint32).reshape(c, 2, 8)  # 4 bytes at a time
+        v = np.empty((c, 2, 4, 8), dtype=np.uint32)  # element 128h + 32l + m <- code l of qs[32h + m]
+        for k in range(4):
+            np.bitwise_and(words >> np.uint32(2 * k), _LOW2, out=v[:, :, k, :])  # code k of every byte
+        codes = v.view(np.int8).reshape(c, 256)
+        codes -= 1
+        np.multiply(codes, d[s:e], out=out[s:e], dtype=np.float32, casting="unsafe")  # (float)(q - 1) * d
     return out
 
 
