@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import block_dtype
-from ._common import fp16_to_fp32, fp32_to_fp16
+from ._common import fp16_to_fp32, fp32_to_fp16, roundf
 from .lowbit import block_bytes, byte_table, chunks, translate
 
 __all__ = ["decode_tq1_0", "encode_tq1_0", "decode_tq2_0", "encode_tq2_0"]
@@ -86,17 +86,18 @@ def _ternary_amax(x: np.ndarray) -> np.ndarray:
 
 
 def _trits(x: np.ndarray, idv: np.ndarray) -> np.ndarray:
-    """``lroundf(x * id) + 1`` reduced mod 256 (all later uint8 arithmetic is modular), as int64.
-    lroundf rounds half away from zero; NaN and out-of-range results are LONG_MIN on x86-64."""
+    """``lroundf(x * id) + 1`` reduced mod 256 as uint8 (all later uint8 arithmetic is modular).
+    lroundf rounds half away from zero; NaN and out-of-range results are LONG_MIN on x86-64 (low byte 0)."""
     with np.errstate(invalid="ignore", over="ignore"):
-        v = x * idv[:, None]
-        t = np.trunc(v)
-        r = np.where(np.abs(v - t) >= _F32(0.5), t + np.copysign(_F32(1), v), t)
-        ok = np.abs(r) < _F32(9.2233720e18)
-    lr = np.zeros(r.shape, dtype=np.int64)
-    lr[ok] = r[ok].astype(np.int64)
-    lr[~ok] = np.iinfo(np.int64).min
-    return (lr + 1) & 0xFF
+        r = roundf(x * idv[:, None])
+        if np.abs(r).max(initial=_F32(0)) < _F32(128):  # the usual case (NaN fails the test)
+            low = r.astype(np.int8).view(np.uint8)
+        else:
+            ok = np.abs(r) < _F32(9.2233720e18)
+            lr = np.where(ok, r, _F32(0)).astype(np.int64)
+            lr[~ok] = np.iinfo(np.int64).min
+            low = lr.astype(np.uint8)
+    return low + np.uint8(1)
 
 
 def _scale(x: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -110,10 +111,10 @@ def _scale(x: np.ndarray, out: np.ndarray) -> np.ndarray:
 def _pack_base3(xi: np.ndarray) -> np.ndarray:
     """Horner over the last axis (most significant trit first) in uint8 arithmetic, then the ceiling
     division ``(q * 256 + 242) / 243`` that turns the base-3 number into a fraction of 256."""
-    q = np.zeros(xi.shape[:-1], dtype=np.int64)
+    q = np.zeros(xi.shape[:-1], dtype=np.uint8)
     for i in range(xi.shape[-1]):
-        q = (q * 3 + xi[..., i]) & 0xFF
-    return (((q * 256 + 242) // 243) & 0xFF).astype(np.uint8)
+        q = q * np.uint8(3) + xi[..., i]
+    return ((q.astype(np.uint32) * 256 + 242) // 243).astype(np.uint8)
 
 
 def encode_tq1_0(rows: np.ndarray, imatrix: np.ndarray | None) -> np.ndarray:
@@ -127,7 +128,7 @@ def encode_tq1_0(rows: np.ndarray, imatrix: np.ndarray | None) -> np.ndarray:
     out["qs"][:, :32] = _pack_base3(a)
     out["qs"][:, 32:] = _pack_base3(b)
     h = xi[:, 240:].reshape(n, 4, 4).transpose(0, 2, 1)  # qh[j] <- weights 240 + j + 4k
-    h = np.concatenate([h, np.zeros((n, 4, 1), dtype=np.int64)], axis=2)  # `q *= 3`: a fifth, zero trit
+    h = np.concatenate([h, np.zeros((n, 4, 1), dtype=np.uint8)], axis=2)  # `q *= 3`: a fifth, zero trit
     out["qh"] = _pack_base3(h)
     return out
 
@@ -137,7 +138,7 @@ def encode_tq2_0(rows: np.ndarray, imatrix: np.ndarray | None) -> np.ndarray:
     n = x.shape[0]
     out = np.zeros(n, dtype=block_dtype("TQ2_0"))
     idv = _scale(x, out)
-    xi = (_trits(x, idv) & 3).astype(np.uint8).reshape(n, 2, 4, 32)  # (xi & 3) << 2l into byte 32c + m
+    xi = (_trits(x, idv) & np.uint8(3)).reshape(n, 2, 4, 32)  # (xi & 3) << 2l into byte 32c + m
     q = xi[:, :, 0] | (xi[:, :, 1] << 2) | (xi[:, :, 2] << 4) | (xi[:, :, 3] << 6)
     out["qs"] = q.reshape(n, 64)
     return out
