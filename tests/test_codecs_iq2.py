@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gguf_construct import codecs
@@ -119,6 +119,7 @@ def test_zero_and_tiny_blocks():
 
 
 @pytest.mark.parametrize("name", NAMES)
+@settings(max_examples=20, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), scale=st.sampled_from([1e-3, 1.0, 30.0, 1e3]),
        use_imatrix=st.booleans())
 def test_roundtrip_error_bound(name, seed, scale, use_imatrix):
@@ -145,3 +146,49 @@ def test_big_endian_decodes_the_same(name, data, scale):
     big = codecs.dequantize(name, codecs.swap_blocks(name, raw.tobytes(), "little", "big"), byte_order="big")
     _assert_same(big, little, name)
     assert little.shape == (n * 256,)
+
+
+def test_nan_input_aborts_like_ggml():
+    # ggml's neighbour search finds no candidate with a finite error and aborts (GGML_ASSERT); we raise
+    x = np.random.default_rng(3).standard_normal((1, 256)).astype(np.float32)
+    x[0, 5] = np.nan
+    for name in ("IQ2_XS", "IQ2_S"):
+        with pytest.raises(ValueError, match="ggml"):
+            codecs.quantize(name, x, imatrix=np.ones(256, np.float32))
+
+
+@pytest.mark.parametrize("grid_name", ["iq2xxs_grid", "iq2xs_grid", "iq2s_grid"])
+@given(seed=st.integers(0, 2**32 - 1), ties=st.booleans())
+@settings(max_examples=10, deadline=None)
+def test_neighbour_search_matches_direct_loop(grid_name, seed, ties):
+    from gguf_construct.codecs.iq2 import _lattice
+
+    grid = _lattice(grid_name)
+    rng = np.random.default_rng(seed)
+    u = rng.choice(np.nonzero(grid.row >= 0)[0], 500)
+    if ties:  # small integers: many exactly equal errors, the first candidate in ggml's order must win
+        x = rng.integers(0, 6, (500, 8)).astype(np.float32)
+        w = rng.integers(0, 3, (500, 8)).astype(np.float32)
+        sc = rng.choice([0.5, 1.0, 2.0], 500).astype(np.float32)
+    else:
+        x = np.abs(rng.standard_normal((500, 8))).astype(np.float32)
+        w = rng.uniform(0, 2, (500, 8)).astype(np.float32)
+        sc = rng.uniform(0.1, 1.0, 500).astype(np.float32)
+    assert np.array_equal(grid.best_neighbour(u, x, w, sc), grid.exact_reference(u, x, w, sc))
+
+
+def test_neighbour_lists_follow_ggml():
+    # ggml: for an off-grid point, all grid points at the nwant smallest distinct distances, by (distance, index)
+    from gguf_construct.codecs.iq2 import _lattice
+
+    for grid_name, nwant in (("iq2xxs_grid", 2), ("iq2xs_grid", 2), ("iq2s_grid", 1)):
+        grid = _lattice(grid_name)
+        pos = 2 * grid.levels.astype(np.int64) + 1
+        for u in np.nonzero(grid.row >= 0)[0][::97]:
+            p = 2 * ((u >> (2 * np.arange(8))) & 3) + 1
+            d2 = ((pos - p) ** 2).sum(axis=1)
+            order = sorted(range(grid.size), key=lambda j: (d2[j], j))
+            dists = sorted(set(d2.tolist()))[:nwant]
+            want = [j for j in order if d2[j] in dists]
+            r = grid.row[u]
+            assert grid.neighbours[r, :grid.counts[r]].tolist() == want
