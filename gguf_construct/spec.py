@@ -82,6 +82,7 @@ class BlockField:
     count: int
     doc: str
     c_decl: str | None = None
+    nan_codes: tuple[int, ...] = ()  # one-byte scale codes meaning NaN (E8M0, UE4M3)
 
     @property
     def size(self) -> int:
@@ -128,7 +129,8 @@ def tensor_types() -> tuple[TensorTypeSpec, ...]:
     for path in sorted((spec_dir() / "tensor_types").glob("*.yaml")):
         raw = load_yaml(f"tensor_types/{path.name}")
         fields = tuple(
-            BlockField(f["id"], f["type"], int(f.get("count", 1)), f.get("doc", ""), f.get("c_decl"))
+            BlockField(f["id"], f["type"], int(f.get("count", 1)), f.get("doc", ""), f.get("c_decl"),
+                       tuple(f.get("nan_codes", ())))
             for f in raw.get("fields") or ()
         )
         out.append(TensorTypeSpec(

@@ -24,9 +24,6 @@ CHUNK_BYTES = 32 << 20
 _NONFINITE = {"f2": (0x7C00, 0x7C00), "bf2": (0x7F80, 0x7F80), "f4": (0x7F800000, 0x7F800000),
               "f8": (0x7FF0000000000000, 0x7FF0000000000000)}
 _UINT = {"f2": "u2", "bf2": "u2", "f4": "u4", "f8": "u8"}
-# one-byte scale encodings of the OCP microscaling types: the codes that mean NaN
-# (E8M0: 0xFF; E4M3 as used unsigned by NVFP4: 0x7F), by tensor type and field id
-_BYTE_SCALES = {("MXFP4", "e"): (0xFF,), ("NVFP4", "d"): (0x7F,)}
 
 
 @functools.lru_cache(maxsize=None)
@@ -37,8 +34,8 @@ def scale_fields(t: TensorTypeSpec) -> tuple[tuple[int, int, str, tuple[int, ...
     for f in t.fields:
         if f.type in ("f2", "f4"):
             out.append((pos, f.count, f.type, ()))
-        elif (t.name, f.id) in _BYTE_SCALES:
-            out.append((pos, f.count, f.type, _BYTE_SCALES[(t.name, f.id)]))
+        elif f.nan_codes:  # one-byte scales (E8M0, UE4M3) declare their NaN codes in the spec
+            out.append((pos, f.count, f.type, f.nan_codes))
         pos += f.size
     return tuple(out)
 

@@ -17,7 +17,6 @@ MAX_NAME_BYTES = 64  # gguf.md "at most 64 bytes"; ggml additionally needs room 
 MAX_DIMS = 4  # GGML_MAX_DIMS
 # Types added to ggml after the ggml_type enum of gguf.md (the rule TI-TYPE-NEW names them; spec/tensor_types has
 # no field for it yet)
-NEWER_THAN_GGUF_MD = ("NVFP4", "Q1_0", "Q2_0")
 
 
 def _name_hit(t: TensorInfo, **params) -> Hit:
@@ -128,7 +127,7 @@ def _type(ctx: Context) -> Iterator[Hit]:
 @rule("TI-TYPE-NEW")
 def _type_new(ctx: Context) -> Iterator[Hit]:
     for t in ctx.tensors:
-        if t.spec is not None and t.spec.is_current and t.spec.name in NEWER_THAN_GGUF_MD:
+        if t.spec is not None and t.spec.is_current and t.spec.extra.get("in_gguf_md", True) is False:
             yield _type_hit(t, type=t.spec.name)
 
 
