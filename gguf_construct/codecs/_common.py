@@ -99,6 +99,8 @@ def fp32_to_fp16(f) -> np.ndarray:
     f = np.asarray(f, dtype=np.float32)
     with np.errstate(over="ignore", invalid="ignore"):
         h = f.astype(np.float16)
+    if h.size == 0 or np.max(h.view(np.uint16) & np.uint16(0x7FFF)) <= 0x7C00:  # no NaN (checked on 16 bits)
+        return h
     nan = np.isnan(f)
     if nan.any():
         hb = h.view(np.uint16)
