@@ -133,8 +133,10 @@ def quantize(ggml_type: TypeLike, values, *, imatrix=None, byte_order: str = "li
         rows = rows.reshape(1, -1)
     if rows.ndim != 2:
         raise ValueError("values must be 1-D or 2-D (rows, n_per_row)")
-    if t.kind == "float" or t.kind == "quantized":
+    if t.kind == "quantized" or (t.kind == "float" and t.type_size < 8):
         rows = np.ascontiguousarray(rows, dtype=np.float32)
+    elif t.kind == "float":  # F64 keeps double precision
+        rows = np.ascontiguousarray(rows, dtype=np.float64)
     if rows.shape[1] % t.block_size:
         raise ValueError(f"{t.name}: row length {rows.shape[1]} is not a multiple of the block size {t.block_size}")
     if imatrix is not None:
