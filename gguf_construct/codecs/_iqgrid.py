@@ -56,7 +56,6 @@ class LatticeGrid:
         self._prefix_code = np.zeros(self.size, dtype=np.intp)
         for i in range(self._prefix):
             self._prefix_code = self._prefix_code * self.n_levels + self.levels[:, i]
-        self._level_cols = [np.ascontiguousarray(self.levels[:, i], dtype=np.intp) for i in range(self.dim)]
         self._build_neighbours()
 
     # ---------------------------------------------------------------------------------------------------------
@@ -99,7 +98,10 @@ class LatticeGrid:
         self.counts = counts.astype(np.int32)
         # the same lists back to back (CSR): list of row r is flat[starts[r]:starts[r] + counts[r]]
         self.flat = j.astype(np.int32)
-        self.starts = starts.astype(np.int64)
+        self.starts = starts.astype(np.intp)
+        # per list entry: the prefix code and the levels of the candidate (saves a gather per use)
+        self._flat_prefix = self._prefix_code[self.flat]
+        self._flat_levels = [np.ascontiguousarray(self.levels[self.flat, i], dtype=np.intp) for i in range(self.dim)]
 
     # ---------------------------------------------------------------------------------------------------------
 
@@ -150,24 +152,26 @@ class LatticeGrid:
         first = ends - cnt
         item = np.repeat(np.arange(n, dtype=np.intp), cnt)
         k = np.repeat(self.starts[rows] - first, cnt)
-        k += np.arange(int(ends[-1]), dtype=np.intp)
-        cand = self.flat[k]  # every row's candidates in ggml's order
+        k += np.arange(int(ends[-1]), dtype=np.intp)  # positions in the flat lists
         with np.errstate(over="ignore", invalid="ignore"):
             pre = terms[:, 0, :]
             for i in range(1, self._prefix):
                 pre = (pre[:, :, None] + terms[:, i, None, :]).reshape(n, -1)
-            d2 = pre.reshape(-1)[item * pre.shape[1] + self._prefix_code[cand]]
+            idx = item * pre.shape[1]
+            idx += self._flat_prefix[k]
+            d2 = pre.reshape(-1)[idx]
             item *= nl
             for i in range(self._prefix, self.dim):
                 ti = np.ascontiguousarray(terms[:, i, :]).reshape(-1)
-                d2 += ti[item + self._level_cols[i][cand]]
+                np.add(item, self._flat_levels[i][k], out=idx)
+                d2 += ti[idx]
         d2[~(d2 < FLT_MAX)] = np.inf
         mins = np.minimum.reduceat(d2, first)
         if not (mins < FLT_MAX).all():
             raise GridAbort("ggml aborts: no grid neighbour with a finite error (NaN/inf inputs or weights?)")
         item //= nl
         hit = np.flatnonzero(d2 == mins[item])
-        return cand[hit[np.searchsorted(hit, first)]]
+        return self.flat[k[hit[np.searchsorted(hit, first)]]]
 
     def exact_reference(self, u, xval, w, scale) -> np.ndarray:
         """A direct transcription of ggml's loop (every candidate, every coordinate), for testing."""

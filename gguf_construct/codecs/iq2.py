@@ -220,7 +220,7 @@ _GROUP_MAX_EPS = _F32(1e-15)
 _GROUP_MAX_EPS_IQ2_S = _F32(1e-8)
 _K_MAX_Q = 3  # levels 0..2, positions 2l+1 = 1, 3, 5
 _KMAP_SIZE = 43692  # ggml's kmap_q2xs size
-_ENC_CHUNK = 1024  # blocks per step
+_ENC_CHUNK = 256  # blocks per step (keeps the search temporaries near cache)
 
 
 @functools.lru_cache(maxsize=None)
