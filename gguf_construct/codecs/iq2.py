@@ -15,7 +15,9 @@ vectorised over all sub-blocks; the grid neighbour search lives in :mod:`._iqgri
 
 ggml refuses to quantize IQ2_XXS and IQ2_XS without an importance matrix (``ggml_quantize_requires_imatrix``;
 ``ggml_quantize_chunk`` aborts), so their encoders raise :class:`ValueError` when ``imatrix`` is ``None``.
-IQ2_S works without one (it then weights by ``sigma2/4 + x^2``).
+IQ2_S works without one (it then weights by ``sigma2/4 + x^2``).  Where ggml itself aborts (a neighbour
+search with no finite error, or a final point off the grid: NaN/inf inputs, values whose squares overflow),
+the encoders raise :class:`._iqgrid.GridAbort`, a :class:`ValueError`.
 """
 
 from __future__ import annotations
@@ -25,47 +27,13 @@ import functools
 import numpy as np
 
 from .. import spec as _spec
+from ._common import fp16_to_fp32 as _fp16_to_fp32
+from ._common import fp32_to_fp16 as _fp32_to_fp16
+from ._common import nearest_int as _nearest_int
+from ._common import seq_sum as _seq_sum
 
 QK_K = 256
 _F32 = np.float32
-
-
-# --------------------------------------------------------------------------------------------------------------
-# scalar helpers matching ggml (shared ones from ._common when present)
-# --------------------------------------------------------------------------------------------------------------
-
-try:
-    from ._common import fp16_to_fp32 as _fp16_to_fp32, fp32_to_fp16 as _fp32_to_fp16  # noqa: F401
-    from ._common import nearest_int as _nearest_int, seq_sum as _seq_sum  # noqa: F401
-except ImportError:  # pragma: no cover - only before the shared helpers exist
-    def _fp16_to_fp32(h: np.ndarray) -> np.ndarray:
-        """GGML_FP16_TO_FP32: exact widening; signalling NaNs come out quiet."""
-        f = np.asarray(h).astype(np.float32)
-        nan = np.isnan(f)
-        if nan.any():
-            f.view(np.uint32)[nan] |= np.uint32(0x00400000)
-        return f
-
-    def _fp32_to_fp16(f: np.ndarray) -> np.ndarray:
-        """GGML_FP32_TO_FP16: round to nearest even, overflow to inf, NaN -> sign | 0x7E00 (native float16)."""
-        f = np.asarray(f, dtype=np.float32)
-        with np.errstate(over="ignore", invalid="ignore"):
-            h = f.astype(np.float16)
-        nan = np.isnan(f)
-        if nan.any():
-            sign = (f.view(np.uint32)[nan] >> np.uint32(16)).astype(np.uint16) & np.uint16(0x8000)
-            h.view(np.uint16)[nan] = sign | np.uint16(0x7E00)
-        return h
-
-    def _nearest_int(f) -> np.ndarray:
-        """ggml's nearest_int: (bits(f + 12582912.f) & 0x7fffff) - 0x400000."""
-        v = np.asarray(f, dtype=np.float32) + np.float32(12582912.0)
-        return (v.view(np.int32) & np.int32(0x007FFFFF)) - np.int32(0x00400000)
-
-    def _seq_sum(terms, axis: int = -1) -> np.ndarray:
-        """float32 sum strictly left to right from +0.0f, like a C accumulation loop."""
-        acc = np.add.accumulate(np.asarray(terms, dtype=np.float32), axis=axis, dtype=np.float32)
-        return np.take(acc, -1, axis=axis) + np.float32(0.0)
 
 
 # --------------------------------------------------------------------------------------------------------------
