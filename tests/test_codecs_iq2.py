@@ -15,7 +15,6 @@ land on the same point again), so it is not tested.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,65 +23,14 @@ from hypothesis import strategies as st
 
 from gguf_construct import codecs
 
+from codec_golden import assert_same as _assert_same
+
 TYPES = {16: "iq2_xxs", 17: "iq2_xs", 22: "iq2_s"}
 NAMES = [n.upper() for n in TYPES.values()]
 NEEDS_IMATRIX = {"IQ2_XXS", "IQ2_XS"}
 
-SHARED_GOLDEN = Path(__file__).resolve().parents[2] / "shared" / "golden"
-LOCAL_GOLDEN = Path(__file__).resolve().parent / "golden"
-
 # RMS of decode(encode(x)) - x per 256-block relative to the block's RMS, for Gaussian data
 RMS_ERR = {"IQ2_XXS": 0.6, "IQ2_XS": 0.5, "IQ2_S": 0.45}
-
-
-def _assert_same(actual: np.ndarray, expected: np.ndarray, what: str) -> None:
-    actual = np.asarray(actual)
-    expected = np.asarray(expected)
-    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
-    if actual.dtype == np.float32:
-        a = np.ascontiguousarray(actual).view(np.uint32)
-        e = np.ascontiguousarray(expected).view(np.uint32)
-        same = (a == e) | (np.isnan(actual) & np.isnan(expected))
-    else:
-        same = actual == expected
-    if not same.all():
-        bad = np.argwhere(~same)
-        raise AssertionError(f"{what}: {len(bad)} mismatches, first at {bad[0].tolist()}")
-
-
-def _check_golden(path: Path, name: str) -> None:
-    g = np.load(path)
-    rows = g["x"].shape[0]
-    for key in ("q", "q_imat", "raw"):
-        if key in g.files and "deq_" + key in g.files:
-            for order in ("little", "big"):
-                raw = g[key].tobytes()
-                if order == "big":
-                    raw = codecs.swap_blocks(name, raw, "little", "big")
-                got = codecs.dequantize(name, raw, byte_order=order).reshape(g[key].shape[0], -1)
-                _assert_same(got, g["deq_" + key], f"{path.name} deq_{key} ({order})")
-    if "q" in g.files:
-        got = np.frombuffer(codecs.quantize(name, g["x"]), np.uint8).reshape(rows, -1)
-        _assert_same(got, g["q"], f"{path.name} q")
-    if "q_imat" in g.files:
-        got = np.frombuffer(codecs.quantize(name, g["x"], imatrix=g["imatrix"]), np.uint8).reshape(rows, -1)
-        _assert_same(got, g["q_imat"], f"{path.name} q_imat")
-        # the big-endian encoding is the same blocks, field by field
-        big = codecs.quantize(name, g["x"], imatrix=g["imatrix"], byte_order="big")
-        assert codecs.swap_blocks(name, big, "big", "little") == got.tobytes()
-
-
-@pytest.mark.parametrize("type_id", sorted(TYPES))
-def test_shared_golden(type_id):
-    path = SHARED_GOLDEN / f"{type_id}_{TYPES[type_id]}.npz"
-    if not path.is_file():
-        pytest.skip(f"{path} not present")
-    _check_golden(path, TYPES[type_id])
-
-
-@pytest.mark.parametrize("type_id", sorted(TYPES))
-def test_committed_golden(type_id):
-    _check_golden(LOCAL_GOLDEN / f"{type_id}_{TYPES[type_id]}.npz", TYPES[type_id])
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -15,7 +15,6 @@ it is not tested.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,57 +23,14 @@ from hypothesis import strategies as st
 
 from gguf_construct import codecs
 
+from codec_golden import assert_same
+
 TYPES = {18: "iq3_xxs", 21: "iq3_s"}
 NAMES = [n.upper() for n in TYPES.values()]
-
-SHARED_GOLDEN = Path(__file__).resolve().parents[2] / "shared" / "golden"
-LOCAL_GOLDEN = Path(__file__).resolve().parent / "golden"
 
 # max |decode(encode(x)) - x| and RMS error per 256-block, relative to the block's max |x|
 MAX_ERR = {"IQ3_XXS": 1.5, "IQ3_S": 0.75}
 RMS_ERR = {"IQ3_XXS": 0.25, "IQ3_S": 0.2}
-
-
-def assert_same(actual: np.ndarray, expected: np.ndarray, what: str) -> None:
-    """Bit-identical arrays (float32 compared as bit patterns, any NaN equal to any NaN)."""
-    actual = np.ascontiguousarray(actual)
-    expected = np.ascontiguousarray(expected)
-    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
-    if actual.dtype == np.float32:
-        same = (actual.view(np.uint32) == expected.view(np.uint32)) | (np.isnan(actual) & np.isnan(expected))
-    else:
-        same = actual == expected
-    if not same.all():
-        bad = np.argwhere(~same)
-        raise AssertionError(f"{what}: {len(bad)} mismatches, first at {bad[0].tolist()}")
-
-
-def check_golden(path: Path, name: str) -> None:
-    g = np.load(path)
-    rows = g["x"].shape[0]
-    with np.errstate(all="ignore"):
-        for key in ("q", "q_imat", "raw"):
-            if key in g.files:
-                got = codecs.dequantize(name, g[key].tobytes()).reshape(g[key].shape[0], -1)
-                assert_same(got, g["deq_" + key], f"{path.name} deq_{key}")
-    if "q" in g.files:
-        got = np.frombuffer(codecs.quantize(name, g["x"]), np.uint8).reshape(rows, -1)
-        assert_same(got, g["q"], f"{path.name} q")
-    got = np.frombuffer(codecs.quantize(name, g["x"], imatrix=g["imatrix"]), np.uint8).reshape(rows, -1)
-    assert_same(got, g["q_imat"], f"{path.name} q_imat")
-
-
-@pytest.mark.parametrize("type_id", sorted(TYPES))
-def test_shared_golden(type_id):
-    path = SHARED_GOLDEN / f"{type_id}_{TYPES[type_id]}.npz"
-    if not path.is_file():
-        pytest.skip(f"{path} not present")
-    check_golden(path, TYPES[type_id])
-
-
-@pytest.mark.parametrize("type_id", sorted(TYPES))
-def test_committed_golden(type_id):
-    check_golden(LOCAL_GOLDEN / f"{type_id}_{TYPES[type_id]}.npz", TYPES[type_id])
 
 
 @pytest.mark.parametrize("name", NAMES)
