@@ -202,8 +202,8 @@ def invalid_gguf_files(draw, *, rules: Sequence[str] | None = None, versions: Se
     raw = from_document(doc)
     pick = HypothesisPick(draw)
     candidates = mutations_for(rules)
-    for _ in range(mutations):
-        mutation = draw(st.sampled_from(candidates))
+    chosen = [draw(st.sampled_from(candidates)) for _ in range(mutations)]
+    for mutation in sorted(chosen, key=lambda m: m.late):
         try:
             mutation.apply(raw, pick)
         except Skip:

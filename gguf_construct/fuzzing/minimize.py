@@ -1,4 +1,6 @@
-"""Delta debugging over bytes: the smallest input (1-minimal by chunk removal) that keeps a property.
+"""Minimising reproducers: first structurally (drop whole KV pairs, tensors and array items of the
+:class:`~gguf_construct.fuzzing.rawfile.RawFile`, so the result stays well-formed around the bug), then by delta
+debugging over bytes (1-minimal by chunk removal, then zeroing).
 
 The property is "the target still disagrees with the oracle in the same way" (see
 :func:`gguf_construct.fuzzing.runner.signature`); each test runs the target, so the number of tests is bounded.
@@ -7,9 +9,12 @@ The property is "the target still disagrees with the oracle in the same way" (se
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Callable
 
-__all__ = ["ddmin"]
+from .rawfile import Arr, RawFile
+
+__all__ = ["ddmin", "shrink_raw"]
 
 
 def ddmin(data: bytes, keeps: Callable[[bytes], bool], *, max_tests: int = 300,
@@ -65,3 +70,46 @@ def ddmin(data: bytes, keeps: Callable[[bytes], bool], *, max_tests: int = 300,
                 return best
         chunk //= 2
     return best
+
+
+def shrink_raw(raw: RawFile, keeps: Callable[[bytes], bool], *, max_tests: int = 120) -> RawFile:
+    """Drop KV pairs, tensors, array items and trailing bytes of ``raw`` while ``keeps(encoded)`` holds."""
+    tests = 0
+
+    def attempt(candidate: RawFile) -> bool:
+        nonlocal tests
+        if tests >= max_tests:
+            return False
+        tests += 1
+        try:
+            data = candidate.encode()[0]
+        except (ValueError, OverflowError, MemoryError):
+            return False
+        return bool(keeps(data))
+
+    changed = True
+    while changed and tests < max_tests:
+        changed = False
+        for i in reversed(range(len(raw.kvs))):
+            cand = raw.copy()
+            del cand.kvs[i]
+            if attempt(cand):
+                raw, changed = cand, True
+        for i in reversed(range(len(raw.tensors))):
+            cand = raw.copy()
+            del cand.tensors[i]
+            if attempt(cand):
+                raw, changed = cand, True
+        for i, kv in enumerate(raw.kvs):
+            v = kv.value
+            if isinstance(v, Arr) and v.length is None and len(v.items) > 1:
+                cand = raw.copy()
+                cand.kvs[i] = replace(kv, value=Arr(v.item_type, v.items[: len(v.items) // 2]))
+                if attempt(cand):
+                    raw, changed = cand, True
+        if raw.tail:
+            cand = raw.copy()
+            cand.tail = raw.tail[: len(raw.tail) // 2]
+            if attempt(cand):
+                raw, changed = cand, True
+    return raw

@@ -87,6 +87,14 @@ class Mutation:
     targets: frozenset
     apply: Callable[[RawFile, Pick], None]
 
+    @property
+    def late(self) -> bool:
+        """Mutations that depend on the final layout (counts, truncation) go after the others."""
+        return self.name in _LATE
+
+
+_LATE = frozenset({"count", "mixed-byte-order", "truncate", "data", "magic", "version"})
+
 
 # -- helpers ---------------------------------------------------------------------------------------------------
 _BAD_UTF8 = [b"\x80", b"\xc0\xaf", b"\xc0\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe2\x82", b"\xff",
@@ -193,6 +201,7 @@ def m_count(raw: RawFile, pick: Pick) -> None:
     if value == unsat:
         value += pick.integer(0, 3)
     value = min(value, _max_len(raw))
+    raw.swapped_counts = frozenset()
     if name == "tensor_count":
         raw.n_tensors = value
     else:
@@ -201,7 +210,7 @@ def m_count(raw: RawFile, pick: Pick) -> None:
 
 def m_mixed_order(raw: RawFile, pick: Pick) -> None:
     fields = [n for n, c in (("tensor_count", len(raw.tensors)), ("metadata_kv_count", len(raw.kvs))) if c]
-    if not fields:
+    if not fields or raw.n_tensors is not None or raw.n_kv is not None:
         raise Skip
     raw.swapped_counts = frozenset({pick.choice(fields)})
 

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import tempfile
 import time
 from dataclasses import dataclass
 from typing import Iterator
 
-from .minimize import ddmin
+from .minimize import ddmin, shrink_raw
 from .mutations import MUTATIONS, RandomPick, Skip
 from .oracle import Expectation, compare, expect
-from .rawfile import from_document
+from .rawfile import RawFile, from_document
 from .report import Finding, ProgressBar, Results
 from .targets import Outcome, Target
 
@@ -31,6 +32,7 @@ class Sample:
 
     data: bytes
     mutation: str  # "valid" when not mutated
+    raw: RawFile | None = None
 
 
 def carriers(seed: int, count: int = 120, *, max_kv: int = 4, max_tensors: int = 2) -> list:
@@ -61,17 +63,17 @@ def generate(seed: int, *, valid_share: float = 0.25, pool: list | None = None) 
     while True:
         raw = from_document(rng.choice(pool))
         if rng.random() < valid_share:
-            yield Sample(raw.encode()[0], "valid")
+            yield Sample(raw.encode()[0], "valid", raw)
             continue
         names = []
         try:
-            for _ in range(1 if rng.random() < 0.85 else 2):
-                m = rng.choice(MUTATIONS)
+            chosen = [rng.choice(MUTATIONS) for _ in range(1 if rng.random() < 0.85 else 2)]
+            for m in sorted(chosen, key=lambda m: m.late):
                 m.apply(raw, pick)
                 names.append(m.name)
         except Skip:
             continue
-        yield Sample(raw.encode()[0], "+".join(names))
+        yield Sample(raw.encode()[0], "+".join(names), raw)
 
 
 def classify(exp: Expectation, out: Outcome) -> tuple[str | None, list[dict]]:
@@ -101,7 +103,9 @@ def signature(kind: str, exp: Expectation, out: Outcome, diffs: list[dict]) -> s
     if kind == "false_accept":
         return "false_accept:" + ",".join(exp.rules)
     if kind == "false_reject":
-        return "false_reject:" + _first_line(out.detail)
+        text = re.sub(r"\d+|'[^']*'|\"[^\"]*\"", "#", (out.detail or "").strip().splitlines()[0]
+                      if (out.detail or "").strip() else "")
+        return "false_reject:" + text[:70]
     if kind == "crash":
         return "crash:" + _first_line(out.detail) + ":" + ",".join(exp.rules)
     if kind == "hang":
@@ -155,7 +159,7 @@ def run(target: Target, *, count: int = 1000, seed: int = 0, profile: str = "spe
                 f = Finding(kind, sig, out.detail[:500], exp.rules, sample.mutation, len(sample.data),
                             sample.data, diffs=diffs[:10])
                 if results.add(f) and minimize and len(results.findings) <= max_minimize:
-                    f.minimized = _minimize(target, scratch, f, profile)
+                    f.minimized = _minimize(target, scratch, f, profile, sample.raw)
             bar.update(i + 1, f"{sum(results.per_class.values())} disagreements")
     finally:
         bar.close()
@@ -167,12 +171,15 @@ def run(target: Target, *, count: int = 1000, seed: int = 0, profile: str = "spe
     return results
 
 
-def _minimize(target: Target, scratch: _Scratch, f: Finding, profile: str) -> bytes:
+def _minimize(target: Target, scratch: _Scratch, f: Finding, profile: str, raw: RawFile | None) -> bytes:
     def keeps(candidate: bytes) -> bool:
         exp = expect(candidate, profile)
         out = target.run(scratch.write(candidate))
         kind, diffs = classify(exp, out)
         return kind == f.kind and signature(kind, exp, out, diffs) == f.signature
 
-    budget = 6 if f.kind == "hang" else 250
-    return ddmin(f.data, keeps, max_tests=budget, max_seconds=60.0 if f.kind == "hang" else 20.0)
+    if f.kind == "hang":  # every test of a hang costs the whole timeout
+        data = shrink_raw(raw, keeps, max_tests=4).encode()[0] if raw is not None else f.data
+        return ddmin(data, keeps, max_tests=4, max_seconds=60.0)
+    data = shrink_raw(raw, keeps).encode()[0] if raw is not None else f.data
+    return ddmin(data, keeps, max_tests=250, max_seconds=20.0)

@@ -25,6 +25,7 @@ from typing import Any
 __all__ = ["Outcome", "Target", "CmdTarget", "PythonTarget", "make_target", "gguf_py_reader"]
 
 DEFAULT_MEMORY = 2 << 30
+STARTUP_TIMEOUT = 120.0  # importing a target (numpy, ...) on a loaded machine
 
 
 @dataclass
@@ -138,8 +139,13 @@ class PythonTarget(Target):
             os.pathsep) if p])
         self.proc = subprocess.Popen([sys.executable, "-m", "gguf_construct.fuzzing.worker", self.spec,
                                       str(self.memory)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, env=env, preexec_fn=_limits(0), bufsize=0)
+                                     stderr=None if os.environ.get("GGUF_FUZZ_DEBUG") else subprocess.DEVNULL, env=env,
+                                     preexec_fn=_limits(0), bufsize=0)
         self.restarts += 1
+        line = self._readline(time.monotonic() + STARTUP_TIMEOUT)
+        if not line or json.loads(line).get("status") != "ready":
+            self.close()
+            raise RuntimeError(f"python target {self.spec} did not start (cannot import it?)")
 
     def close(self) -> None:
         """Stop the worker."""

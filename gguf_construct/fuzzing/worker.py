@@ -2,7 +2,7 @@
 
 Started by :class:`gguf_construct.fuzzing.targets.PythonTarget` as
 ``python -m gguf_construct.fuzzing.worker MODULE:FUNCTION MEMORY_BYTES``.  Reads one path per line on stdin and
-answers each with one JSON line on its original stdout: ``{"status": "accept", "summary": {...}}``,
+answers each with one JSON line (after one ``{"status": "ready"}`` line once the target is imported) on its original stdout: ``{"status": "accept", "summary": {...}}``,
 ``{"status": "reject", "error": "..."}`` (the function raised ValueError or a subclass) or
 ``{"status": "crash", "error": "..."}`` (any other exception).  The target's own prints go to stderr.
 """
@@ -65,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     fn = load_callable(spec)
     _limit_memory(memory)
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 1000))
+    proto.write(json.dumps({"status": "ready"}) + "\n")  # imports done: timeouts count from here
     for line in sys.stdin:
         path = line.rstrip("\n")
         try:

@@ -1,0 +1,57 @@
+"""Write the seed corpus fuzz/seeds/: small valid files of every version and byte order, and a few broken ones.
+
+Deterministic (fixed seeds); each file is at most a few hundred bytes.  Run from the project root:
+``python fuzz/make_seeds.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+from gguf_construct.fuzzing.mutations import MUTATIONS, RandomPick, Skip  # noqa: E402
+from gguf_construct.fuzzing.rawfile import from_document  # noqa: E402
+from gguf_construct.fuzzing.runner import carriers  # noqa: E402
+
+MAX_BYTES = 600
+
+
+def main() -> None:
+    """Regenerate fuzz/seeds/."""
+    out = os.path.join(HERE, "seeds")
+    os.makedirs(out, exist_ok=True)
+    for name in os.listdir(out):
+        if name.endswith(".gguf"):
+            os.unlink(os.path.join(out, name))
+    pool = [d for d in carriers(1234, 200, max_kv=3, max_tensors=2)]
+    rng = random.Random(1234)
+    written = 0
+    for (v, bo) in [(v, bo) for v in (1, 2, 3) for bo in ("little", "big")]:
+        docs = [d for d in pool if d.version == v and d.byte_order == bo]
+        for doc in docs[:3]:
+            data = from_document(doc).encode()[0]
+            if len(data) <= MAX_BYTES:
+                with open(os.path.join(out, f"valid-v{v}-{bo}-{written:02d}.gguf"), "wb") as fh:
+                    fh.write(data)
+                written += 1
+    for m in MUTATIONS:
+        for _ in range(20):
+            raw = from_document(rng.choice(pool))
+            try:
+                m.apply(raw, RandomPick(rng))
+            except Skip:
+                continue
+            data = raw.encode()[0]
+            if len(data) <= MAX_BYTES:
+                with open(os.path.join(out, f"broken-{m.name}.gguf"), "wb") as fh:
+                    fh.write(data)
+                break
+    print(f"{len(os.listdir(out))} seeds in {out}")
+
+
+if __name__ == "__main__":
+    main()
