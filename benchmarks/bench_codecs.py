@@ -1,6 +1,7 @@
 """Codec throughput: gguf_construct's decoders/encoders against gguf-py's ``gguf.quants``, same data, same run.
 
 Usage: python benchmarks/bench_codecs.py [TYPES...] [--mib 16] [--repeat 3] [--budget 1.5] [--cpu]
+                                        [--ggml-lib PATH/libggml-base.so] [--decode-only]
 
 For every tensor type with a decoder or encoder (or only the TYPES named), prints MiB/s of *quantized* data:
 
@@ -11,14 +12,22 @@ For every tensor type with a decoder or encoder (or only the TYPES named), print
   search-based encoders); with an importance matrix for the types ggml requires one for;
 * the same calls of ``gguf.quants.dequantize`` / ``gguf.quants.quantize`` where gguf-py has the type (and the
   same block size; not F32, where gguf-py returns a view), and our/their ratio, with the geometric mean of the
-  ratios at the end.  Repeats stop early once a measurement has used about a second.
+  ratios at the end.  Repeats stop early once a measurement has used about a second;
+* with ``--ggml-lib``: ggml's own C decode of the same blocks in the same run, loaded with ctypes from the
+  given (user-built) ``libggml-base`` -- ``ggml_get_type_traits(type)->to_float`` on the whole buffer, or the
+  exported ``dequantize_row_<name>`` when the traits have none -- as ``C`` (into a freshly allocated output
+  array, as ``codecs.dequantize`` must produce one) and ``C-pre`` (into one output array reused by every run:
+  no page faults, the speed of ggml decoding into an existing tensor), with the ratios ``ours/C`` and
+  ``ours/C-pre`` and their geometric means.  Ratios from the same run are what to compare on a loaded machine.
 
-Single-threaded numpy; ``--cpu`` times process CPU time instead of wall time (steadier on a loaded machine).
+Single-threaded numpy; ``--cpu`` times process CPU time instead of wall time (steadier on a loaded machine;
+the default with ``--ggml-lib``).  ``--decode-only`` skips the encoders.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import math
 import os
 import sys
@@ -100,12 +109,69 @@ def sample_blocks(t, n_bytes: int, imatrix) -> bytes:
     return np.random.default_rng(2).integers(0, 256, n_rows * row_bytes, dtype=np.uint8).tobytes()
 
 
+class GgmlDecoder:
+    """ggml's C decoders from a user-supplied ``libggml-base`` shared library, through ctypes."""
+
+    class _Traits(ctypes.Structure):  # the leading fields of ``struct ggml_type_traits`` (ggml.h)
+        _fields_ = [
+            ("type_name", ctypes.c_char_p),
+            ("blck_size", ctypes.c_int64),
+            ("blck_size_interleave", ctypes.c_int64),
+            ("type_size", ctypes.c_size_t),
+            ("is_quantized", ctypes.c_bool),
+            ("to_float", ctypes.c_void_p),
+            ("from_float_ref", ctypes.c_void_p),
+        ]
+
+    # void (*ggml_to_float_t)(const void * x, float * y, int64_t k)
+    _ToFloat = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
+
+    def __init__(self, path: str):
+        self.lib = ctypes.CDLL(path)
+        self.lib.ggml_get_type_traits.restype = ctypes.POINTER(self._Traits)
+        self.lib.ggml_get_type_traits.argtypes = [ctypes.c_int]
+
+    def to_float(self, t):
+        """The C function decoding ``t``'s blocks, or None when ggml has none (F32, Q8_1, integers)."""
+        tr = self.lib.ggml_get_type_traits(t.id).contents
+        if (tr.blck_size, tr.type_size) != (t.block_size, t.type_size):
+            raise RuntimeError(f"{t.name}: the library's block geometry differs from the spec")
+        ptr = tr.to_float
+        if not ptr:
+            try:
+                sym = getattr(self.lib, f"dequantize_row_{tr.type_name.decode()}")
+                ptr = ctypes.cast(sym, ctypes.c_void_p).value
+            except AttributeError:
+                return None
+        return self._ToFloat(ptr)
+
+    def decoders(self, t, raw: bytes):
+        """(fresh, reused): callables decoding ``raw`` into a new output array / into one reused array."""
+        fn = self.to_float(t)
+        if fn is None:
+            return None
+        src = np.frombuffer(raw, np.uint8)
+        k = src.size // t.type_size * t.block_size
+        kept = np.empty(k, np.float32)
+
+        def fresh():
+            out = np.empty(k, np.float32)
+            fn(src.ctypes.data, out.ctypes.data, k)
+            return out
+
+        def reused():
+            fn(src.ctypes.data, kept.ctypes.data, k)
+            return kept
+
+        return fresh, reused
+
+
 def requires_imatrix(t) -> bool:
     return t.name in ("IQ2_XXS", "IQ2_XS", "IQ1_S")
 
 
-def bench_type(t, args, clock) -> list[tuple[str, float, float]]:
-    """[(direction, ours MiB/s, gguf-py MiB/s or nan)]"""
+def bench_type(t, args, clock, ggml=None) -> list[tuple]:
+    """[(direction, ours MiB/s, gguf-py MiB/s, C MiB/s, C-pre MiB/s)] (nan where there is no comparison)"""
     results = []
     qt = gguf_type(t)
     im = np.random.default_rng(3).random(ROW).astype(np.float32) + np.float32(0.1) if requires_imatrix(t) else None
@@ -121,8 +187,17 @@ def bench_type(t, args, clock) -> list[tuple[str, float, float]]:
                 theirs = best(lambda: gq.dequantize(arr, qt), args.repeat, clock)
             except (NotImplementedError, ValueError):
                 pass
-        results.append(("decode", len(raw) / ours / MIB, len(raw) / theirs / MIB))
-    if codecs.has_encoder(t.id):
+        c_fresh = c_reused = math.nan
+        fns = ggml.decoders(t, raw) if ggml is not None else None
+        if fns is not None:
+            same = np.array_equal(codecs.dequantize(t.id, raw).view(np.uint32), fns[0]().view(np.uint32))
+            if not same:
+                print(f"{t.name}: decoded values differ from ggml's", file=sys.stderr)
+            c_fresh = best(fns[0], args.repeat, clock)
+            c_reused = best(fns[1], args.repeat, clock)
+        rate = len(raw) / MIB
+        results.append(("decode", rate / ours, rate / theirs, rate / c_fresh, rate / c_reused))
+    if codecs.has_encoder(t.id) and not args.decode_only:
         probe = make_rows(1, 0, t)  # one row to estimate the speed
         with np.errstate(all="ignore"):
             dt = best(lambda: codecs.quantize(t.id, probe, imatrix=im), 1, clock)
@@ -139,7 +214,7 @@ def bench_type(t, args, clock) -> list[tuple[str, float, float]]:
                 theirs = best(lambda: gq.quantize(x, qt), reps, clock)
             except (NotImplementedError, ValueError, gq.QuantError):
                 pass
-        results.append(("encode", out_bytes / ours / MIB, out_bytes / theirs / MIB))
+        results.append(("encode", out_bytes / ours / MIB, out_bytes / theirs / MIB, math.nan, math.nan))
     return results
 
 
@@ -150,25 +225,40 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="runs per measurement (best is kept)")
     ap.add_argument("--budget", type=float, default=1.0, help="seconds for one encode run (caps the size)")
     ap.add_argument("--cpu", action="store_true", help="time process CPU time instead of wall time")
+    ap.add_argument("--ggml-lib", metavar="PATH", help="libggml-base shared library: compare with ggml's C decode")
+    ap.add_argument("--decode-only", action="store_true", help="skip the encoders")
     args = ap.parse_args(argv)
-    clock = timer(args.cpu)
+    ggml = GgmlDecoder(args.ggml_lib) if args.ggml_lib else None
+    clock = timer(args.cpu or ggml is not None)
     wanted = {n.upper() for n in args.types}
     types = [t for t in spec.tensor_types() if t.is_current and t.codec and (not wanted or t.name in wanted)]
-    print(f"{'type':8s} {'dir':6s} {'ours MiB/s':>11s} {'gguf-py':>9s} {'ratio':>7s}")
-    ratios = []
+    head = f"{'type':8s} {'dir':6s} {'ours MiB/s':>11s} {'gguf-py':>9s} {'ratio':>7s}"
+    if ggml is not None:
+        head += f" {'C':>9s} {'ours/C':>7s} {'C-pre':>9s} {'ours/pre':>8s}"
+    print(head)
+    ratios: dict[str, list[float]] = {"gguf-py": [], "C": [], "C-pre": []}
+
+    def cell(v, width, fmt, name=None):
+        if v != v:
+            return f" {'-':>{width}s}"
+        if name:
+            ratios[name].append(v)
+        return f" {v:{width}{fmt}}"
+
     for t in types:
         if not (codecs.has_decoder(t.id) or codecs.has_encoder(t.id)):
             continue
-        for direction, ours, theirs in bench_type(t, args, clock):
-            ratio = ours / theirs if theirs == theirs else math.nan
-            if ratio == ratio:
-                ratios.append(ratio)
-            theirs_s = f"{theirs:9.1f}" if theirs == theirs else f"{'-':>9s}"
-            ratio_s = f"{ratio:7.2f}" if ratio == ratio else f"{'-':>7s}"
-            print(f"{t.name:8s} {direction:6s} {ours:11.1f} {theirs_s} {ratio_s}", flush=True)
-    if ratios:
-        gmean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-        print(f"geometric mean ratio (ours / gguf-py) over {len(ratios)} measurements: {gmean:.2f}")
+        for direction, ours, theirs, c_fresh, c_reused in bench_type(t, args, clock, ggml):
+            line = f"{t.name:8s} {direction:6s} {ours:11.1f}"
+            line += cell(theirs, 9, ".1f") + cell(ours / theirs, 7, ".2f", "gguf-py")
+            if ggml is not None:
+                line += cell(c_fresh, 9, ".1f") + cell(ours / c_fresh, 7, ".2f", "C")
+                line += cell(c_reused, 9, ".1f") + cell(ours / c_reused, 8, ".2f", "C-pre")
+            print(line, flush=True)
+    for name, rs in ratios.items():
+        if rs:
+            gmean = math.exp(sum(math.log(r) for r in rs) / len(rs))
+            print(f"geometric mean ratio (ours / {name}) over {len(rs)} measurements: {gmean:.2f}")
     return 0
 
 
