@@ -15,9 +15,26 @@ Everything here works on whole numpy arrays and keeps float32 arithmetic in floa
 * :func:`roundf` -- C ``roundf`` (half away from zero) in float32.
 * :func:`seq_sum` -- a float32 sum accumulated strictly left to right starting from ``0.0f``, as a C loop
   ``s = 0; for (...) s += t[i];`` computes it (numpy's ``sum`` is pairwise and may differ).
+
+Decoder building blocks (pure data movement and integer bit operations, so exactness is not at stake):
+
+* :func:`decode_chunks` -- block ranges decoding to about 64K float32 values (256 KiB) each, so that the
+  temporaries of a chunk stay in L2 while the output is written once.
+* :func:`block_bytes` / :func:`byte_runs` -- the raw bytes of blocks, and runs of bytes inside every block
+  as single opaque items (a strided run is then gathered into a contiguous buffer with one item copy each).
+* :func:`low_nibbles` / :func:`high_nibbles` -- the 4-bit halves of every byte, computed eight bytes at a
+  time on ``uint64`` words (byte lanes; independent of the host byte order).
+* :func:`spread_runs` -- the usual bit-plane unpacking in one go: every run of bytes copied side by side once
+  per bit field, each copy shifted and masked in whole-word operations, which leaves the fields in ggml's
+  output order (e.g. all low nibbles of a 32-byte run, then all its high nibbles).
+* :func:`scale_groups` -- ``out = q * scale`` (and ``- offset``) with one scale per group of consecutive
+  values, as long contiguous operations on repeated scales (a broadcast over short rows costs a ufunc inner
+  loop call per row, which is slower than repeating the scales).
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -25,6 +42,8 @@ __all__ = [
     "F32_ZERO", "FLT_MAX",
     "fp16_to_fp32", "fp32_to_fp16", "fp16_bits", "bf16_to_fp32", "fp32_to_bf16",
     "nearest_int", "c_float_to_int32", "roundf", "seq_sum", "first_abs_max", "f32",
+    "DECODE_CHUNK_VALUES", "decode_chunks", "block_bytes", "byte_runs", "gather_runs", "low_nibbles",
+    "high_nibbles", "spread_runs", "scale_groups",
 ]
 
 F32_ZERO = np.float32(0.0)
@@ -209,3 +228,93 @@ def _first_abs_max_general(x: np.ndarray, axis: int):
     mx = np.take_along_axis(x, np.expand_dims(idx, axis), axis=axis).squeeze(axis)
     mx = np.where(amax > F32_ZERO, mx, F32_ZERO)
     return amax, mx.astype(np.float32, copy=False)
+
+
+# ------------------------------------------------------------------------------------ decoder building blocks
+
+DECODE_CHUNK_VALUES = 1 << 16  # decoded float32 values per chunk (256 KiB): temporaries stay in L2
+_LO4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+_FOUR = np.uint64(4)
+
+
+def decode_chunks(n_blocks: int, block_size: int, values: int = DECODE_CHUNK_VALUES):
+    """``(start, stop)`` ranges of whole blocks decoding to about ``values`` values each."""
+    step = max(1, values // block_size)
+    for s in range(0, n_blocks, step):
+        yield s, min(n_blocks, s + step)
+
+
+def block_bytes(blocks: np.ndarray) -> np.ndarray:
+    """The blocks' raw bytes as a (n_blocks, type_size) uint8 array (a view when ``blocks`` is contiguous)."""
+    blocks = np.ascontiguousarray(blocks)
+    return blocks.view(np.uint8).reshape(blocks.shape[0], blocks.dtype.itemsize)
+
+
+def byte_runs(u8: np.ndarray, start: int, size: int, count: int = 1, step: int | None = None) -> np.ndarray:
+    """``count`` runs of ``size`` bytes at ``start``, ``start + step``, ... of every row of ``u8`` (n, row_bytes),
+    as an (n, count) array of ``V<size>`` items (a view).  Copying such items into a contiguous buffer gathers the
+    runs with one item move each instead of a byte loop per row."""
+    step = size if step is None else step
+    assert start + (count - 1) * step + size <= u8.shape[1]
+    first = u8[:, start:start + size].view(np.dtype(f"V{size}"))  # (n, 1)
+    return np.lib.stride_tricks.as_strided(first, (u8.shape[0], count), (u8.strides[0], step), writeable=False)
+
+
+def gather_runs(runs: np.ndarray, buf: np.ndarray) -> np.ndarray:
+    """Copy ``runs`` (n, count) ``V<size>`` items into the start of the contiguous uint8 ``buf`` and return that part
+    as a (n, count * size) uint8 array."""
+    n, count = runs.shape
+    size = runs.dtype.itemsize
+    flat = buf.reshape(-1)[: n * count * size]
+    np.copyto(flat.view(runs.dtype).reshape(n, count), runs)
+    return flat.reshape(n, count * size)
+
+
+def low_nibbles(words: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``out = byte & 0xF`` for every byte of the uint64 ``words``."""
+    return np.bitwise_and(words, _LO4, out=out)
+
+
+def high_nibbles(words: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``out = byte >> 4`` for every byte of the uint64 ``words``."""
+    np.right_shift(words, _FOUR, out=out)
+    return np.bitwise_and(out, _LO4, out=out)
+
+
+@functools.lru_cache(maxsize=64)
+def _shift_pattern(n_blocks: int, count: int, shifts: tuple, size: int) -> np.ndarray:
+    """Per uint64 word of a (n_blocks, count, len(shifts), size) byte array: the shift of its copy."""
+    one = np.repeat(np.array(shifts, dtype=np.uint64), size // 8)
+    out = np.tile(one, n_blocks * count)
+    out.setflags(write=False)
+    return out
+
+
+def spread_runs(runs: np.ndarray, shifts: tuple, mask: int, buf: np.ndarray) -> np.ndarray:
+    """Bit fields of byte runs in output order: for ``runs`` (n, count) ``V<size>`` items (see :func:`byte_runs`)
+    returns uint8 (n, count, len(shifts), size) with ``[i, k, f, j] = (run_k[j] >> shifts[f]) & mask`` for the
+    bytes j of run k of block i.  ``size`` must be a multiple of 8; ``buf`` is a scratch uint8 array at least as
+    large as the result (the result lives in it)."""
+    n, count = runs.shape
+    size = runs.dtype.itemsize
+    fields = len(shifts)
+    flat = buf.reshape(-1)[: n * count * fields * size]
+    items = flat.view(runs.dtype).reshape(n, count, fields)
+    for f in range(fields):
+        items[:, :, f] = runs  # one item move per run and field
+    words = flat.view(np.uint64)
+    if any(shifts):
+        np.right_shift(words, _shift_pattern(n, count, tuple(shifts), size), out=words)
+    np.bitwise_and(words, np.uint64(0x0101010101010101 * mask), out=words)
+    return flat.reshape(n, count, fields, size)
+
+
+def scale_groups(out: np.ndarray, q: np.ndarray, scales: np.ndarray, offsets: np.ndarray | None = None,
+                 subtract: bool = True) -> None:
+    """``out = q * s`` then ``out -= m`` (or ``+= m``) in float32, where s, m are ``scales`` / ``offsets``
+    repeated over groups of ``out.size // scales.size`` consecutive values (all arrays flat, C order; ``q`` any
+    integer or float dtype, converted exactly).  Each step is one rounding, in ggml's order."""
+    group = out.size // scales.size
+    np.multiply(q, np.repeat(scales, group), out=out, casting="unsafe")
+    if offsets is not None:
+        (np.subtract if subtract else np.add)(out, np.repeat(offsets, group), out=out)

@@ -27,7 +27,8 @@ import numpy as np
 
 from . import block_dtype
 from ._common import (
-    FLT_MAX, c_float_to_int32, first_abs_max, fp16_to_fp32, fp32_to_fp16, nearest_int, roundf, seq_sum,
+    DECODE_CHUNK_VALUES, FLT_MAX, block_bytes, byte_runs, c_float_to_int32, decode_chunks, first_abs_max,
+    fp16_to_fp32, fp32_to_fp16, nearest_int, roundf, scale_groups, seq_sum, spread_runs,
 )
 
 QK = 32
@@ -35,65 +36,53 @@ _F = np.float32
 _ONE = _F(1.0)
 _ZERO = _F(0.0)
 
-# ------------------------------------------------------------------------------------------------ lookup data
-# Derived from the block layout itself (not ggml data).
-_BYTES = np.arange(256, dtype=np.uint16)
-# byte of qh -> its 8 bits, each moved to bit 4 (the fifth bit of a 5-bit quant)
-_QH_BITS = (((_BYTES[:, None] >> np.arange(8, dtype=np.uint16)) & 1) << 4).astype(np.uint8)
-
-_CHUNK = 1 << 13  # blocks per decode chunk: keeps the small temporaries in L2
-
-
-def _new_out(n_blocks: int) -> np.ndarray:
-    return np.empty((n_blocks, QK), dtype=np.float32)
-
-
-def _chunks(n: int):
-    for s in range(0, n, _CHUNK):
-        yield s, min(n, s + _CHUNK)
-
-
 # ------------------------------------------------------------------------------------------------- decoding
-# Per chunk: the quants as one small uint8/int8 (n, 32) array from integer bit operations, then a single
-# float32 multiply (int -> float conversion is exact) writing the output, and the add of ``m`` for _1 types.
+# Per chunk of blocks (about 256 KiB of output, so the temporaries stay in L2): the quants as one small
+# (c, 32) uint8/int8 array built with integer operations on whole uint64 words, then one float32 multiply by
+# the repeated block scales (int -> float conversion is exact) writing the output, and the add of ``m`` for
+# the _1 types.
+
+# byte of qh -> its 8 bits, each moved to bit 4 of its own byte (the fifth bit of 8 consecutive quants), as
+# the uint64 holding those 8 bytes (derived from the block layout, not ggml data)
+_QH_BYTES = (((np.arange(256)[:, None] >> np.arange(8)) & 1) << 4).astype(np.uint8).copy().view(np.uint64)[:, 0]
 
 
-def _nibbles(qs: np.ndarray, q: np.ndarray) -> None:
-    """q[:, j] = qs[:, j] & 0xF and q[:, j + 16] = qs[:, j] >> 4 (q uint8 (n, 32))."""
-    np.bitwise_and(qs, np.uint8(15), out=q[:, :16])
-    np.right_shift(qs, np.uint8(4), out=q[:, 16:])
-
-
-def _add_high_bits(q: np.ndarray, qh: np.ndarray) -> None:
-    """q |= fifth bits from the 32-bit qh words (n,), any byte order."""
-    qh_bytes = qh.astype("<u4").view(np.uint8).reshape(-1, 4)
-    q |= _QH_BITS[qh_bytes].reshape(-1, QK)
+def _add_high_bits(q: np.ndarray, qh: np.ndarray, hb: np.ndarray) -> None:
+    """q |= 16 * bit j of the 32-bit qh word, for quant j of each block (qh (c,) of any byte order)."""
+    c = q.shape[0]
+    qh_bytes = qh.astype("<u4").view(np.uint8).reshape(c, 4)
+    np.take(_QH_BYTES, qh_bytes, out=hb[:c], mode="clip")  # 8 quants' fifth bits per lookup
+    q |= hb[:c].view(np.uint8).reshape(c, QK)
 
 
 @np.errstate(all="ignore")  # inf * 0 and NaN scales are data here, not errors
 def _decode(blocks: np.ndarray, bits: int, offset: int, with_min: bool) -> np.ndarray:
     n = blocks.shape[0]
-    out = _new_out(n)
+    out = np.empty((n, QK), dtype=np.float32)
     d_all = fp16_to_fp32(blocks["d"])
     m_all = fp16_to_fp32(blocks["m"]) if with_min else None
-    qs_all = blocks["qs"]
-    qh_all = blocks["qh"] if bits == 5 else None
-    q_buf = np.empty((min(n, _CHUNK), QK), dtype=np.uint8)
-    for s, e in _chunks(n):
-        o = out[s:e]
+    u8 = block_bytes(blocks)
+    qs_at = blocks.dtype.fields["qs"][1]
+    if bits == 8:
+        q8 = u8[:, qs_at:qs_at + QK].view(np.int8)
+    else:
+        runs = byte_runs(u8, qs_at, 16)
+        step = min(n, DECODE_CHUNK_VALUES // QK)
+        q_buf = np.empty(step * QK, dtype=np.uint8)
+        hb = np.empty((step, 4), dtype=np.uint64)
+        qh_all = blocks["qh"] if bits == 5 else None
+    for s, e in decode_chunks(n, QK):
         if bits == 8:
-            q = qs_all[s:e]
+            q = q8[s:e]
         else:
-            q = q_buf[: e - s]
-            _nibbles(qs_all[s:e], q)
+            q = spread_runs(runs[s:e], (0, 4), 0xF, q_buf).reshape(e - s, QK)  # low nibbles, then high
             if bits == 5:
-                _add_high_bits(q, qh_all[s:e])
+                _add_high_bits(q, qh_all[s:e], hb)
             if offset:
                 q = q.view(np.int8)
                 q -= np.int8(offset)
-        np.multiply(q, d_all[s:e, None], out=o, dtype=np.float32, casting="unsafe")
-        if with_min:
-            o += m_all[s:e, None]
+        scale_groups(out[s:e].reshape(-1), q.reshape(-1), d_all[s:e], m_all[s:e] if with_min else None,
+                     subtract=False)
     return out
 
 
