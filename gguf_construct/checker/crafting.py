@@ -581,6 +581,15 @@ def _(raw):
     raw.set("test.deep", "ARRAY", [("ARRAY", [("UINT8", [1])])], item_type="ARRAY")
 
 
+@_breakage("too-deep-array", "ARR-TOO-DEEP", carrier_only=False)
+def _(raw):
+    """Arrays nested 150 levels deep: more than the checker can follow."""
+    value = ("UINT8", [1])
+    for _ in range(150):
+        value = ("ARRAY", [value])
+    raw.set("test.too_deep", "ARRAY", [value], item_type="ARRAY")
+
+
 @_breakage("array-over-limit", "ARR-MAXLEN")
 def _(raw):
     """A 6-element array; fires with the array limit lowered to 5 elements (ggml's is 2^30)."""

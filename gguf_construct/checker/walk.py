@@ -23,7 +23,7 @@ from .rules import Hit, structural
 __all__ = ["KV", "TensorInfo", "Context", "walk", "ARRAY", "STRING", "BOOL"]
 
 structural("HDR-TRUNC", "HDR-MAGIC", "HDR-MAGIC-LEGACY", "HDR-VERSION", "HDR-COUNT", "KV-TRUNC", "KV-TYPE",
-           "STR-EOF", "ARR-TYPE", "ARR-EOF", "TI-TRUNC")
+           "STR-EOF", "ARR-TYPE", "ARR-EOF", "TI-TRUNC", "ARR-TOO-DEEP")
 
 _VT = {vt["name"]: vt["id"] for vt in structs.container_spec()["value_types"]}
 ARRAY, STRING, BOOL = _VT["ARRAY"], _VT["STRING"], _VT["BOOL"]
@@ -226,7 +226,7 @@ def _walk_kvs(ctx: Context, stream: BufferStream) -> bool:
             tree = parse(stream)
         except RecursionError:
             key = _read_string(buf, start, strw, ctx.byte_order)
-            ctx.hit("ARR-DEPTH", start, f"metadata_kv[{i}].value", key=decode_text(key or b""),
+            ctx.hit("ARR-TOO-DEEP", start, f"metadata_kv[{i}].value", key=decode_text(key or b""),
                     depth=">100")
             return False
         except Exception:  # noqa: BLE001 - compiled code may raise anything on bad input
@@ -255,7 +255,7 @@ def _explain_kv(ctx: Context, start: int, index: int) -> int | None:
     except FieldError as exc:
         rule, off, sub = exc.rule, exc.offset, construct_path_to_field_path(exc.path or "")
     except RecursionError:
-        ctx.hit("ARR-DEPTH", start, f"{base}.value", key=key, depth=">100")
+        ctx.hit("ARR-TOO-DEEP", start, f"{base}.value", key=key, depth=">100")
         return None
     except Exception:  # noqa: BLE001
         rule, off, sub = None, start, ""
