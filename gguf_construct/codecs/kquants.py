@@ -21,6 +21,7 @@ from . import block_dtype
 from ._common import fp16_to_fp32 as _f16_to_f32
 from ._common import fp32_to_fp16 as _f32_to_f16
 from ._common import nearest_int as _nearest_int
+from ._common import DECODE_CHUNK_VALUES, byte_runs, decode_chunks, scale_groups, spread_runs
 
 __all__ = [
     "decode_q2_k", "encode_q2_k", "decode_q3_k", "encode_q3_k", "decode_q4_k", "encode_q4_k",
@@ -671,8 +672,9 @@ def encode_q8_k(rows: np.ndarray, imatrix) -> np.ndarray:
 # decoders
 #
 # Per-block parameters (fp16 scales, unpacked 4/6-bit sub-block scales) are computed for all blocks at once;
-# the weights are then produced chunk by chunk (so the temporaries stay in cache) with as few passes over the
-# float output as ggml's arithmetic allows: an integer-to-float copy, then ``y = dl * q`` (and ``y -= ml``).
+# the weights are then produced chunk by chunk (about 256 KiB of output, so the temporaries stay in L2): the
+# quants in output order from whole-word bit operations, then ``y = dl * q`` (and ``y -= ml``) as long
+# contiguous float32 operations on repeated sub-block scales.
 # Single-byte fields are read from a uint8 view of the blocks (byte order is irrelevant for them); multi-byte
 # fields through the structured dtype, so big-endian blocks decode to the same values.
 # --------------------------------------------------------------------------------------------------------------
@@ -729,141 +731,114 @@ def _scaled(d: np.ndarray, q: np.ndarray) -> np.ndarray:
     return np.multiply(q, d[:, None], dtype=np.float32)
 
 
-def _cast_scale(y: np.ndarray, q: np.ndarray, dl: np.ndarray, ml=None) -> None:
-    """``y = dl * q`` (``- ml``) in float32, rows of ``y``/``q`` sharing one ``dl`` (and ``ml``) each."""
-    np.copyto(y, q, casting="unsafe")
-    y *= dl
-    if ml is not None:
-        y -= ml
+def _shl(q: np.ndarray, k: int) -> np.ndarray:
+    """``q <<= k`` on a contiguous uint8 array whose bytes do not overflow, eight bytes per word operation."""
+    w = q.reshape(-1).view(np.uint64)
+    np.left_shift(w, np.uint64(k), out=w)
+    return q
 
 
-_SH2 = np.array([0, 2, 4, 6], dtype=np.uint8)
-_SH4 = np.array([0, 4], dtype=np.uint8)
-_SH8 = np.arange(8, dtype=np.uint8)
+class _Chunks:
+    """Chunked decoding of super-blocks: the raw bytes, the output, scratch buffers for the bit fields of one
+    chunk (about 256 KiB of output) and the chunk ranges."""
+
+    def __init__(self, blocks: np.ndarray, n_buffers: int):
+        self.n = blocks.shape[0]
+        self.u8 = _raw_bytes(blocks)
+        self.out = np.empty((self.n, QK_K), dtype=np.float32)
+        step = min(self.n, DECODE_CHUNK_VALUES // QK_K)
+        self.bufs = [np.empty(step * QK_K, dtype=np.uint8) for _ in range(n_buffers)]
+
+    def runs(self, start: int, size: int, count: int = 1, step: int | None = None) -> np.ndarray:
+        return byte_runs(self.u8, start, size, count, step)
+
+    def __iter__(self):
+        return decode_chunks(self.n, QK_K)
+
+
+# Every decoder below unpacks the quants of a chunk in ggml's output order with :func:`spread_runs` (copies of
+# byte runs, shifted and masked per word), then writes ``y = dl * q (- ml)`` with one scale per sub-block.
 
 
 def decode_q2_k(blocks: np.ndarray) -> np.ndarray:
     """``y = d * (scales[s] & 0xF) * q - dmin * (scales[s] >> 4)`` with 2-bit ``q`` and 16 sub-blocks ``s``."""
-    nb = blocks.shape[0]
-    u8 = _raw_bytes(blocks)
-    out = np.empty((nb, QK_K), dtype=np.float32)
+    ch = _Chunks(blocks, 1)
     with np.errstate(all="ignore"):
-        sc = u8[:, 0:16]
-        dl = _scaled(_f16_to_f32(blocks["d"]), sc & np.uint8(0xF)).reshape(-1, 1)
-        ml = _scaled(_f16_to_f32(blocks["dmin"]), sc >> np.uint8(4)).reshape(-1, 1)
-        qbuf = np.empty((_DEC_CHUNK, 2, 4, 32), dtype=np.uint8)
-        sh = _SH2.reshape(1, 1, 4, 1)
-        for a, b in _chunks(nb, _DEC_CHUNK):
-            c = b - a
-            q = qbuf[:c]
-            np.right_shift(u8[a:b, 16:80].reshape(c, 2, 1, 32), sh, out=q)
-            q &= np.uint8(3)
-            _cast_scale(out[a:b].reshape(c * 16, 16), q.reshape(c * 16, 16), dl[16 * a:16 * b], ml[16 * a:16 * b])
-    return out
+        sc = ch.u8[:, 0:16]
+        dl = _scaled(_f16_to_f32(blocks["d"]), sc & np.uint8(0xF))
+        ml = _scaled(_f16_to_f32(blocks["dmin"]), sc >> np.uint8(4))
+        qs = ch.runs(16, 32, 2)  # the two halves of 128 values
+        for a, b in ch:
+            q = spread_runs(qs[a:b], (0, 2, 4, 6), 3, ch.bufs[0])
+            scale_groups(ch.out[a:b].reshape(-1), q.reshape(-1), dl[a:b].reshape(-1), ml[a:b].reshape(-1))
+    return ch.out
 
 
 def decode_q3_k(blocks: np.ndarray) -> np.ndarray:
     """``y = d * (sc[s] - 32) * (q - 4 * !hbit)`` with 2-bit ``q``, a high bit from ``hmask``, 6-bit ``sc``."""
-    nb = blocks.shape[0]
-    u8 = _raw_bytes(blocks)
-    out = np.empty((nb, QK_K), dtype=np.float32)
+    ch = _Chunks(blocks, 2)
     with np.errstate(all="ignore"):
         w = blocks["scales"].astype(np.uint32)
         sc = _q3_scales_from_words(w[:, 0], w[:, 1], w[:, 2])
-        dl = _scaled(_f16_to_f32(blocks["d"]), sc).reshape(-1, 1)
-        qbuf = np.empty((_DEC_CHUNK, 2, 4, 32), dtype=np.uint8)
-        hbuf = np.empty((_DEC_CHUNK, 2, 4, 32), dtype=np.uint8)
-        sh = _SH2.reshape(1, 1, 4, 1)
-        hsh = _SH8.reshape(1, 2, 4, 1)
-        for a, b in _chunks(nb, _DEC_CHUNK):
-            c = b - a
-            q = qbuf[:c]
-            h = hbuf[:c]
-            np.right_shift(u8[a:b, 32:96].reshape(c, 2, 1, 32), sh, out=q)
-            q &= np.uint8(3)
-            np.right_shift(u8[a:b, 0:32].reshape(c, 1, 1, 32), hsh, out=h)   # bit 4n+j of hmask
-            h &= np.uint8(1)
-            h <<= np.uint8(2)
-            q |= h
+        dl = _scaled(_f16_to_f32(blocks["d"]), sc)
+        qs = ch.runs(32, 32, 2)
+        hmask = ch.runs(0, 32)
+        for a, b in ch:
+            q = spread_runs(qs[a:b], (0, 2, 4, 6), 3, ch.bufs[0])
+            h = spread_runs(hmask[a:b], tuple(range(8)), 1, ch.bufs[1])  # bit 4n+j for shift j of half n
+            q |= _shl(h, 2).reshape(q.shape)
             qi = q.view(np.int8)
             qi -= np.int8(4)
-            _cast_scale(out[a:b].reshape(c * 16, 16), qi.reshape(c * 16, 16), dl[16 * a:16 * b])
-    return out
+            scale_groups(ch.out[a:b].reshape(-1), qi.reshape(-1), dl[a:b].reshape(-1))
+    return ch.out
 
 
 def decode_q4_k(blocks: np.ndarray) -> np.ndarray:
     """``y = d * sc[s] * q - dmin * m[s]`` with 4-bit ``q``, 8 sub-blocks of 32 with 6-bit ``sc``/``m``."""
-    nb = blocks.shape[0]
-    u8 = _raw_bytes(blocks)
-    out = np.empty((nb, QK_K), dtype=np.float32)
+    ch = _Chunks(blocks, 1)
     with np.errstate(all="ignore"):
-        sc, m = _k4_scale_mins(u8, 4)
-        dl = _scaled(_f16_to_f32(blocks["d"]), sc).reshape(-1, 1)
-        ml = _scaled(_f16_to_f32(blocks["dmin"]), m).reshape(-1, 1)
-        qbuf = np.empty((_DEC_CHUNK, 4, 2, 32), dtype=np.uint8)
-        sh = _SH4.reshape(1, 1, 2, 1)
-        for a, b in _chunks(nb, _DEC_CHUNK):
-            c = b - a
-            q = qbuf[:c]
-            np.right_shift(u8[a:b, 16:144].reshape(c, 4, 1, 32), sh, out=q)
-            q &= np.uint8(0xF)
-            _cast_scale(out[a:b].reshape(c * 8, 32), q.reshape(c * 8, 32), dl[8 * a:8 * b], ml[8 * a:8 * b])
-    return out
+        sc, m = _k4_scale_mins(ch.u8, 4)
+        dl = _scaled(_f16_to_f32(blocks["d"]), sc)
+        ml = _scaled(_f16_to_f32(blocks["dmin"]), m)
+        qs = ch.runs(16, 32, 4)
+        for a, b in ch:
+            q = spread_runs(qs[a:b], (0, 4), 0xF, ch.bufs[0])  # sub-block 2g: low nibbles of run g; 2g+1: high
+            scale_groups(ch.out[a:b].reshape(-1), q.reshape(-1), dl[a:b].reshape(-1), ml[a:b].reshape(-1))
+    return ch.out
 
 
 def decode_q5_k(blocks: np.ndarray) -> np.ndarray:
     """``y = d * sc[s] * (q + 16 * hbit) - dmin * m[s]`` with 4-bit ``q`` and the fifth bit from ``qh``."""
-    nb = blocks.shape[0]
-    u8 = _raw_bytes(blocks)
-    out = np.empty((nb, QK_K), dtype=np.float32)
+    ch = _Chunks(blocks, 2)
     with np.errstate(all="ignore"):
-        sc, m = _k4_scale_mins(u8, 4)
-        dl = _scaled(_f16_to_f32(blocks["d"]), sc).reshape(-1, 1)
-        ml = _scaled(_f16_to_f32(blocks["dmin"]), m).reshape(-1, 1)
-        qbuf = np.empty((_DEC_CHUNK, 4, 2, 32), dtype=np.uint8)
-        hbuf = np.empty((_DEC_CHUNK, 4, 2, 32), dtype=np.uint8)
-        sh = _SH4.reshape(1, 1, 2, 1)
-        hsh = _SH8.reshape(1, 4, 2, 1)
-        for a, b in _chunks(nb, _DEC_CHUNK):
-            c = b - a
-            q = qbuf[:c]
-            h = hbuf[:c]
-            np.right_shift(u8[a:b, 48:176].reshape(c, 4, 1, 32), sh, out=q)
-            q &= np.uint8(0xF)
-            np.right_shift(u8[a:b, 16:48].reshape(c, 1, 1, 32), hsh, out=h)   # bit s of qh for sub-block s
-            h &= np.uint8(1)
-            h <<= np.uint8(4)
-            q |= h
-            _cast_scale(out[a:b].reshape(c * 8, 32), q.reshape(c * 8, 32), dl[8 * a:8 * b], ml[8 * a:8 * b])
-    return out
+        sc, m = _k4_scale_mins(ch.u8, 4)
+        dl = _scaled(_f16_to_f32(blocks["d"]), sc)
+        ml = _scaled(_f16_to_f32(blocks["dmin"]), m)
+        qs = ch.runs(48, 32, 4)
+        qh = ch.runs(16, 32)
+        for a, b in ch:
+            q = spread_runs(qs[a:b], (0, 4), 0xF, ch.bufs[0])
+            h = spread_runs(qh[a:b], tuple(range(8)), 1, ch.bufs[1])  # bit s of qh for sub-block s
+            q |= _shl(h, 4).reshape(q.shape)
+            scale_groups(ch.out[a:b].reshape(-1), q.reshape(-1), dl[a:b].reshape(-1), ml[a:b].reshape(-1))
+    return ch.out
 
 
 def decode_q6_k(blocks: np.ndarray) -> np.ndarray:
     """``y = d * scales[s] * (q - 32)`` with 6-bit ``q`` (4 bits from ``ql``, 2 from ``qh``), 16 sub-blocks."""
-    nb = blocks.shape[0]
-    u8 = _raw_bytes(blocks)
-    out = np.empty((nb, QK_K), dtype=np.float32)
+    ch = _Chunks(blocks, 2)
     with np.errstate(all="ignore"):
-        dl = _scaled(_f16_to_f32(blocks["d"]), u8[:, 192:208].view(np.int8)).reshape(-1, 1)
-        qbuf = np.empty((_DEC_CHUNK, 2, 4, 32), dtype=np.uint8)
-        hbuf = np.empty((_DEC_CHUNK, 2, 4, 32), dtype=np.uint8)
-        sh = _SH4.reshape(1, 1, 2, 1, 1)
-        hsh = _SH2.reshape(1, 1, 4, 1)
-        for a, b in _chunks(nb, _DEC_CHUNK):
-            c = b - a
-            q = qbuf[:c]
-            h = hbuf[:c]
-            # group j = 2 * (nibble) + (half of ql): low nibbles of both halves, then the high nibbles
-            np.right_shift(u8[a:b, 0:128].reshape(c, 2, 1, 2, 32), sh, out=q.reshape(c, 2, 2, 2, 32))
-            q &= np.uint8(0xF)
-            np.right_shift(u8[a:b, 128:192].reshape(c, 2, 1, 32), hsh, out=h)
-            h &= np.uint8(3)
-            h <<= np.uint8(4)
-            q |= h
+        dl = _scaled(_f16_to_f32(blocks["d"]), ch.u8[:, 192:208].view(np.int8))
+        ql = ch.runs(0, 64, 2)  # per half of 128 values: ql[0:32], ql[32:64] low nibbles, then high nibbles
+        qh = ch.runs(128, 32, 2)
+        for a, b in ch:
+            q = spread_runs(ql[a:b], (0, 4), 0xF, ch.bufs[0])
+            h = spread_runs(qh[a:b], (0, 2, 4, 6), 3, ch.bufs[1])
+            q |= _shl(h, 4).reshape(q.shape)
             qi = q.view(np.int8)
             qi -= np.int8(32)
-            _cast_scale(out[a:b].reshape(c * 16, 16), qi.reshape(c * 16, 16), dl[16 * a:16 * b])
-    return out
+            scale_groups(ch.out[a:b].reshape(-1), qi.reshape(-1), dl[a:b].reshape(-1))
+    return ch.out
 
 
 def decode_q8_k(blocks: np.ndarray) -> np.ndarray:
