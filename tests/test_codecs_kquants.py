@@ -11,7 +11,6 @@ Ground truth comes from ggml's own C code:
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,11 +19,10 @@ from hypothesis import strategies as st
 
 from gguf_construct import codecs
 
+from codec_golden import assert_same as _assert_same
+
 TYPES = {10: "q2_K", 11: "q3_K", 12: "q4_K", 13: "q5_K", 14: "q6_K", 15: "q8_K"}
 NAMES = [n.upper() for n in TYPES.values()]
-
-SHARED_GOLDEN = Path(__file__).resolve().parents[2] / "shared" / "golden"
-LOCAL_GOLDEN = Path(__file__).resolve().parent / "golden"
 
 # max |decode(encode(x)) - x| and RMS error per 256-block, relative to the block's max |x| (inputs in fp16 range)
 MAX_ERR = {"Q2_K": 1.0, "Q3_K": 0.5, "Q4_K": 0.3, "Q5_K": 0.15, "Q6_K": 0.1, "Q8_K": 0.0045}
@@ -34,48 +32,6 @@ RMS_ERR = {"Q2_K": 0.25, "Q3_K": 0.15, "Q4_K": 0.06, "Q5_K": 0.03, "Q6_K": 0.02,
 def _bits(a: np.ndarray) -> np.ndarray:
     a = np.ascontiguousarray(a)
     return a.view(np.uint32) if a.dtype == np.float32 else a
-
-
-def _assert_same(actual: np.ndarray, expected: np.ndarray, what: str) -> None:
-    actual = np.asarray(actual)
-    expected = np.asarray(expected)
-    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
-    if actual.dtype == np.float32:
-        a, e = _bits(actual), _bits(expected)
-        nan_a, nan_e = np.isnan(actual), np.isnan(expected)
-        same = (a == e) | (nan_a & nan_e)
-    else:
-        same = actual == expected
-    if not same.all():
-        bad = np.argwhere(~same)
-        raise AssertionError(f"{what}: {len(bad)} mismatches, first at {bad[0].tolist()}")
-
-
-def _check_golden(path: Path, name: str) -> None:
-    g = np.load(path)
-    rows = g["x"].shape[0]
-    for key in ("q", "q_imat", "raw"):
-        if key in g.files and "deq_" + key in g.files:
-            got = codecs.dequantize(name, g[key].tobytes()).reshape(g[key].shape[0], -1)
-            _assert_same(got, g["deq_" + key], f"{path.name} deq_{key}")
-    got = np.frombuffer(codecs.quantize(name, g["x"]), np.uint8).reshape(rows, -1)
-    _assert_same(got, g["q"], f"{path.name} q")
-    if "q_imat" in g.files:
-        got = np.frombuffer(codecs.quantize(name, g["x"], imatrix=g["imatrix"]), np.uint8).reshape(rows, -1)
-        _assert_same(got, g["q_imat"], f"{path.name} q_imat")
-
-
-@pytest.mark.parametrize("type_id", sorted(TYPES))
-def test_shared_golden(type_id):
-    path = SHARED_GOLDEN / f"{type_id}_{TYPES[type_id]}.npz"
-    if not path.is_file():
-        pytest.skip(f"{path} not present")
-    _check_golden(path, TYPES[type_id])
-
-
-@pytest.mark.parametrize("type_id", sorted(TYPES))
-def test_committed_golden(type_id):
-    _check_golden(LOCAL_GOLDEN / f"{type_id}_{TYPES[type_id]}.npz", TYPES[type_id])
 
 
 @pytest.mark.parametrize("name", NAMES)

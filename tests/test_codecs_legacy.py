@@ -12,7 +12,6 @@ Ground truth comes from ggml's own C code:
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,57 +20,10 @@ from hypothesis import strategies as st
 
 from gguf_construct import codecs
 
+from codec_golden import assert_same as _assert_same
+
 TYPES = {2: "q4_0", 3: "q4_1", 6: "q5_0", 7: "q5_1", 8: "q8_0", 9: "q8_1"}
 NAMES = [n.upper() for n in TYPES.values()]
-SHARED_GOLDEN = Path(__file__).resolve().parents[2] / "shared" / "golden"
-LOCAL_GOLDEN = Path(__file__).resolve().parent / "golden"
-
-
-def _assert_same(actual, expected, what: str) -> None:
-    actual = np.ascontiguousarray(actual)
-    expected = np.ascontiguousarray(expected)
-    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
-    if actual.dtype == np.float32:
-        same = (actual.view(np.uint32) == expected.view(np.uint32)) | (np.isnan(actual) & np.isnan(expected))
-    else:
-        same = actual == expected
-    if not same.all():
-        bad = np.argwhere(~same)
-        raise AssertionError(f"{what}: {len(bad)} mismatches, first at {bad[0].tolist()}")
-
-
-def _check_golden(path: Path, name: str) -> None:
-    g = np.load(path)
-    rows = g["x"].shape[0]
-    for key in ("q", "q_imat", "raw"):
-        if key in g.files and "deq_" + key in g.files:
-            got = codecs.dequantize(name, g[key].tobytes()).reshape(g[key].shape[0], -1)
-            _assert_same(got, g["deq_" + key], f"{path.name} deq_{key}")
-            big = codecs.swap_blocks(name, g[key].tobytes(), "little", "big")
-            got = codecs.dequantize(name, big, byte_order="big").reshape(g[key].shape[0], -1)
-            _assert_same(got, g["deq_" + key], f"{path.name} deq_{key} (big-endian)")
-    with np.errstate(all="ignore"):
-        got = np.frombuffer(codecs.quantize(name, g["x"]), np.uint8).reshape(rows, -1)
-    _assert_same(got, g["q"], f"{path.name} q")
-    if "q_imat" in g.files:
-        with np.errstate(all="ignore"):
-            got = np.frombuffer(codecs.quantize(name, g["x"], imatrix=g["imatrix"]), np.uint8).reshape(rows, -1)
-        _assert_same(got, g["q_imat"], f"{path.name} q_imat")
-
-
-@pytest.mark.parametrize("type_id", sorted(TYPES))
-def test_shared_golden(type_id):
-    path = SHARED_GOLDEN / f"{type_id:02d}_{TYPES[type_id]}.npz"
-    if not path.is_file():
-        pytest.skip(f"{path} not present")
-    _check_golden(path, TYPES[type_id])
-
-
-@pytest.mark.parametrize("type_id", sorted(TYPES))
-def test_committed_golden(type_id):
-    _check_golden(LOCAL_GOLDEN / f"{type_id:02d}_{TYPES[type_id]}.npz", TYPES[type_id])
-
-
 # ------------------------------------------------------------------------------------------------ spec sizes
 
 

@@ -14,7 +14,6 @@ Ground truth is ggml's own C code:
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,59 +22,14 @@ from hypothesis import strategies as st
 
 from gguf_construct import codecs
 
+from codec_golden import assert_same as _assert_same
+
 TYPES = {34: "tq1_0", 35: "tq2_0", 41: "q1_0", 42: "q2_0"}
 NAMES = [n.upper() for n in TYPES.values()]
 CODEC = {"TQ1_0": "ternary", "TQ2_0": "ternary", "Q1_0": "lowbit", "Q2_0": "lowbit"}
 # max |decode(encode(x)) - x| and RMS error per block, relative to the block's max |x| (Q1_0: see its own test)
 MAX_ERR = {"TQ1_0": 0.51, "TQ2_0": 0.51, "Q2_0": 0.51}
 RMS_ERR = {"TQ1_0": 0.36, "TQ2_0": 0.36, "Q2_0": 0.36}
-
-SHARED_GOLDEN = Path(__file__).resolve().parents[2] / "shared" / "golden"
-LOCAL_GOLDEN = Path(__file__).resolve().parent / "golden"
-
-
-def _assert_same(actual, expected, what: str) -> None:
-    """Bit-identical arrays (float32 compared as bits, any NaN equal to any NaN)."""
-    actual = np.ascontiguousarray(actual)
-    expected = np.ascontiguousarray(expected)
-    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
-    if actual.dtype == np.float32:
-        same = (actual.view(np.uint32) == expected.view(np.uint32)) | (np.isnan(actual) & np.isnan(expected))
-    else:
-        same = actual == expected
-    if not same.all():
-        bad = np.argwhere(~same)
-        raise AssertionError(f"{what}: {len(bad)} mismatches, first at {bad[0].tolist()}")
-
-
-def _check_golden(path: Path, name: str) -> None:
-    g = np.load(path)
-    rows = g["x"].shape[0]
-    with np.errstate(all="ignore"):
-        for key in ("q", "q_imat", "raw"):
-            if key in g.files:
-                got = codecs.dequantize(name, g[key].tobytes()).reshape(g[key].shape[0], -1)
-                _assert_same(got, g["deq_" + key], f"{path.name} deq_{key}")
-        got = np.frombuffer(codecs.quantize(name, g["x"]), np.uint8).reshape(rows, -1)
-        _assert_same(got, g["q"], f"{path.name} q")
-        # with the importance matrix: q_imat where ggml uses it, otherwise ggml ignores it and gives q
-        want = g["q_imat"] if "q_imat" in g.files else g["q"]
-        got = np.frombuffer(codecs.quantize(name, g["x"], imatrix=g["imatrix"]), np.uint8).reshape(rows, -1)
-        _assert_same(got, want, f"{path.name} q_imat")
-
-
-@pytest.mark.parametrize("type_id", sorted(TYPES))
-def test_shared_golden(type_id):
-    path = SHARED_GOLDEN / f"{type_id}_{TYPES[type_id]}.npz"
-    if not path.is_file():
-        pytest.skip(f"{path} not present")
-    _check_golden(path, TYPES[type_id].upper())
-
-
-@pytest.mark.parametrize("type_id", sorted(TYPES))
-def test_committed_golden(type_id):
-    _check_golden(LOCAL_GOLDEN / f"{type_id}_{TYPES[type_id]}.npz", TYPES[type_id].upper())
-
 
 @pytest.mark.parametrize("name", NAMES)
 def test_sizes_follow_spec(name):

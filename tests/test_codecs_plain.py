@@ -10,7 +10,6 @@ integer types; those are checked by properties only.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,10 +22,6 @@ from gguf_construct import codecs
 FLOAT_GOLDEN = {0: "f32", 1: "f16", 30: "bf16"}
 INTS = {"I8": np.int8, "I16": np.int16, "I32": np.int32, "I64": np.int64}
 ALL = ["F32", "F16", "BF16", "F64", *INTS]
-SHARED_GOLDEN = Path(__file__).resolve().parents[2] / "shared" / "golden"
-LOCAL_GOLDEN = Path(__file__).resolve().parent / "golden"
-
-
 def _same_bits(a, b) -> bool:
     a = np.ascontiguousarray(a)
     b = np.ascontiguousarray(b)
@@ -35,33 +30,6 @@ def _same_bits(a, b) -> bool:
     ua = a.view(f"u{a.itemsize}")
     ub = b.view(f"u{b.itemsize}")
     return bool(np.all((ua == ub) | (np.isnan(a) & np.isnan(b))))
-
-
-def _check_golden(path: Path, name: str) -> None:
-    g = np.load(path)
-    x = g["x"]
-    q = codecs.quantize(name, x)
-    assert q == g["q"].tobytes(), f"{path.name}: q differs"
-    assert _same_bits(codecs.dequantize(name, g["q"].tobytes()).reshape(x.shape), g["deq_q"])
-    if "raw" in g.files:
-        got = codecs.dequantize(name, g["raw"].tobytes()).reshape(g["deq_raw"].shape)
-        assert _same_bits(got, g["deq_raw"]), f"{path.name}: deq_raw differs"
-        big = codecs.swap_blocks(name, g["raw"].tobytes(), "little", "big")
-        got = codecs.dequantize(name, big, byte_order="big").reshape(g["deq_raw"].shape)
-        assert _same_bits(got, g["deq_raw"]), f"{path.name}: big-endian deq_raw differs"
-
-
-@pytest.mark.parametrize("type_id", sorted(FLOAT_GOLDEN))
-def test_shared_golden(type_id):
-    path = SHARED_GOLDEN / f"{type_id:02d}_{FLOAT_GOLDEN[type_id]}.npz"
-    if not path.is_file():
-        pytest.skip(f"{path} not present")
-    _check_golden(path, FLOAT_GOLDEN[type_id])
-
-
-@pytest.mark.parametrize("type_id", sorted(FLOAT_GOLDEN))
-def test_committed_golden(type_id):
-    _check_golden(LOCAL_GOLDEN / f"{type_id:02d}_{FLOAT_GOLDEN[type_id]}.npz", FLOAT_GOLDEN[type_id])
 
 
 @pytest.mark.parametrize("name", ALL)
