@@ -19,8 +19,10 @@ import numpy as np
 
 from .. import spec
 from . import block_dtype
-from ._common import first_abs_max, fp16_to_fp32, fp32_to_fp16, nearest_int
-from .lowbit import decode_nibbles, nibble_tables
+from ._common import (
+    DECODE_CHUNK_VALUES, block_bytes, byte_runs, decode_chunks, first_abs_max, fp16_to_fp32, fp32_to_fp16,
+    nearest_int, scale_groups, spread_runs,
+)
 
 __all__ = ["decode_iq4_nl", "encode_iq4_nl", "decode_iq4_xs", "encode_iq4_xs", "best_index_iq4nl"]
 
@@ -28,7 +30,6 @@ _F32 = np.float32
 _KV = spec.table("kvalues_iq4nl")
 _KVF = _KV.astype(np.float32)
 
-_TABLES = nibble_tables(_KV)
 
 GROUP_MAX_EPS = _F32(1e-15)
 NTRY = 7
@@ -39,8 +40,54 @@ NTRY = 7
 # --------------------------------------------------------------------------------------------------------------
 
 
+def _pair_table(values: np.ndarray) -> np.ndarray:
+    """Lookup table for two consecutive 4-bit codes at once: entry :func:`_pair_index` of codes (c0, c1) is the
+    float32 pair ``(values[c0], values[c1])`` as one uint64 (built through the same views, so it holds on
+    either host byte order)."""
+    codes = np.stack(np.meshgrid(np.arange(16), np.arange(16), indexing="ij"), axis=-1).reshape(256, 2)
+    codes = codes.astype(np.uint8)
+    table = np.empty(256, dtype=np.uint64)
+    table[_pair_index(codes.reshape(-1)).astype(np.intp)] = values.astype(np.float32)[codes].view(np.uint64)[:, 0]
+    table.setflags(write=False)
+    return table
+
+
+def _pair_index(codes: np.ndarray) -> np.ndarray:
+    """For contiguous uint8 codes < 16 (even count), one 8-bit index per pair of consecutive codes, as uint16:
+    the two codes of each 16-bit lane merged by ``(lane | lane >> 4) & 0xFF`` (four lanes per word operation)."""
+    w = codes.reshape(-1).view(np.uint64) if codes.size % 8 == 0 else None
+    if w is None:  # tiny inputs (the table itself): plain 16-bit lanes
+        lane = codes.reshape(-1).view(np.uint16)
+        return (lane | (lane >> np.uint16(4))) & np.uint16(0xFF)
+    idx = np.right_shift(w, np.uint64(4))
+    idx |= w
+    idx &= np.uint64(0x00FF00FF00FF00FF)
+    return idx.view(np.uint16)
+
+
+_PAIRS = _pair_table(_KV)
+
+
+@np.errstate(over="ignore", invalid="ignore")  # inf * 0 and NaN scales are data here, not errors
+def _decode_codes(blocks: np.ndarray, q_offset: int, n_groups: int, scales: np.ndarray) -> np.ndarray:
+    """Values of ``n_groups`` groups of 16 code bytes at ``q_offset`` per block (byte j: low nibble value j,
+    high nibble value j + 16), ``y = scale * kv[code]`` with one float32 scale per group of 32 values."""
+    n = blocks.shape[0]
+    size = 32 * n_groups
+    out = np.empty((n, size), dtype=np.float32)
+    runs = byte_runs(block_bytes(blocks), q_offset, 16, n_groups)
+    buf = np.empty(min(n, DECODE_CHUNK_VALUES // size) * size, dtype=np.uint8)
+    scales = scales.reshape(-1)
+    for s, e in decode_chunks(n, size):
+        codes = spread_runs(runs[s:e], (0, 4), 0xF, buf)  # codes in output order
+        o = out[s:e].reshape(-1)
+        np.take(_PAIRS, _pair_index(codes), out=o.view(np.uint64), mode="clip")  # kv values, two per lookup
+        scale_groups(o, o, scales[s * n_groups:e * n_groups])
+    return out
+
+
 def decode_iq4_nl(blocks: np.ndarray) -> np.ndarray:
-    return decode_nibbles(blocks, 2, 16, 16, _TABLES, fp16_to_fp32(blocks["d"])[:, None])
+    return _decode_codes(blocks, 2, 1, fp16_to_fp32(blocks["d"]))
 
 
 def _xs_scales(blocks: np.ndarray) -> np.ndarray:
@@ -56,7 +103,7 @@ def _xs_scales(blocks: np.ndarray) -> np.ndarray:
 def decode_iq4_xs(blocks: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
         dl = fp16_to_fp32(blocks["d"])[:, None] * _xs_scales(blocks)  # d * (ls - 32)
-    return decode_nibbles(blocks, 8, 128, 16, _TABLES, dl)
+    return _decode_codes(blocks, 8, 8, dl)
 
 
 # --------------------------------------------------------------------------------------------------------------
