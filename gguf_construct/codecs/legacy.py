@@ -72,15 +72,15 @@ def _decode(blocks: np.ndarray, bits: int, offset: int, with_min: bool) -> np.nd
         hb = np.empty((step, 4), dtype=np.uint64)
         qh_all = blocks["qh"] if bits == 5 else None
     for s, e in decode_chunks(n, QK):
-        if bits == 8:
-            q = q8[s:e]
-        else:
-            q = spread_runs(runs[s:e], (0, 4), 0xF, q_buf).reshape(e - s, QK)  # low nibbles, then high
-            if bits == 5:
-                _add_high_bits(q, qh_all[s:e], hb)
-            if offset:
-                q = q.view(np.int8)
-                q -= np.int8(offset)
+        if bits == 8:  # a strided int8 read is cast through buffers anyway: broadcasting d costs nothing more
+            np.multiply(q8[s:e], d_all[s:e, None], out=out[s:e], casting="unsafe")
+            continue
+        q = spread_runs(runs[s:e], (0, 4), 0xF, q_buf).reshape(e - s, QK)  # low nibbles, then high
+        if bits == 5:
+            _add_high_bits(q, qh_all[s:e], hb)
+        if offset:
+            q = q.view(np.int8)
+            q -= np.int8(offset)
         scale_groups(out[s:e].reshape(-1), q.reshape(-1), d_all[s:e], m_all[s:e] if with_min else None,
                      subtract=False)
     return out
