@@ -33,12 +33,9 @@ _COPY_CHUNK = 16 << 20
 def tensor_nbytes(ggml_type: int, shape: Iterable[int]) -> int:
     """Bytes of a tensor's data (Python integers: no overflow)."""
     t = tensor_type_by_id()[int(ggml_type)]
-    shape = list(shape)
-    n = 1
+    n = 1  # a tensor without dimensions is a scalar (every ne[i] is 1)
     for d in shape:
         n *= int(d)
-    if not shape:
-        return t.type_size if t.block_size == 1 else 0
     return n // t.block_size * t.type_size
 
 
@@ -453,8 +450,9 @@ def _fill_tensors(gguf: GGUFFile, head: RawHead, buf) -> None:
             state = "removed" if spec_t is not None else "unknown"
             raise GGUFError(f"{state} tensor type {info.type}", offset=where(), path=f"{path}.type",
                             rule="TI-TYPE")
-        if shape and shape[0] % spec_t.block_size:
-            raise GGUFError(f"ne[0]={shape[0]} is not a multiple of {spec_t.name}'s block size "
+        row = shape[0] if shape else 1  # no dimensions: ne[0] is 1
+        if row % spec_t.block_size:
+            raise GGUFError(f"ne[0]={row} is not a multiple of {spec_t.name}'s block size "
                             f"{spec_t.block_size}", offset=where(), path=f"{path}.dimensions", rule="TI-BLOCK")
         nelem = 1
         for d in shape:

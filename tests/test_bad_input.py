@@ -159,3 +159,15 @@ def test_boundary_values_written_over_any_field(pos, value):
         g.load(bytes(data[:len(EXAMPLE)]))
     except g.GGUFError:
         pass
+
+
+def test_scalar_tensor_of_a_quantized_type_is_rejected():
+    """No dimensions means ne[0] = 1, never a multiple of a quantized block size (found by the fuzzer)."""
+    f = g.GGUFFile.new()
+    head = f._build_head([g.Tensor("s", (), g.GGMLType.Q2_K, 0, 0)])
+    with pytest.raises(g.GGUFError) as info:
+        g.load(head + b"\0" * 64)
+    assert info.value.rule == "TI-BLOCK"
+    scalar = g.GGUFFile.new()
+    scalar.add_tensor("one", b"\0\0\x80\x3f", "F32", shape=())
+    assert g.load(scalar.to_bytes()).tensor("one").numpy() == np.float32(1.0)
