@@ -153,10 +153,11 @@ class NumericArray(Construct):
 
     def _build(self, obj, stream, context, path):
         arr = np.asarray(obj)
-        if self.as_bool and arr.dtype != np.bool_:
-            arr = arr.astype(np.uint8)
-        stream.write(np.ascontiguousarray(arr).view(arr.dtype) .astype(self.dtype, copy=False).tobytes()
-                     if not self.as_bool else arr.view(np.uint8).tobytes())
+        if self.as_bool:  # bool arrays keep their raw bytes (only 0 and 1 are valid; the checker says so)
+            data = arr.view(np.uint8) if arr.dtype == np.bool_ else arr.astype(np.uint8)
+        else:
+            data = arr.astype(self.dtype, copy=False)
+        stream.write(np.ascontiguousarray(data).tobytes())
         return obj
 
     def _sizeof(self, context, path):
@@ -378,11 +379,16 @@ class Located(Construct):
         return self.subcon._sizeof(context, path)
 
 
+_TRUNCATION_RULES = {"header": "HDR-TRUNC", "metadata_kv": "KV-TRUNC", "tensor_infos": "TI-TRUNC"}
+
+
 def _rule_for(exc: Any) -> str | None:
     from construct import ConstError, StreamError, ValidationError
 
     if isinstance(exc, StreamError):
-        return "TRUNC"
+        top = (getattr(exc, "path", None) or "").replace("(parsing)", "").split("->")
+        section = next((part.strip() for part in top if part.strip()), "")
+        return _TRUNCATION_RULES.get(section)
     if isinstance(exc, ConstError):
         return "HDR-MAGIC"
     if isinstance(exc, ValidationError):

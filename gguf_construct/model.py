@@ -404,19 +404,22 @@ def _fill_metadata(gguf: GGUFFile, head: RawHead) -> None:
                             path=f"metadata_kv[{index}].value", rule="ALIGN-ZERO")
 
 
+def _offset_of(head: RawHead, n_kv: int, n_infos: int = 0) -> int:
+    """Offset where metadata_kv[n_kv] (n_infos == 0) or tensor_infos[n_infos] starts: the length of what precedes
+    it, re-encoded.  Only computed for error messages."""
+    tree = Container(header=head.tree.header, metadata_kv=head.tree.metadata_kv[:n_kv],
+                     tensor_infos=head.tree.tensor_infos[:n_infos])
+    return len(head.family.types["file_head"].build(tree))
+
+
 def _kv_offset(head: RawHead, index: int) -> int:
-    """Offset of metadata_kv[index], found by re-encoding what precedes it."""
-    fam = head.family
-    tree = Container(header=head.tree.header, metadata_kv=head.tree.metadata_kv[:index],
-                     tensor_infos=ListContainer())
-    return len(fam.types["file_head"].build(tree))
+    """Offset of metadata_kv[index]."""
+    return _offset_of(head, index)
 
 
 def _info_offset(head: RawHead, index: int) -> int:
-    fam = head.family
-    tree = Container(header=head.tree.header, metadata_kv=head.tree.metadata_kv,
-                     tensor_infos=head.tree.tensor_infos[:index])
-    return len(fam.types["file_head"].build(tree))
+    """Offset of tensor_infos[index]."""
+    return _offset_of(head, len(head.tree.metadata_kv), index)
 
 
 def _fill_tensors(gguf: GGUFFile, head: RawHead, buf) -> None:
