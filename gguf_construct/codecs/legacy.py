@@ -121,7 +121,7 @@ def _blocks_of(rows: np.ndarray) -> np.ndarray:
 
 def _inverse(d: np.ndarray) -> np.ndarray:
     """``d ? 1.0f/d : 0.0f`` (NaN counts as true)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         return np.where(d != _ZERO, _ONE / d, _ZERO).astype(np.float32, copy=False)
 
 
@@ -411,60 +411,250 @@ def _make_qkx3_quants(x: np.ndarray, nmax: int, w: np.ndarray, rmin=-0.9, rdelta
     return scale, mn.astype(np.float32), L
 
 
+# ------------------------------------------------------------------------------ no-imatrix fast encoders
+# The reference quantizers run per chunk of ENCODE_CHUNK_BLOCKS blocks (256 KiB of input, so the temporaries
+# stay in L2).  A chunk is first transposed to (32, c): the per-block reductions then become 31 contiguous
+# vector operations instead of a ufunc inner-loop call per block, and the per-block scales broadcast along
+# contiguous rows.  The fast path only runs on chunks without NaN/Inf whose inverse scales are finite; there the
+# C conversions need no wrap-around or NaN handling (every scaled value lies well inside the int8 range), so
+# they are plain truncating casts.  Any other chunk takes the general (exact) path above.
+
+ENCODE_CHUNK_BLOCKS = 2048
+_HALF_DOWN = np.uint32(np.float32(0.49999997).view(np.uint32))  # nextafterf(0.5f, 0)
+_SIGN = np.uint32(0x80000000)
+
+
+def _encode_chunked(name: str, x: np.ndarray, fast, slow) -> np.ndarray:
+    """Blocks of ``name`` for x (n, 32): ``fast(xt, x, out)`` per chunk (xt the transposed chunk), which returns
+    False to leave the chunk to ``slow(x) -> blocks``."""
+    n = x.shape[0]
+    out = np.empty(n, dtype=block_dtype(name))
+    for s in range(0, n, ENCODE_CHUNK_BLOCKS):
+        xc = x[s:s + ENCODE_CHUNK_BLOCKS]
+        oc = out[s:s + ENCODE_CHUNK_BLOCKS]
+        xt = xc.T.copy()  # always a copy: the fast paths work in it in place
+        with np.errstate(invalid="ignore", over="ignore"):
+            finite = bool(np.isfinite(np.sum(xt)))
+        if not (finite and fast(xt, xc, oc)):
+            oc[...] = slow(xc)
+    return out
+
+
+def _finite_inverse(d: np.ndarray):
+    """``d ? 1.0f/d : 0.0f``, or None when some inverse is not finite (subnormal scales: general path)."""
+    iv = _inverse(d)
+    return iv if bool(np.isfinite(iv).all()) else None
+
+
+def _signed_extreme(xt: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """:func:`first_abs_max`'s ``max`` for finite blocks (columns of ``xt``): the element of largest magnitude,
+    the first one when both signs reach it (resolved on the few such blocks only)."""
+    mx = xt.max(axis=0)
+    mn = xt.min(axis=0)
+    neg = -mn > mx
+    val = np.where(neg, mn, mx)
+    tie = mx == -mn
+    if tie.any():
+        val[tie] = first_abs_max(x[tie], axis=1)[1]
+    return val
+
+
+def _fold_finite(xt: np.ndarray, x: np.ndarray, reduce) -> np.ndarray:
+    """``_fold_min`` / ``_fold_max`` with the ``FLT_MAX`` start for finite blocks: the sign of a zero result
+    from its first occurrence."""
+    v = reduce(xt, axis=0)
+    zero = v == _ZERO
+    if zero.any():
+        v[zero] = _first_equal(x[zero], v[zero])
+    return v
+
+
+def _fast_x0(name: str, nmax: int):
+    """Q4_0 / Q5_0: ``q = MIN(2*nmax-1, (int8_t)(x*id + nmax + 0.5f))`` with ``d = max / -nmax``."""
+    bias, cap = _F(nmax + 0.5), np.uint8(2 * nmax - 1)
+
+    def fast(xt, x, out):
+        d = _signed_extreme(xt, x) / _F(-nmax)
+        iv = _finite_inverse(d)
+        if iv is None:
+            return False
+        np.multiply(xt, iv, out=xt)
+        xt += bias  # in [0, 2*nmax + 0.5]: truncation is the C conversion
+        q = xt.astype(np.uint8)
+        np.minimum(q, cap, out=q)
+        _store_nibbles(q, out, d, None)
+        return True
+    return fast
+
+
+def _fast_x1(name: str, nmax: int):
+    """Q4_1 / Q5_1: ``q = (x - min) * id + 0.5f`` truncated (capped at 15 for Q4_1), ``d = (max - min) / nmax``."""
+    cap = np.uint8(15) if nmax == 15 else None
+
+    def fast(xt, x, out):
+        mn = _fold_finite(xt, x, np.min)
+        mx = _fold_finite(xt, x, np.max)
+        with np.errstate(over="ignore"):
+            d = (mx - mn) / _F(nmax)
+        iv = _finite_inverse(d)
+        if iv is None or not bool(np.isfinite(d).all()):
+            return False
+        np.subtract(xt, mn, out=xt)
+        xt *= iv
+        xt += _F(0.5)  # in [0.5, nmax + 0.5]
+        q = xt.astype(np.uint8)
+        if cap is not None:
+            np.minimum(q, cap, out=q)
+        _store_nibbles(q, out, d, mn)
+        return True
+    return fast
+
+
+def _store_nibbles(qt: np.ndarray, out: np.ndarray, d: np.ndarray, m) -> None:
+    """Write transposed quants qt (32, c) uint8 (< 32) and the scales into the blocks ``out``."""
+    lo = qt[:16] & np.uint8(15) if "qh" in out.dtype.names else qt[:16]
+    qs = lo | (qt[16:] << np.uint8(4))
+    out["qs"] = qs.T
+    if "qh" in out.dtype.names:
+        out["qh"] = _qh_words(qt)
+    out["d"] = fp32_to_fp16(d)
+    if m is not None:
+        out["m"] = fp32_to_fp16(m)
+
+
+_BIT4 = np.uint64(0x1010101010101010)
+_GATHER_BITS = np.uint64(0x0102040810204080)  # bit 0 of byte k -> bit 56 + k (no carries: checked on all bytes)
+
+
+def _qh_words(qt: np.ndarray) -> np.ndarray:
+    """The little-endian qh words (bit j = bit 4 of quant j) of transposed quants qt (32, c) uint8."""
+    words = np.ascontiguousarray(qt.T).view(np.uint64)  # (c, 4): 8 quants per word, one per byte
+    words &= _BIT4
+    words >>= np.uint64(4)
+    words *= _GATHER_BITS
+    words >>= np.uint64(56)
+    return words.astype(np.uint8).view("<u4").reshape(-1)
+
+
+def _fast_q8(with_sum: bool):
+    """Q8_0 / Q8_1: ``q = roundf(x * id)`` with ``d = amax / 127`` (Q8_1 also ``s = d * sum(q)``)."""
+
+    def fast(xt, x, out):
+        ax = np.abs(xt)
+        d = ax.max(axis=0) / _F(127.0)
+        iv = _finite_inverse(d)
+        if iv is None:
+            return False
+        np.multiply(xt, iv, out=xt)  # |v| <= 127 (+ rounding)
+        # roundf(v) = truncf(v + copysignf(0.49999997f, v)), exact for every float (no double rounding)
+        half = ax.view(np.uint32)
+        np.bitwise_and(xt.view(np.uint32), _SIGN, out=half)
+        half |= _HALF_DOWN
+        xt += ax
+        q = xt.astype(np.int8)
+        out["qs"] = q.T
+        out["d"] = fp32_to_fp16(d)
+        if with_sum:
+            total = q.sum(axis=0, dtype=np.int32)
+            with np.errstate(over="ignore"):
+                out["s"] = fp32_to_fp16(total.astype(np.float32) * d)
+        return True
+    return fast
+
+
+_FAST = {
+    "Q4_0": _fast_x0("Q4_0", 8), "Q5_0": _fast_x0("Q5_0", 16),
+    "Q4_1": _fast_x1("Q4_1", 15), "Q5_1": _fast_x1("Q5_1", 31),
+    "Q8_0": _fast_q8(False), "Q8_1": _fast_q8(True),
+}
+
+
 # ------------------------------------------------------------------------------------------------- encoders
 
 
+def _slow_q4_0(x):
+    return _ref_q4_0(x)
+
+
+def _slow_q4_1(x):
+    d, mn, v = _ref_q4_1(x, 15)
+    return _finish("Q4_1", {"d": fp32_to_fp16(d), "m": fp32_to_fp16(mn), "qs": _pack_nibbles_raw(_c_int8_min(v, 15))})
+
+
+def _slow_q5_0(x):
+    return _ref_q5_0(x)
+
+
+def _slow_q5_1(x):
+    d, mn, v = _ref_q4_1(x, 31)
+    q = _c_uint8(v)
+    return _finish("Q5_1", {"d": fp32_to_fp16(d), "m": fp32_to_fp16(mn), "qh": _pack_qh(q), "qs": _pack_nibbles(q)})
+
+
+def _slow_q8_0(x):
+    d, q = _ref_q8(x)
+    return _finish("Q8_0", {"d": fp32_to_fp16(d), "qs": q})
+
+
+def _slow_q8_1(x):
+    d, q = _ref_q8(x)
+    total = q.astype(np.int32).sum(axis=1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        s = total.astype(np.float32) * d
+    return _finish("Q8_1", {"d": fp32_to_fp16(d), "s": fp32_to_fp16(s), "qs": q})
+
+
+_SLOW = {"Q4_0": _slow_q4_0, "Q4_1": _slow_q4_1, "Q5_0": _slow_q5_0, "Q5_1": _slow_q5_1,
+         "Q8_0": _slow_q8_0, "Q8_1": _slow_q8_1}
+
+
+def _ref_encode(name: str, rows: np.ndarray) -> np.ndarray:
+    """``quantize_row_<name>_ref`` on every block: the chunked fast path, the general one where needed."""
+    return _encode_chunked(name, _blocks_of(rows), _FAST[name], _SLOW[name])
+
+
 def encode_q4_0(rows: np.ndarray, imatrix=None) -> np.ndarray:
-    x = _blocks_of(rows)
     if imatrix is None:
-        return _ref_q4_0(x)
+        return _ref_encode("Q4_0", rows)
+    x = _blocks_of(rows)
     w = _row_weights(rows, imatrix).reshape(-1, QK)
     d, L = _make_qx_quants(x, 8, w)
     return _finish("Q4_0", {"d": fp32_to_fp16(d), "qs": _pack_nibbles_raw(L)})
 
 
 def encode_q4_1(rows: np.ndarray, imatrix=None) -> np.ndarray:
-    x = _blocks_of(rows)
     if imatrix is None:
-        d, mn, v = _ref_q4_1(x, 15)
-        q = _c_int8_min(v, 15)
-        return _finish("Q4_1", {"d": fp32_to_fp16(d), "m": fp32_to_fp16(mn), "qs": _pack_nibbles_raw(q)})
+        return _ref_encode("Q4_1", rows)
+    x = _blocks_of(rows)
     w = _row_weights(rows, imatrix).reshape(-1, QK)
     d, mn, L = _make_qkx3_quants(x, 15, w)
     return _finish("Q4_1", {"d": fp32_to_fp16(d), "m": fp32_to_fp16(mn), "qs": _pack_nibbles_raw(L)})
 
 
 def encode_q5_0(rows: np.ndarray, imatrix=None) -> np.ndarray:
-    x = _blocks_of(rows)
     if imatrix is None:
-        return _ref_q5_0(x)
+        return _ref_encode("Q5_0", rows)
+    x = _blocks_of(rows)
     w = _row_weights(rows, imatrix).reshape(-1, QK)
     d, L = _make_qx_quants(x, 16, w)
     return _finish("Q5_0", {"d": fp32_to_fp16(d), "qh": _pack_qh(L), "qs": _pack_nibbles(L)})
 
 
 def encode_q5_1(rows: np.ndarray, imatrix=None) -> np.ndarray:
-    x = _blocks_of(rows)
     if imatrix is None:
-        d, mn, v = _ref_q4_1(x, 31)
-        q = _c_uint8(v)
-    else:
-        w = _row_weights(rows, imatrix).reshape(-1, QK)
-        d, mn, q = _make_qkx3_quants(x, 31, w)
+        return _ref_encode("Q5_1", rows)
+    x = _blocks_of(rows)
+    w = _row_weights(rows, imatrix).reshape(-1, QK)
+    d, mn, q = _make_qkx3_quants(x, 31, w)
     return _finish("Q5_1", {"d": fp32_to_fp16(d), "m": fp32_to_fp16(mn), "qh": _pack_qh(q),
                             "qs": _pack_nibbles(q)})
 
 
 def encode_q8_0(rows: np.ndarray, imatrix=None) -> np.ndarray:
     """``quantize_row_q8_0_ref``; ggml ignores the imatrix for Q8_0."""
-    d, q = _ref_q8(_blocks_of(rows))
-    return _finish("Q8_0", {"d": fp32_to_fp16(d), "qs": q})
+    return _ref_encode("Q8_0", rows)
 
 
 def encode_q8_1(rows: np.ndarray, imatrix=None) -> np.ndarray:
     """``quantize_row_q8_1_ref`` (``s = fp16(d * sum(q))``); the imatrix is ignored."""
-    d, q = _ref_q8(_blocks_of(rows))
-    total = q.astype(np.int32).sum(axis=1)
-    with np.errstate(invalid="ignore", over="ignore"):
-        s = total.astype(np.float32) * d
-    return _finish("Q8_1", {"d": fp32_to_fp16(d), "s": fp32_to_fp16(s), "qs": q})
+    return _ref_encode("Q8_1", rows)
