@@ -117,10 +117,92 @@ def _pack_base3(xi: np.ndarray) -> np.ndarray:
     return ((q.astype(np.uint32) * 256 + 242) // 243).astype(np.uint8)
 
 
-def encode_tq1_0(rows: np.ndarray, imatrix: np.ndarray | None) -> np.ndarray:
-    x = rows.reshape(-1, 256)
+# Chunked fast path: chunks of ENCODE_CHUNK_BLOCKS blocks (64K values) without NaN/Inf whose inverse scales are
+# finite.  There |x * id| <= 1 (plus rounding), so ``lroundf(x * id) + 1`` is ``1 + (v >= 0.5) - (v <= -0.5)``
+# exactly (round half away from zero), and the base-3 packing never wraps.  Other chunks: the general path.
+
+ENCODE_CHUNK_BLOCKS = 256
+_HALF = _F32(0.5)
+# q -> (q * 256 + 242) / 243 for every uint8 q (only q < 243 occur)
+_CEIL243 = ((np.arange(256, dtype=np.uint32) * 256 + 242) // 243).astype(np.uint8)
+
+
+def _encode_chunked(name: str, x: np.ndarray, fast, slow) -> np.ndarray:
+    """Blocks of ``name`` for x (n, 256): ``fast(x, out)`` per chunk (False: ``slow(x, out)`` instead)."""
     n = x.shape[0]
-    out = np.zeros(n, dtype=block_dtype("TQ1_0"))
+    out = np.zeros(n, dtype=block_dtype(name))
+    for s in range(0, n, ENCODE_CHUNK_BLOCKS):
+        xc = x[s:s + ENCODE_CHUNK_BLOCKS]
+        oc = out[s:s + ENCODE_CHUNK_BLOCKS]
+        with np.errstate(invalid="ignore", over="ignore"):
+            finite = bool(np.isfinite(np.sum(xc)))
+        if not (finite and fast(xc, oc)):
+            slow(xc, oc)
+    return out
+
+
+def _fast_trits(x: np.ndarray, out: np.ndarray):
+    """``lroundf(x * id) + 1`` as uint8 (0, 1, 2) for a finite chunk, the scales stored; None when some inverse
+    scale is not finite."""
+    ax = np.abs(x)
+    d = ax.max(axis=1)
+    with np.errstate(divide="ignore", over="ignore"):
+        idv = np.where(d != 0, _F32(1) / d, _F32(0)).astype(np.float32)
+    if not bool(np.isfinite(idv).all()):
+        return None
+    np.multiply(x, idv[:, None], out=ax)
+    xi = np.greater_equal(ax, _HALF).view(np.uint8)
+    xi += np.uint8(1)
+    xi -= np.less_equal(ax, -_HALF).view(np.uint8)
+    out["d"] = fp32_to_fp16(d)
+    return xi
+
+
+def _horner3(t: np.ndarray) -> np.ndarray:
+    """Base-3 number of the trits t[..., 0, :], t[..., 1, :], ... (most significant first) in uint8."""
+    q = t[..., 0, :].copy()
+    for k in range(1, t.shape[-2]):
+        q *= np.uint8(3)
+        q += t[..., k, :]
+    return q
+
+
+def _fast_tq1_0(x: np.ndarray, out: np.ndarray) -> bool:
+    xi = _fast_trits(x, out)
+    if xi is None:
+        return False
+    c = x.shape[0]
+    qs = np.empty((c, 52), dtype=np.uint8)
+    qs[:, :32] = _horner3(xi[:, :160].reshape(c, 5, 32))  # byte m <- weights m + 32k
+    qs[:, 32:48] = _horner3(xi[:, 160:240].reshape(c, 5, 16))  # byte 32+m <- weights 160 + m + 16k
+    qs[:, 48:] = _horner3(xi[:, 240:].reshape(c, 4, 4)) * np.uint8(3)  # qh[j] <- 240 + j + 4k, then `q *= 3`
+    np.take(_CEIL243, qs, out=qs, mode="clip")
+    out["qs"] = qs[:, :48]
+    out["qh"] = qs[:, 48:]
+    return True
+
+
+_B2 = np.uint64(2)
+
+
+def _fast_tq2_0(x: np.ndarray, out: np.ndarray) -> bool:
+    xi = _fast_trits(x, out)
+    if xi is None:
+        return False
+    c = x.shape[0]
+    w = xi.view(np.uint64).reshape(c, 2, 4, 4)  # (xi & 3) << 2l into byte 32h + m, eight bytes at a time
+    q = w[:, :, 3] << _B2
+    q |= w[:, :, 2]
+    q <<= _B2
+    q |= w[:, :, 1]
+    q <<= _B2
+    q |= w[:, :, 0]
+    out["qs"] = q.view(np.uint8).reshape(c, 64)
+    return True
+
+
+def _slow_tq1_0(x: np.ndarray, out: np.ndarray) -> None:
+    n = x.shape[0]
     idv = _scale(x, out)
     xi = _trits(x, idv)
     a = xi[:, :160].reshape(n, 5, 32).transpose(0, 2, 1)  # byte m <- weights m + 32k
@@ -130,15 +212,19 @@ def encode_tq1_0(rows: np.ndarray, imatrix: np.ndarray | None) -> np.ndarray:
     h = xi[:, 240:].reshape(n, 4, 4).transpose(0, 2, 1)  # qh[j] <- weights 240 + j + 4k
     h = np.concatenate([h, np.zeros((n, 4, 1), dtype=np.uint8)], axis=2)  # `q *= 3`: a fifth, zero trit
     out["qh"] = _pack_base3(h)
-    return out
 
 
-def encode_tq2_0(rows: np.ndarray, imatrix: np.ndarray | None) -> np.ndarray:
-    x = rows.reshape(-1, 256)
+def _slow_tq2_0(x: np.ndarray, out: np.ndarray) -> None:
     n = x.shape[0]
-    out = np.zeros(n, dtype=block_dtype("TQ2_0"))
     idv = _scale(x, out)
     xi = (_trits(x, idv) & np.uint8(3)).reshape(n, 2, 4, 32)  # (xi & 3) << 2l into byte 32c + m
     q = xi[:, :, 0] | (xi[:, :, 1] << 2) | (xi[:, :, 2] << 4) | (xi[:, :, 3] << 6)
     out["qs"] = q.reshape(n, 64)
-    return out
+
+
+def encode_tq1_0(rows: np.ndarray, imatrix: np.ndarray | None) -> np.ndarray:
+    return _encode_chunked("TQ1_0", rows.reshape(-1, 256), _fast_tq1_0, _slow_tq1_0)
+
+
+def encode_tq2_0(rows: np.ndarray, imatrix: np.ndarray | None) -> np.ndarray:
+    return _encode_chunked("TQ2_0", rows.reshape(-1, 256), _fast_tq2_0, _slow_tq2_0)
