@@ -1,5 +1,6 @@
 """Shared fixtures: locations of the optional shared material (../shared beside the project root)."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -10,9 +11,11 @@ SHARED = ROOT.parent / "shared"
 CORPUS = SHARED / "corpus" / "vocab"
 GOLDEN = SHARED / "golden"
 
-settings.register_profile("ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# "ci" (default): small and derandomized, so a run is fast and repeatable; "long": HYPOTHESIS_PROFILE=long pytest
+settings.register_profile("ci", max_examples=60, deadline=None, derandomize=True,
+                          suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("long", max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile("ci")
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def corpus_files():
