@@ -53,8 +53,33 @@ def decode_bf16(blocks: np.ndarray) -> np.ndarray:
     return bf16_to_fp32(_values(blocks)).reshape(-1, 1)
 
 
+_BF16_CHUNK = 1 << 16  # values per chunk (256 KiB of input): the temporaries stay in L2
+
+
+def _bf16_chunk(u: np.ndarray, out: np.ndarray, t: np.ndarray) -> None:
+    """:func:`._common.fp32_to_bf16` of the float32 bits ``u`` into ``out`` (uint16), ``t`` uint32 scratch:
+    ``(u + 0x7fff + ((u >> 16) & 1)) >> 16`` in wrapping 32-bit arithmetic; NaNs keep their upper half with
+    the quiet bit forced."""
+    np.right_shift(u, np.uint32(16), out=t)
+    t &= np.uint32(1)
+    t += np.uint32(0x7FFF)
+    t += u
+    t >>= np.uint32(16)
+    np.copyto(out, t, casting="unsafe")
+    np.bitwise_and(u, np.uint32(0x7FFFFFFF), out=t)
+    nan = t > np.uint32(0x7F800000)
+    if nan.any():
+        out[nan] = ((u[nan] >> np.uint32(16)) | np.uint32(64)).astype(np.uint16)
+
+
 def encode_bf16(rows: np.ndarray, imatrix=None) -> np.ndarray:
-    return _as_blocks("BF16", fp32_to_bf16(np.asarray(rows, dtype=np.float32).reshape(-1)))
+    u = np.ascontiguousarray(rows, dtype=np.float32).reshape(-1).view(np.uint32)
+    out = np.empty(u.size, dtype=np.uint16)
+    t = np.empty(min(u.size, _BF16_CHUNK), dtype=np.uint32)
+    for s in range(0, u.size, _BF16_CHUNK):
+        e = min(u.size, s + _BF16_CHUNK)
+        _bf16_chunk(u[s:e], out[s:e], t[:e - s])
+    return _as_blocks("BF16", out)
 
 
 def decode_f64(blocks: np.ndarray) -> np.ndarray:
