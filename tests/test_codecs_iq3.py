@@ -24,6 +24,8 @@ from hypothesis import strategies as st
 from gguf_construct import codecs
 
 from codec_golden import assert_same
+from codec_rows import KINDS, rows
+from codec_rows import assert_error_bound as check_error_bound
 
 TYPES = {18: "iq3_xxs", 21: "iq3_s"}
 NAMES = [n.upper() for n in TYPES.values()]
@@ -48,50 +50,14 @@ def test_sizes_follow_spec(name):
         codecs.dequantize(name, raw[:-1])
 
 
+def rows_strategy(kinds=KINDS, max_blocks_per_row=2):
+    """Rows whose 256-blocks have max |x| within [1e-3, 1e3], plus an importance matrix."""
+    return rows(kinds=kinds, max_rows=2, max_blocks_per_row=max_blocks_per_row, scale_range=(1e-3, 1e3))
+
+
 # --------------------------------------------------------------------------------------------------------------
 # properties
 # --------------------------------------------------------------------------------------------------------------
-
-_KINDS = ("normal", "heavy", "offset", "sparse", "negative", "uniform")
-
-
-@st.composite
-def rows_strategy(draw, kinds=_KINDS, max_blocks_per_row=2):
-    """A few rows of float32 values whose 256-blocks have max |x| within [1e-3, 1e3], plus an imatrix."""
-    seed = draw(st.integers(0, 2**32 - 1))
-    kind = draw(st.sampled_from(kinds))
-    n_rows = draw(st.integers(1, 2))
-    cols = 256 * draw(st.integers(1, max_blocks_per_row))
-    scale = draw(st.floats(1e-3, 1e3))
-    rng = np.random.default_rng(seed)
-    shape = (n_rows, cols)
-    if kind == "normal":
-        x = rng.normal(size=shape)
-    elif kind == "heavy":
-        x = rng.standard_t(1.5, size=shape)
-    elif kind == "offset":
-        x = rng.uniform(-1, 1, shape) + rng.uniform(-4, 4)
-    elif kind == "sparse":
-        x = np.where(rng.random(shape) < 0.8, 0.0, rng.normal(size=shape))
-        x[:, ::256] = 1.0
-    elif kind == "negative":
-        x = -rng.exponential(size=shape)
-    else:
-        x = rng.uniform(-1, 1, shape)
-    blocks = x.reshape(-1, 256)
-    blocks /= np.abs(blocks).max(axis=1, keepdims=True)
-    return (x * scale).astype(np.float32), rng.uniform(0.1, 10.0, cols).astype(np.float32)
-
-
-def check_error_bound(name, x, imatrix, max_err, rms_err):
-    y = codecs.dequantize(name, codecs.quantize(name, x, imatrix=imatrix)).reshape(x.shape)
-    xb = x.reshape(-1, 256).astype(np.float64)
-    err = np.abs(y.reshape(-1, 256) - xb)
-    amax = np.abs(xb).max(axis=1)
-    assert np.all(err.max(axis=1) <= max_err * amax), (name, imatrix is not None, (err.max(axis=1) / amax).max())
-    rms = np.sqrt((err ** 2).mean(axis=1))
-    assert np.all(rms <= rms_err * amax), (name, imatrix is not None, (rms / amax).max())
-
 
 @pytest.mark.parametrize("name", NAMES)
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
