@@ -75,6 +75,32 @@ def test_fp16_rounding_cases():
     assert h.tolist() == [0x7BFF, 0x7BFF, 0x7C00, 0x7C00, 0xFC00, 0x0001, 0x0000, 0x0001, 0x3C00, 0x3C02, 0x8000]
 
 
+def _numpy_fp16_with_ggml_nans(f: np.ndarray) -> np.ndarray:
+    """An independent reference for ``GGML_FP32_TO_FP16``: numpy's own (scalar, round-to-nearest-even)
+    float16 cast, with NaNs replaced by ``sign | 0x7E00`` as ggml writes them."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        h = f.astype(np.float16).view(np.uint16)
+    nan = np.isnan(f)
+    h[nan] = ((f.view(np.uint32)[nan] >> 16) & 0x8000) | 0x7E00
+    return h
+
+
+def test_fp16_narrowing_every_boundary():
+    """Every float32 with each of the 2**19 sign/exponent/upper-mantissa prefixes, with the low 13 bits just
+    below, at and above the rounding tie (and at 0 and all ones), plus every tie point of the subnormal range
+    and a random sample: the chunked integer conversion equals the reference on all of them."""
+    top = np.arange(1 << 19, dtype=np.uint32) << np.uint32(13)
+    low = np.array([0, 1, 0x0FFF, 0x1000, 0x1001, 0x1FFF], np.uint32)
+    sub = (np.arange(1 << 12, dtype=np.float32) * np.float32(2.0 ** -25))  # multiples of half a subnormal step
+    sub_bits = sub.view(np.uint32)
+    near = np.concatenate([sub_bits, sub_bits + 1, sub_bits - 1, sub_bits | np.uint32(0x80000000)])
+    rand = np.random.default_rng(7).integers(0, 1 << 32, 1 << 20, dtype=np.uint64).astype(np.uint32)
+    u = np.concatenate([(top[:, None] | low).reshape(-1), near, rand])
+    f = u.view(np.float32)
+    got = np.frombuffer(codecs.quantize("F16", f), np.uint16)
+    assert np.array_equal(got, _numpy_fp16_with_ggml_nans(f))
+
+
 def test_bf16_rounding_cases():
     u = np.array([0x3F808000, 0x3F818000, 0x3F808001, 0x7F7FFFFF, 0xFF800000, 0x7F800001, 0xFFC00001],
                  np.uint32)

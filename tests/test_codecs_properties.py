@@ -32,6 +32,10 @@ def test_sizes_follow_spec(t):
     assert len(raw) == n_blocks * t.type_size
     assert codecs.decode_blocks(t.id, raw).shape == (n_blocks, t.block_size)
     assert codecs.dequantize(t.id, raw).shape == (x.size,)
+    for order in ("little", "big"):
+        blocks = codecs.encode_blocks(t.id, x, imatrix=imatrix, byte_order=order)
+        assert blocks.dtype == codecs.block_dtype(t.id, order) and blocks.shape == (n_blocks,)
+        assert blocks.tobytes() == codecs.quantize(t.id, x, imatrix=imatrix, byte_order=order)
     assert codecs.dequantize(t.id, b"").shape == (0,)
     if t.type_size > 1:
         with pytest.raises(ValueError):

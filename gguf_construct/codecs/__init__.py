@@ -124,6 +124,12 @@ def quantize(ggml_type: TypeLike, values, *, imatrix=None, byte_order: str = "li
     ``values`` is float32 of shape ``(rows, n_per_row)`` or 1-D (one row); ``imatrix`` holds ``n_per_row``
     importance weights or is ``None``.  Raises ``NotImplementedError`` for types without an encoder.
     """
+    return encode_blocks(ggml_type, values, imatrix=imatrix, byte_order=byte_order).tobytes()
+
+
+def encode_blocks(ggml_type: TypeLike, values, *, imatrix=None, byte_order: str = "little") -> np.ndarray:
+    """:func:`quantize` returning the blocks as a 1-D structured array of :func:`block_dtype` (no copy into
+    ``bytes``; write it with ``tofile`` or into a buffer)."""
     t = type_spec(ggml_type)
     encode = _codec_function(t.id, "encode")
     if encode is None:
@@ -146,4 +152,4 @@ def quantize(ggml_type: TypeLike, values, *, imatrix=None, byte_order: str = "li
     blocks = encode(rows, imatrix)
     if byte_order != "little":
         blocks = blocks.astype(block_dtype(t.id, byte_order))
-    return blocks.tobytes()
+    return blocks

@@ -72,60 +72,106 @@ def _as_half(h) -> np.ndarray:
     raise TypeError(f"expected a 16-bit array, got {h.dtype}")
 
 
-def _fp16_to_fp32_direct(half: np.ndarray) -> np.ndarray:
-    out = half.astype(np.float32)
-    bits = out.view(np.uint32)
-    nan = (bits & _ABS_MASK) > _EXP_MASK
-    if nan.any():
-        bits[nan] |= _QUIET_BIT
-    return out
+_HALF_CHUNK = 1 << 16               # values per chunk of the fp16 conversions: the temporaries stay in L2
+_HALF_SCALE = np.float32(2.0 ** 112)  # 2**(127 - 15): moves a binary16 exponent to binary32's bias
+_HALF_BITS = np.int32(-0x70002000)   # 0x8FFFE000: sign, then binary16's exponent and mantissa moved up 13
+_HALF_EXP = np.uint16(0x7C00)
+_HALF_ABS = np.uint16(0x7FFF)
 
 
-_FP16_TABLE: np.ndarray | None = None
-
-
-def _fp16_table() -> np.ndarray:
-    """All 65536 binary16 bit patterns widened as ggml does (computed, not data)."""
-    global _FP16_TABLE
-    if _FP16_TABLE is None:
-        _FP16_TABLE = _fp16_to_fp32_direct(np.arange(65536, dtype=np.uint16).view(np.float16))
-        _FP16_TABLE.setflags(write=False)
-    return _FP16_TABLE
+def _half_specials(bits: np.ndarray, out: np.ndarray) -> None:
+    """Overwrite the infinities and NaNs among binary16 ``bits`` (native uint16, flat) in the widened float32
+    ``out``: ``sign | 0x7F800000 | mantissa << 13``, with the float32 quiet bit forced on NaNs."""
+    if bits.size == 0 or np.max(bits & _HALF_ABS) < _HALF_EXP:
+        return
+    where = (bits & _HALF_EXP) == _HALF_EXP
+    b = bits[where].astype(np.uint32)
+    mant = b & np.uint32(0x3FF)
+    wide = ((b & np.uint32(0x8000)) << np.uint32(16)) | _EXP_MASK | (mant << np.uint32(13))
+    wide[mant != 0] |= _QUIET_BIT
+    out.view(np.uint32)[where] = wide
 
 
 def fp16_to_fp32(h) -> np.ndarray:
     """ggml's ``GGML_FP16_TO_FP32`` on an array of binary16 values (``f2`` or ``u2`` bits, any byte order).
 
     Exact widening; a signalling NaN comes out quiet (ggml's bit trick multiplies the NaN, which quiets it).
+    Computed as ggml's generic code does, in whole-array integer steps: the sign-extended 16 bits shifted up
+    by 13 and masked are a float32 with binary16's exponent, which one exact multiplication by 2**112 rebiases
+    (subnormal halves become float32 subnormals first, so they need no special case); infinities and NaNs,
+    whose exponent would come out finite, are written afterwards.
     """
     half = _as_half(h)
-    if half.size < 8192:
-        return _fp16_to_fp32_direct(half)
-    if not half.dtype.isnative:
-        bits = half.view(np.dtype(np.uint16).newbyteorder(half.dtype.byteorder)).astype(np.uint16)
-    else:
+    shape = half.shape
+    half = half.reshape(-1)
+    if half.dtype.isnative:
         bits = half.view(np.uint16)
-    out = np.empty(half.shape, dtype=np.float32)
-    np.take(_fp16_table(), bits, out=out, mode="clip")  # a 256 KiB table beats astype + NaN fix-up
-    return out
+    else:
+        bits = half.view(np.dtype(np.uint16).newbyteorder(half.dtype.byteorder)).astype(np.uint16)
+    signed = bits.view(np.int16)
+    out = np.empty(bits.size, dtype=np.float32)
+    wide = out.view(np.int32)
+    for s in range(0, bits.size, _HALF_CHUNK):
+        w = wide[s:s + _HALF_CHUNK]
+        np.copyto(w, signed[s:s + _HALF_CHUNK])
+        np.left_shift(w, np.int32(13), out=w)
+        np.bitwise_and(w, _HALF_BITS, out=w)
+        f = out[s:s + _HALF_CHUNK]
+        np.multiply(f, _HALF_SCALE, out=f)
+    _half_specials(bits, out)
+    return out.reshape(shape)
+
+
+_F32_NORMAL_HALF = np.uint32(0x38800000)   # 2**-14, the smallest normal binary16
+_F32_HALF_INF = np.uint32(0x477FF000)      # 65520: rounds to binary16 infinity
+_REBIAS_ROUND = np.uint32((0xFFF - (112 << 23)) & 0xFFFFFFFF)  # exponent 127 -> 15, plus the rounding bias
+_POINT_FIVE = np.float32(0.5)
+_POINT_FIVE_BITS = np.uint32(0x3F000000)
+
+
+def _narrow_chunk(u: np.ndarray, out: np.ndarray, a: np.ndarray, t: np.ndarray, s: np.ndarray,
+                  small: np.ndarray) -> None:
+    """:func:`fp32_to_fp16` of float32 bits ``u`` into ``out`` (uint16); ``a``, ``t``, ``s`` uint32 and
+    ``small`` bool scratch of the same length."""
+    np.bitwise_and(u, _ABS_MASK, out=a)
+    # normal range: round to nearest even at bit 13 on the bits, the carry may raise the exponent
+    np.right_shift(a, np.uint32(13), out=t)
+    t &= np.uint32(1)
+    t += a
+    t += _REBIAS_ROUND
+    t >>= np.uint32(13)
+    if a.min() < _F32_NORMAL_HALF:
+        # subnormal range: adding 0.5f rounds |f| to a multiple of 2**-24 in the FPU (nearest even)
+        np.less(a, _F32_NORMAL_HALF, out=small)
+        np.add(a.view(np.float32), _POINT_FIVE, out=s.view(np.float32))
+        s -= _POINT_FIVE_BITS
+        np.copyto(t, s, where=small)
+    if a.max() >= _F32_HALF_INF:
+        big = a >= _F32_HALF_INF
+        t[big] = np.where(a[big] > _EXP_MASK, np.uint32(0x7E00), np.uint32(0x7C00))
+    np.right_shift(u, np.uint32(16), out=a)
+    a &= np.uint32(0x8000)
+    t |= a
+    np.copyto(out, t, casting="unsafe")
 
 
 def fp32_to_fp16(f) -> np.ndarray:
     """ggml's ``GGML_FP32_TO_FP16`` on a float32 array, returned as a native ``float16`` array.
 
     Round to nearest even (subnormals included), overflow to +-inf, every NaN to ``sign | 0x7E00``.
+    Integer steps per chunk (numpy's own float16 cast is a scalar loop and keeps NaN payloads).
     """
-    f = np.asarray(f, dtype=np.float32)
-    with np.errstate(over="ignore", invalid="ignore"):
-        h = f.astype(np.float16)
-    if h.size == 0 or np.max(h.view(np.uint16) & np.uint16(0x7FFF)) <= 0x7C00:  # no NaN (checked on 16 bits)
-        return h
-    nan = np.isnan(f)
-    if nan.any():
-        hb = h.view(np.uint16)
-        sign = (f.view(np.uint32)[nan] >> np.uint32(16)).astype(np.uint16) & np.uint16(0x8000)
-        hb[nan] = sign | np.uint16(0x7E00)
-    return h
+    f = np.ascontiguousarray(f, dtype=np.float32)
+    u = f.reshape(-1).view(np.uint32)
+    out = np.empty(u.size, dtype=np.uint16)
+    n = min(u.size, _HALF_CHUNK)
+    a, t, s = (np.empty(n, dtype=np.uint32) for _ in range(3))
+    small = np.empty(n, dtype=bool)
+    with np.errstate(invalid="ignore"):  # the 0.5f addition also sees NaNs, whose result is not used
+        for i in range(0, u.size, _HALF_CHUNK):
+            k = min(_HALF_CHUNK, u.size - i)
+            _narrow_chunk(u[i:i + k], out[i:i + k], a[:k], t[:k], s[:k], small[:k])
+    return out.view(np.float16).reshape(f.shape)
 
 
 def fp16_bits(f) -> np.ndarray:
