@@ -7,12 +7,15 @@ For every tensor type with a decoder or encoder (or only the TYPES named), print
 
 * decode: ``codecs.dequantize`` of ``--mib`` MiB of blocks (a quantized sample of normal random rows, tiled;
   random bytes for types without an encoder), best of ``--repeat`` runs;
-* encode: ``codecs.quantize`` of normal random rows (4096 per row; integer-valued for the integer types)
-  producing up to ``--mib`` MiB, scaled down so that one run takes about ``--budget`` seconds (slow
-  search-based encoders); with an importance matrix for the types ggml requires one for;
+* encode: ``codecs.encode_blocks`` (``codecs.quantize`` without its final copy into ``bytes``: gguf-py also
+  returns an array) of normal random rows (4096 per row; integer-valued for the integer types) producing up
+  to ``--mib`` MiB, scaled down so that one run takes about ``--budget`` seconds (slow search-based
+  encoders); with an importance matrix for the types ggml requires one for;
 * the same calls of ``gguf.quants.dequantize`` / ``gguf.quants.quantize`` where gguf-py has the type (and the
   same block size; not F32, where gguf-py returns a view), and our/their ratio, with the geometric mean of the
-  ratios at the end.  Repeats stop early once a measurement has used about a second;
+  ratios at the end.  The contenders of one measurement run in turns (ours, gguf-py, C, C-pre, ours, ...) and
+  the best time of each is kept, so a machine whose speed drifts affects them alike; rounds stop once each
+  has used about a second;
 * with ``--ggml-lib``: ggml's own C decode of the same blocks in the same run, loaded with ctypes from the
   given (user-built) ``libggml-base`` -- ``ggml_get_type_traits(type)->to_float`` on the whole buffer, or the
   exported ``dequantize_row_<name>`` when the traits have none -- as ``C`` (into a freshly allocated output
@@ -55,17 +58,25 @@ def timer(cpu: bool):
 
 def best(fn, repeat: int, clock, budget: float = 1.0) -> float:
     """Fastest of up to ``repeat`` timed calls; stops repeating once ``budget`` seconds are spent."""
-    out = math.inf
+    return race({"fn": fn}, repeat, clock, budget)["fn"]
+
+
+def race(fns: dict, repeat: int, clock, budget: float = 1.0) -> dict:
+    """Fastest time of each of ``fns`` over up to ``repeat`` rounds that call every function once in turn, so
+    that a machine slowing down or speeding up affects all of them alike; stops after the round in which
+    ``budget`` seconds per function have been spent."""
+    out = {k: math.inf for k in fns}
     spent = 0.0
     for _ in range(repeat):
-        t = clock()
-        fn()
-        dt = clock() - t
-        out = min(out, dt)
-        spent += dt
-        if spent > budget:
+        for k, fn in fns.items():
+            t = clock()
+            fn()
+            dt = clock() - t
+            out[k] = min(out[k], dt)
+            spent += dt
+        if spent > budget * len(fns):
             break
-    return max(out, 1e-9)
+    return {k: max(v, 1e-9) for k, v in out.items()}
 
 
 def gguf_type(t):
@@ -179,24 +190,23 @@ def bench_type(t, args, clock, ggml=None) -> list[tuple]:
     row_bytes = ROW // t.block_size * t.type_size
     if codecs.has_decoder(t.id):
         raw = sample_blocks(t, n_bytes, im)
-        ours = best(lambda: codecs.dequantize(t.id, raw), args.repeat, clock)
-        theirs = math.nan
+        fns = {"ours": lambda: codecs.dequantize(t.id, raw)}
         if qt is not None:
             arr = np.frombuffer(raw, np.uint8).reshape(-1, row_bytes)
             try:
-                theirs = best(lambda: gq.dequantize(arr, qt), args.repeat, clock)
+                gq.dequantize(arr[:1], qt)
+                fns["gguf-py"] = lambda: gq.dequantize(arr, qt)
             except (NotImplementedError, ValueError):
                 pass
-        c_fresh = c_reused = math.nan
-        fns = ggml.decoders(t, raw) if ggml is not None else None
-        if fns is not None:
-            same = np.array_equal(codecs.dequantize(t.id, raw).view(np.uint32), fns[0]().view(np.uint32))
+        c_fns = ggml.decoders(t, raw) if ggml is not None else None
+        if c_fns is not None:
+            same = np.array_equal(codecs.dequantize(t.id, raw).view(np.uint32), c_fns[0]().view(np.uint32))
             if not same:
                 print(f"{t.name}: decoded values differ from ggml's", file=sys.stderr)
-            c_fresh = best(fns[0], args.repeat, clock)
-            c_reused = best(fns[1], args.repeat, clock)
+            fns["C"], fns["C-pre"] = c_fns
+        times = race(fns, args.repeat, clock)
         rate = len(raw) / MIB
-        results.append(("decode", rate / ours, rate / theirs, rate / c_fresh, rate / c_reused))
+        results.append(("decode",) + tuple(rate / times.get(k, math.nan) for k in ("ours", "gguf-py", "C", "C-pre")))
     if codecs.has_encoder(t.id) and not args.decode_only:
         probe = make_rows(1, 0, t)  # one row to estimate the speed
         with np.errstate(all="ignore"):
@@ -206,15 +216,17 @@ def bench_type(t, args, clock, ggml=None) -> list[tuple]:
         x = make_rows(n_rows, 0, t)
         out_bytes = n_rows * row_bytes
         reps = args.repeat if rate * args.budget > 2 * out_bytes else 1
-        with np.errstate(all="ignore"):
-            ours = best(lambda: codecs.quantize(t.id, x, imatrix=im), reps, clock)
-        theirs = math.nan
+        fns = {"ours": lambda: codecs.encode_blocks(t.id, x, imatrix=im)}
         if qt is not None and t.kind != "integer":
             try:
-                theirs = best(lambda: gq.quantize(x, qt), reps, clock)
+                gq.quantize(x[:1], qt)
+                fns["gguf-py"] = lambda: gq.quantize(x, qt)
             except (NotImplementedError, ValueError, gq.QuantError):
                 pass
-        results.append(("encode", out_bytes / ours / MIB, out_bytes / theirs / MIB, math.nan, math.nan))
+        with np.errstate(all="ignore"):
+            times = race(fns, reps, clock, args.budget)
+        results.append(("encode", out_bytes / times["ours"] / MIB, out_bytes / times.get("gguf-py", math.nan) / MIB,
+                        math.nan, math.nan))
     return results
 
 
