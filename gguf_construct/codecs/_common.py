@@ -18,7 +18,7 @@ Everything here works on whole numpy arrays and keeps float32 arithmetic in floa
 
 Decoder building blocks (pure data movement and integer bit operations, so exactness is not at stake):
 
-* :func:`decode_chunks` -- block ranges decoding to about 64K float32 values (256 KiB) each, so that the
+* :func:`decode_chunks` -- block ranges decoding to about 128K float32 values (512 KiB) each, so that the
   temporaries of a chunk stay in L2 while the output is written once.
 * :func:`block_bytes` / :func:`byte_runs` -- the raw bytes of blocks, and runs of bytes inside every block
   as single opaque items (a strided run is then gathered into a contiguous buffer with one item copy each).
@@ -278,7 +278,7 @@ def _first_abs_max_general(x: np.ndarray, axis: int):
 
 # ------------------------------------------------------------------------------------ decoder building blocks
 
-DECODE_CHUNK_VALUES = 1 << 16  # decoded float32 values per chunk (256 KiB): temporaries stay in L2
+DECODE_CHUNK_VALUES = 1 << 17  # decoded float32 values per chunk (512 KiB): temporaries stay in L2
 _LO4 = np.uint64(0x0F0F0F0F0F0F0F0F)
 _FOUR = np.uint64(4)
 

@@ -672,7 +672,7 @@ def encode_q8_k(rows: np.ndarray, imatrix) -> np.ndarray:
 # decoders
 #
 # Per-block parameters (fp16 scales, unpacked 4/6-bit sub-block scales) are computed for all blocks at once;
-# the weights are then produced chunk by chunk (about 256 KiB of output, so the temporaries stay in L2): the
+# the weights are then produced chunk by chunk (about 512 KiB of output, so the temporaries stay in L2): the
 # quants in output order from whole-word bit operations, then ``y = dl * q`` (and ``y -= ml``) as long
 # contiguous float32 operations on repeated sub-block scales.
 # Single-byte fields are read from a uint8 view of the blocks (byte order is irrelevant for them); multi-byte
@@ -740,7 +740,7 @@ def _shl(q: np.ndarray, k: int) -> np.ndarray:
 
 class _Chunks:
     """Chunked decoding of super-blocks: the raw bytes, the output, scratch buffers for the bit fields of one
-    chunk (about 256 KiB of output) and the chunk ranges."""
+    chunk (about 512 KiB of output) and the chunk ranges."""
 
     def __init__(self, blocks: np.ndarray, n_buffers: int):
         self.n = blocks.shape[0]
