@@ -127,6 +127,7 @@ _F32_HALF_INF = np.uint32(0x477FF000)      # 65520: rounds to binary16 infinity
 _REBIAS_ROUND = np.uint32((0xFFF - (112 << 23)) & 0xFFFFFFFF)  # exponent 127 -> 15, plus the rounding bias
 _POINT_FIVE = np.float32(0.5)
 _POINT_FIVE_BITS = np.uint32(0x3F000000)
+_SMALL_HALF = 8192
 
 
 def _narrow_chunk(u: np.ndarray, out: np.ndarray, a: np.ndarray, t: np.ndarray, s: np.ndarray,
@@ -162,6 +163,13 @@ def fp32_to_fp16(f) -> np.ndarray:
     Integer steps per chunk (numpy's own float16 cast is a scalar loop and keeps NaN payloads).
     """
     f = np.ascontiguousarray(f, dtype=np.float32)
+    if f.size <= _SMALL_HALF:  # one short pass of numpy's cast beats the chunk machinery
+        with np.errstate(over="ignore", invalid="ignore"):
+            h = f.astype(np.float16)
+        if f.size and np.isnan(np.max(f)):  # max propagates NaN
+            nan = np.isnan(f)
+            h.view(np.uint16)[nan] = ((f.view(np.uint32)[nan] >> np.uint32(16)) & np.uint32(0x8000)) | 0x7E00
+        return h
     u = f.reshape(-1).view(np.uint32)
     out = np.empty(u.size, dtype=np.uint16)
     n = min(u.size, _HALF_CHUNK)

@@ -537,25 +537,26 @@ def _qh_words(qt: np.ndarray) -> np.ndarray:
 
 
 def _fast_q8(with_sum: bool):
-    """Q8_0 / Q8_1: ``q = roundf(x * id)`` with ``d = amax / 127`` (Q8_1 also ``s = d * sum(q)``)."""
+    """Q8_0 / Q8_1: ``q = roundf(x * id)`` with ``d = amax / 127`` (Q8_1 also ``s = d * sum(q)``).
+
+    Only the reduction uses the transposed chunk; the scaling works in block order on repeated inverse
+    scales, so the int8 results convert straight into the blocks (no transposition back)."""
 
     def fast(xt, x, out):
-        ax = np.abs(xt)
-        d = ax.max(axis=0) / _F(127.0)
+        d = np.abs(xt, out=xt).max(axis=0) / _F(127.0)
         iv = _finite_inverse(d)
         if iv is None:
             return False
-        np.multiply(xt, iv, out=xt)  # |v| <= 127 (+ rounding)
+        y = np.multiply(x.reshape(-1), np.repeat(iv, QK)).reshape(x.shape)  # |v| <= 127 (+ rounding)
         # roundf(v) = truncf(v + copysignf(0.49999997f, v)), exact for every float (no double rounding)
-        half = ax.view(np.uint32)
-        np.bitwise_and(xt.view(np.uint32), _SIGN, out=half)
+        half = np.bitwise_and(y.view(np.uint32), _SIGN)
         half |= _HALF_DOWN
-        xt += ax
-        q = xt.astype(np.int8)
-        out["qs"] = q.T
+        y += half.view(np.float32)
+        qs = out["qs"]
+        np.copyto(qs, y, casting="unsafe")
         out["d"] = fp32_to_fp16(d)
         if with_sum:
-            total = q.sum(axis=0, dtype=np.int32)
+            total = qs.sum(axis=1, dtype=np.int32)
             with np.errstate(over="ignore"):
                 out["s"] = fp32_to_fp16(total.astype(np.float32) * d)
         return True
