@@ -20,11 +20,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from gguf_construct import codecs
 
-from codec_golden import assert_same
 from codec_rows import KINDS, rows
 from codec_rows import assert_error_bound as check_error_bound
 
@@ -80,22 +78,6 @@ def test_roundtrip_error_bound(name, data):
 def test_iq1_m_roundtrip_error_bound_without_imatrix(data):
     x, _ = data
     check_error_bound("IQ1_M", x, None, MAX_ERR["IQ1_M"], RMS_ERR["IQ1_M"])
-
-
-@pytest.mark.parametrize("name", NAMES)
-@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=rows_strategy(max_blocks_per_row=1), seed=st.integers(0, 2**32 - 1))
-def test_big_endian_blocks_decode_the_same(name, data, seed):
-    x, imatrix = data
-    little = codecs.quantize(name, x, imatrix=imatrix)
-    big = codecs.quantize(name, x, imatrix=imatrix, byte_order="big")
-    assert big == codecs.swap_blocks(name, little, "little", "big")
-    assert_same(codecs.dequantize(name, big, byte_order="big"), codecs.dequantize(name, little), name)
-    # random blocks (any bit pattern, scales included) decode the same in both byte orders
-    raw = np.random.default_rng(seed).integers(0, 256, 3 * codecs.type_spec(name).type_size, dtype=np.uint8)
-    swapped = codecs.swap_blocks(name, raw.tobytes(), "little", "big")
-    with np.errstate(all="ignore"):
-        assert_same(codecs.dequantize(name, swapped, byte_order="big"), codecs.dequantize(name, raw), name)
 
 
 @pytest.mark.parametrize("name", NAMES)

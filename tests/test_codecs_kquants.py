@@ -15,11 +15,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from gguf_construct import codecs
 
-from codec_golden import assert_same as _assert_same
+from codec_rows import check_error_bound, rows
 
 TYPES = {10: "q2_K", 11: "q3_K", 12: "q4_K", 13: "q5_K", 14: "q6_K", 15: "q8_K"}
 NAMES = [n.upper() for n in TYPES.values()]
@@ -53,53 +52,16 @@ def test_sizes_follow_spec(name):
 # properties
 # --------------------------------------------------------------------------------------------------------------
 
-_KINDS = ("normal", "heavy", "offset", "sparse", "negative", "uniform")
-
-
-@st.composite
-def _rows(draw, max_blocks_per_row=2):
-    """A few rows of float32 values whose 256-blocks have max |x| within [1, 1000] (fp16-representable scales)."""
-    seed = draw(st.integers(0, 2**32 - 1))
-    kind = draw(st.sampled_from(_KINDS))
-    n_rows = draw(st.integers(1, 3))
-    cols = 256 * draw(st.integers(1, max_blocks_per_row))
-    scale = draw(st.floats(1.0, 1000.0))
-    rng = np.random.default_rng(seed)
-    shape = (n_rows, cols)
-    if kind == "normal":
-        x = rng.normal(size=shape)
-    elif kind == "heavy":
-        x = rng.standard_t(1.5, size=shape)
-    elif kind == "offset":
-        x = rng.uniform(-1, 1, shape) + rng.uniform(-4, 4)
-    elif kind == "sparse":
-        x = np.where(rng.random(shape) < 0.8, 0.0, rng.normal(size=shape))
-        x[:, ::256] = 1.0
-    elif kind == "negative":
-        x = -rng.exponential(size=shape)
-    else:
-        x = rng.uniform(-1, 1, shape)
-    blocks = x.reshape(-1, 256)
-    blocks /= np.abs(blocks).max(axis=1, keepdims=True)
-    return (x * scale).astype(np.float32), rng.uniform(0.1, 10.0, cols).astype(np.float32)
-
-
 @pytest.mark.parametrize("name", NAMES)
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=_rows())
+@given(data=rows())
 def test_roundtrip_error_bound(name, data):
     x, imatrix = data
-    for imat in (None, imatrix):
-        y = codecs.dequantize(name, codecs.quantize(name, x, imatrix=imat)).reshape(x.shape)
-        xb = x.reshape(-1, 256).astype(np.float64)
-        err = np.abs(y.reshape(-1, 256) - xb)
-        amax = np.abs(xb).max(axis=1)
-        assert np.all(err.max(axis=1) <= MAX_ERR[name] * amax), (name, imat is not None)
-        assert np.all(np.sqrt((err ** 2).mean(axis=1)) <= RMS_ERR[name] * amax), (name, imat is not None)
+    check_error_bound(name, x, imatrix, MAX_ERR[name], RMS_ERR[name])
 
 
 @settings(max_examples=20, deadline=None)
-@given(data=_rows())
+@given(data=rows())
 def test_q8_k_reencode_is_stable(data):
     """Q8_K re-quantizes its own output to the same quants up to the sign of the whole block (the first value
     of largest magnitude may be a +127 instead of the -127 one) and the scale to within an ulp or so."""
@@ -114,22 +76,6 @@ def test_q8_k_reencode_is_stable(data):
     assert np.array_equal(q["bsums"], q["qs"].reshape(-1, 16, 16).sum(axis=2, dtype=np.int32))
     assert np.allclose(q2["d"] * sign, q["d"], rtol=1e-6, atol=0)
     assert np.allclose(codecs.dequantize("Q8_K", q2.tobytes()), y, rtol=2e-6, atol=0)
-
-
-@pytest.mark.parametrize("name", NAMES)
-@settings(max_examples=6, deadline=None)
-@given(data=_rows(max_blocks_per_row=1), seed=st.integers(0, 2**32 - 1))
-def test_big_endian_blocks_decode_the_same(name, data, seed):
-    x, imatrix = data
-    little = codecs.quantize(name, x, imatrix=imatrix)
-    big = codecs.quantize(name, x, imatrix=imatrix, byte_order="big")
-    assert big == codecs.swap_blocks(name, little, "little", "big")
-    _assert_same(codecs.dequantize(name, big, byte_order="big"), codecs.dequantize(name, little), name)
-    # random blocks (any bit pattern, scales included) decode the same in both byte orders
-    raw = np.random.default_rng(seed).integers(0, 256, 3 * codecs.type_spec(name).type_size, dtype=np.uint8)
-    swapped = codecs.swap_blocks(name, raw.tobytes(), "little", "big")
-    with np.errstate(all="ignore"):
-        _assert_same(codecs.dequantize(name, swapped, byte_order="big"), codecs.dequantize(name, raw), name)
 
 
 @pytest.mark.parametrize("name", NAMES)
