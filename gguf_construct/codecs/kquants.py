@@ -444,12 +444,18 @@ def _encode_q2_k_blocks(x: np.ndarray, qw) -> np.ndarray:
     return out
 
 
-def encode_q2_k(rows: np.ndarray, imatrix) -> np.ndarray:
+def _encode_chunked(name: str, rows: np.ndarray, imatrix, encode_blocks) -> np.ndarray:
+    """Blocks of ``name`` for ``rows``: ``encode_blocks(x, qw)`` on chunks of ``_ENC_CHUNK`` super-blocks
+    (``qw`` the chunk's importance weights, or None without an imatrix)."""
     x, qw = _rows_to_blocks(rows, imatrix)
-    out = np.empty(x.shape[0], dtype=block_dtype("Q2_K"))
+    out = np.empty(x.shape[0], dtype=block_dtype(name))
     for a, b in _chunks(x.shape[0]):
-        out[a:b] = _encode_q2_k_blocks(x[a:b], None if qw is None else _block_weights(qw, a, b))
+        out[a:b] = encode_blocks(x[a:b], None if qw is None else _block_weights(qw, a, b))
     return out
+
+
+def encode_q2_k(rows: np.ndarray, imatrix) -> np.ndarray:
+    return _encode_chunked("Q2_K", rows, imatrix, _encode_q2_k_blocks)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -508,11 +514,7 @@ def _encode_q3_k_blocks(x: np.ndarray, qw) -> np.ndarray:
 
 
 def encode_q3_k(rows: np.ndarray, imatrix) -> np.ndarray:
-    x, qw = _rows_to_blocks(rows, imatrix)
-    out = np.empty(x.shape[0], dtype=block_dtype("Q3_K"))
-    for a, b in _chunks(x.shape[0]):
-        out[a:b] = _encode_q3_k_blocks(x[a:b], None if qw is None else _block_weights(qw, a, b))
-    return out
+    return _encode_chunked("Q3_K", rows, imatrix, _encode_q3_k_blocks)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -580,19 +582,11 @@ def _encode_k45_blocks(x: np.ndarray, qw, nmax: int, type_name: str) -> np.ndarr
 
 
 def encode_q4_k(rows: np.ndarray, imatrix) -> np.ndarray:
-    x, qw = _rows_to_blocks(rows, imatrix)
-    out = np.empty(x.shape[0], dtype=block_dtype("Q4_K"))
-    for a, b in _chunks(x.shape[0]):
-        out[a:b] = _encode_k45_blocks(x[a:b], None if qw is None else _block_weights(qw, a, b), 15, "Q4_K")
-    return out
+    return _encode_chunked("Q4_K", rows, imatrix, lambda x, qw: _encode_k45_blocks(x, qw, 15, "Q4_K"))
 
 
 def encode_q5_k(rows: np.ndarray, imatrix) -> np.ndarray:
-    x, qw = _rows_to_blocks(rows, imatrix)
-    out = np.empty(x.shape[0], dtype=block_dtype("Q5_K"))
-    for a, b in _chunks(x.shape[0]):
-        out[a:b] = _encode_k45_blocks(x[a:b], None if qw is None else _block_weights(qw, a, b), 31, "Q5_K")
-    return out
+    return _encode_chunked("Q5_K", rows, imatrix, lambda x, qw: _encode_k45_blocks(x, qw, 31, "Q5_K"))
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -633,11 +627,7 @@ def _encode_q6_k_blocks(x: np.ndarray, qw) -> np.ndarray:
 
 
 def encode_q6_k(rows: np.ndarray, imatrix) -> np.ndarray:
-    x, qw = _rows_to_blocks(rows, imatrix)
-    out = np.empty(x.shape[0], dtype=block_dtype("Q6_K"))
-    for a, b in _chunks(x.shape[0]):
-        out[a:b] = _encode_q6_k_blocks(x[a:b], None if qw is None else _block_weights(qw, a, b))
-    return out
+    return _encode_chunked("Q6_K", rows, imatrix, _encode_q6_k_blocks)
 
 
 # --------------------------------------------------------------------------------------------------------------
