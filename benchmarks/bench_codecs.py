@@ -8,7 +8,8 @@ For every tensor type with a decoder or encoder (or only the TYPES named), print
 * decode: ``codecs.dequantize`` of ``--mib`` MiB of blocks (a quantized sample of normal random rows, tiled;
   random bytes for types without an encoder), best of ``--repeat`` runs;
 * encode: ``codecs.encode_blocks`` (``codecs.quantize`` without its final copy into ``bytes``: gguf-py also
-  returns an array) of normal random rows (4096 per row; integer-valued for the integer types) producing up
+  returns an array; for F32 that array is a view of the input, so its figure is not a throughput) of normal
+  random rows (4096 per row; integer-valued for the integer types) producing up
   to ``--mib`` MiB, scaled down so that one run takes about ``--budget`` seconds (slow search-based
   encoders); with an importance matrix for the types ggml requires one for;
 * the same calls of ``gguf.quants.dequantize`` / ``gguf.quants.quantize`` where gguf-py has the type (and the
