@@ -27,6 +27,13 @@ class GridAbort(ValueError):
     that leave no neighbour with a finite error, or a final point that is not on the grid)."""
 
 
+def check_group_scales(scales: np.ndarray) -> None:
+    """ggml's ``GGML_ASSERT(scale >= 0)`` on the float scale of every group of a chunk (groups the quantizer
+    skipped hold 0): a NaN scale -- from NaN or overflowing inputs or weights -- aborts ggml, so it raises."""
+    if not bool(np.all(scales >= 0)):
+        raise GridAbort("ggml aborts: a group scale is NaN (GGML_ASSERT(scale >= 0))")
+
+
 class LatticeGrid:
     """One quantization grid: code -> grid index map and the neighbour lists of off-grid codes."""
 

@@ -27,6 +27,7 @@ import numpy as np
 from .. import spec as _spec
 from . import block_dtype
 from ._common import fp16_to_fp32, fp32_to_fp16, nearest_int, seq_sum
+from ._iqgrid import GridAbort, check_group_scales
 
 QK_K = 256
 _F32 = np.float32
@@ -200,6 +201,11 @@ def _best_neighbour2(grid: _Grid, codes, xv, wv, sc, xx) -> np.ndarray:
         d2 = d2 + terms[base + (3 * j) + lev[:, j]]
     d2[np.isnan(d2)] = np.inf
     mins = np.minimum.reduceat(d2, seg)
+    if not bool(np.all(mins < _FLT_MAX)):
+        # ggml then scans the whole grid, but with the group's values read at the grid index (past the group:
+        # not reproducible), and asserts when that finds nothing either -- as it does for non-finite errors
+        raise GridAbort("ggml aborts: no IQ1 grid neighbour with an error below FLT_MAX "
+                        "(iq1_find_best_neighbour2, GGML_ASSERT(grid_index >= 0))")
     first = np.minimum.reduceat(np.where(d2 == mins[qi], np.arange(total), total), seg)
     return cand[np.minimum(first, total - 1)]
 
@@ -408,6 +414,7 @@ def encode_iq1_s(rows: np.ndarray, imatrix) -> np.ndarray:
                 qh[rk] = ((gi[ok] >> 8).astype(np.uint16) << (3 * np.arange(4, dtype=np.uint16))).sum(1, dtype=np.uint16)
                 scales[rk] = scale[ok]
                 shifts[rk] = shift[ok]
+            check_group_scales(scales)
             scales = scales.reshape(b, 8)
             max_scale = scales.max(axis=1)
             d = max_scale / _F32(15)
@@ -513,6 +520,7 @@ def encode_iq1_m(rows: np.ndarray, imatrix) -> np.ndarray:
                 scales[rk] = scale[ok]
                 shifts[rk] = best_k[ok]
             # ---- per super-block: 3-bit scales, delta bits, then the refitted super-block scale
+            check_group_scales(scales)
             scales_b = scales.reshape(b, 16)
             max_scale = scales_b.max(axis=1)
             d = max_scale / _F32(15)

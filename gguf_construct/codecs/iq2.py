@@ -31,6 +31,7 @@ from ._common import fp16_to_fp32 as _fp16_to_fp32
 from ._common import fp32_to_fp16 as _fp32_to_fp16
 from ._common import nearest_int as _nearest_int
 from ._common import seq_sum as _seq_sum
+from ._iqgrid import GridAbort, LatticeGrid, check_group_scales
 
 QK_K = 256
 _F32 = np.float32
@@ -194,8 +195,6 @@ _ENC_CHUNK = 256  # blocks per step (keeps the search temporaries near cache)
 @functools.lru_cache(maxsize=None)
 def _lattice(grid_name: str):
     """ggml's iq2xs_init_impl data for one grid (built at first use): levels from the magnitudes 8/25/43."""
-    from ._iqgrid import LatticeGrid
-
     mag = grid_magnitudes(grid_name)
     levels = np.searchsorted(np.array([0x08, 0x19, 0x2B], dtype=np.uint8), mag)
     nwant = 1 if grid_name == "iq2s_grid" else 2
@@ -283,8 +282,6 @@ def _grid_indices(grid, L: np.ndarray, n_sub: int) -> np.ndarray:
     """Grid indices of the final levels, as ggml looks them up: ``u = sum(L[i] << 2i)`` in uint16 (L is int8,
     so out-of-range levels can still alias a grid code) and ``kmap[u]``; ggml aborts when that is not on the
     grid (and reads out of bounds for ``u >= 43692``), so do we (:class:`GridAbort`)."""
-    from ._iqgrid import GridAbort
-
     L8 = L.reshape(L.shape[0], n_sub, 8).astype(np.int32)
     u = L8[..., 0].copy()
     for i in range(1, 8):
@@ -366,7 +363,6 @@ def _make_qp_quants(x: np.ndarray, w: np.ndarray, nmax: int):
 
 def _search_xxs(xval, weight, waux, grid):
     """Scale and levels of 32-weight groups, as quantize_row_iq2_xxs_impl (G = active groups)."""
-    G = xval.shape[0]
     scale, L = _make_qp_quants(xval, weight, _K_MAX_Q + 1)
     eff_max = scale * _F32(_K_MAX_Q)
     active = ~(eff_max <= 0)
@@ -456,6 +452,7 @@ def _prepare(x: np.ndarray, qw: np.ndarray | None, iq2s: bool):
 
 def _block_scales(scales: np.ndarray, iq2s: bool):
     """max_scale over the sub-blocks, the fp16 ``d`` and the 4-bit sub-block scales (nbl, n_sub)."""
+    check_group_scales(scales)
     max_scale = _seq_max(scales, np.zeros(scales.shape[0], dtype=np.float32))
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         d = max_scale / _F32(31)

@@ -23,7 +23,8 @@ import numpy as np
 
 from .. import spec as _spec
 from . import block_dtype
-from ._common import fp16_to_fp32, fp32_to_fp16, nearest_int, seq_sum
+from ._common import FLT_MAX, fp16_to_fp32, fp32_to_fp16, nearest_int, seq_sum
+from ._iqgrid import GridAbort, check_group_scales
 
 QK_K = 256
 _F32 = np.float32
@@ -202,6 +203,8 @@ def _best_neighbour(grid: _Grid, codes: np.ndarray, xv: np.ndarray, wv: np.ndarr
         t = terms.take(off)
         d2 = ((t[..., 0] + t[..., 1]) + t[..., 2]) + t[..., 3]
         d2[np.isnan(d2)] = np.inf
+        if not bool(np.all(d2.min(axis=1) < FLT_MAX)):  # ggml keeps only errors below FLT_MAX, else asserts
+            raise GridAbort("ggml aborts: no IQ3 grid neighbour with a finite error (GGML_ASSERT(grid_index >= 0))")
         j = np.argmin(d2, axis=1)
         res = grid.nb_pad[u, j]
         if sel is None:
@@ -307,6 +310,7 @@ def _row_chunks(rows: np.ndarray, imatrix, chunk_blocks: int = 1024):
 
 def _final_scales(scales: np.ndarray, fudge: np.float32):
     """Super-block scale and 4-bit group scales from the (b, 8) float group scales (ggml's last step)."""
+    check_group_scales(scales)
     max_scale = scales.max(axis=1)
     d = max_scale / _F32(31)
     dh = fp32_to_fp16(d * fudge)
@@ -314,6 +318,32 @@ def _final_scales(scales: np.ndarray, fudge: np.float32):
         idv = _F32(1) / d
         l = nearest_int(_F32(0.5) * (idv[:, None] * scales - _F32(1)))
     return max_scale, dh, np.clip(l, 0, 15).astype(np.uint32)
+
+
+def _magnitudes(xb: np.ndarray):
+    """ggml's ``if (x >= 0) xval = x; else { xval = -x; sign bit }``: a NaN counts as negative."""
+    neg = ~(xb >= 0)
+    return neg, np.where(neg, -xb, xb)
+
+
+def _c_max(v: np.ndarray) -> np.ndarray:
+    """``max = v[0]; for i: max = MAX(max, v[i])`` per row, with MAX(a, b) = a > b ? a : b (NaN semantics of C)."""
+    m = v[:, 0].copy()
+    for i in range(1, v.shape[1]):
+        m = np.where(m > v[:, i], m, v[:, i])
+    return m
+
+
+def _first_min(v: np.ndarray) -> np.ndarray:
+    """Index of ``min`` along the last axis as ``imin = 0; for i: if (v[i] < v[imin]) imin = i`` (NaNs never win,
+    a NaN first element is never replaced)."""
+    imin = np.zeros(v.shape[:-1], dtype=np.intp)
+    m = v[..., 0].copy()
+    for i in range(1, v.shape[-1]):
+        less = v[..., i] < m
+        imin[less] = i
+        m = np.where(less, v[..., i], m)
+    return imin
 
 
 def encode_iq3_xxs(rows: np.ndarray, imatrix) -> np.ndarray:
@@ -325,20 +355,19 @@ def encode_iq3_xxs(rows: np.ndarray, imatrix) -> np.ndarray:
             b = x.shape[0]
             weight = _prepare(x, qw).reshape(-1, 32)
             xb = x.reshape(-1, 32)
-            neg = xb < 0
-            xval = np.where(neg, -xb, xb)
+            neg, xval = _magnitudes(xb)
             # odd number of negative signs in 8: flip the one with the smallest weight*x*x
             neg8 = neg.reshape(-1, 4, 8)
             odd = (neg8.sum(axis=2) & 1).astype(bool)
-            imin = np.argmin(((weight * xb) * xb).reshape(-1, 4, 8), axis=2)
+            imin = _first_min(((weight * xb) * xb).reshape(-1, 4, 8))
             g_i, k_i = np.nonzero(odd)
             j_i = imin[g_i, k_i]
             xv8 = xval.reshape(-1, 4, 8)
             xv8[g_i, k_i, j_i] = -xv8[g_i, k_i, j_i]
             neg8[g_i, k_i, j_i] ^= True
             signs = (neg8 * bit).sum(axis=2, dtype=np.uint32) & np.uint32(127)  # (g, 4)
-            gmax = xval.max(axis=1)
-            live = gmax >= _F32(1e-8)  # GROUP_MAX_EPS_IQ3_XXS
+            gmax = _c_max(xval)
+            live = ~(gmax < _F32(1e-8))  # GROUP_MAX_EPS_IQ3_XXS; a NaN max is searched (and aborts) as in ggml
             scales = np.zeros(xb.shape[0], dtype=_F32)
             gi = np.zeros((xb.shape[0], 8), dtype=np.int32)
             r = np.flatnonzero(live)
@@ -370,10 +399,9 @@ def encode_iq3_s(rows: np.ndarray, imatrix) -> np.ndarray:
             b = x.shape[0]
             weight = _prepare(x, qw).reshape(-1, 32)
             xb = x.reshape(-1, 32)
-            neg = xb < 0
-            xval = np.where(neg, -xb, xb)
+            neg, xval = _magnitudes(xb)
             signs = (neg.reshape(-1, 4, 8) * bit).sum(axis=2, dtype=np.uint32).astype(np.uint8)  # (g, 4)
-            gmax = xval.max(axis=1)
+            gmax = _c_max(xval)
             live = gmax != 0
             scales = np.zeros(xb.shape[0], dtype=_F32)
             gi = np.zeros((xb.shape[0], 8), dtype=np.int32)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import block_dtype
-from ._common import bf16_to_fp32, fp16_to_fp32, fp32_to_bf16, fp32_to_fp16
+from ._common import bf16_to_fp32, fp16_to_fp32, fp32_to_fp16
 
 
 def _values(blocks: np.ndarray) -> np.ndarray:
