@@ -12,7 +12,9 @@ Every 4 weights are one grid vector of magnitudes (``spec/tables/iq3xxs_grid.yam
 The encoders reproduce ggml's ``quantize_iq3_xxs`` / ``quantize_iq3_s`` (``quantize_row_iq3_xxs_impl`` /
 ``quantize_row_iq3_s_impl`` with the ``iq3xs_init_impl`` grid, map and neighbour lists) bit for bit,
 vectorised over all 32-weight groups; only the scale candidates are a Python loop.  Both work with or without
-an importance matrix (without one, ggml weights each value by ``x^2``).
+an importance matrix (without one, ggml weights each value by ``x^2``).  Where ggml hits a ``GGML_ASSERT``
+(NaN or overflowing input leaving a point without a neighbour, or a NaN group scale) they raise
+:class:`._iqgrid.GridAbort`, a ``ValueError``.
 """
 
 from __future__ import annotations
