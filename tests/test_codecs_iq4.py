@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from gguf_construct import codecs, spec
 
-from codec_rows import check_error_bound, rows as _rows
+from codec_rows import check_error_bound, check_zero_and_constant_rows, rows as _rows
 from gguf_construct.codecs import iq4
 
 
@@ -84,12 +84,7 @@ def test_best_index_thresholds_match_c_search():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_zero_and_constant_rows(name):
-    x = np.zeros((2, 512), dtype=np.float32)
-    x[1] = 0.75
-    for imat in (None, np.ones(512, dtype=np.float32)):
-        y = codecs.dequantize(name, codecs.quantize(name, x, imatrix=imat)).reshape(x.shape)
-        assert np.all(y[0] == 0)
-        assert np.all(np.abs(y[1] - 0.75) <= 0.75 * MAX_ERR[name])
+    check_zero_and_constant_rows(name, MAX_ERR[name])
 
 
 def test_iq4_xs_scales_layout():

@@ -41,7 +41,7 @@ import numpy as np
 __all__ = [
     "F32_ZERO", "FLT_MAX",
     "fp16_to_fp32", "fp32_to_fp16", "fp16_bits", "bf16_to_fp32", "fp32_to_bf16",
-    "nearest_int", "c_float_to_int32", "roundf", "seq_sum", "first_abs_max", "f32",
+    "nearest_int", "c_float_to_int32", "roundf", "seq_sum", "c_row_max", "first_abs_max", "f32",
     "DECODE_CHUNK_VALUES", "decode_chunks", "block_bytes", "byte_runs", "gather_runs", "low_nibbles",
     "high_nibbles", "spread_runs", "scale_groups",
 ]
@@ -247,6 +247,19 @@ def seq_sum(terms, axis: int = -1) -> np.ndarray:
     acc = np.add.accumulate(np.asarray(terms, dtype=np.float32), axis=axis, dtype=np.float32)
     last = np.take(acc, -1, axis=axis)
     return last + F32_ZERO  # 0 + (-0) is +0 in C; accumulate would keep a leading -0
+
+
+def c_row_max(a: np.ndarray, start: np.ndarray | None = None) -> np.ndarray:
+    """ggml's ``m = start; for i: m = MAX(m, a[i])`` along each row of the 2-D ``a`` (default start: the row's
+    first value), with ``MAX(a, b) = a > b ? a : b``: a NaN is kept only until a later value replaces it."""
+    if start is None:
+        m, first = a[:, 0].copy(), 1
+    else:
+        m, first = start, 0
+    for i in range(first, a.shape[1]):
+        v = a[:, i]
+        m = np.where(m > v, m, v)
+    return m
 
 
 def first_abs_max(x, axis: int = -1):

@@ -19,12 +19,20 @@ import itertools
 
 import numpy as np
 
-FLT_MAX = np.float32(np.finfo(np.float32).max)
+from ._common import FLT_MAX
 
 
 class GridAbort(ValueError):
     """Raised where ggml's quantizer would hit a ``GGML_ASSERT`` / ``GGML_ABORT`` (e.g. NaN or inf inputs
     that leave no neighbour with a finite error, or a final point that is not on the grid)."""
+
+
+def check_neighbour_found(best_errors: np.ndarray) -> None:
+    """ggml's ``GGML_ASSERT(grid_index >= 0)`` after a neighbour search: a candidate is taken only while its
+    error is below ``FLT_MAX`` (``d2 < best``, starting from ``FLT_MAX``), so a point whose smallest error is not
+    (NaN or overflowing inputs or weights) aborts ggml, and raises here."""
+    if not bool(np.all(best_errors < FLT_MAX)):
+        raise GridAbort("ggml aborts: no grid neighbour with an error below FLT_MAX (GGML_ASSERT(grid_index >= 0))")
 
 
 def check_group_scales(scales: np.ndarray) -> None:
@@ -174,8 +182,7 @@ class LatticeGrid:
                 d2 += ti[idx]
         d2[~(d2 < FLT_MAX)] = np.inf
         mins = np.minimum.reduceat(d2, first)
-        if not (mins < FLT_MAX).all():
-            raise GridAbort("ggml aborts: no grid neighbour with a finite error (NaN/inf inputs or weights?)")
+        check_neighbour_found(mins)
         item //= nl
         hit = np.flatnonzero(d2 == mins[item])
         return self.flat[k[hit[np.searchsorted(hit, first)]]]
@@ -215,6 +222,5 @@ class LatticeGrid:
         d2[~(d2 < FLT_MAX) | (cand < 0)] = np.inf
         best = np.argmin(d2, axis=1)
         ar = np.arange(n)
-        if not (d2[ar, best] < FLT_MAX).all():
-            raise GridAbort("ggml aborts: no grid neighbour with a finite error (NaN/inf inputs or weights?)")
+        check_neighbour_found(d2[ar, best])
         return cand[ar, best]

@@ -26,12 +26,11 @@ import numpy as np
 
 from .. import spec as _spec
 from . import block_dtype
-from ._common import fp16_to_fp32, fp32_to_fp16, nearest_int, seq_sum
-from ._iqgrid import GridAbort, check_group_scales
+from ._common import FLT_MAX, fp16_to_fp32, fp32_to_fp16, nearest_int, seq_sum
+from ._iqgrid import check_group_scales, check_neighbour_found
 
 QK_K = 256
 _F32 = np.float32
-_FLT_MAX = np.float32(np.finfo(np.float32).max)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -201,11 +200,9 @@ def _best_neighbour2(grid: _Grid, codes, xv, wv, sc, xx) -> np.ndarray:
         d2 = d2 + terms[base + (3 * j) + lev[:, j]]
     d2[np.isnan(d2)] = np.inf
     mins = np.minimum.reduceat(d2, seg)
-    if not bool(np.all(mins < _FLT_MAX)):
-        # ggml then scans the whole grid, but with the group's values read at the grid index (past the group:
-        # not reproducible), and asserts when that finds nothing either -- as it does for non-finite errors
-        raise GridAbort("ggml aborts: no IQ1 grid neighbour with an error below FLT_MAX "
-                        "(iq1_find_best_neighbour2, GGML_ASSERT(grid_index >= 0))")
+    # where no neighbour qualifies ggml scans the whole grid, but reads the group's values at the grid index
+    # (past the group: not reproducible), and asserts when that finds nothing either, as it does for NaN/inf
+    check_neighbour_found(mins)
     first = np.minimum.reduceat(np.where(d2 == mins[qi], np.arange(total), total), seg)
     return cand[np.minimum(first, total - 1)]
 
@@ -258,7 +255,7 @@ def _sequential_pick(sumqx: np.ndarray, sumq2: np.ndarray, safe: np.ndarray):
     pad_x[rank, rows] = sumqx.reshape(-1)[flat]
     pad_q[rank, rows] = sumq2.reshape(-1)[flat]
     n_active = np.searchsorted(-counts_sorted, -np.arange(kmax), side="right")  # groups with count > k
-    best = np.full(g, -_FLT_MAX, dtype=_F32)
+    best = np.full(g, -FLT_MAX, dtype=_F32)
     sel_sorted = np.full(g, -1, dtype=np.int64)
     for k in range(kmax):
         n = int(n_active[k])

@@ -30,6 +30,7 @@ from .. import spec as _spec
 from ._common import fp16_to_fp32 as _fp16_to_fp32
 from ._common import fp32_to_fp16 as _fp32_to_fp16
 from ._common import nearest_int as _nearest_int
+from ._common import c_row_max
 from ._common import seq_sum as _seq_sum
 from ._iqgrid import GridAbort, LatticeGrid, check_group_scales
 
@@ -201,20 +202,6 @@ def _lattice(grid_name: str):
     return LatticeGrid(levels, bits=2, nwant=nwant, max_level=_K_MAX_Q - 1)
 
 
-def _seq_max(a: np.ndarray, start: np.ndarray | None = None) -> np.ndarray:
-    """ggml's ``m = start; for i: m = MAX(m, a[i])`` with MAX(a, b) = a > b ? a : b (default start: a[..., 0])."""
-    if start is None:
-        m = a[:, 0].copy()
-        first = 1
-    else:
-        m = start
-        first = 0
-    for i in range(first, a.shape[1]):
-        v = a[:, i]
-        m = np.where(m > v, m, v)
-    return m
-
-
 def _signs(xb: np.ndarray, weight: np.ndarray, parity: bool):
     """Split sub-groups of 8 into magnitudes and a sign byte (bit i set = x_i negative).
 
@@ -303,7 +290,7 @@ def _make_qp_quants(x: np.ndarray, w: np.ndarray, nmax: int):
     value takes part in the arithmetic, as here."""
     G, n = x.shape
     fn = _F32(nmax)
-    mx = _seq_max(x, np.zeros(G, dtype=np.float32))
+    mx = c_row_max(x, np.zeros(G, dtype=np.float32))
     zero = mx < _GROUP_MAX_EPS
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         iscale = fn / mx
@@ -453,7 +440,7 @@ def _prepare(x: np.ndarray, qw: np.ndarray | None, iq2s: bool):
 def _block_scales(scales: np.ndarray, iq2s: bool):
     """max_scale over the sub-blocks, the fp16 ``d`` and the 4-bit sub-block scales (nbl, n_sub)."""
     check_group_scales(scales)
-    max_scale = _seq_max(scales, np.zeros(scales.shape[0], dtype=np.float32))
+    max_scale = c_row_max(scales, np.zeros(scales.shape[0], dtype=np.float32))
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         d = max_scale / _F32(31)
         dh = _fp32_to_fp16(d * _F32(0.9875) if iq2s else d)
@@ -498,7 +485,7 @@ def encode_iq2_xxs(rows: np.ndarray, imatrix) -> np.ndarray:
         xval, s = _signs(x.reshape(G * 4, 8), weight.reshape(G * 4, 8), parity=True)
         xval = xval.reshape(G, 32)
         s = s.reshape(G, 4)
-        gmax = _seq_max(xval)
+        gmax = c_row_max(xval)
         active = ~(gmax < _GROUP_MAX_EPS)
         scales = np.zeros(G, dtype=np.float32)
         q_lo = np.zeros(G, dtype=np.uint32)
@@ -541,7 +528,7 @@ def _encode_16(rows: np.ndarray, imatrix, iq2s: bool):
         xval, s = _signs(x.reshape(G * 2, 8), weight.reshape(G * 2, 8), parity=not iq2s)
         xval = xval.reshape(G, 16)
         s = s.reshape(G, 2)
-        gmax = _seq_max(xval)
+        gmax = c_row_max(xval)
         active = ~(gmax < eps)
         scales = np.zeros(G, dtype=np.float32)
         gidx = np.zeros((G, 2), dtype=np.uint32)

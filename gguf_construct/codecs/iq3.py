@@ -25,12 +25,11 @@ import numpy as np
 
 from .. import spec as _spec
 from . import block_dtype
-from ._common import FLT_MAX, fp16_to_fp32, fp32_to_fp16, nearest_int, seq_sum
-from ._iqgrid import GridAbort, check_group_scales
+from ._common import c_row_max, fp16_to_fp32, fp32_to_fp16, nearest_int, seq_sum
+from ._iqgrid import check_group_scales, check_neighbour_found
 
 QK_K = 256
 _F32 = np.float32
-_FLT_MAX = np.float32(np.finfo(np.float32).max)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -205,8 +204,7 @@ def _best_neighbour(grid: _Grid, codes: np.ndarray, xv: np.ndarray, wv: np.ndarr
         t = terms.take(off)
         d2 = ((t[..., 0] + t[..., 1]) + t[..., 2]) + t[..., 3]
         d2[np.isnan(d2)] = np.inf
-        if not bool(np.all(d2.min(axis=1) < FLT_MAX)):  # ggml keeps only errors below FLT_MAX, else asserts
-            raise GridAbort("ggml aborts: no IQ3 grid neighbour with a finite error (GGML_ASSERT(grid_index >= 0))")
+        check_neighbour_found(d2.min(axis=1))
         j = np.argmin(d2, axis=1)
         res = grid.nb_pad[u, j]
         if sel is None:
@@ -328,14 +326,6 @@ def _magnitudes(xb: np.ndarray):
     return neg, np.where(neg, -xb, xb)
 
 
-def _c_max(v: np.ndarray) -> np.ndarray:
-    """``max = v[0]; for i: max = MAX(max, v[i])`` per row, with MAX(a, b) = a > b ? a : b (NaN semantics of C)."""
-    m = v[:, 0].copy()
-    for i in range(1, v.shape[1]):
-        m = np.where(m > v[:, i], m, v[:, i])
-    return m
-
-
 def _first_min(v: np.ndarray) -> np.ndarray:
     """Index of ``min`` along the last axis as ``imin = 0; for i: if (v[i] < v[imin]) imin = i`` (NaNs never win,
     a NaN first element is never replaced)."""
@@ -368,7 +358,7 @@ def encode_iq3_xxs(rows: np.ndarray, imatrix) -> np.ndarray:
             xv8[g_i, k_i, j_i] = -xv8[g_i, k_i, j_i]
             neg8[g_i, k_i, j_i] ^= True
             signs = (neg8 * bit).sum(axis=2, dtype=np.uint32) & np.uint32(127)  # (g, 4)
-            gmax = _c_max(xval)
+            gmax = c_row_max(xval)
             live = ~(gmax < _F32(1e-8))  # GROUP_MAX_EPS_IQ3_XXS; a NaN max is searched (and aborts) as in ggml
             scales = np.zeros(xb.shape[0], dtype=_F32)
             gi = np.zeros((xb.shape[0], 8), dtype=np.int32)
@@ -403,7 +393,7 @@ def encode_iq3_s(rows: np.ndarray, imatrix) -> np.ndarray:
             xb = x.reshape(-1, 32)
             neg, xval = _magnitudes(xb)
             signs = (neg.reshape(-1, 4, 8) * bit).sum(axis=2, dtype=np.uint32).astype(np.uint8)  # (g, 4)
-            gmax = _c_max(xval)
+            gmax = c_row_max(xval)
             live = gmax != 0
             scales = np.zeros(xb.shape[0], dtype=_F32)
             gi = np.zeros((xb.shape[0], 8), dtype=np.int32)

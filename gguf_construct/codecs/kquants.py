@@ -21,7 +21,7 @@ from . import block_dtype
 from ._common import fp16_to_fp32 as _f16_to_f32
 from ._common import fp32_to_fp16 as _f32_to_f16
 from ._common import nearest_int as _nearest_int
-from ._common import DECODE_CHUNK_VALUES, byte_runs, decode_chunks, scale_groups, spread_runs
+from ._common import DECODE_CHUNK_VALUES, block_bytes, byte_runs, decode_chunks, scale_groups, spread_runs
 
 __all__ = [
     "decode_q2_k", "encode_q2_k", "decode_q3_k", "encode_q3_k", "decode_q4_k", "encode_q4_k",
@@ -672,12 +672,6 @@ def encode_q8_k(rows: np.ndarray, imatrix) -> np.ndarray:
 _U4 = np.dtype("<u4")
 
 
-def _raw_bytes(blocks: np.ndarray) -> np.ndarray:
-    """The blocks as a contiguous (n_blocks, type_size) uint8 array."""
-    blocks = np.ascontiguousarray(blocks)
-    return blocks.view(np.uint8).reshape(blocks.shape[0], blocks.dtype.itemsize)
-
-
 def _words(u8: np.ndarray, start: int, count: int) -> np.ndarray:
     """``count`` little-endian uint32 words from bytes ``start..`` of each block (as ggml's memcpy reads them
     on a little-endian host), as a (count, n_blocks) array."""
@@ -734,7 +728,7 @@ class _Chunks:
 
     def __init__(self, blocks: np.ndarray, n_buffers: int):
         self.n = blocks.shape[0]
-        self.u8 = _raw_bytes(blocks)
+        self.u8 = block_bytes(blocks)
         self.out = np.empty((self.n, QK_K), dtype=np.float32)
         step = min(self.n, DECODE_CHUNK_VALUES // QK_K)
         self.bufs = [np.empty(step * QK_K, dtype=np.uint8) for _ in range(n_buffers)]
@@ -834,7 +828,7 @@ def decode_q6_k(blocks: np.ndarray) -> np.ndarray:
 def decode_q8_k(blocks: np.ndarray) -> np.ndarray:
     """``y = d * qs`` (fp32 ``d``, int8 ``qs``)."""
     nb = blocks.shape[0]
-    u8 = _raw_bytes(blocks)
+    u8 = block_bytes(blocks)
     out = np.empty((nb, QK_K), dtype=np.float32)
     with np.errstate(all="ignore"):
         d = blocks["d"].astype(np.float32).reshape(-1, 1)

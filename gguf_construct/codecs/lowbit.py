@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import block_dtype
-from ._common import c_float_to_int32, fp16_to_fp32, fp32_to_fp16, roundf, seq_sum
+from ._common import block_bytes, c_float_to_int32, decode_chunks, fp16_to_fp32, fp32_to_fp16, roundf, seq_sum
 
 __all__ = ["decode_q1_0", "encode_q1_0", "decode_q2_0", "encode_q2_0"]
 
@@ -32,16 +32,8 @@ CHUNK_VALUES = 1 << 19  # decoded floats per chunk (2 MiB): temporaries stay in 
 
 
 def chunks(n_blocks: int, block_size: int):
-    """(start, stop) block ranges of about CHUNK_VALUES decoded values each."""
-    step = max(1, CHUNK_VALUES // block_size)
-    for s in range(0, n_blocks, step):
-        yield s, min(n_blocks, s + step)
-
-
-def block_bytes(blocks: np.ndarray) -> np.ndarray:
-    """The blocks' raw bytes as a (n_blocks, type_size) uint8 array (single-byte fields read from it)."""
-    blocks = np.ascontiguousarray(blocks)
-    return blocks.view(np.uint8).reshape(blocks.shape[0], blocks.dtype.itemsize)
+    """:func:`._common.decode_chunks` with this family's larger chunks of ``CHUNK_VALUES`` values."""
+    return decode_chunks(n_blocks, block_size, CHUNK_VALUES)
 
 
 def byte_table(values) -> bytes:

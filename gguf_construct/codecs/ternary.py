@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import block_dtype
-from ._common import fp16_to_fp32, fp32_to_fp16, roundf
-from .lowbit import block_bytes, byte_table, chunks, translate
+from ._common import block_bytes, fp16_to_fp32, fp32_to_fp16, roundf
+from .lowbit import byte_table, chunks, translate
 
 __all__ = ["decode_tq1_0", "encode_tq1_0", "decode_tq2_0", "encode_tq2_0"]
 
