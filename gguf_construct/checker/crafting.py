@@ -443,40 +443,25 @@ def _(raw):
     raw.set("", "UINT8", 1)
 
 
-@_breakage("key-too-long", "KV-KEY-LEN", carrier_only=False)
-def _(raw):
-    """A key of 65540 bytes."""
-    raw.set("test." + "a" * 65535, "UINT8", 1)
+def _add_key_breakage(name: str, rule: str, key: str, doc: str) -> None:
+    """A breakage that adds one UINT8 key ``key`` breaking the key-naming rule ``rule``."""
+
+    def add(raw):
+        raw.set(key, "UINT8", 1)
+
+    add.__doc__ = doc
+    _breakage(name, rule, carrier_only=False)(add)
 
 
-@_breakage("key-not-ascii", "KV-KEY-ASCII", carrier_only=False)
-def _(raw):
-    """A key with an e-acute (valid UTF-8, not ASCII)."""
-    raw.set("test.caf\u00e9", "UINT8", 1)
-
-
-@_breakage("key-upper-case", "KV-KEY-CHARSET", carrier_only=False)
-def _(raw):
-    """A key segment with upper case."""
-    raw.set("test.Upper", "UINT8", 1)
-
-
-@_breakage("key-empty-segment", "KV-KEY-SEGMENT", carrier_only=False)
-def _(raw):
-    """A key with two dots in a row."""
-    raw.set("test..x", "UINT8", 1)
-
-
-@_breakage("key-hyphen", "KV-KEY-HYPHEN", carrier_only=False)
-def _(raw):
-    """A key with a hyphen."""
-    raw.set("test.a-b", "UINT8", 1)
-
-
-@_breakage("key-flat", "KV-KEY-FLAT", carrier_only=False)
-def _(raw):
-    """A key without a dot."""
-    raw.set("flatkey", "UINT8", 1)
+for _name, _rule, _key, _doc in [
+    ("key-too-long", "KV-KEY-LEN", "test." + "a" * 65535, "A key of 65540 bytes."),
+    ("key-not-ascii", "KV-KEY-ASCII", "test.caf\u00e9", "A key with an e-acute (valid UTF-8, not ASCII)."),
+    ("key-upper-case", "KV-KEY-CHARSET", "test.Upper", "A key segment with upper case."),
+    ("key-empty-segment", "KV-KEY-SEGMENT", "test..x", "A key with two dots in a row."),
+    ("key-hyphen", "KV-KEY-HYPHEN", "test.a-b", "A key with a hyphen."),
+    ("key-flat", "KV-KEY-FLAT", "flatkey", "A key without a dot."),
+]:
+    _add_key_breakage(_name, _rule, _key, _doc)
 
 
 @_breakage("duplicate-key", "KV-KEY-DUP")

@@ -51,6 +51,16 @@ def _norm_text(s: Any) -> Any:
     return s
 
 
+def _by_name(records, field: str) -> dict:
+    """A target's reported records (a list of dicts, or anything else it printed) by their normalised ``field``;
+    the first of duplicates wins, records without the field are ignored."""
+    out: dict = {}
+    for r in records or []:
+        if isinstance(r, dict) and field in r:
+            out.setdefault(_norm_text(r[field]), r)
+    return out
+
+
 def _float_eq(a: Any, b: Any, width: int) -> bool:
     fa, fb = _as_float(a), _as_float(b)
     if fa is None or fb is None:
@@ -118,10 +128,7 @@ def compare(expected: dict, got: dict) -> list[dict]:
     def diff(what, where, exp, got_):
         out.append({"what": what, "where": where, "expected": exp, "got": got_})
 
-    theirs = {}
-    for m in got.get("metadata") or []:
-        if isinstance(m, dict) and "key" in m:
-            theirs.setdefault(_norm_text(m["key"]), m)
+    theirs = _by_name(got.get("metadata"), "key")
     ours = {_norm_text(m["key"]): m for m in expected["metadata"]}
     for key, m in ours.items():
         t = theirs.get(key)
@@ -144,10 +151,7 @@ def compare(expected: dict, got: dict) -> list[dict]:
             diff("value", key, _short(m["value"]), _short(t.get("value")))
     for key in theirs.keys() - ours.keys():
         diff("key", key, "absent", "present")
-    theirs_t = {}
-    for t in got.get("tensors") or []:
-        if isinstance(t, dict) and "name" in t:
-            theirs_t.setdefault(_norm_text(t["name"]), t)
+    theirs_t = _by_name(got.get("tensors"), "name")
     ours_t = {_norm_text(t["name"]): t for t in expected["tensors"]}
     for name, t in ours_t.items():
         g = theirs_t.get(name)
