@@ -200,7 +200,7 @@ def invalid_gguf_files(draw, *, rules: Sequence[str] | None = None, versions: Se
     doc = draw(documents(versions=versions, byte_orders=byte_orders, tensor_types=tensor_types, max_kv=max_kv,
                          max_tensors=max_tensors, nested_arrays=nested_arrays))
     raw = from_document(doc)
-    pick = HypothesisPick(draw)
+    pick = HypothesisPick(draw, rules)
     candidates = mutations_for(rules)
     chosen = [draw(st.sampled_from(candidates)) for _ in range(mutations)]
     for mutation in sorted(chosen, key=lambda m: m.late):

@@ -31,7 +31,20 @@ class Skip(Exception):
 
 
 class Pick:
-    """Where a mutation's choices come from."""
+    """Where a mutation's choices come from.
+
+    ``wanted``: rule IDs the caller is after (None: any).  A mutation with several kinds of breakage draws its
+    kind with :meth:`kind`, which keeps to the kinds aimed at a wanted rule.
+    """
+
+    wanted: frozenset | None = None
+
+    def kind(self, kinds: dict[str, frozenset]) -> str:
+        """One key of ``kinds`` (kind name -> rules it aims at), among those aimed at a wanted rule if any are."""
+        names = list(kinds)
+        if self.wanted is not None:
+            names = [k for k in names if kinds[k] & self.wanted] or names
+        return self.choice(names)
 
     def choice(self, seq: Sequence):  # pragma: no cover - interface
         """One element of ``seq``."""
@@ -49,8 +62,9 @@ class Pick:
 class RandomPick(Pick):
     """Choices from a :class:`random.Random`."""
 
-    def __init__(self, rng: random.Random):
+    def __init__(self, rng: random.Random, wanted: Sequence[str] | None = None):
         self.rng = rng
+        self.wanted = None if wanted is None else frozenset(wanted)
 
     def choice(self, seq: Sequence):
         """One element of ``seq``."""
@@ -64,11 +78,12 @@ class RandomPick(Pick):
 class HypothesisPick(Pick):
     """Choices drawn by Hypothesis (so failing examples shrink)."""
 
-    def __init__(self, draw):
+    def __init__(self, draw, wanted: Sequence[str] | None = None):
         from hypothesis import strategies as st
 
         self.draw = draw
         self.st = st
+        self.wanted = None if wanted is None else frozenset(wanted)
 
     def choice(self, seq: Sequence):
         """One element of ``seq``."""
@@ -448,22 +463,25 @@ def m_name(raw: RawFile, pick: Pick) -> None:
     raw.relayout()
 
 
+_OFFSET_KINDS = {
+    "misalign": frozenset({"TI-OFFSET-ALIGN"}),
+    "huge": frozenset({"DATA-BOUNDS"}),
+    "overlap": frozenset({"DATA-OVERLAP"}),
+    "reverse": frozenset({"DATA-ORDER"}),
+    "gap": frozenset({"DATA-ORDER", "DATA-BOUNDS"}),
+}
+
+
 def m_offset(raw: RawFile, pick: Pick) -> None:
     t = _ensure_tensor(raw, pick)
     a = raw.alignment()
-    kind = pick.choice(["misalign", "huge", "overlap", "reverse", "gap"])
+    kind = pick.kind(_OFFSET_KINDS)
     if kind == "misalign":
         t.offset += pick.integer(1, a - 1) if a > 1 else 1
     elif kind == "huge":
         t.offset = pick.choice([2**40, 2**64 - 1, 2**64 - 32, 2**63, 2**32, 2**64 - a])
     elif kind == "overlap":
-        if len(raw.tensors) < 2:
-            raw.tensors.append(RawTI(b"fuzz.other", [8], VT_F32, 0, bytes(32)))
-            raw.relayout()
-        i, j = pick.integer(0, len(raw.tensors) - 1), pick.integer(0, len(raw.tensors) - 1)
-        if i == j:
-            j = (i + 1) % len(raw.tensors)
-        raw.tensors[j].offset = raw.tensors[i].offset + a * pick.integer(0, 1)
+        _overlap(raw, pick, a)
     elif kind == "reverse":
         pos = 0
         for t in reversed(raw.tensors):
@@ -474,6 +492,19 @@ def m_offset(raw: RawFile, pick: Pick) -> None:
         gap = a * pick.integer(1, 3)
         for u in raw.tensors[i:]:
             u.offset += gap
+
+
+def _overlap(raw: RawFile, pick: Pick, a: int) -> None:
+    """Move one tensor's data to start inside another's (at an aligned offset within it)."""
+    holders = [u for u in raw.tensors if u.blob]
+    if len(raw.tensors) < 2 or not holders:
+        raw.tensors.append(RawTI(b"fuzz.other", [8], VT_F32, 0, bytes(32)))
+        raw.relayout()
+        holders = [u for u in raw.tensors if u.blob]
+    host = pick.choice(holders)
+    mover = pick.choice([u for u in raw.tensors if u is not host and u.blob] or
+                        [u for u in raw.tensors if u is not host])
+    mover.offset = host.offset + a * pick.integer(0, (len(host.blob) - 1) // a)
 
 
 def m_data(raw: RawFile, pick: Pick) -> None:
@@ -528,7 +559,7 @@ MUTATIONS: tuple[Mutation, ...] = tuple(Mutation(n, frozenset(r), f) for n, r, f
     ("tensor-type", {"TI-TYPE"}, m_tensor_type),
     ("block", {"TI-BLOCK"}, m_block),
     ("tensor-name", {"TI-NAME-LEN", "TI-NAME-64", "TI-NAME-EMPTY", "TI-NAME-DUP"}, m_name),
-    ("offset", {"TI-OFFSET-ALIGN", "DATA-BOUNDS", "DATA-OVERLAP", "DATA-ORDER"}, m_offset),
+    ("offset", frozenset().union(*_OFFSET_KINDS.values()), m_offset),
     ("data", {"DATA-PAD-ZERO", "DATA-TRAILING-BYTES", "DATA-BOUNDS", "DATA-START", "DATA-TRAILING-PAD"}, m_data),
     ("truncate", {"HDR-TRUNC", "HDR-COUNT", "KV-TRUNC", "STR-EOF", "ARR-EOF", "TI-TRUNC", "DATA-START",
                   "DATA-BOUNDS", "DATA-TRAILING-PAD"}, m_truncate),
