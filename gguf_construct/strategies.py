@@ -179,11 +179,10 @@ def violations(rules) -> frozenset[str]:
     return frozenset(r for r in rules if any(cat[r].severity(p) != "info" for p in PROFILES))
 
 
-@st.composite
-def invalid_gguf_files(draw, *, rules: Sequence[str] | None = None, versions: Sequence[int] = (1, 2, 3),
+def invalid_gguf_files(*, rules: Sequence[str] | None = None, versions: Sequence[int] = (1, 2, 3),
                        byte_orders: Sequence[str] = ("little", "big"), tensor_types: Sequence[str] | None = None,
                        max_kv: int = 4, max_tensors: int = 2, nested_arrays: bool = True,
-                       mutations: int = 1) -> tuple[bytes, frozenset[str]]:
+                       mutations: int = 1) -> st.SearchStrategy[tuple[bytes, frozenset[str]]]:
     """Invalid or suspicious GGUF files as ``(bytes, rule_ids)``.
 
     A valid file is drawn as by :func:`gguf_files`, then broken at the structure level by ``mutations``
@@ -191,8 +190,24 @@ def invalid_gguf_files(draw, *, rules: Sequence[str] | None = None, versions: Se
     :mod:`gguf_construct.fuzzing.mutations`).  ``rule_ids`` are the rules of spec/rules.yaml the result breaks
     (error or warning under the "spec" or the "ggml" profile, see :func:`violations`), predicted from the spec by
     :func:`gguf_construct.fuzzing.rawfile.expected_rules`; the metadata-schema (META-*), file-name (NAME-*) and
-    ``--data`` rules are not predicted.  With ``rules`` given, only files breaking at least one of them are drawn.
+    ``--data`` rules are not predicted.  With ``rules`` given, only files breaking at least one of them are drawn
+    (ValueError for a rule no mutation aims at, or one that is an info under every profile and so never a label).
     """
+    from .fuzzing.mutations import mutations_for
+
+    if rules is not None:
+        rules = frozenset(rules)
+        mutations_for(rules)  # refuses rules no mutation produces
+        infos = rules - violations(rules)
+        if infos:
+            raise ValueError(f"{sorted(infos)} are infos under every profile: never labels of an invalid file")
+    return _invalid_gguf_files(rules, versions, byte_orders, tensor_types, max_kv, max_tensors, nested_arrays,
+                               mutations)
+
+
+@st.composite
+def _invalid_gguf_files(draw, rules, versions, byte_orders, tensor_types, max_kv, max_tensors, nested_arrays,
+                        mutations):
     from .fuzzing.mutations import HypothesisPick, Skip, mutations_for
     from .fuzzing.rawfile import expected_rules, from_document
     from hypothesis import assume
@@ -211,5 +226,5 @@ def invalid_gguf_files(draw, *, rules: Sequence[str] | None = None, versions: Se
     labels = violations(expected_rules(raw))
     assume(labels)  # some mutations can land on a valid value (e.g. alignment 64): that file is not invalid
     if rules is not None:
-        assume(labels & set(rules))
+        assume(labels & rules)
     return raw.encode()[0], labels

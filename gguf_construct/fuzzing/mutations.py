@@ -16,12 +16,12 @@ and from a seeded :class:`random.Random` (fast, for the fuzz runner).
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
-from typing import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Iterable, Sequence
 
 from ..spec import tensor_type_by_id
 from .rawfile import (ALIGNMENT_KEY, ARRAY, BOOL, SCALAR_FORMATS, STRING, UINT32, VT, Arr, RawFile, RawKV, RawTI,
-                      Str, align)
+                      Str, align, alignment_rules, key_rules, tensor_rules)
 
 __all__ = ["Pick", "RandomPick", "HypothesisPick", "Skip", "Mutation", "MUTATIONS", "mutations_for"]
 
@@ -34,17 +34,21 @@ class Pick:
     """Where a mutation's choices come from.
 
     ``wanted``: rule IDs the caller is after (None: any).  A mutation with several kinds of breakage draws its
-    kind with :meth:`kind`, which keeps to the kinds aimed at a wanted rule.
+    kind with :meth:`aimed` (or :meth:`kind`), which keeps to the options aimed at a wanted rule.
     """
 
     wanted: frozenset | None = None
 
-    def kind(self, kinds: dict[str, frozenset]) -> str:
-        """One key of ``kinds`` (kind name -> rules it aims at), among those aimed at a wanted rule if any are."""
-        names = list(kinds)
+    def aimed(self, options: Sequence, rules_of: Callable[[Any], Iterable[str]]):
+        """One of ``options``; when rules are wanted, one whose ``rules_of(option)`` has a wanted rule (if any
+        option has)."""
         if self.wanted is not None:
-            names = [k for k in names if kinds[k] & self.wanted] or names
-        return self.choice(names)
+            options = [o for o in options if self.wanted.intersection(rules_of(o))] or options
+        return self.choice(options)
+
+    def kind(self, kinds: dict[str, frozenset]):
+        """One key of ``kinds`` (kind -> the rules it aims at), see :meth:`aimed`."""
+        return self.aimed(list(kinds), kinds.__getitem__)
 
     def choice(self, seq: Sequence):  # pragma: no cover - interface
         """One element of ``seq``."""
@@ -277,7 +281,7 @@ _BAD_KEYS = [b"", b"Test.Upper", b"test..x", b".test.x", b"test.x.", b"test.a b"
 
 
 def m_key_syntax(raw: RawFile, pick: Pick) -> None:
-    key = pick.choice(_BAD_KEYS + [b"long." + b"a" * 65531, b"test." + b"x" * 65531])
+    key = pick.aimed(_BAD_KEYS + [b"long." + b"a" * 65531, b"test." + b"x" * 65531], key_rules)
     _insert_kv(raw, pick, RawKV(key, UINT32, 1))
 
 
@@ -375,14 +379,12 @@ def m_v1_types(raw: RawFile, pick: Pick) -> None:
 
 def m_alignment(raw: RawFile, pick: Pick) -> None:
     small = [0, 1, 2, 4, 7, 12, 24, 40, 48, 96, 8, 16, 64, 256]
-    value = pick.choice(small + ([0xFFFFFFFF, 2**31, 2**20 + 8] if not raw.tensors else []))
-    kind = pick.choice(["u32", "u32", "u32", "wrong"])
-    if kind == "u32":
-        vt, v = UINT32, value
-    else:
-        vt, v = pick.choice([(VT["INT32"], 32), (VT["UINT16"], 32), (VT["UINT8"], 8), (STRING, b"32"),
-                             (ARRAY, Arr(UINT32, [32])), (VT["FLOAT32"], 32.0)]
-                            + ([(VT["UINT64"], 32)] if raw.version > 1 else []))
+    values = [(UINT32, v) for v in small + ([0xFFFFFFFF, 2**31, 2**20 + 8] if not raw.tensors else [])]
+    wrong = [(VT["INT32"], 32), (VT["UINT16"], 32), (VT["UINT8"], 8), (STRING, b"32"), (ARRAY, Arr(UINT32, [32])),
+             (VT["FLOAT32"], 32.0)] + ([(VT["UINT64"], 32)] if raw.version > 1 else [])
+    kind = pick.kind({"u32": frozenset().union(*(alignment_rules(*o) for o in values)),
+                      "wrong": frozenset({"ALIGN-TYPE"})})
+    vt, v = pick.aimed(values if kind == "u32" else wrong, lambda o: alignment_rules(*o))
     first = next((kv for kv in raw.kvs if kv.key == ALIGNMENT_KEY), None)
     if first is not None:
         first.vtype, first.value = vt, v
@@ -394,7 +396,8 @@ def m_alignment(raw: RawFile, pick: Pick) -> None:
 # -- tensor infos ----------------------------------------------------------------------------------------------
 def m_ndims(raw: RawFile, pick: Pick) -> None:
     t = _ensure_tensor(raw, pick)
-    kind = pick.choice(["five", "huge", "zero"])
+    kind = pick.kind({"five": frozenset({"TI-NDIMS"}), "huge": frozenset({"TI-NDIMS"}),
+                      "zero": frozenset({"TI-NDIMS-ZERO"})})
     if kind == "five":
         t.dims = list(t.dims) + [1] * (pick.integer(5, 8) - len(t.dims))
     elif kind == "huge":
@@ -410,9 +413,12 @@ def m_dims(raw: RawFile, pick: Pick) -> None:
     axis = pick.integer(0, len(t.dims) - 1) if t.dims else None
     if axis is None:
         raise Skip
-    dims = list(t.dims)
-    dims[axis] = pick.choice(values)
-    t.dims = dims
+
+    def with_value(v: int) -> list[int]:
+        return t.dims[:axis] + [v] + t.dims[axis + 1:]
+
+    t.dims = with_value(pick.aimed(values, lambda v: tensor_rules(replace(t, dims=with_value(v)),
+                                                                   raw.alignment())))
 
 
 _OVERFLOWS = [([2**32, 2**32], 0), ([2**63 - 1, 2], 24), ([2**31, 2**31, 2**31], 0), ([4, 2**30 - 1, 2**30 + 1, 1], 0),
@@ -423,7 +429,8 @@ _OVERFLOWS = [([2**32, 2**32], 0), ([2**63 - 1, 2], 24), ([2**31, 2**31, 2**31],
 def m_overflow(raw: RawFile, pick: Pick) -> None:
     t = _ensure_tensor(raw, pick)
     fits = [(d, ty) for d, ty in _OVERFLOWS if max(d) < 2 ** (8 * raw.wide)]
-    dims, gtype = pick.choice(fits)
+    dims, gtype = pick.aimed(fits, lambda f: tensor_rules(replace(t, dims=list(f[0]), type=f[1]),
+                                                          raw.alignment()))
     t.dims, t.type = list(dims), gtype
 
 
@@ -444,7 +451,8 @@ def m_block(raw: RawFile, pick: Pick) -> None:
 
 
 def m_name(raw: RawFile, pick: Pick) -> None:
-    kind = pick.choice(["long", "64", "empty", "dup"])
+    kind = pick.kind({"long": frozenset({"TI-NAME-LEN"}), "64": frozenset({"TI-NAME-64"}),
+                      "empty": frozenset({"TI-NAME-EMPTY"}), "dup": frozenset({"TI-NAME-DUP"})})
     t = _ensure_tensor(raw, pick)
     if kind == "long":
         t.name = b"n" * pick.choice([65, 66, 100, 1000])
@@ -507,8 +515,17 @@ def _overlap(raw: RawFile, pick: Pick, a: int) -> None:
     mover.offset = host.offset + a * pick.integer(0, (len(host.blob) - 1) // a)
 
 
+_DATA_KINDS = {
+    "pad": frozenset({"DATA-PAD-ZERO"}),
+    "tail": frozenset({"DATA-TRAILING-BYTES"}),
+    "short": frozenset({"DATA-BOUNDS"}),
+    "headless": frozenset({"DATA-START"}),
+    "unpadded": frozenset({"DATA-TRAILING-PAD"}),
+}
+
+
 def m_data(raw: RawFile, pick: Pick) -> None:
-    kind = pick.choice(["pad", "tail", "short"])
+    kind = pick.kind(_DATA_KINDS)
     if kind == "pad":
         raw.pad_byte = pick.integer(1, 255)
     elif kind == "tail":
@@ -517,7 +534,20 @@ def m_data(raw: RawFile, pick: Pick) -> None:
         if not raw.tensors:
             raise Skip
         data, _, head_end = raw.encode()
-        raw.truncate = pick.integer(head_end, len(data) - 1)
+        end = len(data) - len(raw.tail)
+        start = align(head_end, raw.alignment())
+        if kind == "headless":  # the file ends before the data section starts
+            if not head_end < start:
+                raise Skip
+            raw.truncate = pick.integer(head_end, start - 1)
+            return
+        if kind == "short":
+            raw.truncate = pick.integer(start, len(data) - 1)
+            return
+        last = start + max(t.offset + len(t.blob) for t in raw.tensors)
+        if not last < end:
+            raise Skip
+        raw.truncate = pick.integer(last, end - 1)  # the data ends without its final padding
 
 
 def m_truncate(raw: RawFile, pick: Pick) -> None:
@@ -526,9 +556,9 @@ def m_truncate(raw: RawFile, pick: Pick) -> None:
         raise Skip
     kind = pick.choice(["boundary", "inside", "any"])
     if kind == "boundary":
-        cut = pick.choice([m.start for m in marks if m.start < len(data)])
+        cut = pick.aimed([m for m in marks if m.start < len(data)], lambda m: (m.rule,)).start
     elif kind == "inside":
-        m = pick.choice([m for m in marks if m.end - m.start > 1])
+        m = pick.aimed([m for m in marks if m.end - m.start > 1], lambda m: (m.rule,))
         cut = pick.integer(m.start + 1, m.end - 1)
     else:
         cut = pick.integer(0, len(data) - 1)
@@ -560,7 +590,7 @@ MUTATIONS: tuple[Mutation, ...] = tuple(Mutation(n, frozenset(r), f) for n, r, f
     ("block", {"TI-BLOCK"}, m_block),
     ("tensor-name", {"TI-NAME-LEN", "TI-NAME-64", "TI-NAME-EMPTY", "TI-NAME-DUP"}, m_name),
     ("offset", frozenset().union(*_OFFSET_KINDS.values()), m_offset),
-    ("data", {"DATA-PAD-ZERO", "DATA-TRAILING-BYTES", "DATA-BOUNDS", "DATA-START", "DATA-TRAILING-PAD"}, m_data),
+    ("data", frozenset().union(*_DATA_KINDS.values()), m_data),
     ("truncate", {"HDR-TRUNC", "HDR-COUNT", "KV-TRUNC", "STR-EOF", "ARR-EOF", "TI-TRUNC", "DATA-START",
                   "DATA-BOUNDS", "DATA-TRAILING-PAD"}, m_truncate),
 ])

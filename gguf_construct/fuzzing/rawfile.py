@@ -471,6 +471,21 @@ def tensor_rules(t: RawTI, alignment: int) -> set[str]:
     return out
 
 
+def alignment_rules(vtype: int, value: Any) -> set[str]:
+    """Rules a ``general.alignment`` value of type ``vtype`` breaks."""
+    if vtype != UINT32:
+        return {"ALIGN-TYPE"}
+    a = int(value)
+    if a == 0:
+        return {"ALIGN-ZERO"}
+    out = set()
+    if a % 8:
+        out.add("ALIGN-MULT8")
+    if a & (a - 1):
+        out.add("ALIGN-POW2")
+    return out
+
+
 def _kv_rules(raw: RawFile, kvs: list[RawKV], complete: bool) -> set[str]:
     out: set[str] = set()
     seen: set[bytes] = set()
@@ -495,17 +510,7 @@ def _kv_rules(raw: RawFile, kvs: list[RawKV], complete: bool) -> set[str]:
                 out.add("ARR-DEPTH")
     first = next((kv for kv in kvs if _as_str(kv.key).data == ALIGNMENT_KEY), None)
     if first is not None:
-        if first.vtype != UINT32:
-            out.add("ALIGN-TYPE")
-        else:
-            a = int(first.value)
-            if a == 0:
-                out.add("ALIGN-ZERO")
-            else:
-                if a % 8:
-                    out.add("ALIGN-MULT8")
-                if a & (a - 1):
-                    out.add("ALIGN-POW2")
+        out |= alignment_rules(first.vtype, first.value)
     elif complete:
         out.add("ALIGN-DEFAULT")
     return out
