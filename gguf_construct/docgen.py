@@ -650,6 +650,10 @@ def _sec_tt_summary(ctx: Ctx) -> str:
                      "note"], rows, "rlrrrllll"))
 
 
+_IMATRIX = {"required": "required (ggml will not quantize without one)", "used": "used when given",
+            "ignored": "ignored"}
+
+
 def _sec_tt_blocks(ctx: Ctx) -> str:
     uses: dict[str, list[str]] = {}
     for tab, types in _table_users(ctx.data).items():
@@ -664,6 +668,8 @@ def _sec_tt_blocks(ctx: Ctx) -> str:
                  f"{_num(t.bits_per_weight)} bits per weight", t.kind, f"C {code(t.c_name)}"]
         if t.extra.get("c_struct"):
             facts.append(f"struct {code(t.extra['c_struct'])}")
+        if t.imatrix:
+            facts.append(f"importance matrix {_IMATRIX[t.imatrix]}")
         out.append(ctx.prose(t.doc) + "\n")
         out.append(" · ".join(facts) + "\n")
         rows, off, boxes = [], 0, []

@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 import os
 import tempfile
-from typing import Any, BinaryIO, Iterable, Iterator
+from typing import Any, BinaryIO, Iterable
 
 import numpy as np
 from construct import Container, ListContainer

@@ -105,6 +105,7 @@ class TensorTypeSpec:
     fields: tuple[BlockField, ...]
     doc: str
     doc_ref: str
+    imatrix: str | None = None  # how ggml_quantize_chunk treats an importance matrix: required, used or ignored
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -119,7 +120,7 @@ class TensorTypeSpec:
 
 
 _TT_KEYS = {"id", "name", "c_name", "status", "kind", "block_size", "type_size", "codec", "fields", "doc",
-            "doc_ref"}
+            "doc_ref", "imatrix"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -136,7 +137,7 @@ def tensor_types() -> tuple[TensorTypeSpec, ...]:
         out.append(TensorTypeSpec(
             id=raw["id"], name=raw["name"], c_name=raw["c_name"], status=raw["status"], kind=raw["kind"],
             block_size=raw["block_size"], type_size=raw["type_size"], codec=raw.get("codec"), fields=fields,
-            doc=raw["doc"], doc_ref=raw["doc_ref"], extra={k: v for k, v in raw.items() if k not in _TT_KEYS},
+            doc=raw["doc"], doc_ref=raw["doc_ref"], imatrix=raw.get("imatrix"), extra={k: v for k, v in raw.items() if k not in _TT_KEYS},
         ))
     out.sort(key=lambda t: t.id)
     return tuple(out)

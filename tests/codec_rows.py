@@ -49,18 +49,3 @@ def assert_error_bound(name: str, x: np.ndarray, imatrix, max_err: float, rms_er
     assert np.all(rms <= rms_err * amax), (name, imatrix is not None, (rms / amax).max())
 
 
-def check_error_bound(name: str, x: np.ndarray, imatrix: np.ndarray, max_err: float, rms_err: float) -> None:
-    """:func:`assert_error_bound` without and with the importance matrix."""
-    for imat in (None, imatrix):
-        assert_error_bound(name, x, imat, max_err, rms_err)
-
-
-def check_zero_and_constant_rows(name: str, max_err: float) -> None:
-    """An all-zero row decodes to zeros and a constant row to within ``max_err`` of its value, without and with
-    an importance matrix."""
-    x = np.zeros((2, 512), dtype=np.float32)
-    x[1] = 0.75
-    for imat in (None, np.ones(512, dtype=np.float32)):
-        y = codecs.dequantize(name, codecs.quantize(name, x, imatrix=imat)).reshape(x.shape)
-        assert np.all(y[0] == 0)
-        assert np.all(np.abs(y[1] - 0.75) <= 0.75 * max_err)

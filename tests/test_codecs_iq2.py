@@ -25,32 +25,7 @@ from gguf_construct import codecs
 
 from codec_golden import assert_same as _assert_same
 
-TYPES = {16: "iq2_xxs", 17: "iq2_xs", 22: "iq2_s"}
-NAMES = [n.upper() for n in TYPES.values()]
-NEEDS_IMATRIX = {"IQ2_XXS", "IQ2_XS"}
-
-# RMS of decode(encode(x)) - x per 256-block relative to the block's RMS, for Gaussian data
-RMS_ERR = {"IQ2_XXS": 0.6, "IQ2_XS": 0.5, "IQ2_S": 0.45}
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_sizes_agree_with_spec(name):
-    t = codecs.type_spec(name)
-    assert (t.block_size, t.type_size) == (256, {"IQ2_XXS": 66, "IQ2_XS": 74, "IQ2_S": 82}[name])
-    assert codecs.block_dtype(name).itemsize == t.type_size
-    assert codecs.block_dtype(name, "big").itemsize == t.type_size
-    assert codecs.has_decoder(name) and codecs.has_encoder(name)
-    x = np.random.default_rng(1).standard_normal((3, 512)).astype(np.float32)
-    q = codecs.quantize(name, x, imatrix=np.ones(512, np.float32))
-    assert len(q) == 3 * 2 * t.type_size
-    assert codecs.dequantize(name, q).shape == (3 * 512,)
-
-
-@pytest.mark.parametrize("name", sorted(NEEDS_IMATRIX))
-def test_imatrix_required(name):
-    # ggml_quantize_requires_imatrix: ggml_quantize_chunk asserts instead of quantizing
-    with pytest.raises(ValueError, match="importance matrix"):
-        codecs.quantize(name, np.ones((1, 256), np.float32))
+NAMES = ["IQ2_XXS", "IQ2_XS", "IQ2_S"]
 
 
 def test_iq2_s_without_imatrix_differs_from_unit_imatrix():
@@ -64,22 +39,6 @@ def test_zero_and_tiny_blocks():
     for name in NAMES:
         q = codecs.quantize(name, x, imatrix=np.ones(512, np.float32))
         assert not np.any(codecs.dequantize(name, q))
-
-
-@pytest.mark.parametrize("name", NAMES)
-@settings(max_examples=20, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), scale=st.sampled_from([1e-3, 1.0, 30.0, 1e3]),
-       use_imatrix=st.booleans())
-def test_roundtrip_error_bound(name, seed, scale, use_imatrix):
-    rng = np.random.default_rng(seed)
-    x = (rng.standard_normal((2, 256)) * scale).astype(np.float32)
-    imatrix = rng.uniform(0.1, 2.0, 256).astype(np.float32) if use_imatrix or name in NEEDS_IMATRIX else None
-    y = codecs.dequantize(name, codecs.quantize(name, x, imatrix=imatrix)).reshape(x.shape)
-    assert np.isfinite(y).all()
-    rms = np.sqrt(np.mean(x.astype(np.float64) ** 2, axis=1))
-    err = np.sqrt(np.mean((y.astype(np.float64) - x) ** 2, axis=1))
-    assert (err <= RMS_ERR[name] * rms).all(), (err / rms)
-    assert (np.abs(y).max(axis=1) <= 2.0 * np.abs(x).max(axis=1)).all()
 
 
 @pytest.mark.parametrize("name", NAMES)

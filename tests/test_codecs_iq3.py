@@ -17,73 +17,8 @@ from __future__ import annotations
 
 
 import numpy as np
-import pytest
-from hypothesis import HealthCheck, given, settings
 
 from gguf_construct import codecs
-
-from codec_rows import KINDS, rows
-from codec_rows import assert_error_bound as check_error_bound
-
-TYPES = {18: "iq3_xxs", 21: "iq3_s"}
-NAMES = [n.upper() for n in TYPES.values()]
-
-# max |decode(encode(x)) - x| and RMS error per 256-block, relative to the block's max |x|
-MAX_ERR = {"IQ3_XXS": 1.5, "IQ3_S": 0.75}
-RMS_ERR = {"IQ3_XXS": 0.25, "IQ3_S": 0.2}
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_sizes_follow_spec(name):
-    t = codecs.type_spec(name)
-    assert t.block_size == 256 and t.codec == "iq3"
-    assert codecs.block_dtype(name).itemsize == t.type_size
-    assert codecs.has_decoder(name) and codecs.has_encoder(name)
-    x = np.linspace(-1, 1, 2 * 512, dtype=np.float32).reshape(2, 512)
-    raw = codecs.quantize(name, x)
-    assert len(raw) == 2 * 2 * t.type_size
-    assert codecs.decode_blocks(name, raw).shape == (4, 256)
-    assert codecs.dequantize(name, raw).shape == (2 * 512,)
-    with pytest.raises(ValueError):
-        codecs.dequantize(name, raw[:-1])
-
-
-def rows_strategy(kinds=KINDS, max_blocks_per_row=2):
-    """Rows whose 256-blocks have max |x| within [1e-3, 1e3], plus an importance matrix."""
-    return rows(kinds=kinds, max_rows=2, max_blocks_per_row=max_blocks_per_row, scale_range=(1e-3, 1e3))
-
-
-# --------------------------------------------------------------------------------------------------------------
-# properties
-# --------------------------------------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("name", NAMES)
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=rows_strategy())
-def test_roundtrip_error_bound(name, data):
-    x, imatrix = data
-    for imat in (None, imatrix):
-        check_error_bound(name, x, imat, MAX_ERR[name], RMS_ERR[name])
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_zero_rows_give_zero_blocks(name):
-    x = np.zeros((2, 512), dtype=np.float32)
-    for imat in (None, np.ones(512, dtype=np.float32)):
-        raw = codecs.quantize(name, x, imatrix=imat)
-        assert raw == bytes(len(raw))
-        assert np.all(codecs.dequantize(name, raw) == 0)
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_imatrix_is_per_column(name):
-    """The importance weights follow the column, not the block index: rows quantize independently."""
-    rng = np.random.default_rng(1)
-    x = rng.normal(size=(3, 768)).astype(np.float32)
-    imatrix = rng.uniform(0.1, 2, 768).astype(np.float32)
-    whole = codecs.quantize(name, x, imatrix=imatrix)
-    parts = b"".join(codecs.quantize(name, row, imatrix=imatrix) for row in x)
-    assert whole == parts
 
 
 def test_iq3_s_packs_groups_after_a_zero_group():

@@ -13,40 +13,9 @@ from __future__ import annotations
 
 
 import numpy as np
-import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from gguf_construct import codecs, spec
-
-from codec_rows import check_error_bound, check_zero_and_constant_rows, rows as _rows
 from gguf_construct.codecs import iq4
-
-
-TYPES = {20: "iq4_nl", 23: "iq4_xs"}
-NAMES = [n.upper() for n in TYPES.values()]
-CODEC = {n: "iq4" for n in NAMES}
-# max |decode(encode(x)) - x| and RMS error per block, relative to the block's max |x|
-MAX_ERR = {"IQ4_NL": 0.2, "IQ4_XS": 0.25}
-RMS_ERR = {"IQ4_NL": 0.07, "IQ4_XS": 0.09}
-
-@pytest.mark.parametrize("name", NAMES)
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_roundtrip_error_bound(name, data):
-    x, imatrix = data.draw(_rows(codecs.type_spec(name).block_size))
-    check_error_bound(name, x, imatrix, MAX_ERR[name], RMS_ERR[name])
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_imatrix_is_per_column(name):
-    """Importance weights follow the column: rows quantize independently, and the imatrix changes the result."""
-    rng = np.random.default_rng(1)
-    x = rng.standard_t(3, size=(3, 768)).astype(np.float32)
-    imatrix = rng.uniform(0.01, 2, 768).astype(np.float32)
-    whole = codecs.quantize(name, x, imatrix=imatrix)
-    assert whole == b"".join(codecs.quantize(name, row, imatrix=imatrix) for row in x)
-    assert whole != codecs.quantize(name, x)
 
 
 def _best_index_c(x: float, values) -> int:
@@ -80,11 +49,6 @@ def test_best_index_thresholds_match_c_search():
     got = iq4.best_index_iq4nl(probes)
     want = np.array([_best_index_c(p, values) for p in probes])
     assert np.array_equal(got, want)
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_zero_and_constant_rows(name):
-    check_zero_and_constant_rows(name, MAX_ERR[name])
 
 
 def test_iq4_xs_scales_layout():

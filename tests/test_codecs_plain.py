@@ -32,16 +32,6 @@ def _same_bits(a, b) -> bool:
     return bool(np.all((ua == ub) | (np.isnan(a) & np.isnan(b))))
 
 
-@pytest.mark.parametrize("name", ALL)
-def test_sizes_agree_with_spec(name):
-    t = codecs.type_spec(name)
-    assert t.block_size == 1
-    assert codecs.block_dtype(name).itemsize == t.type_size
-    assert codecs.has_decoder(name) and codecs.has_encoder(name)
-    assert len(codecs.quantize(name, np.zeros((2, 3), np.float32))) == 6 * t.type_size
-    assert codecs.dequantize(name, bytes(4 * t.type_size)).shape == (4,)
-
-
 # ------------------------------------------------------------------------------------- F16 / BF16 exhaustive
 
 

@@ -1,5 +1,6 @@
 """Properties every codec shares, for every current tensor type: sizes follow the spec, big-endian blocks decode
-to the same values as little-endian ones, and encoding to big-endian is encoding then swapping."""
+to the same values as little-endian ones, encoding to big-endian is encoding then swapping, and the importance
+matrix is required, used or ignored as the spec says."""
 
 import numpy as np
 import pytest
@@ -11,7 +12,6 @@ from gguf_construct import codecs, spec
 from codec_golden import assert_same
 
 CURRENT = [t for t in spec.tensor_types() if t.is_current]
-NEEDS_IMATRIX = {"IQ2_XXS", "IQ2_XS", "IQ1_S"}  # ggml refuses to quantize these without one
 
 
 def sample_rows(t, rng):
@@ -57,8 +57,28 @@ def test_big_endian_blocks_decode_the_same(t, seed, n_blocks):
                                                                                                "big")
 
 
-@pytest.mark.parametrize("name", sorted(NEEDS_IMATRIX))
-def test_types_ggml_cannot_quantize_without_an_imatrix_raise(name):
-    x = np.random.default_rng(0).normal(size=(1, 256)).astype(np.float32)
-    with pytest.raises(ValueError):
-        codecs.quantize(name, x)
+def test_imatrix_facts_match_ggml():
+    """ggml_quantize_requires_imatrix names exactly these three; the spec agrees."""
+    assert {t.name for t in CURRENT if t.imatrix == "required"} == {"IQ2_XXS", "IQ2_XS", "IQ1_S"}
+
+
+@pytest.mark.parametrize("t", CURRENT, ids=lambda t: t.name)
+def test_imatrix_treatment_follows_spec(t):
+    """required: no encoding without one; used: it changes the result and follows the column (rows quantize
+    independently); ignored: the result is the same with and without."""
+    rng = np.random.default_rng(1)
+    cols = 3 * max(256, t.block_size)
+    x = rng.standard_t(3, size=(3, cols)).astype(np.float32)
+    if t.kind == "integer":
+        x = np.clip(np.round(x * 10), -100, 100).astype(np.int32)
+    imatrix = rng.uniform(0.01, 2, cols).astype(np.float32)
+    with_imatrix = codecs.quantize(t.id, x, imatrix=imatrix)
+    if t.imatrix == "required":
+        with pytest.raises(ValueError, match="importance matrix"):
+            codecs.quantize(t.id, x)
+    elif t.imatrix == "ignored":
+        assert with_imatrix == codecs.quantize(t.id, x)
+    else:
+        assert t.imatrix == "used"
+        assert with_imatrix != codecs.quantize(t.id, x)
+    assert with_imatrix == b"".join(codecs.quantize(t.id, row, imatrix=imatrix) for row in x)

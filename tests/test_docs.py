@@ -261,7 +261,7 @@ def test_spec_file_section_order(relative):
 
 
 TENSOR_TYPE_ORDER = ["id", "name", "c_name", "status", "kind", "in_gguf_md", "block_size", "type_size", "codec",
-                     "c_struct", "doc", "doc_ref", "fields"]
+                     "imatrix", "c_struct", "doc", "doc_ref", "fields"]
 FIELD_ORDER = ["id", "type", "count", "doc", "c_decl", "nan_codes"]
 TABLE_ORDER = ["name", "c_name", "dtype", "shape", "doc", "doc_ref", "values"]
 

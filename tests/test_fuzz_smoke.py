@@ -5,7 +5,6 @@ Hypothesis fallback runs the same invariant in process.
 """
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path

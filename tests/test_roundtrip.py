@@ -1,7 +1,6 @@
 """Property tests: build -> parse gives the document back; parse -> build gives the bytes back; the compiled and
 interpreted parsers agree; conversions between versions and byte orders are lossless."""
 
-import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 

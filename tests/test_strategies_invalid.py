@@ -2,7 +2,6 @@
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import gguf_construct as g
 from gguf_construct.checker.rules import catalog, severity

@@ -7,7 +7,6 @@ from typing import Iterator
 import numpy as np
 
 from ..layout import align_offset
-from ..spec import tensor_type_by_id
 from .rules import Hit, rule
 from .walk import Context, TensorInfo
 

@@ -296,7 +296,7 @@ def _explain_kv(ctx: Context, start: int, index: int) -> int | None:
 
 
 def _walk_tensor_infos(ctx: Context, stream: BufferStream) -> None:
-    fam, buf = ctx.family, ctx.buf
+    fam = ctx.family
     parse = fam.compiled_types["tensor_info"].parse_stream
     strw = fam.primitive_width("strlen_t")
     dimw = fam.primitive_width("dim_t")

@@ -122,7 +122,9 @@ def quantize(ggml_type: TypeLike, values, *, imatrix=None, byte_order: str = "li
     """Encode float values into ``ggml_type`` blocks, bit-identical to ggml's ``ggml_quantize_chunk``.
 
     ``values`` is float32 of shape ``(rows, n_per_row)`` or 1-D (one row); ``imatrix`` holds ``n_per_row``
-    importance weights or is ``None``.  Raises ``NotImplementedError`` for types without an encoder.
+    importance weights or is ``None``.  Whether the type needs, uses or ignores it is the spec's ``imatrix``
+    fact; a type that needs one raises ``ValueError`` without it (where ggml asserts).  Raises
+    ``NotImplementedError`` for types without an encoder.
     """
     return encode_blocks(ggml_type, values, imatrix=imatrix, byte_order=byte_order).tobytes()
 
@@ -149,6 +151,11 @@ def encode_blocks(ggml_type: TypeLike, values, *, imatrix=None, byte_order: str 
         imatrix = np.ascontiguousarray(imatrix, dtype=np.float32).reshape(-1)
         if imatrix.shape[0] != rows.shape[1]:
             raise ValueError(f"imatrix has {imatrix.shape[0]} weights, rows have {rows.shape[1]} values")
+        if t.imatrix == "ignored":
+            imatrix = None
+    elif t.imatrix == "required":
+        raise ValueError(f"{t.name} requires an importance matrix (ggml_quantize_requires_imatrix: "
+                         "ggml_quantize_chunk asserts imatrix != NULL): pass imatrix=")
     blocks = encode(rows, imatrix)
     if byte_order != "little":
         blocks = blocks.astype(block_dtype(t.id, byte_order))

@@ -14,8 +14,9 @@ The encoders reproduce ggml's ``quantize_iq1_s`` / ``quantize_iq1_m`` bit for bi
 ``iq2xs_init_impl`` grid map and neighbour lists, ``iq1_find_best_neighbour2``), vectorised over all groups.
 
 ggml refuses to quantize IQ1_S without an importance matrix (``ggml_quantize_requires_imatrix``;
-``ggml_quantize_chunk`` aborts), so :func:`encode_iq1_s` raises :class:`ValueError` when ``imatrix`` is
-``None``.  IQ1_M works without one (it then weights each value by ``x^2``).
+``ggml_quantize_chunk`` aborts): the spec says ``imatrix: required`` and :func:`gguf_construct.codecs.quantize`
+raises :class:`ValueError` before the encoder runs.  IQ1_M works without one (it then weights each value by
+``x^2``).
 """
 
 from __future__ import annotations
@@ -341,9 +342,7 @@ _I1_S, _I2_S = np.triu_indices(33)  # ggml's (i1, i2 >= i1) split order for 32 w
 _I1_M, _I2_M = np.triu_indices(17)  # ... and for 16
 
 
-def encode_iq1_s(rows: np.ndarray, imatrix) -> np.ndarray:
-    if imatrix is None:
-        raise ValueError("IQ1_S requires an importance matrix (ggml_quantize_requires_imatrix): pass imatrix=")
+def encode_iq1_s(rows: np.ndarray, imatrix: np.ndarray) -> np.ndarray:
     grid = _grid()
     x_p, x_m = _xx_tables(_deltas()[0])
     out = np.zeros(rows.size // QK_K, dtype=block_dtype("IQ1_S"))

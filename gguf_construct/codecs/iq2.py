@@ -14,7 +14,8 @@ The encoders reproduce ggml's ``quantize_iq2_xxs`` / ``quantize_iq2_xs`` / ``qua
 vectorised over all sub-blocks; the grid neighbour search lives in :mod:`._iqgrid`.
 
 ggml refuses to quantize IQ2_XXS and IQ2_XS without an importance matrix (``ggml_quantize_requires_imatrix``;
-``ggml_quantize_chunk`` aborts), so their encoders raise :class:`ValueError` when ``imatrix`` is ``None``.
+``ggml_quantize_chunk`` aborts): the spec says ``imatrix: required`` and :func:`gguf_construct.codecs.quantize`
+raises :class:`ValueError` before the encoder runs.
 IQ2_S works without one (it then weights by ``sigma2/4 + x^2``).  Where ggml itself aborts (a neighbour
 search with no finite error, or a final point off the grid: NaN/inf inputs, values whose squares overflow),
 the encoders raise :class:`._iqgrid.GridAbort`, a :class:`ValueError`.
@@ -465,14 +466,7 @@ def _iter_chunks(rows: np.ndarray, imatrix):
         yield start, x, qw
 
 
-def _require_imatrix(name: str, imatrix) -> None:
-    if imatrix is None:
-        raise ValueError(f"{name} needs an importance matrix: ggml refuses to quantize it without one "
-                         "(ggml_quantize_requires_imatrix; ggml_quantize_chunk asserts imatrix != NULL)")
-
-
 def encode_iq2_xxs(rows: np.ndarray, imatrix) -> np.ndarray:
-    _require_imatrix("IQ2_XXS", imatrix)
     from . import block_dtype
 
     grid = _lattice("iq2xxs_grid")
@@ -551,7 +545,6 @@ def _encode_16(rows: np.ndarray, imatrix, iq2s: bool):
 
 
 def encode_iq2_xs(rows: np.ndarray, imatrix) -> np.ndarray:
-    _require_imatrix("IQ2_XS", imatrix)
     from . import block_dtype
 
     out = np.zeros(rows.size // QK_K, dtype=block_dtype("IQ2_XS"))

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from .. import structs
-from ..enums import GGUFValueType
 from ..spec import tensor_type_by_id
 
 __all__ = ["Str", "Arr", "RawKV", "RawTI", "RawFile", "Mark", "expected_rules", "from_document", "align",
