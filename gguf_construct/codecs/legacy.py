@@ -72,8 +72,10 @@ def _decode(blocks: np.ndarray, bits: int, offset: int, with_min: bool) -> np.nd
         hb = np.empty((step, 4), dtype=np.uint64)
         qh_all = blocks["qh"] if bits == 5 else None
     for s, e in decode_chunks(n, QK):
-        if bits == 8:  # a strided int8 read is cast through buffers anyway: broadcasting d costs nothing more
-            np.multiply(q8[s:e], d_all[s:e, None], out=out[s:e], casting="unsafe")
+        if bits == 8:  # widen the quants into the output, then scale it in place
+            o = out[s:e]
+            np.copyto(o, q8[s:e], casting="unsafe")
+            scale_groups(o.reshape(-1), o.reshape(-1), d_all[s:e])
             continue
         q = spread_runs(runs[s:e], (0, 4), 0xF, q_buf).reshape(e - s, QK)  # low nibbles, then high
         if bits == 5:
