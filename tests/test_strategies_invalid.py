@@ -103,3 +103,23 @@ def test_load_refuses_what_the_labels_call_unreadable(sample):
     data, labels = sample
     with pytest.raises(g.GGUFError):
         g.load(data)
+
+
+@pytest.mark.parametrize("alignment", [2**31, 0xFFFFFFFF])
+def test_huge_alignment_then_a_tensor_stays_small(alignment):
+    """A second mutation may add a tensor after the alignment became huge: the encoded file ends inside the
+    padding (bounded size) instead of allocating gigabytes, and the labels still match the checker."""
+    import random
+
+    from gguf_construct.fuzzing.mutations import RandomPick
+    from gguf_construct.fuzzing.rawfile import ALIGNMENT_KEY, UINT32, RawFile, RawKV
+
+    raw = RawFile(3, "little", kvs=[RawKV(ALIGNMENT_KEY, UINT32, alignment)])
+    offset = next(m for m in MUTATIONS if m.name == "offset")
+    offset.apply(raw, RandomPick(random.Random(0)))
+    assert raw.tensors
+    data = raw.encode()[0]
+    assert len(data) < 2 << 20
+    labels = violations(expected_rules(raw))
+    assert "DATA-START" in labels
+    _assert_matches(data, labels)

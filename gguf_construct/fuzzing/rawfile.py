@@ -240,6 +240,10 @@ class RawFile:
         if self.tensors:
             a = self.alignment()
             start = align(head_end, a)
+            if start - head_end > WRITE_LIMIT:  # a huge alignment: the file ends inside the padding
+                out.extend(bytes([self.pad_byte]) * WRITE_LIMIT)
+                marks.append(Mark(head_end, start, "padding", "DATA-START"))
+                return self._finish(out, marks, head_end)
             out.extend(bytes([self.pad_byte]) * (start - head_end))
             marks.append(Mark(head_end, start, "padding", "DATA-START"))
             ends = [t.offset + len(t.blob) for t in self.tensors if t.offset + len(t.blob) <= WRITE_LIMIT]
@@ -250,6 +254,10 @@ class RawFile:
                     data[t.offset:t.offset + len(t.blob)] = t.blob
             out.extend(data)
             marks.append(Mark(start, len(out), "tensor_data", "DATA-BOUNDS"))
+        return self._finish(out, marks, head_end)
+
+    def _finish(self, out: bytearray, marks: list[Mark], head_end: int) -> tuple[bytes, list[Mark], int]:
+        """Append the tail, apply the truncation: the result of :meth:`encode`."""
         out.extend(self.tail)
         data = bytes(out)
         if self.truncate is not None:
