@@ -43,7 +43,7 @@ class Tensor:
     """One tensor: name, shape (ggml order, ne[0] first), type, offset in the data section, and its data."""
 
     def __init__(self, name: str, shape: tuple[int, ...], ggml_type: GGMLType, offset: int, nbytes: int,
-                 *, source=None, source_offset: int = 0, byte_order: str = "little"):
+                 *, source=None, source_offset: int = 0, byte_order: str = "little", info_path: str = ""):
         self.name = name
         self.shape = tuple(int(d) for d in shape)
         self.ggml_type = GGMLType(ggml_type)
@@ -52,6 +52,7 @@ class Tensor:
         self._source = source  # buffer holding the data (mmap view or bytes)
         self._source_offset = source_offset
         self.byte_order = byte_order
+        self.info_path = info_path  # where the tensor info was read, e.g. "tensor_infos[3]" ("" when built)
 
     def __repr__(self) -> str:
         return f"Tensor({self.name!r}, shape={self.shape}, type={self.ggml_type.name}, offset={self.offset})"
@@ -80,6 +81,13 @@ class Tensor:
         n_blocks = self.nbytes // t.type_size
         chunk_blocks = max(1, (4 << 20) // t.type_size)
         first = codecs.decode_blocks(t.id, raw[: min(n_blocks, 1) * t.type_size], byte_order=self.byte_order)
+        span = first.dtype.itemsize  # numpy refuses shapes whose nonzero sizes multiply past its index range
+        for d in self.shape:
+            span *= d or 1
+        if span > np.iinfo(np.intp).max:
+            raise GGUFError(f"tensor {self.name!r}: shape {self.shape} is too large for a numpy array (a zero "
+                            "dimension makes it empty, the others still overflow numpy's index range)",
+                            path=f"{self.info_path}.dimensions" if self.info_path else "", rule="TI-DIM-ZERO")
         out = np.empty(n_blocks * t.block_size, dtype=first.dtype)
         for b0 in range(0, n_blocks, chunk_blocks):
             b1 = min(n_blocks, b0 + chunk_blocks)
@@ -472,7 +480,7 @@ def _fill_tensors(gguf: GGUFFile, head: RawHead, buf) -> None:
                             f"{size - data_start}-byte data section", offset=where(), path=f"{path}.offset",
                             rule="DATA-BOUNDS")
         tensors.append(Tensor(info.name, shape, GGMLType(spec_t.id), info.offset, nbytes, source=buf,
-                              source_offset=data_start + info.offset, byte_order=head.byte_order))
+                              source_offset=data_start + info.offset, byte_order=head.byte_order, info_path=path))
     gguf.tensors = tensors
     gguf._orig = {"head_end": head.end, "data_start": data_start, "alignment": alignment,
                   "byte_order": head.byte_order,

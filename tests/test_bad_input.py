@@ -171,3 +171,19 @@ def test_scalar_tensor_of_a_quantized_type_is_rejected():
     scalar = g.GGUFFile.new()
     scalar.add_tensor("one", b"\0\0\x80\x3f", "F32", shape=())
     assert g.load(scalar.to_bytes()).tensor("one").numpy() == np.float32(1.0)
+
+
+@pytest.mark.parametrize("shape", [(0, 2**31, 2**31), (2**40, 0, 2**40)])
+def test_empty_tensor_with_dimensions_numpy_cannot_hold(shape):
+    """A zero dimension makes the tensor empty (accepted, like gguf.cpp), but numpy refuses the shape when the other
+    dimensions multiply past its index range: numpy() raises GGUFError naming the field (found by fuzzing)."""
+    f = g.GGUFFile.new()
+    head = f._build_head([g.Tensor("e", shape, g.GGMLType.F32, 0, 0)])
+    gguf = g.load(head + b"\0" * 64)
+    t = gguf.tensor("e")
+    assert t.nbytes == 0 and t.n_elements == 0
+    with pytest.raises(g.GGUFError) as info:
+        t.numpy()
+    assert info.value.path == "tensor_infos[0].dimensions"
+    small = g.load(g.GGUFFile.new()._build_head([g.Tensor("z", (4, 0), g.GGMLType.F32, 0, 0)]) + b"\0" * 64)
+    assert small.tensor("z").numpy().shape == (0, 4)

@@ -542,6 +542,8 @@ def m_data(raw: RawFile, pick: Pick) -> None:
             raw.truncate = pick.integer(head_end, start - 1)
             return
         if kind == "short":
+            if not start < len(data):
+                raise Skip
             raw.truncate = pick.integer(start, len(data) - 1)
             return
         last = start + max(t.offset + len(t.blob) for t in raw.tensors)
