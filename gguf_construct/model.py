@@ -28,6 +28,7 @@ DEFAULT_ALIGNMENT: int = structs.container_spec()["layout"]["alignment"]["defaul
 ALIGNMENT_KEY: str = structs.container_spec()["layout"]["alignment"]["key"]
 MAX_DIMS = 4
 _COPY_CHUNK = 16 << 20
+_DECODE_CHUNK_VALUES = 1 << 18  # values per chunk for decoders without ``out``: their temporaries stay small
 
 
 def tensor_nbytes(ggml_type: int, shape: Iterable[int]) -> int:
@@ -74,12 +75,12 @@ class Tensor:
     def numpy(self) -> np.ndarray:
         """Decoded values in numpy order (the reverse of :attr:`shape`), decoded in chunks.
 
-        float32 for float and quantized types, the type's own dtype for F64 and integer types.
+        float32 for float and quantized types, the type's own dtype for F64 and integer types.  Peak memory is
+        the output plus a small constant: the data is read from the (mapped) source chunk by chunk.
         """
         t = tensor_type_by_id()[int(self.ggml_type)]
         raw = self.raw()
         n_blocks = self.nbytes // t.type_size
-        chunk_blocks = max(1, (4 << 20) // t.type_size)
         first = codecs.decode_blocks(t.id, raw[: min(n_blocks, 1) * t.type_size], byte_order=self.byte_order)
         span = first.dtype.itemsize  # numpy refuses shapes whose nonzero sizes multiply past its index range
         for d in self.shape:
@@ -88,11 +89,15 @@ class Tensor:
             raise GGUFError(f"tensor {self.name!r}: shape {self.shape} is too large for a numpy array (a zero "
                             "dimension makes it empty, the others still overflow numpy's index range)",
                             path=f"{self.info_path}.dimensions" if self.info_path else "", rule="TI-DIM-ZERO")
-        out = np.empty(n_blocks * t.block_size, dtype=first.dtype)
-        for b0 in range(0, n_blocks, chunk_blocks):
-            b1 = min(n_blocks, b0 + chunk_blocks)
-            part = codecs.decode_blocks(t.id, raw[b0 * t.type_size:b1 * t.type_size], byte_order=self.byte_order)
-            out[b0 * t.block_size:b1 * t.block_size] = part.reshape(-1)
+        out = np.empty((n_blocks, t.block_size), dtype=first.dtype)
+        if codecs.decodes_into(t.id):  # the decoder chunks internally and writes straight into out
+            codecs.decode_blocks(t.id, raw, byte_order=self.byte_order, out=out)
+        else:
+            step = max(1, _DECODE_CHUNK_VALUES // t.block_size)
+            for b0 in range(0, n_blocks, step):
+                b1 = min(n_blocks, b0 + step)
+                codecs.decode_blocks(t.id, raw[b0 * t.type_size:b1 * t.type_size], byte_order=self.byte_order,
+                                     out=out[b0:b1])
         return out.reshape(tuple(reversed(self.shape)) if self.shape else ())
 
 

@@ -137,7 +137,8 @@ def tensor_types() -> tuple[TensorTypeSpec, ...]:
         out.append(TensorTypeSpec(
             id=raw["id"], name=raw["name"], c_name=raw["c_name"], status=raw["status"], kind=raw["kind"],
             block_size=raw["block_size"], type_size=raw["type_size"], codec=raw.get("codec"), fields=fields,
-            doc=raw["doc"], doc_ref=raw["doc_ref"], imatrix=raw.get("imatrix"), extra={k: v for k, v in raw.items() if k not in _TT_KEYS},
+            doc=raw["doc"], doc_ref=raw["doc_ref"], imatrix=raw.get("imatrix"),
+            extra={k: v for k, v in raw.items() if k not in _TT_KEYS},
         ))
     out.sort(key=lambda t: t.id)
     return tuple(out)

@@ -134,3 +134,28 @@ def test_quantized_tensor_added_and_decoded(version, order):
     back = g.load(f.to_bytes())
     expected = codecs.dequantize("Q8_0", codecs.quantize("Q8_0", x)).reshape(4, 256)
     assert np.array_equal(back.tensor("q").numpy(), expected)
+
+
+@pytest.mark.parametrize("type_name", ["Q4_K", "Q8_0", "IQ2_XS", "TQ1_0", "BF16"])
+def test_tensor_numpy_peak_memory_is_the_output_plus_a_little(tmp_path, type_name):
+    """Tensor.numpy() of a 16 MiB-output tensor: decoders that write into the output (decodes_into) and those
+    decoded chunk by chunk both stay within the output plus a few MiB, and give dequantize's values."""
+    from gguf_construct import codecs
+
+    t = codecs.type_spec(type_name)
+    rows, n_blocks_row = 64, 65536 // t.block_size
+    raw = np.random.default_rng(3).integers(0, 256, rows * n_blocks_row * t.type_size, dtype=np.uint8)
+    f = g.GGUFFile.new()
+    f.add_tensor("w", raw.tobytes(), type_name, shape=(n_blocks_row * t.block_size, rows))
+    path = tmp_path / "w.gguf"
+    f.save(path)
+    tensor = g.load(path).tensor("w")
+    with np.errstate(all="ignore"):
+        tracemalloc.start()
+        values = tensor.numpy()
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        want = codecs.dequantize(type_name, raw)
+    assert values.shape == (rows, n_blocks_row * t.block_size)
+    assert values.nbytes == 16 << 20 and peak < values.nbytes + (6 << 20), (peak - values.nbytes) / 2**20
+    assert np.array_equal(values.reshape(-1).view(np.uint32), want.view(np.uint32))

@@ -5,7 +5,9 @@ Each tensor type in ``spec/tensor_types`` names a codec module (``codec: legacy`
 
 * ``decode_<name>(blocks) -> ndarray`` where ``blocks`` is a 1-D structured array of the type's block dtype
   (fields as declared in the spec, any byte order: numpy reads the values correctly) and the result has shape
-  ``(n_blocks, block_size)``: float32 for quantized and float types, the type's own dtype for F64 and integers;
+  ``(n_blocks, block_size)``: float32 for quantized and float types, the type's own dtype for F64 and integers.
+  A decoder that works through the blocks in chunks takes ``out=`` (a C-contiguous float32 array of that shape)
+  and writes straight into it, so that decoding a whole tensor needs no memory beyond its output;
 * ``encode_<name>(rows, imatrix) -> ndarray`` where ``rows`` is float32 of shape ``(n_rows, n_per_row)`` with
   ``n_per_row`` a multiple of the block size and ``imatrix`` is ``None`` or float32 ``(n_per_row,)``; the
   result is a structured array of little-endian blocks, ``n_rows * n_per_row // block_size`` long, in row order.
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 from typing import Callable, Union
 
 import numpy as np
@@ -96,8 +99,24 @@ def swap_blocks(ggml_type: TypeLike, raw, from_order: str, to_order: str) -> byt
     return src.astype(block_dtype(ggml_type, to_order)).tobytes()
 
 
-def decode_blocks(ggml_type: TypeLike, raw, *, byte_order: str = "little") -> np.ndarray:
-    """Decode whole blocks to an array of shape ``(n_blocks, block_size)``."""
+@functools.lru_cache(maxsize=None)
+def _writes_into(type_id: int) -> bool:
+    decode = _codec_function(type_id, "decode")
+    return decode is not None and "out" in inspect.signature(decode).parameters
+
+
+def decodes_into(ggml_type: TypeLike) -> bool:
+    """True when the decoder of ``ggml_type`` writes chunk by chunk into a given output (see :func:`decode_blocks`):
+    a whole tensor then decodes with no temporary as large as the output."""
+    return _writes_into(type_spec(ggml_type).id)
+
+
+def decode_blocks(ggml_type: TypeLike, raw, *, byte_order: str = "little", out: np.ndarray | None = None) -> np.ndarray:
+    """Decode whole blocks to an array of shape ``(n_blocks, block_size)``.
+
+    ``out``: a C-contiguous array of that shape and the decoded dtype to write into (returned); the decoder fills
+    it directly when :func:`decodes_into` says so, else its result is copied there.
+    """
     t = type_spec(ggml_type)
     decode = _codec_function(t.id, "decode")
     if decode is None:
@@ -106,7 +125,16 @@ def decode_blocks(ggml_type: TypeLike, raw, *, byte_order: str = "little") -> np
     if len(buf) % t.type_size:
         raise ValueError(f"{t.name}: {len(buf)} bytes is not a whole number of {t.type_size}-byte blocks")
     blocks = np.frombuffer(buf, dtype=block_dtype(t.id, byte_order))
-    return decode(blocks)
+    if out is None:
+        return decode(blocks)
+    if out.shape != (blocks.shape[0], t.block_size) or not out.flags.c_contiguous:
+        raise ValueError(f"out must be C-contiguous of shape {(blocks.shape[0], t.block_size)}, not {out.shape}")
+    if _writes_into(t.id):
+        if out.dtype != np.float32:
+            raise ValueError(f"{t.name} decodes to float32, out is {out.dtype}")
+        return decode(blocks, out=out)
+    out[...] = decode(blocks)
+    return out
 
 
 def dequantize(ggml_type: TypeLike, raw, *, byte_order: str = "little") -> np.ndarray:

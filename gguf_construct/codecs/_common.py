@@ -42,7 +42,7 @@ __all__ = [
     "F32_ZERO", "FLT_MAX",
     "fp16_to_fp32", "fp32_to_fp16", "fp16_bits", "bf16_to_fp32", "fp32_to_bf16",
     "nearest_int", "c_float_to_int32", "roundf", "seq_sum", "c_row_max", "first_abs_max", "f32",
-    "DECODE_CHUNK_VALUES", "decode_chunks", "block_bytes", "byte_runs", "gather_runs", "low_nibbles",
+    "DECODE_CHUNK_VALUES", "decode_chunks", "output_array", "block_bytes", "byte_runs", "gather_runs", "low_nibbles",
     "high_nibbles", "spread_runs", "scale_groups",
 ]
 
@@ -92,14 +92,15 @@ def _half_specials(bits: np.ndarray, out: np.ndarray) -> None:
     out.view(np.uint32)[where] = wide
 
 
-def fp16_to_fp32(h) -> np.ndarray:
+def fp16_to_fp32(h, out: np.ndarray | None = None) -> np.ndarray:
     """ggml's ``GGML_FP16_TO_FP32`` on an array of binary16 values (``f2`` or ``u2`` bits, any byte order).
 
     Exact widening; a signalling NaN comes out quiet (ggml's bit trick multiplies the NaN, which quiets it).
     Computed as ggml's generic code does, in whole-array integer steps: the sign-extended 16 bits shifted up
     by 13 and masked are a float32 with binary16's exponent, which one exact multiplication by 2**112 rebiases
     (subnormal halves become float32 subnormals first, so they need no special case); infinities and NaNs,
-    whose exponent would come out finite, are written afterwards.
+    whose exponent would come out finite, are written afterwards.  ``out``: a float32 array of the same size
+    to write into.
     """
     half = _as_half(h)
     shape = half.shape
@@ -109,7 +110,7 @@ def fp16_to_fp32(h) -> np.ndarray:
     else:
         bits = half.view(np.dtype(np.uint16).newbyteorder(half.dtype.byteorder)).astype(np.uint16)
     signed = bits.view(np.int16)
-    out = np.empty(bits.size, dtype=np.float32)
+    out = np.empty(bits.size, dtype=np.float32) if out is None else out.reshape(-1)
     wide = out.view(np.int32)
     for s in range(0, bits.size, _HALF_CHUNK):
         w = wide[s:s + _HALF_CHUNK]
@@ -309,6 +310,11 @@ def decode_chunks(n_blocks: int, block_size: int, values: int = DECODE_CHUNK_VAL
     step = max(1, values // block_size)
     for s in range(0, n_blocks, step):
         yield s, min(n_blocks, s + step)
+
+
+def output_array(out: np.ndarray | None, n_blocks: int, block_size: int) -> np.ndarray:
+    """A decoder's float32 result: ``out`` (the caller's C-contiguous (n_blocks, block_size) array) or a new one."""
+    return np.empty((n_blocks, block_size), dtype=np.float32) if out is None else out
 
 
 def block_bytes(blocks: np.ndarray) -> np.ndarray:

@@ -38,12 +38,12 @@ def e8m0_half(e: np.ndarray) -> np.ndarray:
     return bits.view(np.float32)
 
 
-def decode_mxfp4(blocks: np.ndarray) -> np.ndarray:
-    return decode_nibbles(blocks, 1, 16, 16, _TABLES, e8m0_half(blocks["e"])[:, None])
+def decode_mxfp4(blocks: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    return decode_nibbles(blocks, 1, 16, 16, _TABLES, e8m0_half(blocks["e"])[:, None], out)
 
 
-def decode_nvfp4(blocks: np.ndarray) -> np.ndarray:
-    return decode_nibbles(blocks, 4, 32, 8, _TABLES, _UE4M3[blocks["d"]])
+def decode_nvfp4(blocks: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    return decode_nibbles(blocks, 4, 32, 8, _TABLES, _UE4M3[blocks["d"]], out)
 
 
 def _best_index(x: np.ndarray, d: np.ndarray) -> np.ndarray:

@@ -407,7 +407,8 @@ def encode_iq1_s(rows: np.ndarray, imatrix: np.ndarray) -> np.ndarray:
                     scale[redo] = np.where(upd, sx / np.where(upd, s2, _F32(1)), scale[redo])
                 rk = r[ok]
                 qs[rk] = (gi[ok] & 255).astype(np.uint8)
-                qh[rk] = ((gi[ok] >> 8).astype(np.uint16) << (3 * np.arange(4, dtype=np.uint16))).sum(1, dtype=np.uint16)
+                high = (gi[ok] >> 8).astype(np.uint16) << (3 * np.arange(4, dtype=np.uint16))
+                qh[rk] = high.sum(1, dtype=np.uint16)
                 scales[rk] = scale[ok]
                 shifts[rk] = shift[ok]
             check_group_scales(scales)
@@ -531,7 +532,8 @@ def encode_iq1_m(rows: np.ndarray, imatrix) -> np.ndarray:
             # sumqx_f / sumq2_f over the whole super-block with the stored indices, shifts and 3-bit scales
             which = np.stack([shifts >= 2, shifts % 2 == 1], axis=1).astype(np.intp)  # (g, 2)
             xx = xx_pm[which]  # (g, 2, 3)
-            gidx = qs.reshape(-1, 2).astype(np.int32) | ((qh.reshape(-1, 1).astype(np.int32) << np.array([8, 4])) & 0x700)
+            high = (qh.reshape(-1, 1).astype(np.int32) << np.array([8, 4])) & 0x700
+            gidx = qs.reshape(-1, 2).astype(np.int32) | high
             q = _grid_q(grid, gidx, xx) * (_F32(2) * l.reshape(-1, 1).astype(_F32) + _F32(1))  # (g, 16)
             wq = weight * q
             sumqx_f = seq_sum((wq * xb).reshape(b, QK_K))

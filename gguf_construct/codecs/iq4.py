@@ -21,6 +21,7 @@ from .. import spec
 from . import block_dtype
 from ._common import (
     DECODE_CHUNK_VALUES, block_bytes, byte_runs, decode_chunks, first_abs_max, fp16_to_fp32, fp32_to_fp16,
+    output_array,
     nearest_int, scale_groups, spread_runs,
 )
 
@@ -69,12 +70,13 @@ _PAIRS = _pair_table(_KV)
 
 
 @np.errstate(over="ignore", invalid="ignore")  # inf * 0 and NaN scales are data here, not errors
-def _decode_codes(blocks: np.ndarray, q_offset: int, n_groups: int, scales: np.ndarray) -> np.ndarray:
+def _decode_codes(blocks: np.ndarray, q_offset: int, n_groups: int, scales: np.ndarray,
+                  out: np.ndarray | None) -> np.ndarray:
     """Values of ``n_groups`` groups of 16 code bytes at ``q_offset`` per block (byte j: low nibble value j,
     high nibble value j + 16), ``y = scale * kv[code]`` with one float32 scale per group of 32 values."""
     n = blocks.shape[0]
     size = 32 * n_groups
-    out = np.empty((n, size), dtype=np.float32)
+    out = output_array(out, n, size)
     runs = byte_runs(block_bytes(blocks), q_offset, 16, n_groups)
     buf = np.empty(min(n, DECODE_CHUNK_VALUES // size) * size, dtype=np.uint8)
     scales = scales.reshape(-1)
@@ -86,8 +88,8 @@ def _decode_codes(blocks: np.ndarray, q_offset: int, n_groups: int, scales: np.n
     return out
 
 
-def decode_iq4_nl(blocks: np.ndarray) -> np.ndarray:
-    return _decode_codes(blocks, 2, 1, fp16_to_fp32(blocks["d"]))
+def decode_iq4_nl(blocks: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    return _decode_codes(blocks, 2, 1, fp16_to_fp32(blocks["d"]), out)
 
 
 def _xs_scales(blocks: np.ndarray) -> np.ndarray:
@@ -100,10 +102,10 @@ def _xs_scales(blocks: np.ndarray) -> np.ndarray:
     return ((lo | (hi << 4)) - np.int16(32)).astype(np.float32)
 
 
-def decode_iq4_xs(blocks: np.ndarray) -> np.ndarray:
+def decode_iq4_xs(blocks: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
         dl = fp16_to_fp32(blocks["d"])[:, None] * _xs_scales(blocks)  # d * (ls - 32)
-    return _decode_codes(blocks, 8, 8, dl)
+    return _decode_codes(blocks, 8, 8, dl, out)
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -21,7 +21,8 @@ from . import block_dtype
 from ._common import fp16_to_fp32 as _f16_to_f32
 from ._common import fp32_to_fp16 as _f32_to_f16
 from ._common import nearest_int as _nearest_int
-from ._common import DECODE_CHUNK_VALUES, block_bytes, byte_runs, decode_chunks, scale_groups, spread_runs
+from ._common import (DECODE_CHUNK_VALUES, block_bytes, byte_runs, decode_chunks, output_array, scale_groups,
+                      spread_runs)
 
 __all__ = [
     "decode_q2_k", "encode_q2_k", "decode_q3_k", "encode_q3_k", "decode_q4_k", "encode_q4_k",
@@ -726,10 +727,10 @@ class _Chunks:
     """Chunked decoding of super-blocks: the raw bytes, the output, scratch buffers for the bit fields of one
     chunk (about 512 KiB of output) and the chunk ranges."""
 
-    def __init__(self, blocks: np.ndarray, n_buffers: int):
+    def __init__(self, blocks: np.ndarray, n_buffers: int, out: np.ndarray | None):
         self.n = blocks.shape[0]
         self.u8 = block_bytes(blocks)
-        self.out = np.empty((self.n, QK_K), dtype=np.float32)
+        self.out = output_array(out, self.n, QK_K)
         step = min(self.n, DECODE_CHUNK_VALUES // QK_K)
         self.bufs = [np.empty(step * QK_K, dtype=np.uint8) for _ in range(n_buffers)]
 
@@ -744,9 +745,9 @@ class _Chunks:
 # byte runs, shifted and masked per word), then writes ``y = dl * q (- ml)`` with one scale per sub-block.
 
 
-def decode_q2_k(blocks: np.ndarray) -> np.ndarray:
+def decode_q2_k(blocks: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``y = d * (scales[s] & 0xF) * q - dmin * (scales[s] >> 4)`` with 2-bit ``q`` and 16 sub-blocks ``s``."""
-    ch = _Chunks(blocks, 1)
+    ch = _Chunks(blocks, 1, out)
     with np.errstate(all="ignore"):
         sc = ch.u8[:, 0:16]
         dl = _scaled(_f16_to_f32(blocks["d"]), sc & np.uint8(0xF))
@@ -758,9 +759,9 @@ def decode_q2_k(blocks: np.ndarray) -> np.ndarray:
     return ch.out
 
 
-def decode_q3_k(blocks: np.ndarray) -> np.ndarray:
+def decode_q3_k(blocks: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``y = d * (sc[s] - 32) * (q - 4 * !hbit)`` with 2-bit ``q``, a high bit from ``hmask``, 6-bit ``sc``."""
-    ch = _Chunks(blocks, 2)
+    ch = _Chunks(blocks, 2, out)
     with np.errstate(all="ignore"):
         w = blocks["scales"].astype(np.uint32)
         sc = _q3_scales_from_words(w[:, 0], w[:, 1], w[:, 2])
@@ -777,9 +778,9 @@ def decode_q3_k(blocks: np.ndarray) -> np.ndarray:
     return ch.out
 
 
-def decode_q4_k(blocks: np.ndarray) -> np.ndarray:
+def decode_q4_k(blocks: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``y = d * sc[s] * q - dmin * m[s]`` with 4-bit ``q``, 8 sub-blocks of 32 with 6-bit ``sc``/``m``."""
-    ch = _Chunks(blocks, 1)
+    ch = _Chunks(blocks, 1, out)
     with np.errstate(all="ignore"):
         sc, m = _k4_scale_mins(ch.u8, 4)
         dl = _scaled(_f16_to_f32(blocks["d"]), sc)
@@ -791,9 +792,9 @@ def decode_q4_k(blocks: np.ndarray) -> np.ndarray:
     return ch.out
 
 
-def decode_q5_k(blocks: np.ndarray) -> np.ndarray:
+def decode_q5_k(blocks: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``y = d * sc[s] * (q + 16 * hbit) - dmin * m[s]`` with 4-bit ``q`` and the fifth bit from ``qh``."""
-    ch = _Chunks(blocks, 2)
+    ch = _Chunks(blocks, 2, out)
     with np.errstate(all="ignore"):
         sc, m = _k4_scale_mins(ch.u8, 4)
         dl = _scaled(_f16_to_f32(blocks["d"]), sc)
@@ -808,9 +809,9 @@ def decode_q5_k(blocks: np.ndarray) -> np.ndarray:
     return ch.out
 
 
-def decode_q6_k(blocks: np.ndarray) -> np.ndarray:
+def decode_q6_k(blocks: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``y = d * scales[s] * (q - 32)`` with 6-bit ``q`` (4 bits from ``ql``, 2 from ``qh``), 16 sub-blocks."""
-    ch = _Chunks(blocks, 2)
+    ch = _Chunks(blocks, 2, out)
     with np.errstate(all="ignore"):
         dl = _scaled(_f16_to_f32(blocks["d"]), ch.u8[:, 192:208].view(np.int8))
         ql = ch.runs(0, 64, 2)  # per half of 128 values: ql[0:32], ql[32:64] low nibbles, then high nibbles
@@ -825,11 +826,11 @@ def decode_q6_k(blocks: np.ndarray) -> np.ndarray:
     return ch.out
 
 
-def decode_q8_k(blocks: np.ndarray) -> np.ndarray:
+def decode_q8_k(blocks: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``y = d * qs`` (fp32 ``d``, int8 ``qs``)."""
     nb = blocks.shape[0]
     u8 = block_bytes(blocks)
-    out = np.empty((nb, QK_K), dtype=np.float32)
+    out = output_array(out, nb, QK_K)
     with np.errstate(all="ignore"):
         d = blocks["d"].astype(np.float32).reshape(-1, 1)
         for a, b in _chunks(nb, _DEC_CHUNK):

@@ -28,7 +28,7 @@ import numpy as np
 from . import block_dtype
 from ._common import (
     DECODE_CHUNK_VALUES, FLT_MAX, block_bytes, byte_runs, c_float_to_int32, decode_chunks, first_abs_max,
-    fp16_to_fp32, fp32_to_fp16, nearest_int, roundf, scale_groups, seq_sum, spread_runs,
+    fp16_to_fp32, fp32_to_fp16, nearest_int, output_array, roundf, scale_groups, seq_sum, spread_runs,
 )
 
 QK = 32
@@ -56,9 +56,9 @@ def _add_high_bits(q: np.ndarray, qh: np.ndarray, hb: np.ndarray) -> None:
 
 
 @np.errstate(all="ignore")  # inf * 0 and NaN scales are data here, not errors
-def _decode(blocks: np.ndarray, bits: int, offset: int, with_min: bool) -> np.ndarray:
+def _decode(blocks: np.ndarray, bits: int, offset: int, with_min: bool, out: np.ndarray | None) -> np.ndarray:
     n = blocks.shape[0]
-    out = np.empty((n, QK), dtype=np.float32)
+    out = output_array(out, n, QK)
     d_all = fp16_to_fp32(blocks["d"])
     m_all = fp16_to_fp32(blocks["m"]) if with_min else None
     u8 = block_bytes(blocks)
@@ -88,29 +88,29 @@ def _decode(blocks: np.ndarray, bits: int, offset: int, with_min: bool) -> np.nd
     return out
 
 
-def decode_q4_0(blocks: np.ndarray) -> np.ndarray:
-    return _decode(blocks, 4, 8, False)
+def decode_q4_0(blocks: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    return _decode(blocks, 4, 8, False, out)
 
 
-def decode_q4_1(blocks: np.ndarray) -> np.ndarray:
-    return _decode(blocks, 4, 0, True)
+def decode_q4_1(blocks: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    return _decode(blocks, 4, 0, True, out)
 
 
-def decode_q5_0(blocks: np.ndarray) -> np.ndarray:
-    return _decode(blocks, 5, 16, False)
+def decode_q5_0(blocks: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    return _decode(blocks, 5, 16, False, out)
 
 
-def decode_q5_1(blocks: np.ndarray) -> np.ndarray:
-    return _decode(blocks, 5, 0, True)
+def decode_q5_1(blocks: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    return _decode(blocks, 5, 0, True, out)
 
 
-def decode_q8_0(blocks: np.ndarray) -> np.ndarray:
-    return _decode(blocks, 8, 0, False)
+def decode_q8_0(blocks: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    return _decode(blocks, 8, 0, False, out)
 
 
-def decode_q8_1(blocks: np.ndarray) -> np.ndarray:
+def decode_q8_1(blocks: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Not a ggml function: ggml never dequantizes Q8_1.  ``y = d * q`` (the sum field ``s`` is ignored)."""
-    return _decode(blocks, 8, 0, False)
+    return _decode(blocks, 8, 0, False, out)
 
 
 # ------------------------------------------------------------------------------------------------- helpers

@@ -18,7 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import block_dtype
-from ._common import block_bytes, c_float_to_int32, decode_chunks, fp16_to_fp32, fp32_to_fp16, roundf, seq_sum
+from ._common import (block_bytes, c_float_to_int32, decode_chunks, fp16_to_fp32, fp32_to_fp16, output_array, roundf,
+                      seq_sum)
 
 __all__ = ["decode_q1_0", "encode_q1_0", "decode_q2_0", "encode_q2_0"]
 
@@ -57,18 +58,19 @@ def nibble_tables(values) -> tuple[bytes, bytes]:
 
 @np.errstate(all="ignore")  # inf * 0 and NaN scales are data here, not errors
 def decode_nibbles(blocks: np.ndarray, q_offset: int, q_bytes: int, group: int, tables: tuple[bytes, bytes],
-                   scales: np.ndarray) -> np.ndarray:
+                   scales: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Decode 4-bit codes laid out in groups of ``group`` bytes, byte j of a group holding element j (low
     nibble) and element j + group (high nibble), as ``float(table[code]) * scale`` with one scale per group.
 
     ``qs`` is the byte range [q_offset, q_offset + q_bytes) of each block; ``scales`` is float32
-    (n_blocks, q_bytes // group).  Returns float32 (n_blocks, 2 * q_bytes)."""
+    (n_blocks, q_bytes // group).  Returns float32 (n_blocks, 2 * q_bytes): ``out`` when given."""
     n = blocks.shape[0]
     n_groups = q_bytes // group
     raw = block_bytes(blocks)
     lo_t, hi_t = tables
     unit = np.dtype(f"V{group}")  # one group of bytes, moved as a single item
-    out = np.empty((n, n_groups, 2 * group), dtype=np.float32)
+    result = output_array(out, n, 2 * q_bytes)
+    out = result.reshape(n, n_groups, 2 * group)
     sc = scales.reshape(n, n_groups, 1)
     for s, e in chunks(n, 2 * q_bytes):
         c = e - s
@@ -80,7 +82,7 @@ def decode_nibbles(blocks: np.ndarray, q_offset: int, q_bytes: int, group: int, 
         o = out[s:e]
         np.copyto(o.reshape(-1), v.reshape(-1), casting="unsafe")  # one long int8 -> float32 conversion
         o *= sc[s:e]
-    return out.reshape(n, 2 * q_bytes)
+    return result
 
 
 def nan_safe_abs(x: np.ndarray) -> np.ndarray:
@@ -102,11 +104,11 @@ def nan_safe_abs(x: np.ndarray) -> np.ndarray:
 _Q1_SIGN_MASKS = ((1 - ((np.arange(256)[:, None] >> np.arange(8)) & 1)) << 31).astype(np.uint32)
 
 
-def decode_q1_0(blocks: np.ndarray) -> np.ndarray:
+def decode_q1_0(blocks: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     n = blocks.shape[0]
     d_bits = fp16_to_fp32(blocks["d"]).view(np.uint32)[:, None]
     qs = blocks["qs"]
-    out = np.empty((n, 128), dtype=np.float32)
+    out = output_array(out, n, 128)
     ob = out.view(np.uint32)
     for s, e in chunks(n, 128):
         o = ob[s:e]
@@ -134,11 +136,11 @@ _Q2_QUADS = ((((np.arange(256)[:, None] >> (2 * np.arange(4))) & 3) - 1).astype(
 
 
 @np.errstate(all="ignore")
-def decode_q2_0(blocks: np.ndarray) -> np.ndarray:
+def decode_q2_0(blocks: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     n = blocks.shape[0]
     d = fp16_to_fp32(blocks["d"])[:, None]
     qs = blocks["qs"]
-    out = np.empty((n, 64), dtype=np.float32)
+    out = output_array(out, n, 64)
     for s, e in chunks(n, 64):
         q = np.take(_Q2_QUADS, qs[s:e], mode="clip").view(np.int8)  # (c, 64): (q - 1) in element order
         np.multiply(q, d[s:e], out=out[s:e], dtype=np.float32, casting="unsafe")  # ((int)q - 1) * d

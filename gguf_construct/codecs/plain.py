@@ -41,8 +41,9 @@ def encode_f32(rows: np.ndarray, imatrix=None) -> np.ndarray:
     return _as_blocks("F32", np.asarray(rows, dtype=np.float32).reshape(-1))
 
 
-def decode_f16(blocks: np.ndarray) -> np.ndarray:
-    return fp16_to_fp32(_values(blocks)).reshape(-1, 1)
+def decode_f16(blocks: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    values = fp16_to_fp32(_values(blocks), out)
+    return values.reshape(-1, 1) if out is None else out
 
 
 def encode_f16(rows: np.ndarray, imatrix=None) -> np.ndarray:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import block_dtype
-from ._common import block_bytes, fp16_to_fp32, fp32_to_fp16, roundf
+from ._common import block_bytes, fp16_to_fp32, fp32_to_fp16, output_array, roundf
 from .lowbit import byte_table, chunks, translate
 
 __all__ = ["decode_tq1_0", "encode_tq1_0", "decode_tq2_0", "encode_tq2_0"]
@@ -31,11 +31,11 @@ del _b
 
 
 @np.errstate(all="ignore")  # inf * 0 and NaN scales are data here, not errors
-def decode_tq1_0(blocks: np.ndarray) -> np.ndarray:
+def decode_tq1_0(blocks: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     n = blocks.shape[0]
     d = fp16_to_fp32(blocks["d"])[:, None]
     raw = block_bytes(blocks)
-    out = np.empty((n, 256), dtype=np.float32)
+    out = output_array(out, n, 256)
     for s, e in chunks(n, 256):
         c = e - s
         chunk = raw[s:e].tobytes()
@@ -52,11 +52,11 @@ def decode_tq1_0(blocks: np.ndarray) -> np.ndarray:
 
 
 @np.errstate(all="ignore")
-def decode_tq2_0(blocks: np.ndarray) -> np.ndarray:
+def decode_tq2_0(blocks: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     n = blocks.shape[0]
     d = fp16_to_fp32(blocks["d"])[:, None]
     raw = block_bytes(blocks)
-    out = np.empty((n, 256), dtype=np.float32)
+    out = output_array(out, n, 256)
     for s, e in chunks(n, 256):
         c = e - s
         words = np.ascontiguousarray(raw[s:e, :64]).view(np.uint32).reshape(c, 2, 8)  # 4 bytes at a time
