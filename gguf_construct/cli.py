@@ -8,7 +8,20 @@ import sys
 
 from .errors import GGUFError
 
-__all__ = ["main"]
+__all__ = ["main", "write_json"]
+
+
+def write_json(text: str) -> None:
+    """Print JSON text to stdout as UTF-8 (RFC 8259) whatever the locale; lone surrogates (strings of invalid UTF-8
+    read with surrogateescape) become JSON ``\\udcXX`` escapes instead of an encoding error."""
+    data = (text + "\n").encode("utf-8", "backslashreplace")
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:  # a text-only stream (e.g. captured): ASCII JSON is valid everywhere
+        sys.stdout.write(json.dumps(json.loads(data), ensure_ascii=True, indent=1) + "\n")
+        return
+    sys.stdout.flush()
+    buffer.write(data)
+    buffer.flush()
 
 
 def _cmd_dump(args) -> int:
@@ -18,8 +31,7 @@ def _cmd_dump(args) -> int:
     gguf = load(args.file)
     summary = file_summary(gguf, full=args.full)
     if args.json:
-        json.dump(summary, sys.stdout, ensure_ascii=False, allow_nan=False, indent=1)
-        sys.stdout.write("\n")
+        write_json(json.dumps(summary, ensure_ascii=False, allow_nan=False, indent=1))
     else:
         print(render_text(summary))
     return 0
@@ -79,6 +91,10 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (2 on usage, input or I/O errors)."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    for stream in (sys.stdout, sys.stderr):  # names and keys from hostile files must not crash the printing
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     try:
         return args.func(args)
     except GGUFError as exc:

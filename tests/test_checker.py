@@ -282,3 +282,30 @@ def test_cli_checks_shard_sets_together(tmp_path, capsys):
     doc = json.loads(out)
     assert len(doc) == 3
     assert any(f["rule"] == "META-SPLIT-DUP" for e in doc for f in e["findings"])
+
+
+def test_cli_prints_invalid_utf8_in_any_locale(tmp_path):
+    """Keys and strings of invalid UTF-8 (read losslessly with surrogateescape) print as JSON \\udcXX escapes and as
+    backslash escapes in text, even where stdout is strict UTF-8 or ASCII (found by fuzzing the CLI)."""
+    import os
+    import subprocess
+    import sys
+
+    f = gguf_construct.GGUFFile.new()
+    f.metadata.set("general.architecture", "llama", "STRING")
+    f.metadata.set("test.bad", "ab\udc80cd", "STRING")
+    f.metadata.set("test.wide", "x\U0001F600", "STRING")
+    path = tmp_path / "bad.gguf"
+    f.save(path)
+    for encoding in ("utf-8:strict", "ascii:strict"):
+        env = dict(os.environ, PYTHONIOENCODING=encoding)
+        for args, parse in ((["dump", "--json"], True), (["check", "--format", "sarif"], True), (["dump"], False),
+                            (["check"], False)):
+            run = subprocess.run([sys.executable, "-m", "gguf_construct", *args, str(path)], capture_output=True,
+                                 env=env)
+            assert b"Traceback" not in run.stderr and run.returncode in (0, 1), (encoding, args, run.stderr)
+            if parse:
+                doc = json.loads(run.stdout.decode("utf-8"))
+                if args[0] == "dump":
+                    values = {m["key"]: m["value"] for m in doc["metadata"]}
+                    assert values["test.bad"] == "ab\udc80cd" and values["test.wide"] == "x\U0001F600"

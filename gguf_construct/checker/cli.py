@@ -11,6 +11,7 @@ from .formats import render_json, render_sarif, render_text
 from .report import Report
 from .rules import SEVERITY_RANK
 from .shards import check_sets, shard_siblings
+from ..cli import write_json
 
 __all__ = ["add_cli", "run"]
 
@@ -88,14 +89,12 @@ def run(args) -> int:
             _collect(report, err, reports, io_errors)
     progress.close()
     reports.extend(check_sets([r for r in reports], args.profile))
-    if args.format == "json":
-        out = render_json(reports)
-    elif args.format == "sarif":
-        out = render_sarif(reports)
+    if args.format in ("json", "sarif"):
+        write_json((render_json if args.format == "json" else render_sarif)(reports))
     else:
         out = render_text(reports, color=sys.stdout.isatty())
-    if out:
-        print(out)
+        if out:
+            print(out)
     if io_errors or (not reports and not files):
         if not files and not io_errors:
             print("gguf-construct check: no .gguf files found", file=sys.stderr)
