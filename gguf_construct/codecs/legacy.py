@@ -480,6 +480,10 @@ def _fast_x0(name: str, nmax: int):
         iv = _finite_inverse(d)
         if iv is None:
             return False
+        if nmax == 16:  # Q5_0: the fifth bits, from the same values in block order
+            v = np.multiply(x.reshape(-1), np.repeat(iv, QK))
+            v += bias
+            _put_qh(out, v)
         np.multiply(xt, iv, out=xt)
         xt += bias  # in [0, 2*nmax + 0.5]: truncation is the C conversion
         q = xt.astype(np.uint8)
@@ -501,6 +505,11 @@ def _fast_x1(name: str, nmax: int):
         iv = _finite_inverse(d)
         if iv is None or not bool(np.isfinite(d).all()):
             return False
+        if cap is None:  # Q5_1: the fifth bits, from the same values in block order
+            v = np.subtract(x.reshape(-1), np.repeat(mn, QK))
+            v *= np.repeat(iv, QK)
+            v += _F(0.5)
+            _put_qh(out, v)
         np.subtract(xt, mn, out=xt)
         xt *= iv
         xt += _F(0.5)  # in [0.5, nmax + 0.5]
@@ -513,29 +522,25 @@ def _fast_x1(name: str, nmax: int):
 
 
 def _store_nibbles(qt: np.ndarray, out: np.ndarray, d: np.ndarray, m) -> None:
-    """Write transposed quants qt (32, c) uint8 (< 32) and the scales into the blocks ``out``."""
+    """Write transposed quants qt (32, c) uint8 (< 32; qh already written for the 5-bit types) and the scales
+    into the blocks ``out``."""
     lo = qt[:16] & np.uint8(15) if "qh" in out.dtype.names else qt[:16]
     qs = lo | (qt[16:] << np.uint8(4))
     out["qs"] = qs.T
-    if "qh" in out.dtype.names:
-        out["qh"] = _qh_words(qt)
     out["d"] = fp32_to_fp16(d)
     if m is not None:
         out["m"] = fp32_to_fp16(m)
 
 
-_BIT4 = np.uint64(0x1010101010101010)
-_GATHER_BITS = np.uint64(0x0102040810204080)  # bit 0 of byte k -> bit 56 + k (no carries: checked on all bytes)
+_SIXTEEN = _F(16.0)
 
 
-def _qh_words(qt: np.ndarray) -> np.ndarray:
-    """The little-endian qh words (bit j = bit 4 of quant j) of transposed quants qt (32, c) uint8."""
-    words = np.ascontiguousarray(qt.T).view(np.uint64)  # (c, 4): 8 quants per word, one per byte
-    words &= _BIT4
-    words >>= np.uint64(4)
-    words *= _GATHER_BITS
-    words >>= np.uint64(56)
-    return words.astype(np.uint8).view("<u4").reshape(-1)
+def _put_qh(out: np.ndarray, v: np.ndarray) -> None:
+    """qh of the 5-bit types from the values ``v`` (flat, block order) whose truncation gives the quants:
+    bit j of a block's qh is ``q_j >= 16``, i.e. ``v_j >= 16`` (packed along the contiguous axis: no transposing
+    of the uint8 quants, which numpy does slowly)."""
+    bits = (v >= _SIXTEEN).reshape(-1, QK)
+    out["qh"] = np.packbits(bits, axis=1, bitorder="little").view("<u4").reshape(-1)
 
 
 def _fast_q8(with_sum: bool):
