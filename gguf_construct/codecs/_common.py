@@ -42,7 +42,7 @@ __all__ = [
     "F32_ZERO", "FLT_MAX",
     "fp16_to_fp32", "fp32_to_fp16", "fp16_bits", "bf16_to_fp32", "fp32_to_bf16",
     "nearest_int", "c_float_to_int32", "roundf", "seq_sum", "c_row_max", "first_abs_max", "f32",
-    "DECODE_CHUNK_VALUES", "decode_chunks", "output_array", "put_field", "block_bytes", "byte_runs", "gather_runs", "low_nibbles",
+    "DECODE_CHUNK_VALUES", "decode_chunks", "output_array", "block_bytes", "byte_runs", "gather_runs", "low_nibbles",
     "high_nibbles", "spread_runs", "scale_groups",
 ]
 
@@ -315,23 +315,6 @@ def decode_chunks(n_blocks: int, block_size: int, values: int = DECODE_CHUNK_VAL
 def output_array(out: np.ndarray | None, n_blocks: int, block_size: int) -> np.ndarray:
     """A decoder's float32 result: ``out`` (the caller's C-contiguous (n_blocks, block_size) array) or a new one."""
     return np.empty((n_blocks, block_size), dtype=np.float32) if out is None else out
-
-
-def put_field(blocks: np.ndarray, name: str, values: np.ndarray) -> None:
-    """``blocks[name] = values`` for a contiguous 1-D structured block array, moving each block's field as one
-    opaque item when ``values`` already has the field's dtype and byte order (several times faster than numpy's
-    field assignment, which converts element by element); otherwise by plain assignment."""
-    dtype, offset = blocks.dtype.fields[name][:2]
-    size = dtype.itemsize
-    values = np.asarray(values)
-    base = dtype.base
-    if (blocks.flags.c_contiguous and values.dtype == base and values.size * base.itemsize == blocks.shape[0] * size
-            and (base.byteorder in ("=", "|") or base.isnative)):
-        src = np.ascontiguousarray(values).view(np.uint8).reshape(blocks.shape[0], size)
-        dst = blocks.view(np.uint8).reshape(blocks.shape[0], blocks.dtype.itemsize)[:, offset:offset + size]
-        np.copyto(dst.view(f"V{size}"), src.view(f"V{size}"))
-    else:
-        blocks[name] = values.reshape(blocks[name].shape)
 
 
 def block_bytes(blocks: np.ndarray) -> np.ndarray:
