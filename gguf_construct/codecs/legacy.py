@@ -414,21 +414,22 @@ def _make_qkx3_quants(x: np.ndarray, nmax: int, w: np.ndarray, rmin=-0.9, rdelta
 
 
 # ------------------------------------------------------------------------------ no-imatrix fast encoders
-# The reference quantizers run per chunk of ENCODE_CHUNK_BLOCKS blocks (256 KiB of input, so the temporaries
+# The reference quantizers run per chunk of ENCODE_CHUNK_BLOCKS blocks (512 KiB of input, so the temporaries
 # stay in L2).  A chunk is first transposed to (32, c): the per-block reductions then become 31 contiguous
 # vector operations instead of a ufunc inner-loop call per block, and the per-block scales broadcast along
 # contiguous rows.  The fast path only runs on chunks without NaN/Inf whose inverse scales are finite; there the
 # C conversions need no wrap-around or NaN handling (every scaled value lies well inside the int8 range), so
 # they are plain truncating casts.  Any other chunk takes the general (exact) path above.
 
-ENCODE_CHUNK_BLOCKS = 2048
+ENCODE_CHUNK_BLOCKS = 4096
 _HALF_DOWN = np.uint32(np.float32(0.49999997).view(np.uint32))  # nextafterf(0.5f, 0)
 _SIGN = np.uint32(0x80000000)
 
 
 def _encode_chunked(name: str, x: np.ndarray, fast, slow) -> np.ndarray:
     """Blocks of ``name`` for x (n, 32): ``fast(xt, x, out)`` per chunk (xt the transposed chunk), which returns
-    False to leave the chunk to ``slow(x) -> blocks``."""
+    False -- for any NaN or Inf in the chunk, seen in its per-block reductions -- to leave the chunk to
+    ``slow(x) -> blocks``."""
     n = x.shape[0]
     out = np.empty(n, dtype=block_dtype(name))
     for s in range(0, n, ENCODE_CHUNK_BLOCKS):
@@ -436,10 +437,15 @@ def _encode_chunked(name: str, x: np.ndarray, fast, slow) -> np.ndarray:
         oc = out[s:s + ENCODE_CHUNK_BLOCKS]
         xt = xc.T.copy()  # always a copy: the fast paths work in it in place
         with np.errstate(invalid="ignore", over="ignore"):
-            finite = bool(np.isfinite(np.sum(xt)))
-        if not (finite and fast(xt, xc, oc)):
+            done = fast(xt, xc, oc)
+        if not done:
             oc[...] = slow(xc)
     return out
+
+
+def _all_finite(*arrays: np.ndarray) -> bool:
+    """No NaN or Inf in any of the (per-block reduced) arrays: a max/min propagates NaNs and keeps infinities."""
+    return all(bool(np.isfinite(a).all()) for a in arrays)
 
 
 def _finite_inverse(d: np.ndarray):
@@ -448,11 +454,9 @@ def _finite_inverse(d: np.ndarray):
     return iv if bool(np.isfinite(iv).all()) else None
 
 
-def _signed_extreme(xt: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """:func:`first_abs_max`'s ``max`` for finite blocks (columns of ``xt``): the element of largest magnitude,
-    the first one when both signs reach it (resolved on the few such blocks only)."""
-    mx = xt.max(axis=0)
-    mn = xt.min(axis=0)
+def _signed_extreme(x: np.ndarray, mx: np.ndarray, mn: np.ndarray) -> np.ndarray:
+    """:func:`first_abs_max`'s ``max`` for finite blocks (rows of ``x``) with maxima ``mx`` and minima ``mn``: the
+    element of largest magnitude, the first one when both signs reach it (resolved on the few such blocks only)."""
     neg = -mn > mx
     val = np.where(neg, mn, mx)
     tie = mx == -mn
@@ -476,7 +480,10 @@ def _fast_x0(name: str, nmax: int):
     bias, cap = _F(nmax + 0.5), np.uint8(2 * nmax - 1)
 
     def fast(xt, x, out):
-        d = _signed_extreme(xt, x) / _F(-nmax)
+        mx, mn = xt.max(axis=0), xt.min(axis=0)
+        if not _all_finite(mx, mn):
+            return False
+        d = _signed_extreme(x, mx, mn) / _F(-nmax)
         iv = _finite_inverse(d)
         if iv is None:
             return False
@@ -500,6 +507,8 @@ def _fast_x1(name: str, nmax: int):
     def fast(xt, x, out):
         mn = _fold_finite(xt, x, np.min)
         mx = _fold_finite(xt, x, np.max)
+        if not _all_finite(mx, mn):
+            return False
         with np.errstate(over="ignore"):
             d = (mx - mn) / _F(nmax)
         iv = _finite_inverse(d)
@@ -551,6 +560,8 @@ def _fast_q8(with_sum: bool):
 
     def fast(xt, x, out):
         d = np.abs(xt, out=xt).max(axis=0) / _F(127.0)
+        if not _all_finite(d):
+            return False
         iv = _finite_inverse(d)
         if iv is None:
             return False
