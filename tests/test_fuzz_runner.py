@@ -158,3 +158,23 @@ def test_cli_against_gguf_py(tmp_path, capsys):
                str(tmp_path), "--no-minimize"])
     out = capsys.readouterr().out
     assert rc in (0, 1) and "false accepts" in out and (tmp_path / "summary.json").exists()
+
+
+def test_ggml_target_needs_a_library(tmp_path):
+    with pytest.raises(ValueError, match="libggml-base"):
+        make_target(f"ggml:{tmp_path / 'missing.so'}")
+
+
+_GGML_LIB = os.environ.get("GGUF_CONSTRUCT_GGML_LIB")
+
+
+@pytest.mark.skipif(not _GGML_LIB, reason="set GGUF_CONSTRUCT_GGML_LIB to a libggml-base to run ggml's reader")
+def test_ggml_target_agrees_with_the_ggml_profile(tmp_path, capsys):
+    """ggml's own reader against the ggml profile: no false accepts or rejects on seeded files (aborts inside ggml
+    and embedded-NUL strings are ggml's own findings)."""
+    rc = main(["fuzz", "--target", f"ggml:{_GGML_LIB}", "--profile", "ggml", "--count", "200", "--seed", "5",
+               "--out", str(tmp_path), "--no-minimize"])
+    capsys.readouterr()
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert rc in (0, 1)
+    assert summary["per_class"].get("false_accept", 0) == 0 and summary["per_class"].get("false_reject", 0) == 0

@@ -60,7 +60,7 @@ def add_cli(subparsers) -> None:
                                           "where it disagrees with the spec (false accepts/rejects, crashes, "
                                           "hangs, wrong values), with minimised reproducers.")
     p.add_argument("--target", required=True,
-                   help="gguf-py | cmd:'PROGRAM ARGS {file}' | python:module:function")
+                   help="gguf-py | ggml:LIBGGML_BASE_SO | cmd:'PROGRAM ARGS {file}' | python:module:function")
     p.add_argument("--count", type=int, default=1000, help="files to generate (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="random seed (runs are reproducible)")
     p.add_argument("--profile", choices=("spec", "ggml"), default="spec",

@@ -124,16 +124,18 @@ class CmdTarget(Target):
 class PythonTarget(Target):
     """A ``module:function`` run in a persistent worker subprocess (restarted after a crash or a hang)."""
 
-    def __init__(self, spec: str, timeout: float = 10.0, memory: int = DEFAULT_MEMORY, name: str | None = None):
+    def __init__(self, spec: str, timeout: float = 10.0, memory: int = DEFAULT_MEMORY, name: str | None = None,
+                 env: dict[str, str] | None = None):
         self.name = name or f"python:{spec}"
         self.spec = spec
+        self.extra_env = dict(env or {})
         self.timeout = timeout
         self.memory = memory
         self.proc: subprocess.Popen | None = None
         self.restarts = 0
 
     def _start(self) -> None:
-        env = dict(os.environ)
+        env = dict(os.environ, **self.extra_env)
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = os.pathsep.join([root, os.getcwd()] + [p for p in env.get("PYTHONPATH", "").split(
             os.pathsep) if p])
@@ -200,18 +202,27 @@ class PythonTarget(Target):
 
 
 def make_target(spec: str, *, timeout: float = 10.0, memory: int = DEFAULT_MEMORY) -> Target:
-    """A target from its command-line form: ``gguf-py``, ``cmd:TEMPLATE`` or ``python:module:function``."""
+    """A target from its command-line form: ``gguf-py``, ``ggml:LIBRARY``, ``cmd:TEMPLATE`` or
+    ``python:module:function``."""
     if spec == "gguf-py":
         try:
             import gguf  # noqa: F401
         except ImportError as exc:
             raise ValueError("target gguf-py needs the official gguf package (pip install gguf)") from exc
         return PythonTarget("gguf_construct.fuzzing.targets:gguf_py_reader", timeout, memory, name="gguf-py")
+    if spec.startswith("ggml:"):
+        from .ggml_target import LIB_ENV
+
+        lib = os.path.abspath(spec[5:])
+        if not os.path.isfile(lib):
+            raise ValueError(f"target ggml: no library at {lib} (give the path of libggml-base)")
+        return PythonTarget("gguf_construct.fuzzing.ggml_target:ggml_reader", timeout, memory, name="ggml",
+                            env={LIB_ENV: lib})
     if spec.startswith("cmd:"):
         return CmdTarget(spec[4:], timeout, memory)
     if spec.startswith("python:"):
         return PythonTarget(spec[7:], timeout, memory)
-    raise ValueError(f"unknown target {spec!r}: use gguf-py, cmd:TEMPLATE or python:module:function")
+    raise ValueError(f"unknown target {spec!r}: use gguf-py, ggml:LIBRARY, cmd:TEMPLATE or python:module:function")
 
 
 # -- the gguf-py adapter ---------------------------------------------------------------------------------------
