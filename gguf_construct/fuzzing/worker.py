@@ -4,7 +4,8 @@ Started by :class:`gguf_construct.fuzzing.targets.PythonTarget` as
 ``python -m gguf_construct.fuzzing.worker MODULE:FUNCTION MEMORY_BYTES``.  Reads one path per line on stdin and
 answers each with one JSON line (after one ``{"status": "ready"}`` line once the target is imported) on its
 original stdout: ``{"status": "accept", "summary": {...}}``, ``{"status": "reject", "error": "..."}`` (the
-function raised ValueError or a subclass) or ``{"status": "crash", "error": "..."}`` (any other exception).  The target's own prints go to stderr.
+function raised ValueError or a subclass) or ``{"status": "crash", "error": "..."}`` (any other exception).
+The target's own prints go to stderr.
 """
 
 from __future__ import annotations
