@@ -1,5 +1,6 @@
 """The differential runner: targets, oracle comparison, classification, minimisation, reports, CLI."""
 
+import importlib.util
 import json
 import os
 import sys
@@ -152,7 +153,7 @@ def test_unknown_target_is_a_usage_error(capsys):
         make_target("rust:thing")
 
 
-@pytest.mark.skipif(pytest.importorskip("gguf", reason="gguf-py not installed") is None, reason="")
+@pytest.mark.skipif(importlib.util.find_spec("gguf") is None, reason="gguf-py not installed")
 def test_cli_against_gguf_py(tmp_path, capsys):
     rc = main(["fuzz", "--target", "gguf-py", "--count", "40", "--seed", "3", "--timeout", "2", "--out",
                str(tmp_path), "--no-minimize"])
