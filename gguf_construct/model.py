@@ -28,7 +28,6 @@ DEFAULT_ALIGNMENT: int = structs.container_spec()["layout"]["alignment"]["defaul
 ALIGNMENT_KEY: str = structs.container_spec()["layout"]["alignment"]["key"]
 MAX_DIMS = 4
 _COPY_CHUNK = 16 << 20
-_DECODE_CHUNK_VALUES = 1 << 18  # values per chunk for decoders without ``out``: their temporaries stay small
 
 
 def tensor_nbytes(ggml_type: int, shape: Iterable[int]) -> int:
@@ -90,14 +89,7 @@ class Tensor:
                             "dimension makes it empty, the others still overflow numpy's index range)",
                             path=f"{self.info_path}.dimensions" if self.info_path else "", rule="TI-DIM-ZERO")
         out = np.empty((n_blocks, t.block_size), dtype=first.dtype)
-        if codecs.decodes_into(t.id):  # the decoder chunks internally and writes straight into out
-            codecs.decode_blocks(t.id, raw, byte_order=self.byte_order, out=out)
-        else:
-            step = max(1, _DECODE_CHUNK_VALUES // t.block_size)
-            for b0 in range(0, n_blocks, step):
-                b1 = min(n_blocks, b0 + step)
-                codecs.decode_blocks(t.id, raw[b0 * t.type_size:b1 * t.type_size], byte_order=self.byte_order,
-                                     out=out[b0:b1])
+        codecs.decode_blocks(t.id, raw, byte_order=self.byte_order, out=out)  # in chunks, straight into out
         return out.reshape(tuple(reversed(self.shape)) if self.shape else ())
 
 

@@ -138,7 +138,7 @@ def test_quantized_tensor_added_and_decoded(version, order):
 
 @pytest.mark.parametrize("type_name", ["Q4_K", "Q8_0", "IQ2_XS", "TQ1_0", "BF16"])
 def test_tensor_numpy_peak_memory_is_the_output_plus_a_little(tmp_path, type_name):
-    """Tensor.numpy() of a 16 MiB-output tensor: decoders that write into the output (decodes_into) and those
+    """Tensor.numpy() of a 16 MiB-output tensor: decoders that write into the output and those
     decoded chunk by chunk both stay within the output plus a few MiB, and give dequantize's values."""
     from gguf_construct import codecs
 

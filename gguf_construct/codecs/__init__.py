@@ -7,7 +7,8 @@ Each tensor type in ``spec/tensor_types`` names a codec module (``codec: legacy`
   (fields as declared in the spec, any byte order: numpy reads the values correctly) and the result has shape
   ``(n_blocks, block_size)``: float32 for quantized and float types, the type's own dtype for F64 and integers.
   A decoder that works through the blocks in chunks takes ``out=`` (a C-contiguous float32 array of that shape)
-  and writes straight into it, so that decoding a whole tensor needs no memory beyond its output;
+  and writes straight into it; :func:`decode_blocks` feeds the others chunk by chunk, so that decoding a whole
+  tensor into a given output needs little memory beyond it;
 * ``encode_<name>(rows, imatrix) -> ndarray`` where ``rows`` is float32 of shape ``(n_rows, n_per_row)`` with
   ``n_per_row`` a multiple of the block size and ``imatrix`` is ``None`` or float32 ``(n_per_row,)``; the
   result is a structured array of little-endian blocks, ``n_rows * n_per_row // block_size`` long, in row order.
@@ -26,6 +27,7 @@ from typing import Callable, Union
 import numpy as np
 
 from .. import spec as _spec
+from ._common import decode_chunks
 
 TypeLike = Union[int, str, "object"]
 
@@ -101,21 +103,20 @@ def swap_blocks(ggml_type: TypeLike, raw, from_order: str, to_order: str) -> byt
 
 @functools.lru_cache(maxsize=None)
 def _writes_into(type_id: int) -> bool:
+    """The decoder takes ``out=`` and fills it chunk by chunk itself."""
     decode = _codec_function(type_id, "decode")
     return decode is not None and "out" in inspect.signature(decode).parameters
 
 
-def decodes_into(ggml_type: TypeLike) -> bool:
-    """True when the decoder of ``ggml_type`` writes chunk by chunk into a given output (see :func:`decode_blocks`):
-    a whole tensor then decodes with no temporary as large as the output."""
-    return _writes_into(type_spec(ggml_type).id)
+_OUT_CHUNK_VALUES = 1 << 18  # values per call of a decoder without ``out``: its temporaries stay small
 
 
 def decode_blocks(ggml_type: TypeLike, raw, *, byte_order: str = "little", out: np.ndarray | None = None) -> np.ndarray:
     """Decode whole blocks to an array of shape ``(n_blocks, block_size)``.
 
-    ``out``: a C-contiguous array of that shape and the decoded dtype to write into (returned); the decoder fills
-    it directly when :func:`decodes_into` says so, else its result is copied there.
+    ``out``: a C-contiguous array of that shape and the decoded dtype to write into (returned).  Decoders that
+    take ``out`` fill it directly; the others decode chunks of about 256K values whose results are copied there,
+    so the memory needed beyond ``out`` stays small either way.
     """
     t = type_spec(ggml_type)
     decode = _codec_function(t.id, "decode")
@@ -133,7 +134,8 @@ def decode_blocks(ggml_type: TypeLike, raw, *, byte_order: str = "little", out: 
         if out.dtype != np.float32:
             raise ValueError(f"{t.name} decodes to float32, out is {out.dtype}")
         return decode(blocks, out=out)
-    out[...] = decode(blocks)
+    for s, e in decode_chunks(blocks.shape[0], t.block_size, _OUT_CHUNK_VALUES):
+        out[s:e] = decode(blocks[s:e])
     return out
 
 
