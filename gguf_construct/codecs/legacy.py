@@ -487,7 +487,7 @@ def _fast_x0(name: str, nmax: int):
         iv = _finite_inverse(d)
         if iv is None:
             return False
-        if nmax == 16:  # Q5_0: the fifth bits, from the same values in block order
+        if "qh" in out.dtype.names:  # Q5_0: the fifth bits, from the same values in block order
             v = np.multiply(x.reshape(-1), np.repeat(iv, QK))
             v += bias
             _put_qh(out, v)
@@ -512,9 +512,9 @@ def _fast_x1(name: str, nmax: int):
         with np.errstate(over="ignore"):
             d = (mx - mn) / _F(nmax)
         iv = _finite_inverse(d)
-        if iv is None or not bool(np.isfinite(d).all()):
+        if iv is None or not _all_finite(d):  # max - min can overflow
             return False
-        if cap is None:  # Q5_1: the fifth bits, from the same values in block order
+        if "qh" in out.dtype.names:  # Q5_1: the fifth bits, from the same values in block order
             v = np.subtract(x.reshape(-1), np.repeat(mn, QK))
             v *= np.repeat(iv, QK)
             v += _F(0.5)
