@@ -20,23 +20,16 @@ from typing import Any
 import numpy as np
 
 from ..enums import GGUFValueType
+from ..values import numpy_dtype_of
 
 __all__ = ["LIB_ENV", "ggml_reader"]
 
 LIB_ENV = "GGUF_CONSTRUCT_GGML_LIB"
 
-_SCALARS = {  # gguf_type -> (getter suffix, ctypes result type)
-    GGUFValueType.UINT8: ("u8", ctypes.c_uint8), GGUFValueType.INT8: ("i8", ctypes.c_int8),
-    GGUFValueType.UINT16: ("u16", ctypes.c_uint16), GGUFValueType.INT16: ("i16", ctypes.c_int16),
-    GGUFValueType.UINT32: ("u32", ctypes.c_uint32), GGUFValueType.INT32: ("i32", ctypes.c_int32),
-    GGUFValueType.FLOAT32: ("f32", ctypes.c_float), GGUFValueType.UINT64: ("u64", ctypes.c_uint64),
-    GGUFValueType.INT64: ("i64", ctypes.c_int64), GGUFValueType.FLOAT64: ("f64", ctypes.c_double),
-    GGUFValueType.BOOL: ("bool", ctypes.c_bool),
-}
-_ARRAY_DTYPES = {GGUFValueType.UINT8: "u1", GGUFValueType.INT8: "i1", GGUFValueType.UINT16: "u2",
-                 GGUFValueType.INT16: "i2", GGUFValueType.UINT32: "u4", GGUFValueType.INT32: "i4",
-                 GGUFValueType.FLOAT32: "f4", GGUFValueType.UINT64: "u8", GGUFValueType.INT64: "i8",
-                 GGUFValueType.FLOAT64: "f8", GGUFValueType.BOOL: "u1"}
+# the numeric value types (their encodings from the spec) and ggml's getter for each: gguf_get_val_u8, ..._f32, ...
+_NUMERIC = {vt: numpy_dtype_of(vt) for vt in GGUFValueType if numpy_dtype_of(vt) is not None}
+_GETTERS = {vt: "gguf_get_val_" + ("bool" if dt.kind == "b" else f"{dt.kind}{8 * dt.itemsize}")
+            for vt, dt in _NUMERIC.items()}
 
 
 class _Params(ctypes.Structure):
@@ -60,8 +53,8 @@ def _library() -> ctypes.CDLL:
         "gguf_get_tensor_name": (ctypes.c_char_p, [ctx_p, i64]), "gguf_get_tensor_type": (ctypes.c_int, [ctx_p, i64]),
         "gguf_get_tensor_offset": (size, [ctx_p, i64]),
     }
-    for suffix, ctype in _SCALARS.values():
-        signatures[f"gguf_get_val_{suffix}"] = (ctype, [ctx_p, i64])
+    for vt, getter in _GETTERS.items():
+        signatures[getter] = (np.ctypeslib.as_ctypes_type(_NUMERIC[vt]), [ctx_p, i64])
     for name, (restype, argtypes) in signatures.items():
         fn = getattr(lib, name)
         fn.restype, fn.argtypes = restype, argtypes
@@ -73,18 +66,19 @@ def _value(lib: ctypes.CDLL, ctx: int, i: int) -> dict[str, Any]:
     if vtype == GGUFValueType.STRING:
         return {"type": "STRING", "value": lib.gguf_get_val_str(ctx, i).decode("utf-8", "surrogateescape")}
     if vtype != GGUFValueType.ARRAY:
-        suffix, _ = _SCALARS[vtype]
-        return {"type": vtype.name, "value": getattr(lib, f"gguf_get_val_{suffix}")(ctx, i)}
+        return {"type": vtype.name, "value": getattr(lib, _GETTERS[vtype])(ctx, i)}
     item = GGUFValueType(lib.gguf_get_arr_type(ctx, i))
     n = lib.gguf_get_arr_n(ctx, i)
     entry: dict[str, Any] = {"type": "ARRAY", "item_type": item.name, "length": n}
     if item == GGUFValueType.STRING:
         entry["value"] = [lib.gguf_get_arr_str(ctx, i, j).decode("utf-8", "surrogateescape") for j in range(n)]
-    elif item in _ARRAY_DTYPES:
-        dtype = np.dtype(_ARRAY_DTYPES[item])
+    elif item in _NUMERIC:
+        dtype = _NUMERIC[item]
         data = ctypes.string_at(lib.gguf_get_arr_data(ctx, i), n * dtype.itemsize) if n else b""
-        values = np.frombuffer(data, dtype=dtype)
-        entry["value"] = (values != 0).tolist() if item == GGUFValueType.BOOL else values.tolist()
+        if dtype.kind == "b":  # any nonzero byte reads as true
+            entry["value"] = (np.frombuffer(data, dtype=np.uint8) != 0).tolist()
+        else:
+            entry["value"] = np.frombuffer(data, dtype=dtype).tolist()
     return entry
 
 

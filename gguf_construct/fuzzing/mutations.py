@@ -37,7 +37,8 @@ class Pick:
     kind with :meth:`aimed` (or :meth:`kind`), which keeps to the options aimed at a wanted rule.
     """
 
-    wanted: frozenset | None = None
+    def __init__(self, wanted: Sequence[str] | None = None):
+        self.wanted = None if wanted is None else frozenset(wanted)
 
     def aimed(self, options: Sequence, rules_of: Callable[[Any], Iterable[str]]):
         """One of ``options``; when rules are wanted, one whose ``rules_of(option)`` has a wanted rule (if any
@@ -67,8 +68,8 @@ class RandomPick(Pick):
     """Choices from a :class:`random.Random`."""
 
     def __init__(self, rng: random.Random, wanted: Sequence[str] | None = None):
+        super().__init__(wanted)
         self.rng = rng
-        self.wanted = None if wanted is None else frozenset(wanted)
 
     def choice(self, seq: Sequence):
         """One element of ``seq``."""
@@ -85,9 +86,9 @@ class HypothesisPick(Pick):
     def __init__(self, draw, wanted: Sequence[str] | None = None):
         from hypothesis import strategies as st
 
+        super().__init__(wanted)
         self.draw = draw
         self.st = st
-        self.wanted = None if wanted is None else frozenset(wanted)
 
     def choice(self, seq: Sequence):
         """One element of ``seq``."""
