@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from .errors import GGUFError
@@ -100,11 +101,13 @@ def main(argv: list[str] | None = None) -> int:
     except GGUFError as exc:
         print(f"gguf-construct: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader (e.g. `| head`) went away: not an error; keep Python's exit quiet too
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except OSError as exc:
         print(f"gguf-construct: {exc}", file=sys.stderr)
         return 2
-    except BrokenPipeError:  # pragma: no cover
-        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

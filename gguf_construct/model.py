@@ -192,6 +192,7 @@ class GGUFFile:
         directory = os.path.dirname(os.path.abspath(path))
         fd, tmp = tempfile.mkstemp(prefix=".gguf-", suffix=".tmp", dir=directory)
         try:
+            os.chmod(tmp, _mode_for(path))
             with os.fdopen(fd, "wb") as fh:
                 self.write_to(fh)
                 fh.flush()
@@ -482,3 +483,14 @@ def _fill_tensors(gguf: GGUFFile, head: RawHead, buf) -> None:
     gguf._orig = {"head_end": head.end, "data_start": data_start, "alignment": alignment,
                   "byte_order": head.byte_order,
                   "infos": [(t.name, t.shape, int(t.ggml_type), t.offset) for t in tensors]}
+
+
+def _mode_for(path: str) -> int:
+    """The mode a written file gets: the existing file's (an in-place rewrite keeps it), else what a plain
+    ``open(path, "w")`` would give under the current umask (mkstemp's own 0600 would hide the file from others)."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask

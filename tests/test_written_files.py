@@ -1,0 +1,47 @@
+"""Files we write get a normal mode, and piping the CLI into a closed reader is quiet."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+
+import gguf_construct as g
+
+
+def _small_file() -> g.GGUFFile:
+    f = g.GGUFFile.new(version=3, byte_order="little")
+    f.metadata.set("general.architecture", "llama", "STRING")
+    return f
+
+
+def test_new_file_gets_the_umask_mode(tmp_path):
+    old = os.umask(0o022)
+    try:
+        path = tmp_path / "new.gguf"
+        _small_file().save(path)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o644
+
+
+def test_in_place_rewrite_keeps_the_mode(tmp_path):
+    path = tmp_path / "m.gguf"
+    _small_file().save(path)
+    os.chmod(path, 0o640)
+    f = g.load(path)
+    f.metadata["general.name"] = "x"
+    f.save(path)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o640
+
+
+def test_broken_pipe_is_silent(tmp_path):
+    path = tmp_path / "m.gguf"
+    f = _small_file()
+    for i in range(3000):
+        f.metadata.set(f"test.key_{i}", "value " * 20, "STRING")
+    f.save(path)
+    proc = subprocess.run(f"{sys.executable} -m gguf_construct dump {path} | head -1", shell=True,
+                          capture_output=True, text=True, cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert proc.stderr == ""
