@@ -49,6 +49,7 @@ def run(out=print, directory: str | None = None) -> bool:
     ok = True
     with tempfile.TemporaryDirectory(prefix="gguf-construct-demo-") as tmp:
         directory = directory or tmp
+        os.makedirs(directory, exist_ok=True)
         for version, byte_order in structs.each_family():
             gguf = example_file(version, byte_order)
             path = os.path.join(directory, f"demo-v{version}-{byte_order}.gguf")

@@ -31,6 +31,14 @@ LlamaFileType = enum.IntEnum("LlamaFileType", _file_type_members(), module=__nam
 LlamaFileType.__doc__ = "llama.cpp's llama_ftype, stored in general.file_type (spec/file_types.yaml)."
 
 
+def _name_as_str(self) -> str:
+    return self.name
+
+
+for _enum in (GGUFValueType, GGMLType, LlamaFileType):  # str() gives the name (IntEnum would print the number)
+    _enum.__str__ = _name_as_str  # type: ignore[method-assign]
+
+
 def ggml_type_or_none(value: int) -> "GGMLType | None":
     """The GGMLType member for an id, or None for ids ggml never defined."""
     try:

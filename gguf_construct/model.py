@@ -334,9 +334,13 @@ def _swap_copy(out: BinaryIO, t: Tensor, src_order: str, dst_order: str) -> None
 
 
 def _as_ggml_type(value) -> GGMLType:
-    if isinstance(value, str):
-        return GGMLType[value.upper()]
-    return GGMLType(int(value))
+    try:
+        if isinstance(value, str):
+            return GGMLType[value.upper()]
+        return GGMLType(int(value))
+    except (KeyError, ValueError, TypeError):
+        raise ValueError(f"unknown ggml type {value!r}; the types are: "
+                         + ", ".join(t.name for t in GGMLType)) from None
 
 
 def _default_type(dtype: np.dtype) -> GGMLType:

@@ -45,3 +45,34 @@ def test_broken_pipe_is_silent(tmp_path):
     proc = subprocess.run(f"{sys.executable} -m gguf_construct dump {path} | head -1", shell=True,
                           capture_output=True, text=True, cwd=os.path.dirname(os.path.dirname(__file__)))
     assert proc.stderr == ""
+
+
+def test_unknown_ggml_type_names_the_types():
+    import numpy as np
+    import pytest
+
+    f = _small_file()
+    with pytest.raises(ValueError, match="unknown ggml type 'Q4_Z'.*Q4_K"):
+        f.add_tensor("w", np.zeros((2, 32), np.float32), ggml_type="Q4_Z")
+
+
+def test_enum_str_is_the_name():
+    assert str(g.GGUFValueType(4)) == "UINT32"
+
+
+def test_demo_out_creates_its_folder(tmp_path):
+    from gguf_construct.demo import run
+
+    target = tmp_path / "new" / "dir"
+    assert run(out=lambda *a, **k: None, directory=str(target))
+    assert any(target.glob("*.gguf"))
+
+
+def test_version_flag(capsys):
+    import pytest
+    from gguf_construct.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.startswith("gguf-construct ")
