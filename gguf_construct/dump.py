@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ._text import printable
 from .enums import GGUFValueType
 from .model import GGUFFile
 from .values import GGUFValue
@@ -78,24 +79,24 @@ def _text_value(entry: dict) -> str:
 def render_text(summary: dict) -> str:
     """Human-readable dump of :func:`file_summary` output."""
     lines = [
-        f"file:       {summary['file'] or '<memory>'}",
+        f"file:       {printable(summary['file']) if summary['file'] else '<memory>'}",
         f"version:    {summary['version']}",
         f"byte order: {summary['byte_order']}",
         f"alignment:  {summary['alignment']}",
         f"metadata:   {len(summary['metadata'])} keys",
     ]
-    width = max((len(m["key"]) for m in summary["metadata"]), default=0)
+    width = max((len(printable(m["key"])) for m in summary["metadata"]), default=0)
     for m in summary["metadata"]:
         vtype = m["type"] if m["type"] != "ARRAY" else f"ARRAY[{m['item_type']}]"
         text = _text_value(m)
         if len(text) > 160:
             text = text[:157] + "..."
-        lines.append(f"  {m['key']:<{width}}  {vtype:<16} {text}")
+        lines.append(f"  {printable(m['key']):<{width}}  {vtype:<16} {printable(text)}")
     lines.append(f"tensors:    {len(summary['tensors'])}")
     if summary["tensors"]:
-        nw = max(len(t["name"]) for t in summary["tensors"])
+        nw = max(len(printable(t["name"])) for t in summary["tensors"])
         lines.append(f"  {'name':<{nw}}  {'type':<8} {'shape':<24} {'offset':>14} {'bytes':>14}")
         for t in summary["tensors"]:
-            lines.append(f"  {t['name']:<{nw}}  {t['type']:<8} {str(t['shape']):<24} {t['offset']:>14} "
+            lines.append(f"  {printable(t['name']):<{nw}}  {t['type']:<8} {str(t['shape']):<24} {t['offset']:>14} "
                          f"{t['nbytes']:>14}")
     return "\n".join(lines)

@@ -76,3 +76,16 @@ def test_version_flag(capsys):
         main(["--version"])
     assert exc.value.code == 0
     assert capsys.readouterr().out.startswith("gguf-construct ")
+
+
+def test_dump_text_escapes_control_characters():
+    import numpy as np
+
+    from gguf_construct.dump import file_summary, render_text
+
+    f = _small_file()
+    f.metadata.set("evil.\x1b[31mRED\x1b[0m\rkey", "v\x07", "STRING")
+    f.add_tensor("t\x1b[2J\x07", np.zeros(32, np.float32))
+    text = render_text(file_summary(g.load(f.to_bytes())))
+    assert "\x1b" not in text and "\r" not in text and "\x07" not in text
+    assert "evil.\\x1b[31mRED" in text and "t\\x1b[2J\\x07" in text
