@@ -98,12 +98,11 @@ class Unreadable(Exception):
     """The construct is outside the subset."""
 
 
-class ExprParser:
-    """Parse one C++ expression from a token list, starting at ``pos``; ``names`` maps identifiers (enum constants,
-    LLM_KV_*, LLM_TENSOR_*) to replacement Python text."""
+class _Cursor:
+    """A position in a token list."""
 
-    def __init__(self, toks: list[Tok], pos: int, rename):
-        self.t, self.i, self.rename = toks, pos, rename
+    t: list[Tok]
+    i: int
 
     def peek(self, k: int = 0) -> Tok | None:
         j = self.i + k
@@ -115,6 +114,14 @@ class ExprParser:
             raise Unreadable(f"expected {text!r}, got {tok.text if tok else 'end'!r}")
         self.i += 1
         return tok
+
+
+class ExprParser(_Cursor):
+    """Parse one C++ expression from a token list, starting at ``pos``; ``names`` maps identifiers (enum constants,
+    LLM_KV_*, LLM_TENSOR_*) to replacement Python text."""
+
+    def __init__(self, toks: list[Tok], pos: int, rename):
+        self.t, self.i, self.rename = toks, pos, rename
 
     def expr(self, min_prec: int = 0) -> str:
         left = self.unary()
@@ -284,22 +291,11 @@ _DECL_START = _TYPE_WORDS | {"std", "static", "constexpr", "struct", "enum"}
 _SKIP_CALLS = ("LLAMA_LOG_", "GGML_UNUSED", "GGML_LOG_")
 
 
-class StmtParser:
+class StmtParser(_Cursor):
     """Parse a function body into statement dicts."""
 
     def __init__(self, toks: list[Tok], rename):
         self.t, self.i, self.rename = toks, 0, rename
-
-    def peek(self, k: int = 0) -> Tok | None:
-        j = self.i + k
-        return self.t[j] if j < len(self.t) else None
-
-    def take(self, text: str | None = None) -> Tok:
-        tok = self.peek()
-        if tok is None or (text is not None and tok.text != text):
-            raise Unreadable(f"expected {text!r}, got {tok.text if tok else 'end'!r}")
-        self.i += 1
-        return tok
 
     def expr(self) -> str:
         p = ExprParser(self.t, self.i, self.rename)
