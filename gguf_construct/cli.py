@@ -7,6 +7,7 @@ import json
 import os
 import sys
 
+from . import __version__
 from .errors import GGUFError
 
 __all__ = ["main", "write_json"]
@@ -58,13 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the command line (one sub-command per job)."""
     parser = argparse.ArgumentParser(prog="gguf-construct",
                                      description="GGUF files from a declarative spec: dump, convert, check.")
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        own_version = version("gguf-construct")
-    except PackageNotFoundError:  # running from a source tree that is not installed
-        own_version = "unknown (not installed)"
-    parser.add_argument("--version", action="version", version=f"%(prog)s {own_version}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("dump", help="show header, metadata and tensor table")

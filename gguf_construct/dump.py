@@ -85,18 +85,20 @@ def render_text(summary: dict) -> str:
         f"alignment:  {summary['alignment']}",
         f"metadata:   {len(summary['metadata'])} keys",
     ]
-    width = max((len(printable(m["key"])) for m in summary["metadata"]), default=0)
-    for m in summary["metadata"]:
+    keys = [printable(m["key"]) for m in summary["metadata"]]
+    width = max(map(len, keys), default=0)
+    for key, m in zip(keys, summary["metadata"]):
         vtype = m["type"] if m["type"] != "ARRAY" else f"ARRAY[{m['item_type']}]"
-        text = _text_value(m)
+        text = _text_value(m)  # strings are repr()'d, which already escapes every non-printable character
         if len(text) > 160:
             text = text[:157] + "..."
-        lines.append(f"  {printable(m['key']):<{width}}  {vtype:<16} {printable(text)}")
+        lines.append(f"  {key:<{width}}  {vtype:<16} {text}")
     lines.append(f"tensors:    {len(summary['tensors'])}")
     if summary["tensors"]:
-        nw = max(len(printable(t["name"])) for t in summary["tensors"])
+        names = [printable(t["name"]) for t in summary["tensors"]]
+        nw = max(map(len, names))
         lines.append(f"  {'name':<{nw}}  {'type':<8} {'shape':<24} {'offset':>14} {'bytes':>14}")
-        for t in summary["tensors"]:
-            lines.append(f"  {printable(t['name']):<{nw}}  {t['type']:<8} {str(t['shape']):<24} {t['offset']:>14} "
+        for name, t in zip(names, summary["tensors"]):
+            lines.append(f"  {name:<{nw}}  {t['type']:<8} {str(t['shape']):<24} {t['offset']:>14} "
                          f"{t['nbytes']:>14}")
     return "\n".join(lines)

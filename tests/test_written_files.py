@@ -89,3 +89,4 @@ def test_dump_text_escapes_control_characters():
     text = render_text(file_summary(g.load(f.to_bytes())))
     assert "\x1b" not in text and "\r" not in text and "\x07" not in text
     assert "evil.\\x1b[31mRED" in text and "t\\x1b[2J\\x07" in text
+    assert "'v\\x07'" in text  # a value is escaped once (by repr), not twice
