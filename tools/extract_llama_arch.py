@@ -72,6 +72,24 @@ def defines(src: str) -> dict[str, int]:
     return {k: int(v) for k, v in re.findall(r"^#define\s+(\w+)\s+(\d+)\b", src, re.M)}
 
 
+def static_int_constants(src: str) -> dict[str, int]:
+    """``static const int NAME = N;`` and ``= 1 << N;`` members (the loader's tensor flags)."""
+    out = {}
+    for name, base, shift in re.findall(r"static\s+const\s+int\s+(\w+)\s*=\s*(\d+)(?:\s*<<\s*(\d+))?\s*;", src):
+        out[name] = int(base) << int(shift or 0)
+    return out
+
+
+def arch_traits(arch_cpp: str) -> dict[str, list[str]]:
+    """``bool llm_arch_is_<trait>(arch)`` switches: architecture enum -> the traits it returns true for."""
+    out: dict[str, list[str]] = {}
+    for trait, body in re.findall(r"bool\s+llm_arch_is_(\w+)\s*\([^)]*\)\s*\{(.*?)\n\}", arch_cpp, re.S):
+        true_block = body.split("return true")[0]
+        for enum in re.findall(r"case\s+(LLM_ARCH_\w+)\s*:", true_block):
+            out.setdefault(enum, []).append(trait)
+    return out
+
+
 def struct_fields(src: str, struct: str) -> dict[str, dict]:
     """Fields of ``struct NAME { ... };``: C type, array length and default (as text)."""
     m = re.search(r"struct\s+" + struct + r"\s*\{(.*?)\n\};", src, re.S)
@@ -180,6 +198,7 @@ def main(argv=None) -> int:
     for text in (llama_h, hparams_h, loader_h, model_h, (root / "src/llama-arch.h").read_text()):
         constants.update(defines(text))
         constants.update(enum_values(strip_comments(text)))
+        constants.update(static_int_constants(strip_comments(text)))
     constants = {k: v for k, v in constants.items()
                  if not k.startswith(("LLM_KV_", "LLM_TENSOR_", "LLM_ARCH_", "LLM_TYPE_"))}
 
@@ -254,6 +273,8 @@ def main(argv=None) -> int:
                 return None, None
         return None, None
 
+    traits = arch_traits(strip_comments(arch_cpp))
+
     args.out.mkdir(parents=True, exist_ok=True)
     head = HEADER.format(source=args.source)
     dump = dict(sort_keys=False, allow_unicode=True, width=120, default_flow_style=None)
@@ -264,6 +285,8 @@ def main(argv=None) -> int:
             continue
         cls = class_of.get(enum)
         entry: dict = {"id": name, "enum": enum, "class": cls}
+        if traits.get(enum):
+            entry["traits"] = traits[enum]
         if cls is None:
             entry["loadable"] = False
         else:

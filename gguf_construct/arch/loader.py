@@ -1,0 +1,716 @@
+"""llama.cpp's model loader, replayed from the spec over a file's metadata and tensor infos.
+
+:func:`plan_load` follows the loader's order -- architecture, hyperparameters (generic, then the architecture's),
+vocabulary, tensors, tensor count -- with the semantics of ``llama_model_loader`` (exact key types, array rules,
+tensor shape comparison over four dimensions, the flags of ``create_tensor``), and returns a :class:`LoadPlan`:
+every problem found (the first one is where llama.cpp stops), the keys read, the tensors expected.  It reads only
+the values it is given; no byte of the file is touched here.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from ..spec import tensor_types
+from .interp import UNKNOWN, Fatal, Frame, Interpreter, Struct, normalize_ctype
+from .programs import Architecture, architecture, loader, model_spec
+
+__all__ = ["MetaValue", "TensorMeta", "Problem", "ExpectedTensor", "LoadPlan", "plan_load", "file_kind"]
+
+
+@dataclass(frozen=True)
+class MetaValue:
+    """One metadata value as the loader sees it: GGUF type name, element type name for arrays, the value."""
+
+    type: str
+    value: Any
+    item_type: str | None = None
+
+    def __len__(self) -> int:
+        return len(self.value) if self.type == "ARRAY" else 0
+
+
+@dataclass(frozen=True)
+class TensorMeta:
+    """A tensor info: name, ``ne`` (ggml order, as stored) and ggml type id."""
+
+    name: str
+    ne: tuple[int, ...]
+    type: int
+
+    @property
+    def ne4(self) -> tuple[int, ...]:
+        return tuple(self.ne) + (1,) * (4 - len(self.ne))
+
+
+@dataclass
+class Problem:
+    """One reason llama.cpp would refuse the file.  ``code`` names the model rule (without ``MODEL-``)."""
+
+    code: str
+    message: str
+    key: str | None = None
+    tensor: str | None = None
+    expected: Any = None
+    got: Any = None
+    phase: str = ""
+
+
+@dataclass
+class ExpectedTensor:
+    """A tensor the loader asks for: its shape (ggml order; UNKNOWN entries where not computable) and flags."""
+
+    name: str
+    ne: tuple
+    flags: int
+    required: bool
+    certain: bool
+
+
+@dataclass
+class LoadPlan:
+    """What the replayed load found."""
+
+    arch: str | None
+    kind: str
+    problems: list[Problem] = field(default_factory=list)
+    keys_read: dict[str, str] = field(default_factory=dict)
+    expected: dict[str, ExpectedTensor] = field(default_factory=dict)
+    used: dict[str, int] = field(default_factory=dict)
+    possible: set[str] = field(default_factory=set)
+    n_vocab: int | None = None
+    approximations: list[str] = field(default_factory=list)
+    hparams: Any = None
+
+    @property
+    def loads(self) -> bool:
+        """True when no problem was found."""
+        return not self.problems
+
+
+def file_kind(meta: Mapping[str, MetaValue], n_tensors: int) -> str:
+    """What the file is (``model``, ``vocab``, ``adapter``, ``imatrix``): ``general.type``, else ``vocab`` for a
+    file without tensors, else ``model``."""
+    kinds = model_spec()["file_kinds"]
+    v = meta.get("general.type")
+    if v is not None and v.type == "STRING" and v.value in kinds["kinds"]:
+        return str(v.value)
+    if any(k.startswith("imatrix.") for k in meta):
+        return "imatrix"
+    return "vocab" if n_tensors == 0 else kinds["default"]
+
+
+# ------------------------------------------------------------------------------------------------------------
+# hyperparameters
+# ------------------------------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=None)
+def _fields() -> dict[str, dict]:
+    return loader()["hparams_fields"]
+
+
+def _literal(text: Any, constants: Mapping[str, int]) -> Any:
+    if text is None:
+        return 0
+    if isinstance(text, (int, float, bool)):
+        return text
+    t = str(text).strip()
+    if t in ("true", "false"):
+        return t == "true"
+    if t in constants:
+        return constants[t]
+    if t in ("INFINITY", "-INFINITY"):
+        return -math.inf if t.startswith("-") else math.inf
+    m = re.fullmatch(r"(-?\d+\.\d*(?:e-?\d+)?)f?", t)
+    if m:
+        return float(m.group(1))
+    if re.fullmatch(r"-?\d+", t):
+        return int(t)
+    return 0
+
+
+class Hparams:
+    """``llama_hparams``: every field value-initialised or set to its declared default; methods from the spec."""
+
+    def __init__(self, interp: Interpreter, constants: Mapping[str, int]):
+        object.__setattr__(self, "_interp", interp)
+        subs: dict[str, Struct] = {}
+        for name, f in _fields().items():
+            if "." in name:
+                sub, member = name.split(".", 1)
+                obj = subs.setdefault(sub, Struct())
+                object.__setattr__(obj, member, _literal(f.get("default"), constants))
+                continue
+            if "array" in f:
+                n = _literal(f["array"], constants)
+                value = [_literal(f.get("default"), constants)] * int(n)
+            else:
+                value = _literal(f.get("default"), constants)
+            object.__setattr__(self, name, value)
+        for sub, obj in subs.items():
+            object.__setattr__(self, sub, obj)
+
+    def __getattr__(self, name: str) -> Any:
+        fn = loader()["functions"].get(f"hparams.{name}")
+        if fn is None:
+            raise AttributeError(name)
+        interp = self._interp
+
+        def method(*args: Any) -> Any:
+            return interp.call(fn["body"], self, _bind(fn, args, interp, self))
+        return method
+
+
+def _bind(fn: dict, args: tuple, interp: Interpreter, owner: Any) -> dict[str, Any]:
+    params = fn.get("params") or []
+    bound = dict(zip(params, args))
+    for p in params[len(args):]:
+        bound[p] = interp.eval(str(fn.get("defaults", {}).get(p, "0")), Frame(owner))
+    return bound
+
+
+def field_ctype(name: str) -> tuple[str, str | None]:
+    """C type of an hparams field and the container (``std::array``) when it is an array."""
+    f = _fields().get(name)
+    if f is None:
+        return "", None
+    return normalize_ctype(f.get("type", "")), ("std::array" if "array" in f else None)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# the loader's metadata accessors
+# ------------------------------------------------------------------------------------------------------------
+
+
+class Ref:
+    """A variable passed by reference to ``get_key``: where to store, and its C type."""
+
+    def __init__(self, obj: Any, name: Any, subscript: bool = False):
+        self.obj, self.name, self.subscript = obj, name, subscript
+        self.ctype, self.container, self.n_max = "", None, None
+        if subscript:
+            return
+        if isinstance(obj, Frame):
+            f = obj.find(name)
+            if f is not None:
+                self.ctype = f.types.get(name, "")
+            elif isinstance(obj.owner, Hparams):
+                self.ctype, self.container = field_ctype(name)
+        elif isinstance(obj, Hparams):
+            self.ctype, self.container = field_ctype(name)
+        m = re.fullmatch(r"std::(array|vector)<([^,>]+)(?:,([^>]+))?>", self.ctype)
+        if m:
+            self.container, self.ctype = f"std::{m.group(1)}", m.group(2)
+        if self.container == "std::array":
+            current = self.get()
+            self.n_max = len(current) if isinstance(current, list) else None
+
+    def get(self) -> Any:
+        if self.subscript:
+            return self.obj[self.name]
+        if isinstance(self.obj, Frame):
+            f = self.obj.find(self.name)
+            return f.values[self.name] if f is not None else getattr(self.obj.owner, self.name, None)
+        return getattr(self.obj, self.name, None)
+
+    def set(self, value: Any) -> None:
+        if self.subscript:
+            self.obj[self.name] = value
+        elif isinstance(self.obj, Frame):
+            f = self.obj.find(self.name)
+            if f is not None:
+                f.values[self.name] = value
+            else:
+                object.__setattr__(self.obj.owner, self.name, value)
+        else:
+            object.__setattr__(self.obj, self.name, value)
+
+
+def _convert(item_type: str, value: Any) -> Any:
+    if item_type == "BOOL":
+        return bool(value)
+    if item_type in ("FLOAT32", "FLOAT64"):
+        return float(value)
+    if item_type == "STRING":
+        return value if isinstance(value, str) else bytes(value).decode("utf-8", "replace")
+    return int(value)
+
+
+class MetaReader:
+    """``ml``: the accessors of ``llama_model_loader`` over the file's metadata and tensor infos."""
+
+    def __init__(self, arch: str, meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta],
+                 plan: LoadPlan, interp: Interpreter):
+        self.arch, self.meta, self.tensors, self.plan, self.interp = arch, meta, tensors, plan, interp
+        self.types = model_spec()["key_types"]
+
+    def _key(self, key: str) -> str:
+        return key.replace("{arch}", self.arch)
+
+    def _fail(self, code: str, message: str, key: str, **detail: Any) -> bool:
+        if self.interp.uncertain:
+            return False
+        raise Fatal(code, message, key=key, **detail)
+
+    def _read(self, key: str, ref: Any, required: bool) -> MetaValue | None:
+        self.plan.keys_read.setdefault(key, getattr(ref, "ctype", "") or "")
+        v = self.meta.get(key)
+        if v is None and required:
+            self._fail("KEY-MISSING", f"key not found in model: {key}", key)
+        return v
+
+    def get_arch(self) -> str:
+        return self.arch
+
+    def get_key(self, key: str, ref: Any, required: bool = True) -> bool:
+        key = self._key(key)
+        v = self._read(key, ref, required)
+        if v is None:
+            return False
+        if not isinstance(ref, Ref):
+            return True
+        if isinstance(ref.get(), Struct):  # an enum read through a struct-less path: accept as the spec says
+            return True
+        want = self.types["scalar"].get(ref.ctype)
+        if want is not None and v.type != want:
+            return self._fail("KEY-TYPE", f"key {key} has wrong type {v.type} but expected type {want}", key,
+                              expected=want, got=v.type)
+        if v.type == "ARRAY":
+            ref.set(list(v.value))
+        else:
+            ref.set(_convert(v.type, v.value) if v.type != "STRING" else v.value)
+        return True
+
+    def get_key_or_arr(self, key: str, ref: Any, n: Any = None, required: bool = True) -> bool:
+        key = self._key(key)
+        if isinstance(n, bool):  # the three-argument overload get_key_or_arr(kid, uint32_t &, required)
+            n, required = None, n
+        v = self._read(key, ref, required)
+        if v is None:
+            return False
+        if n is None or not isinstance(ref, Ref) or ref.container is None:
+            if v.type == "ARRAY":
+                return self._fail("KEY-TYPE", f"expected scalar, found array for key: {key}", key,
+                                  expected="scalar", got="ARRAY") if required else False
+            return self.get_key(key, ref, required)
+        if n is UNKNOWN:
+            return True
+        if ref.n_max is not None and n > ref.n_max:
+            return self._fail("HPARAM-RANGE", f"n > N_MAX: {n} > {ref.n_max} for key {key}", key)
+        if v.type == "ARRAY":
+            if len(v) != n:
+                return self._fail("KEY-TYPE", f"key {key} has wrong array length; expected {n}, got {len(v)}", key,
+                                  expected=n, got=len(v))
+            return self.get_arr(key, ref, required)
+        want = self.types["scalar"].get(ref.ctype)
+        if want is not None and v.type != want:
+            return self._fail("KEY-TYPE", f"key {key} has wrong type {v.type} but expected type {want}", key,
+                              expected=want, got=v.type)
+        target = ref.get()
+        if isinstance(target, list):
+            for i in range(min(int(n), len(target))):
+                target[i] = _convert(v.type, v.value)
+        return True
+
+    def get_arr(self, key: str, ref: Any, required: bool = True) -> bool:
+        key = self._key(key)
+        v = self._read(key, ref, False)
+        if v is None or v.type != "ARRAY":
+            if required:
+                self._fail("KEY-MISSING", f"array key not found in model: {key}", key)
+            return False
+        if v.item_type not in self.types["array_any"]:
+            return self._fail("KEY-TYPE", f"{key} is not a string/float32/uint32/int32/uint64 array", key,
+                              expected="array", got=v.item_type)
+        if isinstance(ref, Ref) and not ref.container and isinstance(ref.get(), list):
+            ref.set(CxxVector(_convert(v.item_type, x) for x in v.value))
+        elif isinstance(ref, Ref) and ref.container:
+            accepted = self.types["array_elements"].get(ref.container, {}).get(ref.ctype)
+            if accepted is not None and v.item_type not in accepted:
+                return self._fail("KEY-TYPE", f"{key} has wrong array element type {v.item_type}", key,
+                                  expected=accepted, got=v.item_type)
+            if ref.container == "std::array" and ref.n_max is not None and len(v) > ref.n_max:
+                return self._fail("HPARAM-RANGE",
+                                  f"array length {len(v)} for key {key} exceeds max {ref.n_max}", key)
+            target = ref.get()
+            values = [_convert(v.item_type, x) for x in v.value]
+            if isinstance(target, list) and ref.container == "std::array":
+                target[:len(values)] = values
+            else:
+                ref.set(CxxVector(values))
+        return True
+
+    def get_arr_n(self, key: str, ref: Any, required: bool = True) -> bool:
+        key = self._key(key)
+        v = self._read(key, ref, required)
+        if v is None:
+            return False
+        if v.type != "ARRAY":
+            return self._fail("KEY-TYPE", f"key {key} has wrong type {v.type} but expected type ARRAY", key,
+                              expected="ARRAY", got=v.type)
+        if isinstance(ref, Ref):
+            ref.set(len(v))
+        return True
+
+    def get_tensor_meta(self, name: Any) -> TensorMeta | None:
+        return self.tensors.get(str(name))
+
+    get_weight = get_tensor_meta
+
+
+class TensorName(str):
+    """``tn(...)``: a tensor name with the ``str()``/``c_str()`` of LLM_TN_IMPL."""
+
+    def str(self) -> "TensorName":  # noqa: A003 - the C++ name
+        return self
+
+    c_str = str
+
+
+def _tn(pattern: str, suffix: Any = None, bid: Any = None, xid: Any = None) -> Any:
+    if isinstance(suffix, int) and not isinstance(suffix, bool):  # tn(NAME, bid) without suffix
+        suffix, bid, xid = None, suffix, bid
+    if any(a is UNKNOWN for a in (bid, xid, suffix)):
+        return UNKNOWN
+    args = tuple(a for a in (bid, xid) if a is not None)
+    try:
+        name = pattern % args if args else pattern
+    except TypeError:
+        name = pattern
+    return TensorName(f"{name}.{suffix}" if suffix else name)
+
+
+class Model(Struct):
+    """``llama_model``: tensor members start null; ``layers`` sized by the block count."""
+
+
+class CxxVector(list):
+    """A ``std::vector`` with the members the spec's expressions call."""
+
+    def empty(self) -> bool:
+        return not self
+
+    def size(self) -> int:
+        return len(self)
+
+    def clear(self) -> None:  # noqa: D102
+        del self[:]
+
+
+# ------------------------------------------------------------------------------------------------------------
+# the whole load
+# ------------------------------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=None)
+def _nested_members() -> frozenset:
+    text = repr(loader()) + "".join(repr(a.tensors) for a in _all_architectures())
+    return frozenset(re.findall(r"layer\.(\w+)\.\w+", text))
+
+
+def _all_architectures() -> Iterable[Architecture]:
+    from .programs import architectures
+    return architectures().values()
+
+
+@functools.lru_cache(maxsize=None)
+def _ggml_type_ids() -> dict[str, int]:
+    return {f"GGML_TYPE_{t.name}": t.id for t in tensor_types()}
+
+
+def plan_load(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], *, vocab_only: bool | None = None,
+              n_tensors: int | None = None) -> LoadPlan:
+    """Replay llama.cpp's model load over ``meta`` (key -> :class:`MetaValue`) and ``tensors`` (name ->
+    :class:`TensorMeta`).  ``vocab_only`` defaults to what the file is (:func:`file_kind`)."""
+    n_file_tensors = len(tensors) if n_tensors is None else n_tensors
+    kind = file_kind(meta, n_file_tensors)
+    if vocab_only is None:
+        vocab_only = kind == "vocab"
+    arch_value = meta.get(model_spec()["architecture_key"])
+    plan = LoadPlan(arch=None, kind=kind)
+    if kind in ("adapter", "imatrix"):
+        return plan
+    if arch_value is None:
+        plan.problems.append(Problem("KEY-MISSING", "key not found in model: general.architecture",
+                                     key="general.architecture", phase="arch"))
+        return plan
+    if arch_value.type != "STRING":
+        plan.problems.append(Problem("KEY-TYPE", f"key general.architecture has wrong type {arch_value.type} but "
+                                     "expected type STRING", key="general.architecture", expected="STRING",
+                                     got=arch_value.type, phase="arch"))
+        return plan
+    name = str(arch_value.value)
+    plan.arch = name
+    arch = architecture(name)
+    if arch is None or not arch.loadable:
+        plan.problems.append(Problem("ARCH-UNKNOWN", f"unknown model architecture: '{name}'",
+                                     key="general.architecture", got=name, phase="arch"))
+        return plan
+
+    constants = dict(loader()["constants"])
+    constants.update(loader()["tensor_flags"])
+    interp = Interpreter({})
+    hparams = Hparams(interp, constants)
+    object.__setattr__(hparams, "vocab_only", bool(vocab_only))
+    plan.hparams = hparams
+    ml = MetaReader(name, meta, tensors, plan, interp)
+    model = Model(_nested_members())
+    vocab = Struct()
+    model.hparams, model.vocab, model.arch, model.layers = hparams, vocab, name, []
+    model.classifier_labels = CxxVector()
+    state = _TensorState(plan, tensors, interp, constants)
+    g = interp.globals
+    g.update(constants)
+    g.update(_ggml_type_ids())
+    g.update({
+        "True": True, "False": False, "None": None, "hparams": hparams, "ml": ml, "arch": name, "vocab": vocab,
+        "tn": _tn, "create_tensor": state.create_tensor, "int": _c_int, "float": float, "str": str,
+        "max": _c_max, "min": _c_min, "abs": abs, "powf": math.pow, "sqrtf": math.sqrt, "std": _Std,
+        "LLAMA_TOKEN_NULL": -1, "INT32_MAX": 2**31 - 1,
+        "_div": _div, "_mod": _mod, "_ref": Ref,
+        "llama_rope_scaling_type_from_string": _rope_scaling_type(constants),
+        "llm_arch_is_recurrent": lambda a: "recurrent" in (_arch_traits(a)),
+        "llm_arch_is_hybrid": lambda a: "hybrid" in (_arch_traits(a)),
+        "load_arch_hparams": lambda _ml: interp.run(arch.hparams, Frame(model)),
+        "load_arch_tensors": lambda _ml: interp.run(arch.tensors, Frame(model)),
+    })
+    for fname, fn in loader()["functions"].items():
+        if not fname.startswith("hparams."):
+            g[fname] = _function(fn, interp, model)
+    g["__statement__"] = lambda text, frame: _statement(text, frame, interp)
+
+    phase = "hparams"
+    try:
+        interp.run(loader()["load_hparams"], Frame(model))
+        phase = "vocab"
+        plan.n_vocab = _load_vocab(meta, ml, name, vocab, plan, interp)
+        if not vocab_only:
+            phase = "tensors"
+            n_layer_all = hparams.n_layer_all
+            if not isinstance(n_layer_all, int):
+                raise Fatal("HPARAM-RANGE", "block count unknown")
+            model.layers = [Struct(_nested_members()) for _ in range(n_layer_all)]
+            frame = Frame(model)
+            _statement("LLAMA_LOAD_LOCALS", frame, interp)
+            interp.run(loader()["load_tensors"], frame)
+            state.done(n_file_tensors)
+    except Fatal as f:
+        detail = dict(f.detail)
+        plan.problems.append(Problem(_code(f), f.message, key=detail.get("key"), tensor=detail.get("tensor"),
+                                     expected=detail.get("expected"), got=detail.get("got"), phase=phase))
+    plan.approximations = interp.approximations
+    return plan
+
+
+def _code(f: Fatal) -> str:
+    return {"ASSERT": "HPARAM-RANGE", "FAIL": "HPARAM-RANGE", "LOOP": "HPARAM-RANGE"}.get(f.code, f.code)
+
+
+def _arch_traits(name: Any) -> list:
+    from .programs import architectures
+    a = architectures().get(str(name))
+    return list(getattr(a, "traits", []) or []) if a else []
+
+
+def _statement(text: str, frame: Frame, interp: Interpreter) -> bool:
+    if text == "LLAMA_LOAD_LOCALS":
+        for s in loader()["locals"]:
+            interp.step(s, frame)
+        return True
+    return False
+
+
+def _function(fn: dict, interp: Interpreter, model: Model):
+    def call(*args: Any) -> Any:
+        return interp.call(fn["body"], model, _bind(fn, args, interp, model))
+    return call
+
+
+def _div(a: Any, b: Any) -> Any:
+    from .programs import c_div
+    return c_div(a, b)
+
+
+def _mod(a: Any, b: Any) -> Any:
+    from .programs import c_mod
+    return c_mod(a, b)
+
+
+def _c_int(x: Any) -> Any:
+    return x if x is UNKNOWN else int(x)
+
+
+def _c_max(*xs: Any) -> Any:
+    return UNKNOWN if any(x is UNKNOWN for x in xs) else max(xs)
+
+
+def _c_min(*xs: Any) -> Any:
+    return UNKNOWN if any(x is UNKNOWN for x in xs) else min(xs)
+
+
+class _Std:
+    sqrt = staticmethod(math.sqrt)
+    max = staticmethod(_c_max)
+    min = staticmethod(_c_min)
+
+
+def _rope_scaling_type(constants: Mapping[str, int]):
+    names = {"none": "NONE", "linear": "LINEAR", "yarn": "YARN", "longrope": "LONGROPE"}
+
+    def parse(text: Any) -> int:
+        key = names.get(str(text))
+        return constants[f"LLAMA_ROPE_SCALING_TYPE_{key}"] if key else constants["LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED"]
+    return parse
+
+
+class _TensorState:
+    """``create_tensor`` and ``done_getting_tensors``: what is asked for, what was found, what was counted."""
+
+    def __init__(self, plan: LoadPlan, tensors: Mapping[str, TensorMeta], interp: Interpreter,
+                 constants: Mapping[str, int]):
+        self.plan, self.tensors, self.interp = plan, tensors, interp
+        self.NOT_REQUIRED = constants["TENSOR_NOT_REQUIRED"]
+        self.DUPLICATED = constants["TENSOR_DUPLICATED"]
+        self.SKIP = constants["TENSOR_SKIP"]
+        self.ALLOW_RESHAPE = constants["TENSOR_ALLOW_RESHAPE"]
+        self.n_created = 0
+
+    def create_tensor(self, name: Any, ne: Any, flags: Any = 0) -> Any:
+        if name is UNKNOWN:
+            self.interp.note("tensor with an unknown name")
+            return UNKNOWN
+        name = str(name)
+        certain = not self.interp.uncertain and flags is not UNKNOWN
+        flags = 0 if flags is UNKNOWN else int(flags)
+        ne = tuple(ne) if isinstance(ne, (list, tuple)) else (UNKNOWN,)
+        required = certain and not flags & self.NOT_REQUIRED
+        meta = self.tensors.get(name)
+        prev = self.plan.expected.get(name)
+        if prev is None or (certain and not prev.certain):
+            self.plan.expected[name] = ExpectedTensor(name, ne, flags, required, certain)
+        if meta is None:
+            if required:
+                self.plan.problems.append(Problem("TENSOR-MISSING", f"tensor '{name}' not found", tensor=name,
+                                                  expected=_shape_text(ne), phase="tensors"))
+            return None
+        if not certain:
+            self.plan.possible.add(name)
+            return meta
+        if all(isinstance(d, int) for d in ne):
+            if flags & self.ALLOW_RESHAPE:
+                ok = math.prod(ne) == math.prod(meta.ne4)
+            else:
+                ok = len(ne) <= 4 and tuple(ne) + (1,) * (4 - len(ne)) == meta.ne4
+            if not ok and not any(p.tensor == name for p in self.plan.problems):
+                self.plan.problems.append(Problem(
+                    "TENSOR-SHAPE", f"tensor '{name}' has wrong shape; expected {_shape_text(ne)}, got "
+                    f"{_shape_text(meta.ne4)}", tensor=name, expected=_shape_text(ne), got=_shape_text(meta.ne4),
+                    phase="tensors"))
+        else:
+            self.interp.note(f"shape of {name} not computable")
+            self.plan.possible.add(name)
+        if not flags & self.DUPLICATED:
+            self.plan.used[name] = self.plan.used.get(name, 0) + 1
+            self.n_created += 1
+        if flags & self.SKIP:
+            return None
+        return meta
+
+    def done(self, n_tensors: int) -> None:
+        if self.plan.problems:
+            return
+        if self.n_created > n_tensors:
+            raise Fatal("TENSOR-COUNT", f"too many tensors created; expected {n_tensors}, got {self.n_created}",
+                        expected=n_tensors, got=self.n_created)
+        unused = [n for n in self.tensors if n not in self.plan.used and n not in self.plan.possible]
+        if self.n_created < n_tensors and unused:
+            for n in unused:
+                self.plan.problems.append(Problem(
+                    "TENSOR-UNUSED", f"tensor '{n}' is not used by the {self.plan.arch} loader (llama.cpp: wrong "
+                    f"number of tensors; expected {n_tensors}, got {self.n_created})", tensor=n,
+                    expected=n_tensors, got=self.n_created, phase="tensors"))
+
+
+def _shape_text(ne: Iterable) -> str:
+    """llama.cpp's llama_format_tensor_shape: ``5, 4096`` padded to width 5 per dimension."""
+    return ", ".join(f"{d:5d}" if isinstance(d, int) else "?" for d in ne)
+
+
+def _load_vocab(meta: Mapping[str, MetaValue], ml: MetaReader, arch: str, vocab: Struct, plan: LoadPlan,
+                interp: Interpreter) -> int:
+    """llama_vocab::impl::load: the checks that make it throw; returns the number of tokens."""
+    spec = model_spec()["vocab"]
+    typed = spec["typed_keys"]
+    for key in (spec["model_key"], spec["pre_key"], "tokenizer.ggml.token_type_count"):
+        _typed_key(ml, key, typed[key], required=key == spec["model_key"])
+    model_name = meta[spec["model_key"]].value
+    pre = meta.get(spec["pre_key"])
+    pre_name = pre.value if pre is not None else ""
+    n_token_types = meta.get("tokenizer.ggml.token_type_count")
+    object.__setattr__(vocab, "n_token_types", lambda: int(n_token_types.value) if n_token_types else 0)
+    model = spec["models"].get(model_name)
+    if model is None:
+        raise Fatal("VOCAB", f"unknown tokenizer: '{model_name}'", key=spec["model_key"], got=model_name)
+    if model["type"] == "NONE":
+        n = 0
+        size = meta.get(f"{arch}.vocab_size")
+        if size is not None:
+            ref = _Slot("uint32_t")
+            ml.get_key("{arch}.vocab_size", ref, False)
+            n = int(ref.value)
+        object.__setattr__(vocab, "n_tokens", lambda: n)
+        return n
+    if model.get("merges") == "required":
+        merges = meta.get(spec["merges_key"])
+        if merges is None and pre_name not in spec["merges_optional_for_pre"]:
+            raise Fatal("VOCAB", "cannot find tokenizer merges in model file", key=spec["merges_key"])
+        if merges is not None and (merges.type != "ARRAY" or merges.item_type != "STRING"):
+            raise Fatal("VOCAB", f"invalid gguf type for {spec['merges_key']}", key=spec["merges_key"])
+    if model["type"] == "BPE" and pre_name and pre_name not in spec["bpe_pre"]:
+        raise Fatal("VOCAB", f"unknown pre-tokenizer type: '{pre_name}'", key=spec["pre_key"], got=pre_name)
+    for key in ("tokenizer.ggml.add_space_prefix", "tokenizer.ggml.remove_extra_whitespaces"):
+        _typed_key(ml, key, typed[key])
+    tokens = meta.get(spec["tokens_key"])
+    if tokens is None:
+        raise Fatal("VOCAB", "cannot find tokenizer vocab in model file", key=spec["tokens_key"])
+    if tokens.type != "ARRAY" or tokens.item_type != "STRING":
+        raise Fatal("VOCAB", f"invalid gguf type for {spec['tokens_key']}", key=spec["tokens_key"])
+    n = len(tokens)
+    for part in ("scores", "token_types"):
+        key, types = spec[part]["key"], spec[part]["element_types"]
+        v = meta.get(key)
+        if v is None:
+            continue
+        if v.type != "ARRAY" or v.item_type not in types:
+            raise Fatal("VOCAB", f"invalid gguf type for {key}", key=key)
+        if len(v) < n:
+            raise Fatal("VOCAB", f"Index out of array bounds for {part.replace('_', '')} ({len(v)} < {n})", key=key,
+                        expected=n, got=len(v))
+    for key, ctype in typed.items():
+        if key.endswith(("_id", "_token")):
+            _typed_key(ml, key, ctype)
+    object.__setattr__(vocab, "n_tokens", lambda: n)
+    return n
+
+
+class _Slot(Ref):
+    """A typed variable for a key the vocabulary reads."""
+
+    def __init__(self, ctype: str):  # noqa: D107 - no object to write into
+        self.obj, self.name, self.subscript = None, None, False
+        self.ctype, self.container, self.n_max, self.value = normalize_ctype(ctype), None, None, None
+
+    def get(self) -> Any:
+        return self.value
+
+    def set(self, value: Any) -> None:
+        self.value = value
+
+
+def _typed_key(ml: MetaReader, key: str, ctype: str, required: bool = False) -> None:
+    ml.get_key(key, _Slot(ctype), required)
