@@ -62,7 +62,7 @@ def test_carrier_draws_no_finding():
 @pytest.mark.parametrize("name", sorted(crafting.BREAKAGES))
 def test_crafted_file_fires_its_rules_and_no_unrelated_error(name, tmp_path, monkeypatch):
     crafted = crafting.craft(name)
-    reports = _run(crafted, tmp_path, monkeypatch=monkeypatch)
+    reports = _run(crafted, tmp_path, profile=crafted.profile, monkeypatch=monkeypatch)
     fired = {f.rule for r in reports for f in r.findings}
     errors = {f.rule for r in reports for f in r.errors()}
     assert crafted.rules <= fired, (crafted.rules - fired, [f for r in reports for f in r.findings])

@@ -234,7 +234,7 @@ class Interpreter:
     # statements -------------------------------------------------------------------------------------------
     def call(self, body: list, owner: Any, args: dict[str, Any], parent: Frame | None = None) -> Any:
         """Run a function body with its parameters bound; its return value (None for void)."""
-        frame = Frame(owner, None, args)
+        frame = Frame(owner, parent, args)
         try:
             self.run(body, frame)
         except _Return as r:

@@ -476,8 +476,8 @@ def plan_load(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], 
         "llama_rope_scaling_type_from_string": _rope_scaling_type(constants),
         "llm_arch_is_recurrent": lambda a: "recurrent" in (_arch_traits(a)),
         "llm_arch_is_hybrid": lambda a: "hybrid" in (_arch_traits(a)),
-        "load_arch_hparams": lambda _ml: interp.run(arch.hparams, Frame(model)),
-        "load_arch_tensors": lambda _ml: interp.run(arch.tensors, Frame(model)),
+        "load_arch_hparams": lambda _ml: interp.call(arch.hparams, model, {}),
+        "load_arch_tensors": lambda _ml: interp.call(arch.tensors, model, {}),
     })
     for fname, fn in loader()["functions"].items():
         if not fname.startswith("hparams."):
@@ -486,7 +486,7 @@ def plan_load(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], 
 
     phase = "hparams"
     try:
-        interp.run(loader()["load_hparams"], Frame(model))
+        interp.call(loader()["load_hparams"], model, {})
         phase = "vocab"
         plan.n_vocab = _load_vocab(meta, ml, name, vocab, plan, interp)
         if not vocab_only:
@@ -497,7 +497,7 @@ def plan_load(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], 
             model.layers = [Struct(_nested_members()) for _ in range(n_layer_all)]
             frame = Frame(model)
             _statement("LLAMA_LOAD_LOCALS", frame, interp)
-            interp.run(loader()["load_tensors"], frame)
+            interp.call(loader()["load_tensors"], model, {}, frame)
             state.done(n_file_tensors)
     except Fatal as f:
         detail = dict(f.detail)
@@ -596,7 +596,7 @@ class _TensorState:
         if meta is None:
             if required:
                 self.plan.problems.append(Problem("TENSOR-MISSING", f"tensor '{name}' not found", tensor=name,
-                                                  expected=_shape_text(ne), phase="tensors"))
+                                                  expected=", ".join(map(str, ne)), phase="tensors"))
             return None
         if not certain:
             self.plan.possible.add(name)
@@ -625,7 +625,7 @@ class _TensorState:
         if self.plan.problems:
             return
         if self.n_created > n_tensors:
-            raise Fatal("TENSOR-COUNT", f"too many tensors created; expected {n_tensors}, got {self.n_created}",
+            raise Fatal("TENSOR-UNUSED", f"too many tensors created; expected {n_tensors}, got {self.n_created}",
                         expected=n_tensors, got=self.n_created)
         unused = [n for n in self.tensors if n not in self.plan.used and n not in self.plan.possible]
         if self.n_created < n_tensors and unused:

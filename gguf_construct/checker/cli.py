@@ -6,6 +6,7 @@ import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
 
+from .rules import PROFILES
 from .core import check, files_under
 from .formats import render_json, render_sarif, render_text
 from .report import Report
@@ -23,8 +24,9 @@ def add_cli(subparsers) -> None:
                                           "byte offset and field path.")
     p.add_argument("paths", nargs="+", metavar="PATH", help="GGUF files or directories (searched for *.gguf)")
     p.add_argument("--format", choices=("text", "json", "sarif"), default="text")
-    p.add_argument("--profile", choices=("spec", "ggml"), default="spec",
-                   help="spec: gguf.md's verdicts (default); ggml: what ggml's reader accepts")
+    p.add_argument("--profile", choices=PROFILES, default="spec",
+                   help="spec: gguf.md's verdicts (default); ggml: what ggml's reader accepts; llama.cpp: what "
+                        "llama.cpp's model loader accepts (container as mmap-ed by llama.cpp, plus the model rules)")
     p.add_argument("--data", action="store_true", help="also look inside tensor data (non-finite values)")
     p.add_argument("--fail-on", choices=("error", "warning"), default="error",
                    help="exit 1 when a finding of this severity or worse exists (default: error)")

@@ -6,10 +6,10 @@ import os
 import traceback
 
 from ..layout import open_source
-from . import container, data, metadata, naming, tensors  # noqa: F401 - importing registers the predicates
+from . import container, data, metadata, model, naming, tensors  # noqa: F401 - importing registers the predicates
 from .report import Finding, Report
 from .shards import set_facts
-from .rules import PROFILES, catalog, format_message, predicates, severity
+from .rules import OFF, PROFILES, catalog, format_message, predicates, severity
 from .walk import Context, base_name, derive_layout, display_name, walk
 
 __all__ = ["check", "check_buffer"]
@@ -52,7 +52,10 @@ def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, 
         report.internal_errors.append("walk: " + traceback.format_exc(limit=3))
     report.version, report.byte_order = ctx.version, ctx.byte_order
     hits = list(ctx.hits)
+    known_rules = catalog()
     for rule_id, fn in predicates():
+        if rule_id in known_rules and severity(rule_id, profile) == OFF:
+            continue
         try:
             hits.extend((rule_id, h) for h in fn(ctx))
         except Exception:  # noqa: BLE001
@@ -62,6 +65,8 @@ def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, 
     for rule_id, h in hits:
         if rule_id not in known:
             report.internal_errors.append(f"unknown rule {rule_id}")
+            continue
+        if severity(rule_id, profile) == OFF:
             continue
         per_rule[rule_id] = per_rule.get(rule_id, 0) + 1
         if per_rule[rule_id] > MAX_FINDINGS_PER_RULE:

@@ -297,7 +297,8 @@ class Crafted:
     """A crafted file: its bytes, the rules expected to fire, and how to check it.
 
     ``files`` (name -> bytes) holds every file of a multi-file case (shard sets); ``file_name`` is the name to
-    give a single file (naming rules); ``data`` asks for ``check(..., data=True)``; ``limits`` are lowered
+    give a single file (naming rules); ``data`` asks for ``check(..., data=True)``; ``profile`` is the profile
+    under which the rules fire (the model rules need ``llama.cpp``); ``limits`` are lowered
     implementation limits (:data:`gguf_construct.checker.container.LIMITS`) without which the rule cannot fire
     in a small file.
     """
@@ -310,6 +311,7 @@ class Crafted:
     check_data: bool = False
     limits: dict = field(default_factory=dict)
     doc: str = ""
+    profile: str = "spec"
 
 
 @dataclass(frozen=True)
@@ -943,3 +945,83 @@ def _(raw):
 def _(raw):
     """general.basename = Other, the file name says Tiny."""
     raw.set("general.basename", "STRING", "Other")
+
+
+# model layer (profile llama.cpp): each starts from the minimal llama model the replayed loader accepts
+def _model(overrides: dict | None = None, edit=None) -> RawFile:
+    from ..arch.synth import minimal_model
+
+    f = minimal_model("llama")
+    for key, (value, vtype) in (overrides or {}).items():
+        if value is None:
+            del f.metadata[key]
+        else:
+            f.metadata.set(key, value, vtype)
+    if edit is not None:
+        edit(f)
+    return RawFile.from_bytes(f.to_bytes())
+
+
+def _model_case(**overrides):
+    def build(raw):
+        return _model(overrides), {"profile": "llama.cpp"}
+    return build
+
+
+def _model_edit(edit):
+    def build(raw):
+        return _model(edit=edit), {"profile": "llama.cpp"}
+    return build
+
+
+def _register(name: str, rules: tuple, doc: str, build) -> None:
+    build.__doc__ = doc
+    _breakage(name, *rules)(build)
+
+
+def _drop_tensor(f, name="blk.0.ffn_up.weight"):
+    f.tensors[:] = [t for t in f.tensors if t.name != name]
+
+
+def _retype_key(f):
+    f.metadata.set("llama.context_length", "64", "STRING")
+
+
+def _halve_q(f):
+    from ..model import Tensor
+
+    t = next(t for t in f.tensors if t.name == "blk.0.attn_q.weight")
+    f.tensors[:] = [x for x in f.tensors if x is not t]
+    f.add_tensor(t.name, bytes(t.nbytes // 2), "F32", shape=(t.shape[0], t.shape[1] // 2))
+
+
+def _extra_tensor(f):
+    f.add_tensor("blk.0.attn_qq.weight", bytes(4 * 64), "F32", shape=(64,))
+
+
+def _bad_name(f):
+    f.add_tensor("my_custom_head.weight", bytes(4 * 64), "F32", shape=(64,))
+
+
+for _name, _rules, _doc, _build in (
+    ("model-arch-unknown", ("MODEL-ARCH-UNKNOWN", "META-ARCH-UNKNOWN"), "general.architecture = tinyarch.",
+     _model_case(**{"general.architecture": ("tinyarch", "STRING")})),
+    ("model-key-missing", ("MODEL-KEY-MISSING",), "llama without llama.embedding_length.",
+     _model_case(**{"llama.embedding_length": (None, None)})),
+    ("model-key-type", ("MODEL-KEY-TYPE", "META-KEY-TYPE"), "llama.context_length stored as a STRING.",
+     _model_edit(_retype_key)),
+    ("model-hparam-range", ("MODEL-HPARAM-RANGE",), "llama.expert_used_count = 3 with no experts.",
+     _model_case(**{"llama.expert_used_count": (3, "UINT32")})),
+    ("model-vocab", ("MODEL-VOCAB",), "tokenizer.ggml.model = sentencepiece, which llama.cpp does not know.",
+     _model_case(**{"tokenizer.ggml.model": ("sentencepiece", "STRING")})),
+    ("model-tensor-missing", ("MODEL-TENSOR-MISSING",), "blk.0.ffn_up.weight removed.", _model_edit(_drop_tensor)),
+    ("model-tensor-shape", ("MODEL-TENSOR-SHAPE",), "blk.0.attn_q.weight with half its columns.",
+     _model_edit(_halve_q)),
+    ("model-tensor-unused", ("MODEL-TENSOR-UNUSED",), "an extra tensor blk.0.attn_qq.weight.",
+     _model_edit(_extra_tensor)),
+    ("model-block-count", ("MODEL-BLOCK-COUNT", "MODEL-TENSOR-MISSING"), "llama.block_count = 3 with blocks 0..1.",
+     _model_case(**{"llama.block_count": (3, "UINT32")})),
+    ("model-tensor-name", ("MODEL-TENSOR-NAME",), "a tensor my_custom_head.weight (an info under spec).",
+     lambda raw: _model(edit=_bad_name)),
+):
+    _register(_name, _rules, _doc, _build)

@@ -15,7 +15,7 @@ __all__ = ["render_text", "render_json", "render_sarif", "FORMATS"]
 
 _ORDER = ("error", "warning", "info")
 _PLURAL = {"error": "errors", "warning": "warnings", "info": "info"}
-_SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+_SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note", "off": "none"}
 
 
 def _where(f: Finding) -> str:
@@ -67,7 +67,7 @@ def _sarif_rule(rule) -> dict:
         "shortDescription": {"text": rule.title},
         "fullDescription": {"text": rule.doc},
         "help": {"text": help_text},
-        "defaultConfiguration": {"level": _SARIF_LEVEL[rule.profiles["spec"]]},
+        "defaultConfiguration": {"level": _SARIF_LEVEL[rule.severity("spec")]},
         "properties": {"profiles": rule.profiles, "c_reader": raw.get("c_reader"), "gguf_py": raw.get("gguf_py")},
     }
 

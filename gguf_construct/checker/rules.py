@@ -14,9 +14,13 @@ from typing import Any, Callable, Iterable, Iterator
 from .. import spec as _spec
 
 __all__ = ["Rule", "Hit", "catalog", "get", "severity", "format_message", "rule", "structural", "predicates",
-           "structural_rules", "across_files", "across_files_rules", "implemented", "PROFILES", "SEVERITY_RANK"]
+           "structural_rules", "across_files", "across_files_rules", "implemented", "PROFILES", "SEVERITY_RANK",
+           "OFF", "PROFILE_FALLBACK"]
 
-PROFILES = ("spec", "ggml")
+PROFILES = ("spec", "ggml", "llama.cpp")
+# a profile a rule does not name takes the verdict of another: llama.cpp reads the container with ggml's reader
+PROFILE_FALLBACK = {"llama.cpp": "ggml"}
+OFF = "off"  # the rule is not checked under that profile
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 
 
@@ -33,7 +37,9 @@ class Rule:
     raw: dict
 
     def severity(self, profile: str = "spec") -> str:
-        """The verdict of this rule under ``profile``."""
+        """The verdict of this rule under ``profile`` (``off``: not checked there)."""
+        while profile not in self.profiles and profile in PROFILE_FALLBACK:
+            profile = PROFILE_FALLBACK[profile]
         return self.profiles[profile]
 
 
@@ -66,8 +72,8 @@ def get(rule_id: str) -> Rule:
 
 
 def severity(rule_id: str, profile: str = "spec") -> str:
-    """Severity of ``rule_id`` under ``profile`` ("spec" or "ggml")."""
-    return catalog()[rule_id].profiles[profile]
+    """Severity of ``rule_id`` under ``profile`` (one of :data:`PROFILES`; ``off`` when not checked there)."""
+    return catalog()[rule_id].severity(profile)
 
 
 class _Params(dict):

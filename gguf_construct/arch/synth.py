@@ -1,0 +1,146 @@
+"""Minimal models of any architecture, found by replaying llama.cpp's loader until it has nothing to ask for.
+
+:func:`minimal_model` starts from the keys every model has, replays the load (:func:`plan_load`), and adds what
+the loader reports missing -- a key with a small value of the type it is read as, the tensors it asks for with
+the shapes it computes -- until the replay finds no problem.  The result is the smallest model the spec says
+llama.cpp will load; a differential test holds that claim against libllama.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .loader import MetaValue, TensorMeta, plan_load
+from .programs import architecture, model_spec
+
+__all__ = ["SynthesisError", "minimal_model", "minimal_model_parts"]
+
+
+class SynthesisError(ValueError):
+    """The replay keeps finding a problem that adding keys and tensors cannot solve."""
+
+
+# small values that satisfy the loader's asserts and divide evenly (embedding 64 = 4 heads x 16)
+SIZES = {"context_length": 64, "embedding_length": 64, "block_count": 2, "feed_forward_length": 128,
+         "attention.head_count": 4, "attention.head_count_kv": 4}
+_BY_SUFFIX = (("expert_used_count", 2), ("expert_count", 4), ("expert_group_used_count", 1),
+              ("expert_group_count", 1), ("head_count", 4), ("key_length", 16), ("value_length", 16),
+              ("conv_kernel", 4), ("inner_size", 128), ("state_size", 16), ("time_step_rank", 8),
+              ("group_count", 1), ("head_size", 16), ("extra_dim", 32), ("sliding_window", 32),
+              ("feed_forward_length", 128), ("block_count", 1), ("length", 64), ("rank", 16), ("step", 1),
+              ("dimension_count", 16), ("size", 16), ("count", 1))
+_CTYPE_GGUF = None
+
+
+def _value_for(key: str, ctype: str) -> tuple[Any, str]:
+    global _CTYPE_GGUF
+    if _CTYPE_GGUF is None:
+        _CTYPE_GGUF = model_spec()["key_types"]["scalar"]
+    gtype = _CTYPE_GGUF.get(ctype, "UINT32")
+    if gtype in ("FLOAT32", "FLOAT64"):
+        return (1e-5 if "eps" in key else 1.0), gtype
+    if gtype == "BOOL":
+        return False, gtype
+    if gtype == "STRING":
+        return "", gtype
+    for suffix, value in _BY_SUFFIX:
+        if key.endswith(suffix):
+            return value, gtype
+    return 16, gtype
+
+
+def _vocab(meta: dict[str, MetaValue], n_vocab: int) -> None:
+    tokens = [f"t{i}" for i in range(n_vocab - 2)] + ["\n", " "]
+    meta["tokenizer.ggml.model"] = MetaValue("STRING", "gpt2")
+    meta["tokenizer.ggml.pre"] = MetaValue("STRING", "default")
+    meta["tokenizer.ggml.tokens"] = MetaValue("ARRAY", tokens, "STRING")
+    meta["tokenizer.ggml.token_type"] = MetaValue("ARRAY", np.ones(n_vocab, np.int32), "INT32")
+    meta["tokenizer.ggml.merges"] = MetaValue("ARRAY", ["t 1"], "STRING")
+
+
+# what to add when the plain model does not satisfy the loader: experts (MoE architectures), token types (BERT)
+VARIANTS = ({}, {"{arch}.expert_count": (4, "UINT32"), "{arch}.expert_used_count": (2, "UINT32")},
+            {"tokenizer.ggml.token_type_count": (2, "UINT32")},
+            {"{arch}.expert_count": (4, "UINT32"), "{arch}.expert_used_count": (2, "UINT32"),
+             "tokenizer.ggml.token_type_count": (2, "UINT32")})
+
+
+def minimal_model_parts(name: str, *, n_vocab: int = 32, overrides: dict | None = None,
+                        max_rounds: int = 40) -> tuple[dict[str, MetaValue], dict[str, TensorMeta]]:
+    """The metadata and tensor infos of the smallest model of architecture ``name`` the replay accepts (the
+    plain model first, then with experts and token types as :data:`VARIANTS` lists)."""
+    error: SynthesisError | None = None
+    for variant in VARIANTS:
+        extra = {k.replace("{arch}", name): v for k, v in variant.items()}
+        extra.update(overrides or {})
+        try:
+            return _synthesize(name, n_vocab, extra, max_rounds)
+        except SynthesisError as exc:
+            error = error or exc
+    raise error  # type: ignore[misc]
+
+
+def _synthesize(name: str, n_vocab: int, overrides: dict, max_rounds: int):
+    a = architecture(name)
+    if a is None or not a.loadable:
+        raise SynthesisError(f"llama.cpp cannot load architecture {name!r}")
+    meta: dict[str, MetaValue] = {"general.architecture": MetaValue("STRING", name)}
+    for key, value in SIZES.items():
+        meta[f"{name}.{key}"] = MetaValue("UINT32", value)
+    meta[f"{name}.attention.layer_norm_rms_epsilon"] = MetaValue("FLOAT32", 1e-5)
+    meta[f"{name}.attention.layer_norm_epsilon"] = MetaValue("FLOAT32", 1e-5)
+    _vocab(meta, n_vocab)
+    for key, (value, gtype) in (overrides or {}).items():
+        if value is None:
+            meta.pop(key, None)
+        else:
+            meta[key] = MetaValue(gtype, value)
+    tensors: dict[str, TensorMeta] = {}
+    for _ in range(max_rounds):
+        plan = plan_load(meta, tensors, vocab_only=False)
+        if not plan.problems:
+            # a type-checked key the loader reads but which is not present is fine; the model is complete
+            return meta, tensors
+        progressed = False
+        for p in plan.problems:
+            if p.code == "KEY-MISSING" and p.key and p.key not in meta:
+                ctype = plan.keys_read.get(p.key, "")
+                value, gtype = _value_for(p.key, ctype)
+                if p.message.startswith("array key"):
+                    n = int(meta[f"{name}.block_count"].value)
+                    meta[p.key] = MetaValue("ARRAY", [value] * n, gtype)
+                else:
+                    meta[p.key] = MetaValue(gtype, value)
+                progressed = True
+            elif p.code == "TENSOR-MISSING" and p.tensor:
+                ne = plan.expected[p.tensor].ne
+                if not all(isinstance(d, int) and d > 0 for d in ne) or len(ne) > 4:
+                    raise SynthesisError(f"{name}: tensor {p.tensor} has no computable shape {ne}")
+                tensors[p.tensor] = TensorMeta(p.tensor, tuple(int(d) for d in ne), 0)
+                progressed = True
+        if not progressed:
+            first = plan.problems[0]
+            raise SynthesisError(f"{name}: {first.code}: {first.message}")
+    raise SynthesisError(f"{name}: no fixed point after {max_rounds} rounds")
+
+
+def minimal_model(name: str, *, version: int = 3, byte_order: str = "little", n_vocab: int = 32,
+                  overrides: dict | None = None):
+    """A :class:`~gguf_construct.model.GGUFFile` holding the smallest model of architecture ``name`` (F32 zeros
+    for every tensor) that the replayed loader accepts."""
+    from ..model import GGUFFile
+
+    meta, tensors = minimal_model_parts(name, n_vocab=n_vocab, overrides=overrides)
+    f = GGUFFile.new(version=version, byte_order=byte_order)
+    for key, v in meta.items():
+        if v.type == "ARRAY":
+            f.metadata.set(key, v.value, "ARRAY", v.item_type)
+        else:
+            f.metadata.set(key, v.value, v.type)
+    dtype = np.dtype("<f4" if byte_order == "little" else ">f4")
+    for t in tensors.values():
+        n = int(np.prod(t.ne))
+        f.add_tensor(t.name, np.zeros(n, dtype).tobytes(), "F32", shape=t.ne)
+    return f
