@@ -370,6 +370,15 @@ class StmtParser(_Cursor):
             return [node]
         if text == "for":
             return [self._for()]
+        if text == "try":
+            self.take()
+            body = self.block_or_stmt()
+            self.take("catch")
+            self.take("(")
+            depth = 1
+            while depth:
+                depth += {"(": 1, ")": -1}.get(self.take().text, 0)
+            return [{"try": body, "catch": self.block_or_stmt()}]
         if text == "switch":
             return [self._switch()]
         if text == "return":
@@ -400,9 +409,38 @@ class StmtParser(_Cursor):
         if tok.kind == "id" and any(text.startswith(p) for p in _SKIP_CALLS):
             self._skip_statement()
             return []
+        if text == "auto" and self.peek(1).kind == "id" and self.peek(2).text == "=" and self.peek(3).text == "[":
+            return [self._lambda()]
         if self._is_declaration():
             return self._declaration()
         return [self._expression_statement()]
+
+    def _lambda(self) -> dict:
+        """``auto name = [captures](params) { body };`` -> a local function (captures see the enclosing scope)."""
+        self.take("auto")
+        name = self.take().text
+        self.take("=")
+        self.take("[")
+        while self.take().text != "]":
+            pass
+        self.take("(")
+        params: list[str] = []
+        words: list[str] = []
+        while True:
+            tok = self.take()
+            if tok.text in (",", ")"):
+                if words:
+                    params.append(words[-1])
+                words = []
+                if tok.text == ")":
+                    break
+            elif tok.kind == "id":
+                words.append(tok.text)
+        if self.peek().text != "{":
+            raise Unreadable("lambda without a body")
+        body = self.block_or_stmt()
+        self.take(";")
+        return {"def": name, "params": params, "body": body}
 
     def _message(self) -> str:
         raw = self._skip_statement()
@@ -497,6 +535,8 @@ class StmtParser(_Cursor):
                     depth += {"<": 1, ">": -1}.get(t.text, 0)
                     inner.append(t.text)
                 type_words.append("<" + " ".join(inner))
+                if self.peek().kind == "id" and self.peek(1).text in ("=", ";", "(", "{", ",", "["):
+                    break
                 continue
             type_words.append(tok.text)
             nxt = self.peek()

@@ -200,6 +200,7 @@ class Interpreter:
     def __init__(self, globals_: dict[str, Any]):
         self.globals = globals_
         self.uncertain = 0
+        self.trying = 0  # inside a try block: what would throw raises Fatal instead of being collected
         self.approximations: list[str] = []
         self.statements_run = 0
 
@@ -266,6 +267,10 @@ class Interpreter:
             frame.types[s["let"]] = ctype
         elif "set" in s:
             self.assign(s["set"], self.eval(s.get("value"), frame), frame)
+        elif "try" in s:
+            self.attempt(s, frame)
+        elif "def" in s:
+            frame.values[s["def"]] = self.closure(s, frame)
         elif "do" in s and "for" not in s:
             self.do(s["do"], frame)
         elif "if" in s:
@@ -297,6 +302,28 @@ class Interpreter:
             self.unparsed(s["unparsed"], frame)
         else:
             self.note(f"statement of unknown kind {sorted(s)}")
+
+    def attempt(self, s: dict, frame: Frame) -> None:
+        """``try { ... } catch (...) { ... }``: what the loader throws in the first block runs the second (an
+        assertion aborts the process and is not caught)."""
+        self.trying += 1
+        try:
+            self.run(s.get("try"), frame)
+        except Fatal as f:
+            if f.code in ("ASSERT", "LOOP"):
+                raise
+            self.trying -= 1
+            self.run(s.get("catch"), frame)
+            return
+        self.trying -= 1
+
+    def closure(self, s: dict, frame: Frame) -> Callable:
+        """A local function (a C++ lambda capturing by reference): its body runs in a scope inside ``frame``."""
+        params = list(s.get("params") or [])
+
+        def call(*args: Any) -> Any:
+            return self.call(s.get("body") or [], frame.owner, dict(zip(params, args)), frame)
+        return call
 
     def do(self, text: str, frame: Frame) -> None:
         hook = self.globals.get("__statement__")

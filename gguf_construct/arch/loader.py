@@ -594,6 +594,8 @@ class _TensorState:
         if prev is None or (certain and not prev.certain):
             self.plan.expected[name] = ExpectedTensor(name, ne, flags, required, certain)
         if meta is None:
+            if required and self.interp.trying:
+                raise Fatal("TENSOR-MISSING", f"tensor '{name}' not found", tensor=name)
             if required:
                 self.plan.problems.append(Problem("TENSOR-MISSING", f"tensor '{name}' not found", tensor=name,
                                                   expected=", ".join(map(str, ne)), phase="tensors"))
@@ -606,6 +608,8 @@ class _TensorState:
                 ok = math.prod(ne) == math.prod(meta.ne4)
             else:
                 ok = len(ne) <= 4 and tuple(ne) + (1,) * (4 - len(ne)) == meta.ne4
+            if not ok and self.interp.trying:
+                raise Fatal("TENSOR-SHAPE", f"tensor '{name}' has wrong shape", tensor=name)
             if not ok and not any(p.tensor == name for p in self.plan.problems):
                 self.plan.problems.append(Problem(
                     "TENSOR-SHAPE", f"tensor '{name}' has wrong shape; expected {_shape_text(ne)}, got "
