@@ -33,10 +33,12 @@ print(json.dumps({"loads": bool(m), "error": err[-3:] if not m else []}))
 """
 
 
-def verdict(path: str, vocab_only: bool = False, timeout: float = 60.0) -> dict:
-    """llama.cpp's verdict on one file: ``{"loads": bool, "error": [log lines], "crashed": bool}``."""
+def verdict(path: str, vocab_only: bool = False, timeout: float = 60.0, python: str | None = None) -> dict:
+    """llama.cpp's verdict on one file: ``{"loads": bool, "error": [log lines], "crashed": bool}``; ``python`` is
+    an interpreter with llama-cpp-python installed (default: this one)."""
     try:
-        r = subprocess.run([sys.executable, "-c", _CHILD, path, "1" if vocab_only else "0"], capture_output=True,
+        r = subprocess.run([python or sys.executable, "-c", _CHILD, path, "1" if vocab_only else "0"],
+                           capture_output=True,
                            text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"loads": False, "error": ["timeout"], "crashed": True}

@@ -15,7 +15,7 @@ import numpy as np
 from .loader import MetaValue, TensorMeta, plan_load
 from .programs import architecture, model_spec
 
-__all__ = ["SynthesisError", "minimal_model", "minimal_model_parts"]
+__all__ = ["SynthesisError", "minimal_model", "minimal_model_parts", "build_model_file"]
 
 
 class SynthesisError(ValueError):
@@ -130,17 +130,22 @@ def minimal_model(name: str, *, version: int = 3, byte_order: str = "little", n_
                   overrides: dict | None = None):
     """A :class:`~gguf_construct.model.GGUFFile` holding the smallest model of architecture ``name`` (F32 zeros
     for every tensor) that the replayed loader accepts."""
-    from ..model import GGUFFile
-
     meta, tensors = minimal_model_parts(name, n_vocab=n_vocab, overrides=overrides)
+    return build_model_file(meta, tensors, version=version, byte_order=byte_order)
+
+
+def build_model_file(meta: dict[str, MetaValue], tensors: dict[str, TensorMeta], *, version: int = 3,
+                     byte_order: str = "little"):
+    """A :class:`~gguf_construct.model.GGUFFile` with these metadata values and tensor infos; each tensor holds
+    zeros of its type (F32 when the type id is 0)."""
+    from ..model import GGUFFile, tensor_nbytes
+
     f = GGUFFile.new(version=version, byte_order=byte_order)
     for key, v in meta.items():
         if v.type == "ARRAY":
             f.metadata.set(key, v.value, "ARRAY", v.item_type)
         else:
             f.metadata.set(key, v.value, v.type)
-    dtype = np.dtype("<f4" if byte_order == "little" else ">f4")
     for t in tensors.values():
-        n = int(np.prod(t.ne))
-        f.add_tensor(t.name, np.zeros(n, dtype).tobytes(), "F32", shape=t.ne)
+        f.add_tensor(t.name, bytes(tensor_nbytes(t.type, t.ne)), t.type, shape=t.ne)
     return f

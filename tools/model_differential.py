@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""The model layer against llama.cpp's own loader: minimal models of every architecture and labelled mutations of
+them, each judged by ``check --profile llama.cpp`` and by ``llama_model_load_from_file``.
+
+Usage (the oracle needs an interpreter with llama-cpp-python installed, e.g. a separate venv)::
+
+    python tools/model_differential.py --oracle-python /path/to/venv/bin/python [--out DIR] [--archs a,b]
+                                       [--per-kind N] [--seed S] [--json results.jsonl]
+
+Prints agreement per architecture family and every disagreement (file, mutation, our rules, the loader's error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import llama_oracle  # noqa: E402
+
+from gguf_construct import arch, check  # noqa: E402
+from gguf_construct.arch.mutate import MUTATIONS, Mutated  # noqa: E402
+from gguf_construct.arch.synth import build_model_file, minimal_model_parts  # noqa: E402
+
+
+def family(name: str, meta: dict, tensors: dict) -> str:
+    """A coarse architecture family for the report: recurrent, hybrid, encoder, moe or dense."""
+    traits = set(getattr(arch.architecture(name), "traits", None) or ())
+    if "recurrent" in traits:
+        return "recurrent"
+    if "hybrid" in traits:
+        return "hybrid"
+    if "token_types.weight" in tensors or "bert" in name or "output_norm.weight" not in tensors:
+        return "encoder/other"
+    if any(".ffn_gate_inp." in t or "_exps." in t for t in tensors):
+        return "moe"
+    return "dense"
+
+
+def cases(names: list[str], per_kind: int, seed: int):
+    """(arch, family, Mutated) for the base model and ``per_kind`` mutations of each kind per architecture."""
+    rng = random.Random(seed)
+    for name in names:
+        try:
+            meta, tensors = minimal_model_parts(name)
+        except Exception as exc:  # noqa: BLE001 - reported, not fatal
+            print(f"{name}: no minimal model ({exc})", file=sys.stderr)
+            continue
+        fam = family(name, meta, tensors)
+        yield name, fam, Mutated("base", "", meta, tensors, frozenset())
+        for m in MUTATIONS:
+            for _ in range(per_kind):
+                got = m.apply(meta, tensors, rng)
+                if got is not None:
+                    yield name, fam, got
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the differential; exit 1 when the agreement is below --min-agreement."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--oracle-python", required=True)
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--archs", default=None)
+    ap.add_argument("--per-kind", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--min-agreement", type=float, default=0.0)
+    args = ap.parse_args(argv)
+    out = Path(args.out or tempfile.mkdtemp(prefix="model-diff-"))
+    out.mkdir(parents=True, exist_ok=True)
+    names = args.archs.split(",") if args.archs else sorted(n for n, a in arch.architectures().items() if a.loadable)
+    rows = []
+    for i, (name, fam, m) in enumerate(cases(names, args.per_kind, args.seed)):
+        path = out / f"{i:05d}-{name}-{m.kind}.gguf"
+        build_model_file(m.meta, m.tensors).save(path)
+        report = check(str(path), profile="llama.cpp")
+        rows.append({"file": str(path), "arch": name, "family": fam, "kind": m.kind, "what": m.what,
+                     "labels": sorted(m.rules), "ours": report.valid,
+                     "rules": sorted({f.rule for f in report.errors()}),
+                     "messages": [f.message for f in report.errors()][:3]})
+
+    def judge(row):
+        v = llama_oracle.verdict(row["file"], python=args.oracle_python)
+        row["loads"], row["error"], row["crashed"] = v["loads"], v["error"][-2:], v["crashed"]
+        return row
+
+    with ThreadPoolExecutor(args.jobs) as pool:
+        rows = list(pool.map(judge, rows))
+    by_family: dict[str, list[int]] = {}
+    for r in rows:
+        agree = r["ours"] == r["loads"]
+        r["agree"] = agree
+        by_family.setdefault(r["family"], [0, 0])
+        by_family[r["family"]][0] += agree
+        by_family[r["family"]][1] += 1
+    total = sum(a for a, _ in by_family.values()), sum(n for _, n in by_family.values())
+    print(f"{'family':16} {'agree':>7} {'files':>6}")
+    for fam, (a, n) in sorted(by_family.items()):
+        print(f"{fam:16} {a:7d} {n:6d}  {100 * a / n:6.2f}%")
+    print(f"{'all':16} {total[0]:7d} {total[1]:6d}  {100 * total[0] / max(total[1], 1):6.2f}%  "
+          f"({len({r['arch'] for r in rows})} architectures)")
+    for r in rows:
+        if not r["agree"]:
+            print(f"DISAGREE {Path(r['file']).name}: {r['what']} ours={'valid' if r['ours'] else r['rules']} "
+                  f"llama={'loads' if r['loads'] else r['error'][:1]}")
+    if args.json:
+        with open(args.json, "w") as fh:
+            for r in rows:
+                fh.write(json.dumps(r) + "\n")
+    return 0 if total[0] >= args.min_agreement * total[1] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
