@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -11,6 +12,9 @@ from . import __version__
 from .errors import GGUFError
 
 __all__ = ["main", "write_json"]
+
+# modules that register sub-commands with an add_cli(subparsers) function, in help order
+SUBCOMMAND_MODULES = ("checker", "fuzzing", "docgen")
 
 
 def write_json(text: str) -> None:
@@ -79,14 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="keep the example files in this directory")
     p.set_defaults(func=_cmd_demo)
 
-    for extra in ("checker", "fuzzing", "docgen"):
-        try:
-            module = __import__(f"gguf_construct.{extra}", fromlist=["add_cli"])
-        except ImportError:
-            continue
-        add_cli = getattr(module, "add_cli", None)
-        if add_cli is not None:
-            add_cli(sub)
+    for name in SUBCOMMAND_MODULES:  # a broken import is an error here, never a silently missing command
+        importlib.import_module(f"gguf_construct.{name}").add_cli(sub)
     return parser
 
 

@@ -297,3 +297,22 @@ def test_table_key_order():
         if not _in_order(keys, TABLE_ORDER):
             bad.append(f"{path.name}: {keys}")
     assert not bad, bad
+
+
+def test_docs_out_into_a_fresh_folder_keeps_the_hand_written_prose_and_the_spec_link(tmp_path):
+    """`docs --out NEW` seeds each page from the checked-in one (prose outside the markers kept) and points the
+    links to spec/ at the real spec folder from there (they were ../spec, broken anywhere but docs/)."""
+    out = tmp_path / "a" / "b"
+    docgen.write_docs(out)
+    readme = (out / "README.md").read_text(encoding="utf-8")
+    checked_in = (DOCS / "README.md").read_text(encoding="utf-8")
+    assert checked_in.split("<!--")[0].strip().splitlines()[0] in readme
+    assert "](../spec)" not in readme
+    link = readme.split("[`spec/`](", 1)[1].split(")", 1)[0]
+    assert (out / link / "gguf.yaml").is_file()
+    assert docgen.check_docs(out) == []
+    for page in docgen.PAGES:  # every hand-written paragraph of the checked-in pages survives
+        ours = (out / page.file).read_text(encoding="utf-8")
+        mine = (DOCS / page.file).read_text(encoding="utf-8")
+        outside = [p for p in mine.split("<!-- END GENERATED -->")[-1].split("\n\n") if p.strip()]
+        assert all(p in ours for p in outside), page.file
