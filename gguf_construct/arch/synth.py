@@ -15,11 +15,20 @@ import numpy as np
 from .loader import MetaValue, TensorMeta, plan_load
 from .programs import architecture, model_spec
 
-__all__ = ["SynthesisError", "minimal_model", "minimal_model_parts", "build_model_file"]
+__all__ = ["SynthesisError", "minimal_model", "minimal_model_parts", "build_model_file", "model_architectures"]
 
 
 class SynthesisError(ValueError):
     """The replay keeps finding a problem that adding keys and tensors cannot solve."""
+
+
+def model_architectures() -> list[str]:
+    """The architectures a model file can be made of: those llama.cpp's loader accepts, less the stubs whose
+    tensor loading always aborts (``clip``: vision encoders are read by another loader)."""
+    from .programs import architectures
+
+    return [n for n, a in architectures().items()
+            if a.loadable and not (len(a.tensors) == 1 and "fail" in a.tensors[0])]
 
 
 # small values that satisfy the loader's asserts and divide evenly (embedding 64 = 4 heads x 16)
@@ -99,32 +108,34 @@ HINTS: dict[str, dict] = {
                  "{arch}.hrm.l_cycles": (1, "UINT32")},
     "rwkv7": {"{arch}.attention.gate_lora_rank": (16, "UINT32")},
     # the loader tries the fused tensor and falls back to five separate ones; give it the fused one
-    "rwkv6": {"tensor:blk.{i}.time_mix_lerp_fused.weight": ((64, 1, 1, 5), "F32")},
+    "rwkv6": {"tensor:blk.{i}.time_mix_lerp_fused.weight": (("embedding_length", 1, 1, 5), "F32")},
 }
 TENSOR_HINT = "tensor:"
 
 
 def minimal_model_parts(name: str, *, n_vocab: int = 32, overrides: dict | None = None,
+                        sizes: dict[str, int] | None = None,
                         max_rounds: int = 40) -> tuple[dict[str, MetaValue], dict[str, TensorMeta]]:
     """The metadata and tensor infos of the smallest model of architecture ``name`` the replay accepts (the
-    plain model first, then with experts and token types as :data:`VARIANTS` lists)."""
+    plain model first, then with experts and token types as :data:`VARIANTS` lists).  ``sizes`` overrides the
+    starting hyperparameters of :data:`SIZES` (same keys, without the architecture prefix)."""
     error: SynthesisError | None = None
     for variant in VARIANTS:
         extra = {k.replace("{arch}", name): v for k, v in {**variant, **HINTS.get(name, {})}.items()}
         extra.update(overrides or {})
         try:
-            return _synthesize(name, n_vocab, extra, max_rounds)
+            return _synthesize(name, n_vocab, extra, max_rounds, {**SIZES, **(sizes or {})})
         except SynthesisError as exc:
             error = error or exc
     raise error  # type: ignore[misc]
 
 
-def _synthesize(name: str, n_vocab: int, overrides: dict, max_rounds: int):
+def _synthesize(name: str, n_vocab: int, overrides: dict, max_rounds: int, sizes: dict[str, int] = SIZES):
     a = architecture(name)
     if a is None or not a.loadable:
         raise SynthesisError(f"llama.cpp cannot load architecture {name!r}")
     meta: dict[str, MetaValue] = {"general.architecture": MetaValue("STRING", name)}
-    for key, value in SIZES.items():
+    for key, value in sizes.items():
         meta[f"{name}.{key}"] = MetaValue("UINT32", value)
     meta[f"{name}.attention.layer_norm_rms_epsilon"] = MetaValue("FLOAT32", 1e-5)
     meta[f"{name}.attention.layer_norm_epsilon"] = MetaValue("FLOAT32", 1e-5)
@@ -134,7 +145,8 @@ def _synthesize(name: str, n_vocab: int, overrides: dict, max_rounds: int):
         if key.startswith(TENSOR_HINT):
             for i in range(int(meta[f"{name}.block_count"].value)):
                 tname = key[len(TENSOR_HINT):].replace("{i}", str(i))
-                tensors[tname] = TensorMeta(tname, tuple(value), 0)
+                ne = tuple(int(meta[f"{name}.{d}"].value) if isinstance(d, str) else d for d in value)
+                tensors[tname] = TensorMeta(tname, ne, 0)
         elif value is None:
             meta.pop(key, None)
         else:
