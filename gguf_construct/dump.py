@@ -61,7 +61,7 @@ def file_summary(gguf: GGUFFile, *, full: bool = False) -> dict:
         "alignment": gguf.alignment,
         "metadata": [dict(key=k, **value_to_json(v, full=full)) for k, v in gguf.metadata.typed_items()],
         "tensors": [
-            {"name": t.name, "type": t.ggml_type.name, "shape": list(t.shape), "offset": t.offset,
+            {"name": t.name, "type": t.type_name, "shape": list(t.shape), "offset": t.offset,
              "nbytes": t.nbytes}
             for t in gguf.tensors
         ],
