@@ -221,15 +221,17 @@ class GGUFFile:
         self.write_to(out)
         return out.getvalue()
 
-    def save(self, path: str | os.PathLike) -> None:
-        """Write the file atomically: to a temporary file in the same directory, then rename over ``path``."""
+    def save(self, path: str | os.PathLike, *, pad_head: bool = False) -> None:
+        """Write the file atomically: to a temporary file in the same directory, then rename over ``path``.
+
+        ``pad_head``: pad the head to the alignment even when there are no tensors (as ggml's writer does)."""
         path = os.fspath(path)
         directory = os.path.dirname(os.path.abspath(path))
         fd, tmp = tempfile.mkstemp(prefix=".gguf-", suffix=".tmp", dir=directory)
         try:
             os.chmod(tmp, _mode_for(path))
             with os.fdopen(fd, "wb") as fh:
-                self.write_to(fh)
+                self.write_to(fh, pad_head=pad_head)
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, path)
@@ -240,8 +242,8 @@ class GGUFFile:
                 pass
             raise
 
-    def write_to(self, out: BinaryIO) -> None:
-        """Stream the file into a binary file object."""
+    def write_to(self, out: BinaryIO, *, pad_head: bool = False) -> None:
+        """Stream the file into a binary file object (``pad_head``: see :meth:`save`)."""
         if len(self.shards) > 1:
             raise ValueError("this is a split model loaded as a set of shards; merge it (gguf-construct merge) or "
                              "load one shard with load(path, shards=False) to rewrite that file")
@@ -254,6 +256,8 @@ class GGUFFile:
             self._write_kept_data(out, head)
         else:
             self._write_canonical_data(out, len(head))
+            if pad_head and not self.tensors:
+                out.write(b"\0" * (align_offset(len(head), self.alignment) - len(head)))
 
     # -- internals ----------------------------------------------------------------------------------------
     def _tensor_infos_unchanged(self) -> bool:
