@@ -187,6 +187,15 @@ class GGUFFile:
         self.tensors = [t for t in self.tensors if t.name != name]
         self._orig = None
 
+    def rename_tensor(self, old: str, new: str) -> None:
+        """Rename a tensor; the data section is kept as it is (offsets do not change)."""
+        if any(t.name == new for t in self.tensors):
+            raise ValueError(f"duplicate tensor name {new!r}")
+        t = self.tensor(old)
+        t.name = new
+        if self._orig is not None:
+            self._orig["infos"] = [(new if name == old else name, *rest) for name, *rest in self._orig["infos"]]
+
     def tensor(self, name: str) -> Tensor:
         """The tensor called ``name``."""
         for t in self.tensors:
