@@ -214,6 +214,16 @@ class GGUFFile:
         return DEFAULT_ALIGNMENT
 
     @property
+    def data_offset(self) -> int | None:
+        """Where the tensor data section starts in the loaded file (None for a file built in memory)."""
+        return self._orig["data_start"] if self._orig is not None else None
+
+    @property
+    def source_size(self) -> int | None:
+        """Size in bytes of the loaded file (None for a file built in memory)."""
+        return len(self._buf) if self._buf is not None else None
+
+    @property
     def shards(self) -> "list[GGUFFile]":
         """The files of a split model loaded as a set (first shard first, each with its own tensors), or
         ``[self]`` for a single file."""
