@@ -19,13 +19,20 @@ __all__ = ["parse_value", "registry_type", "set_key", "add_cli"]
 _TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no"}
 
 
-def registry_type(key: str, arch: str | None) -> tuple[GGUFValueType, GGUFValueType | None] | None:
-    """The (type, element type) spec/keys.yaml gives ``key`` (``{arch}`` keys for ``arch``), or None."""
-    from .checker.registry import lookup
+def registry_type(key: str, arch: str | None, current: tuple | None = None
+                  ) -> tuple[GGUFValueType, GGUFValueType | None] | None:
+    """The (type, element type) spec/keys.yaml gives ``key`` (``{arch}`` keys for ``arch``), or None.
+
+    ``current`` (the key's present type pair) is kept when the registry allows it too (e.g. UINT32 where UINT64
+    is the documented type and UINT32 an allowed alternative)."""
+    from .checker.registry import allowed_types, lookup
 
     entry = lookup(key, arch)
     if entry is None:
         return None
+    if current is not None and (int(current[0]), None if current[1] is None else int(current[1])) \
+            in allowed_types(entry):
+        return current
     item = entry.get("item_type")
     return GGUFValueType[entry["type"]], GGUFValueType[item] if item else None
 
@@ -74,13 +81,15 @@ def parse_value(text: str, vtype: GGUFValueType | None, item_type: GGUFValueType
 def set_key(gguf, key: str, text: str, vtype: GGUFValueType | None = None,
             item_type: GGUFValueType | None = None) -> GGUFValue:
     """Set ``key`` of a loaded file from command-line text; the type is ``vtype``, else the registry's (spec/
-    keys.yaml), else the key's current type, else inferred.  Returns the stored value."""
+    keys.yaml; the current type when the registry allows it), else the key's current type, else inferred.
+    Returns the stored value."""
     if vtype is None:
         arch = gguf.metadata.get("general.architecture")
-        found = registry_type(key, arch if isinstance(arch, str) else None)
-        if found is None and key in gguf.metadata:
+        current = None
+        if key in gguf.metadata:
             old = gguf.metadata.typed(key)
-            found = (old.type, old.item_type)
+            current = (old.type, old.item_type)
+        found = registry_type(key, arch if isinstance(arch, str) else None, current) or current
         if found is not None:
             vtype, item_type = found
     value = parse_value(text, vtype, item_type)
@@ -155,8 +164,8 @@ def add_cli(subparsers) -> None:
     p = subparsers.add_parser(
         "set", help="set or delete a metadata key in place",
         description="Set metadata KEY of FILE to VALUE, or delete a key, rewriting FILE atomically (tensor data "
-                    "is copied verbatim). The type is --type, else the one spec/keys.yaml gives the key, else the "
-                    "key's current type, else inferred from VALUE (integer INT32, number FLOAT32, true/false "
+                    "is copied verbatim). The type is --type, else the one spec/keys.yaml gives the key (its current "
+                    "type when the registry allows that too), else the key's current type, else inferred from VALUE (integer INT32, number FLOAT32, true/false "
                     "BOOL, JSON list ARRAY, anything else STRING).")
     p.add_argument("file", help="the GGUF file to edit")
     p.add_argument("key", nargs="?", help="the metadata key, e.g. general.name")
