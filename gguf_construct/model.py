@@ -250,7 +250,10 @@ class GGUFFile:
         try:
             os.chmod(tmp, _mode_for(path))
             with os.fdopen(fd, "wb") as fh:
-                self.write_to(fh, pad_head=pad_head)
+                self.write_to(fh)
+                if pad_head and not self.tensors:
+                    end = fh.tell()
+                    fh.write(b"\0" * (align_offset(end, self.alignment) - end))
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, path)
@@ -261,8 +264,8 @@ class GGUFFile:
                 pass
             raise
 
-    def write_to(self, out: BinaryIO, *, pad_head: bool = False) -> None:
-        """Stream the file into a binary file object (``pad_head``: see :meth:`save`)."""
+    def write_to(self, out: BinaryIO) -> None:
+        """Stream the file into a binary file object."""
         if len(self.shards) > 1:
             raise ValueError("this is a split model loaded as a set of shards; merge it (gguf-construct merge) or "
                              "load one shard with load(path, shards=False) to rewrite that file")
@@ -275,8 +278,6 @@ class GGUFFile:
             self._write_kept_data(out, head)
         else:
             self._write_canonical_data(out, len(head))
-            if pad_head and not self.tensors:
-                out.write(b"\0" * (align_offset(len(head), self.alignment) - len(head)))
 
     # -- internals ----------------------------------------------------------------------------------------
     def _tensor_infos_unchanged(self) -> bool:
