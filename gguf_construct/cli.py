@@ -73,7 +73,8 @@ def _cmd_demo(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the command line (one sub-command per job)."""
     parser = argparse.ArgumentParser(prog="gguf-construct",
-                                     description="GGUF files from a declarative spec: dump, convert, check.")
+                                     description="GGUF files from a declarative spec: dump, edit, diff, split, merge, "
+                                                 "hash, convert, check.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 

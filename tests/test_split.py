@@ -123,3 +123,23 @@ def test_plan_split_never_leaves_a_shard_empty_and_sizes_parse():
     for bad in ("0M", "-1G", "2T", "G"):
         with pytest.raises(ValueError):
             parse_size(bad)
+
+
+def test_split_carries_opaque_tensors_and_merge_refuses_non_first_shards(tmp_path, capsys):
+    f = model()
+    f.tensors[3].ggml_type = 151  # a fork's type: its bytes travel as they are
+    f.save(tmp_path / "fork.gguf")
+    src = g.load(tmp_path / "fork.gguf")
+    assert main(["split", str(tmp_path / "fork.gguf"), str(tmp_path / "s"), "--max-tensors", "3"]) == 0
+    both = g.load(tmp_path / "s-00002-of-00004.gguf")
+    assert both.tensor("blk.3.w").opaque
+    assert [bytes(t.raw()) for t in both.tensors] == [bytes(t.raw()) for t in src.tensors]
+    assert main(["merge", str(tmp_path / "s-00001-of-00004.gguf"), str(tmp_path / "back.gguf")]) == 0
+    back = g.load(tmp_path / "back.gguf")
+    assert [bytes(t.raw()) for t in back.tensors] == [bytes(t.raw()) for t in src.tensors]
+    capsys.readouterr()
+    assert main(["merge", str(tmp_path / "s-00002-of-00004.gguf"), str(tmp_path / "x.gguf")]) == 2
+    assert main(["merge", str(tmp_path / "fork.gguf"), str(tmp_path / "x.gguf")]) == 2
+    assert "split.count" in capsys.readouterr().err
+    assert main(["split", str(tmp_path / "fork.gguf"), str(tmp_path / "y"), "--max-size", "1M",
+                 "--max-tensors", "2"]) == 2
