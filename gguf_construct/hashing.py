@@ -79,7 +79,7 @@ def _cmd_hash(args) -> int:
     algos = args.algo or ["xxh64"]
     if args.all:
         algos = list(ALGORITHMS)
-    gguf = open_input(args.file)
+    gguf = open_input(args.file, shards=args.set)
     try:
         for line in hash_lines(gguf, args.file, algos, per_tensor=args.per_tensor, uuid=args.uuid):
             print(line)
@@ -103,4 +103,7 @@ def add_cli(subparsers) -> None:
     p.add_argument("--all", action="store_true", help="every algorithm: xxh64, sha1 and sha256")
     p.add_argument("--per-tensor", action="store_true", help="also one line per tensor (before the model line)")
     p.add_argument("--uuid", action="store_true", help="also the model's UUIDv5 (llama.cpp's namespace)")
+    p.add_argument("--set", action="store_true",
+                   help="when FILE is a shard of a split model, hash the whole model (every shard's tensors, in "
+                        "order): its model hash equals the unsplit file's")
     p.set_defaults(func=_cmd_hash)

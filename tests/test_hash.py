@@ -106,3 +106,14 @@ def test_xxh64_matches_known_values_and_streaming():
                 h.update(data[i:i + k])
                 i += k
             assert h.intdigest() == xxhash.xxh64_intdigest(data, seed), (n, seed)
+
+
+def test_hash_of_a_split_set_equals_the_unsplit_model(model_file, capsys):
+    assert main(["split", "in.gguf", "part", "--max-tensors", "3"]) == 0
+    capsys.readouterr()
+    main(["hash", "in.gguf", "--all"])
+    whole = [line.split()[1] for line in capsys.readouterr().out.splitlines()]
+    main(["hash", "part-00002-of-00004.gguf", "--all", "--set"])
+    assert [line.split()[1] for line in capsys.readouterr().out.splitlines()] == whole
+    main(["hash", "part-00002-of-00004.gguf", "--all"])  # that shard alone, as gguf-hash would
+    assert [line.split()[1] for line in capsys.readouterr().out.splitlines()] != whole
