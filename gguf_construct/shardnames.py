@@ -44,6 +44,7 @@ def shard_set_paths(path: str) -> list[str] | None:
     if found is None:
         return None
     prefix, _, count, digits = found
-    total = re.search(r"-of-(\d+)\.gguf\Z", os.fspath(path), re.IGNORECASE).group(1)
+    m = _SUFFIX.search(os.fspath(path))
+    total, extension = m.group(2), os.fspath(path)[-len(".gguf"):]  # as written (width, letter case)
     first = _shard_spec()["first_number"]
-    return [f"{prefix}-{n + first:0{digits}d}-of-{total}.gguf" for n in range(count)]
+    return [f"{prefix}-{n + first:0{digits}d}-of-{total}{extension}" for n in range(count)]
