@@ -22,7 +22,7 @@ from pathlib import Path
 
 from gguf_construct import arch, check
 from gguf_construct.arch.mutate import MUTATIONS, Mutated
-from gguf_construct.arch.synth import build_model_file, minimal_model_parts, model_architectures
+from gguf_construct.arch.synth import SynthesisError, build_model_file, minimal_model_parts, model_architectures
 from gguf_construct.fuzzing.targets import make_target
 
 
@@ -40,12 +40,28 @@ def family(name: str, meta: dict, tensors: dict) -> str:
     return "dense"
 
 
-def cases(names: list[str], per_kind: int, seed: int):
-    """(arch, family, Mutated) for the base model and ``per_kind`` mutations of each kind per architecture."""
+def _sizes(rng: random.Random) -> dict[str, int]:
+    """Random small hyperparameters (as strategies.model_files draws them)."""
+    heads = rng.choice((1, 2, 4))
+    kv = rng.choice([d for d in (1, 2, 4) if heads % d == 0])
+    return {"embedding_length": heads * rng.choice((16, 32)), "attention.head_count": heads,
+            "attention.head_count_kv": kv, "block_count": rng.randint(1, 3),
+            "feed_forward_length": rng.choice((32, 64, 128)), "context_length": rng.choice((32, 64, 128))}
+
+
+def cases(names: list[str], per_kind: int, seed: int, vary: bool = False):
+    """(arch, family, Mutated) for the base model and ``per_kind`` mutations of each kind per architecture; with
+    ``vary``, each architecture's base model has random small hyperparameters and vocabulary size."""
     rng = random.Random(seed)
     for name in names:
         try:
-            meta, tensors = minimal_model_parts(name)
+            if vary:
+                try:
+                    meta, tensors = minimal_model_parts(name, sizes=_sizes(rng), n_vocab=rng.randint(16, 64))
+                except SynthesisError:
+                    meta, tensors = minimal_model_parts(name)
+            else:
+                meta, tensors = minimal_model_parts(name)
         except Exception as exc:  # noqa: BLE001 - reported, not fatal
             print(f"{name}: no minimal model ({exc})", file=sys.stderr)
             continue
@@ -68,12 +84,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", default=None)
     ap.add_argument("--min-agreement", type=float, default=0.0)
+    ap.add_argument("--vary", action="store_true", help="random small hyperparameters per architecture")
     args = ap.parse_args(argv)
     out = Path(args.out or tempfile.mkdtemp(prefix="model-diff-"))
     out.mkdir(parents=True, exist_ok=True)
     names = args.archs.split(",") if args.archs else model_architectures()
     rows = []
-    for i, (name, fam, m) in enumerate(cases(names, args.per_kind, args.seed)):
+    for i, (name, fam, m) in enumerate(cases(names, args.per_kind, args.seed, args.vary)):
         path = out / f"{i:05d}-{name}-{m.kind}.gguf"
         build_model_file(m.meta, m.tensors).save(path)
         report = check(str(path), profile="llama.cpp")
