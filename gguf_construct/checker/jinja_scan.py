@@ -273,7 +273,9 @@ class _Walker:
 
     def _is_string_building(self, node) -> bool:
         n = self.n
-        return isinstance(node, (n.Concat, n.Add, n.Mod, n.Mul)) or (
+        if isinstance(node, (n.Add, n.Mod, n.Mul)):  # arithmetic unless a string literal takes part
+            return any(isinstance(c.value, str) for c in node.find_all(n.Const))
+        return isinstance(node, n.Concat) or (
             isinstance(node, n.Filter) and node.name in ("join", "format", "reverse", "replace", "string")) or (
             isinstance(node, n.Call) and isinstance(node.node, n.Getattr)
             and node.node.attr in ("join", "format", "replace"))
