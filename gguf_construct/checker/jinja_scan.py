@@ -57,6 +57,7 @@ def _environment():
     return jinja2.Environment(extensions=["jinja2.ext.loopcontrols", "jinja2.ext.do"])
 
 
+@functools.lru_cache(maxsize=256)
 def is_template(text: str) -> bool:
     """True when ``text`` holds Jinja statements and jinja2 parses it (for strings outside the template keys)."""
     if _facts()["keys"]["statement_marker"] not in text or len(text) > _facts()["limits"]["bytes"]:
@@ -99,7 +100,8 @@ def _lexical(text: str) -> list[Issue]:
 def scan(text: str) -> tuple[Issue, ...]:
     """Every issue of the template ``text`` (cached by text)."""
     limits = _facts()["limits"]
-    if len(text.encode("utf-8", "surrogatepass")) > limits["bytes"]:
+    if len(text) > limits["bytes"] or (4 * len(text) > limits["bytes"]
+                                       and len(text.encode("utf-8", "surrogatepass")) > limits["bytes"]):
         return (Issue(LIMIT, f"{len(text)} characters", "", limits["bytes"]), *_lexical(text))
     depth = _nesting_depth(text)
     if depth > limits["depth"]:
