@@ -12,7 +12,8 @@ from .container import _alignment_value
 from .rules import Hit, rule
 from .walk import Context
 
-__all__ = ["advisories", "limits", "matching", "rule_advisories", "annotate", "security_tags", "help_uri"]
+__all__ = ["advisories", "limits", "matching", "rule_advisories", "annotate", "security_tags", "help_uri",
+           "data_size_overflow", "alignment_too_large"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -88,36 +89,42 @@ def help_uri(rule_id: str) -> dict:
     return {"helpUri": advs[0]["source"]} if advs else {}
 
 
+def data_size_overflow(sizes: list[int | None], alignment: int) -> tuple[str, int] | None:
+    """("sum" or "mem_size", the total) when the tensor byte sizes ``sizes`` (None: undefined, skipped) padded
+    to ``alignment`` add up to 2^64 or more, or do with ggml's context overhead for that many tensors plus one;
+    None when they fit."""
+    total = sum(align_offset(n, alignment) for n in sizes if n is not None)
+    if total >= 2**64:
+        return "sum", total
+    total += (len(sizes) + 1) * limits()["tensor_overhead"]
+    return ("mem_size", total) if total >= 2**64 else None
+
+
+def alignment_too_large(value: int) -> bool:
+    """True when a UINT32 ``general.alignment`` is at or above the SEC-ALIGN-HUGE limit."""
+    return value >= limits()["alignment"]
+
+
 @rule("SEC-DATA-SIZE-OVERFLOW")
 def _data_size(ctx: Context) -> Iterator[Hit]:
     if not ctx.ti_complete or not ctx.tensors:
         return
-    total = 0
-    for t in ctx.tensors:
-        st = t.spec
-        if t.nelem is None or t.nelem >= 2**63 or st is None or not st.is_current:
-            continue
-        nbytes = -(-t.nelem // st.block_size) * st.type_size
-        padded = align_offset(nbytes, ctx.alignment)
-        if padded >= 2**64:
-            continue  # TI-NBYTES-OVERFLOW
-        total += padded
-    overhead = (len(ctx.tensors) + 1) * limits()["tensor_overhead"]
-    if total >= 2**64:
-        stage, problem = "sum", f"the sizes padded to {ctx.alignment} add up to {total}"
-    elif total + overhead >= 2**64:
-        stage, problem = "mem_size", (f"the padded sizes add up to {total}, plus {overhead} bytes of ggml context overhead "
-                   f"({limits()['tensor_overhead']} per tensor)")
-        total += overhead
-    else:
+    found = data_size_overflow([t.nbytes for t in ctx.tensors], ctx.alignment)
+    if found is None:
         return
+    stage, total = found
+    if stage == "sum":
+        problem = f"the sizes padded to {ctx.alignment} add up to more than 2^64"
+    else:
+        problem = (f"the padded sizes plus ggml's context overhead of {limits()['tensor_overhead']} bytes per "
+                   f"tensor add up to more than 2^64")
     t = ctx.tensors[0]
-    yield Hit(t.offset, f"{t.path}", count=len(ctx.tensors), value=total, problem=problem, stage=stage)
+    yield Hit(t.offset, t.path, count=len(ctx.tensors), value=total, problem=problem, stage=stage)
 
 
 @rule("SEC-ALIGN-HUGE")
 def _align_huge(ctx: Context) -> Iterator[Hit]:
     found = _alignment_value(ctx)
-    if found is not None and found[1] >= limits()["alignment"]:
+    if found is not None and alignment_too_large(found[1]):
         kv, value = found
         yield Hit(kv.value_offset, f"{kv.path}.value", value=value, limit=limits()["alignment"])
