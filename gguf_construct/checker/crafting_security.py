@@ -160,7 +160,7 @@ def _(raw):
 
 @_breakage("template-too-large", "TPL-LIMIT", carrier_only=False)
 def _(raw):
-    """A template of 300 000 characters (above the 256 KiB analysis limit)."""
+    """A template of 300 000 characters (above the 128 KiB analysis limit)."""
     raw.set("tokenizer.chat_template", "STRING", template_with("{# " + "x" * 300_000 + " #}"))
 
 

@@ -25,8 +25,9 @@ ESCAPE, SUSPICIOUS, UNPARSED, LIMIT = "escape", "suspicious", "unparsed", "limit
 _DUNDER = re.compile(r"\A(__\w+__|_[A-Za-z]\w*__\w+)\Z")
 _DUNDER_IN_TEXT = re.compile(r"__(?:class|mro|base|bases|subclasses|globals|builtins|import|init|dict|getattribute"
                              r"|reduce|reduce_ex|code|func|self|module|loader|spec|call)__")
-_OPEN_BRACKETS, _CLOSE_BRACKETS = "([{", ")]}"
-_BLOCK = re.compile(r"\{%-?\s*(end)?(if|for|macro|call|filter|set|with|block|raw|autoescape|trans)\b")
+_TOKENS = re.compile(r"\{\{|\{%-?\s*(end)?(\w*)|%\}|\}\}|[()\[\]{}]")
+# statements that nest (set has no end tag unless it captures a block, so it does not count)
+_BLOCK_WORDS = frozenset(("if", "for", "macro", "call", "filter", "with", "block", "autoescape", "trans"))
 _SAFE_FORMAT = re.compile(r"\A(?:[^{}%]|\{\d*\}|%[sdrc%])*\Z")
 
 
@@ -72,21 +73,24 @@ def is_template(text: str) -> bool:
 
 
 def _nesting_depth(text: str) -> int:
-    """Deepest nesting of brackets inside tags plus block statements, counted lexically (cheap, no parsing)."""
+    """Deepest nesting of block statements plus brackets inside one tag, counted lexically in one linear pass
+    (brackets in the text between tags do not count)."""
     deepest = depth = blocks = 0
-    for m in re.finditer(r"[\[\](){}]|\{%-?\s*(?:end)?\w+", text):
+    in_tag = False
+    for m in _TOKENS.finditer(text):
         tok = m.group()
-        if tok.startswith("{%"):
-            b = _BLOCK.match(tok)
-            if b:
-                blocks += -1 if b.group(1) else 1
+        if tok in ("{{", "}}", "%}") or tok.startswith("{%"):
+            in_tag = tok == "{{" or tok.startswith("{%")
+            depth = 0
+            if m.group(2) in _BLOCK_WORDS:
+                blocks = max(0, blocks - 1) if m.group(1) else blocks + 1
+                deepest = max(deepest, blocks)
+        elif in_tag:
+            if tok in "([{":
+                depth += 1
                 deepest = max(deepest, blocks + depth)
-            continue
-        if tok in _OPEN_BRACKETS:
-            depth += 1
-            deepest = max(deepest, blocks + depth)
-        elif depth:
-            depth -= 1
+            elif depth:
+                depth -= 1
     return deepest
 
 
@@ -227,7 +231,7 @@ class _Walker:
         return self.fold(node)
 
     def _product(self, parts: list, combine) -> Any:
-        if any(p is UNKNOWN for p in parts):
+        if len(parts) > self.limits["fold_values"] ** 2 or any(p is UNKNOWN for p in parts):
             return UNKNOWN
         combos: list[tuple] = [()]
         for p in parts:
