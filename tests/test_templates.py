@@ -153,3 +153,10 @@ def test_sarif_names_the_advisory():
     assert "tags" not in rules["KV-KEY-FLAT"]["properties"]
     results = [r for r in log["runs"][0]["results"] if r["ruleId"] == "TPL-ESCAPE"]
     assert results and all("CVE-2024-34359" in r["message"]["text"] for r in results)
+
+
+def test_lexical_scan_looks_inside_tags_only():
+    text = "{% generation %}see __init__.py{# __class__ #}{{ m.content }}{% endgeneration %}"
+    assert [i.kind for i in jinja_scan.scan(text)] == [jinja_scan.UNPARSED]
+    unclosed = "{% generation %}{{ x.__globals__ "
+    assert jinja_scan.ESCAPE in [i.kind for i in jinja_scan.scan(unclosed)]

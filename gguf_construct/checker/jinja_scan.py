@@ -94,9 +94,26 @@ def _nesting_depth(text: str) -> int:
     return deepest
 
 
+def _inside_tags(text: str) -> str:
+    """The text inside {{ }} and {% %} tags (an unclosed tag runs to the end), found in one linear pass."""
+    parts, start = [], None
+    for m in re.finditer(r"\{\{|\{%|\}\}|%\}", text):
+        if m.group() in ("{{", "{%"):
+            if start is None:
+                start = m.end()
+        elif start is not None:
+            parts.append(text[start:m.start()])
+            start = None
+    if start is not None:
+        parts.append(text[start:])
+    return "\n".join(parts)
+
+
 def _lexical(text: str) -> list[Issue]:
-    """Dunder names in the raw text: what is left to check when the template cannot be parsed."""
-    seen = sorted(set(_DUNDER_IN_TEXT.findall(text)) | set(re.findall(r"_TemplateReference__\w+", text)))
+    """Dunder names inside the tags of the raw text: what is left to check when the template cannot be parsed
+    (plain text and comments are not rendered as code, so they do not count)."""
+    code = _inside_tags(text)
+    seen = sorted(set(_DUNDER_IN_TEXT.findall(code)) | set(re.findall(r"_TemplateReference__\w+", code)))
     return [Issue(ESCAPE, "dunder name in a template that was not parsed", name) for name in seen[:10]]
 
 
