@@ -380,6 +380,7 @@ MALICIOUS = {
     "inside-set-block": "{% set x %}{{ lipsum.__globals__ }}{% endset %}",
     "in-filter-block": "{% filter upper %}{{ ''.__class__ }}{% endfilter %}",
     "unparsable-with-dunder": "{% generation %}{{ ''.__class__.__mro__ }}{% endgeneration %}",
+    "str-format-field": "{{ '{0.__init__.__globals__[os]}'.format(cycler) }}",
 }
 
 # written after the rules, to measure them on templates they were not tuned on

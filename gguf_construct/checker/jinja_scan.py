@@ -28,6 +28,7 @@ _DUNDER_IN_TEXT = re.compile(r"__(?:class|mro|base|bases|subclasses|globals|buil
 _TOKENS = re.compile(r"\{\{|\{%-?\s*(end)?(\w*)|%\}|\}\}|[()\[\]{}]")
 # statements that nest (set has no end tag unless it captures a block, so it does not count)
 _BLOCK_WORDS = frozenset(("if", "for", "macro", "call", "filter", "with", "block", "autoescape", "trans"))
+_FORMAT_FIELD = re.compile(r"\{([^{}!:]*[.\[][^{}!:]*)[^{}]*\}")
 _SAFE_FORMAT = re.compile(r"\A(?:[^{}%]|\{\d*\}|%[sdrc%])*\Z")
 
 
@@ -341,6 +342,8 @@ class _Walker:
                 else None
             if name in _names("calls") and not (isinstance(callee, n.Name) and name in self.bound):
                 self.issues.append(Issue(ESCAPE, f"call of {name}", f"{name}(...)"))
+            if isinstance(callee, n.Getattr) and name in ("format", "format_map"):
+                self._format_fields(callee.node)
             for kw in node.kwargs:
                 if _DUNDER.match(kw.key):
                     self.issues.append(Issue(SUSPICIOUS, "dunder keyword argument", f"{kw.key}="))
@@ -354,6 +357,13 @@ class _Walker:
                 self.issues.append(Issue(SUSPICIOUS, "dunder name in a string", repr(node.value)[:80]))
         elif type(node).__name__ in _names("loading_statements"):
             self.issues.append(Issue(SUSPICIOUS, "statement that loads another template", type(node).__name__))
+
+    def _format_fields(self, target) -> None:
+        """str.format walks attributes and items named in its fields ('{0.__class__}'): the same routes."""
+        for text in self._strings(target) or ():
+            for path in _FORMAT_FIELD.findall(text):
+                for name in re.findall(r"[.\[]([^.\[\]]+)", path):
+                    self._attribute(name, "a str.format field", f"{{{path}}}")
 
     def _filter(self, node) -> None:
         spec = _facts()["names"]["attribute_filters"].get(node.name)
