@@ -7,6 +7,7 @@ import traceback
 
 from ..layout import open_source
 from . import container, data, metadata, model, naming, tensors  # noqa: F401 - importing registers the predicates
+from . import security, templates  # noqa: F401 - issue #16: advisory and chat-template rules
 from .report import Finding, Report
 from .shards import set_facts
 from .rules import OFF, PROFILES, catalog, format_message, predicates, severity
@@ -71,8 +72,8 @@ def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, 
         per_rule[rule_id] = per_rule.get(rule_id, 0) + 1
         if per_rule[rule_id] > MAX_FINDINGS_PER_RULE:
             continue
-        report.findings.append(Finding(rule_id, severity(rule_id, profile), format_message(rule_id, h.params),
-                                       h.offset, h.path))
+        message = security.annotate(rule_id, format_message(rule_id, h.params), h.path, h.params)
+        report.findings.append(Finding(rule_id, severity(rule_id, profile), message, h.offset, h.path))
     report.sort()
     try:
         report.facts = set_facts(ctx)

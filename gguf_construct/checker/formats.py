@@ -10,6 +10,7 @@ from typing import Iterable
 from .. import __version__
 from .report import Finding, Report
 from .rules import catalog
+from .security import help_uri, security_tags
 
 __all__ = ["render_text", "render_json", "render_sarif", "FORMATS"]
 
@@ -68,7 +69,9 @@ def _sarif_rule(rule) -> dict:
         "fullDescription": {"text": rule.doc},
         "help": {"text": help_text},
         "defaultConfiguration": {"level": _SARIF_LEVEL[rule.severity("spec")]},
-        "properties": {"profiles": rule.profiles, "c_reader": raw.get("c_reader"), "gguf_py": raw.get("gguf_py")},
+        "properties": {"profiles": rule.profiles, "c_reader": raw.get("c_reader"), "gguf_py": raw.get("gguf_py"),
+                       **security_tags(rule.id)},
+        **help_uri(rule.id),
     }
 
 
