@@ -91,7 +91,16 @@ def _status(exc: BaseException) -> int | None:
     return value if isinstance(value, int) else None
 
 
+def _root(exc: BaseException) -> BaseException:
+    """The exception a client library wrapped (fsspec turns a failed HEAD into FileNotFoundError)."""
+    cause = exc.__cause__ or exc.__context__
+    if isinstance(exc, FileNotFoundError) and cause is not None:
+        return _root(cause)
+    return exc
+
+
 def _describe(exc: BaseException) -> str:
+    exc = _root(exc)
     status = _status(exc)
     if isinstance(exc, FileNotFoundError):
         return "not found (HTTP 404 or no such object)"
@@ -106,6 +115,7 @@ def _describe(exc: BaseException) -> str:
 
 
 def _transient(exc: BaseException) -> bool:
+    exc = _root(exc)
     if isinstance(exc, (FileNotFoundError, PermissionError, IsADirectoryError, NotImplementedError)):
         return False
     status = _status(exc)
@@ -226,7 +236,7 @@ class RemoteFile:
         for attempt in range(self.retries + 1):
             try:
                 return fn()
-            except RemoteError:
+            except (RemoteError, _NoRanges):
                 raise
             except Exception as exc:  # noqa: BLE001 - every client library raises its own types
                 if attempt == self.retries or not _transient(exc):
@@ -409,3 +419,19 @@ def remote_of(source: Any, keepalive: Any) -> RemoteFile | None:
         if isinstance(candidate, RemoteFile):
             return candidate
     return None
+
+
+def print_transfer_stats(transfers: list[dict], command: str) -> None:
+    """The ``--stats`` line on stderr: bytes and requests fetched for URLs, against the files' total size."""
+    if not transfers:
+        print(f"gguf-construct {command}: no URLs read, nothing fetched", file=sys.stderr)
+        return
+    fetched = sum(t["bytes_fetched"] for t in transfers)
+    requests = sum(t["requests"] for t in transfers)
+    size = sum(t["size"] for t in transfers)
+    share = f" ({100 * fetched / size:.3g}% of {size:,} bytes)" if size else ""
+    print(f"gguf-construct {command}: fetched {fetched:,} bytes{share} in {requests} requests "
+          f"for {len(transfers)} URL(s)", file=sys.stderr)
+    for t in transfers:
+        if t.get("note"):
+            print(f"gguf-construct {command}: {t['url']}: {t['note']}", file=sys.stderr)
