@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -110,13 +111,13 @@ class _Handler(BaseHTTPRequestHandler):
                 chunk = fh.read(min(1 << 20, end - pos))
                 if not chunk:
                     break
+                with self.server.owner.lock:  # counted before sending: the client may be done before we are
+                    self.server.owner.bytes_sent += len(chunk)
                 try:
                     self.wfile.write(chunk)
                 except (BrokenPipeError, ConnectionResetError):
                     self.close_connection = True
                     return
-                with self.server.owner.lock:
-                    self.server.owner.bytes_sent += len(chunk)
                 pos += len(chunk)
 
 
@@ -124,6 +125,11 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     root: str
     owner: "RangeServer"
+
+    def handle_error(self, request, client_address) -> None:
+        """A client that hung up (a timeout test, a streaming reader that had enough) is not an error."""
+        if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            super().handle_error(request, client_address)
 
 
 class RangeServer:
