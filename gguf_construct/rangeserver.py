@@ -35,7 +35,7 @@ class _Handler(BaseHTTPRequestHandler):
         if len(parts) != 2 or parts[0] not in MODES:
             return None, None
         mode, rel = parts
-        full = os.path.realpath(os.path.join(self.server.root, rel))
+        full = os.path.normpath(os.path.join(self.server.root, rel))  # no "..", but links may point anywhere
         if not full.startswith(self.server.root + os.sep) or not os.path.isfile(full):
             return mode, None
         return mode, full
@@ -145,7 +145,7 @@ class RangeServer:
         self.bytes_sent = 0
         self.slow_seconds = slow_seconds
         self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._server.root = os.path.realpath(root)
+        self._server.root = os.path.abspath(root)
         self._server.owner = self
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
