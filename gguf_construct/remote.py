@@ -164,7 +164,8 @@ class RemoteFile:
         return not list(self._missing(start, end))
 
     def stats(self) -> dict:
-        """What reading this file cost: URL, file size, bytes fetched, requests (and a note on fallbacks)."""
+        """What reading this file cost: URL, file size, bytes fetched, requests (the size lookup included; and a
+        note on fallbacks)."""
         out = {"url": self.url, "size": self.size, "bytes_fetched": self.bytes_fetched, "requests": self.requests}
         if self.note:
             out["note"] = self.note
@@ -221,6 +222,7 @@ class RemoteFile:
 
     # -- internals -----------------------------------------------------------------------------------------
     def _open(self):
+        self.requests += 1  # the size lookup (HEAD for http)
         return self._fs.open(self._path, "rb", block_size=self.first_read, cache_type="none")
 
     def _close_handles(self) -> None:

@@ -246,7 +246,7 @@ def _dask_engine(paths: list[str], task: Callable[[str], dict], jobs: int, sched
         client = Client(scheduler)
     else:
         cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=":0",
-                               silence_logs=logging.ERROR)
+                               silence_logs=logging.CRITICAL)
         client = Client(cluster)
     try:
         futures = client.map(task, paths, pure=False)
@@ -280,7 +280,8 @@ class _Task:
 def run_sweep(inputs: Iterable[str], out: str, *, engine: str = "local", jobs: int = 2,
               scheduler: str | None = None, profiles: tuple[str, ...] = PROFILES, summary: bool = False,
               remote_options: dict | None = None, progress: bool = False) -> dict:
-    """Sweep ``inputs`` into ``out`` and return totals (files, skipped, errors, seconds, bytes fetched).
+    """Sweep ``inputs`` into ``out`` and return totals (files, skipped, errors, seconds, files/s overall and from
+    the first result on, i.e. without the engine's start-up, bytes fetched).
 
     Files already in ``out`` without an error are skipped; the others are (re)done and the output rewritten."""
     if engine not in ENGINES:
@@ -291,7 +292,7 @@ def run_sweep(inputs: Iterable[str], out: str, *, engine: str = "local", jobs: i
     rows = {p: r for p, r in old.items() if r["error"] is None or p not in todo}
     task = _Task(tuple(profiles), summary, dict(remote_options or {}))
     parquet = _is_parquet(out)
-    start = time.perf_counter()
+    start = first = time.perf_counter()
     done, fetched, errors = 0, 0, 0
     log = None
     if not parquet:
@@ -301,6 +302,8 @@ def run_sweep(inputs: Iterable[str], out: str, *, engine: str = "local", jobs: i
         for row in (ENGINES[engine](todo, task, jobs, scheduler=scheduler) if todo else ()):
             rows[row["path"]] = row
             done += 1
+            if done == 1:
+                first = time.perf_counter()
             fetched += row["bytes_fetched"] or 0
             errors += row["error"] is not None
             if log is not None:
@@ -319,9 +322,12 @@ def run_sweep(inputs: Iterable[str], out: str, *, engine: str = "local", jobs: i
         write_rows(out, list(rows.values()))
         if progress and todo:
             sys.stderr.write("\n")
-    seconds = time.perf_counter() - start
+    end = time.perf_counter()
+    seconds = end - start
+    steady = (done - 1) / (end - first) if done > 1 and end > first else 0.0
     return {"files": len(paths), "done": done, "skipped": len(paths) - len(todo), "errors": errors,
             "seconds": seconds, "files_per_second": done / seconds if done and seconds else 0.0,
+            "steady_files_per_second": steady,
             "bytes_fetched": fetched, "bytes_per_file": fetched / done if done else 0.0}
 
 
