@@ -113,6 +113,8 @@ def sweep_one(path: str, profiles: tuple[str, ...] = PROFILES, summary: bool = F
             gguf.close()
     except OSError as exc:
         row["error"] = str(exc) if is_url(path) else f"{exc.strerror or exc}"
+    except Exception as exc:  # noqa: BLE001 - one file's bug must not end a sweep of thousands
+        row["error"] = f"internal error: {type(exc).__name__}: {exc}"
     finally:
         if isinstance(source, RemoteFile):
             stats = source.stats()
