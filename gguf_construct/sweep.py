@@ -104,7 +104,7 @@ def sweep_one(path: str, profiles: tuple[str, ...] = PROFILES, summary: bool = F
             row["tensor_count"], row["kv_count"] = len(gguf.tensors), len(gguf.metadata)
             types: dict[str, int] = {}
             for t in gguf.tensors:
-                types[t.ggml_type.name] = types.get(t.ggml_type.name, 0) + 1
+                types[t.type_name] = types.get(t.type_name, 0) + 1
             row["tensor_types"] = dict(sorted(types.items()))
             if summary:
                 head = file_summary(gguf)

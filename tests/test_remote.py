@@ -106,7 +106,8 @@ def test_load_same_as_local(files, server):
         _same_file(local, remote)
         for lt, rt in zip(local.tensors, remote.tensors):
             np.testing.assert_array_equal(lt.numpy(), rt.numpy())
-        assert remote.transfer["size"] == os.path.getsize(files / name)
+        assert remote.transfer["size"] == sum(os.path.getsize(f.path) for f in local.shards)
+        assert len(remote.shards) == len(local.shards)  # a shard URL loads its whole set, as a path does
 
 
 def test_check_same_as_local_every_profile(files, server):
@@ -255,3 +256,17 @@ def test_hf_urls_use_huggingface_hub_file_system(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(RemoteError, match="hf://org/repo/x.gguf"):
         open_remote("hf://org/repo/x.gguf", retries=0)
+
+
+def test_hash_and_diff_take_urls(files, server):
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(g.__file__)))
+    run = lambda *a: subprocess.run([sys.executable, "-m", "gguf_construct", *a], capture_output=True,  # noqa
+                                    text=True, env=env, timeout=120)
+    local = run("hash", "--per-tensor", str(files / "big.gguf"))
+    remote = run("hash", "--per-tensor", server.url("big.gguf"))
+    assert local.returncode == remote.returncode == 0
+    assert remote.stdout.replace(server.url("big.gguf"), "F") == local.stdout.replace(str(files / "big.gguf"), "F")
+    assert len(remote.stdout.splitlines()) == 3
+    same = run("diff", str(files / "small-v3-little.gguf"), server.url("small-v3-little.gguf"))
+    other = run("diff", str(files / "small-v3-little.gguf"), server.url("small-v2-little.gguf"))
+    assert same.returncode == 0 and other.returncode == 1 and "version" in other.stdout
