@@ -116,7 +116,8 @@ def _describe(exc: BaseException) -> str:
 
 def _transient(exc: BaseException) -> bool:
     exc = _root(exc)
-    if isinstance(exc, (FileNotFoundError, PermissionError, IsADirectoryError, NotImplementedError)):
+    if isinstance(exc, (FileNotFoundError, PermissionError, IsADirectoryError, NotImplementedError,
+                        AttributeError, TypeError)):
         return False
     status = _status(exc)
     if status is not None:
@@ -264,8 +265,13 @@ class RemoteFile:
 
     def _ranged(self, start: int, end: int) -> bytes:
         self.requests += 1
+        fetch = getattr(self._fh, "_fetch_range", None)  # one request (fsspec's buffered files bound what it reads)
         try:
-            data = self._fh._fetch_range(start, end)  # one request; fsspec bounds what it reads
+            if fetch is not None:
+                data = fetch(start, end)
+            else:  # files without ranged fetching of their own (in-memory, local, ...)
+                self._fh.seek(start)
+                data = self._fh.read(end - start + 1)
         except ValueError as exc:
             if "range" in str(exc).lower():
                 raise _NoRanges() from None

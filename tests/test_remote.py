@@ -270,3 +270,33 @@ def test_hash_and_diff_take_urls(files, server):
     same = run("diff", str(files / "small-v3-little.gguf"), server.url("small-v3-little.gguf"))
     other = run("diff", str(files / "small-v3-little.gguf"), server.url("small-v2-little.gguf"))
     assert same.returncode == 0 and other.returncode == 1 and "version" in other.stdout
+
+
+def test_any_fsspec_url(files):
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    fs.pipe("/gguf-remote-test/small-v3-big.gguf", (files / "small-v3-big.gguf").read_bytes())
+    try:
+        remote = g.load("memory://gguf-remote-test/small-v3-big.gguf")
+        _same_file(g.load(files / "small-v3-big.gguf"), remote)
+        assert remote.transfer["bytes_fetched"] == os.path.getsize(files / "small-v3-big.gguf")
+        assert g.check("memory://gguf-remote-test/small-v3-big.gguf").findings == \
+            g.check(files / "small-v3-big.gguf").findings
+    finally:
+        fs.rm("/gguf-remote-test", recursive=True)
+
+
+def test_buffer_of_a_huge_file_costs_only_what_is_written():
+    from gguf_construct.remote import _lazy_map
+
+    size = 64 << 30  # a 64 GiB model: the buffer is virtual (or a sparse temporary file)
+    buf, spill = _lazy_map(size)
+    try:
+        assert len(buf) == size
+        buf[size - 4:] = b"tail"
+        assert buf[size - 4:] == b"tail" and buf[1 << 30:(1 << 30) + 4] == bytes(4)
+    finally:
+        buf.close()
+        if spill is not None:
+            spill.close()
