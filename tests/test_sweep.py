@@ -71,6 +71,7 @@ def test_jsonl_resumes(folder, tmp_path):
 
 
 def test_cli(folder, tmp_path):
+    pytest.importorskip("pyarrow")
     out = tmp_path / "cli.parquet"
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(g.__file__)))
     done = subprocess.run([sys.executable, "-m", "gguf_construct", "sweep", str(folder), "--out", str(out),
