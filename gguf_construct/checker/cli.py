@@ -13,6 +13,7 @@ from .report import Report
 from .rules import SEVERITY_RANK
 from .shards import check_sets, shard_siblings
 from ..cli import write_json
+from ..remote import RemoteError, is_url, print_transfer_stats
 
 __all__ = ["add_cli", "run"]
 
@@ -22,7 +23,8 @@ def add_cli(subparsers) -> None:
     p = subparsers.add_parser("check", help="check files against the conformance rules (every finding)",
                               description="Report every conformance finding of GGUF files, with rule ID, severity, "
                                           "byte offset and field path.")
-    p.add_argument("paths", nargs="+", metavar="PATH", help="GGUF files or directories (searched for *.gguf)")
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="GGUF files, directories (searched for *.gguf) or URLs (https://, hf://, s3://, ...)")
     p.add_argument("--format", choices=("text", "json", "sarif"), default="text",
                    help="text for people (default), json for programs, sarif for code-scanning tools")
     p.add_argument("--profile", choices=PROFILES, default="spec",
@@ -32,6 +34,8 @@ def add_cli(subparsers) -> None:
     p.add_argument("--fail-on", choices=("error", "warning"), default="error",
                    help="exit 1 when a finding of this severity or worse exists (default: error)")
     p.add_argument("--jobs", type=int, default=1, metavar="N", help="check files in N processes")
+    p.add_argument("--stats", action="store_true",
+                   help="print the bytes and requests fetched for URLs (header-only unless --data) on stderr")
     p.set_defaults(func=run)
 
 
@@ -40,7 +44,7 @@ def _one(job: tuple[str, str, bool]) -> tuple[Report | None, str | None]:
     try:
         return check(path, profile=profile, data=data), None
     except OSError as exc:
-        return None, f"{path}: {exc.strerror or exc}"
+        return None, str(exc) if isinstance(exc, RemoteError) else f"{path}: {exc.strerror or exc}"
 
 
 class _Progress:
@@ -71,7 +75,7 @@ def run(args) -> int:
     if args.jobs < 1:
         print("gguf-construct check: --jobs must be at least 1", file=sys.stderr)
         return 2
-    missing = [p for p in args.paths if not os.path.exists(p)]
+    missing = [p for p in args.paths if not is_url(p) and not os.path.exists(p)]
     for p in missing:
         print(f"gguf-construct check: {p}: no such file or directory", file=sys.stderr)
     files = shard_siblings(files_under([p for p in args.paths if p not in missing]))
@@ -91,6 +95,8 @@ def run(args) -> int:
             progress.step(job[0])
             _collect(report, err, reports, io_errors)
     progress.close()
+    if getattr(args, "stats", False):
+        print_transfer_stats([r.transfer for r in reports if r.transfer], "check")
     reports.extend(check_sets([r for r in reports], args.profile))
     if args.format in ("json", "sarif"):
         write_json((render_json if args.format == "json" else render_sarif)(reports))

@@ -6,6 +6,7 @@ import os
 import traceback
 
 from ..layout import open_source
+from ..remote import RemoteFile, header_only, remote_of
 from . import container, data, metadata, model, naming, tensors  # noqa: F401 - importing registers the predicates
 from . import security, templates  # noqa: F401 - issue #16: advisory and chat-template rules
 from .report import Finding, Report
@@ -21,7 +22,8 @@ MAX_FINDINGS_PER_RULE = 1000
 def check(source, *, profile: str = "spec", data: bool = False) -> "Report":
     """Check a GGUF file against every conformance rule and return a :class:`Report` of all findings.
 
-    ``source`` is a path, a bytes-like object or a binary file object (as for :func:`gguf_construct.load`).
+    ``source`` is a path, a URL, a bytes-like object or a binary file object (as for :func:`gguf_construct.load`);
+    a URL is read header-only (see :mod:`gguf_construct.remote`) and the report's ``transfer`` says what it cost.
     ``profile`` is "spec" (gguf.md's verdicts) or "ggml" (what ggml's reader accepts); ``data=True`` also looks
     inside the tensor data.  Never raises on malformed input; I/O errors (``OSError``) propagate.
     """
@@ -30,7 +32,8 @@ def check(source, *, profile: str = "spec", data: bool = False) -> "Report":
     buf, path, keepalive = open_source(source)
     try:
         name = display_name(source, path)
-        return check_buffer(buf, file=name, file_name=base_name(name), profile=profile, data=data)
+        return check_buffer(buf, file=name, file_name=base_name(name), profile=profile, data=data,
+                            remote=remote_of(source, keepalive))
     finally:
         del buf
         if keepalive is not None:
@@ -41,13 +44,21 @@ def check(source, *, profile: str = "spec", data: bool = False) -> "Report":
 
 
 def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, profile: str = "spec",
-                 data: bool = False) -> Report:
-    """Check an in-memory buffer; ``file_name`` (a bare name) enables the naming rules."""
-    ctx = Context(memoryview(buf).cast("B") if not isinstance(buf, bytes) else buf, file=file,
-                  file_name=file_name, profile=profile, data=data)
+                 data: bool = False, remote: RemoteFile | None = None) -> Report:
+    """Check an in-memory buffer; ``file_name`` (a bare name) enables the naming rules.  ``remote`` is the
+    :class:`~gguf_construct.remote.RemoteFile` whose view ``buf`` is: the head is then fetched as the walk needs
+    it and the data only with ``data=True``."""
+    view = memoryview(buf).cast("B") if not isinstance(buf, bytes) else buf
+
+    def walked() -> Context:
+        ctx = Context(view, file=file, file_name=file_name, profile=profile, data=data, remote=remote)
+        walk(ctx)
+        return ctx
+
+    ctx = Context(view, file=file, file_name=file_name, profile=profile, data=data, remote=remote)
     report = Report(file=file, profile=profile)
     try:
-        walk(ctx)
+        ctx = header_only(remote, walked, Context.read_to) if remote is not None else walked()
         derive_layout(ctx)
     except Exception:  # noqa: BLE001 - a bug must not hide the findings so far
         report.internal_errors.append("walk: " + traceback.format_exc(limit=3))
@@ -80,6 +91,8 @@ def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, 
     except Exception:  # noqa: BLE001
         report.internal_errors.append("facts: " + traceback.format_exc(limit=3))
     ctx.buf = None
+    if remote is not None:
+        report.transfer = remote.stats()
     return report
 
 

@@ -35,6 +35,7 @@ class Report:
     findings: list[Finding] = field(default_factory=list)
     internal_errors: list[str] = field(default_factory=list)
     facts: dict = field(default_factory=dict, repr=False, compare=False)  # for checks across files (shard sets)
+    transfer: dict | None = field(default=None, compare=False)  # network cost when the file was a URL
 
     @property
     def valid(self) -> bool:
@@ -59,9 +60,11 @@ class Report:
         self.findings.sort(key=lambda f: (f.offset is None, f.offset or 0, f.rule))
 
     def to_dict(self) -> dict:
-        """The JSON shape: file, valid, version, byte_order, findings."""
+        """The JSON shape: file, valid, version, byte_order, findings (and transfer for URLs)."""
         out = {"file": self.file, "valid": self.valid, "version": self.version, "byte_order": self.byte_order,
                "findings": [f.to_dict() for f in self.findings]}
         if self.internal_errors:
             out["internal_errors"] = list(self.internal_errors)
+        if self.transfer is not None:
+            out["transfer"] = dict(self.transfer)
         return out
