@@ -1,0 +1,229 @@
+"""The Kaitai Struct round of validation: the generated ``exports/gguf.ksy``, compiled to Python by the Kaitai
+Struct compiler, reads real and generated files exactly as ``load`` does (header, keys, typed values, tensor infos,
+tensor data).
+
+The committed parser (``exports/kaitai_python/gguf.py``) runs wherever the ``kaitaistruct`` runtime is installed;
+compiling the .ksy again needs node and the npm package ``kaitai-struct-compiler`` (found through
+``KAITAI_STRUCT_COMPILER_JS`` or node's module path) and is skipped without them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+from gguf_construct import GGUFFile, export, load, spec, structs
+from gguf_construct.export import kaitai
+
+from conftest import corpus_files
+
+pytest.importorskip("kaitaistruct")
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPORTS = ROOT / "exports"
+PARSER = EXPORTS / export.COMPILED_DIR / export.COMPILED_PARSER
+VALUE_TYPE_NAMES = {vt["id"]: vt["name"] for vt in structs.container_spec()["value_types"]}
+
+pytestmark = pytest.mark.skipif(spec.spec_dir() != ROOT / "spec", reason="package not installed from this checkout")
+
+
+def _module_from_source(name: str, source: str):
+    mod_spec = importlib.util.spec_from_loader(name, loader=None)
+    module = importlib.util.module_from_spec(mod_spec)
+    exec(compile(source, f"<{name}>", "exec"), module.__dict__)
+    return module
+
+
+@pytest.fixture(scope="module")
+def kaitai_gguf():
+    """The committed compiled parser's top-level class."""
+    return _module_from_source("gguf_kaitai", PARSER.read_text(encoding="utf-8")).Gguf
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the same view of a file from both readers
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _canon(type_name: str, value, item_type: str | None = None):
+    """A value in a reader-independent form: floats as their bits, booleans as 0/1, arrays element by element."""
+    if type_name == "ARRAY":
+        return [item_type, [_canon(item_type, x) if item_type != "ARRAY" else x for x in value]]
+    if type_name == "FLOAT32":
+        return struct.pack("<f", float(value)).hex()
+    if type_name == "FLOAT64":
+        return struct.pack("<d", float(value)).hex()
+    if type_name == "BOOL":
+        return int(value)
+    if type_name == "STRING":
+        return value
+    return int(value)
+
+
+def _canon_loaded(v):
+    if v.type.name == "ARRAY" and v.item_type.name == "ARRAY":
+        return ["ARRAY", [_canon_loaded(x) for x in v.value]]
+    return _canon(v.type.name, v.value, v.item_type.name if v.item_type is not None else None)
+
+
+def _canon_kaitai(type_id: int, value):
+    name = VALUE_TYPE_NAMES[int(type_id)]
+    if name == "STRING":
+        return value.data
+    if name == "ARRAY":
+        item = VALUE_TYPE_NAMES[int(value.type)]
+        if item == "ARRAY":
+            return ["ARRAY", [_canon_kaitai(int(value.type), x) for x in value.data]]
+        if item == "STRING":
+            return [item, [x.data for x in value.data]]
+        return [item, [_canon(item, x) for x in value.data]]
+    return _canon(name, value)
+
+
+def view_loaded(path) -> dict:
+    """What ``load`` reads."""
+    g = load(path)
+    try:
+        return {
+            "version": g.version, "byte_order": g.byte_order, "alignment": g.alignment,
+            "keys": [(k, v.type.name, _canon_loaded(v)) for k, v in g.metadata.typed_items()],
+            "tensors": [(t.name, tuple(t.shape), int(t.ggml_type), t.offset, t.nbytes, bytes(t.raw()))
+                        for t in g.tensors],
+        }
+    finally:
+        g.close()
+
+
+def view_kaitai(cls, path) -> dict:
+    """What the Kaitai parser reads."""
+    k = cls.from_file(str(path))
+    try:
+        head = k.file_head
+        assert head.header.tensor_count == len(head.tensor_infos)
+        assert head.header.metadata_kv_count == len(head.metadata_kv)
+        return {
+            "version": head.header.version, "byte_order": "big" if k.big_endian else "little",
+            "alignment": k.alignment,
+            "keys": [(kv.key.data, VALUE_TYPE_NAMES[int(kv.value_type)], _canon_kaitai(kv.value_type, kv.value))
+                     for kv in head.metadata_kv],
+            "tensors": [(ti.name.data, tuple(ti.dimensions), int(ti.type), ti.offset, ti.n_bytes, ti.data)
+                        for ti in head.tensor_infos],
+        }
+    finally:
+        k.close()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# generated files: every version x byte order, every value type, every tensor type
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def generated_file(version: int, byte_order: str, alignment: int) -> GGUFFile:
+    """A file with every value type the version has (arrays of each, nested and empty arrays, UTF-8 strings) and a
+    tensor of every current tensor type (random bytes), plus a scalar and a 4-dimensional tensor."""
+    g = GGUFFile.new(version=version, byte_order=byte_order, alignment=alignment)
+    md = g.metadata
+    samples = {"UINT8": 200, "INT8": -100, "UINT16": 60000, "INT16": -30000, "UINT32": 4_000_000_000,
+               "INT32": -2_000_000_000, "FLOAT32": 1.5, "BOOL": True, "STRING": "héllo wörld ✓",
+               "UINT64": 2**63 + 5, "INT64": -(2**62), "FLOAT64": -2.25}
+    for vt in structs.container_spec()["value_types"]:
+        if vt.get("since", 1) > version or vt["name"] == "ARRAY":
+            continue
+        name, value = vt["name"], samples[vt["name"]]
+        md.set(f"test.scalar.{name.lower()}", value, name)
+        md.set(f"test.array.{name.lower()}", [value, value], "ARRAY", name)
+    md.set("test.array.empty", [], "ARRAY", "INT32")
+    md.set("test.array.nested", [[1, 2], [3]], "ARRAY", "ARRAY")
+    rng = np.random.default_rng(version)
+    for t in spec.tensor_types():
+        if not t.is_current:
+            continue
+        shape = (2 * t.block_size, 3)
+        nbytes = 2 * t.type_size * 3
+        g.add_tensor(f"t.{t.name.lower()}", rng.integers(0, 256, nbytes, dtype=np.uint8).tobytes(),
+                     ggml_type=t.name, shape=shape)
+    g.add_tensor("t.scalar", struct.pack("<f" if byte_order == "little" else ">f", 3.0), ggml_type="F32", shape=())
+    g.add_tensor("t.four_dims", bytes(range(2 * 3 * 4 * 5)), ggml_type="I8", shape=(2, 3, 4, 5))
+    return g
+
+
+@pytest.mark.parametrize("alignment", [None, 64])
+@pytest.mark.parametrize("version,byte_order", structs.each_family())
+def test_generated_files_read_alike(kaitai_gguf, tmp_path, version, byte_order, alignment):
+    g = generated_file(version, byte_order, alignment or structs.container_spec()["layout"]["alignment"]["default"])
+    path = tmp_path / "g.gguf"
+    g.save(path)
+    ours, theirs = view_loaded(path), view_kaitai(kaitai_gguf, path)
+    assert theirs == ours
+    assert len(ours["tensors"]) == sum(t.is_current for t in spec.tensor_types()) + 2
+    assert ours["alignment"] == (alignment or 32)
+
+
+@settings(max_examples=15)
+@given(structs_files=__import__("gguf_construct.strategies", fromlist=["gguf_files"]).gguf_files(max_kv=4,
+                                                                                                 max_tensors=3))
+def test_hypothesis_files_read_alike(kaitai_gguf, tmp_path_factory, structs_files):
+    data, _doc = structs_files
+    path = tmp_path_factory.mktemp("h") / "h.gguf"
+    path.write_bytes(data)
+    assert view_kaitai(kaitai_gguf, path) == view_loaded(path)
+
+
+@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name)
+def test_corpus_files_read_alike(kaitai_gguf, path):
+    assert view_kaitai(kaitai_gguf, path) == view_loaded(path)
+
+
+def test_corpus_file_in_every_version_and_byte_order(kaitai_gguf, tmp_path):
+    files = corpus_files()
+    if not files:
+        pytest.skip("../shared/corpus is not present")
+    smallest = min(files, key=lambda p: p.stat().st_size)
+    for version, byte_order in structs.each_family():
+        g = load(smallest)
+        if version == 1 and any(v.type.name in ("UINT64", "INT64", "FLOAT64") for _, v in g.metadata.typed_items()):
+            continue
+        out = tmp_path / f"v{version}-{byte_order}.gguf"
+        g.convert(version=version, byte_order=byte_order)
+        g.save(out)
+        g.close()
+        assert view_kaitai(kaitai_gguf, out) == view_loaded(out)
+
+
+def test_generator_view_catches_a_difference(kaitai_gguf, tmp_path):
+    """The comparison can fail: a flipped byte in a value shows up."""
+    g = generated_file(3, "little", 32)
+    path = tmp_path / "g.gguf"
+    g.save(path)
+    data = bytearray(path.read_bytes())
+    ours = view_loaded(path)
+    i = data.index("héllo".encode())
+    data[i] = ord("H")
+    path.write_bytes(bytes(data))
+    assert view_kaitai(kaitai_gguf, path) != ours
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the compiler itself (needs node and kaitai-struct-compiler)
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def test_ksy_compiles_to_the_committed_parser():
+    if kaitai.find_compiler() is None:
+        pytest.skip(f"kaitai-struct-compiler not found (npm install kaitai-struct-compiler; set {kaitai.ENV_VAR})")
+    version, files = kaitai.compile_ksy((EXPORTS / "gguf.ksy").read_text(encoding="utf-8"))
+    assert files[export.COMPILED_PARSER] == PARSER.read_text(encoding="utf-8")
+    assert version in (EXPORTS / export.COMPILED_DIR / export.COMPILED_FROM).read_text(encoding="utf-8")
+
+
+def test_compiler_rejects_a_broken_ksy():
+    if kaitai.find_compiler() is None:
+        pytest.skip("kaitai-struct-compiler not found")
+    broken = (EXPORTS / "gguf.ksy").read_text(encoding="utf-8").replace("type: gguf_string", "type: no_such_type")
+    with pytest.raises(kaitai.KaitaiCompilerError):
+        kaitai.compile_ksy(broken)
