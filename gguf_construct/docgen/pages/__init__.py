@@ -12,7 +12,8 @@ from ..context import Page
 __all__ = ["PAGE_MODULES", "pages"]
 
 PAGE_MODULES = ("index", "format", "values", "tensor_types", "tables", "keys", "file_types", "naming", "rules",
-                "errata")
+                "errata",
+                "exports")
 
 
 def pages() -> tuple[Page, ...]:
