@@ -237,6 +237,496 @@ types:
             pos: _root.data.start + offset
             size: n_bytes
             doc: The tensor's data, in the file's byte order, at its offset in the data section.
+          blocks:
+            io: _root._io
+            pos: _root.data.start + offset
+            type:
+              switch-on: type
+              cases:
+                ggml_types::f32: block_f32
+                ggml_types::f16: block_f16
+                ggml_types::q4_0: block_q4_0
+                ggml_types::q4_1: block_q4_1
+                ggml_types::q5_0: block_q5_0
+                ggml_types::q5_1: block_q5_1
+                ggml_types::q8_0: block_q8_0
+                ggml_types::q8_1: block_q8_1
+                ggml_types::q2_k: block_q2_k
+                ggml_types::q3_k: block_q3_k
+                ggml_types::q4_k: block_q4_k
+                ggml_types::q5_k: block_q5_k
+                ggml_types::q6_k: block_q6_k
+                ggml_types::q8_k: block_q8_k
+                ggml_types::iq2_xxs: block_iq2_xxs
+                ggml_types::iq2_xs: block_iq2_xs
+                ggml_types::iq3_xxs: block_iq3_xxs
+                ggml_types::iq1_s: block_iq1_s
+                ggml_types::iq4_nl: block_iq4_nl
+                ggml_types::iq3_s: block_iq3_s
+                ggml_types::iq2_s: block_iq2_s
+                ggml_types::iq4_xs: block_iq4_xs
+                ggml_types::i8: block_i8
+                ggml_types::i16: block_i16
+                ggml_types::i32: block_i32
+                ggml_types::i64: block_i64
+                ggml_types::f64: block_f64
+                ggml_types::iq1_m: block_iq1_m
+                ggml_types::bf16: block_bf16
+                ggml_types::tq1_0: block_tq1_0
+                ggml_types::tq2_0: block_tq2_0
+                ggml_types::mxfp4: block_mxfp4
+                ggml_types::nvfp4: block_nvfp4
+                ggml_types::q1_0: block_q1_0
+                ggml_types::q2_0: block_q2_0
+            repeat: expr
+            repeat-expr: 'type_size == 0 ? 0 : n_bytes / type_size'
+            doc: The tensor's data as blocks of its type, field by field (read when accessed).
+      block_f32:
+        doc: 'One block of F32: 1 elements in 4 bytes.'
+        doc-ref: ggml/include/ggml.h enum ggml_type
+        seq:
+        - id: value
+          type: f4
+          doc: IEEE 754 binary32 value.
+      block_f16:
+        doc: 'One block of F16: 1 elements in 2 bytes.'
+        doc-ref: ggml/include/ggml.h enum ggml_type; ggml/src/ggml-common.h ggml_half
+        seq:
+        - id: value
+          type: u2
+          doc: IEEE 754 binary16 value. Held as its 16 bits (IEEE 754 binary16 (ggml_half)).
+      block_q4_0:
+        doc: 'One block of Q4_0: 32 elements in 18 bytes.'
+        doc-ref: ggml/src/ggml-common.h block_q4_0; ggml/src/ggml-quants.c dequantize_row_q4_0
+        seq:
+        - id: d
+          type: u2
+          doc: Block scale (delta). Held as its 16 bits (IEEE 754 binary16 (ggml_half)).
+        - id: qs
+          size: 16
+          doc: '4-bit quants: byte j holds element j in its low nibble and element j+16 in its high nibble.'
+      block_q4_1:
+        doc: 'One block of Q4_1: 32 elements in 20 bytes.'
+        doc-ref: ggml/src/ggml-common.h block_q4_1; ggml/src/ggml-quants.c dequantize_row_q4_1
+        seq:
+        - id: d
+          type: u2
+          doc: Block scale (delta). Held as its 16 bits (IEEE 754 binary16 (ggml_half)).
+        - id: m
+          type: u2
+          doc: Block minimum. Held as its 16 bits (IEEE 754 binary16 (ggml_half)).
+        - id: qs
+          size: 16
+          doc: 4-bit quants, nibble order as Q4_0.
+      block_q5_0:
+        doc: 'One block of Q5_0: 32 elements in 22 bytes.'
+        doc-ref: ggml/src/ggml-common.h block_q5_0; ggml/src/ggml-quants.c dequantize_row_q5_0
+        seq:
+        - id: d
+          type: u2
+          doc: Block scale (delta). Held as its 16 bits (IEEE 754 binary16 (ggml_half)).
+        - id: qh
+          type: u4
+          doc: 'Fifth bit of each of the 32 quants: bit j belongs to element j. ggml declares uint8_t qh[4] and
+            reads it with memcpy into a uint32_t, so it is one 32-bit word in the file''s byte order. C: uint8_t
+            qh[4].'
+        - id: qs
+          size: 16
+          doc: Low 4 bits of the quants, nibble order as Q4_0.
+      block_q5_1:
+        doc: 'One block of Q5_1: 32 elements in 24 bytes.'
+        doc-ref: ggml/src/ggml-common.h block_q5_1; ggml/src/ggml-quants.c dequantize_row_q5_1
+        seq:
+        - id: d
+          type: u2
+          doc: Block scale (delta). Held as its 16 bits (IEEE 754 binary16 (ggml_half)).
+        - id: m
+          type: u2
+          doc: Block minimum. Held as its 16 bits (IEEE 754 binary16 (ggml_half)).
+        - id: qh
+          type: u4
+          doc: 'Fifth bit of each quant, read by ggml as a uint32_t (see Q5_0). C: uint8_t qh[4].'
+        - id: qs
+          size: 16
+          doc: Low 4 bits of the quants, nibble order as Q4_0.
+      block_q8_0:
+        doc: 'One block of Q8_0: 32 elements in 34 bytes.'
+        doc-ref: ggml/src/ggml-common.h block_q8_0; ggml/src/ggml-quants.c dequantize_row_q8_0
+        seq:
+        - id: d
+          type: u2
+          doc: Block scale (delta). Held as its 16 bits (IEEE 754 binary16 (ggml_half)).
+        - id: qs
+          type: s1
+          repeat: expr
+          repeat-expr: 32
+          doc: Signed 8-bit quants.
+      block_q8_1:
+        doc: 'One block of Q8_1: 32 elements in 36 bytes.'
+        doc-ref: ggml/src/ggml-common.h block_q8_1; ggml/src/ggml-quants.c quantize_row_q8_1_ref
+        seq:
+        - id: d
+          type: u2
+          doc: Block scale (delta). Held as its 16 bits (IEEE 754 binary16 (ggml_half)).
+        - id: s
+          type: u2
+          doc: d times the sum of the quants. Held as its 16 bits (IEEE 754 binary16 (ggml_half)).
+        - id: qs
+          type: s1
+          repeat: expr
+          repeat-expr: 32
+          doc: Signed 8-bit quants.
+      block_q2_k:
+        doc: 'One block of Q2_K: 256 elements in 84 bytes.'
+        doc-ref: ggml/src/ggml-common.h block_q2_K; ggml/src/ggml-quants.c dequantize_row_q2_K
+        seq:
+        - id: scales
+          size: 16
+          doc: 4-bit scale (low nibble) and 4-bit min (high nibble) for each of the 16 sub-blocks of 16.
+        - id: qs
+          size: 64
+          doc: 2-bit quants.
+        - id: d
+          type: u2
+          doc: Super-block scale for the quantized scales. Held as its 16 bits (IEEE 754 binary16 (ggml_half)).
+        - id: dmin
+          type: u2
+          doc: Super-block scale for the quantized mins. Held as its 16 bits (IEEE 754 binary16 (ggml_half)).
+      block_q3_k:
+        doc: 'One block of Q3_K: 256 elements in 110 bytes.'
+        doc-ref: ggml/src/ggml-common.h block_q3_K; ggml/src/ggml-quants.c dequantize_row_q3_K
+        seq:
+        - id: hmask
+          size: 32
+          doc: High bit of each quant.
+        - id: qs
+          size: 64
+          doc: Low 2 bits of the quants.
+        - id: scales
+          type: u4
+          repeat: expr
+          repeat-expr: 3
+          doc: 'Sixteen 6-bit scales packed in 12 bytes. ggml declares uint8_t scales[12] and reads them with memcpy
+            into uint32_t words, so they are three 32-bit words in the file''s byte order. C: uint8_t scales[12].'
+        - id: d
+          type: u2
+          doc: Super-block scale. Held as its 16 bits (IEEE 754 binary16 (ggml_half)).
+      block_q4_k:
+        doc: 'One block of Q4_K: 256 elements in 144 bytes.'
+        doc-ref: ggml/src/ggml-common.h block_q4_K; ggml/src/ggml-quants.c dequantize_row_q4_K
+        seq:
+        - id: d
+          type: u2
+          doc: Super-block scale for the quantized scales. Held as its 16 bits (IEEE 754 binary16 (ggml_half)).
+        - id: dmin
+          type: u2
+          doc: Super-block scale for the quantized mins. Held as its 16 bits (IEEE 754 binary16 (ggml_half)).
+        - id: scales
+          size: 12
+          doc: Eight 6-bit scales and eight 6-bit mins packed in 12 bytes (get_scale_min_k4).
+        - id: qs
+          size: 128
+          doc: 4-bit quants.
+      block_q5_k:
+        doc: 'One block of Q5_K: 256 elements in 176 bytes.'
+        doc-ref: ggml/src/ggml-common.h block_q5_K; ggml/src/ggml-quants.c dequantize_row_q5_K
+        seq:
+        - id: d
+          type: u2
+          doc: Super-block scale for the quantized scales. Held as its 16 bits (IEEE 754 binary16 (ggml_half)).
+        - id: dmin
+          type: u2
+          doc: Super-block scale for the quantized mins. Held as its 16 bits (IEEE 754 binary16 (ggml_half)).
+        - id: scales
+          size: 12
+          doc: Eight 6-bit scales and mins packed as in Q4_K.
+        - id: qh
+          size: 32
+          doc: High (fifth) bit of the quants.
+        - id: qs
+          size: 128
+          doc: Low 4 bits of the quants.
+      block_q6_k:
+        doc: 'One block of Q6_K: 256 elements in 210 bytes.'
+        doc-ref: ggml/src/ggml-common.h block_q6_K; ggml/src/ggml-quants.c dequantize_row_q6_K
+        seq:
+        - id: ql
+          size: 128
+          doc: Low 4 bits of the quants.
+        - id: qh
+          size: 64
+          doc: Upper 2 bits of the quants.
+        - id: scales
+          type: s1
+          repeat: expr
+          repeat-expr: 16
+          doc: Signed 8-bit scales of the 16 sub-blocks.
+        - id: d
+          type: u2
+          doc: Super-block scale. Held as its 16 bits (IEEE 754 binary16 (ggml_half)).
+      block_q8_k:
+        doc: 'One block of Q8_K: 256 elements in 292 bytes.'
+        doc-ref: ggml/src/ggml-common.h block_q8_K; ggml/src/ggml-quants.c quantize_row_q8_K_ref
+        seq:
+        - id: d
+          type: f4
+          doc: Scale (fp32).
+        - id: qs
+          type: s1
+          repeat: expr
+          repeat-expr: 256
+          doc: Signed 8-bit quants.
+        - id: bsums
+          type: s2
+          repeat: expr
+          repeat-expr: 16
+          doc: Sum of the quants in each group of 16.
+      block_iq2_xxs:
+        doc: 'One block of IQ2_XXS: 256 elements in 66 bytes.'
+        doc-ref: ggml/src/ggml-common.h block_iq2_xxs; ggml/src/ggml-quants.c dequantize_row_iq2_xxs
+        seq:
+        - id: d
+          type: u2
+          doc: Super-block scale. Held as its 16 bits (IEEE 754 binary16 (ggml_half)).
+        - id: qs
+          type: u4
+          repeat: expr
+          repeat-expr: 16
+          doc: 'For each of 8 groups of 32 weights two 32-bit words: four 8-bit grid indices, then four 7-bit sign
+            indices and a 4-bit scale. ggml declares uint16_t qs[32] and reads it with memcpy into uint32_t pairs.
+            C: uint16_t qs[32].'
+      block_iq2_xs:
+        doc: 'One block of IQ2_XS: 256 elements in 74 bytes.'
+        doc-ref: ggml/src/ggml-common.h block_iq2_xs; ggml/src/ggml-quants.c dequantize_row_iq2_xs
+        seq:
+        - id: d
+          type: u2
+          doc: Super-block scale. Held as its 16 bits (IEEE 754 binary16 (ggml_half)).
+        - id: qs
+          type: u2
+          repeat: expr
+          repeat-expr: 32
+          doc: 9-bit grid index (low bits) and 7-bit sign index (high bits) per 8 weights.
+        - id: scales
+          size: 8
+          doc: Two 4-bit scales per 32 weights.
+      block_iq3_xxs:
+        doc: 'One block of IQ3_XXS: 256 elements in 98 bytes.'
+        doc-ref: ggml/src/ggml-common.h block_iq3_xxs; ggml/src/ggml-quants.c dequantize_row_iq3_xxs
+        seq:
+        - id: d
+          type: u2
+          doc: Super-block scale. Held as its 16 bits (IEEE 754 binary16 (ggml_half)).
+        - id: qs
+          size: 64
+          doc: '8-bit grid indices, one per 4 weights. C: uint8_t qs[96] (bytes 0..63).'
+        - id: scales_and_signs
+          type: u4
+          repeat: expr
+          repeat-expr: 8
+          doc: 'Per 32 weights one 32-bit word: four 7-bit sign indices and a 4-bit scale. ggml stores these in
+            qs[64..95] and reads them with memcpy into uint32_t. C: uint8_t qs[96] (bytes 64..95).'
+      block_iq1_s:
+        doc: 'One block of IQ1_S: 256 elements in 50 bytes.'
+        doc-ref: ggml/src/ggml-common.h block_iq1_s; ggml/src/ggml-quants.c dequantize_row_iq1_s
+        seq:
+        - id: d
+          type: u2
+          doc: Super-block scale. Held as its 16 bits (IEEE 754 binary16 (ggml_half)).
+        - id: qs
+          size: 32
+          doc: Low 8 bits of the 11-bit grid indices.
+        - id: qh
+          type: u2
+          repeat: expr
+          repeat-expr: 8
+          doc: 'Per 32 weights: high 3 bits of four grid indices, a 3-bit scale and the sign of the delta.'
+      block_iq4_nl:
+        doc: 'One block of IQ4_NL: 32 elements in 18 bytes.'
+        doc-ref: ggml/src/ggml-common.h block_iq4_nl; ggml/src/ggml-quants.c dequantize_row_iq4_nl
+        seq:
+        - id: d
+          type: u2
+          doc: Block scale. Held as its 16 bits (IEEE 754 binary16 (ggml_half)).
+        - id: qs
+          size: 16
+          doc: 4-bit indices into the non-linear value table kvalues_iq4nl; nibble order as Q4_0.
+      block_iq3_s:
+        doc: 'One block of IQ3_S: 256 elements in 110 bytes.'
+        doc-ref: ggml/src/ggml-common.h block_iq3_s; ggml/src/ggml-quants.c dequantize_row_iq3_s
+        seq:
+        - id: d
+          type: u2
+          doc: Super-block scale. Held as its 16 bits (IEEE 754 binary16 (ggml_half)).
+        - id: qs
+          size: 64
+          doc: Low 8 bits of the 9-bit grid indices, one per 4 weights.
+        - id: qh
+          size: 8
+          doc: Ninth bit of the grid indices.
+        - id: signs
+          size: 32
+          doc: Sign bits, one per weight.
+        - id: scales
+          size: 4
+          doc: Two 4-bit scales per 64 weights.
+      block_iq2_s:
+        doc: 'One block of IQ2_S: 256 elements in 82 bytes.'
+        doc-ref: ggml/src/ggml-common.h block_iq2_s; ggml/src/ggml-quants.c dequantize_row_iq2_s
+        seq:
+        - id: d
+          type: u2
+          doc: Super-block scale. Held as its 16 bits (IEEE 754 binary16 (ggml_half)).
+        - id: qs
+          size: 64
+          doc: 'Bytes 0..31: low 8 bits of the 10-bit grid indices; bytes 32..63: sign bits. C: uint8_t qs[QK_K/4].'
+        - id: qh
+          size: 8
+          doc: High 2 bits of the grid indices.
+        - id: scales
+          size: 8
+          doc: Two 4-bit scales per 32 weights.
+      block_iq4_xs:
+        doc: 'One block of IQ4_XS: 256 elements in 136 bytes.'
+        doc-ref: ggml/src/ggml-common.h block_iq4_xs; ggml/src/ggml-quants.c dequantize_row_iq4_xs
+        seq:
+        - id: d
+          type: u2
+          doc: Super-block scale. Held as its 16 bits (IEEE 754 binary16 (ggml_half)).
+        - id: scales_h
+          type: u2
+          doc: High 2 bits of the eight 6-bit sub-block scales.
+        - id: scales_l
+          size: 4
+          doc: Low 4 bits of the eight 6-bit sub-block scales.
+        - id: qs
+          size: 128
+          doc: 4-bit indices into kvalues_iq4nl; nibble order per 32 weights as Q4_0.
+      block_i8:
+        doc: 'One block of I8: 1 elements in 1 bytes.'
+        doc-ref: ggml/include/ggml.h enum ggml_type
+        seq:
+        - id: value
+          type: s1
+          doc: Signed 8-bit integer.
+      block_i16:
+        doc: 'One block of I16: 1 elements in 2 bytes.'
+        doc-ref: ggml/include/ggml.h enum ggml_type
+        seq:
+        - id: value
+          type: s2
+          doc: Signed 16-bit integer.
+      block_i32:
+        doc: 'One block of I32: 1 elements in 4 bytes.'
+        doc-ref: ggml/include/ggml.h enum ggml_type
+        seq:
+        - id: value
+          type: s4
+          doc: Signed 32-bit integer.
+      block_i64:
+        doc: 'One block of I64: 1 elements in 8 bytes.'
+        doc-ref: ggml/include/ggml.h enum ggml_type
+        seq:
+        - id: value
+          type: s8
+          doc: Signed 64-bit integer.
+      block_f64:
+        doc: 'One block of F64: 1 elements in 8 bytes.'
+        doc-ref: ggml/include/ggml.h enum ggml_type
+        seq:
+        - id: value
+          type: f8
+          doc: IEEE 754 binary64 value.
+      block_iq1_m:
+        doc: 'One block of IQ1_M: 256 elements in 56 bytes.'
+        doc-ref: ggml/src/ggml-common.h block_iq1_m; ggml/src/ggml-quants.c dequantize_row_iq1_m
+        seq:
+        - id: qs
+          size: 32
+          doc: Low 8 bits of the 11-bit grid indices.
+        - id: qh
+          size: 16
+          doc: High 3 bits of the grid indices and the delta sign, one nibble per 8 weights.
+        - id: scales
+          type: u2
+          repeat: expr
+          repeat-expr: 4
+          doc: '3-bit sub-block scales; the top nibbles of the four words form the fp16 super-block scale. ggml
+            declares uint8_t scales[8] and reads them as uint16_t. C: uint8_t scales[QK_K/32].'
+      block_bf16:
+        doc: 'One block of BF16: 1 elements in 2 bytes.'
+        doc-ref: ggml/include/ggml.h enum ggml_type; ggml/src/ggml-impl.h ggml_compute_fp32_to_bf16
+        seq:
+        - id: value
+          type: u2
+          doc: 'bfloat16 value: the upper 16 bits of an IEEE 754 binary32. Held as its 16 bits (bfloat16, the upper
+            half of an IEEE 754 binary32 (ggml_bf16_t); held as its 16 bits).'
+      block_tq1_0:
+        doc: 'One block of TQ1_0: 256 elements in 54 bytes.'
+        doc-ref: ggml/src/ggml-common.h block_tq1_0; ggml/src/ggml-quants.c dequantize_row_tq1_0
+        seq:
+        - id: qs
+          size: 48
+          doc: Five ternary digits per byte, stored as the base-3 number scaled to a fraction of 256 (ceil(q * 256
+            / 243)); bytes 0-31 hold weights m + 32n, bytes 32-47 weights 160 + m + 16n.
+        - id: qh
+          size: 4
+          doc: 'Four ternary digits per byte (a fifth, zero digit pads the base-3 number) for the last 16 weights:
+            qh[j] holds weights 240 + j + 4n.'
+        - id: d
+          type: u2
+          doc: Block scale. Held as its 16 bits (IEEE 754 binary16 (ggml_half)).
+      block_tq2_0:
+        doc: 'One block of TQ2_0: 256 elements in 66 bytes.'
+        doc-ref: ggml/src/ggml-common.h block_tq2_0; ggml/src/ggml-quants.c dequantize_row_tq2_0
+        seq:
+        - id: qs
+          size: 64
+          doc: '2-bit codes, four per byte (bits 2l..2l+1 of byte 32h + m are weight 128h + 32l + m): 0, 1, 2 mean
+            -1, 0, +1; the encoder never writes 3, which decodes as +2.'
+        - id: d
+          type: u2
+          doc: Block scale. Held as its 16 bits (IEEE 754 binary16 (ggml_half)).
+      block_mxfp4:
+        doc: 'One block of MXFP4: 32 elements in 17 bytes.'
+        doc-ref: ggml/src/ggml-common.h block_mxfp4; ggml/src/ggml-quants.c dequantize_row_mxfp4
+        seq:
+        - id: e
+          type: u1
+          doc: Shared scale as E8M0 (a power of two).
+        - id: qs
+          size: 16
+          doc: 4-bit E2M1 codes; nibble order as Q4_0.
+      block_nvfp4:
+        doc: 'One block of NVFP4: 64 elements in 36 bytes.'
+        doc-ref: ggml/src/ggml-common.h block_nvfp4; ggml/src/ggml-quants.c dequantize_row_nvfp4
+        seq:
+        - id: d
+          size: 4
+          doc: UE4M3 scale for each sub-block of 16 weights.
+        - id: qs
+          size: 32
+          doc: 4-bit E2M1 codes; per 16-weight sub-block, byte j holds elements j and j+8.
+      block_q1_0:
+        doc: 'One block of Q1_0: 128 elements in 18 bytes.'
+        doc-ref: ggml/src/ggml-common.h block_q1_0; ggml/src/ggml-quants.c dequantize_row_q1_0
+        seq:
+        - id: d
+          type: u2
+          doc: Block scale. Held as its 16 bits (IEEE 754 binary16 (ggml_half)).
+        - id: qs
+          size: 16
+          doc: 'One sign bit per weight, least significant bit first: 1 means +d, 0 means -d.'
+      block_q2_0:
+        doc: 'One block of Q2_0: 64 elements in 18 bytes.'
+        doc-ref: ggml/src/ggml-common.h block_q2_0; ggml/src/ggml-quants.c dequantize_row_q2_0
+        seq:
+        - id: d
+          type: u2
+          doc: Block scale. Held as its 16 bits (IEEE 754 binary16 (ggml_half)).
+        - id: qs
+          size: 16
+          doc: '2-bit codes, least significant pair first: 0,1,2,3 mean -1,0,+1,+2 times d.'
   data_section:
     doc: After the tensor infos the file is padded with 0x00 bytes to the next multiple of ALIGNMENT; there the
       data section starts.  Each tensor's data lies inside the data section at its offset (relative to the data

@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from gguf_construct import GGUFFile, export, load, spec, structs
+from gguf_construct import GGUFFile, codecs, export, load, spec, structs
 from gguf_construct.export import kaitai
+from gguf_construct.strategies import gguf_files
 
 from conftest import corpus_files
 
@@ -165,10 +166,9 @@ def test_generated_files_read_alike(kaitai_gguf, tmp_path, version, byte_order, 
 
 
 @settings(max_examples=15)
-@given(structs_files=__import__("gguf_construct.strategies", fromlist=["gguf_files"]).gguf_files(max_kv=4,
-                                                                                                 max_tensors=3))
-def test_hypothesis_files_read_alike(kaitai_gguf, tmp_path_factory, structs_files):
-    data, _doc = structs_files
+@given(gguf_files(max_kv=4, max_tensors=3))
+def test_hypothesis_files_read_alike(kaitai_gguf, tmp_path_factory, drawn):
+    data, _doc = drawn
     path = tmp_path_factory.mktemp("h") / "h.gguf"
     path.write_bytes(data)
     assert view_kaitai(kaitai_gguf, path) == view_loaded(path)
@@ -193,6 +193,45 @@ def test_corpus_file_in_every_version_and_byte_order(kaitai_gguf, tmp_path):
         g.save(out)
         g.close()
         assert view_kaitai(kaitai_gguf, out) == view_loaded(out)
+
+
+def _field_values(block, field) -> list:
+    """One block field as a flat list of integers (byte strings and arrays element by element; 16-bit floats and
+    floats as their bits)."""
+    value = getattr(block, field.id)
+    items = list(value) if isinstance(value, (bytes, list)) else [value]
+    if field.type in ("f4", "f8"):
+        return [struct.pack("<f" if field.type == "f4" else "<d", x).hex() for x in items]
+    return [int(x) for x in items]
+
+
+@pytest.mark.parametrize("byte_order", structs.BYTE_ORDERS)
+def test_tensor_blocks_match_the_spec_block_layout(kaitai_gguf, tmp_path, byte_order):
+    """tensor_info.blocks reads every block field as numpy does with the spec's block dtype."""
+    g = generated_file(3, byte_order, 32)
+    path = tmp_path / "g.gguf"
+    g.save(path)
+    k = kaitai_gguf.from_file(str(path))
+    loaded = load(path)
+    checked = 0
+    for ti, t in zip(k.file_head.tensor_infos, loaded.tensors):
+        tt = codecs.type_spec(int(t.ggml_type))
+        dtype = codecs.block_dtype(tt.name, byte_order)
+        blocks = np.frombuffer(bytes(t.raw()), dtype)
+        assert len(ti.blocks) == len(blocks) > 0
+        for f in tt.fields:
+            ours = blocks[f.id]
+            if f.type in ("f2", "bf2"):
+                ours = ours.view(ours.dtype.str.replace("f", "u"))  # the 16 bits, as Kaitai holds them
+            for b_k, b_n in zip(ti.blocks, ours):
+                arr = np.atleast_1d(b_n)
+                expected = ([struct.pack("<f" if f.type == "f4" else "<d", float(x)).hex() for x in arr]
+                            if f.type in ("f4", "f8") else [int(x) for x in arr])
+                assert _field_values(b_k, f) == expected, (tt.name, f.id)
+        checked += 1
+    assert checked == sum(t.is_current for t in spec.tensor_types()) + 2
+    loaded.close()
+    k.close()
 
 
 def test_generator_view_catches_a_difference(kaitai_gguf, tmp_path):

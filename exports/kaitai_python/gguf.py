@@ -207,6 +207,1337 @@ class Gguf(KaitaiStruct):
                 self.tensor_infos[i]._fetch_instances()
 
 
+        class BlockBf16(KaitaiStruct):
+            """One block of BF16: 1 elements in 2 bytes.
+            
+            .. seealso::
+               ggml/include/ggml.h enum ggml_type; ggml/src/ggml-impl.h ggml_compute_fp32_to_bf16
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockBf16, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_bf16")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.value = self._io.read_u2le()
+
+            def _read_be(self):
+                self.value = self._io.read_u2be()
+
+
+            def _fetch_instances(self):
+                pass
+
+
+        class BlockF16(KaitaiStruct):
+            """One block of F16: 1 elements in 2 bytes.
+            
+            .. seealso::
+               ggml/include/ggml.h enum ggml_type; ggml/src/ggml-common.h ggml_half
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockF16, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_f16")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.value = self._io.read_u2le()
+
+            def _read_be(self):
+                self.value = self._io.read_u2be()
+
+
+            def _fetch_instances(self):
+                pass
+
+
+        class BlockF32(KaitaiStruct):
+            """One block of F32: 1 elements in 4 bytes.
+            
+            .. seealso::
+               ggml/include/ggml.h enum ggml_type
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockF32, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_f32")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.value = self._io.read_f4le()
+
+            def _read_be(self):
+                self.value = self._io.read_f4be()
+
+
+            def _fetch_instances(self):
+                pass
+
+
+        class BlockF64(KaitaiStruct):
+            """One block of F64: 1 elements in 8 bytes.
+            
+            .. seealso::
+               ggml/include/ggml.h enum ggml_type
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockF64, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_f64")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.value = self._io.read_f8le()
+
+            def _read_be(self):
+                self.value = self._io.read_f8be()
+
+
+            def _fetch_instances(self):
+                pass
+
+
+        class BlockI16(KaitaiStruct):
+            """One block of I16: 1 elements in 2 bytes.
+            
+            .. seealso::
+               ggml/include/ggml.h enum ggml_type
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockI16, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_i16")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.value = self._io.read_s2le()
+
+            def _read_be(self):
+                self.value = self._io.read_s2be()
+
+
+            def _fetch_instances(self):
+                pass
+
+
+        class BlockI32(KaitaiStruct):
+            """One block of I32: 1 elements in 4 bytes.
+            
+            .. seealso::
+               ggml/include/ggml.h enum ggml_type
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockI32, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_i32")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.value = self._io.read_s4le()
+
+            def _read_be(self):
+                self.value = self._io.read_s4be()
+
+
+            def _fetch_instances(self):
+                pass
+
+
+        class BlockI64(KaitaiStruct):
+            """One block of I64: 1 elements in 8 bytes.
+            
+            .. seealso::
+               ggml/include/ggml.h enum ggml_type
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockI64, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_i64")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.value = self._io.read_s8le()
+
+            def _read_be(self):
+                self.value = self._io.read_s8be()
+
+
+            def _fetch_instances(self):
+                pass
+
+
+        class BlockI8(KaitaiStruct):
+            """One block of I8: 1 elements in 1 bytes.
+            
+            .. seealso::
+               ggml/include/ggml.h enum ggml_type
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockI8, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_i8")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.value = self._io.read_s1()
+
+            def _read_be(self):
+                self.value = self._io.read_s1()
+
+
+            def _fetch_instances(self):
+                pass
+
+
+        class BlockIq1M(KaitaiStruct):
+            """One block of IQ1_M: 256 elements in 56 bytes.
+            
+            .. seealso::
+               ggml/src/ggml-common.h block_iq1_m; ggml/src/ggml-quants.c dequantize_row_iq1_m
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockIq1M, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_iq1_m")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.qs = self._io.read_bytes(32)
+                self.qh = self._io.read_bytes(16)
+                self.scales = []
+                for i in range(4):
+                    self.scales.append(self._io.read_u2le())
+
+
+            def _read_be(self):
+                self.qs = self._io.read_bytes(32)
+                self.qh = self._io.read_bytes(16)
+                self.scales = []
+                for i in range(4):
+                    self.scales.append(self._io.read_u2be())
+
+
+
+            def _fetch_instances(self):
+                pass
+                for i in range(len(self.scales)):
+                    pass
+
+
+
+        class BlockIq1S(KaitaiStruct):
+            """One block of IQ1_S: 256 elements in 50 bytes.
+            
+            .. seealso::
+               ggml/src/ggml-common.h block_iq1_s; ggml/src/ggml-quants.c dequantize_row_iq1_s
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockIq1S, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_iq1_s")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.d = self._io.read_u2le()
+                self.qs = self._io.read_bytes(32)
+                self.qh = []
+                for i in range(8):
+                    self.qh.append(self._io.read_u2le())
+
+
+            def _read_be(self):
+                self.d = self._io.read_u2be()
+                self.qs = self._io.read_bytes(32)
+                self.qh = []
+                for i in range(8):
+                    self.qh.append(self._io.read_u2be())
+
+
+
+            def _fetch_instances(self):
+                pass
+                for i in range(len(self.qh)):
+                    pass
+
+
+
+        class BlockIq2S(KaitaiStruct):
+            """One block of IQ2_S: 256 elements in 82 bytes.
+            
+            .. seealso::
+               ggml/src/ggml-common.h block_iq2_s; ggml/src/ggml-quants.c dequantize_row_iq2_s
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockIq2S, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_iq2_s")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.d = self._io.read_u2le()
+                self.qs = self._io.read_bytes(64)
+                self.qh = self._io.read_bytes(8)
+                self.scales = self._io.read_bytes(8)
+
+            def _read_be(self):
+                self.d = self._io.read_u2be()
+                self.qs = self._io.read_bytes(64)
+                self.qh = self._io.read_bytes(8)
+                self.scales = self._io.read_bytes(8)
+
+
+            def _fetch_instances(self):
+                pass
+
+
+        class BlockIq2Xs(KaitaiStruct):
+            """One block of IQ2_XS: 256 elements in 74 bytes.
+            
+            .. seealso::
+               ggml/src/ggml-common.h block_iq2_xs; ggml/src/ggml-quants.c dequantize_row_iq2_xs
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockIq2Xs, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_iq2_xs")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.d = self._io.read_u2le()
+                self.qs = []
+                for i in range(32):
+                    self.qs.append(self._io.read_u2le())
+
+                self.scales = self._io.read_bytes(8)
+
+            def _read_be(self):
+                self.d = self._io.read_u2be()
+                self.qs = []
+                for i in range(32):
+                    self.qs.append(self._io.read_u2be())
+
+                self.scales = self._io.read_bytes(8)
+
+
+            def _fetch_instances(self):
+                pass
+                for i in range(len(self.qs)):
+                    pass
+
+
+
+        class BlockIq2Xxs(KaitaiStruct):
+            """One block of IQ2_XXS: 256 elements in 66 bytes.
+            
+            .. seealso::
+               ggml/src/ggml-common.h block_iq2_xxs; ggml/src/ggml-quants.c dequantize_row_iq2_xxs
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockIq2Xxs, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_iq2_xxs")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.d = self._io.read_u2le()
+                self.qs = []
+                for i in range(16):
+                    self.qs.append(self._io.read_u4le())
+
+
+            def _read_be(self):
+                self.d = self._io.read_u2be()
+                self.qs = []
+                for i in range(16):
+                    self.qs.append(self._io.read_u4be())
+
+
+
+            def _fetch_instances(self):
+                pass
+                for i in range(len(self.qs)):
+                    pass
+
+
+
+        class BlockIq3S(KaitaiStruct):
+            """One block of IQ3_S: 256 elements in 110 bytes.
+            
+            .. seealso::
+               ggml/src/ggml-common.h block_iq3_s; ggml/src/ggml-quants.c dequantize_row_iq3_s
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockIq3S, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_iq3_s")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.d = self._io.read_u2le()
+                self.qs = self._io.read_bytes(64)
+                self.qh = self._io.read_bytes(8)
+                self.signs = self._io.read_bytes(32)
+                self.scales = self._io.read_bytes(4)
+
+            def _read_be(self):
+                self.d = self._io.read_u2be()
+                self.qs = self._io.read_bytes(64)
+                self.qh = self._io.read_bytes(8)
+                self.signs = self._io.read_bytes(32)
+                self.scales = self._io.read_bytes(4)
+
+
+            def _fetch_instances(self):
+                pass
+
+
+        class BlockIq3Xxs(KaitaiStruct):
+            """One block of IQ3_XXS: 256 elements in 98 bytes.
+            
+            .. seealso::
+               ggml/src/ggml-common.h block_iq3_xxs; ggml/src/ggml-quants.c dequantize_row_iq3_xxs
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockIq3Xxs, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_iq3_xxs")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.d = self._io.read_u2le()
+                self.qs = self._io.read_bytes(64)
+                self.scales_and_signs = []
+                for i in range(8):
+                    self.scales_and_signs.append(self._io.read_u4le())
+
+
+            def _read_be(self):
+                self.d = self._io.read_u2be()
+                self.qs = self._io.read_bytes(64)
+                self.scales_and_signs = []
+                for i in range(8):
+                    self.scales_and_signs.append(self._io.read_u4be())
+
+
+
+            def _fetch_instances(self):
+                pass
+                for i in range(len(self.scales_and_signs)):
+                    pass
+
+
+
+        class BlockIq4Nl(KaitaiStruct):
+            """One block of IQ4_NL: 32 elements in 18 bytes.
+            
+            .. seealso::
+               ggml/src/ggml-common.h block_iq4_nl; ggml/src/ggml-quants.c dequantize_row_iq4_nl
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockIq4Nl, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_iq4_nl")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.d = self._io.read_u2le()
+                self.qs = self._io.read_bytes(16)
+
+            def _read_be(self):
+                self.d = self._io.read_u2be()
+                self.qs = self._io.read_bytes(16)
+
+
+            def _fetch_instances(self):
+                pass
+
+
+        class BlockIq4Xs(KaitaiStruct):
+            """One block of IQ4_XS: 256 elements in 136 bytes.
+            
+            .. seealso::
+               ggml/src/ggml-common.h block_iq4_xs; ggml/src/ggml-quants.c dequantize_row_iq4_xs
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockIq4Xs, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_iq4_xs")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.d = self._io.read_u2le()
+                self.scales_h = self._io.read_u2le()
+                self.scales_l = self._io.read_bytes(4)
+                self.qs = self._io.read_bytes(128)
+
+            def _read_be(self):
+                self.d = self._io.read_u2be()
+                self.scales_h = self._io.read_u2be()
+                self.scales_l = self._io.read_bytes(4)
+                self.qs = self._io.read_bytes(128)
+
+
+            def _fetch_instances(self):
+                pass
+
+
+        class BlockMxfp4(KaitaiStruct):
+            """One block of MXFP4: 32 elements in 17 bytes.
+            
+            .. seealso::
+               ggml/src/ggml-common.h block_mxfp4; ggml/src/ggml-quants.c dequantize_row_mxfp4
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockMxfp4, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_mxfp4")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.e = self._io.read_u1()
+                self.qs = self._io.read_bytes(16)
+
+            def _read_be(self):
+                self.e = self._io.read_u1()
+                self.qs = self._io.read_bytes(16)
+
+
+            def _fetch_instances(self):
+                pass
+
+
+        class BlockNvfp4(KaitaiStruct):
+            """One block of NVFP4: 64 elements in 36 bytes.
+            
+            .. seealso::
+               ggml/src/ggml-common.h block_nvfp4; ggml/src/ggml-quants.c dequantize_row_nvfp4
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockNvfp4, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_nvfp4")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.d = self._io.read_bytes(4)
+                self.qs = self._io.read_bytes(32)
+
+            def _read_be(self):
+                self.d = self._io.read_bytes(4)
+                self.qs = self._io.read_bytes(32)
+
+
+            def _fetch_instances(self):
+                pass
+
+
+        class BlockQ10(KaitaiStruct):
+            """One block of Q1_0: 128 elements in 18 bytes.
+            
+            .. seealso::
+               ggml/src/ggml-common.h block_q1_0; ggml/src/ggml-quants.c dequantize_row_q1_0
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockQ10, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_q1_0")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.d = self._io.read_u2le()
+                self.qs = self._io.read_bytes(16)
+
+            def _read_be(self):
+                self.d = self._io.read_u2be()
+                self.qs = self._io.read_bytes(16)
+
+
+            def _fetch_instances(self):
+                pass
+
+
+        class BlockQ20(KaitaiStruct):
+            """One block of Q2_0: 64 elements in 18 bytes.
+            
+            .. seealso::
+               ggml/src/ggml-common.h block_q2_0; ggml/src/ggml-quants.c dequantize_row_q2_0
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockQ20, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_q2_0")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.d = self._io.read_u2le()
+                self.qs = self._io.read_bytes(16)
+
+            def _read_be(self):
+                self.d = self._io.read_u2be()
+                self.qs = self._io.read_bytes(16)
+
+
+            def _fetch_instances(self):
+                pass
+
+
+        class BlockQ2K(KaitaiStruct):
+            """One block of Q2_K: 256 elements in 84 bytes.
+            
+            .. seealso::
+               ggml/src/ggml-common.h block_q2_K; ggml/src/ggml-quants.c dequantize_row_q2_K
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockQ2K, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_q2_k")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.scales = self._io.read_bytes(16)
+                self.qs = self._io.read_bytes(64)
+                self.d = self._io.read_u2le()
+                self.dmin = self._io.read_u2le()
+
+            def _read_be(self):
+                self.scales = self._io.read_bytes(16)
+                self.qs = self._io.read_bytes(64)
+                self.d = self._io.read_u2be()
+                self.dmin = self._io.read_u2be()
+
+
+            def _fetch_instances(self):
+                pass
+
+
+        class BlockQ3K(KaitaiStruct):
+            """One block of Q3_K: 256 elements in 110 bytes.
+            
+            .. seealso::
+               ggml/src/ggml-common.h block_q3_K; ggml/src/ggml-quants.c dequantize_row_q3_K
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockQ3K, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_q3_k")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.hmask = self._io.read_bytes(32)
+                self.qs = self._io.read_bytes(64)
+                self.scales = []
+                for i in range(3):
+                    self.scales.append(self._io.read_u4le())
+
+                self.d = self._io.read_u2le()
+
+            def _read_be(self):
+                self.hmask = self._io.read_bytes(32)
+                self.qs = self._io.read_bytes(64)
+                self.scales = []
+                for i in range(3):
+                    self.scales.append(self._io.read_u4be())
+
+                self.d = self._io.read_u2be()
+
+
+            def _fetch_instances(self):
+                pass
+                for i in range(len(self.scales)):
+                    pass
+
+
+
+        class BlockQ40(KaitaiStruct):
+            """One block of Q4_0: 32 elements in 18 bytes.
+            
+            .. seealso::
+               ggml/src/ggml-common.h block_q4_0; ggml/src/ggml-quants.c dequantize_row_q4_0
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockQ40, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_q4_0")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.d = self._io.read_u2le()
+                self.qs = self._io.read_bytes(16)
+
+            def _read_be(self):
+                self.d = self._io.read_u2be()
+                self.qs = self._io.read_bytes(16)
+
+
+            def _fetch_instances(self):
+                pass
+
+
+        class BlockQ41(KaitaiStruct):
+            """One block of Q4_1: 32 elements in 20 bytes.
+            
+            .. seealso::
+               ggml/src/ggml-common.h block_q4_1; ggml/src/ggml-quants.c dequantize_row_q4_1
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockQ41, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_q4_1")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.d = self._io.read_u2le()
+                self.m = self._io.read_u2le()
+                self.qs = self._io.read_bytes(16)
+
+            def _read_be(self):
+                self.d = self._io.read_u2be()
+                self.m = self._io.read_u2be()
+                self.qs = self._io.read_bytes(16)
+
+
+            def _fetch_instances(self):
+                pass
+
+
+        class BlockQ4K(KaitaiStruct):
+            """One block of Q4_K: 256 elements in 144 bytes.
+            
+            .. seealso::
+               ggml/src/ggml-common.h block_q4_K; ggml/src/ggml-quants.c dequantize_row_q4_K
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockQ4K, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_q4_k")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.d = self._io.read_u2le()
+                self.dmin = self._io.read_u2le()
+                self.scales = self._io.read_bytes(12)
+                self.qs = self._io.read_bytes(128)
+
+            def _read_be(self):
+                self.d = self._io.read_u2be()
+                self.dmin = self._io.read_u2be()
+                self.scales = self._io.read_bytes(12)
+                self.qs = self._io.read_bytes(128)
+
+
+            def _fetch_instances(self):
+                pass
+
+
+        class BlockQ50(KaitaiStruct):
+            """One block of Q5_0: 32 elements in 22 bytes.
+            
+            .. seealso::
+               ggml/src/ggml-common.h block_q5_0; ggml/src/ggml-quants.c dequantize_row_q5_0
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockQ50, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_q5_0")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.d = self._io.read_u2le()
+                self.qh = self._io.read_u4le()
+                self.qs = self._io.read_bytes(16)
+
+            def _read_be(self):
+                self.d = self._io.read_u2be()
+                self.qh = self._io.read_u4be()
+                self.qs = self._io.read_bytes(16)
+
+
+            def _fetch_instances(self):
+                pass
+
+
+        class BlockQ51(KaitaiStruct):
+            """One block of Q5_1: 32 elements in 24 bytes.
+            
+            .. seealso::
+               ggml/src/ggml-common.h block_q5_1; ggml/src/ggml-quants.c dequantize_row_q5_1
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockQ51, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_q5_1")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.d = self._io.read_u2le()
+                self.m = self._io.read_u2le()
+                self.qh = self._io.read_u4le()
+                self.qs = self._io.read_bytes(16)
+
+            def _read_be(self):
+                self.d = self._io.read_u2be()
+                self.m = self._io.read_u2be()
+                self.qh = self._io.read_u4be()
+                self.qs = self._io.read_bytes(16)
+
+
+            def _fetch_instances(self):
+                pass
+
+
+        class BlockQ5K(KaitaiStruct):
+            """One block of Q5_K: 256 elements in 176 bytes.
+            
+            .. seealso::
+               ggml/src/ggml-common.h block_q5_K; ggml/src/ggml-quants.c dequantize_row_q5_K
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockQ5K, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_q5_k")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.d = self._io.read_u2le()
+                self.dmin = self._io.read_u2le()
+                self.scales = self._io.read_bytes(12)
+                self.qh = self._io.read_bytes(32)
+                self.qs = self._io.read_bytes(128)
+
+            def _read_be(self):
+                self.d = self._io.read_u2be()
+                self.dmin = self._io.read_u2be()
+                self.scales = self._io.read_bytes(12)
+                self.qh = self._io.read_bytes(32)
+                self.qs = self._io.read_bytes(128)
+
+
+            def _fetch_instances(self):
+                pass
+
+
+        class BlockQ6K(KaitaiStruct):
+            """One block of Q6_K: 256 elements in 210 bytes.
+            
+            .. seealso::
+               ggml/src/ggml-common.h block_q6_K; ggml/src/ggml-quants.c dequantize_row_q6_K
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockQ6K, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_q6_k")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.ql = self._io.read_bytes(128)
+                self.qh = self._io.read_bytes(64)
+                self.scales = []
+                for i in range(16):
+                    self.scales.append(self._io.read_s1())
+
+                self.d = self._io.read_u2le()
+
+            def _read_be(self):
+                self.ql = self._io.read_bytes(128)
+                self.qh = self._io.read_bytes(64)
+                self.scales = []
+                for i in range(16):
+                    self.scales.append(self._io.read_s1())
+
+                self.d = self._io.read_u2be()
+
+
+            def _fetch_instances(self):
+                pass
+                for i in range(len(self.scales)):
+                    pass
+
+
+
+        class BlockQ80(KaitaiStruct):
+            """One block of Q8_0: 32 elements in 34 bytes.
+            
+            .. seealso::
+               ggml/src/ggml-common.h block_q8_0; ggml/src/ggml-quants.c dequantize_row_q8_0
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockQ80, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_q8_0")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.d = self._io.read_u2le()
+                self.qs = []
+                for i in range(32):
+                    self.qs.append(self._io.read_s1())
+
+
+            def _read_be(self):
+                self.d = self._io.read_u2be()
+                self.qs = []
+                for i in range(32):
+                    self.qs.append(self._io.read_s1())
+
+
+
+            def _fetch_instances(self):
+                pass
+                for i in range(len(self.qs)):
+                    pass
+
+
+
+        class BlockQ81(KaitaiStruct):
+            """One block of Q8_1: 32 elements in 36 bytes.
+            
+            .. seealso::
+               ggml/src/ggml-common.h block_q8_1; ggml/src/ggml-quants.c quantize_row_q8_1_ref
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockQ81, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_q8_1")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.d = self._io.read_u2le()
+                self.s = self._io.read_u2le()
+                self.qs = []
+                for i in range(32):
+                    self.qs.append(self._io.read_s1())
+
+
+            def _read_be(self):
+                self.d = self._io.read_u2be()
+                self.s = self._io.read_u2be()
+                self.qs = []
+                for i in range(32):
+                    self.qs.append(self._io.read_s1())
+
+
+
+            def _fetch_instances(self):
+                pass
+                for i in range(len(self.qs)):
+                    pass
+
+
+
+        class BlockQ8K(KaitaiStruct):
+            """One block of Q8_K: 256 elements in 292 bytes.
+            
+            .. seealso::
+               ggml/src/ggml-common.h block_q8_K; ggml/src/ggml-quants.c quantize_row_q8_K_ref
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockQ8K, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_q8_k")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.d = self._io.read_f4le()
+                self.qs = []
+                for i in range(256):
+                    self.qs.append(self._io.read_s1())
+
+                self.bsums = []
+                for i in range(16):
+                    self.bsums.append(self._io.read_s2le())
+
+
+            def _read_be(self):
+                self.d = self._io.read_f4be()
+                self.qs = []
+                for i in range(256):
+                    self.qs.append(self._io.read_s1())
+
+                self.bsums = []
+                for i in range(16):
+                    self.bsums.append(self._io.read_s2be())
+
+
+
+            def _fetch_instances(self):
+                pass
+                for i in range(len(self.qs)):
+                    pass
+
+                for i in range(len(self.bsums)):
+                    pass
+
+
+
+        class BlockTq10(KaitaiStruct):
+            """One block of TQ1_0: 256 elements in 54 bytes.
+            
+            .. seealso::
+               ggml/src/ggml-common.h block_tq1_0; ggml/src/ggml-quants.c dequantize_row_tq1_0
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockTq10, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_tq1_0")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.qs = self._io.read_bytes(48)
+                self.qh = self._io.read_bytes(4)
+                self.d = self._io.read_u2le()
+
+            def _read_be(self):
+                self.qs = self._io.read_bytes(48)
+                self.qh = self._io.read_bytes(4)
+                self.d = self._io.read_u2be()
+
+
+            def _fetch_instances(self):
+                pass
+
+
+        class BlockTq20(KaitaiStruct):
+            """One block of TQ2_0: 256 elements in 66 bytes.
+            
+            .. seealso::
+               ggml/src/ggml-common.h block_tq2_0; ggml/src/ggml-quants.c dequantize_row_tq2_0
+            """
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
+                super(Gguf.FileHead.BlockTq20, self).__init__(_io)
+                self._parent = _parent
+                self._root = _root
+                self._is_le = _is_le
+                self._read()
+
+            def _read(self):
+                if not hasattr(self, '_is_le'):
+                    raise kaitaistruct.UndecidedEndiannessError("/types/file_head/types/block_tq2_0")
+                elif self._is_le == True:
+                    self._read_le()
+                elif self._is_le == False:
+                    self._read_be()
+
+            def _read_le(self):
+                self.qs = self._io.read_bytes(64)
+                self.d = self._io.read_u2le()
+
+            def _read_be(self):
+                self.qs = self._io.read_bytes(64)
+                self.d = self._io.read_u2be()
+
+
+            def _fetch_instances(self):
+                pass
+
+
         class GgufArray(KaitaiStruct):
             """An array value: the element type, the element count, then the elements, all of that one type.
             
@@ -735,6 +2066,119 @@ class Gguf(KaitaiStruct):
                     else:
                         pass
 
+                _ = self.blocks
+                if hasattr(self, '_m_blocks'):
+                    pass
+                    for i in range(len(self._m_blocks)):
+                        pass
+                        _on = self.type
+                        if _on == Gguf.GgmlTypes.bf16:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.f16:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.f32:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.f64:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.i16:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.i32:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.i64:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.i8:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.iq1_m:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.iq1_s:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.iq2_s:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.iq2_xs:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.iq2_xxs:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.iq3_s:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.iq3_xxs:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.iq4_nl:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.iq4_xs:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.mxfp4:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.nvfp4:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.q1_0:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.q2_0:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.q2_k:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.q3_k:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.q4_0:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.q4_1:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.q4_k:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.q5_0:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.q5_1:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.q5_k:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.q6_k:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.q8_0:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.q8_1:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.q8_k:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.tq1_0:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+                        elif _on == Gguf.GgmlTypes.tq2_0:
+                            pass
+                            self._m_blocks[i]._fetch_instances()
+
+
                 _ = self.data
                 if hasattr(self, '_m_data'):
                     pass
@@ -748,6 +2192,238 @@ class Gguf(KaitaiStruct):
 
                 self._m_block_size = ([1, 1, 32, 32, 0, 0, 32, 32, 32, 32, 256, 256, 256, 256, 256, 256, 256, 256, 256, 256, 32, 256, 256, 256, 1, 1, 1, 1, 1, 256, 1, 0, 0, 0, 256, 256, 0, 0, 0, 32, 64, 128, 64][int(self.type)] if int(self.type) < 43 else 0)
                 return getattr(self, '_m_block_size', None)
+
+            @property
+            def blocks(self):
+                """The tensor's data as blocks of its type, field by field (read when accessed)."""
+                if hasattr(self, '_m_blocks'):
+                    return self._m_blocks
+
+                io = self._root._io
+                _pos = io.pos()
+                io.seek(self._root.data.start + self.offset)
+                if self._is_le:
+                    self._m_blocks = []
+                    for i in range((0 if self.type_size == 0 else self.n_bytes // self.type_size)):
+                        _on = self.type
+                        if _on == Gguf.GgmlTypes.bf16:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockBf16(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.f16:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockF16(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.f32:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockF32(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.f64:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockF64(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.i16:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockI16(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.i32:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockI32(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.i64:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockI64(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.i8:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockI8(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.iq1_m:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockIq1M(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.iq1_s:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockIq1S(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.iq2_s:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockIq2S(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.iq2_xs:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockIq2Xs(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.iq2_xxs:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockIq2Xxs(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.iq3_s:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockIq3S(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.iq3_xxs:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockIq3Xxs(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.iq4_nl:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockIq4Nl(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.iq4_xs:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockIq4Xs(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.mxfp4:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockMxfp4(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.nvfp4:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockNvfp4(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.q1_0:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockQ10(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.q2_0:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockQ20(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.q2_k:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockQ2K(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.q3_k:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockQ3K(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.q4_0:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockQ40(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.q4_1:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockQ41(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.q4_k:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockQ4K(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.q5_0:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockQ50(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.q5_1:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockQ51(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.q5_k:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockQ5K(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.q6_k:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockQ6K(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.q8_0:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockQ80(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.q8_1:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockQ81(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.q8_k:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockQ8K(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.tq1_0:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockTq10(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.tq2_0:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockTq20(io, self, self._root, self._is_le))
+
+                else:
+                    self._m_blocks = []
+                    for i in range((0 if self.type_size == 0 else self.n_bytes // self.type_size)):
+                        _on = self.type
+                        if _on == Gguf.GgmlTypes.bf16:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockBf16(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.f16:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockF16(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.f32:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockF32(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.f64:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockF64(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.i16:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockI16(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.i32:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockI32(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.i64:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockI64(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.i8:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockI8(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.iq1_m:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockIq1M(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.iq1_s:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockIq1S(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.iq2_s:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockIq2S(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.iq2_xs:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockIq2Xs(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.iq2_xxs:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockIq2Xxs(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.iq3_s:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockIq3S(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.iq3_xxs:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockIq3Xxs(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.iq4_nl:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockIq4Nl(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.iq4_xs:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockIq4Xs(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.mxfp4:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockMxfp4(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.nvfp4:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockNvfp4(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.q1_0:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockQ10(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.q2_0:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockQ20(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.q2_k:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockQ2K(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.q3_k:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockQ3K(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.q4_0:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockQ40(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.q4_1:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockQ41(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.q4_k:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockQ4K(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.q5_0:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockQ50(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.q5_1:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockQ51(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.q5_k:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockQ5K(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.q6_k:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockQ6K(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.q8_0:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockQ80(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.q8_1:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockQ81(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.q8_k:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockQ8K(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.tq1_0:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockTq10(io, self, self._root, self._is_le))
+                        elif _on == Gguf.GgmlTypes.tq2_0:
+                            pass
+                            self._m_blocks.append(Gguf.FileHead.BlockTq20(io, self, self._root, self._is_le))
+
+                io.seek(_pos)
+                return getattr(self, '_m_blocks', None)
 
             @property
             def data(self):

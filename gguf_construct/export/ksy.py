@@ -103,6 +103,42 @@ def _field(type_name: str, field: dict) -> dict:
     return out
 
 
+def _block_type_id(t) -> str:
+    return f"block_{_enum_id(t.name)}"
+
+
+def _block_types() -> dict[str, Any]:
+    """One type per current tensor type: its block, field by field (``u1`` arrays as byte strings)."""
+    out: dict[str, Any] = {}
+    for t in _spec.tensor_types():
+        if not t.is_current or not t.fields:
+            continue
+        seq = []
+        for f in t.fields:
+            field: dict[str, Any] = {"id": f.id}
+            if f.type == "u1" and f.count > 1:
+                field["size"] = f.count
+            else:
+                field["type"] = _primitive(f.type)
+                if f.count > 1:
+                    field.update({"repeat": "expr", "repeat-expr": f.count})
+            raw = f" Held as its 16 bits ({_spec.primitives()[f.type].doc})." if f.type in _RAW_16 else ""
+            c_decl = f" C: {f.c_decl}." if f.c_decl else ""
+            field["doc"] = (f.doc.strip() + raw + c_decl).strip()
+            seq.append(field)
+        out[_block_type_id(t)] = {"doc": f"One block of {t.name}: {t.block_size} elements in {t.type_size} bytes.",
+                                  "doc-ref": t.doc_ref, "seq": seq}
+    return out
+
+
+def _blocks_instance() -> dict[str, Any]:
+    cases = {f"ggml_types::{_enum_id(t.name)}": _block_type_id(t)
+             for t in _spec.tensor_types() if t.is_current and t.fields}
+    return {"io": "_root._io", "pos": "_root.data.start + offset", "type": {"switch-on": "type", "cases": cases},
+            "repeat": "expr", "repeat-expr": "type_size == 0 ? 0 : n_bytes / type_size",
+            "doc": "The tensor's data as blocks of its type, field by field (read when accessed)."}
+
+
 def _tensor_lookup(attr: str) -> str:
     """A Kaitai expression giving ``attr`` (block_size/type_size) of the tensor type ``type`` (0 if unknown)."""
     by_id = _spec.tensor_type_by_id()
@@ -167,6 +203,7 @@ def _types() -> dict[str, Any]:
                             "doc": "Size of the tensor's data: " + layout["tensor_bytes"] + "."},
                 "data": {"io": "_root._io", "pos": "_root.data.start + offset", "size": "n_bytes",
                          "doc": "The tensor's data, in the file's byte order, at its offset in the data section."},
+                "blocks": _blocks_instance(),
             }
         out[name] = t
     out["data_section"] = {
@@ -190,7 +227,7 @@ def _root_types() -> dict[str, Any]:
     data = types.pop("data_section")
     nested = {"meta": {"endian": {"switch-on": "_root.big_endian", "cases": {"true": "be", "false": "le"}}}}
     nested.update(head)
-    nested["types"] = types
+    nested["types"] = {**types, **_block_types()}
     return {"file_head": nested, "data_section": data}
 
 

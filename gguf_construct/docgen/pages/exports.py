@@ -59,7 +59,9 @@ def _sec_kaitai(ctx: Ctx) -> str:
              "each `tensor_info.data` is the slice at `data.start + offset` of `n_bytes`"],
             [f"tensor types ({len(ctx.data.tensor_types)}, {current} current)",
              "enum `ggml_types` (doc: block size and bytes per block); `tensor_info.block_size` and `type_size` "
-             "look the type up"],
+             "look the type up; one type `block_<name>` per current tensor type holds a block's fields (binary16 "
+             "and bfloat16 as their 16 bits, byte arrays as byte strings), and `tensor_info.blocks` reads a "
+             "tensor's data as those blocks when accessed"],
             ["`doc`, `doc_ref`, C names", "`doc`, `doc-ref`, `-orig-id`"],
         ]),
         "Use it with the compiler of your language, e.g. `kaitai-struct-compiler -t python exports/gguf.ksy`, or "
@@ -74,7 +76,9 @@ def _sec_kaitai(ctx: Ctx) -> str:
         "converted to every version x byte order, generated files of every version x byte order x alignment (every "
         "value type the version has, arrays of each, nested and empty arrays, non-ASCII strings, a tensor of every "
         "current tensor type, a scalar and a 4-dimensional tensor) and Hypothesis-generated files, and must see "
-        "the same version, byte order, ALIGNMENT, keys, typed values, tensor infos and tensor bytes as `load`.\n",
+        "the same version, byte order, ALIGNMENT, keys, typed values, tensor infos and tensor bytes as `load`; "
+        "`tensor_info.blocks` must give every field of every block as numpy does with the spec's block layout "
+        "(`codecs.block_dtype`), in both byte orders.\n",
         "Not expressed: the `valid` constraints beyond the version (e.g. BOOL being 0 or 1, value types 10-12 not "
         "in v1, offsets being multiples of ALIGNMENT) and the conformance rules; the .ksy describes, the checker "
         "judges. Invalid UTF-8 in a string makes the Python parser raise, where `load` keeps the bytes.\n",
