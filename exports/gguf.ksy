@@ -3,6 +3,8 @@ meta:
   id: gguf
   title: GGUF (GGML Universal File)
   file-extension: gguf
+  xref:
+    mime: application/x-gguf
   license: MIT
   ks-version: '0.10'
   encoding: UTF-8

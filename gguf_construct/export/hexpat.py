@@ -116,6 +116,9 @@ def render_hexpat() -> str:
     lines = [
         f"#pragma description {meta['title']}, versions {', '.join(map(str, meta['versions']))}, both byte orders",
         f"#pragma magic [ {magic} ] @ 0x00",
+        "// vocabularies hold hundreds of thousands of strings: above ImHex's default limits",
+        "#pragma array_limit 4294967296",
+        "#pragma pattern_limit 4294967296",
         "",
         "// Generated from spec/ by `gguf-construct export hexpat`; do not edit.",
         f"// {_comment(meta['doc'])}",
@@ -123,6 +126,8 @@ def render_hexpat() -> str:
         "",
         "import std.mem;",
         "import std.core;",
+        "import std.io;",
+        "import std.sys;",
         "",
         f"// {_comment(bo['detection'])}",
         f"u32 gguf_version_word = std::mem::read_unsigned({word}, 4, std::mem::Endian::Little);",
@@ -141,8 +146,8 @@ def render_hexpat() -> str:
     lines += ["};", ""]
     lines += _lookup("ggml_block_size", "block_size") + [""] + _lookup("ggml_type_size", "type_size") + [""]
     lines += ["// ne[i] of a tensor info, 1 beyond its dimensions",
-              "fn gguf_dim(ref auto info, u32 i) {", "    return i < info.n_dimensions ? info.dimensions[i] : 1;",
-              "};", "", "struct gguf_array;", ""]
+              "fn gguf_dim(ref auto info, u32 i) {", "    if (i < info.n_dimensions)",
+              "        return info.dimensions[i];", "    return 1;", "};", "", "struct gguf_array;", ""]
     for name, tdef in g["types"].items():
         lines += _struct(name, tdef) + [""]
     align = re.sub(r"\boffset\b", "gguf_head_end", g["layout"]["align_offset"]).replace("ALIGNMENT", "gguf_alignment")
