@@ -39,8 +39,15 @@ instances:
   version:
     value: 'big_endian ? version_word_be : version_word_le'
     doc: The format version, in the file's byte order.
+  alignment_search:
+    pos: 0
+    type: alignment_probe(_index)
+    repeat: until
+    repeat-until: _.found or _index + 1 >= file_head.metadata_kv.size
+    doc: 'The metadata pairs looked at in order until the one that sets ALIGNMENT (a loop: Kaitai has no search
+      expression).'
   alignment:
-    value: 'file_head.metadata_kv.size == 0 ? 32 : file_head.metadata_kv.last.alignment_so_far'
+    value: 'alignment_search.last.found ? file_head.metadata_kv[alignment_search.last.i].value.as<u4> : 32'
     doc: ALIGNMENT is the value of general.alignment if present (a UINT32; the spec says a multiple of 8, ggml requires
       a power of two), else 32.
 types:
@@ -59,7 +66,7 @@ types:
       type: header
       doc: Magic, version and the two counts.
     - id: metadata_kv
-      type: metadata_kv(_index)
+      type: metadata_kv
       repeat: expr
       repeat-expr: header.metadata_kv_count
       doc: The metadata key/value pairs, back to back.
@@ -155,10 +162,6 @@ types:
       metadata_kv:
         doc: One metadata key/value pair.
         doc-ref: docs/gguf.md struct gguf_metadata_kv_t
-        params:
-        - id: index
-          type: u8
-          doc: Position of this pair in the metadata (0 first).
         seq:
         - id: key
           type: gguf_string
@@ -189,9 +192,6 @@ types:
           is_alignment:
             value: key.data == "general.alignment" and value_type == value_types::uint32
             doc: True for the key that sets ALIGNMENT (with the type it must have).
-          alignment_so_far:
-            value: 'is_alignment ? value.as<u4> : (index == 0 ? 32 : _parent.metadata_kv[index - 1].alignment_so_far.as<u4>)'
-            doc: ALIGNMENT as set by this pair or the ones before it (the default if none does).
       tensor_info:
         doc: Where one tensor lives and what it is.
         doc-ref: docs/gguf.md struct gguf_tensor_info_t
@@ -746,6 +746,16 @@ types:
         pos: head_end
         size: start - head_end
         doc: The padding between the tensor infos and the data section (0x00 bytes).
+  alignment_probe:
+    doc: Looks at one metadata pair for the key that sets ALIGNMENT (reads nothing).
+    params:
+    - id: i
+      type: u8
+      doc: Index of the pair looked at.
+    instances:
+      found:
+        value: i < _root.file_head.metadata_kv.size and _root.file_head.metadata_kv[i].is_alignment
+        doc: True when pair i exists and sets ALIGNMENT.
 enums:
   value_types:
     0:

@@ -165,6 +165,20 @@ def test_generated_files_read_alike(kaitai_gguf, tmp_path, version, byte_order, 
     assert ours["alignment"] == (alignment or 32)
 
 
+def test_alignment_key_after_thousands_of_keys(kaitai_gguf, tmp_path):
+    """ALIGNMENT is found by a loop, not a recursion: 3000 keys before general.alignment are fine."""
+    g = GGUFFile.new(version=3, byte_order="big")
+    for i in range(3000):
+        g.metadata.set(f"test.k{i}", i, "UINT32")
+    g.metadata.set(structs.container_spec()["layout"]["alignment"]["key"], 128, "UINT32")
+    g.add_tensor("w", bytes(range(64)), ggml_type="I8", shape=(64,))
+    path = tmp_path / "many.gguf"
+    g.save(path)
+    theirs = view_kaitai(kaitai_gguf, path)
+    assert theirs["alignment"] == 128
+    assert theirs == view_loaded(path)
+
+
 @settings(max_examples=15)
 @given(gguf_files(max_kv=4, max_tensors=3))
 def test_hypothesis_files_read_alike(kaitai_gguf, tmp_path_factory, drawn):

@@ -90,6 +90,14 @@ class Gguf(KaitaiStruct):
         pass
         self.file_head._fetch_instances()
         self.data._fetch_instances()
+        _ = self.alignment_search
+        if hasattr(self, '_m_alignment_search'):
+            pass
+            for i in range(len(self._m_alignment_search)):
+                pass
+                self._m_alignment_search[i]._fetch_instances()
+
+
         _ = self.version_word_be
         if hasattr(self, '_m_version_word_be'):
             pass
@@ -97,6 +105,32 @@ class Gguf(KaitaiStruct):
         _ = self.version_word_le
         if hasattr(self, '_m_version_word_le'):
             pass
+
+
+    class AlignmentProbe(KaitaiStruct):
+        """Looks at one metadata pair for the key that sets ALIGNMENT (reads nothing)."""
+        def __init__(self, i, _io, _parent=None, _root=None):
+            super(Gguf.AlignmentProbe, self).__init__(_io)
+            self._parent = _parent
+            self._root = _root
+            self.i = i
+            self._read()
+
+        def _read(self):
+            pass
+
+
+        def _fetch_instances(self):
+            pass
+
+        @property
+        def found(self):
+            """True when pair i exists and sets ALIGNMENT."""
+            if hasattr(self, '_m_found'):
+                return self._m_found
+
+            self._m_found =  ((self.i < len(self._root.file_head.metadata_kv)) and (self._root.file_head.metadata_kv[self.i].is_alignment)) 
+            return getattr(self, '_m_found', None)
 
 
     class DataSection(KaitaiStruct):
@@ -176,7 +210,7 @@ class Gguf(KaitaiStruct):
             self.header = Gguf.FileHead.Header(self._io, self, self._root, self._is_le)
             self.metadata_kv = []
             for i in range(self.header.metadata_kv_count):
-                self.metadata_kv.append(Gguf.FileHead.MetadataKv(i, self._io, self, self._root, self._is_le))
+                self.metadata_kv.append(Gguf.FileHead.MetadataKv(self._io, self, self._root, self._is_le))
 
             self.tensor_infos = []
             for i in range(self.header.tensor_count):
@@ -187,7 +221,7 @@ class Gguf(KaitaiStruct):
             self.header = Gguf.FileHead.Header(self._io, self, self._root, self._is_le)
             self.metadata_kv = []
             for i in range(self.header.metadata_kv_count):
-                self.metadata_kv.append(Gguf.FileHead.MetadataKv(i, self._io, self, self._root, self._is_le))
+                self.metadata_kv.append(Gguf.FileHead.MetadataKv(self._io, self, self._root, self._is_le))
 
             self.tensor_infos = []
             for i in range(self.header.tensor_count):
@@ -1844,12 +1878,11 @@ class Gguf(KaitaiStruct):
             .. seealso::
                docs/gguf.md struct gguf_metadata_kv_t
             """
-            def __init__(self, index, _io, _parent=None, _root=None, _is_le=None):
+            def __init__(self, _io, _parent=None, _root=None, _is_le=None):
                 super(Gguf.FileHead.MetadataKv, self).__init__(_io)
                 self._parent = _parent
                 self._root = _root
                 self._is_le = _is_le
-                self.index = index
                 self._read()
 
             def _read(self):
@@ -1981,15 +2014,6 @@ class Gguf(KaitaiStruct):
                     pass
                 elif _on == Gguf.ValueTypes.uint8:
                     pass
-
-            @property
-            def alignment_so_far(self):
-                """ALIGNMENT as set by this pair or the ones before it (the default if none does)."""
-                if hasattr(self, '_m_alignment_so_far'):
-                    return self._m_alignment_so_far
-
-                self._m_alignment_so_far = (self.value if self.is_alignment else (32 if self.index == 0 else self._parent.metadata_kv[self.index - 1].alignment_so_far))
-                return getattr(self, '_m_alignment_so_far', None)
 
             @property
             def is_alignment(self):
@@ -2467,8 +2491,27 @@ class Gguf(KaitaiStruct):
         if hasattr(self, '_m_alignment'):
             return self._m_alignment
 
-        self._m_alignment = (32 if len(self.file_head.metadata_kv) == 0 else self.file_head.metadata_kv[-1].alignment_so_far)
+        self._m_alignment = (self.file_head.metadata_kv[self.alignment_search[-1].i].value if self.alignment_search[-1].found else 32)
         return getattr(self, '_m_alignment', None)
+
+    @property
+    def alignment_search(self):
+        """The metadata pairs looked at in order until the one that sets ALIGNMENT (a loop: Kaitai has no search expression)."""
+        if hasattr(self, '_m_alignment_search'):
+            return self._m_alignment_search
+
+        _pos = self._io.pos()
+        self._io.seek(0)
+        self._m_alignment_search = []
+        i = 0
+        while True:
+            _ = Gguf.AlignmentProbe(i, self._io, self, self._root)
+            self._m_alignment_search.append(_)
+            if  ((_.found) or (i + 1 >= len(self.file_head.metadata_kv))) :
+                break
+            i += 1
+        self._io.seek(_pos)
+        return getattr(self, '_m_alignment_search', None)
 
     @property
     def big_endian(self):

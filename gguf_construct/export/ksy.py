@@ -89,8 +89,6 @@ def _field(type_name: str, field: dict) -> dict:
         out["encoding"] = field["encoding"]
     else:
         out["type"] = _type_ref(field["type"])
-        if field["type"] == "metadata_kv" and "repeat" in field:
-            out["type"] = "metadata_kv(_index)"
     if "repeat" in field:
         out["repeat"] = "expr"
         out["repeat-expr"] = _expr(field["repeat"])
@@ -179,8 +177,6 @@ def _types() -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, tdef in g["types"].items():
         t: dict[str, Any] = _doc(tdef)
-        if name == "metadata_kv":
-            t["params"] = [{"id": "index", "type": "u8", "doc": "Position of this pair in the metadata (0 first)."}]
         t["seq"] = [_field(name, f) for f in tdef["seq"]]
         if name == "metadata_kv":
             vt = next(v for v in g["value_types"] if v["name"] == alignment["type"])
@@ -188,11 +184,6 @@ def _types() -> dict[str, Any]:
                 "is_alignment": {
                     "value": f'key.data == "{alignment["key"]}" and value_type == value_types::{_enum_id(vt["name"])}',
                     "doc": "True for the key that sets ALIGNMENT (with the type it must have)."},
-                "alignment_so_far": {
-                    "value": (f"is_alignment ? value.as<{_primitive(vt['encoding'])}> : "
-                              f"(index == 0 ? {alignment['default']} : "
-                              f"_parent.metadata_kv[index - 1].alignment_so_far.as<{_primitive(vt['encoding'])}>)"),
-                    "doc": "ALIGNMENT as set by this pair or the ones before it (the default if none does)."},
             }
         if name == "tensor_info":
             t["instances"] = {
@@ -229,7 +220,14 @@ def _root_types() -> dict[str, Any]:
     nested = {"meta": {"endian": {"switch-on": "_root.big_endian", "cases": {"true": "be", "false": "le"}}}}
     nested.update(head)
     nested["types"] = {**types, **_block_types()}
-    return {"file_head": nested, "data_section": data}
+    probe = {
+        "doc": "Looks at one metadata pair for the key that sets ALIGNMENT (reads nothing).",
+        "params": [{"id": "i", "type": "u8", "doc": "Index of the pair looked at."}],
+        "instances": {"found": {
+            "value": "i < _root.file_head.metadata_kv.size and _root.file_head.metadata_kv[i].is_alignment",
+            "doc": "True when pair i exists and sets ALIGNMENT."}},
+    }
+    return {"file_head": nested, "data_section": data, "alignment_probe": probe}
 
 
 def _enums() -> dict[str, Any]:
@@ -274,9 +272,15 @@ def ksy_tree() -> dict[str, Any]:
                 "doc": g["byte_order"]["detection"].strip(), "doc-ref": g["byte_order"]["doc_ref"]},
             "version": {"value": "big_endian ? version_word_be : version_word_le",
                         "doc": "The format version, in the file's byte order."},
+            "alignment_search": {
+                "pos": 0, "type": "alignment_probe(_index)", "repeat": "until",
+                "repeat-until": "_.found or _index + 1 >= file_head.metadata_kv.size",
+                "doc": "The metadata pairs looked at in order until the one that sets ALIGNMENT (a loop: Kaitai has "
+                       "no search expression)."},
             "alignment": {
-                "value": (f"file_head.metadata_kv.size == 0 ? {alignment['default']} : "
-                          "file_head.metadata_kv.last.alignment_so_far"),
+                "value": (f"alignment_search.last.found ? file_head.metadata_kv[alignment_search.last.i].value"
+                          f".as<{_primitive(next(v for v in g['value_types'] if v['name'] == alignment['type'])['encoding'])}>"
+                          f" : {alignment['default']}"),
                 "doc": alignment["doc"].strip()},
         },
         "types": _root_types(),

@@ -52,8 +52,10 @@ def _sec_kaitai(ctx: Ctx) -> str:
              f"{ctx.ref('vt', 'ARRAY')} elements recurse into `gguf_array` (nested arrays)"],
             ["strings", "`type: str`, `encoding: UTF-8`, sized by the version's length width"],
             [f"ALIGNMENT ({ctx.ref('key', g['layout']['alignment']['key'])})",
-             "each `metadata_kv` (given its index) carries `alignment_so_far`; the root's `alignment` is that of "
-             f"the last pair, {g['layout']['alignment']['default']} without metadata"],
+             "each `metadata_kv` tells whether it `is_alignment`; Kaitai has no search expression, so the root's "
+             "`alignment_search` is a `repeat-until` loop of zero-size probes over the pairs, and `alignment` is the "
+             f"value of the pair it stopped at, else {g['layout']['alignment']['default']} (a loop, not a recursion: "
+             "thousands of keys are fine)"],
             ["data section and tensor data",
              "`data.start` is `align_offset` of the end of the tensor infos (no padding when already aligned); "
              "each `tensor_info.data` is the slice at `data.start + offset` of `n_bytes`"],
