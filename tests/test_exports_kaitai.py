@@ -10,6 +10,7 @@ compiling the .ksy again needs node and the npm package ``kaitai-struct-compiler
 from __future__ import annotations
 
 import importlib.util
+import io
 import struct
 from pathlib import Path
 
@@ -246,6 +247,17 @@ def test_tensor_blocks_match_the_spec_block_layout(kaitai_gguf, tmp_path, byte_o
     assert checked == sum(t.is_current for t in spec.tensor_types()) + 2
     loaded.close()
     k.close()
+
+
+def test_kaitai_rejects_a_wrong_magic_and_an_unknown_version(kaitai_gguf, tmp_path):
+    """The spec's `contents` (magic) and `valid` (versions) constraints are carried into the .ksy."""
+    from kaitaistruct import KaitaiStream, ValidationFailedError
+
+    good = generated_file(3, "little", 32).to_bytes()
+    for bad in (b"GGUG" + good[4:], good[:4] + (4).to_bytes(4, "little") + good[8:]):
+        with pytest.raises(ValidationFailedError):
+            kaitai_gguf(KaitaiStream(io.BytesIO(bad)))
+    kaitai_gguf(KaitaiStream(io.BytesIO(good)))
 
 
 def test_generator_view_catches_a_difference(kaitai_gguf, tmp_path):
