@@ -202,6 +202,15 @@ def test_file_rejects_what_is_not_gguf(tmp_path):
         assert "GGUF" not in out, name
 
 
+def test_bof_sequences_start_every_file(tmp_path):
+    seqs = export.signatures.bof_sequences()
+    assert len(seqs) == len(structs.each_family())
+    for version, byte_order, head in seqs:
+        assert _sample(tmp_path, version, byte_order).read_bytes().startswith(head)
+        others = [h for v, o, h in seqs if (v, o) != (version, byte_order)]
+        assert not any(h == head for h in others)
+
+
 def test_mime_entry():
     root = ET.parse(EXPORTS / "gguf-mime.xml").getroot()
     ns = {"m": "http://www.freedesktop.org/standards/shared-mime-info"}

@@ -85,8 +85,9 @@ def _expected(out_dir: Path, compile_parser: bool) -> tuple[dict[Path, str], lis
     if compile_parser:
         ksy = texts[out_dir / EXPORTS["ksy"][0]]
         if kaitai.find_compiler() is None:
-            notes.append(f"{out_dir / COMPILED_DIR}: not recompiled (kaitai-struct-compiler not found; "
-                         f"set {kaitai.ENV_VAR})")
+            if _recorded_digest(out_dir) != kaitai.ksy_digest(ksy):
+                notes.append(f"{out_dir / COMPILED_DIR}: stale, not recompiled (kaitai-struct-compiler not found; "
+                             f"set {kaitai.ENV_VAR})")
         else:
             version, files = kaitai.compile_ksy(ksy)
             texts[out_dir / COMPILED_DIR / COMPILED_PARSER] = files[COMPILED_PARSER]

@@ -13,7 +13,7 @@ from xml.sax.saxutils import escape
 from .. import spec as _spec
 from .. import structs
 
-__all__ = ["MIME_TYPE", "render_magic", "render_mime"]
+__all__ = ["MIME_TYPE", "render_magic", "render_mime", "bof_sequences"]
 
 # Not a registered media type (GGUF has none); the x- form freedesktop uses for unregistered formats.
 MIME_TYPE = "application/x-gguf"
@@ -36,6 +36,20 @@ def _header_fields(version: int) -> list[tuple[str, int, int]]:
             width = _spec.primitives()[prim].size
         out.append((field["id"], pos, width))
         pos += width
+    return out
+
+
+def bof_sequences() -> list[tuple[int, str, bytes]]:
+    """``(version, byte order, bytes)``: the fixed bytes every file of that version and byte order starts with
+    (magic and version word), e.g. for a PRONOM/DROID internal signature."""
+    meta = structs.container_spec()["meta"]
+    out = []
+    for version in meta["versions"]:
+        fields = {fid: (off, width) for fid, off, width in _header_fields(version)}
+        voff, vwidth = fields["version"]
+        for order in structs.BYTE_ORDERS:
+            head = meta["magic"].encode("ascii").ljust(voff, b"\0")
+            out.append((version, order, head + version.to_bytes(vwidth, order)))
     return out
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ... import export
-from ...export.signatures import MIME_TYPE
+from ...export.signatures import MIME_TYPE, bof_sequences
 from ..context import Ctx, Page, Section
 from ..markdown import code, fence, intro, table
 
@@ -111,6 +111,12 @@ def _sec_signatures(ctx: Ctx) -> str:
         f"shared-mime-info: copy `exports/gguf-mime.xml` to `~/.local/share/mime/packages/` and run "
         f"`update-mime-database ~/.local/share/mime`. {code(MIME_TYPE)} is not a registered media type; GGUF has "
         "none, so the `x-` form is used (the libmagic lines name the same type).\n",
+        "For signature registries (PRONOM/DROID internal signatures, other identifiers): every file starts with "
+        "these bytes at offset 0, by version and byte order. Magika identifies by a trained model, not by "
+        "signatures; files of every version x byte order for training can be written with "
+        "`GGUFFile.new(version=..., byte_order=...)`.\n",
+        table(["version", "byte order", "bytes at offset 0 (hex)"],
+              [[str(v), o, code(b.hex(" ").upper())] for v, o, b in bof_sequences()]),
     ])
 
 
