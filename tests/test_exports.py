@@ -198,7 +198,8 @@ def test_file_rejects_what_is_not_gguf(tmp_path):
     for name, data in bad.items():
         path = tmp_path / name
         path.write_bytes(data)
-        out = subprocess.run(["file", "-b", "-m", magic, str(path)], capture_output=True, text=True).stdout
+        out = subprocess.run(["file", "-b", "-m", magic, str(path)], capture_output=True, text=True,
+                             check=True).stdout
         assert "GGUF" not in out, name
 
 

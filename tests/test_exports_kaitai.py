@@ -34,17 +34,13 @@ VALUE_TYPE_NAMES = {vt["id"]: vt["name"] for vt in structs.container_spec()["val
 pytestmark = pytest.mark.skipif(spec.spec_dir() != ROOT / "spec", reason="package not installed from this checkout")
 
 
-def _module_from_source(name: str, source: str):
-    mod_spec = importlib.util.spec_from_loader(name, loader=None)
-    module = importlib.util.module_from_spec(mod_spec)
-    exec(compile(source, f"<{name}>", "exec"), module.__dict__)
-    return module
-
-
 @pytest.fixture(scope="module")
 def kaitai_gguf():
-    """The committed compiled parser's top-level class."""
-    return _module_from_source("gguf_kaitai", PARSER.read_text(encoding="utf-8")).Gguf
+    """The committed compiled parser's top-level class (imported under a name of its own)."""
+    mod_spec = importlib.util.spec_from_file_location("gguf_kaitai_parser", PARSER)
+    module = importlib.util.module_from_spec(mod_spec)
+    mod_spec.loader.exec_module(module)
+    return module.Gguf
 
 
 # ----------------------------------------------------------------------------------------------------------------

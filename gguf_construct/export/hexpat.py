@@ -56,7 +56,7 @@ def _value_match(selector: str, member: str, suffix: str = "") -> list[str]:
     for vt in structs.container_spec()["value_types"]:
         target = vt.get("encoding") or vt["type"]
         out.append(f"    (gguf_value_type::{vt['name']}): {_type(target)} {member}{suffix};")
-    out.append(f'    (_): std::error("unknown value type");')
+    out.append('    (_): std::error("unknown value type");')
     out.append("}")
     return out
 
@@ -83,11 +83,6 @@ def _struct(name: str, tdef: dict) -> list[str]:
         alignment = structs.container_spec()["layout"]["alignment"]
         body.append(f'if (key.data == "{alignment["key"]}" && value_type == gguf_value_type::{alignment["type"]})')
         body.append("    gguf_alignment = value;")
-    if name == "tensor_info":
-        formula = structs.container_spec()["layout"]["tensor_bytes"]
-        expr = re.sub(r"ne\[(\d+)\]", lambda m: f"gguf_dim(this, {m.group(1)})", formula)
-        expr = expr.replace("block_size", "ggml_block_size(type)").replace("type_size", "ggml_type_size(type)")
-        body.append(f"u64 n_bytes = ggml_block_size(type) == 0 ? 0 : {expr};")
     out += ["    " + line for line in body]
     out.append("};")
     return out
@@ -147,7 +142,13 @@ def render_hexpat() -> str:
     lines += _lookup("ggml_block_size", "block_size") + [""] + _lookup("ggml_type_size", "type_size") + [""]
     lines += ["// ne[i] of a tensor info, 1 beyond its dimensions",
               "fn gguf_dim(ref auto info, u32 i) {", "    if (i < info.n_dimensions)",
-              "        return info.dimensions[i];", "    return 1;", "};", "", "struct gguf_array;", ""]
+              "        return info.dimensions[i];", "    return 1;", "};", ""]
+    formula = g["layout"]["tensor_bytes"]
+    expr = re.sub(r"ne\[(\d+)\]", lambda m: f"gguf_dim(info, {m.group(1)})", formula)
+    expr = expr.replace("block_size", "ggml_block_size(info.type)").replace("type_size", "ggml_type_size(info.type)")
+    lines += [f"// bytes of a tensor's data: {formula}", "fn gguf_tensor_bytes(ref auto info) {",
+              "    if (ggml_block_size(info.type) == 0)", "        return 0;", f"    return {expr};", "};", "",
+              "struct gguf_array;", ""]
     for name, tdef in g["types"].items():
         lines += _struct(name, tdef) + [""]
     align = re.sub(r"\boffset\b", "gguf_head_end", g["layout"]["align_offset"]).replace("ALIGNMENT", "gguf_alignment")
@@ -155,7 +156,8 @@ def render_hexpat() -> str:
         "// The tensor data: each tensor's bytes at the data section start plus its offset.",
         "struct gguf_tensor_data {",
         "    u64 i = std::core::array_index();",
-        "    u8 data[gguf_head.tensor_infos[i].n_bytes] @ gguf_data_start + gguf_head.tensor_infos[i].offset;",
+        "    u8 data[gguf_tensor_bytes(gguf_head.tensor_infos[i])]",
+        "        @ gguf_data_start + gguf_head.tensor_infos[i].offset;",
         "};",
         "",
         "if (gguf_big_endian)",

@@ -252,6 +252,7 @@ def ksy_tree() -> dict[str, Any]:
     alignment = g["layout"]["alignment"]
     word = _version_word_offset()
     mask = g["byte_order"]["detection_mask"]
+    align_prim = _primitive(next(v for v in g["value_types"] if v["name"] == alignment["type"])["encoding"])
     return {
         "meta": {
             "id": meta["id"], "title": meta["title"], "file-extension": meta["id"], "xref": {"mime": MIME_TYPE},
@@ -279,8 +280,7 @@ def ksy_tree() -> dict[str, Any]:
                        "no search expression)."},
             "alignment": {
                 "value": (f"alignment_search.last.found ? file_head.metadata_kv[alignment_search.last.i].value"
-                          f".as<{_primitive(next(v for v in g['value_types'] if v['name'] == alignment['type'])['encoding'])}>"
-                          f" : {alignment['default']}"),
+                          f".as<{align_prim}> : {alignment['default']}"),
                 "doc": alignment["doc"].strip()},
         },
         "types": _root_types(),

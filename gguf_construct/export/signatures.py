@@ -86,7 +86,7 @@ def render_mime() -> str:
         f"    <acronym>{escape(meta['id'].upper())}</acronym>",
         f"    <expanded-acronym>{escape(meta['title'].split('(')[-1].rstrip(')'))}</expanded-acronym>",
         '    <sub-class-of type="application/octet-stream"/>',
-        f'    <magic priority="50">',
+        '    <magic priority="50">',
         f'      <match type="string" offset="0" value="{magic}"/>',
         "    </magic>",
         f'    <glob pattern="*.{meta["id"]}"/>',

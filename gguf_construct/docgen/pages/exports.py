@@ -67,7 +67,7 @@ def _sec_kaitai(ctx: Ctx) -> str:
             ["`doc`, `doc_ref`, C names", "`doc`, `doc-ref`, `-orig-id`"],
         ]),
         "Use it with the compiler of your language, e.g. `kaitai-struct-compiler -t python exports/gguf.ksy`, or "
-        f"take the Python parser as committed (`pip install kaitaistruct`):\n",
+        "take the Python parser as committed (`pip install kaitaistruct`):\n",
         fence("import sys; sys.path.insert(0, 'exports/kaitai_python')\nfrom gguf import Gguf\n"
               "k = Gguf.from_file('model.gguf')\nk.version, k.big_endian, k.alignment\n"
               "[(kv.key.data, kv.value_type) for kv in k.file_head.metadata_kv]\n"
