@@ -54,6 +54,18 @@ def test_cli_check_and_stale_detection(tmp_path, capsys):
     assert export.check_exports(out, compile_parser=False) == []
 
 
+def test_docs_check_covers_the_exports(tmp_path, monkeypatch, capsys):
+    """`gguf-construct docs --check` on the source tree's docs/ also compares exports/ (here a stale copy)."""
+    out = tmp_path / "exports"
+    shutil.copytree(EXPORTS, out)
+    (out / "gguf.ksy").write_text("stale\n", encoding="utf-8")
+    monkeypatch.setattr(export, "default_exports_dir", lambda: out)
+    assert main(["docs", "--check"]) == 1
+    assert "gguf.ksy: stale" in capsys.readouterr().err
+    assert main(["docs", "--check", "--out", str(tmp_path / "elsewhere")]) == 1  # other folders: docs only
+    assert "gguf.ksy" not in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("name", sorted(export.EXPORTS))
 def test_cli_prints_and_writes_each_export(name, tmp_path, capsys):
     assert main(["export", name]) == 0
