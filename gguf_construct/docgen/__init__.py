@@ -114,6 +114,7 @@ def write_docs(out_dir: Path | str) -> list[Path]:
     changed = []
     for path, text in render_all(out_dir).items():
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8", newline="\n")
             changed.append(path)
     return changed
@@ -131,7 +132,7 @@ def check_docs(out_dir: Path | str) -> list[str]:
         current = path.read_text(encoding="utf-8")
         if current != text:
             problems.append(f"{path}: stale")
-        for name in _unknown_markers(current, pages[path.name]):
+        for name in _unknown_markers(current, pages[path.relative_to(out_dir).as_posix()]):
             problems.append(f"{path}: unknown generated section {name!r}")
     return problems
 

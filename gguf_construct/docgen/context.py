@@ -80,6 +80,7 @@ class Page:
     sections: tuple[Section, ...]
     defines: Callable[[SpecData], Iterable[str]] = field(default=_nothing, compare=False)
     count: Callable[[SpecData], str] = field(default=_no_count, compare=False)
+    listed: bool = True  # shown in the index (pages reached from another page are not)
 
 
 def definitions(data: SpecData, pages: Iterable[Page]) -> dict[str, str]:

@@ -10,7 +10,7 @@ from ..markdown import intro
 def _sec_index(ctx: Ctx) -> str:
     out = []
     for page in ctx.pages:
-        if page.file == "README.md":
+        if page.file == "README.md" or not page.listed:
             continue
         count = page.count(ctx.data)
         out.append(f"- [{page.title}]({page.file})" + (f" ({count})" if count else "") + f": {page.summary}")
