@@ -23,7 +23,8 @@ def add_cli(subparsers) -> None:
                               description="Report every conformance finding of GGUF files, with rule ID, severity, "
                                           "byte offset and field path.")
     p.add_argument("paths", nargs="+", metavar="PATH", help="GGUF files or directories (searched for *.gguf)")
-    p.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    p.add_argument("--format", choices=("text", "json", "sarif"), default="text",
+                   help="text for people (default), json for programs, sarif for code-scanning tools")
     p.add_argument("--profile", choices=PROFILES, default="spec",
                    help="spec: gguf.md's verdicts (default); ggml: what ggml's reader accepts; llama.cpp: what "
                         "llama.cpp's model loader accepts (container as mmap-ed by llama.cpp, plus the model rules)")

@@ -176,7 +176,9 @@ def _cmd_docs(args: argparse.Namespace) -> int:
 
 def add_cli(subparsers: Any) -> None:
     """Register the ``docs`` sub-command on the CLI's subparsers."""
-    p = subparsers.add_parser("docs", help="render the Markdown reference in docs/ from spec/")
+    p = subparsers.add_parser("docs", help="render the Markdown reference in docs/ from spec/",
+                              description="Render the GGUF reference (Markdown) in docs/ from spec/; hand-written "
+                                          "prose outside the generated blocks is kept.")
     p.add_argument("--out", default=None,
                    help="output directory (default: docs/ beside spec/ in a source checkout, else ./docs)")
     p.add_argument("--check", action="store_true",
