@@ -282,6 +282,18 @@ def test_ksy_compiles_to_the_committed_parser():
     assert version in (EXPORTS / export.COMPILED_DIR / export.COMPILED_FROM).read_text(encoding="utf-8")
 
 
+def test_ksy_compiles_for_every_target_language():
+    """gguf.ksy is not tied to Python: it compiles for every language of kaitai.TARGETS (C++ is excluded, see
+    kaitai.NOT_TARGETS)."""
+    if kaitai.find_compiler() is None:
+        pytest.skip("kaitai-struct-compiler not found")
+    _version, results = kaitai.compile_ksy_many((EXPORTS / "gguf.ksy").read_text(encoding="utf-8"),
+                                                list(kaitai.TARGETS))
+    failed = {lang: r for lang, r in results.items() if isinstance(r, str)}
+    assert not failed
+    assert all(any(text.strip() for text in files.values()) for files in results.values())
+
+
 def test_compiler_rejects_a_broken_ksy():
     if kaitai.find_compiler() is None:
         pytest.skip("kaitai-struct-compiler not found")

@@ -18,9 +18,14 @@ from pathlib import Path
 
 import yaml
 
-__all__ = ["ENV_VAR", "find_compiler", "compile_ksy", "ksy_digest", "KaitaiCompilerError"]
+__all__ = ["ENV_VAR", "NOT_TARGETS", "TARGETS", "KaitaiCompilerError", "compile_ksy", "compile_ksy_many", "find_compiler", "ksy_digest"]
 
 ENV_VAR = "KAITAI_STRUCT_COMPILER_JS"
+# target languages gguf.ksy compiles for (checked by tests/test_exports_kaitai.py when the compiler is present);
+# not C++/STL: a metadata value switches between numbers, strings and arrays, a type (AnyType) C++ cannot hold
+TARGETS = ("python", "javascript", "java", "csharp", "go", "ruby", "php", "perl", "lua", "nim", "rust")
+NOT_TARGETS = {"cpp_stl": "a metadata value switches between numbers, strings and arrays (Kaitai's AnyType), which "
+                          "the C++ target cannot hold"}
 _DRIVER = Path(__file__).resolve().parents[2] / "tools" / "ksc_compile.js"
 _PACKAGE = "kaitai-struct-compiler"
 
@@ -52,19 +57,28 @@ def find_compiler() -> tuple[str, str] | None:
     return (node, found.stdout) if found.returncode == 0 and found.stdout else None
 
 
-def compile_ksy(ksy_text: str, language: str = "python") -> tuple[str, dict[str, str]]:
-    """Compile a .ksy text; returns ``(compiler_version, {file name: source})``."""
+def compile_ksy_many(ksy_text: str, languages: list[str]) -> tuple[str, dict[str, dict[str, str] | str]]:
+    """Compile a .ksy text for several target languages in one run of the compiler; returns
+    ``(compiler_version, {language: {file name: source} or the error message})``."""
     compiler = find_compiler()
     if compiler is None:
         raise KaitaiCompilerError(f"kaitai-struct-compiler not found (install it with npm and set {ENV_VAR})")
     node, js = compiler
     spec = json.dumps(yaml.safe_load(ksy_text))
-    proc = subprocess.run([node, str(_DRIVER), js, language], input=spec, capture_output=True, text=True,
+    proc = subprocess.run([node, str(_DRIVER), js, ",".join(languages)], input=spec, capture_output=True, text=True,
                           timeout=600, check=False)
     if proc.returncode != 0:
         raise KaitaiCompilerError(proc.stderr.strip().splitlines()[0] if proc.stderr.strip() else "compiler failed")
     out = json.loads(proc.stdout)
-    return out["version"], out["files"]
+    return out["version"], {lang: r.get("files", r.get("error")) for lang, r in out["results"].items()}
+
+
+def compile_ksy(ksy_text: str, language: str = "python") -> tuple[str, dict[str, str]]:
+    """Compile a .ksy text for one target language; returns ``(compiler_version, {file name: source})``."""
+    version, results = compile_ksy_many(ksy_text, [language])
+    if isinstance(results[language], str):
+        raise KaitaiCompilerError(results[language])
+    return version, results[language]
 
 
 def ksy_digest(ksy_text: str) -> str:

@@ -66,6 +66,8 @@ def _sec_kaitai(ctx: Ctx) -> str:
              "tensor's data as those blocks when accessed"],
             ["`doc`, `doc_ref`, C names", "`doc`, `doc-ref`, `-orig-id`"],
         ]),
+        "It compiles (kaitai-struct-compiler 0.11) for " + ", ".join(export.kaitai.TARGETS) + "; not for "
+        + "; ".join(f"{lang} ({why})" for lang, why in export.kaitai.NOT_TARGETS.items()) + ".\n",
         "Use it with the compiler of your language, e.g. `kaitai-struct-compiler -t python exports/gguf.ksy`, or "
         "take the Python parser as committed (`pip install kaitaistruct`):\n",
         fence("import sys; sys.path.insert(0, 'exports/kaitai_python')\nfrom gguf import Gguf\n"
