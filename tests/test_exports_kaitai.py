@@ -9,9 +9,13 @@ compiling the .ksy again needs node and the npm package ``kaitai-struct-compiler
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import io
+import json
+import os
 import struct
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -292,6 +296,66 @@ def test_ksy_compiles_for_every_target_language():
     failed = {lang: r for lang, r in results.items() if isinstance(r, str)}
     assert not failed
     assert all(any(text.strip() for text in files.values()) for files in results.values())
+
+
+def _js_value(type_name: str, value, item_type: str | None = None):
+    """A loaded value as the JavaScript parser shows it: numbers as doubles, 64-bit integers left out (the
+    JavaScript runtime reads them as doubles, and misreads some negative ones), booleans as 0/1."""
+    if type_name == "ARRAY":
+        ids = {v: k for k, v in VALUE_TYPE_NAMES.items()}
+        if item_type == "ARRAY":
+            return [ids["ARRAY"], [_js_value("ARRAY", x.value, x.item_type.name) for x in value]]
+        return [ids[item_type], [_js_value(item_type, x) for x in value]]
+    if type_name in ("UINT64", "INT64"):
+        return None
+    if type_name == "STRING":
+        return value
+    return float(value)
+
+
+def test_javascript_parser_reads_generated_files_alike(tmp_path):
+    """The .ksy compiled to JavaScript and run by node (runtime: the npm package kaitai-struct next to the
+    compiler) sees what load sees in every version x byte order: the description is not Python-specific."""
+    compiler = kaitai.find_compiler()
+    if compiler is None:
+        pytest.skip("kaitai-struct-compiler not found")
+    node, compiler_js = compiler
+    modules = Path(compiler_js).resolve().parents[1]
+    if not (modules / "kaitai-struct" / "KaitaiStream.js").is_file():
+        pytest.skip("the JavaScript runtime (npm package kaitai-struct) is not next to the compiler")
+    _version, files = kaitai.compile_ksy((EXPORTS / "gguf.ksy").read_text(encoding="utf-8"), "javascript")
+    parser = tmp_path / "Gguf.js"
+    parser.write_text(files["Gguf.js"], encoding="utf-8")
+    paths = []
+    for version, byte_order in structs.each_family():
+        paths.append(tmp_path / f"v{version}-{byte_order}.gguf")
+        generated_file(version, byte_order, 64).save(paths[-1])
+    proc = subprocess.run([node, str(ROOT / "tools" / "kaitai_js_dump.js"), str(parser), *map(str, paths)],
+                          capture_output=True, text=True, timeout=600, check=True,
+                          env={**os.environ, "NODE_PATH": str(modules)})
+    seen = json.loads(proc.stdout)
+    for path, js in zip(paths, seen):
+        g = load(path)
+        for key, vtype, value in js["keys"]:
+            typed = g.metadata.typed(key)
+            assert VALUE_TYPE_NAMES[vtype] == typed.type.name
+            expected = _js_value(typed.type.name, typed.value, typed.item_type.name if typed.item_type is not None else None)
+            if expected is not None:
+                assert _without_none(value, expected) == expected, key
+        assert [k for k, _, _ in js["keys"]] == list(g.metadata)
+        assert (js["version"], js["byte_order"], js["alignment"]) == (g.version, g.byte_order, g.alignment)
+        assert js["tensors"] == [[t.name, list(t.shape), int(t.ggml_type), t.offset, t.nbytes,
+                                  hashlib.sha256(bytes(t.raw())).hexdigest()] for t in g.tensors]
+        g.close()
+
+
+def _without_none(got, expected):
+    """``got`` with the parts ``expected`` leaves out (None) left out too."""
+    if expected is None:
+        return None
+    if isinstance(expected, list):
+        return [_without_none(a, b) for a, b in zip(got, expected)]
+    return got
 
 
 def test_compiler_rejects_a_broken_ksy():

@@ -82,7 +82,11 @@ def _sec_kaitai(ctx: Ctx) -> str:
         "current tensor type, a scalar and a 4-dimensional tensor) and Hypothesis-generated files, and must see "
         "the same version, byte order, ALIGNMENT, keys, typed values, tensor infos and tensor bytes as `load`; "
         "`tensor_info.blocks` must give every field of every block as numpy does with the spec's block layout "
-        "(`codecs.block_dtype`), in both byte orders.\n",
+        "(`codecs.block_dtype`), in both byte orders. The .ksy also compiles for every target listed above, and the "
+        "JavaScript parser, run by node with the npm runtime `kaitai-struct` (`tools/kaitai_js_dump.js`), sees the "
+        "same structure, keys, values and tensor data in every version x byte order (64-bit integers aside: the "
+        "JavaScript runtime 0.11.0 reads them as doubles, and its `readS8le`/`readS8be` misread negative values "
+        "whose low 32 bits XOR 0xFFFFFFFF have the top bit set, e.g. -2^32 reads as 0).\n",
         "Not expressed: the `valid` constraints beyond the version (e.g. BOOL being 0 or 1, value types 10-12 not "
         "in v1, offsets being multiples of ALIGNMENT) and the conformance rules; the .ksy describes, the checker "
         "judges. Invalid UTF-8 in a string makes the Python parser raise, where `load` keeps the bytes.\n",
