@@ -60,7 +60,7 @@ def _type_ref(name: str) -> Any:
     """A spec type name (primitive, alias or compound type) as a Kaitai ``type``."""
     g = _gguf()
     if name in g["aliases"]:
-        cases = {(k if k != "_" else "_"): _primitive(v) for k, v in g["aliases"][name]["cases"].items()}
+        cases = {k: _primitive(v) for k, v in g["aliases"][name]["cases"].items()}  # "_" is Kaitai's default too
         return {"switch-on": "_root.version", "cases": cases}
     if name in _spec.primitives():
         return _primitive(name)
@@ -73,11 +73,9 @@ def _value_cases() -> dict[str, str]:
             for vt in _gguf()["value_types"]}
 
 
-def _expr(dotted: str) -> str:
-    return dotted  # spec field references (``header.tensor_count``) are already Kaitai expressions
-
-
-def _field(type_name: str, field: dict) -> dict:
+def _field(field: dict) -> dict:
+    """One ``seq`` entry; the spec's field references (``size: len``, ``repeat: header.tensor_count``) are already
+    Kaitai expressions."""
     out: dict[str, Any] = {"id": field["id"]}
     if "contents" in field:
         out["contents"] = field["contents"]
@@ -85,13 +83,13 @@ def _field(type_name: str, field: dict) -> dict:
         out["type"] = {"switch-on": field["switch_on"], "cases": _value_cases()}
     elif "size" in field:
         out["type"] = "str"
-        out["size"] = _expr(field["size"])
+        out["size"] = field["size"]
         out["encoding"] = field["encoding"]
     else:
         out["type"] = _type_ref(field["type"])
     if "repeat" in field:
         out["repeat"] = "expr"
-        out["repeat-expr"] = _expr(field["repeat"])
+        out["repeat-expr"] = field["repeat"]
     if "enum" in field and "switch_on" not in field:
         out["enum"] = field["enum"]
     if "valid" in field:
@@ -177,7 +175,7 @@ def _types() -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, tdef in g["types"].items():
         t: dict[str, Any] = _doc(tdef)
-        t["seq"] = [_field(name, f) for f in tdef["seq"]]
+        t["seq"] = [_field(f) for f in tdef["seq"]]
         if name == "metadata_kv":
             vt = next(v for v in g["value_types"] if v["name"] == alignment["type"])
             t["instances"] = {
