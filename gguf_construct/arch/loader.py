@@ -442,7 +442,10 @@ def plan_load(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], 
         vocab_only = kind == "vocab"
     arch_value = meta.get(model_spec()["architecture_key"])
     plan = LoadPlan(arch=None, kind=kind)
-    if kind in ("adapter", "imatrix"):
+    if kind == "adapter":
+        _plan_adapter(meta, tensors, plan)
+        return plan
+    if kind == "imatrix":
         return plan
     if arch_value is None:
         plan.problems.append(Problem("KEY-MISSING", "key not found in model: general.architecture",
@@ -514,6 +517,49 @@ def plan_load(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], 
                                      expected=detail.get("expected"), got=detail.get("got"), phase=phase))
     plan.approximations = interp.approximations
     return plan
+
+
+def _plan_adapter(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], plan: LoadPlan) -> None:
+    """llama_adapter_lora_init's checks of the adapter file alone (spec/model.yaml, adapter), as ADAPTER problems."""
+    spec = model_spec()["adapter"]
+
+    def problem(message: str, key: str | None = None, tensor: str | None = None) -> None:
+        plan.problems.append(Problem("ADAPTER", message, key=key, tensor=tensor, phase="adapter"))
+
+    arch_value = meta.get(model_spec()["architecture_key"])
+    name = str(arch_value.value) if arch_value is not None and arch_value.type == "STRING" else ""
+    plan.arch = name or None
+    a = architecture(name)
+    if a is None or not a.loadable:
+        problem(f"LoRA architecture {name!r} is not one llama.cpp knows (model arch and LoRA arch mismatch)",
+                key=model_spec()["architecture_key"])
+    for field in ("type_key", "alpha_key", "invocation_tokens_key"):
+        want = spec[field]
+        v = meta.get(want["key"])
+        if v is None:
+            if field == "type_key":
+                problem(f"expect {want['key']} to be {want['value']!r}, but got: ''", key=want["key"])
+            continue
+        if v.type != want["type"] or ("item_type" in want and v.item_type != want["item_type"]):
+            problem(f"{want['key']} has type {v.type} but llama.cpp reads it as {want['type']}", key=want["key"])
+        elif "value" in want and v.value != want["value"]:
+            problem(f"expect {want['key']} to be {want['value']!r}, but got: {v.value!r}", key=want["key"])
+    suffix_a, suffix_b = spec["pair_suffixes"]["a"], spec["pair_suffixes"]["b"]
+    pairs: dict[str, dict[str, TensorMeta]] = {}
+    for t in tensors.values():
+        if t.name.endswith(suffix_a):
+            pairs.setdefault(t.name[:-len(suffix_a)], {})["a"] = t
+        elif t.name.endswith(suffix_b):
+            pairs.setdefault(t.name[:-len(suffix_b)], {})["b"] = t
+        elif not t.name.endswith(spec["skipped_suffix"]):
+            problem(f"LoRA tensor '{t.name}' has unexpected suffix", tensor=t.name)
+    for base, pair in pairs.items():
+        if len(pair) < 2:
+            problem(f"LoRA tensor pair for '{base}' is missing one component",
+                    tensor=next(iter(pair.values())).name)
+        elif not base.endswith(spec["flipped_pair"]) and pair["a"].ne4[1] != pair["b"].ne4[0]:
+            problem(f"lora_a tensor is not transposed: '{pair['a'].name}' rank {pair['a'].ne4[1]} but "
+                    f"'{pair['b'].name}' {pair['b'].ne4[0]}", tensor=pair["a"].name)
 
 
 def _code(f: Fatal) -> str:

@@ -1003,6 +1003,18 @@ def _bad_name(f):
     f.add_tensor("my_custom_head.weight", bytes(4 * 64), "F32", shape=(64,))
 
 
+def _half_adapter(raw):
+    """A LoRA adapter whose pair for blk.0.attn_q.weight lacks its lora_b."""
+    from ..model import GGUFFile
+
+    f = GGUFFile.new(version=3, byte_order="little")
+    for key, value, vtype in (("general.type", "adapter", "STRING"), ("general.architecture", "llama", "STRING"),
+                              ("adapter.type", "lora", "STRING"), ("adapter.lora.alpha", 16.0, "FLOAT32")):
+        f.metadata.set(key, value, vtype)
+    f.add_tensor("blk.0.attn_q.weight.lora_a", bytes(4 * 64 * 8), "F32", shape=(64, 8))
+    return RawFile.from_bytes(f.to_bytes()), {"profile": "llama.cpp"}
+
+
 for _name, _rules, _doc, _build in (
     ("model-arch-unknown", ("MODEL-ARCH-UNKNOWN", "META-ARCH-UNKNOWN"), "general.architecture = tinyarch.",
      _model_case(**{"general.architecture": ("tinyarch", "STRING")})),
@@ -1023,6 +1035,8 @@ for _name, _rules, _doc, _build in (
      _model_case(**{"llama.block_count": (3, "UINT32")})),
     ("model-tensor-name", ("MODEL-TENSOR-NAME",), "a tensor my_custom_head.weight (an info under spec).",
      lambda raw: _model(edit=_bad_name)),
+    ("model-adapter", ("MODEL-ADAPTER",), "a LoRA adapter with blk.0.attn_q.weight.lora_a and no lora_b.",
+     _half_adapter),
 ):
     _register(_name, _rules, _doc, _build)
 from . import crafting_security  # noqa: E402,F401 - issue #16: advisory reproducers and chat templates

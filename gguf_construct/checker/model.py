@@ -102,6 +102,16 @@ def _vocab(ctx: Context) -> Iterator[Hit]:
         yield _key_hit(ctx, p)
 
 
+@rule("MODEL-ADAPTER")
+def _adapter(ctx: Context) -> Iterator[Hit]:
+    for p in _problems(ctx, "ADAPTER"):
+        t = _tensor(ctx, p.tensor)
+        if t is not None:
+            yield Hit(t.offset, t.path, detail=p.message)
+        else:
+            yield _key_hit(ctx, p)
+
+
 @rule("MODEL-TENSOR-MISSING")
 def _tensor_missing(ctx: Context) -> Iterator[Hit]:
     for p in _problems(ctx, "TENSOR-MISSING"):
