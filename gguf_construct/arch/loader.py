@@ -533,11 +533,11 @@ def _plan_adapter(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMet
     if a is None or not a.loadable:
         problem(f"LoRA architecture {name!r} is not one llama.cpp knows (model arch and LoRA arch mismatch)",
                 key=model_spec()["architecture_key"])
-    for field in ("type_key", "alpha_key", "invocation_tokens_key"):
-        want = spec[field]
+    for entry in ("type_key", "alpha_key", "invocation_tokens_key"):
+        want = spec[entry]
         v = meta.get(want["key"])
         if v is None:
-            if field == "type_key":
+            if entry == "type_key":
                 problem(f"expect {want['key']} to be {want['value']!r}, but got: ''", key=want["key"])
             continue
         if v.type != want["type"] or ("item_type" in want and v.item_type != want["item_type"]):

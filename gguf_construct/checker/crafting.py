@@ -988,8 +988,6 @@ def _retype_key(f):
 
 
 def _halve_q(f):
-    from ..model import Tensor
-
     t = next(t for t in f.tensors if t.name == "blk.0.attn_q.weight")
     f.tensors[:] = [x for x in f.tensors if x is not t]
     f.add_tensor(t.name, bytes(t.nbytes // 2), "F32", shape=(t.shape[0], t.shape[1] // 2))
