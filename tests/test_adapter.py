@@ -55,3 +55,31 @@ def test_a_norm_vector_and_a_flipped_token_embd_pair_are_accepted():
                              "blk.0.attn_norm.weight": (64,)})
     errors, report = _adapter_errors(data)
     assert report.valid, errors
+
+
+def _imatrix(*, keys=True, tensors=None, chunk_type="UINT32"):
+    f = GGUFFile.new(version=3, byte_order="little")
+    f.metadata.set("general.type", "imatrix", "STRING")
+    if keys:
+        f.metadata.set("imatrix.datasets", ["wiki.train.raw"], "ARRAY", "STRING")
+        f.metadata.set("imatrix.chunk_count", 10, chunk_type)
+        f.metadata.set("imatrix.chunk_size", 512, "UINT32")
+    for name, gtype in (tensors or {"blk.0.ffn_up.weight.in_sum2": "F32",
+                                     "blk.0.ffn_up.weight.counts": "F32"}).items():
+        shape = (64, 1) if name.endswith("in_sum2") else (1, 1)
+        f.add_tensor(name, bytes(2 * 64 if gtype == "F16" else 4 * 64)[: (2 if gtype == "F16" else 4) * shape[0]],
+                     gtype, shape=shape)
+    report = check(f.to_bytes(), profile="llama.cpp")
+    return [x.message for x in report.errors() if x.rule == "MODEL-IMATRIX"], report
+
+
+def test_an_importance_matrix_is_checked_for_what_it_is():
+    errors, report = _imatrix()
+    assert report.valid, [f"{f.rule}: {f.message}" for f in report.errors()]
+    for kwargs, needle in (({"keys": False}, "missing imatrix metadata"),
+                           ({"chunk_type": "INT32"}, "imatrix.chunk_count has type INT32"),
+                           ({"tensors": {"blk.0.ffn_up.weight.in_sum2": "F32"}}, "mismatched sums and counts"),
+                           ({"tensors": {"blk.0.ffn_up.weight.in_sum2": "F16",
+                                         "blk.0.ffn_up.weight.counts": "F32"}}, "must be F32")):
+        errors, report = _imatrix(**kwargs)
+        assert not report.valid and any(needle in e for e in errors), (kwargs, errors)

@@ -446,6 +446,7 @@ def plan_load(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], 
         _plan_adapter(meta, tensors, plan)
         return plan
     if kind == "imatrix":
+        _plan_imatrix(meta, tensors, plan)
         return plan
     if arch_value is None:
         plan.problems.append(Problem("KEY-MISSING", "key not found in model: general.architecture",
@@ -560,6 +561,35 @@ def _plan_adapter(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMet
         elif not base.endswith(spec["flipped_pair"]) and pair["a"].ne4[1] != pair["b"].ne4[0]:
             problem(f"lora_a tensor is not transposed: '{pair['a'].name}' rank {pair['a'].ne4[1]} but "
                     f"'{pair['b'].name}' {pair['b'].ne4[0]}", tensor=pair["a"].name)
+
+
+def _plan_imatrix(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], plan: LoadPlan) -> None:
+    """common_imatrix_load's and llama-quantize's checks of an importance matrix, as IMATRIX problems."""
+    spec = model_spec()["imatrix"]
+
+    def problem(message: str, key: str | None = None, tensor: str | None = None) -> None:
+        plan.problems.append(Problem("IMATRIX", message, key=key, tensor=tensor, phase="imatrix"))
+
+    if not tensors:
+        problem("no data in the importance matrix (no tensors)")
+    for want in spec["keys"]:
+        v = meta.get(want["key"])
+        if v is None:
+            problem(f"missing imatrix metadata: {want['key']}", key=want["key"])
+        elif v.type != want["type"] or ("item_type" in want and v.item_type != want["item_type"]):
+            problem(f"{want['key']} has type {v.type} but is read as {want['type']}", key=want["key"])
+    sums, counts = spec["pair_suffixes"]["sums"], spec["pair_suffixes"]["counts"]
+    pairs: dict[str, dict[str, TensorMeta]] = {}
+    for t in tensors.values():
+        for part, suffix in (("sums", sums), ("counts", counts)):
+            if t.name.endswith(suffix):
+                pairs.setdefault(t.name[:-len(suffix)], {})[part] = t
+    for base, pair in pairs.items():
+        first = next(iter(pair.values()))
+        if len(pair) < 2:
+            problem(f"mismatched sums and counts for {base}", tensor=first.name)
+        elif any(t.type != spec["pair_type"] for t in pair.values()):
+            problem(f"sums and counts for {base} must be F32", tensor=first.name)
 
 
 def _code(f: Fatal) -> str:

@@ -1001,6 +1001,19 @@ def _bad_name(f):
     f.add_tensor("my_custom_head.weight", bytes(4 * 64), "F32", shape=(64,))
 
 
+def _half_imatrix(raw):
+    """An importance matrix with blk.0.ffn_up.weight.in_sum2 and no .counts."""
+    from ..model import GGUFFile
+
+    f = GGUFFile.new(version=3, byte_order="little")
+    f.metadata.set("general.type", "imatrix", "STRING")
+    f.metadata.set("imatrix.datasets", ["wiki.train.raw"], "ARRAY", "STRING")
+    f.metadata.set("imatrix.chunk_count", 10, "UINT32")
+    f.metadata.set("imatrix.chunk_size", 512, "UINT32")
+    f.add_tensor("blk.0.ffn_up.weight.in_sum2", bytes(4 * 64), "F32", shape=(64, 1))
+    return RawFile.from_bytes(f.to_bytes()), {"profile": "llama.cpp"}
+
+
 def _half_adapter(raw):
     """A LoRA adapter whose pair for blk.0.attn_q.weight lacks its lora_b."""
     from ..model import GGUFFile
@@ -1035,6 +1048,8 @@ for _name, _rules, _doc, _build in (
      lambda raw: _model(edit=_bad_name)),
     ("model-adapter", ("MODEL-ADAPTER",), "a LoRA adapter with blk.0.attn_q.weight.lora_a and no lora_b.",
      _half_adapter),
+    ("model-imatrix", ("MODEL-IMATRIX",), "an importance matrix whose blk.0.ffn_up.weight has sums, no counts.",
+     _half_imatrix),
 ):
     _register(_name, _rules, _doc, _build)
 from . import crafting_security  # noqa: E402,F401 - issue #16: advisory reproducers and chat templates
