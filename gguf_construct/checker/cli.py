@@ -12,7 +12,7 @@ from .formats import render_json, render_sarif, render_text
 from .report import Report
 from .rules import SEVERITY_RANK
 from .shards import check_sets, shard_siblings
-from ..cli import write_json
+from .._json import write_json
 
 __all__ = ["add_cli", "run"]
 
