@@ -13,10 +13,14 @@ from . import structs
 from .constructs import BufferStream, FieldError
 from .errors import GGUFError, construct_path_to_field_path
 
-__all__ = ["RawHead", "open_source", "parse_head", "align_offset", "LEGACY_MAGICS"]
+__all__ = ["RawHead", "open_source", "parse_head", "align_offset", "LEGACY_MAGICS", "DEFAULT_ALIGNMENT",
+           "ALIGNMENT_KEY", "MAX_DIMS"]
 
-# Pre-GGUF ggml formats, as the first four bytes of a little-endian file.
-LEGACY_MAGICS = {b"lmgg": "GGML (unversioned ggml)", b"fmgg": "GGMF", b"tjgg": "GGJT", b"algg": "GGLA (LoRA adapter)"}
+_SPEC = structs.container_spec()
+LEGACY_MAGICS: dict[bytes, str] = {k.encode("ascii"): v for k, v in _SPEC["meta"]["legacy_magics"].items()}
+DEFAULT_ALIGNMENT: int = _SPEC["layout"]["alignment"]["default"]
+ALIGNMENT_KEY: str = _SPEC["layout"]["alignment"]["key"]
+MAX_DIMS: int = structs.field_limit("tensor_info", "n_dimensions")  # GGML_MAX_DIMS
 
 
 def align_offset(offset: int, alignment: int) -> int:
@@ -83,7 +87,7 @@ def parse_head(buf) -> RawHead:
     if size < 8:
         raise GGUFError("file too short for the version", offset=4, path="header.version", rule="HDR-TRUNC")
     version, byte_order = structs.detect(bytes(buf[:8]))
-    if version not in structs.versions():
+    if not structs.is_valid("header", "version", version):
         raise GGUFError(f"unsupported GGUF version {version}", offset=4, path="header.version",
                         rule="HDR-VERSION")
     fam = structs.family(version, byte_order)

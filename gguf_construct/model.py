@@ -18,15 +18,12 @@ from construct import Container, ListContainer
 from . import codecs, structs
 from .enums import GGMLType, GGUFValueType
 from .errors import GGUFError
-from .layout import RawHead, align_offset, open_source, parse_head
+from .layout import ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS, RawHead, align_offset, open_source, parse_head
 from .spec import tensor_type_by_id
 from .values import GGUFValue, Metadata
 
 __all__ = ["GGUFFile", "Tensor", "load", "DEFAULT_ALIGNMENT", "MAX_DIMS"]
 
-DEFAULT_ALIGNMENT: int = structs.container_spec()["layout"]["alignment"]["default"]
-ALIGNMENT_KEY: str = structs.container_spec()["layout"]["alignment"]["key"]
-MAX_DIMS = 4
 _COPY_CHUNK = 16 << 20
 
 

@@ -42,9 +42,34 @@ def container_spec() -> dict:
     return _spec.load_yaml("gguf.yaml")
 
 
+@functools.lru_cache(maxsize=None)
+def field_spec(type_name: str, field_id: str) -> dict:
+    """The spec entry of one field of a compound type, e.g. ``field_spec("tensor_info", "n_dimensions")``."""
+    for field in container_spec()["types"][type_name]["seq"]:
+        if field["id"] == field_id:
+            return field
+    raise KeyError(f"{type_name} has no field {field_id!r}")
+
+
+def is_valid(type_name: str, field_id: str, value: int) -> bool:
+    """Whether ``value`` satisfies the field's ``valid:`` declaration (a list of values, or ``min``/``max``); a
+    field without one accepts anything."""
+    valid = field_spec(type_name, field_id).get("valid")
+    if valid is None:
+        return True
+    if isinstance(valid, list):
+        return value in valid
+    return valid.get("min", value) <= value <= valid.get("max", value)
+
+
+def field_limit(type_name: str, field_id: str, bound: str = "max") -> int:
+    """The ``min`` or ``max`` a field's ``valid:`` declares, e.g. GGML_MAX_DIMS for ``tensor_info.n_dimensions``."""
+    return field_spec(type_name, field_id)["valid"][bound]
+
+
 def versions() -> tuple[int, ...]:
-    """GGUF versions the spec declares."""
-    return tuple(container_spec()["meta"]["versions"])
+    """GGUF versions the spec declares: the valid values of ``header.version``."""
+    return tuple(field_spec("header", "version")["valid"])
 
 
 @functools.lru_cache(maxsize=None)

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from .. import structs
+from ..layout import ALIGNMENT_KEY as _ALIGNMENT_KEY
+from ..layout import DEFAULT_ALIGNMENT, LEGACY_MAGICS, MAX_DIMS
 from ..spec import tensor_type_by_id
 
 __all__ = ["Str", "Arr", "RawKV", "RawTI", "RawFile", "Mark", "expected_rules", "from_document", "align",
@@ -31,12 +33,9 @@ _PRIM_FMT = {"u1": "B", "i1": "b", "u2": "H", "i2": "h", "u4": "I", "i4": "i", "
 SCALAR_FORMATS = {vt["id"]: _PRIM_FMT[vt["encoding"]] for vt in structs.container_spec()["value_types"]
                   if vt.get("encoding")}
 _SINCE = {vt["id"]: vt.get("since", 1) for vt in structs.container_spec()["value_types"]}
-DEFAULT_ALIGNMENT = structs.container_spec()["layout"]["alignment"]["default"]
-ALIGNMENT_KEY = structs.container_spec()["layout"]["alignment"]["key"].encode()
-LEGACY_MAGICS = {b"lmgg", b"fmgg", b"tjgg"}
+ALIGNMENT_KEY = _ALIGNMENT_KEY.encode()
 MAX_KEY = 65535
 MAX_NAME = 64
-MAX_DIMS = 4
 WRITE_LIMIT = 1 << 20  # tensor data further than this into the data section is not written (offset mutations)
 
 

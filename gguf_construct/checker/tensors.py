@@ -6,14 +6,13 @@ from typing import Iterator
 
 import numpy as np
 
-from ..layout import align_offset
+from ..layout import MAX_DIMS, align_offset
 from .rules import Hit, rule
 from .walk import Context, TensorInfo
 
-__all__ = ["MAX_NAME_BYTES", "MAX_DIMS"]
+__all__ = ["MAX_NAME_BYTES"]
 
 MAX_NAME_BYTES = 64  # gguf.md "at most 64 bytes"; ggml additionally needs room for a NUL (TI-NAME-64)
-MAX_DIMS = 4  # GGML_MAX_DIMS
 # Types added to ggml after the ggml_type enum of gguf.md (the rule TI-TYPE-NEW names them; spec/tensor_types has
 # no field for it yet)
 
@@ -60,7 +59,8 @@ def _ndims_offset(ctx: Context, t: TensorInfo) -> int:
 def _ndims(ctx: Context) -> Iterator[Hit]:
     for t in ctx.tensors:
         if t.n_dims > MAX_DIMS:
-            yield Hit(_ndims_offset(ctx, t), f"{t.path}.n_dimensions", name=t.name, value=t.n_dims)
+            yield Hit(_ndims_offset(ctx, t), f"{t.path}.n_dimensions", name=t.name, value=t.n_dims,
+                      expected=MAX_DIMS)
 
 
 @rule("TI-NDIMS-ZERO")

@@ -16,7 +16,7 @@ from typing import Any
 from .. import structs
 from ..constructs import BufferStream, FieldError, decode_text, encode_text
 from ..errors import construct_path_to_field_path
-from ..layout import LEGACY_MAGICS, align_offset
+from ..layout import ALIGNMENT_KEY, DEFAULT_ALIGNMENT, LEGACY_MAGICS, MAX_DIMS, align_offset
 from ..spec import TensorTypeSpec, tensor_type_by_id
 from .rules import Hit, structural
 
@@ -27,8 +27,6 @@ structural("HDR-TRUNC", "HDR-MAGIC", "HDR-MAGIC-LEGACY", "HDR-VERSION", "HDR-COU
 
 _VT = {vt["name"]: vt["id"] for vt in structs.container_spec()["value_types"]}
 ARRAY, STRING, BOOL = _VT["ARRAY"], _VT["STRING"], _VT["BOOL"]
-DEFAULT_ALIGNMENT: int = structs.container_spec()["layout"]["alignment"]["default"]
-ALIGNMENT_KEY: str = structs.container_spec()["layout"]["alignment"]["key"]
 ALIGNMENT_TYPE: int = _VT[structs.container_spec()["layout"]["alignment"]["type"]]
 
 
@@ -181,7 +179,7 @@ def walk(ctx: Context) -> None:
         return
     version, byte_order = structs.detect(bytes(buf[:8]))
     ctx.raw_version = int.from_bytes(bytes(buf[4:8]), "little")
-    if version not in structs.versions():
+    if not structs.is_valid("header", "version", version):
         ctx.hit("HDR-VERSION", 4, "header.version", value=version, raw=ctx.raw_version)
         return
     ctx.version, ctx.byte_order = version, byte_order
@@ -337,8 +335,9 @@ def _explain_ti(ctx: Context, start: int, index: int) -> None:
     if rule == "ARR-EOF" and off is not None and sub.startswith("dimensions"):
         n_dims = _uint(buf, off - 4, 4, bo)
         name = _read_string(buf, start, strw, bo)
-        if n_dims is not None and n_dims > 4:
-            ctx.hit("TI-NDIMS", off - 4, f"{base}.n_dimensions", name=decode_text(name or b""), value=n_dims)
+        if n_dims is not None and n_dims > MAX_DIMS:
+            ctx.hit("TI-NDIMS", off - 4, f"{base}.n_dimensions", name=decode_text(name or b""), value=n_dims,
+                    expected=MAX_DIMS)
             return
     ctx.hit("TI-TRUNC", off if off is not None else start, path, offset=size, index=index)
 
