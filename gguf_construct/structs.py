@@ -110,6 +110,37 @@ class StructFamily:
     def _resolve_primitive(self, name: str) -> str:
         return resolve_alias(name, self.version) if name in container_spec()["aliases"] else name
 
+    def case_min_size(self, selector: int) -> int:
+        """Smallest size of a value of metadata value type ``selector`` (one array element of that type)."""
+        vt = value_types()[selector]
+        name = vt.get("encoding") or vt["type"]
+        prim = self._resolve_primitive(name) if name in container_spec()["aliases"] else name
+        return _spec.primitives()[prim].size if prim in _spec.primitives() else self.min_sizes[name]
+
+    def read(self, type_name: str, buf, start: int = 0, path: str = ""):
+        """The located, tolerant read of one ``type_name`` at ``start`` (see :func:`gguf_construct.fieldtree.read`)."""
+        from . import fieldtree
+
+        return fieldtree.read(self, type_name, buf, start, path)
+
+    def locate(self, type_name: str, tree, start: int = 0, path: str = ""):
+        """The field tree (start, end, path of every field) of a parsed record (:func:`~.fieldtree.locate`)."""
+        from . import fieldtree
+
+        return fieldtree.locate(self, type_name, tree, start, path)
+
+    def offset_of(self, type_name: str, tree, start: int, rel: str) -> int:
+        """Start offset of one field of a parsed record (:func:`gguf_construct.fieldtree.offset_of`)."""
+        from . import fieldtree
+
+        return fieldtree.offset_of(self, type_name, tree, start, rel)
+
+    def sizeof(self, type_name: str, tree) -> int:
+        """Bytes a parsed instance of ``type_name`` occupies (:func:`gguf_construct.fieldtree.sizeof`)."""
+        from . import fieldtree
+
+        return fieldtree.sizeof(self, type_name, tree)
+
 
 class _Generator:
     def __init__(self, version: int, byte_order: str, located: bool):

@@ -18,7 +18,7 @@ PACKAGE = ROOT / "gguf_construct"
 # (layer, module-name prefixes); the longest matching prefix decides
 LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (0, ("_version", "_json", "_text", "_stringscan", "errors", "spec")),
-    (1, ("constructs", "structs", "enums", "values", "codecs")),
+    (1, ("constructs", "structs", "fieldtree", "enums", "values", "codecs")),
     (2, ("layout", "reader", "model", "dump", "demo", "arch")),
     (3, ("checker", "breaking", "docgen")),
     (4, ("strategies",)),

@@ -1,0 +1,452 @@
+"""The field tree of the generated family: every field's start, end and path, read from bytes or located in a tree.
+
+Two questions about the bytes of a spec type (``metadata_kv``, ``tensor_info`` ...) in one (version, byte order),
+both answered from the spec's ``seq`` lists and nothing else:
+
+* :func:`read` - a located, *tolerant* read: the fields are read one by one into a :class:`Node` tree; the first
+  field that cannot be read ends the read with a :class:`Problem` (rule, offset, path and the partially read
+  record around it) instead of an exception, and everything read before it stays in the tree.
+* :func:`locate` - the same tree for a record the compiled parser already read: each field's start and end
+  follow from the parsed values and the family's widths (no re-read of the bytes).
+
+Paths are field paths as the checker reports them: ``tensor_infos[3].dimensions[1]``, ``metadata_kv[0].value.data``.
+"""
+
+from __future__ import annotations
+
+import struct as _struct
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import numpy as np
+
+from . import spec as _spec
+from . import structs
+from ._stringscan import scan_string_offsets
+from .constructs import _TRUNCATION_RULES, Float32Field, decode_text, encode_text
+from .structs import _COUNT_RULES, _FORMAT
+
+__all__ = ["Node", "Problem", "Reading", "read", "locate", "sizeof", "offset_of"]
+
+
+@dataclass
+class Node:
+    """One field (or the whole record) as read: where it starts and ends, its value, and its sub-fields."""
+
+    path: str
+    start: int
+    end: int | None = None  # None when the field could not be read to its end
+    value: Any = None
+    fields: dict[str, "Node"] = field(default_factory=dict)  # by field id, or "[i]" for array elements
+    type: str | None = None  # the spec type or primitive of the field
+    item_width: int | None = None  # arrays of fixed-size items: the width of one (elements located on demand)
+
+    def __getitem__(self, name: str) -> "Node":
+        return self.find(name)
+
+    def find(self, rel: str) -> "Node":
+        """The node at a path relative to this one (``value.data``, ``dimensions[1]``, ``data[3]``)."""
+        node = self
+        for part in _split(rel):
+            if part in node.fields:
+                node = node.fields[part]
+            elif part.startswith("[") and node.item_width is not None:
+                i = int(part[1:-1])
+                start = node.start + i * node.item_width
+                node = Node(f"{node.path}{part}", start, start + node.item_width,
+                            node.value[i] if node.value is not None and i < len(node.value) else None)
+            else:
+                raise KeyError(f"{self.path}: no field {rel!r}")
+        return node
+
+    def offset(self, rel: str = "") -> int:
+        """Start offset of this node or of a field below it."""
+        return self.find(rel).start if rel else self.start
+
+    def walk(self) -> Iterator["Node"]:
+        """This node and every node below it, in file order."""
+        yield self
+        for child in self.fields.values():
+            yield from child.walk()
+
+
+@dataclass
+class Problem:
+    """Why a read stopped: the rule broken, the offset and path of the field, and the record being read."""
+
+    rule: str | None
+    offset: int
+    path: str
+    message: str
+    record: Node  # the innermost compound node that was being read (partially filled)
+
+
+@dataclass
+class Reading:
+    """The result of :func:`read`: the (possibly partial) tree and the problem that stopped it, if any."""
+
+    root: Node
+    problem: Problem | None
+
+    @property
+    def end(self) -> int | None:
+        """Offset just after the record, None when it could not be read to its end."""
+        return self.root.end
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def _split(rel: str) -> list[str]:
+    out: list[str] = []
+    for dotted in rel.split("."):
+        head, _, rest = dotted.partition("[")
+        if head:
+            out.append(head)
+        if rest:
+            out.extend("[" + p for p in rest.split("["))
+    return out
+
+
+class _Stop(Exception):
+    def __init__(self, problem: Problem):
+        self.problem = problem
+
+
+def _section(path: str) -> str:
+    return path.split(".")[0].split("[")[0]
+
+
+class _Spec:
+    """What the reader needs of the spec and of one family, looked up once per family."""
+
+    def __init__(self, fam):
+        self.fam = fam
+        self.spec = structs.container_spec()
+        self.value_types = structs.value_types()
+        self.order = "<" if fam.byte_order == "little" else ">"
+        self.f4 = Float32Field(fam.byte_order)
+
+    def primitive(self, name: str) -> str | None:
+        if name in self.spec["aliases"]:
+            return self.fam._resolve_primitive(name)
+        return name if name in _spec.primitives() else None
+
+    def width(self, prim: str) -> int:
+        return _spec.primitives()[prim].size
+
+    def dtype(self, prim: str) -> np.dtype:
+        return _spec.numpy_dtype(prim, self.fam.byte_order)
+
+    def is_string(self, name: str) -> bool:
+        seq = self.spec["types"].get(name, {}).get("seq", ())
+        return len(seq) == 2 and seq[1].get("size") == seq[0]["id"]
+
+    def case(self, selector: int) -> str | None:
+        vt = self.value_types.get(selector)
+        return None if vt is None else (vt.get("encoding") or vt["type"])
+
+    def min_size(self, name: str) -> int:
+        prim = self.primitive(name)
+        return self.width(prim) if prim else self.fam.min_sizes[name]
+
+
+_SPECS: dict[tuple[int, str], _Spec] = {}
+
+
+def _spec_of(fam) -> _Spec:
+    key = (fam.version, fam.byte_order)
+    if key not in _SPECS or _SPECS[key].fam is not fam:
+        _SPECS[key] = _Spec(fam)
+    return _SPECS[key]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the tolerant read
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def read(fam, type_name: str, buf, start: int = 0, path: str = "") -> Reading:
+    """Read one instance of spec type ``type_name`` at ``start`` of ``buf``, field by field, never raising on bad
+    input: the first field that cannot be read ends the read with a :class:`Problem`."""
+    reader = _Reader(_spec_of(fam), buf)
+    root = Node(path, start, type=type_name)
+    try:
+        reader.compound(type_name, root)
+    except _Stop as stop:
+        return Reading(root, stop.problem)
+    except RecursionError:
+        return Reading(root, Problem("ARR-TOO-DEEP", start, root.path, "arrays nested too deeply", root))
+    return Reading(root, None)
+
+
+class _Reader:
+    def __init__(self, sp: _Spec, buf):
+        self.sp = sp
+        self.buf = memoryview(buf).cast("B") if not isinstance(buf, bytes) else buf
+        self.size = len(self.buf)
+
+    def stop(self, rule: str | None, node: Node, parent: Node, message: str, offset: int | None = None):
+        raise _Stop(Problem(rule, node.start if offset is None else offset, node.path, message, parent))
+
+    # -- compound types --------------------------------------------------------------------------------------
+    def compound(self, type_name: str, node: Node) -> None:
+        if self.sp.is_string(type_name):
+            self.string(node, node)
+            return
+        pos = node.start
+        for f in self.sp.spec["types"][type_name]["seq"]:
+            child = Node(_join(node.path, f["id"]), pos)
+            node.fields[f["id"]] = child
+            self.field(f, child, node)
+            pos = child.end
+        node.end = pos
+
+    def sibling(self, record: Node, dotted: str, root_fields: dict[str, Node]) -> Any:
+        if "." in dotted:
+            head, rest = dotted.split(".", 1)
+            return root_fields[head].find(rest).value
+        return record.fields[dotted].value
+
+    def field(self, f: dict, node: Node, record: Node) -> None:
+        if "contents" in f:
+            want = f["contents"].encode("ascii")
+            got = bytes(self.buf[node.start:node.start + len(want)])
+            node.value, node.type = got, "contents"
+            if len(got) < len(want):
+                self.stop(_TRUNCATION_RULES.get(_section(node.path)), node, record,
+                          f"{len(want)} bytes expected, {len(got)} left")
+            if got != want:
+                self.stop("HDR-MAGIC", node, record, f"expected {want!r}, found {got!r}")
+            node.end = node.start + len(want)
+            return
+        if "switch_on" in f:
+            selector = record.fields[f["switch_on"]].value
+            target = self.sp.case(int(selector))
+            if target is None:
+                rule = "ARR-TYPE" if "repeat" in f else "KV-TYPE"
+                self.stop(rule, node, record, f"unknown value type {selector}")
+            is_bool = self.sp.value_types[int(selector)]["name"] == "BOOL"
+            if "repeat" in f:
+                self.repeat(target, f["repeat"], node, record, as_bool=is_bool)
+            else:
+                self.single(target, node, record)
+            return
+        if "repeat" in f:
+            self.repeat(f["type"], f["repeat"], node, record)
+            return
+        self.single(f["type"], node, record)
+
+    def single(self, type_name: str, node: Node, record: Node) -> None:
+        node.type = type_name
+        prim = self.sp.primitive(type_name)
+        if prim is None:
+            self.compound(type_name, node)
+            return
+        width = self.sp.width(prim)
+        if node.start + width > self.size:
+            self.stop(_TRUNCATION_RULES.get(_section(node.path)), node, record,
+                      f"{prim} truncated: need {width} bytes, {max(0, self.size - node.start)} left")
+        raw = bytes(self.buf[node.start:node.start + width])
+        if prim == "f4":
+            node.value = self.sp.f4.parse(raw)
+        else:
+            node.value = _struct.unpack(self.sp.order + _FORMAT[prim] if width > 1 else _FORMAT[prim], raw)[0]
+        node.end = node.start + width
+
+    def string(self, node: Node, record: Node) -> None:
+        seq = self.sp.spec["types"][node.type or "gguf_string"]["seq"] if node.type else None
+        len_id, data_id = (seq[0]["id"], seq[1]["id"]) if seq else ("len", "data")
+        width = self.sp.width(self.sp.primitive(seq[0]["type"] if seq else "strlen_t"))
+        ln = Node(_join(node.path, len_id), node.start)
+        node.fields[len_id] = ln
+        if node.start + width > self.size:
+            self.stop("STR-EOF", node, node,
+                      f"string length truncated: need {width} bytes, {max(0, self.size - node.start)} left")
+        ln.value = int.from_bytes(self.buf[node.start:node.start + width], self.sp.fam.byte_order)
+        ln.end = node.start + width
+        data = Node(_join(node.path, data_id), ln.end)
+        node.fields[data_id] = data
+        left = self.size - ln.end
+        if ln.value > left:
+            self.stop("STR-EOF", node, node, f"string length {ln.value} exceeds the {left} bytes remaining")
+        data.end = node.end = ln.end + ln.value
+        data.value = bytes(self.buf[ln.end:data.end])
+        node.value = decode_text(data.value)
+
+    def repeat(self, item: str, count_field: str, node: Node, record: Node, as_bool: bool = False) -> None:
+        count = self.count(count_field, record)
+        node.type = item
+        prim = self.sp.primitive(item)
+        left = self.size - node.start
+        if prim is not None:
+            width = self.sp.width(prim)
+            if count * width > left:
+                self.stop("ARR-EOF", node, record,
+                          f"array element count {count} needs at least {count * width} bytes, {left} remaining")
+            arr = np.frombuffer(self.buf, dtype=self.sp.dtype(prim), count=count, offset=node.start)
+            arr = arr.astype(arr.dtype.newbyteorder("="), copy=True)
+            node.value = arr.view(np.bool_) if as_bool else arr
+            node.item_width = width
+            node.end = node.start + count * width
+            return
+        if self.sp.is_string(item):
+            width = self.sp.min_size(item)
+            if count * width > left:
+                self.stop("ARR-EOF", node, record, f"string array element count {count} needs at least "
+                                                   f"{count * width} bytes, {left} remaining")
+            try:
+                starts, ends, end = scan_string_offsets(self.buf, node.start, count, width, self.sp.fam.byte_order)
+            except IndexError as exc:
+                index, offset, length = exc.args
+                elem = Node(f"{node.path}[{index}]", offset, type=item)
+                node.fields[f"[{index}]"] = elem
+                self.string(elem, elem)
+                raise AssertionError("unreachable: the element was found not to fit") from None
+            node.value = [decode_text(self.buf[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
+            for i, (a, b) in enumerate(zip(starts.tolist(), ends.tolist())):
+                elem = Node(f"{node.path}[{i}]", a - width, b, node.value[i], type=item)
+                node.fields[f"[{i}]"] = elem
+            node.end = end
+            return
+        need = count * self.sp.min_size(item)
+        if need > left:
+            self.stop(_COUNT_RULES.get(count_field, "ARR-EOF"), node, record,
+                      f"{item.replace('_', ' ')} count {count} needs at least {need} bytes, {left} remaining")
+        pos = node.start
+        values = []
+        for i in range(count):
+            elem = Node(f"{node.path}[{i}]", pos, type=item)
+            node.fields[f"[{i}]"] = elem
+            self.compound(item, elem)
+            values.append(elem)
+            pos = elem.end
+        node.value = values
+        node.end = pos
+
+    def count(self, count_field: str, record: Node) -> int:
+        node = record
+        for part in count_field.split("."):
+            node = node.fields[part] if part in node.fields else None
+            if node is None:
+                raise KeyError(f"{record.path}: count field {count_field} not read")
+        return int(node.value)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# locating the fields of an already parsed record
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def sizeof(fam, type_name: str, value: Any) -> int:
+    """Bytes an instance of a spec type, alias or primitive with this parsed value occupies in ``fam``."""
+    return _size(_spec_of(fam), type_name, value)
+
+
+def _size(sp: _Spec, type_name: str, value: Any) -> int:
+    prim = sp.primitive(type_name)
+    if prim is not None:
+        return sp.width(prim)
+    if sp.is_string(type_name):
+        return sp.min_size(type_name) + len(encode_text(value) if isinstance(value, str) else value)
+    total = 0
+    for f in sp.spec["types"][type_name]["seq"]:
+        total += _field_size(sp, f, value, getattr(value, f["id"]))
+    return total
+
+
+def _field_size(sp: _Spec, f: dict, record: Any, value: Any) -> int:
+    if "contents" in f:
+        return len(f["contents"])
+    item = f.get("type")
+    if "switch_on" in f:
+        item = sp.case(int(_get(record, f["switch_on"])))
+    if "repeat" in f:
+        prim = sp.primitive(item)
+        if prim is not None:
+            return sp.width(prim) * len(value)
+        return sum(_size(sp, item, v) for v in value)
+    return _size(sp, item, value)
+
+
+def _get(record: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        record = getattr(record, part)
+    return record
+
+
+def offset_of(fam, type_name: str, value: Any, start: int, rel: str) -> int:
+    """Start offset of the field at ``rel`` (``value``, ``value.data``, ``dimensions[2]``) of a record the compiled
+    parser read at ``start``; only the fields before it are sized."""
+    sp = _spec_of(fam)
+    pos = start
+    parts = _split(rel)
+    for k, part in enumerate(parts):
+        if part.startswith("["):
+            i = int(part[1:-1])
+            prim = sp.primitive(type_name)
+            pos += i * sp.width(prim) if prim else sum(_size(sp, type_name, v) for v in value[:i])
+            value = value[i]
+            continue
+        for f in sp.spec["types"][type_name]["seq"]:
+            sub = getattr(value, f["id"], None)
+            if f["id"] == part:
+                item = sp.case(int(_get(value, f["switch_on"]))) if "switch_on" in f else f.get("type")
+                type_name, value = item, sub
+                break
+            pos += _field_size(sp, f, value, sub)
+        else:
+            raise KeyError(f"{type_name} has no field {part!r}")
+    return pos
+
+
+def locate(fam, type_name: str, value: Any, start: int = 0, path: str = "") -> Node:
+    """The field tree of a record the compiled parser read at ``start``: each field's start and end from the
+    parsed values and the family's widths."""
+    return _locate(_spec_of(fam), type_name, value, start, path)
+
+
+def _locate(sp: _Spec, type_name: str, value: Any, start: int, path: str) -> Node:
+    node = Node(path, start, value=value, type=type_name)
+    prim = sp.primitive(type_name)
+    if prim is not None:
+        node.end = start + sp.width(prim)
+        return node
+    if sp.is_string(type_name):
+        seq = sp.spec["types"][type_name]["seq"]
+        width = sp.min_size(type_name)
+        data = encode_text(value) if isinstance(value, str) else bytes(value)
+        node.fields[seq[0]["id"]] = Node(_join(path, seq[0]["id"]), start, start + width, len(data))
+        node.fields[seq[1]["id"]] = Node(_join(path, seq[1]["id"]), start + width, start + width + len(data), data)
+        node.end = start + width + len(data)
+        return node
+    pos = start
+    for f in sp.spec["types"][type_name]["seq"]:
+        sub_path = _join(path, f["id"])
+        if "contents" in f:
+            child = Node(sub_path, pos, pos + len(f["contents"]), f["contents"].encode("ascii"), type="contents")
+        else:
+            item = f.get("type")
+            if "switch_on" in f:
+                item = sp.case(int(_get(value, f["switch_on"])))
+            sub = getattr(value, f["id"])
+            if "repeat" in f:
+                child = Node(sub_path, pos, value=sub, type=item)
+                prim = sp.primitive(item)
+                if prim is not None:
+                    child.item_width = sp.width(prim)
+                    child.end = pos + child.item_width * len(sub)
+                else:
+                    p = pos
+                    for i, v in enumerate(sub):
+                        elem = _locate(sp, item, v, p, f"{sub_path}[{i}]")
+                        child.fields[f"[{i}]"] = elem
+                        p = elem.end
+                    child.end = p
+            else:
+                child = _locate(sp, item, sub, pos, sub_path)
+        node.fields[f["id"]] = child
+        pos = child.end
+    node.end = pos
+    return node

@@ -1,0 +1,91 @@
+"""The field tree of the generated family: the located, tolerant read and the location of parsed records."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gguf_construct import structs
+from gguf_construct.constructs import BufferStream
+from gguf_construct.strategies import gguf_files
+
+SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def _family(data: bytes):
+    version, byte_order = structs.detect(data[:8])
+    return structs.family(version, byte_order)
+
+
+def _spans(node):
+    return [(n.path, n.start, n.end) for n in node.walk()]
+
+
+def _check_contiguous(node):
+    """Children lie back to back inside their parent and cover it exactly."""
+    pos = node.start
+    for child in node.fields.values():
+        assert child.start == pos, (child.path, child.start, pos)
+        _check_contiguous(child)
+        pos = child.end
+    if node.fields:
+        assert pos == node.end, (node.path, pos, node.end)
+
+
+@SETTINGS
+@given(gguf_files(max_kv=4, max_tensors=3))
+def test_read_of_a_valid_file_locates_every_field(file):
+    data, _doc = file
+    fam = _family(data)
+    reading = fam.read("file_head", data)
+    assert reading.problem is None
+    _check_contiguous(reading.root)
+    tree = fam.compiled_head.parse_stream(BufferStream(data))
+    assert reading.end == len(fam.types["file_head"].build(tree))
+    assert _spans(fam.locate("file_head", tree)) == _spans(reading.root)
+    for i, kv in enumerate(tree.metadata_kv):
+        node = reading.root[f"metadata_kv[{i}]"]
+        assert node.path == f"metadata_kv[{i}]"
+        for rel in ("key", "value_type", "value"):
+            assert fam.offset_of("metadata_kv", kv, node.start, rel) == node[rel].start
+        assert node.end - node.start == fam.sizeof("metadata_kv", kv)
+    for i, ti in enumerate(tree.tensor_infos):
+        node = reading.root[f"tensor_infos[{i}]"]
+        for rel in ("n_dimensions", "type", "offset") + tuple(f"dimensions[{d}]" for d in range(len(ti.dimensions))):
+            assert fam.offset_of("tensor_info", ti, node.start, rel) == node[rel].start, rel
+        assert node["dimensions"].end - node["dimensions"].start == len(ti.dimensions) * fam.primitive_width("dim_t")
+
+
+@SETTINGS
+@given(gguf_files(max_kv=3, max_tensors=2), st.data())
+def test_read_of_a_truncated_file_reports_one_problem_and_keeps_what_it_read(file, data):
+    raw, _doc = file
+    fam = _family(raw)
+    whole = fam.read("file_head", raw).root
+    cut = data.draw(st.integers(0, whole.end - 1))
+    reading = fam.read("file_head", raw[:cut])
+    p = reading.problem
+    assert p is not None and reading.end is None
+    assert 0 <= p.offset <= cut and p.path
+    assert p.rule in {"HDR-MAGIC", "HDR-TRUNC", "HDR-COUNT", "KV-TRUNC", "TI-TRUNC", "STR-EOF", "ARR-EOF"}
+    complete = [n for n in reading.root.walk() if n.end is not None and n.fields == {} and n is not reading.root]
+    assert all(n.end <= cut for n in complete)
+    assert {(n.path, n.start, n.end) for n in complete} <= set(_spans(whole))
+
+
+def test_problem_names_the_rule_the_field_breaks():
+    fam = structs.family(3, "little")
+    # a KV pair whose value type is unknown: the read stops at the value, the type is in the partial record
+    key = b"a.b"
+    record = len(key).to_bytes(8, "little") + key + (99).to_bytes(4, "little") + b"\0" * 8
+    reading = fam.read("metadata_kv", record, 0, "metadata_kv[0]")
+    assert reading.problem.rule == "KV-TYPE"
+    assert reading.problem.path == "metadata_kv[0].value"
+    assert reading.root["value_type"].value == 99 and reading.root["value_type"].start == 8 + len(key)
+    assert reading.root["key"].value == "a.b"
+    # an array claiming more elements than bytes remain
+    arr = (4).to_bytes(4, "little") + (1000).to_bytes(8, "little") + b"\0" * 8
+    record = len(key).to_bytes(8, "little") + key + (9).to_bytes(4, "little") + arr
+    p = fam.read("metadata_kv", record, 0, "metadata_kv[0]").problem
+    assert (p.rule, p.path, p.record["len"].value, p.record.start) == ("ARR-EOF", "metadata_kv[0].value.data",
+                                                                       1000, 8 + len(key) + 4)
