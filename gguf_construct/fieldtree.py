@@ -387,7 +387,8 @@ def offset_of(fam, type_name: str, value: Any, start: int, rel: str) -> int:
             i = int(part[1:-1])
             prim = sp.primitive(type_name)
             pos += i * sp.width(prim) if prim else sum(_size(sp, type_name, v) for v in value[:i])
-            value = value[i]
+            if k + 1 < len(parts):
+                value = value[i]
             continue
         for f in sp.spec["types"][type_name]["seq"]:
             sub = getattr(value, f["id"], None)

@@ -411,22 +411,14 @@ def _fill_metadata(gguf: GGUFFile, head: RawHead) -> None:
                             path=f"metadata_kv[{index}].value", rule="ALIGN-ZERO")
 
 
-def _offset_of(head: RawHead, n_kv: int, n_infos: int = 0) -> int:
-    """Offset where metadata_kv[n_kv] (n_infos == 0) or tensor_infos[n_infos] starts: the length of what precedes
-    it, re-encoded.  Only computed for error messages."""
-    tree = Container(header=head.tree.header, metadata_kv=head.tree.metadata_kv[:n_kv],
-                     tensor_infos=head.tree.tensor_infos[:n_infos])
-    return len(head.family.types["file_head"].build(tree))
-
-
 def _kv_offset(head: RawHead, index: int) -> int:
-    """Offset of metadata_kv[index]."""
-    return _offset_of(head, index)
+    """Offset of metadata_kv[index], from the field tree of the parsed head (computed only for errors)."""
+    return head.family.offset_of("file_head", head.tree, 0, f"metadata_kv[{index}]")
 
 
 def _info_offset(head: RawHead, index: int) -> int:
-    """Offset of tensor_infos[index]."""
-    return _offset_of(head, len(head.tree.metadata_kv), index)
+    """Offset of tensor_infos[index], from the field tree of the parsed head (computed only for errors)."""
+    return head.family.offset_of("file_head", head.tree, 0, f"tensor_infos[{index}]")
 
 
 def _fill_tensors(gguf: GGUFFile, head: RawHead, buf) -> None:

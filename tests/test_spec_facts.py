@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 import gguf_construct as g
-from gguf_construct import layout, spec, structs
+from gguf_construct import reader as layout
+from gguf_construct import spec, structs
 from gguf_construct.breaking.rawfile import RawFile, expected_rules
 from gguf_construct.checker import check_buffer
 from gguf_construct.codecs._common import QK_K
@@ -59,7 +60,7 @@ RESTATED = [
     (r"^\s*MAX_DIMS\s*(:\s*int)?\s*=\s*\d", None),
     (r"^\s*QK_K\s*(:\s*int)?\s*=\s*\d", None),
     (r"^\s*LEGACY_MAGICS\b.*=\s*\{\s*b\"", None),
-    (r"^\s*DEFAULT_ALIGNMENT\b.*=", "layout.py"),
+    (r"^\s*DEFAULT_ALIGNMENT\b.*=", "reader.py"),
 ]
 
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from .. import structs
-from ..layout import ALIGNMENT_KEY as _ALIGNMENT_KEY
-from ..layout import DEFAULT_ALIGNMENT, LEGACY_MAGICS, MAX_DIMS
+from ..reader import ALIGNMENT_KEY as _ALIGNMENT_KEY
+from ..reader import DEFAULT_ALIGNMENT, LEGACY_MAGICS, MAX_DIMS
 from ..spec import tensor_type_by_id
 
 __all__ = ["Str", "Arr", "RawKV", "RawTI", "RawFile", "Mark", "expected_rules", "from_document", "align",

@@ -6,7 +6,7 @@ from typing import Iterator
 
 import numpy as np
 
-from ..layout import MAX_DIMS, align_offset
+from ..reader import MAX_DIMS, align_offset
 from .rules import Hit, rule
 from .walk import Context, TensorInfo
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from .. import structs
 from ..constructs import BufferStream, encode_text
-from ..layout import ALIGNMENT_KEY, DEFAULT_ALIGNMENT, LEGACY_MAGICS, MAX_DIMS, align_offset
+from ..reader import ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS, align_offset, bootstrap
 from ..spec import TensorTypeSpec, tensor_type_by_id
 from .rules import Hit, structural
 
@@ -170,28 +170,21 @@ def walk(ctx: Context) -> None:
     """Read the header, the KV pairs and the tensor infos of ``ctx.buf`` into ``ctx``; never raises on bad input."""
     buf = ctx.buf
     size = ctx.size = len(buf)
-    meta = structs.container_spec()["meta"]
-    probe = structs.family(meta["current_version"], "little")  # magic and version read alike in every family
-    min_header = probe.min_sizes["header"]
-    head = probe.read("header", buf[:min_header], 0, "header").root
-    magic, version_field = head["magic"], head.fields.get("version")
-    if magic.end is None and len(magic.value) < len(meta["magic"]):
-        ctx.hit("HDR-TRUNC", size, magic.path, offset=size, expected=min_header)
+    boot = bootstrap(buf)
+    min_header = structs.family(structs.container_spec()["meta"]["current_version"], "little").min_sizes["header"]
+    if boot.rule == "HDR-TRUNC":
+        ctx.hit("HDR-TRUNC", size, boot.path, offset=size, expected=min_header)
         return
-    if magic.end is None:
-        ctx.hit("HDR-MAGIC", magic.start, magic.path, value=magic.value)
-        legacy = LEGACY_MAGICS.get(magic.value)
-        if legacy:
-            ctx.hit("HDR-MAGIC-LEGACY", magic.start, magic.path, value=magic.value, format=legacy)
+    if boot.rule == "HDR-MAGIC":
+        ctx.hit("HDR-MAGIC", boot.field_start, boot.path, value=boot.magic)
+        if boot.legacy:
+            ctx.hit("HDR-MAGIC-LEGACY", boot.field_start, boot.path, value=boot.magic, format=boot.legacy)
         return
-    if version_field is None or version_field.end is None:
-        ctx.hit("HDR-TRUNC", size, "header.version", offset=size, expected=min_header)
+    ctx.raw_version = boot.raw_version
+    if boot.rule == "HDR-VERSION":
+        ctx.hit("HDR-VERSION", boot.field_start, boot.path, value=boot.version, raw=ctx.raw_version)
         return
-    version, byte_order = structs.detect(bytes(buf[:8]))
-    ctx.raw_version = int.from_bytes(bytes(buf[4:8]), "little")
-    if not structs.is_valid("header", "version", version):
-        ctx.hit("HDR-VERSION", version_field.start, version_field.path, value=version, raw=ctx.raw_version)
-        return
+    version, byte_order = boot.version, boot.byte_order
     ctx.version, ctx.byte_order = version, byte_order
     fam = ctx.family = structs.family(version, byte_order)
     hsize = ctx.header_size = fam.min_sizes["header"]
