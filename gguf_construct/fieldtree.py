@@ -23,8 +23,11 @@ import numpy as np
 from . import spec as _spec
 from . import structs
 from ._stringscan import scan_string_offsets
-from .constructs import _TRUNCATION_RULES, Float32Field, decode_text, encode_text
+from .constructs import Float32Field, decode_text, encode_text
 from .structs import _COUNT_RULES, _FORMAT
+
+# the rule a field that ends with the file breaks, by the section the path starts in
+_TRUNCATION_RULES = {"header": "HDR-TRUNC", "metadata_kv": "KV-TRUNC", "tensor_infos": "TI-TRUNC"}
 
 __all__ = ["Node", "Problem", "Reading", "read", "locate", "sizeof", "offset_of"]
 

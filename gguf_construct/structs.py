@@ -12,8 +12,8 @@ this module knows how to *translate* spec constructs:
 * ``switch_on: <field>`` with ``enum: value_types`` -> a switch over every value type's ``encoding``/``type``,
   rejecting unknown selectors.
 
-Two forms are produced: a compiled parser (fast) and an interpreted one whose fields report their offsets, used
-to explain failures.
+Two forms are produced: compiled parsers (fast) and the interpreted structs (for building).  Where each field
+lies and why a read fails is answered by the field tree (:mod:`gguf_construct.fieldtree`), also from the spec.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any, Callable
 import construct as c
 
 from . import spec as _spec
-from .constructs import (CheckedArray, Float32Field, GGUFString, Located, NumericArray, Reject, StringArray)
+from .constructs import CheckedArray, Float32Field, GGUFString, NumericArray, Reject, StringArray
 
 BYTE_ORDERS = ("little", "big")
 
@@ -97,7 +97,7 @@ class StructFamily:
 
     version: int
     byte_order: str
-    types: dict[str, c.Construct]  # interpreted, fields located (for error reports and building)
+    types: dict[str, c.Construct]  # interpreted (for building)
     compiled_head: Any  # compiled ``file_head`` parser
     min_sizes: dict[str, int]
     compiled_types: dict[str, Any]  # every spec type compiled on its own (for record-by-record readers)
@@ -143,10 +143,9 @@ class StructFamily:
 
 
 class _Generator:
-    def __init__(self, version: int, byte_order: str, located: bool):
+    def __init__(self, version: int, byte_order: str):
         self.version = version
         self.byte_order = byte_order
-        self.located = located
         self.spec = container_spec()
         self.types: dict[str, c.Construct] = {}
         self.min_sizes: dict[str, int] = {}
@@ -216,8 +215,6 @@ class _Generator:
             sub = self.repeat(field["type"], field["repeat"])
         else:
             sub = self.type_ref(field["type"])
-        if self.located:
-            sub = Located(sub)
         return field["id"] / sub
 
     def repeat(self, item: str | dict, count_field: str) -> c.Construct:
@@ -257,17 +254,13 @@ def family(version: int, byte_order: str) -> StructFamily:
         raise ValueError(f"GGUF version {version} is not in the spec")
     if byte_order not in BYTE_ORDERS:
         raise ValueError(f"byte order must be one of {BYTE_ORDERS}")
-    located = _Generator(version, byte_order, located=True)
-    head = located.type_ref("file_head")
-    fast = _Generator(version, byte_order, located=False)
-    compiled = fast.type_ref("file_head").compile()
+    gen = _Generator(version, byte_order)
+    compiled = gen.type_ref("file_head").compile()
     compiled_types = {}
     for name in container_spec()["types"]:
-        located.type_ref(name)
-        located.min_size(name)
-        compiled_types[name] = compiled if name == "file_head" else fast.type_ref(name).compile()
-    return StructFamily(version, byte_order, dict(located.types, file_head=head), compiled, dict(located.min_sizes),
-                        compiled_types)
+        gen.min_size(name)
+        compiled_types[name] = compiled if name == "file_head" else gen.type_ref(name).compile()
+    return StructFamily(version, byte_order, dict(gen.types), compiled, dict(gen.min_sizes), compiled_types)
 
 
 def detect(prefix: bytes) -> tuple[int, str]:
