@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from .. import structs
+from ..enums import GGUFValueType
 from ..reader import ALIGNMENT_KEY as _ALIGNMENT_KEY
 from ..reader import DEFAULT_ALIGNMENT, LEGACY_MAGICS, MAX_DIMS
 from ..spec import tensor_type_by_id
@@ -25,7 +26,7 @@ from ..spec import tensor_type_by_id
 __all__ = ["Str", "Arr", "RawKV", "RawTI", "RawFile", "Mark", "expected_rules", "from_document", "align",
            "VT", "SCALAR_FORMATS", "LEGACY_MAGICS"]
 
-VT = {vt["name"]: vt["id"] for vt in structs.container_spec()["value_types"]}
+VT = {vt.name: int(vt) for vt in GGUFValueType}  # the enum generated from the spec, as plain ints
 ARRAY, STRING, BOOL, UINT32 = VT["ARRAY"], VT["STRING"], VT["BOOL"], VT["UINT32"]
 # struct format and size of each fixed-size value type, from the spec's primitive encodings
 _PRIM_FMT = {"u1": "B", "i1": "b", "u2": "H", "i2": "h", "u4": "I", "i4": "i", "u8": "Q", "i8": "q", "f4": "f",
@@ -136,7 +137,12 @@ class RawFile:
     @property
     def wide(self) -> int:
         """Width of counts, string lengths, array lengths and dimensions (4 in v1, else 8)."""
-        return 4 if self.version == 1 else 8
+        return self.family.primitive_width("count_t")
+
+    @property
+    def family(self) -> structs.StructFamily:
+        """The generated struct family of this file's version and byte order."""
+        return structs.family(self.version, self.byte_order)
 
     @property
     def bo(self) -> str:
@@ -194,7 +200,7 @@ class RawFile:
                 put(struct.pack(bo + "I" + wfmt, v.item_type, v.declared & ((1 << (8 * w)) - 1)), f"{path}.head",
                     trunc, pre)
                 elems_at = len(out)
-                per = _min_size(v.item_type, w)
+                per = _min_size(v.item_type, self.family)
                 inner = tuple(pre) + ((elems_at, v.declared * per),) if per else tuple(pre)
                 if v.item_type in SCALAR_FORMATS:
                     if v.items:
@@ -264,15 +270,9 @@ class RawFile:
         return data, marks, head_end
 
 
-def _min_size(vtype: int, w: int) -> int:
-    """Smallest encoding of one value of ``vtype`` (0 for invalid types)."""
-    if vtype in SCALAR_FORMATS:
-        return struct.calcsize("<" + SCALAR_FORMATS[vtype])
-    if vtype == STRING:
-        return w
-    if vtype == ARRAY:
-        return 4 + w
-    return 0
+def _min_size(vtype: int, fam: structs.StructFamily) -> int:
+    """Smallest encoding of one value of ``vtype`` in ``fam`` (0 for invalid types)."""
+    return fam.case_min_size(vtype) if vtype in structs.value_types() else 0
 
 
 def _pack_one(bo: str, vtype: int, v) -> bytes:
@@ -383,32 +383,34 @@ def _array_rules(a: Arr, depth: int, version: int) -> tuple[set[str], int]:
     return out, deepest
 
 
-def _value_ok(vtype: int, v: Any, remaining: int, w: int) -> tuple[str | None, int]:
+def _value_ok(vtype: int, v: Any, remaining: int, fam: structs.StructFamily) -> tuple[str | None, int]:
     """(rule that stops the parse, or None; encoded size) for a value with ``remaining`` bytes available."""
     if vtype in SCALAR_FORMATS:
-        n = _min_size(vtype, w)
+        n = _min_size(vtype, fam)
         return (None if n <= remaining else "KV-TRUNC"), n
     if vtype == STRING:
         s = _as_str(v)
+        w = fam.min_sizes["gguf_string"]
         if remaining < w:
             return "KV-TRUNC", 0
         if s.declared > remaining - w:
             return "STR-EOF", 0
         return None, w + s.declared
     if vtype == ARRAY:
-        if remaining < 4 + w:
+        head = fam.min_sizes["gguf_array"]
+        if remaining < head:
             return "KV-TRUNC", 0
         if v.item_type not in SCALAR_FORMATS and v.item_type not in (STRING, ARRAY):
-            return ("ARR-TYPE-EMPTY" if v.declared == 0 else "ARR-TYPE"), 4 + w
-        left = remaining - 4 - w
-        per = _min_size(v.item_type, w)
+            return ("ARR-TYPE-EMPTY" if v.declared == 0 else "ARR-TYPE"), head
+        left = remaining - head
+        per = _min_size(v.item_type, fam)
         if v.declared * per > left:
             return "ARR-EOF", 0
         if v.item_type in SCALAR_FORMATS:
-            return None, 4 + w + v.declared * per
-        used = 4 + w
+            return None, head + v.declared * per
+        used = head
         for item in v.items[:v.declared]:
-            rule, n = _value_ok(v.item_type, item, remaining - used, w)
+            rule, n = _value_ok(v.item_type, item, remaining - used, fam)
             if rule:  # inside an array nothing can be skipped, not even an empty array of a bad type
                 return ("ARR-TYPE" if rule == "ARR-TYPE-EMPTY" else rule), 0
             used += n
@@ -558,13 +560,13 @@ def expected_rules(raw: RawFile) -> set[str]:
     out, version, _ = _header_rules(raw, data)
     if version is None:
         return out
-    w = raw.wide
-    hsize = 8 + 2 * w
+    w, fam = raw.wide, raw.family
+    hsize = fam.min_sizes["header"]
     if size < hsize:
         return out | {"HDR-TRUNC"}
-    n_ti = int.from_bytes(data[8:8 + w], "little" if raw.byte_order == "little" else "big")
-    n_kv = int.from_bytes(data[8 + w:8 + 2 * w], "little" if raw.byte_order == "little" else "big")
-    min_kv, min_ti = w + 4 + 1, w + 4 + 4 + 8
+    header = fam.read("header", data[:hsize]).root
+    n_ti, n_kv = header["tensor_count"].value, header["metadata_kv_count"].value
+    min_kv, min_ti = fam.min_sizes["metadata_kv"], fam.min_sizes["tensor_info"]
     remaining = size - hsize
     if n_kv >= 2**63 or n_kv * min_kv > remaining:
         return out | {"HDR-COUNT"}
@@ -589,7 +591,7 @@ def expected_rules(raw: RawFile) -> set[str]:
             stop = "KV-TRUNC"
             break
         pos += 4
-        rule, n = _value_ok(kv.vtype, kv.value, size - pos, w)
+        rule, n = _value_ok(kv.vtype, kv.value, size - pos, fam)
         if rule == "ARR-TYPE-EMPTY":  # an empty top-level array of a bad type: its length is known, go on
             out.add("ARR-TYPE")
             pos += n

@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import structs
 from ..constructs import BufferStream, encode_text
+from ..enums import GGUFValueType
 from ..reader import ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS, align_offset, bootstrap
 from ..spec import TensorTypeSpec, tensor_type_by_id
 from .rules import Hit, structural
@@ -26,7 +27,7 @@ __all__ = ["KV", "TensorInfo", "Context", "walk", "ARRAY", "STRING", "BOOL"]
 structural("HDR-TRUNC", "HDR-MAGIC", "HDR-MAGIC-LEGACY", "HDR-VERSION", "HDR-COUNT", "KV-TRUNC", "KV-TYPE",
            "STR-EOF", "ARR-TYPE", "ARR-EOF", "TI-TRUNC", "ARR-TOO-DEEP")
 
-_VT = {vt["name"]: vt["id"] for vt in structs.container_spec()["value_types"]}
+_VT = {vt.name: int(vt) for vt in GGUFValueType}  # the enum generated from the spec, as plain ints
 ARRAY, STRING, BOOL = _VT["ARRAY"], _VT["STRING"], _VT["BOOL"]
 ALIGNMENT_TYPE: int = _VT[structs.container_spec()["layout"]["alignment"]["type"]]
 
