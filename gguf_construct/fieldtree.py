@@ -1,7 +1,7 @@
 """The field tree of the generated family: every field's start, end and path, read from bytes or located in a tree.
 
-Two questions about the bytes of a spec type (``metadata_kv``, ``tensor_info`` ...) in one (version, byte order),
-both answered from the spec's ``seq`` lists and nothing else:
+Three questions about the bytes of a spec type (``metadata_kv``, ``tensor_info`` ...) in one (version, byte order),
+all answered from the spec's ``seq`` lists and nothing else:
 
 * :func:`read` - a located, *tolerant* read: the fields are read one by one into a :class:`Node` tree; the first
   field that cannot be read ends the read with a :class:`Problem` (rule, offset, path and the partially read
@@ -29,7 +29,7 @@ from .structs import _COUNT_RULES, _FORMAT
 # the rule a field that ends with the file breaks, by the section the path starts in
 _TRUNCATION_RULES = {"header": "HDR-TRUNC", "metadata_kv": "KV-TRUNC", "tensor_infos": "TI-TRUNC"}
 
-__all__ = ["Node", "Problem", "Reading", "read", "locate", "sizeof", "offset_of"]
+__all__ = ["Node", "Problem", "Reading", "Raw", "read", "locate", "sizeof", "offset_of", "build"]
 
 
 @dataclass
@@ -454,3 +454,130 @@ def _locate(sp: _Spec, type_name: str, value: Any, start: int, path: str) -> Nod
         pos = child.end
     node.end = pos
     return node
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the permissive build
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Raw:
+    """Bytes written verbatim in place of a field's encoding (a count in the other byte order, a value of an
+    unknown type, a magic that is not GGUF ...)."""
+
+    data: bytes
+
+
+def build(fam, type_name: str, value: Any, path: str = "") -> tuple[bytes, Node]:
+    """Encode ``value`` as spec type ``type_name`` in ``fam``, accepting any value in any field, and return the bytes
+    with the field tree of what was written (every field's start, end and path).
+
+    Compound values are mappings or attribute objects (a parsed tree works).  A count or string length left out is
+    the length of its data; given, it is written as given, even when it lies.  Numbers wrap to their field's width;
+    a :class:`Raw` field, or the value of an unknown value type, is written verbatim; ``contents`` may be replaced.
+    """
+    out = bytearray()
+    node = Node(path, 0, type=type_name)
+    _Builder(_spec_of(fam), out).value(type_name, value, node, {})
+    return bytes(out), node
+
+
+def _member(value: Any, name: str) -> Any:
+    if isinstance(value, dict):
+        return value.get(name)
+    return getattr(value, name, None)
+
+
+class _Builder:
+    def __init__(self, sp: _Spec, out: bytearray):
+        self.sp, self.out = sp, out
+
+    def put(self, node: Node, data: bytes) -> None:
+        node.start = len(self.out)
+        self.out.extend(data)
+        node.end = len(self.out)
+
+    def scalar(self, prim: str, v: Any) -> bytes:
+        if prim == "f4":
+            return self.sp.f4.build(v)
+        fmt = _FORMAT[prim]
+        order = self.sp.order if self.sp.width(prim) > 1 else ""
+        if fmt in "efd":
+            return _struct.pack(order + fmt, float(v))
+        bits = 8 * self.sp.width(prim)
+        v = int(v) % (1 << bits)
+        if fmt.islower() and v >= 1 << (bits - 1):
+            v -= 1 << bits
+        return _struct.pack(order + fmt, v)
+
+    def value(self, type_name: str, v: Any, node: Node, defaults: dict[str, Any]) -> None:
+        node.type, node.value = type_name, v
+        node.start = len(self.out)
+        if isinstance(v, Raw):
+            self.put(node, v.data)
+            return
+        prim = self.sp.primitive(type_name)
+        if prim is not None:
+            self.put(node, self.scalar(prim, v))
+            return
+        if self.sp.is_string(type_name):
+            self.string(type_name, v, node)
+            return
+        seq = self.sp.spec["types"][type_name]["seq"]
+        counts = dict(defaults)
+        for f in seq:
+            if "repeat" in f and _member(v, f["id"]) is not None:
+                counts.setdefault(f["repeat"], len(_member(v, f["id"])))
+        for f in seq:
+            child = Node(_join(node.path, f["id"]), len(self.out))
+            node.fields[f["id"]] = child
+            given = _member(v, f["id"])
+            if given is None and f["id"] in counts:
+                given = counts[f["id"]]
+            inner = {k.split(".", 1)[1]: n for k, n in counts.items() if k.startswith(f["id"] + ".")}
+            self.field(f, given, child, v, inner)
+        node.end = len(self.out)
+
+    def string(self, type_name: str, v: Any, node: Node) -> None:
+        len_f, data_f = self.sp.spec["types"][type_name]["seq"]
+        if isinstance(v, (str, bytes, bytearray)):
+            data, length = (encode_text(v) if isinstance(v, str) else bytes(v)), None
+        else:
+            data, length = _member(v, data_f["id"]), _member(v, len_f["id"])
+            data = encode_text(data) if isinstance(data, str) else bytes(data)
+        ln = Node(_join(node.path, len_f["id"]), len(self.out))
+        node.fields[len_f["id"]] = ln
+        self.value(len_f["type"], len(data) if length is None else length, ln, {})
+        body = Node(_join(node.path, data_f["id"]), len(self.out), value=data)
+        node.fields[data_f["id"]] = body
+        self.put(body, data)
+        node.end = len(self.out)
+
+    def field(self, f: dict, v: Any, node: Node, record: Any, defaults: dict[str, Any]) -> None:
+        if "contents" in f:
+            self.put(node, f["contents"].encode("ascii") if v is None else bytes(getattr(v, "data", v)))
+            node.type, node.value = "contents", v
+            return
+        item = f.get("type")
+        if "switch_on" in f:
+            selector = _member(record, f["switch_on"])
+            item = self.sp.case(int(selector))
+            if item is None:  # an unknown value type: whatever bytes were given
+                raw = v if isinstance(v, Raw) else Raw(b"".join(bytes(x) for x in v) if isinstance(v, list)
+                                                       else bytes(v or b""))
+                self.value("u1", raw, node, {})
+                return
+        if "repeat" in f and not isinstance(v, Raw):
+            node.type, node.value = item, v
+            for i, x in enumerate(v if v is not None else ()):
+                elem = Node(f"{node.path}[{i}]", len(self.out))
+                node.fields[f"[{i}]"] = elem
+                self.value(item, x, elem, {})
+            prim = self.sp.primitive(item)
+            if prim is not None:
+                node.item_width = self.sp.width(prim)
+                node.fields.clear()
+            node.end = len(self.out)
+            return
+        self.value(item, v, node, defaults)

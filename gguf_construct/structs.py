@@ -135,6 +135,12 @@ class StructFamily:
 
         return fieldtree.offset_of(self, type_name, tree, start, rel)
 
+    def build(self, type_name: str, value, path: str = ""):
+        """The permissive, located build: ``(bytes, field tree)`` of any value (:func:`~.fieldtree.build`)."""
+        from . import fieldtree
+
+        return fieldtree.build(self, type_name, value, path)
+
     def sizeof(self, type_name: str, tree) -> int:
         """Bytes a parsed instance of ``type_name`` occupies (:func:`gguf_construct.fieldtree.sizeof`)."""
         from . import fieldtree
