@@ -32,7 +32,7 @@ _TRUNCATION_RULES = {"header": "HDR-TRUNC", "metadata_kv": "KV-TRUNC", "tensor_i
 __all__ = ["Node", "Problem", "Reading", "Raw", "read", "locate", "sizeof", "offset_of", "build"]
 
 
-@dataclass
+@dataclass(slots=True)
 class Node:
     """One field (or the whole record) as read: where it starts and ends, its value, and its sub-fields."""
 
@@ -68,9 +68,12 @@ class Node:
 
     def walk(self) -> Iterator["Node"]:
         """This node and every node below it, in file order."""
-        yield self
-        for child in self.fields.values():
-            yield from child.walk()
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            yield node
+            if node.fields:
+                stack.extend(reversed(node.fields.values()))
 
 
 @dataclass
@@ -492,24 +495,55 @@ def _member(value: Any, name: str) -> Any:
 class _Builder:
     def __init__(self, sp: _Spec, out: bytearray):
         self.sp, self.out = sp, out
+        if not hasattr(sp, "plans"):
+            sp.plans = {}
+            sp.packers = {}
+
+    def packer(self, prim: str):
+        """(struct for one value, bits, signed) of a primitive in this family."""
+        got = self.sp.packers.get(prim)
+        if got is None:
+            fmt = _FORMAT[prim]
+            width = self.sp.width(prim)
+            got = (_struct.Struct((self.sp.order if width > 1 else "") + fmt), 8 * width,
+                   fmt.islower() and fmt not in "efd", fmt in "efd")
+            self.sp.packers[prim] = got
+        return got
+
+    def plan(self, type_name: str) -> list[tuple]:
+        """The fields of a compound type as (id, kind, spec field, count fields of later repeats), once."""
+        got = self.sp.plans.get(type_name)
+        if got is None:
+            got = []
+            for f in self.sp.spec["types"][type_name]["seq"]:
+                if "contents" in f:
+                    kind = "contents"
+                elif "switch_on" in f:
+                    kind = "switch"
+                elif "repeat" in f:
+                    kind = "repeat"
+                else:
+                    kind = "single"
+                got.append((f["id"], kind, f))
+            self.sp.plans[type_name] = got
+        return got
 
     def put(self, node: Node, data: bytes) -> None:
         node.start = len(self.out)
-        self.out.extend(data)
+        self.out += data
         node.end = len(self.out)
+
+    def number(self, prim: str, v: Any) -> int | float:
+        _, bits, signed, is_float = self.packer(prim)
+        if is_float:
+            return float(v)
+        v = int(v) % (1 << bits)
+        return v - (1 << bits) if signed and v >= 1 << (bits - 1) else v
 
     def scalar(self, prim: str, v: Any) -> bytes:
         if prim == "f4":
             return self.sp.f4.build(v)
-        fmt = _FORMAT[prim]
-        order = self.sp.order if self.sp.width(prim) > 1 else ""
-        if fmt in "efd":
-            return _struct.pack(order + fmt, float(v))
-        bits = 8 * self.sp.width(prim)
-        v = int(v) % (1 << bits)
-        if fmt.islower() and v >= 1 << (bits - 1):
-            v -= 1 << bits
-        return _struct.pack(order + fmt, v)
+        return self.packer(prim)[0].pack(self.number(prim, v))
 
     def value(self, type_name: str, v: Any, node: Node, defaults: dict[str, Any]) -> None:
         node.type, node.value = type_name, v
@@ -524,19 +558,22 @@ class _Builder:
         if self.sp.is_string(type_name):
             self.string(type_name, v, node)
             return
-        seq = self.sp.spec["types"][type_name]["seq"]
-        counts = dict(defaults)
-        for f in seq:
-            if "repeat" in f and _member(v, f["id"]) is not None:
-                counts.setdefault(f["repeat"], len(_member(v, f["id"])))
-        for f in seq:
-            child = Node(_join(node.path, f["id"]), len(self.out))
-            node.fields[f["id"]] = child
-            given = _member(v, f["id"])
-            if given is None and f["id"] in counts:
-                given = counts[f["id"]]
-            inner = {k.split(".", 1)[1]: n for k, n in counts.items() if k.startswith(f["id"] + ".")}
-            self.field(f, given, child, v, inner)
+        plan = self.plan(type_name)
+        counts = dict(defaults) if defaults else {}
+        for fid, kind, f in plan:
+            if kind in ("repeat", "switch") and "repeat" in f:
+                data = _member(v, fid)
+                if data is not None and not isinstance(data, Raw):
+                    counts.setdefault(f["repeat"], len(data))
+        base = node.path
+        for fid, kind, f in plan:
+            child = Node(f"{base}.{fid}" if base else fid, len(self.out))
+            node.fields[fid] = child
+            given = _member(v, fid)
+            if given is None and fid in counts:
+                given = counts[fid]
+            inner = {k[len(fid) + 1:]: n for k, n in counts.items() if k.startswith(fid + ".")} if counts else {}
+            self.field(kind, f, given, child, v, inner)
         node.end = len(self.out)
 
     def string(self, type_name: str, v: Any, node: Node) -> None:
@@ -546,38 +583,52 @@ class _Builder:
         else:
             data, length = _member(v, data_f["id"]), _member(v, len_f["id"])
             data = encode_text(data) if isinstance(data, str) else bytes(data)
-        ln = Node(_join(node.path, len_f["id"]), len(self.out))
+        base = node.path
+        ln = Node(f"{base}.{len_f['id']}" if base else len_f["id"], len(self.out))
         node.fields[len_f["id"]] = ln
         self.value(len_f["type"], len(data) if length is None else length, ln, {})
-        body = Node(_join(node.path, data_f["id"]), len(self.out), value=data)
+        body = Node(f"{base}.{data_f['id']}" if base else data_f["id"], len(self.out), value=data, type="bytes")
         node.fields[data_f["id"]] = body
         self.put(body, data)
         node.end = len(self.out)
 
-    def field(self, f: dict, v: Any, node: Node, record: Any, defaults: dict[str, Any]) -> None:
-        if "contents" in f:
+    def field(self, kind: str, f: dict, v: Any, node: Node, record: Any, defaults: dict[str, Any]) -> None:
+        if kind == "contents":
             self.put(node, f["contents"].encode("ascii") if v is None else bytes(getattr(v, "data", v)))
             node.type, node.value = "contents", v
             return
         item = f.get("type")
-        if "switch_on" in f:
-            selector = _member(record, f["switch_on"])
-            item = self.sp.case(int(selector))
+        if kind == "switch":
+            item = self.sp.case(int(_member(record, f["switch_on"])))
             if item is None:  # an unknown value type: whatever bytes were given
-                raw = v if isinstance(v, Raw) else Raw(b"".join(bytes(x) for x in v) if isinstance(v, list)
-                                                       else bytes(v or b""))
-                self.value("u1", raw, node, {})
+                if isinstance(v, list):
+                    v = Raw(b"".join(x.data if isinstance(x, Raw) else bytes(x) for x in v))
+                raw = v if isinstance(v, Raw) else Raw(bytes(v or b""))
+                self.put(node, raw.data)
+                node.type, node.value = "raw", raw
                 return
         if "repeat" in f and not isinstance(v, Raw):
-            node.type, node.value = item, v
-            for i, x in enumerate(v if v is not None else ()):
-                elem = Node(f"{node.path}[{i}]", len(self.out))
-                node.fields[f"[{i}]"] = elem
-                self.value(item, x, elem, {})
-            prim = self.sp.primitive(item)
-            if prim is not None:
-                node.item_width = self.sp.width(prim)
-                node.fields.clear()
-            node.end = len(self.out)
+            self.repeat(item, v if v is not None else (), node)
             return
         self.value(item, v, node, defaults)
+
+    def repeat(self, item: str, v: Any, node: Node) -> None:
+        node.type, node.value = item, v
+        prim = self.sp.primitive(item)
+        if prim is not None and prim != "f4":
+            one, bits, signed, is_float = self.packer(prim)
+            node.item_width = one.size
+            values = [self.number(prim, x) for x in v]
+            self.put(node, _struct.pack(one.format[:1] + one.format[1:] * len(values) if one.size > 1
+                                        else one.format * len(values), *values))
+            return
+        if prim == "f4":
+            node.item_width = 4
+            self.put(node, b"".join(self.sp.f4.build(x) for x in v))
+            return
+        base = node.path
+        for i, x in enumerate(v):
+            elem = Node(f"{base}[{i}]", len(self.out))
+            node.fields[f"[{i}]"] = elem
+            self.value(item, x, elem, {})
+        node.end = len(self.out)

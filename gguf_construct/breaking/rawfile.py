@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from .. import structs
+from .. import fieldtree
 from ..enums import GGUFValueType
 from ..reader import ALIGNMENT_KEY as _ALIGNMENT_KEY
 from ..reader import DEFAULT_ALIGNMENT, LEGACY_MAGICS, MAX_DIMS
@@ -172,75 +173,37 @@ class RawFile:
             pos = align(pos + len(t.blob), a)
 
     # -- encoding -------------------------------------------------------------------------------------------
+    def head_value(self) -> dict:
+        """The head as a value for the generated family's permissive build (overrides written as given)."""
+        def count(n: int | None, records: list, name: str) -> Any:
+            value = len(records) if n is None else n
+            if name not in self.swapped_counts:
+                return value
+            width = self.family.primitive_width("count_t")
+            other = "big" if self.byte_order == "little" else "little"
+            return fieldtree.Raw((value % (1 << (8 * width))).to_bytes(width, other))
+
+        header = {"magic": fieldtree.Raw(self.magic),
+                  "version": self.version if self.raw_version is None
+                  else fieldtree.Raw(struct.pack("<I", self.raw_version)),
+                  "tensor_count": count(self.n_tensors, self.tensors, "tensor_count"),
+                  "metadata_kv_count": count(self.n_kv, self.kvs, "metadata_kv_count")}
+        kvs = [{"key": _string_value(kv.key), "value_type": kv.vtype, "value": _value(kv.vtype, kv.value)}
+               for kv in self.kvs]
+        infos = [{"name": _string_value(t.name), "n_dimensions": len(t.dims) if t.n_dims is None else t.n_dims,
+                  "dimensions": list(t.dims), "type": t.type, "offset": t.offset} for t in self.tensors]
+        return {"header": header, "metadata_kv": kvs, "tensor_infos": infos}
+
     def encode(self) -> tuple[bytes, list[Mark], int]:
-        """``(bytes, marks, head_end)``: the file, every field's location, the end of the tensor infos."""
-        out = bytearray()
-        marks: list[Mark] = []
-        bo, w = self.bo, self.wide
-        wfmt = "I" if w == 4 else "Q"
+        """``(bytes, marks, head_end)``: the file, every field's location, the end of the tensor infos.
 
-        def put(data: bytes, path: str, rule: str, pre=()):
-            start = len(out)
-            out.extend(data)
-            marks.append(Mark(start, len(out), path, rule, tuple(pre)))
-
-        def count(value: int, name: str) -> bytes:
-            order = bo if name not in self.swapped_counts else ("<" if bo == ">" else ">")
-            return struct.pack(order + wfmt, value & ((1 << (8 * w)) - 1))
-
-        def string(s: bytes | Str, path: str, pre, len_rule: str) -> None:
-            s = _as_str(s)
-            put(struct.pack(bo + wfmt, s.declared & ((1 << (8 * w)) - 1)), f"{path}.len", len_rule, pre)
-            put(s.data, f"{path}.data", "STR-EOF", pre)
-
-        def value(vtype: int, v: Any, path: str, pre, trunc: str) -> None:
-            if vtype == STRING:
-                string(v, path, pre, trunc)
-            elif vtype == ARRAY:
-                put(struct.pack(bo + "I" + wfmt, v.item_type, v.declared & ((1 << (8 * w)) - 1)), f"{path}.head",
-                    trunc, pre)
-                elems_at = len(out)
-                per = _min_size(v.item_type, self.family)
-                inner = tuple(pre) + ((elems_at, v.declared * per),) if per else tuple(pre)
-                if v.item_type in SCALAR_FORMATS:
-                    if v.items:
-                        put(_pack_many(bo, v.item_type, v.items), f"{path}.data", "ARR-EOF", inner)
-                elif v.item_type in (STRING, ARRAY):
-                    for j, item in enumerate(v.items):
-                        value(v.item_type, item, f"{path}.data[{j}]", inner, "KV-TRUNC")
-                else:
-                    for j, item in enumerate(v.items):
-                        put(bytes(item), f"{path}.data[{j}]", "ARR-TYPE", inner)
-            elif vtype in SCALAR_FORMATS:
-                put(_pack_one(bo, vtype, v), path, trunc, pre)
-            else:
-                put(bytes(v), path, "KV-TYPE", pre)
-
-        put(self.magic, "header.magic", "HDR-TRUNC")
-        vword = self.raw_version
-        if vword is None:
-            put(struct.pack(bo + "I", self.version), "header.version", "HDR-TRUNC")
-        else:
-            put(struct.pack("<I", vword), "header.version", "HDR-TRUNC")
-        put(count(len(self.tensors) if self.n_tensors is None else self.n_tensors, "tensor_count"),
-            "header.tensor_count", "HDR-TRUNC")
-        put(count(len(self.kvs) if self.n_kv is None else self.n_kv, "metadata_kv_count"),
-            "header.metadata_kv_count", "HDR-TRUNC")
-        for i, kv in enumerate(self.kvs):
-            p = f"metadata_kv[{i}]"
-            string(kv.key, f"{p}.key", (), "KV-TRUNC")
-            put(struct.pack(bo + "I", kv.vtype & 0xFFFFFFFF), f"{p}.value_type", "KV-TRUNC")
-            value(kv.vtype, kv.value, f"{p}.value", (), "KV-TRUNC")
-        for i, t in enumerate(self.tensors):
-            p = f"tensor_infos[{i}]"
-            string(t.name, f"{p}.name", (), "TI-TRUNC")
-            nd = len(t.dims) if t.n_dims is None else t.n_dims
-            put(struct.pack(bo + "I", nd & 0xFFFFFFFF), f"{p}.n_dimensions", "TI-TRUNC")
-            if t.dims:
-                put(struct.pack(bo + wfmt * len(t.dims), *[d & ((1 << (8 * w)) - 1) for d in t.dims]),
-                    f"{p}.dimensions", "TI-TRUNC")
-            put(struct.pack(bo + "I", t.type & 0xFFFFFFFF), f"{p}.type", "TI-TRUNC")
-            put(struct.pack(bo + "Q", t.offset & (2**64 - 1)), f"{p}.offset", "TI-TRUNC")
+        The head is written by the generated family's permissive build; the marks are the leaves of the tree it
+        returns, each with the rule a file ending inside that field breaks.
+        """
+        head, tree = self.family.build("file_head", self.head_value())
+        out = bytearray(head)
+        marks = [Mark(n.start, n.end, n.path, _truncation_rule(n)) for n in tree.walk()
+                 if not n.fields and n.end > n.start and n is not tree]
         head_end = len(out)
         if self.tensors:
             a = self.alignment()
@@ -268,6 +231,36 @@ class RawFile:
         if self.truncate is not None:
             data = data[:self.truncate]
         return data, marks, head_end
+
+
+def _string_value(s: bytes | Str) -> dict:
+    s = _as_str(s)
+    return {"len": s.declared, "data": s.data}
+
+
+def _value(vtype: int, v: Any) -> Any:
+    """A RawKV value as a value of the permissive build."""
+    if vtype == STRING:
+        return _string_value(v)
+    if vtype == ARRAY:
+        return {"type": v.item_type, "len": v.declared, "data": [_value(v.item_type, x) for x in v.items]}
+    if vtype in SCALAR_FORMATS:
+        return v
+    return fieldtree.Raw(bytes(v))
+
+
+_SECTION_RULES = {"header": "HDR-TRUNC", "metadata_kv": "KV-TRUNC", "tensor_infos": "TI-TRUNC"}
+
+
+def _truncation_rule(node: fieldtree.Node) -> str:
+    """The rule a file ending inside this written field breaks."""
+    if node.type == "bytes":  # a string's payload
+        return "STR-EOF"
+    if node.type == "raw":  # the value of an unknown type, or the elements of an array of one
+        return "ARR-TYPE" if node.path.endswith(".data") else "KV-TYPE"
+    if node.item_width is not None and node.path.endswith(".data"):  # the elements of an array of numbers
+        return "ARR-EOF"
+    return _SECTION_RULES[node.path.split(".")[0].split("[")[0]]
 
 
 def _min_size(vtype: int, fam: structs.StructFamily) -> int:
