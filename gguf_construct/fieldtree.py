@@ -43,6 +43,7 @@ class Node:
     fields: dict[str, "Node"] = field(default_factory=dict)  # by field id, or "[i]" for array elements
     type: str | None = None  # the spec type or primitive of the field
     item_width: int | None = None  # arrays of fixed-size items: the width of one (elements located on demand)
+    item_spans: Any = None  # arrays of strings: (starts, ends) of every element, located on demand
 
     def __getitem__(self, name: str) -> "Node":
         return self.find(name)
@@ -58,6 +59,10 @@ class Node:
                 start = node.start + i * node.item_width
                 node = Node(f"{node.path}{part}", start, start + node.item_width,
                             node.value[i] if node.value is not None and i < len(node.value) else None)
+            elif part.startswith("[") and node.item_spans is not None:
+                i = int(part[1:-1])
+                starts, ends = node.item_spans
+                node = Node(f"{node.path}{part}", int(starts[i]), int(ends[i]), node.value[i], type=node.type)
             else:
                 raise KeyError(f"{self.path}: no field {rel!r}")
         return node
@@ -311,9 +316,7 @@ class _Reader:
                 self.string(elem, elem)
                 raise AssertionError("unreachable: the element was found not to fit") from None
             node.value = [decode_text(self.buf[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
-            for i, (a, b) in enumerate(zip(starts.tolist(), ends.tolist())):
-                elem = Node(f"{node.path}[{i}]", a - width, b, node.value[i], type=item)
-                node.fields[f"[{i}]"] = elem
+            node.item_spans = (starts - width, ends)  # elements located on demand, not one node each
             node.end = end
             return
         need = count * self.sp.min_size(item)
@@ -444,6 +447,13 @@ def _locate(sp: _Spec, type_name: str, value: Any, start: int, path: str) -> Nod
                 if prim is not None:
                     child.item_width = sp.width(prim)
                     child.end = pos + child.item_width * len(sub)
+                elif sp.is_string(item):
+                    width = sp.min_size(item)
+                    lengths = np.fromiter((len(encode_text(v) if isinstance(v, str) else v) for v in sub),
+                                          dtype=np.int64, count=len(sub))
+                    ends = pos + np.cumsum(lengths + width)
+                    child.item_spans = (ends - lengths - width, ends)
+                    child.end = int(ends[-1]) if len(sub) else pos
                 else:
                     p = pos
                     for i, v in enumerate(sub):

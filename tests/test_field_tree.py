@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import gguf_construct as g
 from gguf_construct import structs
 from gguf_construct.constructs import BufferStream
 from gguf_construct.strategies import gguf_files
@@ -18,7 +19,18 @@ def _family(data: bytes):
 
 
 def _spans(node):
-    return [(n.path, n.start, n.end) for n in node.walk()]
+    """(path, start, end) of every field; strings count as one field, and the elements of string arrays (which
+    the read locates on demand) are listed."""
+    out = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        out.append((n.path, n.start, n.end))
+        if n.item_spans is not None:
+            out += [(f"{n.path}[{i}]", int(a), int(b)) for i, (a, b) in enumerate(zip(*n.item_spans))]
+        elif not (n.type == "gguf_string" and "len" in n.fields):  # a string: one field
+            stack.extend(reversed(n.fields.values()))
+    return out
 
 
 def _check_contiguous(node):
@@ -70,7 +82,7 @@ def test_read_of_a_truncated_file_reports_one_problem_and_keeps_what_it_read(fil
     assert p.rule in {"HDR-MAGIC", "HDR-TRUNC", "HDR-COUNT", "KV-TRUNC", "TI-TRUNC", "STR-EOF", "ARR-EOF"}
     complete = [n for n in reading.root.walk() if n.end is not None and n.fields == {} and n is not reading.root]
     assert all(n.end <= cut for n in complete)
-    assert {(n.path, n.start, n.end) for n in complete} <= set(_spans(whole))
+    assert {(n.path, n.start, n.end) for n in complete} <= {(n.path, n.start, n.end) for n in whole.walk()}
 
 
 def test_problem_names_the_rule_the_field_breaks():
@@ -100,6 +112,19 @@ def test_build_of_a_parsed_head_is_the_file_and_writes_where_the_read_reads(file
     built, node = fam.build("file_head", tree)
     assert built == data[:len(built)]
     assert _spans(node) == _spans(fam.read("file_head", data).root)
+
+
+def test_string_arrays_are_located_element_by_element():
+    f = g.GGUFFile.new(version=2, byte_order="big")
+    f.metadata.set("x.tokens", ["ab", "", "c\u00e9"], "ARRAY", "STRING")
+    data = f.to_bytes()
+    fam = _family(data)
+    tree = fam.compiled_head.parse_stream(BufferStream(data))
+    read = fam.read("file_head", data).root
+    built = fam.build("file_head", tree)[1]
+    assert _spans(read) == _spans(fam.locate("file_head", tree)) == _spans(built)
+    last = read["metadata_kv[0].value.data[2]"]
+    assert (last.value, last.end - last.start) == ("c\u00e9", fam.primitive_width("strlen_t") + 3)
 
 
 KEY = {"key": "a.b"}
