@@ -138,11 +138,18 @@ class _Spec:
         self.value_types = structs.value_types()
         self.order = "<" if fam.byte_order == "little" else ">"
         self.f4 = Float32Field(fam.byte_order)
+        prims = _spec.primitives()
+        # every name a field can have as its type, resolved once: primitive (or None) and whether it is a string
+        self.prim_of: dict[str, str | None] = {name: name for name in prims}
+        self.prim_of.update({name: fam._resolve_primitive(name) for name in self.spec["aliases"]})
+        self.prim_of.update({name: None for name in self.spec["types"]})
+        self.string_types = {name for name, t in self.spec["types"].items()
+                             if len(t["seq"]) == 2 and t["seq"][1].get("size") == t["seq"][0]["id"]}
+        self.plans: dict[str, list] = {}
+        self.packers: dict[str, tuple] = {}
 
     def primitive(self, name: str) -> str | None:
-        if name in self.spec["aliases"]:
-            return self.fam._resolve_primitive(name)
-        return name if name in _spec.primitives() else None
+        return self.prim_of.get(name)
 
     def width(self, prim: str) -> int:
         return _spec.primitives()[prim].size
@@ -151,8 +158,7 @@ class _Spec:
         return _spec.numpy_dtype(prim, self.fam.byte_order)
 
     def is_string(self, name: str) -> bool:
-        seq = self.spec["types"].get(name, {}).get("seq", ())
-        return len(seq) == 2 and seq[1].get("size") == seq[0]["id"]
+        return name in self.string_types
 
     def case(self, selector: int) -> str | None:
         vt = self.value_types.get(selector)
@@ -505,9 +511,6 @@ def _member(value: Any, name: str) -> Any:
 class _Builder:
     def __init__(self, sp: _Spec, out: bytearray):
         self.sp, self.out = sp, out
-        if not hasattr(sp, "plans"):
-            sp.plans = {}
-            sp.packers = {}
 
     def packer(self, prim: str):
         """(struct for one value, bits, signed) of a primitive in this family."""
@@ -553,7 +556,11 @@ class _Builder:
     def scalar(self, prim: str, v: Any) -> bytes:
         if prim == "f4":
             return self.sp.f4.build(v)
-        return self.packer(prim)[0].pack(self.number(prim, v))
+        one = self.sp.packers.get(prim) or self.packer(prim)
+        try:
+            return one[0].pack(v)
+        except (_struct.error, TypeError, OverflowError):  # out of range or not a plain number: wrap it
+            return one[0].pack(self.number(prim, v))
 
     def value(self, type_name: str, v: Any, node: Node, defaults: dict[str, Any]) -> None:
         node.type, node.value = type_name, v
@@ -571,18 +578,20 @@ class _Builder:
         plan = self.plan(type_name)
         counts = dict(defaults) if defaults else {}
         for fid, kind, f in plan:
-            if kind in ("repeat", "switch") and "repeat" in f:
+            if "repeat" in f:
                 data = _member(v, fid)
                 if data is not None and not isinstance(data, Raw):
                     counts.setdefault(f["repeat"], len(data))
+        dotted = any("." in k for k in counts)
         base = node.path
+        fields = node.fields
         for fid, kind, f in plan:
             child = Node(f"{base}.{fid}" if base else fid, len(self.out))
-            node.fields[fid] = child
+            fields[fid] = child
             given = _member(v, fid)
             if given is None and fid in counts:
                 given = counts[fid]
-            inner = {k[len(fid) + 1:]: n for k, n in counts.items() if k.startswith(fid + ".")} if counts else {}
+            inner = {k[len(fid) + 1:]: n for k, n in counts.items() if k.startswith(fid + ".")} if dotted else None
             self.field(kind, f, given, child, v, inner)
         node.end = len(self.out)
 
@@ -626,11 +635,14 @@ class _Builder:
         node.type, node.value = item, v
         prim = self.sp.primitive(item)
         if prim is not None and prim != "f4":
-            one, bits, signed, is_float = self.packer(prim)
+            one = self.packer(prim)[0]
             node.item_width = one.size
-            values = [self.number(prim, x) for x in v]
-            self.put(node, _struct.pack(one.format[:1] + one.format[1:] * len(values) if one.size > 1
-                                        else one.format * len(values), *values))
+            fmt = one.format[:1] + one.format[1:] * len(v) if one.size > 1 else one.format * len(v)
+            try:
+                data = _struct.pack(fmt, *v)
+            except (_struct.error, TypeError, OverflowError):  # out of range or not plain numbers: wrap each
+                data = _struct.pack(fmt, *[self.number(prim, x) for x in v])
+            self.put(node, data)
             return
         if prim == "f4":
             node.item_width = 4

@@ -203,7 +203,7 @@ def m_version(raw: RawFile, pick: Pick) -> None:
 
 
 def _counts_room(raw: RawFile) -> tuple[int, int]:
-    data, _, _ = raw.encode()
+    data, _, _ = raw.encode(with_marks=False)
     w = raw.wide
     return len(data) - 8 - 2 * w, len(raw.kvs) * (w + 5)
 
@@ -318,7 +318,7 @@ def m_string_eof(raw: RawFile, pick: Pick) -> None:
     if where == "last":
         if raw.tensors:
             raise Skip
-        data, _, _ = raw.encode()
+        data, _, _ = raw.encode(with_marks=False)
         kv = RawKV(_fresh_key(raw, pick), STRING, Str(b"tail", 0))
         _append_last(raw, kv)
         body = b"tail"[: pick.integer(0, 4)]
@@ -534,7 +534,7 @@ def m_data(raw: RawFile, pick: Pick) -> None:
     else:
         if not raw.tensors:
             raise Skip
-        data, _, head_end = raw.encode()
+        data, _, head_end = raw.encode(with_marks=False)
         end = len(data) - len(raw.tail)
         start = align(head_end, raw.alignment())
         if kind == "headless":  # the file ends before the data section starts

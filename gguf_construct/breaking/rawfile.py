@@ -194,16 +194,16 @@ class RawFile:
                   "dimensions": list(t.dims), "type": t.type, "offset": t.offset} for t in self.tensors]
         return {"header": header, "metadata_kv": kvs, "tensor_infos": infos}
 
-    def encode(self) -> tuple[bytes, list[Mark], int]:
+    def encode(self, with_marks: bool = True) -> tuple[bytes, list[Mark], int]:
         """``(bytes, marks, head_end)``: the file, every field's location, the end of the tensor infos.
 
         The head is written by the generated family's permissive build; the marks are the leaves of the tree it
-        returns, each with the rule a file ending inside that field breaks.
+        returns, each with the rule a file ending inside that field breaks (none when ``with_marks`` is false).
         """
         head, tree = self.family.build("file_head", self.head_value())
         out = bytearray(head)
         marks = [Mark(n.start, n.end, n.path, _truncation_rule(n)) for n in tree.walk()
-                 if not n.fields and n.end > n.start and n is not tree]
+                 if not n.fields and n.end > n.start and n is not tree] if with_marks else []
         head_end = len(out)
         if self.tensors:
             a = self.alignment()
@@ -548,7 +548,7 @@ def expected_rules(raw: RawFile) -> set[str]:
     predicted.
     The file's version and byte order must be those of ``raw`` when its header is valid.
     """
-    data, marks, head_end = raw.encode()
+    data, _, head_end = raw.encode(with_marks=False)
     size = len(data)
     out, version, _ = _header_rules(raw, data)
     if version is None:

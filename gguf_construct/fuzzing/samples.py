@@ -50,7 +50,7 @@ def generate(seed: int, *, valid_share: float = 0.25, pool: list | None = None) 
     while True:
         raw = from_document(rng.choice(pool))
         if rng.random() < valid_share:
-            yield Sample(raw.encode()[0], "valid", raw)
+            yield Sample(raw.encode(with_marks=False)[0], "valid", raw)
             continue
         names = []
         try:
@@ -60,4 +60,4 @@ def generate(seed: int, *, valid_share: float = 0.25, pool: list | None = None) 
                 names.append(m.name)
         except Skip:
             continue
-        yield Sample(raw.encode()[0], "+".join(names), raw)
+        yield Sample(raw.encode(with_marks=False)[0], "+".join(names), raw)
