@@ -14,13 +14,15 @@ from .constructs import BufferStream
 from .errors import GGUFError
 
 __all__ = ["RawHead", "Bootstrap", "bootstrap", "open_source", "parse_head", "align_offset", "LEGACY_MAGICS", "DEFAULT_ALIGNMENT",
-           "ALIGNMENT_KEY", "MAX_DIMS"]
+           "ALIGNMENT_KEY", "MAX_DIMS", "MAX_KEY_BYTES", "MAX_NAME_BYTES"]
 
 _SPEC = structs.container_spec()
 LEGACY_MAGICS: dict[bytes, str] = {k.encode("ascii"): v for k, v in _SPEC["meta"]["legacy_magics"].items()}
 DEFAULT_ALIGNMENT: int = _SPEC["layout"]["alignment"]["default"]
 ALIGNMENT_KEY: str = _SPEC["layout"]["alignment"]["key"]
 MAX_DIMS: int = structs.field_limit("tensor_info", "n_dimensions")  # GGML_MAX_DIMS
+MAX_KEY_BYTES: int = structs.field_limit("metadata_kv", "key", "max_size")
+MAX_NAME_BYTES: int = structs.field_limit("tensor_info", "name", "max_size")
 
 
 def align_offset(offset: int, alignment: int) -> int:

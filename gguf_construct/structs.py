@@ -51,19 +51,22 @@ def field_spec(type_name: str, field_id: str) -> dict:
     raise KeyError(f"{type_name} has no field {field_id!r}")
 
 
-def is_valid(type_name: str, field_id: str, value: int) -> bool:
-    """Whether ``value`` satisfies the field's ``valid:`` declaration (a list of values, or ``min``/``max``); a
-    field without one accepts anything."""
+def is_valid(type_name: str, field_id: str, value: Any) -> bool:
+    """Whether ``value`` satisfies the field's ``valid:`` declaration (a list of values, ``min``/``max``, or
+    ``max_size`` in bytes for a string); a field without one accepts anything."""
     valid = field_spec(type_name, field_id).get("valid")
     if valid is None:
         return True
     if isinstance(valid, list):
         return value in valid
+    if "max_size" in valid:
+        return len(value.encode("utf-8", "surrogateescape") if isinstance(value, str) else value) <= valid["max_size"]
     return valid.get("min", value) <= value <= valid.get("max", value)
 
 
 def field_limit(type_name: str, field_id: str, bound: str = "max") -> int:
-    """The ``min`` or ``max`` a field's ``valid:`` declares, e.g. GGML_MAX_DIMS for ``tensor_info.n_dimensions``."""
+    """The ``min``, ``max`` or ``max_size`` a field's ``valid:`` declares, e.g. GGML_MAX_DIMS for
+    ``tensor_info.n_dimensions``."""
     return field_spec(type_name, field_id)["valid"][bound]
 
 

@@ -32,6 +32,13 @@ def test_max_dims_is_a_field_limit():
     assert not structs.is_valid("tensor_info", "n_dimensions", layout.MAX_DIMS + 1)
 
 
+def test_string_limits_are_field_limits():
+    assert layout.MAX_KEY_BYTES == structs.field_limit("metadata_kv", "key", "max_size")
+    assert layout.MAX_NAME_BYTES == structs.field_limit("tensor_info", "name", "max_size")
+    assert structs.is_valid("tensor_info", "name", "x" * layout.MAX_NAME_BYTES)
+    assert not structs.is_valid("tensor_info", "name", "\u00e9" * (layout.MAX_NAME_BYTES // 2 + 1))  # bytes count
+
+
 def test_qk_k_is_the_k_quant_block_size():
     k_quants = [t for t in spec.tensor_types() if t.name.endswith("_K") and t.is_current]
     assert k_quants and {t.block_size for t in k_quants} == {QK_K}
@@ -58,6 +65,7 @@ def test_every_legacy_magic_is_known_to_reader_checker_and_oracle(magic):
 # a fact stated as a literal in code, and the one module allowed to hold it
 RESTATED = [
     (r"^\s*MAX_DIMS\s*(:\s*int)?\s*=\s*\d", None),
+    (r"^\s*MAX_(KEY|NAME)\w*\s*(:\s*int)?\s*=\s*\d", None),
     (r"^\s*QK_K\s*(:\s*int)?\s*=\s*\d", None),
     (r"^\s*LEGACY_MAGICS\b.*=\s*\{\s*b\"", None),
     (r"^\s*DEFAULT_ALIGNMENT\b.*=", "reader.py"),

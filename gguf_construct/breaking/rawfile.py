@@ -22,6 +22,8 @@ from .. import fieldtree
 from ..enums import GGUFValueType
 from ..reader import ALIGNMENT_KEY as _ALIGNMENT_KEY
 from ..reader import DEFAULT_ALIGNMENT, LEGACY_MAGICS, MAX_DIMS
+from ..reader import MAX_KEY_BYTES as MAX_KEY
+from ..reader import MAX_NAME_BYTES as MAX_NAME
 from ..spec import tensor_type_by_id
 
 __all__ = ["Str", "Arr", "RawKV", "RawTI", "RawFile", "Mark", "expected_rules", "from_document", "align",
@@ -36,8 +38,6 @@ SCALAR_FORMATS = {vt["id"]: _PRIM_FMT[vt["encoding"]] for vt in structs.containe
                   if vt.get("encoding")}
 _SINCE = {vt["id"]: vt.get("since", 1) for vt in structs.container_spec()["value_types"]}
 ALIGNMENT_KEY = _ALIGNMENT_KEY.encode()
-MAX_KEY = 65535
-MAX_NAME = 64
 WRITE_LIMIT = 1 << 20  # tensor data further than this into the data section is not written (offset mutations)
 
 

@@ -11,6 +11,7 @@ import numpy as np
 from .. import structs
 from .._stringscan import scan_string_offsets
 from ..constructs import encode_text
+from ..reader import MAX_KEY_BYTES
 from .registry import lookup, standard_namespaces
 from .rules import Hit, rule
 from .walk import ALIGNMENT_KEY, ALIGNMENT_TYPE, ARRAY, BOOL, KV, STRING, Context, type_name
@@ -19,7 +20,6 @@ __all__ = ["LIMITS"]
 
 # ggml's implementation limits (gguf.cpp GGUF_MAX_STRING_LENGTH, GGUF_MAX_ARRAY_ELEMENTS); tests lower them
 LIMITS = {"string_bytes": 2**30, "array_elements": 2**30}
-MAX_KEY_BYTES = 65535
 MAX_PER_ARRAY = 20  # findings reported per array and rule; the rest of a broken array adds nothing new
 
 _VERSIONS = {v["version"]: v for v in structs.container_spec()["versions"]}

@@ -6,13 +6,12 @@ from typing import Iterator
 
 import numpy as np
 
-from ..reader import MAX_DIMS, align_offset
+from ..reader import MAX_DIMS, MAX_NAME_BYTES, align_offset  # ggml needs room for a NUL too (TI-NAME-64)
 from .rules import Hit, rule
 from .walk import Context, TensorInfo
 
 __all__ = ["MAX_NAME_BYTES"]
 
-MAX_NAME_BYTES = 64  # gguf.md "at most 64 bytes"; ggml additionally needs room for a NUL (TI-NAME-64)
 # Types added to ggml after the ggml_type enum of gguf.md (the rule TI-TYPE-NEW names them; spec/tensor_types has
 # no field for it yet)
 

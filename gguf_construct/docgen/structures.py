@@ -151,8 +151,8 @@ def struct_section(ctx: Ctx, sname: str, level: int = 3) -> str:
         if isinstance(f.get("valid"), list):
             extra.append("Valid: " + ", ".join(code(v) for v in f["valid"]) + ".")
         elif f.get("valid"):
-            bounds = {"min": "at least", "max": "at most"}
-            extra.append("Valid: " + ", ".join(f"{bounds[k]} {code(v)}" for k, v in f["valid"].items()) + ".")
+            bounds = {"min": "at least {}", "max": "at most {}", "max_size": "at most {} bytes"}
+            extra.append("Valid: " + ", ".join(bounds[k].format(code(v)) for k, v in f["valid"].items()) + ".")
         row.append(join_nonempty([ctx.prose(f.get("doc", ""))] + extra))
         rows.append(row)
     out.append(table(header, rows))
