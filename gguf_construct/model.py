@@ -18,7 +18,8 @@ from construct import Container, ListContainer
 from . import codecs, structs
 from .enums import GGMLType, GGUFValueType
 from .errors import GGUFError
-from .layout import ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS, RawHead, align_offset, open_source, parse_head
+from .layout import (ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS, RawHead, align_offset, open_source, parse_head,
+                     tensor_extent)
 from .spec import tensor_type_by_id
 from .values import GGUFValue, Metadata
 
@@ -444,25 +445,12 @@ def _fill_tensors(gguf: GGUFFile, head: RawHead, buf) -> None:
             raise GGUFError(f"{info.n_dimensions} dimensions, at most {MAX_DIMS}", offset=where(),
                             path=f"{path}.n_dimensions", rule="TI-NDIMS")
         shape = tuple(int(d) for d in info.dimensions)
-        if any(d >= 2**63 for d in shape):
-            raise GGUFError(f"dimension out of range in {shape}", offset=where(), path=f"{path}.dimensions",
-                            rule="TI-DIM-RANGE")
-        spec_t = tensor_type_by_id().get(info.type)
-        if spec_t is None or not spec_t.is_current:
-            state = "removed" if spec_t is not None else "unknown"
-            raise GGUFError(f"{state} tensor type {info.type}", offset=where(), path=f"{path}.type",
-                            rule="TI-TYPE")
-        row = shape[0] if shape else 1  # no dimensions: ne[0] is 1
-        if row % spec_t.block_size:
-            raise GGUFError(f"ne[0]={row} is not a multiple of {spec_t.name}'s block size "
-                            f"{spec_t.block_size}", offset=where(), path=f"{path}.dimensions", rule="TI-BLOCK")
-        nelem = 1
-        for d in shape:
-            nelem *= d
-        if nelem >= 2**63:
-            raise GGUFError(f"element count {nelem} overflows int64", offset=where(), path=f"{path}.dimensions",
-                            rule="TI-NELEM-OVERFLOW")
-        nbytes = tensor_nbytes(spec_t.id, shape)
+        extent = tensor_extent(shape, info.type)
+        if extent.rule is not None:
+            raise GGUFError(_extent_message(extent, shape, info.type), offset=where(),
+                            path=f"{path}.type" if extent.rule == "TI-TYPE" else f"{path}.dimensions",
+                            rule=extent.rule)
+        spec_t, nbytes = extent.spec, extent.nbytes
         if info.offset % alignment:
             raise GGUFError(f"offset {info.offset} is not a multiple of the alignment {alignment}", offset=where(),
                             path=f"{path}.offset", rule="TI-OFFSET-ALIGN")
@@ -476,6 +464,18 @@ def _fill_tensors(gguf: GGUFFile, head: RawHead, buf) -> None:
     gguf._orig = {"head_end": head.end, "data_start": data_start, "alignment": alignment,
                   "byte_order": head.byte_order,
                   "infos": [(t.name, t.shape, int(t.ggml_type), t.offset) for t in tensors]}
+
+
+def _extent_message(extent, shape: tuple[int, ...], type_id: int) -> str:
+    """What load says about a tensor whose size is undefined."""
+    spec_t = extent.spec
+    if extent.rule == "TI-DIM-RANGE":
+        return f"dimension out of range in {shape}"
+    if extent.rule == "TI-TYPE":
+        return f"{'removed' if spec_t is not None else 'unknown'} tensor type {type_id}"
+    if extent.rule == "TI-BLOCK":
+        return f"ne[0]={shape[0] if shape else 1} is not a multiple of {spec_t.name}'s block size {spec_t.block_size}"
+    return f"element count {extent.nelem} overflows int64"
 
 
 def _mode_for(path: str) -> int:

@@ -12,8 +12,9 @@ from typing import Any
 from . import structs
 from .constructs import BufferStream
 from .errors import GGUFError
+from .spec import TensorTypeSpec, tensor_type_by_id
 
-__all__ = ["RawHead", "Bootstrap", "bootstrap", "open_source", "parse_head", "align_offset", "LEGACY_MAGICS", "DEFAULT_ALIGNMENT",
+__all__ = ["RawHead", "Bootstrap", "bootstrap", "TensorExtent", "tensor_extent", "open_source", "parse_head", "align_offset", "LEGACY_MAGICS", "DEFAULT_ALIGNMENT",
            "ALIGNMENT_KEY", "MAX_DIMS", "MAX_KEY_BYTES", "MAX_NAME_BYTES"]
 
 _SPEC = structs.container_spec()
@@ -23,6 +24,38 @@ ALIGNMENT_KEY: str = _SPEC["layout"]["alignment"]["key"]
 MAX_DIMS: int = structs.field_limit("tensor_info", "n_dimensions")  # GGML_MAX_DIMS
 MAX_KEY_BYTES: int = structs.field_limit("metadata_kv", "key", "max_size")
 MAX_NAME_BYTES: int = structs.field_limit("tensor_info", "name", "max_size")
+
+
+@dataclass
+class TensorExtent:
+    """What a tensor info's shape and type make of its data: the type, element count and byte size, or the first
+    rule they break (TI-DIM-RANGE, TI-TYPE, TI-BLOCK, TI-NELEM-OVERFLOW; None when the size is defined)."""
+
+    spec: TensorTypeSpec | None
+    nelem: int | None
+    nbytes: int | None
+    rule: str | None
+
+
+_INT64 = 2**63
+
+
+def tensor_extent(shape: tuple[int, ...], type_id: int) -> TensorExtent:
+    """The element count and byte size of a tensor (a tensor without dimensions is a scalar: ne[0] is 1), with
+    the rule that leaves them undefined, checked in the order a reader meets them."""
+    spec_t = tensor_type_by_id().get(type_id)
+    if any(d >= _INT64 for d in shape):
+        return TensorExtent(spec_t, None, None, "TI-DIM-RANGE")
+    nelem = 1
+    for d in shape:
+        nelem *= d
+    if spec_t is None or not spec_t.is_current:
+        return TensorExtent(spec_t, nelem, None, "TI-TYPE")
+    if (shape[0] if shape else 1) % spec_t.block_size:
+        return TensorExtent(spec_t, nelem, None, "TI-BLOCK")
+    if nelem >= _INT64:
+        return TensorExtent(spec_t, nelem, None, "TI-NELEM-OVERFLOW")
+    return TensorExtent(spec_t, nelem, nelem // spec_t.block_size * spec_t.type_size, None)
 
 
 def align_offset(offset: int, alignment: int) -> int:

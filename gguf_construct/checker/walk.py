@@ -18,8 +18,8 @@ from typing import Any
 from .. import structs
 from ..constructs import BufferStream, encode_text
 from ..enums import GGUFValueType
-from ..reader import ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS, align_offset, bootstrap
-from ..spec import TensorTypeSpec, tensor_type_by_id
+from ..reader import ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS, align_offset, bootstrap, tensor_extent
+from ..spec import TensorTypeSpec
 from .rules import Hit, structural
 
 __all__ = ["KV", "TensorInfo", "Context", "walk", "ARRAY", "STRING", "BOOL"]
@@ -329,25 +329,12 @@ def derive_layout(ctx: Context) -> None:
             ctx.data_start = None
         else:
             ctx.data_start = start
-    types = tensor_type_by_id()
     for t in ctx.tensors:
-        t.spec = types.get(t.type)
-        if any(d >= 2**63 for d in t.dims):
+        extent = tensor_extent(t.dims, t.type)
+        t.spec, t.nelem = extent.spec, extent.nelem
+        if extent.nbytes is None or align_offset(extent.nbytes, ctx.alignment) >= 2**64:
             continue
-        n = 1
-        for d in t.dims:
-            n *= d
-        t.nelem = n
-        st = t.spec
-        if st is None or not st.is_current or n >= 2**63:
-            continue
-        ne0 = t.dims[0] if t.dims else 1
-        if ne0 % st.block_size:
-            continue
-        nbytes = n // st.block_size * st.type_size
-        if nbytes >= 2**64 or align_offset(nbytes, ctx.alignment) >= 2**64:
-            continue
-        t.nbytes = nbytes
+        t.nbytes = extent.nbytes
 
 
 def display_name(source, path: str | None) -> str | None:
