@@ -18,7 +18,7 @@ from construct import Container, ListContainer
 from . import codecs, structs
 from .enums import GGMLType, GGUFValueType
 from .errors import GGUFError
-from .layout import (ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS, RawHead, align_offset, open_source, parse_head,
+from .reader import (ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS, RawHead, align_offset, open_source, parse_head,
                      tensor_extent)
 from .spec import tensor_type_by_id
 from .values import GGUFValue, Metadata

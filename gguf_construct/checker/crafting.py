@@ -26,7 +26,7 @@ import numpy as np
 from .. import spec as _spec
 from .. import structs
 from ..fieldtree import Raw
-from ..layout import align_offset
+from ..reader import align_offset
 from .walk import ALIGNMENT_KEY, ALIGNMENT_TYPE, Context, _VT, derive_layout, walk
 
 __all__ = ["RawKV", "RawTensor", "RawFile", "Breakage", "Crafted", "BREAKAGES", "craft", "carrier",
