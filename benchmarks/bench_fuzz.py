@@ -12,7 +12,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from gguf_construct.checker import check  # noqa: E402
-from gguf_construct.fuzzing.runner import carriers, generate  # noqa: E402
+from gguf_construct.fuzzing.samples import carriers, generate  # noqa: E402
 
 
 def main() -> None:

@@ -13,9 +13,9 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from gguf_construct.fuzzing.mutations import MUTATIONS, RandomPick, Skip  # noqa: E402
-from gguf_construct.fuzzing.rawfile import from_document  # noqa: E402
-from gguf_construct.fuzzing.runner import carriers  # noqa: E402
+from gguf_construct.breaking.mutations import MUTATIONS, RandomPick, Skip  # noqa: E402
+from gguf_construct.breaking.rawfile import from_document  # noqa: E402
+from gguf_construct.fuzzing.samples import carriers  # noqa: E402
 
 MAX_BYTES = 600
 

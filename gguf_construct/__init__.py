@@ -10,7 +10,7 @@ from .errors import GGUFError
 from .model import GGUFFile, Tensor, load
 from .values import GGUFValue, Metadata
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = ["load", "GGUFFile", "Tensor", "GGUFError", "GGMLType", "GGUFValueType", "LlamaFileType", "GGUFValue",
            "Metadata", "check"]

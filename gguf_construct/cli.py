@@ -8,26 +8,14 @@ import json
 import os
 import sys
 
-from . import __version__
+from ._json import write_json
+from ._version import __version__
 from .errors import GGUFError
 
 __all__ = ["main", "write_json"]
 
 # modules that register sub-commands with an add_cli(subparsers) function, in help order
 SUBCOMMAND_MODULES = ("checker", "fuzzing", "docgen", "split", "edit", "diff", "hashing", "sweep", "export")
-
-
-def write_json(text: str) -> None:
-    """Print JSON text to stdout as UTF-8 (RFC 8259) whatever the locale; lone surrogates (strings of invalid UTF-8
-    read with surrogateescape) become JSON ``\\udcXX`` escapes instead of an encoding error."""
-    data = (text + "\n").encode("utf-8", "backslashreplace")
-    buffer = getattr(sys.stdout, "buffer", None)
-    if buffer is None:  # a text-only stream (e.g. captured): ASCII JSON is valid everywhere
-        sys.stdout.write(json.dumps(json.loads(data), ensure_ascii=True, indent=1) + "\n")
-        return
-    sys.stdout.flush()
-    buffer.write(data)
-    buffer.flush()
 
 
 def _cmd_dump(args) -> int:

@@ -10,7 +10,6 @@ decoded in one pass.
 from __future__ import annotations
 
 import struct as _struct
-from typing import Any
 
 import numpy as np
 from ._stringscan import scan_string_offsets
@@ -18,7 +17,7 @@ from construct import Construct, ConstructError, ListContainer, SizeofError, str
 
 __all__ = [
     "BufferStream", "FieldError", "remaining", "GGUFString", "NumericArray", "StringArray", "CheckedArray",
-    "Reject", "Located", "Float32Field", "Float32NaN", "decode_text", "encode_text",
+    "Reject", "Float32Field", "Float32NaN", "decode_text", "encode_text",
 ]
 
 
@@ -348,49 +347,3 @@ class Reject(Construct):
 
     def _sizeof(self, context, path):
         raise SizeofError(path=path)
-
-
-class Located(Construct):
-    """Wraps a field so that any failure inside it that has no offset yet gets the field's start offset.
-
-    Used only by the interpreted (error reporting) parser family.
-    """
-
-    def __init__(self, subcon: Construct):
-        super().__init__()
-        self.subcon = subcon
-        self.name = getattr(subcon, "name", None)
-        self.flagbuildnone = subcon.flagbuildnone
-
-    def _parse(self, stream, context, path):
-        start = stream_tell(stream, path)
-        try:
-            return self.subcon._parsereport(stream, context, path)
-        except FieldError:
-            raise
-        except ConstructError as exc:
-            raise FieldError(str(exc).split("\n")[-1] if str(exc) else type(exc).__name__, start,
-                             getattr(exc, "path", None) or path, rule=_rule_for(exc)) from exc
-
-    def _build(self, obj, stream, context, path):
-        return self.subcon._build(obj, stream, context, path)
-
-    def _sizeof(self, context, path):
-        return self.subcon._sizeof(context, path)
-
-
-_TRUNCATION_RULES = {"header": "HDR-TRUNC", "metadata_kv": "KV-TRUNC", "tensor_infos": "TI-TRUNC"}
-
-
-def _rule_for(exc: Any) -> str | None:
-    from construct import ConstError, StreamError, ValidationError
-
-    if isinstance(exc, StreamError):
-        top = (getattr(exc, "path", None) or "").replace("(parsing)", "").split("->")
-        section = next((part.strip() for part in top if part.strip()), "")
-        return _TRUNCATION_RULES.get(section)
-    if isinstance(exc, ConstError):
-        return "HDR-MAGIC"
-    if isinstance(exc, ValidationError):
-        return "HDR-VERSION"
-    return None

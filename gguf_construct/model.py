@@ -8,6 +8,7 @@ data section as it is (streamed, not loaded); adding or removing tensors lays th
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import io
 import os
 import tempfile
@@ -19,17 +20,15 @@ from construct import Container, ListContainer
 from . import codecs, structs
 from .enums import GGMLType, GGUFValueType, ggml_type_or_none
 from .errors import GGUFError
-from .layout import RawHead, align_offset, open_source, parse_head
-from .shardnames import shard_set_paths
+from .reader import (ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS, RawHead, align_offset, open_source, parse_head,
+                     tensor_extent)
 from .remote import exists, header_only, is_url, remote_of
+from .shardnames import shard_set_paths
 from .spec import tensor_type_by_id
 from .values import GGUFValue, Metadata
 
 __all__ = ["GGUFFile", "Tensor", "load", "DEFAULT_ALIGNMENT", "MAX_DIMS"]
 
-DEFAULT_ALIGNMENT: int = structs.container_spec()["layout"]["alignment"]["default"]
-ALIGNMENT_KEY: str = structs.container_spec()["layout"]["alignment"]["key"]
-MAX_DIMS = 4
 _COPY_CHUNK = 16 << 20
 
 
@@ -547,22 +546,14 @@ def _fill_metadata(gguf: GGUFFile, head: RawHead) -> None:
                             path=f"metadata_kv[{index}].value", rule="ALIGN-ZERO")
 
 
-def _offset_of(head: RawHead, n_kv: int, n_infos: int = 0) -> int:
-    """Offset where metadata_kv[n_kv] (n_infos == 0) or tensor_infos[n_infos] starts: the length of what precedes
-    it, re-encoded.  Only computed for error messages."""
-    tree = Container(header=head.tree.header, metadata_kv=head.tree.metadata_kv[:n_kv],
-                     tensor_infos=head.tree.tensor_infos[:n_infos])
-    return len(head.family.types["file_head"].build(tree))
-
-
 def _kv_offset(head: RawHead, index: int) -> int:
-    """Offset of metadata_kv[index]."""
-    return _offset_of(head, index)
+    """Offset of metadata_kv[index], from the field tree of the parsed head (computed only for errors)."""
+    return head.family.offset_of("file_head", head.tree, 0, f"metadata_kv[{index}]")
 
 
 def _info_offset(head: RawHead, index: int) -> int:
-    """Offset of tensor_infos[index]."""
-    return _offset_of(head, len(head.tree.metadata_kv), index)
+    """Offset of tensor_infos[index], from the field tree of the parsed head (computed only for errors)."""
+    return head.family.offset_of("file_head", head.tree, 0, f"tensor_infos[{index}]")
 
 
 def _fill_tensors(gguf: GGUFFile, head: RawHead, buf) -> None:
@@ -588,23 +579,13 @@ def _fill_tensors(gguf: GGUFFile, head: RawHead, buf) -> None:
             raise GGUFError(f"{info.n_dimensions} dimensions, at most {MAX_DIMS}", offset=where(),
                             path=f"{path}.n_dimensions", rule="TI-NDIMS")
         shape = tuple(int(d) for d in info.dimensions)
-        if any(d >= 2**63 for d in shape):
-            raise GGUFError(f"dimension out of range in {shape}", offset=where(), path=f"{path}.dimensions",
-                            rule="TI-DIM-RANGE")
-        spec_t = tensor_type_by_id().get(info.type)
-        if spec_t is not None and not spec_t.is_current:
-            spec_t = None  # removed types: ggml gives them no size either; opaque like unknown ones
-        row = shape[0] if shape else 1  # no dimensions: ne[0] is 1
-        if spec_t is not None and row % spec_t.block_size:
-            raise GGUFError(f"ne[0]={row} is not a multiple of {spec_t.name}'s block size "
-                            f"{spec_t.block_size}", offset=where(), path=f"{path}.dimensions", rule="TI-BLOCK")
-        nelem = 1
-        for d in shape:
-            nelem *= d
-        if nelem >= 2**63:
-            raise GGUFError(f"element count {nelem} overflows int64", offset=where(), path=f"{path}.dimensions",
-                            rule="TI-NELEM-OVERFLOW")
-        nbytes = tensor_nbytes(spec_t.id, shape) if spec_t is not None else 0  # opaque: sized below
+        extent = tensor_extent(shape, info.type)
+        if extent.rule == "TI-TYPE" and extent.nelem is not None and extent.nelem >= 2**63:
+            extent = dataclasses.replace(extent, rule="TI-NELEM-OVERFLOW")
+        if extent.rule is not None and extent.rule != "TI-TYPE":  # an unknown or removed type is opaque
+            raise GGUFError(_extent_message(extent, shape, info.type), offset=where(),
+                            path=f"{path}.dimensions", rule=extent.rule)
+        nbytes = extent.nbytes if extent.rule is None else 0  # opaque: sized below
         if info.offset % alignment:
             raise GGUFError(f"offset {info.offset} is not a multiple of the alignment {alignment}", offset=where(),
                             path=f"{path}.offset", rule="TI-OFFSET-ALIGN")
@@ -629,6 +610,18 @@ def _size_opaque(tensors: list[Tensor], data_size: int) -> None:
         if t.opaque:
             nxt = offsets[bisect.bisect_right(offsets, t.offset)] if t.offset < data_size else data_size
             t.nbytes = nxt - t.offset
+
+
+def _extent_message(extent, shape: tuple[int, ...], type_id: int) -> str:
+    """What load says about a tensor whose size is undefined."""
+    spec_t = extent.spec
+    if extent.rule == "TI-DIM-RANGE":
+        return f"dimension out of range in {shape}"
+    if extent.rule == "TI-TYPE":
+        return f"{'removed' if spec_t is not None else 'unknown'} tensor type {type_id}"
+    if extent.rule == "TI-BLOCK":
+        return f"ne[0]={shape[0] if shape else 1} is not a multiple of {spec_t.name}'s block size {spec_t.block_size}"
+    return f"element count {extent.nelem} overflows int64"
 
 
 def _mode_for(path: str) -> int:

@@ -14,7 +14,7 @@ Example::
         assert my_reader(data).keys() == {k for k, _ in doc.metadata}
 
 ``invalid_gguf_files()`` draws ``(data, rules)`` pairs: a file broken at the structure level in one named way
-(see :mod:`gguf_construct.fuzzing.mutations`) and the IDs of the conformance rules it breaks (spec/rules.yaml),
+(see :mod:`gguf_construct.breaking.mutations`) and the IDs of the conformance rules it breaks (spec/rules.yaml),
 predicted from the spec by an oracle independent of the checker::
 
     from gguf_construct.strategies import invalid_gguf_files
@@ -32,10 +32,14 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 import numpy as np
+from hypothesis import assume
 from hypothesis import strategies as st
 
 from . import spec as _spec
 from . import structs
+from .breaking.mutations import HypothesisPick, Skip, mutations_for
+from .breaking.rawfile import expected_rules, from_document
+from .checker.rules import PROFILES, catalog
 from .enums import GGMLType, GGUFValueType
 from .model import GGUFFile, tensor_nbytes
 from .values import GGUFValue, numpy_dtype_of
@@ -173,8 +177,6 @@ def gguf_files(*, versions: Sequence[int] = (1, 2, 3), byte_orders: Sequence[str
 
 def violations(rules) -> frozenset[str]:
     """The rule IDs of ``rules`` that are an error or a warning under some profile (infos are facts)."""
-    from .checker.rules import PROFILES, catalog
-
     cat = catalog()
     return frozenset(r for r in rules if any(cat[r].severity(p) not in ("info", "off") for p in PROFILES))
 
@@ -187,14 +189,12 @@ def invalid_gguf_files(*, rules: Sequence[str] | None = None, versions: Sequence
 
     A valid file is drawn as by :func:`gguf_files`, then broken at the structure level by ``mutations``
     structural mutations (bad counts, types, lengths, offsets, names, truncation at field boundaries, ...; see
-    :mod:`gguf_construct.fuzzing.mutations`).  ``rule_ids`` are the rules of spec/rules.yaml the result breaks
+    :mod:`gguf_construct.breaking.mutations`).  ``rule_ids`` are the rules of spec/rules.yaml the result breaks
     (error or warning under the "spec" or the "ggml" profile, see :func:`violations`), predicted from the spec by
-    :func:`gguf_construct.fuzzing.rawfile.expected_rules`; the metadata-schema (META-*), file-name (NAME-*) and
+    :func:`gguf_construct.breaking.rawfile.expected_rules`; the metadata-schema (META-*), file-name (NAME-*) and
     ``--data`` rules are not predicted.  With ``rules`` given, only files breaking at least one of them are drawn
     (ValueError for a rule no mutation aims at, or one that is an info under every profile and so never a label).
     """
-    from .fuzzing.mutations import mutations_for
-
     if rules is not None:
         rules = frozenset(rules)
         mutations_for(rules)  # refuses rules no mutation produces
@@ -208,10 +208,6 @@ def invalid_gguf_files(*, rules: Sequence[str] | None = None, versions: Sequence
 @st.composite
 def _invalid_gguf_files(draw, rules, versions, byte_orders, tensor_types, max_kv, max_tensors, nested_arrays,
                         mutations):
-    from .fuzzing.mutations import HypothesisPick, Skip, mutations_for
-    from .fuzzing.rawfile import expected_rules, from_document
-    from hypothesis import assume
-
     doc = draw(documents(versions=versions, byte_orders=byte_orders, tensor_types=tensor_types, max_kv=max_kv,
                          max_tensors=max_tensors, nested_arrays=nested_arrays))
     raw = from_document(doc)
@@ -227,7 +223,7 @@ def _invalid_gguf_files(draw, rules, versions, byte_orders, tensor_types, max_kv
     assume(labels)  # some mutations can land on a valid value (e.g. alignment 64): that file is not invalid
     if rules is not None:
         assume(labels & rules)
-    return raw.encode()[0], labels
+    return raw.encode(with_marks=False)[0], labels
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -12,8 +12,8 @@ this module knows how to *translate* spec constructs:
 * ``switch_on: <field>`` with ``enum: value_types`` -> a switch over every value type's ``encoding``/``type``,
   rejecting unknown selectors.
 
-Two forms are produced: a compiled parser (fast) and an interpreted one whose fields report their offsets, used
-to explain failures.
+Two forms are produced: compiled parsers (fast) and the interpreted structs (for building).  Where each field
+lies and why a read fails is answered by the field tree (:mod:`gguf_construct.fieldtree`), also from the spec.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any, Callable
 import construct as c
 
 from . import spec as _spec
-from .constructs import (CheckedArray, Float32Field, GGUFString, Located, NumericArray, Reject, StringArray)
+from .constructs import CheckedArray, Float32Field, GGUFString, NumericArray, Reject, StringArray
 
 BYTE_ORDERS = ("little", "big")
 
@@ -42,9 +42,37 @@ def container_spec() -> dict:
     return _spec.load_yaml("gguf.yaml")
 
 
+@functools.lru_cache(maxsize=None)
+def field_spec(type_name: str, field_id: str) -> dict:
+    """The spec entry of one field of a compound type, e.g. ``field_spec("tensor_info", "n_dimensions")``."""
+    for field in container_spec()["types"][type_name]["seq"]:
+        if field["id"] == field_id:
+            return field
+    raise KeyError(f"{type_name} has no field {field_id!r}")
+
+
+def is_valid(type_name: str, field_id: str, value: Any) -> bool:
+    """Whether ``value`` satisfies the field's ``valid:`` declaration (a list of values, ``min``/``max``, or
+    ``max_size`` in bytes for a string); a field without one accepts anything."""
+    valid = field_spec(type_name, field_id).get("valid")
+    if valid is None:
+        return True
+    if isinstance(valid, list):
+        return value in valid
+    if "max_size" in valid:
+        return len(value.encode("utf-8", "surrogateescape") if isinstance(value, str) else value) <= valid["max_size"]
+    return valid.get("min", value) <= value <= valid.get("max", value)
+
+
+def field_limit(type_name: str, field_id: str, bound: str = "max") -> int:
+    """The ``min``, ``max`` or ``max_size`` a field's ``valid:`` declares, e.g. GGML_MAX_DIMS for
+    ``tensor_info.n_dimensions``."""
+    return field_spec(type_name, field_id)["valid"][bound]
+
+
 def versions() -> tuple[int, ...]:
-    """GGUF versions the spec declares."""
-    return tuple(container_spec()["meta"]["versions"])
+    """GGUF versions the spec declares: the valid values of ``header.version``."""
+    return tuple(field_spec("header", "version")["valid"])
 
 
 @functools.lru_cache(maxsize=None)
@@ -72,7 +100,7 @@ class StructFamily:
 
     version: int
     byte_order: str
-    types: dict[str, c.Construct]  # interpreted, fields located (for error reports and building)
+    types: dict[str, c.Construct]  # interpreted (for building)
     compiled_head: Any  # compiled ``file_head`` parser
     min_sizes: dict[str, int]
     compiled_types: dict[str, Any]  # every spec type compiled on its own (for record-by-record readers)
@@ -85,12 +113,48 @@ class StructFamily:
     def _resolve_primitive(self, name: str) -> str:
         return resolve_alias(name, self.version) if name in container_spec()["aliases"] else name
 
+    def case_min_size(self, selector: int) -> int:
+        """Smallest size of a value of metadata value type ``selector`` (one array element of that type)."""
+        vt = value_types()[selector]
+        name = vt.get("encoding") or vt["type"]
+        prim = self._resolve_primitive(name) if name in container_spec()["aliases"] else name
+        return _spec.primitives()[prim].size if prim in _spec.primitives() else self.min_sizes[name]
+
+    def read(self, type_name: str, buf, start: int = 0, path: str = ""):
+        """The located, tolerant read of one ``type_name`` at ``start`` (see :func:`gguf_construct.fieldtree.read`)."""
+        from . import fieldtree
+
+        return fieldtree.read(self, type_name, buf, start, path)
+
+    def locate(self, type_name: str, tree, start: int = 0, path: str = ""):
+        """The field tree (start, end, path of every field) of a parsed record (:func:`~.fieldtree.locate`)."""
+        from . import fieldtree
+
+        return fieldtree.locate(self, type_name, tree, start, path)
+
+    def offset_of(self, type_name: str, tree, start: int, rel: str) -> int:
+        """Start offset of one field of a parsed record (:func:`gguf_construct.fieldtree.offset_of`)."""
+        from . import fieldtree
+
+        return fieldtree.offset_of(self, type_name, tree, start, rel)
+
+    def build(self, type_name: str, value, path: str = ""):
+        """The permissive, located build: ``(bytes, field tree)`` of any value (:func:`~.fieldtree.build`)."""
+        from . import fieldtree
+
+        return fieldtree.build(self, type_name, value, path)
+
+    def sizeof(self, type_name: str, tree) -> int:
+        """Bytes a parsed instance of ``type_name`` occupies (:func:`gguf_construct.fieldtree.sizeof`)."""
+        from . import fieldtree
+
+        return fieldtree.sizeof(self, type_name, tree)
+
 
 class _Generator:
-    def __init__(self, version: int, byte_order: str, located: bool):
+    def __init__(self, version: int, byte_order: str):
         self.version = version
         self.byte_order = byte_order
-        self.located = located
         self.spec = container_spec()
         self.types: dict[str, c.Construct] = {}
         self.min_sizes: dict[str, int] = {}
@@ -160,8 +224,6 @@ class _Generator:
             sub = self.repeat(field["type"], field["repeat"])
         else:
             sub = self.type_ref(field["type"])
-        if self.located:
-            sub = Located(sub)
         return field["id"] / sub
 
     def repeat(self, item: str | dict, count_field: str) -> c.Construct:
@@ -201,17 +263,13 @@ def family(version: int, byte_order: str) -> StructFamily:
         raise ValueError(f"GGUF version {version} is not in the spec")
     if byte_order not in BYTE_ORDERS:
         raise ValueError(f"byte order must be one of {BYTE_ORDERS}")
-    located = _Generator(version, byte_order, located=True)
-    head = located.type_ref("file_head")
-    fast = _Generator(version, byte_order, located=False)
-    compiled = fast.type_ref("file_head").compile()
+    gen = _Generator(version, byte_order)
+    compiled = gen.type_ref("file_head").compile()
     compiled_types = {}
     for name in container_spec()["types"]:
-        located.type_ref(name)
-        located.min_size(name)
-        compiled_types[name] = compiled if name == "file_head" else fast.type_ref(name).compile()
-    return StructFamily(version, byte_order, dict(located.types, file_head=head), compiled, dict(located.min_sizes),
-                        compiled_types)
+        gen.min_size(name)
+        compiled_types[name] = compiled if name == "file_head" else gen.type_ref(name).compile()
+    return StructFamily(version, byte_order, dict(gen.types), compiled, dict(gen.min_sizes), compiled_types)
 
 
 def detect(prefix: bytes) -> tuple[int, str]:

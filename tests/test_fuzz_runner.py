@@ -11,7 +11,8 @@ import pytest
 from gguf_construct.cli import main
 from gguf_construct.fuzzing.minimize import ddmin
 from gguf_construct.fuzzing.oracle import compare, expect
-from gguf_construct.fuzzing.runner import generate, run
+from gguf_construct.fuzzing.runner import run
+from gguf_construct.fuzzing.samples import generate
 from gguf_construct.fuzzing.targets import CmdTarget, PythonTarget, make_target
 
 HERE = os.path.dirname(os.path.abspath(__file__))

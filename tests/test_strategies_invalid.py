@@ -5,8 +5,8 @@ from hypothesis import given, settings
 
 import gguf_construct as g
 from gguf_construct.checker.rules import catalog, severity
-from gguf_construct.fuzzing.mutations import MUTATIONS, mutations_for
-from gguf_construct.fuzzing.rawfile import expected_rules, from_document
+from gguf_construct.breaking.mutations import MUTATIONS, mutations_for
+from gguf_construct.breaking.rawfile import expected_rules, from_document
 from gguf_construct.strategies import documents, gguf_files, invalid_gguf_files, violations
 
 # Findings the labels do not predict, at any severity: the metadata-schema, model and file-name layers (the
@@ -112,8 +112,8 @@ def test_huge_alignment_then_a_tensor_stays_small(alignment):
     padding (bounded size) instead of allocating gigabytes, and the labels still match the checker."""
     import random
 
-    from gguf_construct.fuzzing.mutations import RandomPick
-    from gguf_construct.fuzzing.rawfile import ALIGNMENT_KEY, UINT32, RawFile, RawKV
+    from gguf_construct.breaking.mutations import RandomPick
+    from gguf_construct.breaking.rawfile import ALIGNMENT_KEY, UINT32, RawFile, RawKV
 
     raw = RawFile(3, "little", kvs=[RawKV(ALIGNMENT_KEY, UINT32, alignment)])
     offset = next(m for m in MUTATIONS if m.name == "offset")

@@ -12,7 +12,7 @@ from .formats import render_json, render_sarif, render_text
 from .report import Report
 from .rules import SEVERITY_RANK
 from .shards import check_sets, shard_siblings
-from ..cli import write_json
+from .._json import write_json
 from ..remote import RemoteError, is_url, print_transfer_stats
 
 __all__ = ["add_cli", "run"]

@@ -11,6 +11,7 @@ import numpy as np
 from .. import structs
 from .._stringscan import scan_string_offsets
 from ..constructs import encode_text
+from ..reader import MAX_KEY_BYTES
 from .registry import lookup, standard_namespaces
 from .rules import Hit, rule
 from .walk import ALIGNMENT_KEY, ALIGNMENT_TYPE, ARRAY, BOOL, KV, STRING, Context, type_name
@@ -19,7 +20,6 @@ __all__ = ["LIMITS"]
 
 # ggml's implementation limits (gguf.cpp GGUF_MAX_STRING_LENGTH, GGUF_MAX_ARRAY_ELEMENTS); tests lower them
 LIMITS = {"string_bytes": 2**30, "array_elements": 2**30}
-MAX_KEY_BYTES = 65535
 MAX_PER_ARRAY = 20  # findings reported per array and rule; the rest of a broken array adds nothing new
 
 _VERSIONS = {v["version"]: v for v in structs.container_spec()["versions"]}
@@ -152,7 +152,7 @@ def _type_v1(ctx: Context) -> Iterator[Hit]:
         used = [kv.vtype] + ([a.type for a, _, _ in _arrays(kv.value, "")] if kv.vtype == ARRAY else [])
         for vt in used:
             if vts[vt].get("since", 1) > ctx.version:
-                yield Hit(kv.value_offset - 4, f"{kv.path}.value_type", key=kv.key, type=type_name(vt))
+                yield Hit(kv.at("value_type"), f"{kv.path}.value_type", key=kv.key, type=type_name(vt))
                 break
 
 
@@ -163,13 +163,12 @@ def _bool(ctx: Context) -> Iterator[Hit]:
             if int(kv.value) not in (0, 1):
                 yield Hit(kv.value_offset, f"{kv.path}.value", key=kv.key, value=int(kv.value))
         elif kv.vtype == ARRAY:
-            arrw = ctx.family.primitive_width("arrlen_t")
             for arr, path, depth in _arrays(kv.value, f"{kv.path}.value"):
                 if arr.type != BOOL or not len(arr.data):
                     continue
                 raw = np.asarray(arr.data).view(np.uint8)
                 for j in np.flatnonzero(raw > 1)[:MAX_PER_ARRAY].tolist():
-                    off = kv.value_offset + 4 + arrw + j if depth == 1 else kv.value_offset
+                    off = kv.at(f"value.data[{j}]") if depth == 1 else kv.value_offset
                     yield Hit(off, f"{path}.data[{j}]", key=kv.key, value=int(raw[j]))
 
 
@@ -242,8 +241,7 @@ def _array_summary(ctx: Context, arr) -> tuple[bool, bool]:
 
 def _element_offsets(ctx: Context, kv: KV, count: int):
     strw = ctx.family.primitive_width("strlen_t")
-    arrw = ctx.family.primitive_width("arrlen_t")
-    starts, _, _ = scan_string_offsets(ctx.buf, kv.value_offset + 4 + arrw, count, strw, ctx.byte_order)
+    starts, _, _ = scan_string_offsets(ctx.buf, kv.at("value.data"), count, strw, ctx.byte_order)
     return starts - strw
 
 
@@ -302,7 +300,7 @@ def _alignment_kv(ctx: Context) -> KV | None:
 def _align_type(ctx: Context) -> Iterator[Hit]:
     kv = _alignment_kv(ctx)
     if kv is not None and kv.vtype != ALIGNMENT_TYPE:
-        yield Hit(kv.value_offset - 4, f"{kv.path}.value_type", type=kv.type_label())
+        yield Hit(kv.at("value_type"), f"{kv.path}.value_type", type=kv.type_label())
 
 
 def _alignment_value(ctx: Context) -> tuple[KV, int] | None:

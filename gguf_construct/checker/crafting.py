@@ -25,7 +25,8 @@ import numpy as np
 
 from .. import spec as _spec
 from .. import structs
-from ..layout import align_offset
+from ..fieldtree import Raw
+from ..reader import align_offset
 from .walk import ALIGNMENT_KEY, ALIGNMENT_TYPE, Context, _VT, derive_layout, walk
 
 __all__ = ["RawKV", "RawTensor", "RawFile", "Breakage", "Crafted", "BREAKAGES", "craft", "carrier",
@@ -36,44 +37,28 @@ VT = dict(_VT)
 
 def encode_value(vtype: int | str, value: Any, *, version: int = 3, byte_order: str = "little",
                  item_type: int | str | None = None) -> bytes:
-    """The payload bytes of a metadata value.
+    """The payload bytes of a metadata value, written by the generated family's permissive build.
 
     Scalars are numbers, ``str``/``bytes`` for STRING; arrays take ``item_type`` and a list (for nested arrays,
     a list of ``(inner_item_type, inner_list)`` pairs).  Any number fits its field modulo its width, so invalid
     bools (2) are encodable.
     """
     vtype = VT[vtype] if isinstance(vtype, str) else vtype
-    fam = structs.family(version, byte_order)
-    order = "<" if byte_order == "little" else ">"
     vt = structs.value_types()[vtype]
-    if vt["name"] == "STRING":
-        data = value.encode("utf-8") if isinstance(value, str) else bytes(value)
-        return _uint(len(data), fam.primitive_width("strlen_t"), byte_order) + data
-    if vt["name"] == "ARRAY":
-        item = VT[item_type] if isinstance(item_type, str) else item_type
-        head = struct.pack(order + "I", item) + _uint(len(value), fam.primitive_width("arrlen_t"), byte_order)
-        if item == VT["ARRAY"]:
-            return head + b"".join(encode_value("ARRAY", inner, version=version, byte_order=byte_order,
-                                                item_type=it) for it, inner in value)
-        if item == VT["STRING"]:
-            return head + b"".join(encode_value("STRING", v, version=version, byte_order=byte_order)
-                                   for v in value)
-        return head + _numbers(item, value, byte_order)
-    return _numbers(vtype, [value], byte_order)
+    fam = structs.family(version, byte_order)
+    return fam.build(vt.get("encoding") or vt["type"], _build_value(vtype, value, item_type))[0]
 
 
-def _numbers(vtype: int, values, byte_order: str) -> bytes:
-    enc = structs.value_types()[vtype]["encoding"]
-    dtype = _spec.numpy_dtype(enc, byte_order)
-    if dtype.kind in "iu":
-        bits = dtype.itemsize * 8
-        values = [int(v) % (1 << bits) for v in values]
-        dtype = np.dtype(dtype.str.replace("i", "u"))
-    return np.asarray(values).astype(dtype).tobytes()
-
-
-def _uint(value: int, width: int, byte_order: str) -> bytes:
-    return (value % (1 << (8 * width))).to_bytes(width, byte_order)
+def _build_value(vtype: int, value: Any, item_type: int | str | None = None) -> Any:
+    """A value as the permissive build takes it."""
+    if vtype == VT["STRING"]:
+        return value.encode("utf-8") if isinstance(value, str) else bytes(value)
+    if vtype != VT["ARRAY"]:
+        return value
+    item = VT[item_type] if isinstance(item_type, str) else item_type
+    if item == VT["ARRAY"]:
+        return {"type": item, "data": [_build_value(VT["ARRAY"], inner, it) for it, inner in value]}
+    return {"type": item, "data": [_build_value(item, v) for v in value]}
 
 
 @dataclass
@@ -212,22 +197,17 @@ class RawFile:
 
     # -- writing -------------------------------------------------------------------------------------------
     def head(self) -> bytes:
-        """Header, KV pairs and tensor infos."""
-        fam = structs.family(self.version, self.byte_order)
-        order = "<" if self.byte_order == "little" else ">"
-        cw, sw, dw = (fam.primitive_width(a) for a in ("count_t", "strlen_t", "dim_t"))
-        bo = self.byte_order
-        out = [self.magic, struct.pack(order + "I", self.version if self.version_word is None else self.version_word),
-               _uint(len(self.tensors) if self.tensor_count is None else self.tensor_count, cw, bo),
-               _uint(len(self.kvs) if self.kv_count is None else self.kv_count, cw, bo)]
-        for kv in self.kvs:
-            out += [_uint(len(kv.key), sw, bo), kv.key, struct.pack(order + "I", kv.vtype), kv.payload]
-        for t in self.tensors:
-            out += [_uint(len(t.name) if t.name_len is None else t.name_len, sw, bo), t.name,
-                    struct.pack(order + "I", len(t.dims) if t.n_dims is None else t.n_dims)]
-            out += [_uint(d, dw, bo) for d in t.dims]
-            out += [struct.pack(order + "I", t.type), _uint(t.offset, 8, bo)]
-        return b"".join(out)
+        """Header, KV pairs and tensor infos, written by the generated family's permissive build."""
+        header = {"magic": Raw(self.magic),
+                  "version": self.version if self.version_word is None else self.version_word,
+                  "tensor_count": len(self.tensors) if self.tensor_count is None else self.tensor_count,
+                  "metadata_kv_count": len(self.kvs) if self.kv_count is None else self.kv_count}
+        kvs = [{"key": kv.key, "value_type": kv.vtype, "value": Raw(kv.payload)} for kv in self.kvs]
+        infos = [{"name": {"len": len(t.name) if t.name_len is None else t.name_len, "data": t.name},
+                  "n_dimensions": len(t.dims) if t.n_dims is None else t.n_dims, "dimensions": list(t.dims),
+                  "type": t.type, "offset": t.offset} for t in self.tensors]
+        value = {"header": header, "metadata_kv": kvs, "tensor_infos": infos}
+        return structs.family(self.version, self.byte_order).build("file_head", value)[0]
 
     def head_padding(self) -> bytes:
         """The padding written after the head (zeros to the alignment when there are tensors)."""
@@ -507,7 +487,7 @@ def _(raw):
 def _(raw):
     """general.name declares 2^40 bytes."""
     fam = structs.family(raw.version, raw.byte_order)
-    raw.set_raw("general.name", "STRING", _uint(2**40, fam.primitive_width("strlen_t"), raw.byte_order) + b"Tiny")
+    raw.set_raw("general.name", "STRING", fam.build("gguf_string", {"len": 2**40, "data": b"Tiny"})[0])
 
 
 @_breakage("tensor-name-past-eof", "STR-EOF")
@@ -551,9 +531,8 @@ def _(raw):
 @_breakage("array-past-eof", "ARR-EOF", carrier_only=False)
 def _(raw):
     """A UINT8 array of 2^40 elements, appended last."""
-    payload = raw.encode("ARRAY", [], "UINT8")
     fam = structs.family(raw.version, raw.byte_order)
-    raw.set_raw("test.bomb", "ARRAY", payload[:4] + _uint(2**40, fam.primitive_width("arrlen_t"), raw.byte_order))
+    raw.set_raw("test.bomb", "ARRAY", fam.build("gguf_array", {"type": VT["UINT8"], "len": 2**40, "data": []})[0])
 
 
 @_breakage("nested-array", "ARR-NESTED", carrier_only=False)

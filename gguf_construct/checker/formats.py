@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Iterable
 
-from .. import __version__
+from .._version import __version__
 from .report import Finding, Report
 from .rules import catalog
 from .security import help_uri, security_tags

@@ -47,7 +47,7 @@ def _value_hit(kv: KV, **params) -> Hit:
 
 
 def _type_hit(kv: KV, allowed) -> Hit:
-    return Hit(kv.value_offset - 4, f"{kv.path}.value_type", key=kv.key, type=kv.type_label(),
+    return Hit(kv.at("value_type"), f"{kv.path}.value_type", key=kv.key, type=kv.type_label(),
                expected=type_label(allowed))
 
 
@@ -98,7 +98,7 @@ def _tokenizer_type(ctx: Context) -> Iterator[Hit]:
             continue
         allowed = allowed_types(lookup(key, None))
         if (kv.vtype, kv.item_type) not in allowed:
-            yield Hit(kv.value_offset - 4, f"{kv.path}.value_type", key=key, type=kv.type_label(),
+            yield Hit(kv.at("value_type"), f"{kv.path}.value_type", key=key, type=kv.type_label(),
                       expected=type_label(allowed))
 
 

@@ -6,14 +6,12 @@ from typing import Iterator
 
 import numpy as np
 
-from ..layout import align_offset
+from ..reader import MAX_DIMS, MAX_NAME_BYTES, align_offset  # ggml needs room for a NUL too (TI-NAME-64)
 from .rules import Hit, rule
 from .walk import Context, TensorInfo
 
-__all__ = ["MAX_NAME_BYTES", "MAX_DIMS"]
+__all__ = ["MAX_NAME_BYTES"]
 
-MAX_NAME_BYTES = 64  # gguf.md "at most 64 bytes"; ggml additionally needs room for a NUL (TI-NAME-64)
-MAX_DIMS = 4  # GGML_MAX_DIMS
 # Types added to ggml after the ggml_type enum of gguf.md (the rule TI-TYPE-NEW names them; spec/tensor_types has
 # no field for it yet)
 
@@ -52,30 +50,25 @@ def _name_dup(ctx: Context) -> Iterator[Hit]:
         seen.add(t.name_bytes)
 
 
-def _ndims_offset(ctx: Context, t: TensorInfo) -> int:
-    return t.offset + ctx.family.primitive_width("strlen_t") + len(t.name_bytes)
-
-
 @rule("TI-NDIMS")
 def _ndims(ctx: Context) -> Iterator[Hit]:
     for t in ctx.tensors:
         if t.n_dims > MAX_DIMS:
-            yield Hit(_ndims_offset(ctx, t), f"{t.path}.n_dimensions", name=t.name, value=t.n_dims)
+            yield Hit(t.at("n_dimensions"), f"{t.path}.n_dimensions", name=t.name, value=t.n_dims,
+                      expected=MAX_DIMS)
 
 
 @rule("TI-NDIMS-ZERO")
 def _ndims_zero(ctx: Context) -> Iterator[Hit]:
     for t in ctx.tensors:
         if t.n_dims == 0:
-            yield Hit(_ndims_offset(ctx, t), f"{t.path}.n_dimensions", name=t.name)
+            yield Hit(t.at("n_dimensions"), f"{t.path}.n_dimensions", name=t.name)
 
 
 def _dims_hit(ctx: Context, t: TensorInfo, axis: int | None = None, **params) -> Hit:
-    off = _ndims_offset(ctx, t) + 4
     if axis is not None:
-        off += axis * ctx.family.primitive_width("dim_t")
-        return Hit(off, f"{t.path}.dimensions[{axis}]", name=t.name, axis=axis, **params)
-    return Hit(off, f"{t.path}.dimensions", name=t.name, **params)
+        return Hit(t.at(f"dimensions[{axis}]"), f"{t.path}.dimensions[{axis}]", name=t.name, axis=axis, **params)
+    return Hit(t.at("dimensions"), f"{t.path}.dimensions", name=t.name, **params)
 
 
 @rule("TI-DIM-RANGE")
@@ -142,7 +135,7 @@ def _block(ctx: Context) -> Iterator[Hit]:
 
 
 def _offset_hit(t: TensorInfo, **params) -> Hit:
-    return Hit(t.end - 8, f"{t.path}.offset", name=t.name, **params)
+    return Hit(t.at("offset"), f"{t.path}.offset", name=t.name, **params)
 
 
 @rule("TI-OFFSET-ALIGN")

@@ -1,9 +1,11 @@
 """The structural walk: read a file record by record and keep going after problems.
 
 Each KV pair and tensor info is parsed with the generated *compiled* struct of its type; when that fails the
-same record is parsed again with the interpreted struct, whose :class:`~gguf_construct.constructs.FieldError`
-names the offset, field and rule.  A record whose length cannot be known ends the walk of its section (one finding,
-no cascade): the KV pairs after it and the tensor infos cannot be located.  Everything the walk reads goes into a
+same record is read again with the family's located, tolerant read (:mod:`gguf_construct.fieldtree`), whose
+problem names the offset, field path and rule, and whose partial record holds the values the finding reports.
+Offsets of fields come from the field tree (:meth:`KV.at`, :meth:`TensorInfo.at`), never from hand arithmetic.
+A record whose length cannot be known ends the walk of its section (one finding, no cascade): the KV pairs after
+it and the tensor infos cannot be located.  Everything the walk reads goes into a
 :class:`Context` for the rule predicates.
 """
 
@@ -14,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import structs
-from ..constructs import BufferStream, FieldError, decode_text, encode_text
-from ..errors import construct_path_to_field_path
-from ..layout import LEGACY_MAGICS, align_offset
-from ..spec import TensorTypeSpec, tensor_type_by_id
+from ..constructs import BufferStream, encode_text
+from ..enums import GGUFValueType
+from ..reader import ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS, align_offset, bootstrap, tensor_extent
+from ..spec import TensorTypeSpec
 from .rules import Hit, structural
 
 __all__ = ["KV", "TensorInfo", "Context", "walk", "ARRAY", "STRING", "BOOL"]
@@ -25,10 +27,8 @@ __all__ = ["KV", "TensorInfo", "Context", "walk", "ARRAY", "STRING", "BOOL"]
 structural("HDR-TRUNC", "HDR-MAGIC", "HDR-MAGIC-LEGACY", "HDR-VERSION", "HDR-COUNT", "KV-TRUNC", "KV-TYPE",
            "STR-EOF", "ARR-TYPE", "ARR-EOF", "TI-TRUNC", "ARR-TOO-DEEP")
 
-_VT = {vt["name"]: vt["id"] for vt in structs.container_spec()["value_types"]}
+_VT = {vt.name: int(vt) for vt in GGUFValueType}  # the enum generated from the spec, as plain ints
 ARRAY, STRING, BOOL = _VT["ARRAY"], _VT["STRING"], _VT["BOOL"]
-DEFAULT_ALIGNMENT: int = structs.container_spec()["layout"]["alignment"]["default"]
-ALIGNMENT_KEY: str = structs.container_spec()["layout"]["alignment"]["key"]
 ALIGNMENT_TYPE: int = _VT[structs.container_spec()["layout"]["alignment"]["type"]]
 
 
@@ -50,6 +50,12 @@ class KV:
     value_offset: int
     value: Any
     end: int
+    tree: Any = field(default=None, repr=False)  # the parsed record
+    family: Any = field(default=None, repr=False)
+
+    def at(self, rel: str) -> int:
+        """Start offset of a field of this record, e.g. ``value_type`` or ``value.data``."""
+        return self.family.offset_of("metadata_kv", self.tree, self.offset, rel)
 
     @property
     def item_type(self) -> int | None:
@@ -85,6 +91,12 @@ class TensorInfo:
     spec: TensorTypeSpec | None = None
     nelem: int | None = None
     nbytes: int | None = None  # None when the size is undefined (bad type, shape or overflow)
+    tree: Any = field(default=None, repr=False)  # the parsed record
+    family: Any = field(default=None, repr=False)
+
+    def at(self, rel: str) -> int:
+        """Start offset of a field of this record, e.g. ``n_dimensions`` or ``offset``."""
+        return self.family.offset_of("tensor_info", self.tree, self.offset, rel)
 
     @property
     def path(self) -> str:
@@ -172,52 +184,44 @@ class Context:
         return [t for t in self.tensors if t.nbytes is not None]
 
 
-def _uint(buf, offset: int, width: int, byte_order: str) -> int | None:
-    if offset < 0 or offset + width > len(buf):
-        return None
-    return int.from_bytes(bytes(buf[offset:offset + width]), byte_order)
-
-
 def walk(ctx: Context) -> None:
     """Read the header, the KV pairs and the tensor infos of ``ctx.buf`` into ``ctx``; never raises on bad input."""
     buf = ctx.buf
     size = ctx.size = len(buf)
+    boot = bootstrap(buf)
     min_header = structs.family(structs.container_spec()["meta"]["current_version"], "little").min_sizes["header"]
-    if size < 4:
-        ctx.hit("HDR-TRUNC", size, "header.magic", offset=size, expected=min_header)
+    if boot.rule == "HDR-TRUNC":
+        ctx.hit("HDR-TRUNC", size, boot.path, offset=size, expected=min_header)
         return
-    magic = bytes(buf[:4])
-    if magic != structs.container_spec()["meta"]["magic"].encode("ascii"):
-        ctx.hit("HDR-MAGIC", 0, "header.magic", value=magic)
-        legacy = LEGACY_MAGICS.get(magic)
-        if legacy:
-            ctx.hit("HDR-MAGIC-LEGACY", 0, "header.magic", value=magic, format=legacy)
+    if boot.rule == "HDR-MAGIC":
+        ctx.hit("HDR-MAGIC", boot.field_start, boot.path, value=boot.magic)
+        if boot.legacy:
+            ctx.hit("HDR-MAGIC-LEGACY", boot.field_start, boot.path, value=boot.magic, format=boot.legacy)
         return
-    if size < 8:
-        ctx.hit("HDR-TRUNC", size, "header.version", offset=size, expected=min_header)
+    ctx.raw_version = boot.raw_version
+    if boot.rule == "HDR-VERSION":
+        ctx.hit("HDR-VERSION", boot.field_start, boot.path, value=boot.version, raw=ctx.raw_version)
         return
-    version, byte_order = structs.detect(bytes(buf[:8]))
-    ctx.raw_version = int.from_bytes(bytes(buf[4:8]), "little")
-    if version not in structs.versions():
-        ctx.hit("HDR-VERSION", 4, "header.version", value=version, raw=ctx.raw_version)
-        return
+    version, byte_order = boot.version, boot.byte_order
     ctx.version, ctx.byte_order = version, byte_order
     fam = ctx.family = structs.family(version, byte_order)
     hsize = ctx.header_size = fam.min_sizes["header"]
     if size < hsize:
         ctx.hit("HDR-TRUNC", size, "header", offset=size, expected=hsize)
         return
-    header = fam.compiled_types["header"].parse(bytes(buf[:hsize]))
-    ctx.kv_count, ctx.tensor_count = int(header.metadata_kv_count), int(header.tensor_count)
+    header = fam.read("header", buf, 0, "header").root
+    ctx.kv_count, ctx.tensor_count = int(header["metadata_kv_count"].value), int(header["tensor_count"].value)
     remaining = size - hsize
     kv_need = ctx.kv_count * fam.min_sizes["metadata_kv"]
     if ctx.kv_count >= 2**63 or kv_need > remaining:
-        ctx.hit("HDR-COUNT", 8, "header.metadata_kv_count", field="metadata_kv_count", value=ctx.kv_count,
+        count = header["metadata_kv_count"]
+        ctx.hit("HDR-COUNT", count.start, count.path, field="metadata_kv_count", value=ctx.kv_count,
                 remaining=remaining)
         return
     counts_ok = True
     if ctx.tensor_count >= 2**63 or ctx.tensor_count * fam.min_sizes["tensor_info"] > remaining - kv_need:
-        ctx.hit("HDR-COUNT", 8, "header.tensor_count", field="tensor_count", value=ctx.tensor_count,
+        count = header["tensor_count"]
+        ctx.hit("HDR-COUNT", count.start, count.path, field="tensor_count", value=ctx.tensor_count,
                 remaining=remaining)
         counts_ok = False
     stream = BufferStream(buf, hsize)
@@ -226,25 +230,15 @@ def walk(ctx: Context) -> None:
     _walk_tensor_infos(ctx, stream)
 
 
-def _read_string(buf, offset: int, width: int, byte_order: str) -> bytes | None:
-    n = _uint(buf, offset, width, byte_order)
-    if n is None or offset + width + n > len(buf):
-        return None
-    return bytes(buf[offset + width:offset + width + n])
-
-
 def _walk_kvs(ctx: Context, stream: BufferStream) -> bool:
-    fam, buf = ctx.family, ctx.buf
+    fam = ctx.family
     parse = fam.compiled_types["metadata_kv"].parse_stream
-    strw = fam.primitive_width("strlen_t")
     for i in range(ctx.kv_count):
         start = stream.pos
         try:
             tree = parse(stream)
         except RecursionError:
-            key = _read_string(buf, start, strw, ctx.byte_order)
-            ctx.hit("ARR-TOO-DEEP", start, f"metadata_kv[{i}].value", key=decode_text(key or b""),
-                    depth=">100")
+            _explain_kv(ctx, start, i, too_deep=True)
             return False
         except Exception:  # noqa: BLE001 - compiled code may raise anything on bad input
             resume = _explain_kv(ctx, start, i)
@@ -252,71 +246,57 @@ def _walk_kvs(ctx: Context, stream: BufferStream) -> bool:
                 return False
             stream.pos = resume
             continue
-        key_bytes = encode_text(tree.key)
-        value_offset = start + strw + len(key_bytes) + 4
-        ctx.kvs.append(KV(i, start, tree.key, key_bytes, int(tree.value_type), value_offset, tree.value,
-                          stream.pos))
+        ctx.kvs.append(KV(i, start, tree.key, encode_text(tree.key), int(tree.value_type),
+                          fam.offset_of("metadata_kv", tree, start, "value"), tree.value, stream.pos, tree, fam))
     ctx.kv_complete = True
     return True
 
 
-def _explain_kv(ctx: Context, start: int, index: int) -> int | None:
-    """Report why KV pair ``index`` cannot be read; return where to resume, or None when the walk must stop."""
-    fam, buf, bo, size = ctx.family, ctx.buf, ctx.byte_order, ctx.size
-    strw, arrw = fam.primitive_width("strlen_t"), fam.primitive_width("arrlen_t")
-    key_raw = _read_string(buf, start, strw, bo)
-    key = decode_text(key_raw) if key_raw is not None else None
+def _explain_kv(ctx: Context, start: int, index: int, too_deep: bool = False) -> int | None:
+    """Report why KV pair ``index`` cannot be read; return where to resume, or None when the walk must stop.
+    ``too_deep``: the compiled parser ran out of stack (nested arrays), whatever the tolerant read says."""
     base = f"metadata_kv[{index}]"
-    try:
-        fam.types["metadata_kv"].parse_stream(BufferStream(buf, start))
-    except FieldError as exc:
-        rule, off, sub = exc.rule, exc.offset, construct_path_to_field_path(exc.path or "")
-    except RecursionError:
+    reading = ctx.family.read("metadata_kv", ctx.buf, start, base)
+    root, p = reading.root, reading.problem
+    key_node = root.fields.get("key")
+    key = key_node.value if key_node is not None and key_node.end is not None else None
+    if too_deep:
         ctx.hit("ARR-TOO-DEEP", start, f"{base}.value", key=key, depth=">100")
         return None
-    except Exception:  # noqa: BLE001
-        rule, off, sub = None, start, ""
-    else:
-        rule, off, sub = None, start, ""
-    path = f"{base}.{sub}" if sub else base
-    if rule == "STR-EOF" and off is not None:
-        n = _uint(buf, off, strw, bo)
-        if n is not None:
-            ctx.hit("STR-EOF", off, path, offset=off, length=n, remaining=size - off - strw)
-            return None
-    elif rule == "ARR-EOF" and off is not None:
-        item = _uint(buf, off - arrw - 4, 4, bo)
-        n = _uint(buf, off - arrw, arrw, bo)
-        vt = structs.value_types().get(item)
-        if vt is not None and n is not None:
-            if vt["name"] == "STRING":
-                per = strw
-            elif vt["name"] == "ARRAY":
-                per = 4 + arrw
-            else:
-                per = fam.primitive_width(vt["encoding"])
-            ctx.hit("ARR-EOF", off - arrw - 4, path, key=key, length=n, type=vt["name"], needed=n * per,
-                    remaining=size - off)
-            return None
-    elif rule == "KV-TYPE" and off is not None:
-        ctx.hit("KV-TYPE", off - 4, f"{base}.value_type", key=key, value=_uint(buf, off - 4, 4, bo))
+    if p is None:
+        ctx.hit("KV-TRUNC", start, base, offset=ctx.size, index=index)
         return None
-    elif rule == "ARR-TYPE" and off is not None:
-        head = off - arrw - 4
-        n = _uint(buf, off - arrw, arrw, bo)
-        ctx.hit("ARR-TYPE", head, path, key=key, value=_uint(buf, head, 4, bo))
-        if n == 0 and key_raw is not None and head == start + strw + len(key_raw) + 4:
-            return off  # an empty top-level array: its length is known, go on after it
+    if p.rule == "ARR-TOO-DEEP":
+        ctx.hit("ARR-TOO-DEEP", start, f"{base}.value", key=key, depth=">100")
         return None
-    ctx.hit("KV-TRUNC", off if off is not None else start, path, offset=size, index=index)
+    if p.rule == "STR-EOF" and p.record["len"].end is not None:
+        length = p.record["len"]
+        ctx.hit("STR-EOF", p.offset, p.path, offset=p.offset, length=length.value, remaining=ctx.size - length.end)
+        return None
+    if p.rule == "ARR-EOF":
+        array = p.record
+        n, item = array["len"].value, array["type"].value
+        needed = n * ctx.family.case_min_size(item)
+        ctx.hit("ARR-EOF", array.start, p.path, key=key, length=n, type=type_name(item), needed=needed,
+                remaining=ctx.size - p.offset)
+        return None
+    if p.rule == "KV-TYPE":
+        vtype = root["value_type"]
+        ctx.hit("KV-TYPE", vtype.start, vtype.path, key=key, value=vtype.value)
+        return None
+    if p.rule == "ARR-TYPE":
+        array = p.record
+        ctx.hit("ARR-TYPE", array.start, p.path, key=key, value=array["type"].value)
+        if array["len"].value == 0 and key is not None and array is root.fields.get("value"):
+            return p.offset  # an empty top-level array: its length is known, go on after it
+        return None
+    ctx.hit("KV-TRUNC", p.offset, p.path, offset=ctx.size, index=index)
     return None
 
 
 def _walk_tensor_infos(ctx: Context, stream: BufferStream) -> None:
     fam = ctx.family
     parse = fam.compiled_types["tensor_info"].parse_stream
-    strw = fam.primitive_width("strlen_t")
-    dimw = fam.primitive_width("dim_t")
     for i in range(ctx.tensor_count):
         start = stream.pos
         try:
@@ -324,40 +304,35 @@ def _walk_tensor_infos(ctx: Context, stream: BufferStream) -> None:
         except Exception:  # noqa: BLE001
             _explain_ti(ctx, start, i)
             return
-        name_bytes = encode_text(tree.name)
         dims = tuple(int(d) for d in tree.dimensions)
-        type_offset = start + strw + len(name_bytes) + 4 + dimw * len(dims)
-        ctx.tensors.append(TensorInfo(i, start, tree.name, name_bytes, int(tree.n_dimensions), dims,
-                                      int(tree.type), int(tree.offset), stream.pos, type_offset))
+        ctx.tensors.append(TensorInfo(i, start, tree.name, encode_text(tree.name), int(tree.n_dimensions), dims,
+                                      int(tree.type), int(tree.offset), stream.pos,
+                                      fam.offset_of("tensor_info", tree, start, "type"), tree=tree, family=fam))
     ctx.ti_complete = True
     ctx.head_end = stream.pos
 
 
+_DIMS = structs.field_spec("tensor_info", "dimensions")
+
+
 def _explain_ti(ctx: Context, start: int, index: int) -> None:
-    fam, buf, bo, size = ctx.family, ctx.buf, ctx.byte_order, ctx.size
-    strw = fam.primitive_width("strlen_t")
     base = f"tensor_infos[{index}]"
-    try:
-        fam.types["tensor_info"].parse_stream(BufferStream(buf, start))
-    except FieldError as exc:
-        rule, off, sub = exc.rule, exc.offset, construct_path_to_field_path(exc.path or "")
-    except Exception:  # noqa: BLE001
-        rule, off, sub = None, start, ""
-    else:
-        rule, off, sub = None, start, ""
-    path = f"{base}.{sub}" if sub else base
-    if rule == "STR-EOF" and off is not None:
-        n = _uint(buf, off, strw, bo)
-        if n is not None:
-            ctx.hit("STR-EOF", off, path, offset=off, length=n, remaining=size - off - strw)
+    reading = ctx.family.read("tensor_info", ctx.buf, start, base)
+    root, p = reading.root, reading.problem
+    if p is None:
+        ctx.hit("TI-TRUNC", start, base, offset=ctx.size, index=index)
+        return
+    if p.rule == "STR-EOF" and p.record["len"].end is not None:
+        length = p.record["len"]
+        ctx.hit("STR-EOF", p.offset, p.path, offset=p.offset, length=length.value, remaining=ctx.size - length.end)
+        return
+    if p.rule == "ARR-EOF" and p.path == f"{base}.{_DIMS['id']}":
+        count = root[_DIMS["repeat"]]
+        if not structs.is_valid("tensor_info", _DIMS["repeat"], count.value):
+            name = root["name"].value if root["name"].end is not None else ""
+            ctx.hit("TI-NDIMS", count.start, count.path, name=name, value=count.value, expected=MAX_DIMS)
             return
-    if rule == "ARR-EOF" and off is not None and sub.startswith("dimensions"):
-        n_dims = _uint(buf, off - 4, 4, bo)
-        name = _read_string(buf, start, strw, bo)
-        if n_dims is not None and n_dims > 4:
-            ctx.hit("TI-NDIMS", off - 4, f"{base}.n_dimensions", name=decode_text(name or b""), value=n_dims)
-            return
-    ctx.hit("TI-TRUNC", off if off is not None else start, path, offset=size, index=index)
+    ctx.hit("TI-TRUNC", p.offset, p.path, offset=ctx.size, index=index)
 
 
 def derive_layout(ctx: Context) -> None:
@@ -371,25 +346,12 @@ def derive_layout(ctx: Context) -> None:
             ctx.data_start = None
         else:
             ctx.data_start = start
-    types = tensor_type_by_id()
     for t in ctx.tensors:
-        t.spec = types.get(t.type)
-        if any(d >= 2**63 for d in t.dims):
+        extent = tensor_extent(t.dims, t.type)
+        t.spec, t.nelem = extent.spec, extent.nelem
+        if extent.nbytes is None or align_offset(extent.nbytes, ctx.alignment) >= 2**64:
             continue
-        n = 1
-        for d in t.dims:
-            n *= d
-        t.nelem = n
-        st = t.spec
-        if st is None or not st.is_current or n >= 2**63:
-            continue
-        ne0 = t.dims[0] if t.dims else 1
-        if ne0 % st.block_size:
-            continue
-        nbytes = n // st.block_size * st.type_size
-        if nbytes >= 2**64 or align_offset(nbytes, ctx.alignment) >= 2**64:
-            continue
-        t.nbytes = nbytes
+        t.nbytes = extent.nbytes
 
 
 def display_name(source, path: str | None) -> str | None:

@@ -38,6 +38,11 @@ import functools
 
 import numpy as np
 
+from .. import spec as _spec
+
+# the K-quant super-block size (QK_K), as spec/tensor_types declares it for Q4_K and its family
+QK_K: int = next(t.block_size for t in _spec.tensor_types() if t.name == "Q4_K")
+
 __all__ = [
     "F32_ZERO", "FLT_MAX",
     "fp16_to_fp32", "fp32_to_fp16", "fp16_bits", "bf16_to_fp32", "fp32_to_bf16",

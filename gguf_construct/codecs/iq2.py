@@ -28,6 +28,7 @@ import functools
 import numpy as np
 
 from .. import spec as _spec
+from ._common import QK_K
 from ._common import fp16_to_fp32 as _fp16_to_fp32
 from ._common import fp32_to_fp16 as _fp32_to_fp16
 from ._common import nearest_int as _nearest_int
@@ -35,7 +36,6 @@ from ._common import c_row_max
 from ._common import seq_sum as _seq_sum
 from ._iqgrid import GridAbort, LatticeGrid, check_group_scales
 
-QK_K = 256
 _F32 = np.float32
 
 

@@ -25,10 +25,10 @@ import numpy as np
 
 from .. import spec as _spec
 from . import block_dtype
+from ._common import QK_K
 from ._common import c_row_max, fp16_to_fp32, fp32_to_fp16, nearest_int, seq_sum
 from ._iqgrid import check_group_scales, check_neighbour_found
 
-QK_K = 256
 _F32 = np.float32
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import block_dtype
+from ._common import QK_K
 from ._common import fp16_to_fp32 as _f16_to_f32
 from ._common import fp32_to_fp16 as _f32_to_f16
 from ._common import nearest_int as _nearest_int
@@ -29,7 +30,6 @@ __all__ = [
     "decode_q5_k", "encode_q5_k", "decode_q6_k", "encode_q6_k", "decode_q8_k", "encode_q8_k",
 ]
 
-QK_K = 256
 _F32 = np.float32
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .. import spec as _spec
+from .. import structs
 from .context import Ctx
 from .markdown import anchor, code, esc, heading, join_nonempty, table
 
@@ -23,15 +25,14 @@ def struct_anchors(g: dict, page: str):
 def version_groups(g: dict) -> list[tuple[int, ...]]:
     """Versions grouped by identical alias widths, e.g. [(1,), (2, 3)]."""
     groups: dict[tuple, list[int]] = {}
-    for v in g["meta"]["versions"]:
+    for v in structs.versions():
         key = tuple(resolve_alias(g, name, v) for name in g["aliases"])
         groups.setdefault(key, []).append(v)
     return [tuple(vs) for vs in groups.values()]
 
 
 def resolve_alias(g: dict, name: str, version: int) -> str:
-    cases = g["aliases"][name]["cases"]
-    return cases.get(version, cases["_"])
+    return structs.resolve_alias(name, version)
 
 
 def group_label(vs: tuple[int, ...]) -> str:
@@ -60,7 +61,7 @@ class _Offset:
 
 def field_size(g: dict, f: dict, version: int) -> tuple[int, list[str] | None]:
     """Size of a structure field in one version as (constant bytes, symbolic terms or None = variable)."""
-    prims = {p["id"]: p["size"] for p in g["primitives"]}
+    prims = {name: p.size for name, p in _spec.primitives().items()}
     if "contents" in f:
         return len(str(f["contents"]).encode()), []
     if "switch_on" in f:
@@ -155,8 +156,11 @@ def struct_section(ctx: Ctx, sname: str, level: int = 3) -> str:
         extra = []
         if f.get("c_name"):
             extra.append(f"C: {code(f['c_name'])}.")
-        if f.get("valid"):
+        if isinstance(f.get("valid"), list):
             extra.append("Valid: " + ", ".join(code(v) for v in f["valid"]) + ".")
+        elif f.get("valid"):
+            bounds = {"min": "at least {}", "max": "at most {}", "max_size": "at most {} bytes"}
+            extra.append("Valid: " + ", ".join(bounds[k].format(code(v)) for k, v in f["valid"].items()) + ".")
         row.append(join_nonempty([ctx.prose(f.get("doc", ""))] + extra))
         rows.append(row)
     out.append(table(header, rows))
@@ -165,10 +169,5 @@ def struct_section(ctx: Ctx, sname: str, level: int = 3) -> str:
 
 
 def fixed_size(g: dict, sname: str, version: int) -> int:
-    total = 0
-    for f in g["types"][sname]["seq"]:
-        const, terms = field_size(g, f, version)
-        if terms != []:
-            raise ValueError(f"{sname} is not of fixed size")
-        total += const
-    return total
+    """Size of a fixed-size structure in one version, as the generated structs have it."""
+    return structs.family(version, "little").min_sizes[sname]

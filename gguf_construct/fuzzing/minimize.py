@@ -1,5 +1,5 @@
 """Minimising reproducers: first structurally (drop whole KV pairs, tensors and array items of the
-:class:`~gguf_construct.fuzzing.rawfile.RawFile`, so the result stays well-formed around the bug), then by delta
+:class:`~gguf_construct.breaking.rawfile.RawFile`, so the result stays well-formed around the bug), then by delta
 debugging over bytes (1-minimal by chunk removal, then zeroing).
 
 The property is "the target still disagrees with the oracle in the same way" (see
@@ -12,7 +12,7 @@ import time
 from dataclasses import replace
 from typing import Callable
 
-from .rawfile import Arr, RawFile
+from ..breaking.rawfile import Arr, RawFile
 
 __all__ = ["ddmin", "shrink_raw"]
 

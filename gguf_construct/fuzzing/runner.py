@@ -2,78 +2,26 @@
 
 Files come from a pool of valid carrier documents (drawn once with Hypothesis from
 :func:`gguf_construct.strategies.documents`, seeded) that are either kept valid or broken by one or two
-structural mutations (:mod:`gguf_construct.fuzzing.mutations`) chosen by a seeded :class:`random.Random`, so a
+structural mutations (:mod:`gguf_construct.breaking.mutations`) chosen by a seeded :class:`random.Random`, so a
 run is reproducible from its seed and fast.
 """
 
 from __future__ import annotations
 
 import os
-import random
 import re
 import tempfile
 import time
-from dataclasses import dataclass
 from typing import Iterator
 
+from ..breaking.rawfile import RawFile
 from .minimize import ddmin, shrink_raw
-from .mutations import MUTATIONS, RandomPick, Skip
 from .oracle import Expectation, compare, expect
-from .rawfile import RawFile, from_document
 from .report import Finding, ProgressBar, Results
+from .samples import Sample, carriers, generate
 from .targets import Outcome, Target
 
 __all__ = ["Sample", "generate", "carriers", "classify", "signature", "run"]
-
-
-@dataclass
-class Sample:
-    """One generated file and how it was made."""
-
-    data: bytes
-    mutation: str  # "valid" when not mutated
-    raw: RawFile | None = None
-
-
-def carriers(seed: int, count: int = 120, *, max_kv: int = 4, max_tensors: int = 2) -> list:
-    """A reproducible pool of valid :class:`~gguf_construct.strategies.Document` objects."""
-    from hypothesis import HealthCheck, Phase, given, settings
-    from hypothesis import seed as hseed
-
-    from ..strategies import documents
-
-    pool: list = []
-
-    @hseed(seed)
-    @settings(max_examples=count, database=None, phases=[Phase.generate], deadline=None,
-              suppress_health_check=list(HealthCheck))
-    @given(documents(max_kv=max_kv, max_tensors=max_tensors))
-    def collect(doc):
-        pool.append(doc)
-
-    collect()
-    return pool
-
-
-def generate(seed: int, *, valid_share: float = 0.25, pool: list | None = None) -> Iterator[Sample]:
-    """An endless, reproducible stream of valid and broken files."""
-    rng = random.Random(seed)
-    pool = pool if pool is not None else carriers(seed)
-    pick = RandomPick(rng)
-    while True:
-        raw = from_document(rng.choice(pool))
-        if rng.random() < valid_share:
-            yield Sample(raw.encode()[0], "valid", raw)
-            continue
-        names = []
-        try:
-            chosen = [rng.choice(MUTATIONS) for _ in range(1 if rng.random() < 0.85 else 2)]
-            for m in sorted(chosen, key=lambda m: m.late):
-                m.apply(raw, pick)
-                names.append(m.name)
-        except Skip:
-            continue
-        yield Sample(raw.encode()[0], "+".join(names), raw)
 
 
 def _model_stream(seed: int) -> Iterator[Sample]:

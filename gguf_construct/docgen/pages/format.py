@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 
-
+from ... import structs
 from ..context import Ctx, Page, Section, SpecData
 from ..markdown import anchor, bytes_range, code, esc, fence, heading, intro, mermaid, mermaid_label, table
 from ..structures import (struct_anchors, 
@@ -14,6 +14,7 @@ from ..structures import (struct_anchors,
 def _sec_overview(ctx: Ctx) -> str:
     g = ctx.data.gguf
     meta = g["meta"]
+    alignment = g["layout"]["alignment"]
     seq = g["types"]["file_head"]["seq"]
     labels = {"header": "header", "metadata_kv": "metadata_kv", "tensor_infos": "tensor_info"}
     lines = ["flowchart TB"]
@@ -31,11 +32,11 @@ def _sec_overview(ctx: Ctx) -> str:
     lines.append("    " + " --> ".join(nid for nid, _ in nodes))
     facts = table(["property", "value"], [
         ["magic", f"{code(meta['magic'])} (bytes {' '.join(f'{b:02X}' for b in meta['magic'].encode())})"],
-        ["versions", ", ".join(ctx.link(anchor("version", v), str(v)) for v in meta["versions"])
+        ["versions", ", ".join(ctx.link(anchor("version", v), str(v)) for v in structs.versions())
          + f" (current: {meta['current_version']})"],
         ["byte order", f"little- or big-endian for the whole file ({ctx.link('byte-order', 'detection')})"],
         ["default alignment",
-         f"{meta['default_alignment']} bytes, overridden by {ctx.ref('key', meta['alignment_key'])}"],
+         f"{alignment['default']} bytes, overridden by {ctx.ref('key', alignment['key'])}"],
         ["source", esc(meta["doc_ref"])],
     ])
     return "\n".join([ctx.prose(meta["doc"]) + "\n", facts, "The parts of a file, in order:\n", mermaid(lines),
@@ -86,7 +87,7 @@ def _sec_byte_order(ctx: Ctx) -> str:
     bo = ctx.data.gguf["byte_order"]
     mask = bo["detection_mask"]
     rows = []
-    for v in ctx.data.gguf["meta"]["versions"]:
+    for v in structs.versions():
         for order, fmt in (("little", "<I"), ("big", ">I")):
             raw = struct.pack(fmt, v)
             word = struct.unpack("<I", raw)[0]
@@ -132,7 +133,7 @@ def _sec_primitives(ctx: Ctx) -> str:
 
 def _sec_aliases(ctx: Ctx) -> str:
     g = ctx.data.gguf
-    vnums = g["meta"]["versions"]
+    vnums = structs.versions()
     rows = []
     for name, a in g["aliases"].items():
         rows.append([f'<a id="{anchor("alias", name)}"></a>{code(name)}']
@@ -175,4 +176,4 @@ PAGE = Page("format.md", "File format", "layout of a GGUF file per version, byte
              Section("primitives", "Primitive types", _sec_primitives),
              Section("aliases", "Version aliases", _sec_aliases)),
             defines=_defines,
-            count=lambda d: f"GGUF versions {', '.join(map(str, d.gguf['meta']['versions']))}")
+            count=lambda d: f"GGUF versions {', '.join(map(str, structs.versions()))}")

@@ -1,0 +1,190 @@
+"""The reader: bootstrap (magic, version, byte order), parse the head with the generated structs, and compute
+the data layout.  Used by the file model (:mod:`gguf_construct.model`) and the conformance checker.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from . import structs
+from .constructs import BufferStream
+from .errors import GGUFError
+from .remote import RemoteFile, is_url, open_remote
+from .spec import TensorTypeSpec, tensor_type_by_id
+
+__all__ = ["RawHead", "Bootstrap", "bootstrap", "TensorExtent", "tensor_extent", "open_source", "parse_head", "align_offset", "LEGACY_MAGICS", "DEFAULT_ALIGNMENT",
+           "ALIGNMENT_KEY", "MAX_DIMS", "MAX_KEY_BYTES", "MAX_NAME_BYTES"]
+
+_SPEC = structs.container_spec()
+LEGACY_MAGICS: dict[bytes, str] = {k.encode("ascii"): v for k, v in _SPEC["meta"]["legacy_magics"].items()}
+DEFAULT_ALIGNMENT: int = _SPEC["layout"]["alignment"]["default"]
+ALIGNMENT_KEY: str = _SPEC["layout"]["alignment"]["key"]
+MAX_DIMS: int = structs.field_limit("tensor_info", "n_dimensions")  # GGML_MAX_DIMS
+MAX_KEY_BYTES: int = structs.field_limit("metadata_kv", "key", "max_size")
+MAX_NAME_BYTES: int = structs.field_limit("tensor_info", "name", "max_size")
+
+
+@dataclass
+class TensorExtent:
+    """What a tensor info's shape and type make of its data: the type, element count and byte size, or the first
+    rule they break (TI-DIM-RANGE, TI-TYPE, TI-BLOCK, TI-NELEM-OVERFLOW; None when the size is defined)."""
+
+    spec: TensorTypeSpec | None
+    nelem: int | None
+    nbytes: int | None
+    rule: str | None
+
+
+_INT64 = 2**63
+
+
+def tensor_extent(shape: tuple[int, ...], type_id: int) -> TensorExtent:
+    """The element count and byte size of a tensor (a tensor without dimensions is a scalar: ne[0] is 1), with
+    the rule that leaves them undefined, checked in the order a reader meets them."""
+    spec_t = tensor_type_by_id().get(type_id)
+    if any(d >= _INT64 for d in shape):
+        return TensorExtent(spec_t, None, None, "TI-DIM-RANGE")
+    nelem = 1
+    for d in shape:
+        nelem *= d
+    if spec_t is None or not spec_t.is_current:
+        return TensorExtent(spec_t, nelem, None, "TI-TYPE")
+    if (shape[0] if shape else 1) % spec_t.block_size:
+        return TensorExtent(spec_t, nelem, None, "TI-BLOCK")
+    if nelem >= _INT64:
+        return TensorExtent(spec_t, nelem, None, "TI-NELEM-OVERFLOW")
+    return TensorExtent(spec_t, nelem, nelem // spec_t.block_size * spec_t.type_size, None)
+
+
+def align_offset(offset: int, alignment: int) -> int:
+    """``offset`` rounded up to a multiple of ``alignment`` (spec: align_offset)."""
+    return offset + (alignment - offset % alignment) % alignment
+
+
+@dataclass
+class RawHead:
+    """The parsed head of a file (everything up to the end of the tensor infos)."""
+
+    version: int
+    byte_order: str
+    tree: Any  # Construct Container: header, metadata_kv, tensor_infos
+    end: int  # offset just after the tensor infos
+    family: structs.StructFamily
+
+
+def open_source(source) -> tuple[Any, str | None, Any]:
+    """Return ``(buffer, path, keepalive)`` for a path, URL, bytes-like object or binary file object.
+
+    Paths and real files are memory-mapped read-only; nothing is read until used.  URLs (and an open
+    :class:`~gguf_construct.remote.RemoteFile`) give its lazily fetched buffer: run parses through
+    :func:`gguf_construct.remote.header_only`.
+    """
+    if is_url(source):
+        remote = open_remote(source)
+        return remote.view, source, remote
+    if isinstance(source, RemoteFile):
+        return source.view, source.url, None
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        with open(path, "rb") as fh:
+            return _map_file(fh, path)
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return memoryview(source).cast("B"), None, None
+    if hasattr(source, "read"):
+        try:
+            fileno = source.fileno()
+        except (OSError, AttributeError, ValueError):
+            fileno = None
+        if fileno is not None:
+            return _map_file(source, getattr(source, "name", None))
+        data = source.read()
+        return memoryview(data).cast("B"), None, None
+    raise TypeError(f"cannot read GGUF from {type(source).__name__}")
+
+
+def _map_file(fh, path):
+    size = os.fstat(fh.fileno()).st_size
+    if size == 0:
+        return memoryview(b""), path, None
+    mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    return memoryview(mm), path, mm
+
+
+@dataclass
+class Bootstrap:
+    """What the first bytes say: the version and byte order, or the header problem that stops every reader."""
+
+    version: int | None = None
+    byte_order: str | None = None
+    raw_version: int | None = None  # the version word as read little-endian
+    rule: str | None = None  # HDR-TRUNC, HDR-MAGIC or HDR-VERSION when the file cannot be read on
+    path: str = ""
+    field_start: int = 0  # where the field named by ``path`` starts
+    magic: bytes = b""
+    legacy: str | None = None  # the pre-GGUF format a wrong magic names
+
+
+def bootstrap(buf) -> Bootstrap:
+    """Read magic and version through the generated family (they read alike in every family) and detect the byte
+    order; the one bootstrap of the reader and the checker."""
+    probe = structs.family(_SPEC["meta"]["current_version"], "little")
+    head = probe.read("header", buf[:probe.min_sizes["header"]], 0, "header").root
+    magic, version = head["magic"], head.fields.get("version")
+    out = Bootstrap(magic=magic.value)
+    if magic.end is None:
+        truncated = len(magic.value) < len(_SPEC["meta"]["magic"])
+        out.rule, out.path, out.field_start = ("HDR-TRUNC" if truncated else "HDR-MAGIC"), magic.path, magic.start
+        out.legacy = None if truncated else LEGACY_MAGICS.get(magic.value)
+        return out
+    if version is None or version.end is None:
+        out.rule, out.path, out.field_start = "HDR-TRUNC", "header.version", magic.end
+        return out
+    out.raw_version = version.value
+    out.version, out.byte_order = structs.detect(bytes(buf[:version.end]))
+    if not structs.is_valid("header", "version", out.version):
+        out.rule, out.path, out.field_start = "HDR-VERSION", version.path, version.start
+    return out
+
+
+def parse_head(buf) -> RawHead:
+    """Bootstrap (magic, version, byte order), then parse the head with the generated structs.
+
+    Raises :class:`GGUFError` naming the offset and field of the first problem.
+    """
+    size = len(buf)
+    boot = bootstrap(buf)
+    if boot.rule == "HDR-TRUNC" and boot.path == "header.magic":
+        raise GGUFError(f"file too short for the magic: {size} bytes", offset=0, path=boot.path, rule=boot.rule)
+    if boot.rule == "HDR-MAGIC":
+        what = (f"legacy {boot.legacy} file, not GGUF" if boot.legacy
+                else f"bad magic {boot.magic!r}, expected {_SPEC['meta']['magic'].encode()!r}")
+        raise GGUFError(what, offset=boot.field_start, path=boot.path, rule=boot.rule)
+    if boot.rule == "HDR-TRUNC":
+        raise GGUFError("file too short for the version", offset=boot.field_start, path=boot.path, rule=boot.rule)
+    if boot.rule == "HDR-VERSION":
+        raise GGUFError(f"unsupported GGUF version {boot.version}", offset=boot.field_start, path=boot.path,
+                        rule=boot.rule)
+    version, byte_order = boot.version, boot.byte_order
+    fam = structs.family(version, byte_order)
+    stream = BufferStream(buf)
+    try:
+        tree = fam.compiled_head.parse_stream(stream)
+    except RecursionError:
+        raise GGUFError("arrays nested too deeply", offset=None, path="metadata_kv", rule="ARR-DEPTH") from None
+    except Exception as exc:  # noqa: BLE001 - compiled code raises struct.error etc.; all become GGUFError
+        raise _explain(buf, fam, exc) from None
+    return RawHead(version, byte_order, tree, stream.pos, fam)
+
+
+def _explain(buf, fam: structs.StructFamily, fast_exc: BaseException) -> GGUFError:
+    """Read the head again with the family's located, tolerant read to name the failing field."""
+    reading = fam.read("file_head", buf)
+    p = reading.problem
+    if p is None:
+        return GGUFError(f"malformed GGUF: {type(fast_exc).__name__}: {fast_exc}", offset=None, path="")
+    if p.rule == "ARR-TOO-DEEP":
+        return GGUFError("arrays nested too deeply", offset=None, path="metadata_kv", rule="ARR-DEPTH")
+    return GGUFError(p.message, offset=p.offset, path=p.path, rule=p.rule)

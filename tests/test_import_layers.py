@@ -1,0 +1,123 @@
+"""Imports run downward: spec <- generator/codecs <- reader/model <- checker/breaking <- strategies <- fuzzer <- CLI.
+
+Every import of the package's modules (at module level or inside a function) is parsed with ``ast``; a module may
+import only modules of its own layer or below.  The sub-command registration glue (functions named ``add_cli`` or
+``cli_main``) belongs to the CLI layer wherever it is defined.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "gguf_construct"
+
+# (layer, module-name prefixes); the longest matching prefix decides
+LAYERS: list[tuple[int, tuple[str, ...]]] = [
+    (0, ("_version", "_json", "_text", "_stringscan", "errors", "spec")),
+    (1, ("constructs", "structs", "fieldtree", "enums", "values", "codecs")),
+    (2, ("layout", "reader", "model", "dump", "demo", "arch")),
+    (3, ("checker", "breaking", "docgen")),
+    (4, ("strategies",)),
+    (5, ("fuzzing",)),
+    (6, ("cli", "__main__", "checker.cli", "fuzzing.__init__", "__init__")),
+]
+LAYER_NAMES = ["spec", "generator/codecs", "reader/model", "checker/breaking", "strategies", "fuzzer", "CLI"]
+CLI_GLUE = {"add_cli", "cli_main"}
+
+
+def layer_of(module: str) -> int:
+    """The layer of a module name relative to the package (``checker.walk``; ``__init__`` for the package)."""
+    best, best_len = None, -1
+    for layer, prefixes in LAYERS:
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_len:
+                best, best_len = layer, len(prefix)
+    assert best is not None, f"module {module} has no layer: add it to LAYERS"
+    return best
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+    if parts[-1] == "__init__" and len(parts) > 1:
+        parts = parts[:-1] + ["__init__"] if parts[:-1] == ["fuzzing"] else parts[:-1]
+    return ".".join(parts)
+
+
+def _is_module(dotted: str) -> bool:
+    base = PACKAGE.joinpath(*dotted.split(".")) if dotted else PACKAGE
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def imports(path: Path) -> list[tuple[str, int, bool]]:
+    """``(imported module relative to the package, line, inside CLI glue)`` for every package import of a file."""
+    rel = path.relative_to(PACKAGE).with_suffix("").parts
+    package = list(rel[:-1])  # the package a relative import starts from
+    out: list[tuple[str, int, bool]] = []
+
+    def visit(node: ast.AST, glue: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = glue or (isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) and child.name in CLI_GLUE)
+            if isinstance(child, ast.ImportFrom):
+                if child.level:
+                    base = package[:len(package) - child.level + 1]
+                    target = ".".join(base + ([child.module] if child.module else []))
+                elif (child.module or "").startswith("gguf_construct"):
+                    target = child.module[len("gguf_construct."):] if child.module != "gguf_construct" else ""
+                else:
+                    continue
+                for alias in child.names:
+                    sub = f"{target}.{alias.name}" if target else alias.name
+                    out.append((sub if _is_module(sub) else target, child.lineno, inner))
+            elif isinstance(child, ast.Import):
+                for alias in child.names:
+                    if alias.name.startswith("gguf_construct."):
+                        out.append((alias.name[len("gguf_construct."):], child.lineno, inner))
+            visit(child, inner)
+
+    visit(ast.parse(path.read_text()), False)
+    return out
+
+
+def _target_name(target: str) -> str:
+    if target in ("", "__init__"):
+        return "__init__"
+    return "fuzzing.__init__" if target == "fuzzing" else target
+
+
+SOURCES = sorted(PACKAGE.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_imports_run_downward(path):
+    here = module_name(path)
+    mine = layer_of(here)
+    for target, line, glue in imports(path):
+        theirs = layer_of(_target_name(target))
+        level = layer_of("cli") if glue else mine
+        assert theirs <= level, (f"{here}:{line} ({LAYER_NAMES[level]}) imports {_target_name(target)} "
+                                 f"({LAYER_NAMES[theirs]}), a layer above it")
+
+
+def test_only_the_cli_imports_the_fuzz_runner():
+    importers = []
+    scripts = [p for d in ("fuzz", "benchmarks", "tools") for p in (ROOT / d).glob("*.py")]
+    for path in SOURCES:
+        for target, line, glue in imports(path):
+            if target == "fuzzing.runner" and not glue:
+                importers.append(f"{module_name(path)}:{line}")
+    for path in scripts:
+        if "gguf_construct.fuzzing.runner" in path.read_text():
+            importers.append(str(path.relative_to(ROOT)))
+    assert importers == []
+
+
+def test_layer_check_catches_an_upward_import(tmp_path):
+    assert layer_of("checker.walk") > layer_of("layout")
+    assert layer_of("checker.cli") == layer_of("cli") > layer_of("checker.core")
+    probe = PACKAGE / "checker" / "walk.py"
+    found = {t for t, _, _ in imports(probe)}
+    assert "structs" in found and all(layer_of(_target_name(t)) <= layer_of("checker") for t in found)

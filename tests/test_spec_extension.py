@@ -1,0 +1,125 @@
+"""The test of the design (issue #12): a field added to a copy of the spec - a hypothetical GGUF v4 whose tensor
+info gains ``flags`` right after its name, so every later field moves - is read, built, checked and documented with no code change."""
+
+from __future__ import annotations
+
+import copy
+import shutil
+
+import numpy as np
+import pytest
+import yaml
+
+import gguf_construct as g
+from gguf_construct import fieldtree, spec, structs
+from gguf_construct.checker import check_buffer
+from gguf_construct.constructs import BufferStream
+from gguf_construct.docgen import render_all
+from gguf_construct.reader import align_offset
+
+NEW_FIELD = {"id": "flags", "type": "u4", "doc": "Hypothetical v4 tensor flags."}
+
+
+def _clear_caches() -> None:
+    for cached in (spec.load_yaml, spec.primitives, spec.tensor_types, spec.tensor_type_by_id, structs.family,
+                   structs.field_spec, structs.value_types):
+        cached.cache_clear()
+    fieldtree._SPECS.clear()
+
+
+@pytest.fixture
+def v4_spec(tmp_path, monkeypatch):
+    """A copy of spec/ whose gguf.yaml declares version 4 and a new tensor-info field; in effect for one test."""
+    copy = tmp_path / "spec"
+    shutil.copytree(spec.spec_dir(), copy)
+    gguf = yaml.safe_load((copy / "gguf.yaml").read_text())
+    version = next(f for f in gguf["types"]["header"]["seq"] if f["id"] == "version")
+    version["valid"].append(4)
+    gguf["versions"].append({"version": 4, "status": "current", "doc": "Hypothetical: tensor infos gain flags.",
+                             "doc_ref": "none"})
+    seq = gguf["types"]["tensor_info"]["seq"]
+    seq.insert(1 + next(i for i, f in enumerate(seq) if f["id"] == "name"), dict(NEW_FIELD))
+    (copy / "gguf.yaml").write_text(yaml.safe_dump(gguf, sort_keys=False))
+    monkeypatch.setattr(spec, "spec_dir", lambda: copy)
+    _clear_caches()
+    yield copy
+    monkeypatch.undo()
+    _clear_caches()
+
+
+@pytest.fixture
+def v3_file():
+    """A v3 file, its parsed head and where its data section starts, made with the real spec."""
+    f = g.GGUFFile.new(version=3)
+    f.metadata.set("general.architecture", "llama", "STRING")
+    f.add_tensor("a", np.arange(64, dtype=np.float32).reshape(2, 32))
+    f.add_tensor("b", np.ones(32, dtype=np.float32))
+    data = f.to_bytes()
+    v3 = structs.family(3, "little")
+    tree = v3.compiled_head.parse_stream(BufferStream(data))
+    return data, tree, align_offset(v3.sizeof("file_head", tree), 32)
+
+
+def _as_v4(v3_file, flags: list[int], offset_shift: int = 0, type_id: int | None = None) -> bytes:
+    """The same file in the hypothetical v4, built by the generated v4 family."""
+    data, tree, data_start = v3_file
+    tree = copy.deepcopy(tree)
+    tree.header.version = 4
+    for info, flag in zip(tree.tensor_infos, flags):
+        info.flags = flag
+    tree.tensor_infos[0].offset += offset_shift
+    if type_id is not None:
+        tree.tensor_infos[1].type = type_id
+    head = structs.family(4, "little").types["file_head"].build(tree)
+    return head + bytes(align_offset(len(head), 32) - len(head)) + data[data_start:]
+
+
+def test_a_new_tensor_info_field_is_read_built_checked_and_documented(v3_file, v4_spec, tmp_path):
+    v4 = _as_v4(v3_file, [7, 9])
+    fam = structs.family(4, "little")
+
+    # read: the located, tolerant read finds the field, its value and its place
+    reading = fam.read("file_head", v4)
+    assert reading.problem is None
+    flags = [reading.root[f"tensor_infos[{i}].flags"] for i in range(2)]
+    assert [f.value for f in flags] == [7, 9]
+    assert all(f.end - f.start == 4 for f in flags)
+    assert reading.root["tensor_infos[0].n_dimensions"].start == flags[0].end
+    assert reading.root["tensor_infos[0].name"].end == flags[0].start
+
+    # load: the file model reads the v4 file; tensors are where they were
+    loaded = g.load(v4)
+    assert loaded.version == 4
+    assert [t.name for t in loaded.tensors] == ["a", "b"]
+    assert np.array_equal(loaded.tensors[0].numpy(), np.arange(64, dtype=np.float32).reshape(2, 32))
+
+    # check: a valid file is valid, and a misaligned offset is reported at the offset field, after the new one
+    assert not [f for f in check_buffer(v4).findings if f.severity == "error"]
+    bad = _as_v4(v3_file, [7, 9], offset_shift=4)
+    found = [f for f in check_buffer(bad).findings if f.rule == "TI-OFFSET-ALIGN"]
+    assert [(f.offset, f.path) for f in found] == [(fam.read("file_head", bad).root["tensor_infos[0].offset"].start,
+                                                    "tensor_infos[0].offset")]
+    bad_type = _as_v4(v3_file, [7, 9], type_id=99)
+    found = [(f.rule, f.offset, f.path) for f in check_buffer(bad_type).findings if f.rule == "TI-TYPE"]
+    assert found == [("TI-TYPE", fam.read("file_head", bad_type).root["tensor_infos[1].type"].start,
+                      "tensor_infos[1].type")]
+    # a file cut inside the new field: the walk names the field
+    cut = v4[:flags[1].start + 2]
+    trunc = [f for f in check_buffer(cut).findings if f.rule == "TI-TRUNC"]
+    assert [(f.offset, f.path) for f in trunc] == [(flags[1].start, "tensor_infos[1].flags")]
+
+    # docs: the format page documents the field with its offsets, and version 4
+    pages = render_all(tmp_path / "docs")
+    fmt = next(text for path, text in pages.items() if path.name == "format.md")
+    row = next(line for line in fmt.splitlines() if 'id="field-tensor_info-flags"' in line)
+    assert "Hypothetical v4 tensor flags." in row and "`u4`" in fmt
+    assert 'id="version-4"' in fmt
+
+
+def test_the_real_spec_is_back_after_the_extension(v4_spec):
+    pass
+
+
+def test_without_the_extension_no_flags_field():
+    assert all(f["id"] != "flags" for f in structs.container_spec()["types"]["tensor_info"]["seq"])
+    assert 4 not in structs.versions()
