@@ -165,7 +165,7 @@ types:
         seq:
         - id: key
           type: gguf_string
-          doc: ASCII, lower_snake_case segments joined by '.', at most 65535 bytes.
+          doc: ASCII, lower_snake_case segments joined by '.'. At most 65535 bytes.
         - id: value_type
           type: u4
           enum: value_types
@@ -198,10 +198,10 @@ types:
         seq:
         - id: name
           type: gguf_string
-          doc: Tensor name, at most 64 bytes.
+          doc: Tensor name. At most 64 bytes.
         - id: n_dimensions
           type: u4
-          doc: Number of dimensions, at most 4 (GGML_MAX_DIMS).
+          doc: Number of dimensions, at most GGML_MAX_DIMS. At most 4.
         - id: dimensions
           type:
             switch-on: _root.version

@@ -100,7 +100,7 @@ def render_diff(result: dict) -> str:
 
 
 def _cmd_diff(args) -> int:
-    from .cli import write_json
+    from ._json import write_json
 
     a, b = open_input(args.a), open_input(args.b)
     try:

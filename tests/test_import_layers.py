@@ -17,12 +17,13 @@ PACKAGE = ROOT / "gguf_construct"
 
 # (layer, module-name prefixes); the longest matching prefix decides
 LAYERS: list[tuple[int, tuple[str, ...]]] = [
-    (0, ("_version", "_json", "_text", "_stringscan", "errors", "spec")),
+    (0, ("_version", "_json", "_text", "_stringscan", "errors", "spec", "remote", "rangeserver", "shardnames",
+         "xxh64", "keyregistry")),
     (1, ("constructs", "structs", "fieldtree", "enums", "values", "codecs")),
-    (2, ("layout", "reader", "model", "dump", "demo", "arch")),
-    (3, ("checker", "breaking", "docgen")),
+    (2, ("layout", "reader", "model", "dump", "demo", "arch", "inputs", "modelinfo")),
+    (3, ("checker", "breaking", "docgen", "export")),
     (4, ("strategies",)),
-    (5, ("fuzzing",)),
+    (5, ("fuzzing", "diff", "edit", "split", "hashing", "sweep")),
     (6, ("cli", "__main__", "checker.cli", "fuzzing.__init__", "__init__")),
 ]
 LAYER_NAMES = ["spec", "generator/codecs", "reader/model", "checker/breaking", "strategies", "fuzzer", "CLI"]

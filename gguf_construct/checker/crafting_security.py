@@ -6,7 +6,12 @@ from __future__ import annotations
 import struct
 
 from .. import structs
-from .crafting import RawFile, RawTensor, _breakage, _le, _uint
+from .crafting import RawFile, RawTensor, _breakage, _le
+
+
+def _uint(value: int, width: int, byte_order: str) -> bytes:
+    """``value`` as an unsigned integer of ``width`` bytes (wrapped), for lengths that lie."""
+    return (value % (1 << (8 * width))).to_bytes(width, byte_order)
 from .walk import ALIGNMENT_KEY
 
 __all__ = ["CLASSIC_INJECTION", "template_with"]

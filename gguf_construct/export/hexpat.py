@@ -76,7 +76,7 @@ def _struct(name: str, tdef: dict) -> list[str]:
             t = "ggml_type" if f.get("enum") == "ggml_types" else (
                 "gguf_value_type" if f.get("enum") == "value_types" else f["type"])
             body += _declare(t, f["id"], suffix)
-        if "valid" in f:
+        if isinstance(f.get("valid"), list):  # any-of; ranges and string sizes are not asserted here
             allowed = " || ".join(f"{f['id']} == {v}" for v in f["valid"])
             body.append(f'std::assert({allowed}, "{f["id"]} not in {f["valid"]}");')
     if name == "metadata_kv":
@@ -109,7 +109,7 @@ def render_hexpat() -> str:
         word += len(f["contents"]) if "contents" in f else _spec.primitives()[f["type"]].size
     magic = " ".join(f"{b:02X}" for b in meta["magic"].encode("ascii"))
     lines = [
-        f"#pragma description {meta['title']}, versions {', '.join(map(str, meta['versions']))}, both byte orders",
+        f"#pragma description {meta['title']}, versions {', '.join(map(str, structs.versions()))}, both byte orders",
         f"#pragma magic [ {magic} ] @ 0x00",
         "// vocabularies hold hundreds of thousands of strings: above ImHex's default limits",
         "#pragma array_limit 4294967296",

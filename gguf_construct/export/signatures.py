@@ -44,7 +44,7 @@ def bof_sequences() -> list[tuple[int, str, bytes]]:
     (magic and version word), e.g. for a PRONOM/DROID internal signature."""
     meta = structs.container_spec()["meta"]
     out = []
-    for version in meta["versions"]:
+    for version in structs.versions():
         fields = {fid: (off, width) for fid, off, width in _header_fields(version)}
         voff, vwidth = fields["version"]
         for order in structs.BYTE_ORDERS:
@@ -57,9 +57,9 @@ def render_magic() -> str:
     """libmagic source lines (``file -m gguf.magic FILE``)."""
     meta = structs.container_spec()["meta"]
     lines = [f"# {meta['title']}: magic(5) lines generated from spec/ by `gguf-construct export magic`; do not edit.",
-             f"# Version and byte order: the version word, read in each byte order (versions {meta['versions']}).",
+             f"# Version and byte order: the version word, read in each byte order (versions {list(structs.versions())}).",
              f"0\tstring\t{meta['magic']}"]
-    for version in meta["versions"]:
+    for version in structs.versions():
         fields = {fid: (off, width) for fid, off, width in _header_fields(version)}
         voff, vwidth = fields["version"]
         for order in structs.BYTE_ORDERS:

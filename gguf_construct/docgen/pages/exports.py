@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from ... import export
+from ... import export, structs
 from ...export.signatures import MIME_TYPE, bof_sequences
 from ..context import Ctx, Page, Section
 from ..markdown import code, fence, intro, table
 
 
 def _sec_overview(ctx: Ctx) -> str:
-    g = ctx.data.gguf
-    versions = ", ".join(map(str, g["meta"]["versions"]))
+    versions = ", ".join(map(str, structs.versions()))
     rows = [
         [f"[`exports/{export.EXPORTS['ksy'][0]}`](../exports/{export.EXPORTS['ksy'][0]})", "Kaitai Struct",
          f"versions {versions}, both byte orders, every value type, every tensor type",
