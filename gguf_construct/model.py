@@ -378,13 +378,21 @@ def _value_to_tree(value: GGUFValue) -> Any:
 def load(source, *, lazy: bool = True) -> GGUFFile:
     """Read a GGUF file from a path, bytes-like object or binary file object.
 
-    Paths are memory-mapped and tensor data is not read until asked (``lazy=False`` copies the whole input into
-    memory instead).  Malformed input raises :class:`GGUFError` naming the offset and field.
+    A ``str`` or ``os.PathLike`` is a path; ``bytes``, ``bytearray`` and ``memoryview`` are the file's contents
+    (``load(b"model.gguf")`` does not open a file).  Paths are memory-mapped and tensor data is not read until
+    asked (``lazy=False`` copies the whole input into memory instead).  Malformed input raises :class:`GGUFError`
+    naming the offset and field.
     """
     buf, path, keepalive = open_source(source)
     if not lazy:
         buf, keepalive = memoryview(bytes(buf)), None
-    head = parse_head(buf)
+    try:
+        head = parse_head(buf)
+    except GGUFError as exc:
+        if isinstance(source, (bytes, bytearray, memoryview)) and exc.path == "header.magic":
+            raise GGUFError(f"{exc.message}; bytes are read as the file's contents, pass a str or os.PathLike "
+                            f"to open a file", offset=exc.offset, path=exc.path, rule=exc.rule) from None
+        raise
     gguf = GGUFFile(head.version, head.byte_order)
     gguf.path = path
     gguf._buf = buf

@@ -48,6 +48,19 @@ def _chunks(ctx: Context, t: TensorInfo, unit: int) -> Iterator[tuple[int, np.nd
     for u0 in range(0, n_units, step):
         u1 = min(n_units, u0 + step)
         yield u0, np.frombuffer(ctx.buf, dtype=np.uint8, count=(u1 - u0) * unit, offset=start + u0 * unit)
+        _progress(ctx, (u1 - u0) * unit)
+
+
+def _progress(ctx: Context, nbytes: int) -> None:
+    """Tell the caller's progress callback (``check(progress=...)``) that ``nbytes`` more data bytes are read."""
+    report = ctx.cache.get("progress")
+    if report is None:
+        return
+    if "progress_total" not in ctx.cache:
+        ctx.cache["progress_total"] = sum(t.nbytes for kind in ("quantized", "float") for t in _targets(ctx, kind))
+        ctx.cache["progress_done"] = 0
+    ctx.cache["progress_done"] += nbytes
+    report(ctx.cache["progress_done"], ctx.cache["progress_total"])
 
 
 def _targets(ctx: Context, kind: str) -> list[TensorInfo]:

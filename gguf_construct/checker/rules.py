@@ -15,13 +15,16 @@ from .. import spec as _spec
 
 __all__ = ["Rule", "Hit", "catalog", "get", "severity", "format_message", "rule", "structural", "predicates",
            "structural_rules", "across_files", "across_files_rules", "implemented", "PROFILES", "SEVERITY_RANK",
-           "OFF", "PROFILE_FALLBACK"]
+           "OFF", "PROFILE_FALLBACK", "PRACTICE_EXEMPT", "matches"]
 
 PROFILES = ("spec", "ggml", "llama.cpp")
 # a profile a rule does not name takes the verdict of another: llama.cpp reads the container with ggml's reader
 PROFILE_FALLBACK = {"llama.cpp": "ggml"}
 OFF = "off"  # the rule is not checked under that profile
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
+# profiles that describe llama.cpp's own behaviour: a deviation from gguf.md that llama.cpp makes on purpose (a hit
+# naming an erratum as its ``practice``) is no finding there; under spec it is reported once per file with a count
+PRACTICE_EXEMPT = ("ggml", "llama.cpp")
 
 
 @dataclass(frozen=True)
@@ -45,16 +48,27 @@ class Rule:
 
 @dataclass
 class Hit:
-    """What a predicate reports: where, and the values for the rule's message template."""
+    """What a predicate reports: where, and the values for the rule's message template.
+
+    ``practice`` names the erratum (spec/errata.yaml) that records this deviation as something llama.cpp does on
+    purpose; see :data:`PRACTICE_EXEMPT`.
+    """
 
     offset: int | None
     path: str
     params: dict
+    practice: str | None = None
 
     def __init__(self, offset: int | None = None, path: str = "", /, **params: Any):
         self.offset = offset
         self.path = path
         self.params = params
+        self.practice = None
+
+    def on_purpose(self, erratum: str) -> "Hit":
+        """Mark this hit as a deviation llama.cpp makes on purpose, explained by ``erratum``; returns the hit."""
+        self.practice = erratum
+        return self
 
 
 @functools.lru_cache(maxsize=None)
@@ -69,6 +83,16 @@ def catalog() -> dict[str, Rule]:
 def get(rule_id: str) -> Rule:
     """The catalog entry of ``rule_id`` (KeyError for unknown IDs)."""
     return catalog()[rule_id]
+
+
+def matches(rule_id: str, patterns) -> bool:
+    """True when ``rule_id`` is one of ``patterns`` or starts with one of them as a prefix (``KV`` and ``KV-``
+    both select KV-KEY-HYPHEN; ``KV-KEY-HYPHEN`` selects that rule only)."""
+    for pat in patterns:
+        pat = pat.strip().upper()
+        if pat and (rule_id == pat or rule_id.startswith(pat if pat.endswith("-") else pat + "-")):
+            return True
+    return False
 
 
 def severity(rule_id: str, profile: str = "spec") -> str:
