@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Iterable
 
+from .. import spec as _spec
 from ..keyregistry import keys_spec, lookup
 from .walk import ARRAY, KV, _VT
 
 __all__ = ["keys_spec", "lookup", "allowed_types", "type_label", "documented_architectures",
-           "known_architectures", "standard_namespaces", "entries_required_by"]
+           "known_architectures", "standard_namespaces", "entries_required_by", "HYPHENATED_ARCHITECTURES",
+           "UNWRITTEN_KEYS", "unwritten_keys"]
+
+# errata (spec/errata.yaml) recording deviations from gguf.md that llama.cpp makes on purpose
+HYPHENATED_ARCHITECTURES = "hyphenated-architectures"
+UNWRITTEN_KEYS = "unwritten-required-keys"
 
 
 def allowed_types(entry: dict) -> set[tuple[int, int | None]]:
@@ -52,3 +59,12 @@ def standard_namespaces() -> set[str]:
 def entries_required_by(arch: str) -> list[dict]:
     """Registry entries whose required_by names ``arch``."""
     return [e for e in keys_spec()["keys"] if arch in e.get("required_by", [])]
+
+
+@functools.lru_cache(maxsize=None)
+def unwritten_keys() -> frozenset[str]:
+    """Keys (with {arch}) that gguf.md requires but llama.cpp does not write: the erratum's related keys."""
+    for e in _spec.load_yaml("errata.yaml")["errata"]:
+        if e["id"] == UNWRITTEN_KEYS:
+            return frozenset(e["related"]["keys"])
+    return frozenset()

@@ -68,11 +68,12 @@ class Report:
         return {r: n - listed.get(r, 0) for r, n in self.counts.items() if n > listed.get(r, 0)}
 
     def severity_counts(self) -> dict[str, int]:
-        """Occurrences per severity, including those the per-rule cap left out of ``findings``."""
+        """Findings per severity, including those the per-rule cap left out of ``findings`` (a finding that stands
+        for several places counts once)."""
         out = {s: 0 for s in SEVERITY_RANK}
         sev_of = {}
         for f in self.findings:
-            out[f.severity] += f.count
+            out[f.severity] += 1
             sev_of[f.rule] = f.severity
         for rule, n in self.omitted().items():
             if rule in sev_of:
