@@ -30,7 +30,7 @@ def _cmd_dump(args) -> int:
     from .dump import file_summary, render_text
     from .model import load
 
-    gguf = load(args.file)
+    gguf = load(sys.stdin.buffer if args.file == "-" else args.file)  # - is standard input (read to its end)
     summary = file_summary(gguf, full=args.full)
     if args.json:
         write_json(json.dumps(summary, ensure_ascii=False, allow_nan=False, indent=1))
@@ -63,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("dump", help="show header, metadata and tensor table")
-    p.add_argument("file")
+    p.add_argument("file", help="a GGUF file; - reads standard input")
     p.add_argument("--json", action="store_true", help="machine-readable, stable JSON")
     p.add_argument("--full", action="store_true", help="do not summarise long arrays")
     p.set_defaults(func=_cmd_dump)

@@ -190,7 +190,10 @@ class GGUFFile:
         """Write the file atomically: to a temporary file in the same directory, then rename over ``path``."""
         path = os.fspath(path)
         directory = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix=".gguf-", suffix=".tmp", dir=directory)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".gguf-", suffix=".tmp", dir=directory)
+        except OSError as exc:
+            raise _about_target(exc, path) from None
         try:
             os.chmod(tmp, _mode_for(path))
             with os.fdopen(fd, "wb") as fh:
@@ -198,11 +201,13 @@ class GGUFFile:
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, path)
-        except BaseException:
+        except BaseException as exc:
             try:
                 os.unlink(tmp)
             except OSError:
                 pass
+            if isinstance(exc, OSError):
+                raise _about_target(exc, path) from None
             raise
 
     def write_to(self, out: BinaryIO) -> None:
@@ -373,6 +378,13 @@ def _value_to_tree(value: GGUFValue) -> Any:
     if value.item_type == GGUFValueType.ARRAY:
         data = ListContainer(_value_to_tree(v) for v in data)
     return Container(type=int(value.item_type), len=len(data), data=data)
+
+
+def _about_target(exc: OSError, path: str) -> OSError:
+    """``exc`` naming the file the user asked for instead of the temporary file it happened on."""
+    if exc.errno is None:
+        return exc
+    return OSError(exc.errno, exc.strerror or str(exc), path)
 
 
 def load(source, *, lazy: bool = True) -> GGUFFile:

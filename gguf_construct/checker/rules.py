@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
 from .. import spec as _spec
+from .._text import printable
 
 __all__ = ["Rule", "Hit", "catalog", "get", "severity", "format_message", "rule", "structural", "predicates",
            "structural_rules", "across_files", "across_files_rules", "implemented", "PROFILES", "SEVERITY_RANK",
@@ -105,9 +106,18 @@ class _Params(dict):
         return f"<{key}?>"
 
 
+class _Escaped(str):
+    """A string from the file: ``{x}`` escapes controls with :func:`printable`; ``{x!r}`` is repr (escaped too)."""
+
+    def __format__(self, spec: str) -> str:
+        return format(printable(str(self)), spec)
+
+
 def format_message(rule_id: str, params: dict) -> str:
-    """The rule's message template filled with ``params``."""
+    """The rule's message template filled with ``params``; strings from the file come out with control and bidi
+    characters escaped, so a message is safe to print."""
     template = catalog()[rule_id].message
+    params = {k: _Escaped(v) if isinstance(v, str) else v for k, v in params.items()}
     try:
         return template.format_map(_Params(params))
     except (ValueError, TypeError, IndexError):  # a format spec that does not fit the supplied value
