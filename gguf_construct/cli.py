@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -11,6 +12,9 @@ from . import __version__
 from .errors import GGUFError
 
 __all__ = ["main", "write_json"]
+
+# modules that register sub-commands with an add_cli(subparsers) function, in help order
+SUBCOMMAND_MODULES = ("checker", "fuzzing", "docgen", "split", "edit", "diff", "hashing")
 
 
 def write_json(text: str) -> None:
@@ -27,15 +31,26 @@ def write_json(text: str) -> None:
 
 
 def _cmd_dump(args) -> int:
-    from .dump import file_summary, render_text
-    from .model import load
+    from .dump import file_summary, raw_value, render_markdown, render_text
+    from .inputs import open_input
 
-    gguf = load(sys.stdin.buffer if args.file == "-" else args.file)  # - is standard input (read to its end)
-    summary = file_summary(gguf, full=args.full)
+    gguf = open_input(args.file)
+    if args.key is not None:
+        if args.key not in gguf.metadata:
+            print(f"gguf-construct: {args.file}: no key {args.key!r}", file=sys.stderr)
+            return 1
+        text = raw_value(gguf.metadata.typed(args.key))
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return 0
+    summary = file_summary(gguf, full=args.full, layout=True)
+    if args.no_tensors and args.json:
+        del summary["tensors"]  # tensor_count stays
     if args.json:
         write_json(json.dumps(summary, ensure_ascii=False, allow_nan=False, indent=1))
+    elif args.markdown:
+        print(render_markdown(summary, full=args.full, tensors=not args.no_tensors))
     else:
-        print(render_text(summary))
+        print(render_text(summary, full=args.full, tensors=not args.no_tensors))
     return 0
 
 
@@ -58,35 +73,45 @@ def _cmd_demo(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the command line (one sub-command per job)."""
     parser = argparse.ArgumentParser(prog="gguf-construct",
-                                     description="GGUF files from a declarative spec: dump, convert, check.")
+                                     description="GGUF files from a declarative spec: dump, edit, diff, split, merge, "
+                                                 "hash, convert, check.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("dump", help="show header, metadata and tensor table")
-    p.add_argument("file", help="a GGUF file; - reads standard input")
-    p.add_argument("--json", action="store_true", help="machine-readable, stable JSON")
-    p.add_argument("--full", action="store_true", help="do not summarise long arrays")
+    p = sub.add_parser("dump", help="show header, metadata and tensor table",
+                       description="Show FILE's header (version, byte order, alignment, file size, where the tensor "
+                                   "data starts), every metadata key with its type and value (arrays with their "
+                                   "item count) and the tensor table. Long values are summarised unless --full.")
+    p.add_argument("file", help="the GGUF file (a shard of a split model is shown alone); - reads standard input")
+    form = p.add_mutually_exclusive_group()
+    form.add_argument("--json", action="store_true",
+                      help="machine-readable, stable JSON (with file_size, data_offset and each key's offset)")
+    form.add_argument("--markdown", action="store_true", help="Markdown tables")
+    form.add_argument("--key", metavar="KEY",
+                      help="print only KEY's value, raw: a string exactly as stored (e.g. the chat template), "
+                           "an array as JSON; exit 1 when absent")
+    p.add_argument("--full", action="store_true",
+                   help="everything: whole arrays and strings (no 8-item or 160-character cut)")
+    p.add_argument("--no-tensors", action="store_true", help="leave out the tensor table")
     p.set_defaults(func=_cmd_dump)
 
-    p = sub.add_parser("convert", help="rewrite between GGUF versions and byte orders")
-    p.add_argument("input")
-    p.add_argument("output")
-    p.add_argument("--version", type=int, choices=(1, 2, 3))
-    p.add_argument("--byte-order", choices=("little", "big"))
+    p = sub.add_parser("convert", help="rewrite between GGUF versions and byte orders",
+                       description="Rewrite INPUT as OUTPUT in another GGUF version and/or byte order (tensor data "
+                                   "is swapped block by block as the spec declares); written atomically.")
+    p.add_argument("input", help="the GGUF file to read")
+    p.add_argument("output", help="the GGUF file to write")
+    p.add_argument("--version", type=int, choices=(1, 2, 3), help="GGUF version of the output (default: as input)")
+    p.add_argument("--byte-order", choices=("little", "big"), help="byte order of the output (default: as input)")
     p.set_defaults(func=_cmd_convert)
 
-    p = sub.add_parser("demo", help="write, load and verify example files in every version and byte order")
+    p = sub.add_parser("demo", help="write, load and verify example files in every version and byte order",
+                       description="Write small model files with several tensor types in every version and byte "
+                                   "order, load them back and verify byte-exact round trips and conversions.")
     p.add_argument("--out", help="keep the example files in this directory")
     p.set_defaults(func=_cmd_demo)
 
-    for extra in ("checker", "fuzzing", "docgen"):
-        try:
-            module = __import__(f"gguf_construct.{extra}", fromlist=["add_cli"])
-        except ImportError:
-            continue
-        add_cli = getattr(module, "add_cli", None)
-        if add_cli is not None:
-            add_cli(sub)
+    for name in SUBCOMMAND_MODULES:  # a broken import is an error here, never a silently missing command
+        importlib.import_module(f"gguf_construct.{name}").add_cli(sub)
     return parser
 
 

@@ -7,6 +7,7 @@ data section as it is (streamed, not loaded); adding or removing tensors lays th
 
 from __future__ import annotations
 
+import bisect
 import io
 import os
 import tempfile
@@ -16,9 +17,10 @@ import numpy as np
 from construct import Container, ListContainer
 
 from . import codecs, structs
-from .enums import GGMLType, GGUFValueType
+from .enums import GGMLType, GGUFValueType, ggml_type_or_none
 from .errors import GGUFError
 from .layout import RawHead, align_offset, open_source, parse_head
+from .shardnames import shard_set_paths
 from .spec import tensor_type_by_id
 from .values import GGUFValue, Metadata
 
@@ -40,13 +42,22 @@ def tensor_nbytes(ggml_type: int, shape: Iterable[int]) -> int:
 
 
 class Tensor:
-    """One tensor: name, shape (ggml order, ne[0] first), type, offset in the data section, and its data."""
+    """One tensor: name, shape (ggml order, ne[0] first), type, offset in the data section, and its data.
 
-    def __init__(self, name: str, shape: tuple[int, ...], ggml_type: GGMLType, offset: int, nbytes: int,
-                 *, source=None, source_offset: int = 0, byte_order: str = "little", info_path: str = ""):
+    A tensor whose type this library cannot size (an id ggml never defined, e.g. from a fork, or a removed type) is
+    *opaque*: ``ggml_type`` is then the plain int id, its bytes run from its offset to the next tensor's offset (or
+    the end of the file), ``raw()`` gives them and ``numpy()`` raises :class:`GGUFError` saying why.
+    ``file`` is the path of the file holding the data (the shard, for a split model).
+    """
+
+    def __init__(self, name: str, shape: tuple[int, ...], ggml_type: "GGMLType | int", offset: int, nbytes: int,
+                 *, source=None, source_offset: int = 0, byte_order: str = "little", info_path: str = "",
+                 file: str | None = None):
         self.name = name
         self.shape = tuple(int(d) for d in shape)
-        self.ggml_type = GGMLType(ggml_type)
+        known = ggml_type_or_none(int(ggml_type))
+        self.ggml_type = known if known is not None else int(ggml_type)
+        self.file = file
         self.offset = offset
         self.nbytes = nbytes
         self._source = source  # buffer holding the data (mmap view or bytes)
@@ -55,7 +66,18 @@ class Tensor:
         self.info_path = info_path  # where the tensor info was read, e.g. "tensor_infos[3]" ("" when built)
 
     def __repr__(self) -> str:
-        return f"Tensor({self.name!r}, shape={self.shape}, type={self.ggml_type.name}, offset={self.offset})"
+        return f"Tensor({self.name!r}, shape={self.shape}, type={self.type_name}, offset={self.offset})"
+
+    @property
+    def type_name(self) -> str:
+        """The type's name, or ``"type N"`` for an id ggml never defined."""
+        return self.ggml_type.name if isinstance(self.ggml_type, GGMLType) else f"type {self.ggml_type}"
+
+    @property
+    def opaque(self) -> bool:
+        """True when the type cannot be sized or decoded here (unknown id or removed type): only raw() works."""
+        spec_t = tensor_type_by_id().get(int(self.ggml_type))
+        return spec_t is None or not spec_t.is_current
 
     @property
     def n_elements(self) -> int:
@@ -77,6 +99,12 @@ class Tensor:
         float32 for float and quantized types, the type's own dtype for F64 and integer types.  Peak memory is
         the output plus a small constant: the data is read from the (mapped) source chunk by chunk.
         """
+        if self.opaque:
+            state = "a removed" if isinstance(self.ggml_type, GGMLType) else "an unknown"
+            raise GGUFError(f"tensor {self.name!r} has {state} ggml type ({self.type_name}, id "
+                            f"{int(self.ggml_type)}; forks such as ik_llama.cpp and newer ggml versions add types): "
+                            f"its block layout is unknown, so it cannot be decoded; raw() gives its {self.nbytes} "
+                            "bytes", path=f"{self.info_path}.type" if self.info_path else "", rule="TI-TYPE")
         t = tensor_type_by_id()[int(self.ggml_type)]
         raw = self.raw()
         n_blocks = self.nbytes // t.type_size
@@ -111,6 +139,7 @@ class GGUFFile:
         self._buf = None
         self._keepalive = None
         self._orig: dict[str, Any] | None = None  # layout facts of the loaded file
+        self._shards: list[GGUFFile] = []  # the shard files of a split model loaded as one set
         self.metadata.changed = False
 
     # -- construction -------------------------------------------------------------------------------------
@@ -158,6 +187,15 @@ class GGUFFile:
         self.tensors = [t for t in self.tensors if t.name != name]
         self._orig = None
 
+    def rename_tensor(self, old: str, new: str) -> None:
+        """Rename a tensor; the data section is kept as it is (offsets do not change)."""
+        if any(t.name == new for t in self.tensors):
+            raise ValueError(f"duplicate tensor name {new!r}")
+        t = self.tensor(old)
+        t.name = new
+        if self._orig is not None:
+            self._orig["infos"] = [(new if name == old else name, *rest) for name, *rest in self._orig["infos"]]
+
     def tensor(self, name: str) -> Tensor:
         """The tensor called ``name``."""
         for t in self.tensors:
@@ -175,6 +213,22 @@ class GGUFFile:
                 return value.value
         return DEFAULT_ALIGNMENT
 
+    @property
+    def data_offset(self) -> int | None:
+        """Where the tensor data section starts in the loaded file (None for a file built in memory)."""
+        return self._orig["data_start"] if self._orig is not None else None
+
+    @property
+    def source_size(self) -> int | None:
+        """Size in bytes of the loaded file (None for a file built in memory)."""
+        return len(self._buf) if self._buf is not None else None
+
+    @property
+    def shards(self) -> "list[GGUFFile]":
+        """The files of a split model loaded as a set (first shard first, each with its own tensors), or
+        ``[self]`` for a single file."""
+        return self._shards or [self]
+
     def __repr__(self) -> str:
         return (f"GGUFFile(version={self.version}, byte_order={self.byte_order!r}, {len(self.metadata)} keys, "
                 f"{len(self.tensors)} tensors)")
@@ -186,8 +240,10 @@ class GGUFFile:
         self.write_to(out)
         return out.getvalue()
 
-    def save(self, path: str | os.PathLike) -> None:
-        """Write the file atomically: to a temporary file in the same directory, then rename over ``path``."""
+    def save(self, path: str | os.PathLike, *, pad_head: bool = False) -> None:
+        """Write the file atomically: to a temporary file in the same directory, then rename over ``path``.
+
+        ``pad_head``: pad the head to the alignment even when there are no tensors (as ggml's writer does)."""
         path = os.fspath(path)
         directory = os.path.dirname(os.path.abspath(path))
         try:
@@ -198,6 +254,9 @@ class GGUFFile:
             os.chmod(tmp, _mode_for(path))
             with os.fdopen(fd, "wb") as fh:
                 self.write_to(fh)
+                if pad_head and not self.tensors:
+                    end = fh.tell()
+                    fh.write(b"\0" * (align_offset(end, self.alignment) - end))
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, path)
@@ -212,6 +271,9 @@ class GGUFFile:
 
     def write_to(self, out: BinaryIO) -> None:
         """Stream the file into a binary file object."""
+        if len(self.shards) > 1:
+            raise ValueError("this is a split model loaded as a set of shards; merge it (gguf-construct merge) or "
+                             "load one shard with load(path, shards=False) to rewrite that file")
         keep = self._orig is not None and self._orig["alignment"] == self.alignment
         if keep and not self._tensor_infos_unchanged():
             keep = False
@@ -306,6 +368,9 @@ class GGUFFile:
 
     def close(self) -> None:
         """Release the memory map (tensors of this file can no longer be read)."""
+        for shard in self._shards:
+            if shard is not self:
+                shard.close()
         self._buf = None
         for t in self.tensors:
             if self._orig is not None:
@@ -331,6 +396,9 @@ def _copy(out: BinaryIO, view) -> None:
 
 
 def _swap_copy(out: BinaryIO, t: Tensor, src_order: str, dst_order: str) -> None:
+    if t.opaque:
+        raise ValueError(f"tensor {t.name!r} has {t.type_name}, whose layout is unknown: its bytes cannot be "
+                         "converted to the other byte order")
     spec_t = tensor_type_by_id()[int(t.ggml_type)]
     raw = t.raw()
     step = max(1, _COPY_CHUNK // spec_t.type_size) * spec_t.type_size
@@ -387,14 +455,50 @@ def _about_target(exc: OSError, path: str) -> OSError:
     return OSError(exc.errno, exc.strerror or str(exc), path)
 
 
-def load(source, *, lazy: bool = True) -> GGUFFile:
+def load(source, *, lazy: bool = True, shards: bool = True) -> GGUFFile:
     """Read a GGUF file from a path, bytes-like object or binary file object.
 
     A ``str`` or ``os.PathLike`` is a path; ``bytes``, ``bytearray`` and ``memoryview`` are the file's contents
     (``load(b"model.gguf")`` does not open a file).  Paths are memory-mapped and tensor data is not read until
     asked (``lazy=False`` copies the whole input into memory instead).  Malformed input raises :class:`GGUFError`
     naming the offset and field.
+
+    A path named as a shard of a split model (``...-00002-of-00005.gguf``) loads the whole set: the metadata of the
+    first shard, the tensors of every shard in order (each :class:`Tensor` reads from its own file, lazily), the
+    files in :attr:`GGUFFile.shards`.  A missing shard raises :class:`GGUFError`.  ``shards=False`` loads just the
+    named file.  A set cannot be saved as one file (merge it).
     """
+    if shards and isinstance(source, (str, os.PathLike)):
+        paths = shard_set_paths(os.fspath(source))
+        if paths is not None and len(paths) > 1:
+            return _load_set(paths, lazy)
+    return _load_one(source, lazy)
+
+
+def _load_set(paths: list[str], lazy: bool) -> GGUFFile:
+    missing = [p for p in paths if not os.path.isfile(p)]
+    if missing:
+        raise GGUFError(f"split model: shard {missing[0]!r} is missing ({len(missing)} of {len(paths)} shards "
+                        "absent); load(path, shards=False) reads one shard alone", path="file_name",
+                        rule="META-SPLIT-MISSING")
+    files = [_load_one(p, lazy) for p in paths]
+    first = files[0]
+    whole = GGUFFile(first.version, first.byte_order)
+    whole.path = first.path
+    whole.metadata = first.metadata
+    whole._shards = files
+    seen: dict[str, str] = {}
+    for f in files:
+        for t in f.tensors:
+            if t.name in seen:
+                raise GGUFError(f"split model: tensor {t.name!r} is in {seen[t.name]!r} and {f.path!r}",
+                                path="file_name", rule="META-SPLIT-DUP")
+            seen[t.name] = f.path
+            whole.tensors.append(t)
+    return whole
+
+
+def _load_one(source, lazy: bool) -> GGUFFile:
     buf, path, keepalive = open_source(source)
     if not lazy:
         buf, keepalive = memoryview(bytes(buf)), None
@@ -479,12 +583,10 @@ def _fill_tensors(gguf: GGUFFile, head: RawHead, buf) -> None:
             raise GGUFError(f"dimension out of range in {shape}", offset=where(), path=f"{path}.dimensions",
                             rule="TI-DIM-RANGE")
         spec_t = tensor_type_by_id().get(info.type)
-        if spec_t is None or not spec_t.is_current:
-            state = "removed" if spec_t is not None else "unknown"
-            raise GGUFError(f"{state} tensor type {info.type}", offset=where(), path=f"{path}.type",
-                            rule="TI-TYPE")
+        if spec_t is not None and not spec_t.is_current:
+            spec_t = None  # removed types: ggml gives them no size either; opaque like unknown ones
         row = shape[0] if shape else 1  # no dimensions: ne[0] is 1
-        if row % spec_t.block_size:
+        if spec_t is not None and row % spec_t.block_size:
             raise GGUFError(f"ne[0]={row} is not a multiple of {spec_t.name}'s block size "
                             f"{spec_t.block_size}", offset=where(), path=f"{path}.dimensions", rule="TI-BLOCK")
         nelem = 1
@@ -493,7 +595,7 @@ def _fill_tensors(gguf: GGUFFile, head: RawHead, buf) -> None:
         if nelem >= 2**63:
             raise GGUFError(f"element count {nelem} overflows int64", offset=where(), path=f"{path}.dimensions",
                             rule="TI-NELEM-OVERFLOW")
-        nbytes = tensor_nbytes(spec_t.id, shape)
+        nbytes = tensor_nbytes(spec_t.id, shape) if spec_t is not None else 0  # opaque: sized below
         if info.offset % alignment:
             raise GGUFError(f"offset {info.offset} is not a multiple of the alignment {alignment}", offset=where(),
                             path=f"{path}.offset", rule="TI-OFFSET-ALIGN")
@@ -501,12 +603,23 @@ def _fill_tensors(gguf: GGUFFile, head: RawHead, buf) -> None:
             raise GGUFError(f"tensor {info.name!r} data [{info.offset}, {info.offset + nbytes}) lies outside the "
                             f"{size - data_start}-byte data section", offset=where(), path=f"{path}.offset",
                             rule="DATA-BOUNDS")
-        tensors.append(Tensor(info.name, shape, GGMLType(spec_t.id), info.offset, nbytes, source=buf,
-                              source_offset=data_start + info.offset, byte_order=head.byte_order, info_path=path))
+        tensors.append(Tensor(info.name, shape, info.type, info.offset, nbytes, source=buf,
+                              source_offset=data_start + info.offset, byte_order=head.byte_order, info_path=path,
+                              file=gguf.path))
+    _size_opaque(tensors, size - data_start)
     gguf.tensors = tensors
     gguf._orig = {"head_end": head.end, "data_start": data_start, "alignment": alignment,
                   "byte_order": head.byte_order,
                   "infos": [(t.name, t.shape, int(t.ggml_type), t.offset) for t in tensors]}
+
+
+def _size_opaque(tensors: list[Tensor], data_size: int) -> None:
+    """An opaque tensor's bytes run from its offset to the next larger offset of any tensor, or to the end."""
+    offsets = sorted({t.offset for t in tensors} | {data_size})
+    for t in tensors:
+        if t.opaque:
+            nxt = offsets[bisect.bisect_right(offsets, t.offset)] if t.offset < data_size else data_size
+            t.nbytes = nxt - t.offset
 
 
 def _mode_for(path: str) -> int:

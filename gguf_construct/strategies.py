@@ -41,7 +41,7 @@ from .model import GGUFFile, tensor_nbytes
 from .values import GGUFValue, numpy_dtype_of
 
 __all__ = ["Document", "gguf_files", "invalid_gguf_files", "documents", "metadata_values", "metadata_keys",
-           "tensor_specs", "violations"]
+           "tensor_specs", "violations", "model_files", "invalid_model_files", "MODEL_TENSOR_TYPES"]
 
 _SCALARS = [vt for vt in GGUFValueType if vt not in (GGUFValueType.ARRAY,)]
 _ALIGNMENTS = [None, 8, 16, 64, 128]
@@ -228,3 +228,93 @@ def _invalid_gguf_files(draw, rules, versions, byte_orders, tensor_types, max_kv
     if rules is not None:
         assume(labels & rules)
     return raw.encode()[0], labels
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the model layer: whole models of the architectures llama.cpp knows
+# ----------------------------------------------------------------------------------------------------------------
+
+# tensor types a generated model may store its tensors in (block sizes from the spec decide where each fits)
+MODEL_TENSOR_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_K", "Q6_K")
+
+
+def _loadable_architectures() -> list[str]:
+    from .arch.synth import model_architectures
+
+    return model_architectures()
+
+
+@st.composite
+def _model_sizes(draw) -> dict[str, int]:
+    """Small hyperparameters that divide evenly: embedding = heads x head size, kv heads divide heads."""
+    heads = draw(st.sampled_from((1, 2, 4)))
+    head_dim = draw(st.sampled_from((16, 32)))
+    kv = draw(st.sampled_from([d for d in (1, 2, 4) if heads % d == 0]))
+    return {"embedding_length": heads * head_dim, "attention.head_count": heads, "attention.head_count_kv": kv,
+            "block_count": draw(st.integers(1, 3)), "feed_forward_length": draw(st.sampled_from((32, 64, 128))),
+            "context_length": draw(st.sampled_from((32, 64, 128)))}
+
+
+@st.composite
+def _model_parts(draw, architectures, tensor_types):
+    from .arch.synth import SynthesisError, minimal_model_parts
+    from .arch.loader import TensorMeta
+
+    name = draw(st.sampled_from(list(architectures) if architectures else _loadable_architectures()))
+    n_vocab = draw(st.integers(16, 48))
+    try:
+        meta, tensors = minimal_model_parts(name, n_vocab=n_vocab, sizes=draw(_model_sizes()))
+    except SynthesisError:  # the drawn sizes break one of the architecture's asserts: its default sizes do not
+        meta, tensors = minimal_model_parts(name)
+    by_name = {t.name: t for t in _spec.tensor_types()}
+    allowed = [by_name[n] for n in (tensor_types or MODEL_TENSOR_TYPES)]
+    out = {}
+    for tname, t in tensors.items():
+        fits = [tt for tt in allowed if t.ne and t.ne[0] % tt.block_size == 0] or [by_name["F32"]]
+        out[tname] = TensorMeta(tname, t.ne, draw(st.sampled_from(fits)).id)
+    return name, meta, out
+
+
+def model_files(*, architectures: Sequence[str] | None = None, versions: Sequence[int] = (3,),
+                byte_orders: Sequence[str] = ("little",),
+                tensor_types: Sequence[str] | None = None) -> st.SearchStrategy[tuple[bytes, str]]:
+    """Valid minimal models as ``(bytes, architecture)``: any architecture llama.cpp knows (or those named), with
+    small random hyperparameters that satisfy the loader's constraints, every tensor the loader asks for in the
+    shape it computes, stored in types that fit (``tensor_types``, default :data:`MODEL_TENSOR_TYPES`; data is
+    zeros).  llama.cpp's loader accepts each (``check --profile llama.cpp`` says so, and the differential test
+    holds it against libllama)."""
+    from .arch.synth import build_model_file
+
+    @st.composite
+    def draw_file(draw):
+        name, meta, tensors = draw(_model_parts(architectures, tensor_types))
+        f = build_model_file(meta, tensors, version=draw(st.sampled_from(list(versions))),
+                             byte_order=draw(st.sampled_from(list(byte_orders))))
+        return f.to_bytes(), name
+
+    return draw_file()
+
+
+def invalid_model_files(*, rules: Sequence[str] | None = None, architectures: Sequence[str] | None = None,
+                        tensor_types: Sequence[str] | None = None) -> st.SearchStrategy[tuple[bytes, frozenset[str]]]:
+    """Models that llama.cpp refuses, as ``(bytes, rule_ids)``: a model of :func:`model_files` with one labelled
+    edit (:mod:`gguf_construct.arch.mutate`: a key dropped or retyped, a tensor dropped, reshaped or added, the
+    block count changed) whose declared intent is the MODEL-* rules in ``rule_ids``.  With ``rules``, only edits
+    aimed at one of them are drawn.  Benign edits (an optional key dropped) are not drawn."""
+    import random
+
+    from .arch.mutate import MUTATIONS
+    from .arch.synth import build_model_file
+    from hypothesis import assume
+
+    wanted = frozenset(rules) if rules is not None else None
+
+    @st.composite
+    def draw_file(draw):
+        _, meta, tensors = draw(_model_parts(architectures, tensor_types))
+        mutation = draw(st.sampled_from(MUTATIONS))
+        got = mutation.apply(meta, tensors, random.Random(draw(st.integers(0, 2**32 - 1))))
+        assume(got is not None and got.rules and (wanted is None or got.rules & wanted))
+        return build_model_file(got.meta, got.tensors).to_bytes(), got.rules
+
+    return draw_file()

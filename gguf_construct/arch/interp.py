@@ -345,7 +345,10 @@ class Interpreter:
         return None
 
     def assign(self, target: str, value: Any, frame: Frame) -> None:
-        """``set``: a local, a member of the owner, ``obj.member`` or ``obj[index]``."""
+        """``set``: a local, a member of the owner, ``obj.member`` or ``obj[index]``.  A std::array or std::vector
+        is assigned by value (a copy), as in C++."""
+        if isinstance(value, list):
+            value = type(value)(value)
         m = re.fullmatch(r"[A-Za-z_]\w*", target)
         if m:
             f = frame.find(target)

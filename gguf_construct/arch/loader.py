@@ -33,6 +33,9 @@ class MetaValue:
     def __len__(self) -> int:
         return len(self.value) if self.type == "ARRAY" else 0
 
+    def __bool__(self) -> bool:  # a present key is true whatever its length (a scalar has length 0)
+        return True
+
 
 @dataclass(frozen=True)
 class TensorMeta:
@@ -327,7 +330,9 @@ class MetaReader:
         if v.item_type not in self.types["array_any"]:
             return self._fail("KEY-TYPE", f"{key} is not a string/float32/uint32/int32/uint64 array", key,
                               expected="array", got=v.item_type)
-        if isinstance(ref, Ref) and not ref.container and isinstance(ref.get(), list):
+        if isinstance(ref, Ref) and not ref.container and (isinstance(ref.get(), list) or
+                                                           (not ref.ctype and ref.get() is None)):
+            # a vector, or a member of the model class the extractor has no declaration of (also a vector)
             ref.set(CxxVector(_convert(v.item_type, x) for x in v.value))
         elif isinstance(ref, Ref) and ref.container:
             accepted = self.types["array_elements"].get(ref.container, {}).get(ref.ctype)
@@ -656,7 +661,7 @@ def _load_vocab(meta: Mapping[str, MetaValue], ml: MetaReader, arch: str, vocab:
     pre = meta.get(spec["pre_key"])
     pre_name = pre.value if pre is not None else ""
     n_token_types = meta.get("tokenizer.ggml.token_type_count")
-    object.__setattr__(vocab, "n_token_types", lambda: int(n_token_types.value) if n_token_types else 0)
+    object.__setattr__(vocab, "n_token_types", lambda: int(n_token_types.value) if n_token_types is not None else 0)
     model = spec["models"].get(model_name)
     if model is None:
         raise Fatal("VOCAB", f"unknown tokenizer: '{model_name}'", key=spec["model_key"], got=model_name)

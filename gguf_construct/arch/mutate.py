@@ -138,14 +138,43 @@ def _add_tensor(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated | N
 
 
 def _retype_tensor(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated | None:
-    names = sorted(n for n, t in tensors.items() if t.type == 0)
-    if not names:
+    """Store one tensor in another ggml type: the loader does not check types, but ggml refuses a row length that
+    is not a multiple of the type's block (TI-BLOCK)."""
+    from ..spec import tensor_types
+
+    if not tensors:
         return None
-    name = rng.choice(names)
+    name = rng.choice(sorted(tensors))
     t = tensors[name]
+    spec = rng.choice([tt for tt in tensor_types() if tt.is_current and tt.id != t.type])
+    fits = bool(t.ne) and t.ne[0] % spec.block_size == 0
     new = dict(tensors)
-    new[name] = TensorMeta(name, t.ne, 1)  # F32 -> F16: same shape; the loader does not check types
-    return Mutated("retype-tensor", f"{name}: F32 -> F16", dict(meta), new, frozenset())
+    new[name] = TensorMeta(name, t.ne, spec.id)
+    return Mutated("retype-tensor", f"{name}: type {t.type} -> {spec.name}", dict(meta), new,
+                   frozenset() if fits else frozenset({"TI-BLOCK"}))
+
+
+def _key_to_array(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated | None:
+    """A scalar hyperparameter the loader reads with get_key_or_arr stored as a per-layer array: one value per
+    block is the same model; any other length fails ("wrong array length")."""
+    from .outline import common_key_reads, outline
+
+    arch = _arch(meta)
+    o = outline(arch)
+    per_layer = {k.key.replace("{arch}", arch) for k in (*common_key_reads(), *(o.keys if o else ()))
+                 if k.reader == "get_key_or_arr"}
+    n_layer = meta.get(f"{arch}.block_count")
+    keys = sorted(k for k in per_layer if k in meta and meta[k].type in ("UINT32", "INT32", "FLOAT32"))
+    if not keys or n_layer is None or n_layer.type == "ARRAY":
+        return None
+    key = rng.choice(keys)
+    v = meta[key]
+    n = int(n_layer.value)
+    length = n if rng.random() < 0.5 else rng.choice((n + 1, max(n - 1, 0) or n + 2))
+    new = dict(meta)
+    new[key] = MetaValue("ARRAY", [v.value] * length, v.type)
+    return Mutated("key-to-array", f"{key}: {v.type} -> ARRAY[{v.type}] x {length}", new, dict(tensors),
+                   frozenset() if length == n else frozenset({"MODEL-KEY-TYPE"}))
 
 
 def _block_count(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated | None:
@@ -165,7 +194,7 @@ MUTATIONS: tuple[ModelMutation, ...] = (
     ModelMutation("drop-key", _drop_key), ModelMutation("retype-key", _retype_key),
     ModelMutation("drop-tensor", _drop_tensor), ModelMutation("reshape-tensor", _reshape_tensor),
     ModelMutation("add-tensor", _add_tensor), ModelMutation("retype-tensor", _retype_tensor),
-    ModelMutation("block-count", _block_count),
+    ModelMutation("block-count", _block_count), ModelMutation("key-to-array", _key_to_array),
 )
 
 

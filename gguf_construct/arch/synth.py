@@ -15,11 +15,20 @@ import numpy as np
 from .loader import MetaValue, TensorMeta, plan_load
 from .programs import architecture, model_spec
 
-__all__ = ["SynthesisError", "minimal_model", "minimal_model_parts", "build_model_file"]
+__all__ = ["SynthesisError", "minimal_model", "minimal_model_parts", "build_model_file", "model_architectures"]
 
 
 class SynthesisError(ValueError):
     """The replay keeps finding a problem that adding keys and tensors cannot solve."""
+
+
+def model_architectures() -> list[str]:
+    """The architectures a model file can be made of: those llama.cpp's loader accepts, less the stubs whose
+    tensor loading always aborts (``clip``: vision encoders are read by another loader)."""
+    from .programs import architectures
+
+    return [n for n, a in architectures().items()
+            if a.loadable and not (len(a.tensors) == 1 and "fail" in a.tensors[0])]
 
 
 # small values that satisfy the loader's asserts and divide evenly (embedding 64 = 4 heads x 16)
@@ -67,37 +76,81 @@ VARIANTS = ({}, {"{arch}.expert_count": (4, "UINT32"), "{arch}.expert_used_count
              "tokenizer.ggml.token_type_count": (2, "UINT32")})
 
 
+# Hyperparameters some architectures need beyond the generic search, from their loaders' asserts and failures
+# (docs/architectures/<name>.md lists them): multi-head latent attention needs key_length_mla > the rope
+# dimension, DeepSeek-V4-style hyper-connections a count of 4, draft models their target layers, ...
+_MLA = {"{arch}.attention.key_length_mla": (32, "UINT32"), "{arch}.attention.value_length_mla": (16, "UINT32"),
+        "{arch}.rope.dimension_count": (16, "UINT32")}
+_MOE = {"{arch}.expert_count": (4, "UINT32"), "{arch}.expert_used_count": (2, "UINT32"),
+        "{arch}.expert_feed_forward_length": (16, "UINT32")}
+HINTS: dict[str, dict] = {
+    "deepseek2": _MLA, "mistral4": _MLA, "hy_v4": _MLA, "deepseek32": _MLA, "glm-dsa": _MLA, "dots3note": _MLA,
+    "kimi-k3": _MLA, "kimi-linear": _MLA,
+    "dots3note": {**_MLA, "{arch}.attention.key_length_mla_swa": (32, "UINT32"),
+                  "{arch}.attention.value_length_mla_swa": (16, "UINT32")},
+    "bailingmoe3": {**_MLA, "{arch}.kda.gate_lower_bound": (-5.0, "FLOAT32")},
+    "glm5-next": {**_MLA, "{arch}.hyper_connection.count": (4, "UINT32"),
+                  "{arch}.attention.indexer.kpool": (2, "UINT32")},
+    "deepseek4": {"{arch}.hyper_connection.count": (4, "UINT32"), "{arch}.expert_gating_func": (4, "UINT32"),
+                  "{arch}.attention.compress_ratios": ([0, 0], "ARRAY", "UINT32")},
+    "qwen4exp": {"{arch}.hyper_connection.count": (4, "UINT32")},
+    "dflash": {"{arch}.target_layers": ([0], "ARRAY", "INT32")},
+    "eagle3": {"{arch}.target_layers": ([0, 1, 2], "ARRAY", "INT32"), "{arch}.target_hidden_size": (64, "UINT32")},
+    "gemma4-assistant": {"{arch}.embedding_length_out": (128, "UINT32"),
+                         "{arch}.attention.sliding_window_pattern": ([True, False], "ARRAY", "BOOL")},
+    "graniteswitch": {"{arch}.adapters.count": (1, "UINT32"), "{arch}.adapters.lora_rank": (4, "UINT32"),
+                      "{arch}.adapters.token_ids_activate": ([1], "ARRAY", "INT32"),
+                      "{arch}.adapters.token_ids_substitute": ([2], "ARRAY", "INT32")},
+    "grovemoe": {**_MOE, "{arch}.experts_per_group": (2, "UINT32"),
+                 "{arch}.expert_chunk_feed_forward_length": (16, "UINT32")},
+    "smallthinker": _MOE,
+    "hrm_text": {"{arch}.hrm.layers_per_stack": (1, "UINT32"), "{arch}.hrm.h_cycles": (1, "UINT32"),
+                 "{arch}.hrm.l_cycles": (1, "UINT32")},
+    "rwkv7": {"{arch}.attention.gate_lora_rank": (16, "UINT32")},
+    # the loader tries the fused tensor and falls back to five separate ones; give it the fused one
+    "rwkv6": {"tensor:blk.{i}.time_mix_lerp_fused.weight": (("embedding_length", 1, 1, 5), "F32")},
+}
+TENSOR_HINT = "tensor:"
+
+
 def minimal_model_parts(name: str, *, n_vocab: int = 32, overrides: dict | None = None,
+                        sizes: dict[str, int] | None = None,
                         max_rounds: int = 40) -> tuple[dict[str, MetaValue], dict[str, TensorMeta]]:
     """The metadata and tensor infos of the smallest model of architecture ``name`` the replay accepts (the
-    plain model first, then with experts and token types as :data:`VARIANTS` lists)."""
+    plain model first, then with experts and token types as :data:`VARIANTS` lists).  ``sizes`` overrides the
+    starting hyperparameters of :data:`SIZES` (same keys, without the architecture prefix)."""
     error: SynthesisError | None = None
     for variant in VARIANTS:
-        extra = {k.replace("{arch}", name): v for k, v in variant.items()}
+        extra = {k.replace("{arch}", name): v for k, v in {**variant, **HINTS.get(name, {})}.items()}
         extra.update(overrides or {})
         try:
-            return _synthesize(name, n_vocab, extra, max_rounds)
+            return _synthesize(name, n_vocab, extra, max_rounds, {**SIZES, **(sizes or {})})
         except SynthesisError as exc:
             error = error or exc
     raise error  # type: ignore[misc]
 
 
-def _synthesize(name: str, n_vocab: int, overrides: dict, max_rounds: int):
+def _synthesize(name: str, n_vocab: int, overrides: dict, max_rounds: int, sizes: dict[str, int] = SIZES):
     a = architecture(name)
     if a is None or not a.loadable:
         raise SynthesisError(f"llama.cpp cannot load architecture {name!r}")
     meta: dict[str, MetaValue] = {"general.architecture": MetaValue("STRING", name)}
-    for key, value in SIZES.items():
+    for key, value in sizes.items():
         meta[f"{name}.{key}"] = MetaValue("UINT32", value)
     meta[f"{name}.attention.layer_norm_rms_epsilon"] = MetaValue("FLOAT32", 1e-5)
     meta[f"{name}.attention.layer_norm_epsilon"] = MetaValue("FLOAT32", 1e-5)
     _vocab(meta, n_vocab)
-    for key, (value, gtype) in (overrides or {}).items():
-        if value is None:
+    tensors: dict[str, TensorMeta] = {}
+    for key, (value, gtype, *item) in (overrides or {}).items():
+        if key.startswith(TENSOR_HINT):
+            for i in range(int(meta[f"{name}.block_count"].value)):
+                tname = key[len(TENSOR_HINT):].replace("{i}", str(i))
+                ne = tuple(int(meta[f"{name}.{d}"].value) if isinstance(d, str) else d for d in value)
+                tensors[tname] = TensorMeta(tname, ne, 0)
+        elif value is None:
             meta.pop(key, None)
         else:
-            meta[key] = MetaValue(gtype, value)
-    tensors: dict[str, TensorMeta] = {}
+            meta[key] = MetaValue(gtype, value, *item)
     for _ in range(max_rounds):
         plan = plan_load(meta, tensors, vocab_only=False)
         if not plan.problems:

@@ -33,7 +33,8 @@ def add_cli(subparsers) -> None:
                                           "in this directory or a parent; options given here win.")
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="GGUF files or directories (searched for *.gguf); - reads standard input (after the files)")
-    p.add_argument("--format", choices=("text", "json", "sarif"), default=None, help="default: text")
+    p.add_argument("--format", choices=("text", "json", "sarif"), default=None,
+                   help="text for people (default), json for programs, sarif for code-scanning tools")
     p.add_argument("--profile", choices=PROFILES, default=None,
                    help="spec: gguf.md's verdicts (default); ggml: what ggml's reader accepts; llama.cpp: what "
                         "llama.cpp's model loader accepts (container as mmap-ed by llama.cpp, plus the model rules)")

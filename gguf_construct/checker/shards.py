@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 
+from ..shardnames import shard_set_paths
 from .naming import shard_of
 from .report import Finding, Report
 from .rules import across_files, format_message, severity
@@ -39,13 +40,7 @@ def shard_siblings(paths: list[str]) -> list[str]:
     out = list(paths)
     seen = set(paths)
     for p in paths:
-        key = _group_key(p)
-        if key is None:
-            continue
-        prefix, total, number = key
-        width = len(number)
-        for n in range(1, int(total) + 1):
-            sib = f"{prefix}-{n:0{width}d}-of-{total}.gguf"
+        for sib in shard_set_paths(p) or ():
             if sib not in seen and os.path.isfile(sib):
                 seen.add(sib)
                 out.append(sib)

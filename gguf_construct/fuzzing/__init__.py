@@ -60,11 +60,12 @@ def add_cli(subparsers) -> None:
                                           "where it disagrees with the spec (false accepts/rejects, crashes, "
                                           "hangs, wrong values), with minimised reproducers.")
     p.add_argument("--target", required=True,
-                   help="gguf-py | ggml:LIBGGML_BASE_SO | cmd:'PROGRAM ARGS {file}' | python:module:function")
+                   help="gguf-py | ggml:LIBGGML_BASE_SO | llama:LIBLLAMA_SO (fed whole models; use --profile "
+                        "llama.cpp) | cmd:'PROGRAM ARGS {file}' | python:module:function")
     p.add_argument("--count", type=int, default=1000, help="files to generate (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="random seed (runs are reproducible)")
-    p.add_argument("--profile", choices=("spec", "ggml"), default="spec",
-                   help="oracle verdicts: the spec's (default) or ggml's reader's")
+    p.add_argument("--profile", choices=("spec", "ggml", "llama.cpp"), default="spec",
+                   help="oracle verdicts: the spec's (default), ggml's reader's or llama.cpp's model loader's")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per file before a hang is declared")
     p.add_argument("--memory", type=int, default=2048, help="memory limit of the target in MiB (RLIMIT_AS)")
     p.add_argument("--out", help="directory for reproducers (.gguf) and summary.json")

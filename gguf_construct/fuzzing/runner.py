@@ -76,6 +76,14 @@ def generate(seed: int, *, valid_share: float = 0.25, pool: list | None = None) 
         yield Sample(raw.encode()[0], "+".join(names), raw)
 
 
+def _model_stream(seed: int) -> Iterator[Sample]:
+    """Whole models for a model loader (the ``llama:`` target): see :func:`.llama_target.model_samples`."""
+    from .llama_target import model_samples
+
+    for data, how in model_samples(seed):
+        yield Sample(data, how)
+
+
 def classify(exp: Expectation, out: Outcome) -> tuple[str | None, list[dict]]:
     """The disagreement class of a target outcome (None when it agrees) and any value differences."""
     if out.status == "crash":
@@ -142,7 +150,7 @@ def run(target: Target, *, count: int = 1000, seed: int = 0, profile: str = "spe
     bar = ProgressBar(count, progress)
     t0 = time.perf_counter()
     try:
-        stream = generate(seed)
+        stream = _model_stream(seed) if getattr(target, "models", False) else generate(seed)
         for i in range(count):
             sample = next(stream)
             exp = expect(sample.data, profile)

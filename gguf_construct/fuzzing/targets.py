@@ -202,7 +202,7 @@ class PythonTarget(Target):
 
 
 def make_target(spec: str, *, timeout: float = 10.0, memory: int = DEFAULT_MEMORY) -> Target:
-    """A target from its command-line form: ``gguf-py``, ``ggml:LIBRARY``, ``cmd:TEMPLATE`` or
+    """A target from its command-line form: ``gguf-py``, ``ggml:LIBRARY``, ``llama:LIBRARY``, ``cmd:TEMPLATE`` or
     ``python:module:function``."""
     if spec == "gguf-py":
         try:
@@ -218,11 +218,22 @@ def make_target(spec: str, *, timeout: float = 10.0, memory: int = DEFAULT_MEMOR
             raise ValueError(f"target ggml: no library at {lib} (give the path of libggml-base)")
         return PythonTarget("gguf_construct.fuzzing.ggml_target:ggml_reader", timeout, memory, name="ggml",
                             env={LIB_ENV: lib})
+    if spec.startswith("llama:"):
+        from .llama_target import LIB_ENV as LLAMA_ENV
+
+        lib = os.path.abspath(spec[6:])
+        if not os.path.isfile(lib):
+            raise ValueError(f"target llama: no library at {lib} (give the path of libllama)")
+        target = PythonTarget("gguf_construct.fuzzing.llama_target:llama_reader", timeout, memory, name="llama",
+                              env={LLAMA_ENV: lib})
+        target.models = True  # fed whole models (valid and broken) rather than bare containers
+        return target
     if spec.startswith("cmd:"):
         return CmdTarget(spec[4:], timeout, memory)
     if spec.startswith("python:"):
         return PythonTarget(spec[7:], timeout, memory)
-    raise ValueError(f"unknown target {spec!r}: use gguf-py, ggml:LIBRARY, cmd:TEMPLATE or python:module:function")
+    raise ValueError(f"unknown target {spec!r}: use gguf-py, ggml:LIBRARY, llama:LIBRARY, cmd:TEMPLATE or "
+                     "python:module:function")
 
 
 # -- the gguf-py adapter ---------------------------------------------------------------------------------------
