@@ -4,7 +4,8 @@ parent that has one.  Command-line options override it.
 
 Keys: ``profile``, ``format``, ``select``, ``ignore`` (lists of rule IDs or prefixes), ``fail-on``, ``data``,
 ``jobs``, ``max-per-rule``.  Python 3.11+ reads TOML with the standard library; on 3.10 the ``tomli`` package is
-used when installed, and without it a found file is reported and ignored.
+used when installed; without it a found file is an error that says so (ignoring it would change the
+verdicts silently).
 """
 
 from __future__ import annotations
