@@ -91,6 +91,12 @@ def test_signatures_do_not_split_by_values_inside_messages():
     s1 = signature("false_reject", exp, Outcome("reject", detail="bad value \\xfe at 17"), [])
     s2 = signature("false_reject", exp, Outcome("reject", detail="bad value \\x01 at 230"), [])
     assert s1 == s2
+    tb = {"traceback": 'File "/lib/reader.py", line 219, in read\nIndexError: x'}
+    e1, e2 = expect(b"GGUF", "spec"), expect(b"GGML" + bytes(20), "spec")
+    assert e1.rules != e2.rules
+    c1 = signature("crash", e1, Outcome("crash", detail="IndexError: index 3 out of range", extra=tb), [])
+    c2 = signature("crash", e2, Outcome("crash", detail="IndexError: index 70 out of range", extra=tb), [])
+    assert c1 == c2 == "crash:IndexError@reader.py:219"  # one place in the target, one finding
 
 
 def test_crash_location_and_detail_come_from_the_minimised_reproducer(tmp_path):

@@ -200,7 +200,7 @@ def run(args) -> int:
     if STDIN in args.paths:  # after the files, so that their findings are out while the pipe is still filling
         collect(*_stdin(opts))
     progress.clear()
-    sets = [r for r in check_sets(reports, cfg["profile"]) if _keep_selected(r, cfg)]
+    sets = [_apply_selection(r, cfg) for r in check_sets(reports, cfg["profile"])]
     for r in sets:
         if text:
             print(render_report_text(r, color=color))
@@ -222,13 +222,11 @@ def run(args) -> int:
     return 1 if failed else 0
 
 
-def _keep_selected(report: Report, cfg: dict) -> bool:
-    """Drop findings of a set report that the selection excludes; keep the report if anything is left or it names
-    several shards."""
-    keep = [f for f in report.findings if (not cfg["select"] or matches(f.rule, cfg["select"]))
-            and not (cfg["ignore"] and matches(f.rule, cfg["ignore"]))]
-    report.findings[:] = keep
+def _apply_selection(report: Report, cfg: dict) -> Report:
+    """A shard-set report without the findings that --select/--ignore exclude, with its counts."""
+    report.findings[:] = [f for f in report.findings if (not cfg["select"] or matches(f.rule, cfg["select"]))
+                          and not (cfg["ignore"] and matches(f.rule, cfg["ignore"]))]
     report.counts = {}
-    for f in keep:
-        report.counts[f.rule] = report.counts.get(f.rule, 0) + 1
-    return bool(keep) or report.file is not None
+    for f in report.findings:
+        report.counts[f.rule] = report.counts.get(f.rule, 0) + f.count
+    return report

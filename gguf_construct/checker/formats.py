@@ -108,7 +108,7 @@ def _sarif_rule(rule, profile: str) -> dict:
 
 def _artifact_location(file: str | None) -> dict:
     """A relative path as a URI relative to :data:`URI_BASE`; an absolute one as a file: URI."""
-    if not file:
+    if not file or file == "<stdin>":
         return {"uri": "stdin"}
     if not os.path.isabs(file):
         rel = Path(os.path.normpath(file)).as_posix()

@@ -157,10 +157,10 @@ def signature(kind: str, exp: Expectation, out: Outcome, diffs: list[dict]) -> s
         return "false_accept:" + ",".join(exp.rules)
     if kind == "false_reject":
         return "false_reject:" + normalize(out.detail)
-    if kind == "crash":
+    if kind == "crash":  # where the target broke is the cause; without a location, what the file breaks
         where = crash_location(out)
-        return "crash:" + normalize(out.detail).split(":")[0] + (f"@{where}" if where else "") + ":" + \
-            ",".join(exp.rules)
+        error = normalize(out.detail).split(":")[0]
+        return f"crash:{error}@{where}" if where else f"crash:{error}:" + ",".join(exp.rules)
     if kind == "hang":
         return "hang:" + ",".join(exp.rules)
     whats = sorted({d["what"] for d in diffs})
