@@ -88,12 +88,15 @@ def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, 
         except Exception:  # noqa: BLE001
             report.internal_errors.append(f"{rule_id}: " + traceback.format_exc(limit=3))
     known = catalog()
+    checked: dict[str, bool] = {}
     on_purpose: dict[str, list[Hit]] = {}
     for rule_id, h in hits:
         if rule_id not in known:
             report.internal_errors.append(f"unknown rule {rule_id}")
             continue
-        if not selected(rule_id, profile, select, ignore):
+        if rule_id not in checked:
+            checked[rule_id] = selected(rule_id, profile, select, ignore)
+        if not checked[rule_id]:
             continue
         if h.practice is not None:
             if profile not in PRACTICE_EXEMPT:
