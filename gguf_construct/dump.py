@@ -13,6 +13,7 @@ from ._text import printable
 from .constructs import BufferStream
 from .enums import GGUFValueType
 from .model import GGUFFile
+from .modelinfo import model_info, render_model_lines
 from .values import GGUFValue
 
 __all__ = ["file_summary", "value_to_json", "render_text", "render_markdown", "raw_value", "text_of_json",
@@ -84,6 +85,7 @@ def file_summary(gguf: GGUFFile, *, full: bool = False, layout: bool = False) ->
         for entry, offset in zip(metadata, offsets):
             entry["offset"] = offset
         out.update(file_size=gguf.source_size, data_offset=gguf.data_offset, tensor_count=len(gguf.tensors))
+    out["model"] = model_info(gguf)
     out["metadata"] = metadata
     out["tensors"] = [
         {"name": t.name, "type": t.type_name, "shape": list(t.shape), "offset": t.offset, "nbytes": t.nbytes}
@@ -136,6 +138,7 @@ def render_text(summary: dict, *, full: bool = False, tensors: bool = True) -> s
              f"version:    {summary['version']}",
              f"byte order: {summary['byte_order']}",
              f"alignment:  {summary['alignment']}",
+             *(render_model_lines(summary["model"]) if summary.get("model") else ()),
              f"metadata:   {len(summary['metadata'])} keys"]
     keys = [printable(m["key"]) for m in summary["metadata"]]
     width = max(map(len, keys), default=0)

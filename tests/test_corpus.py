@@ -42,3 +42,16 @@ def test_corpus_converts_and_back(path):
             assert other.metadata.typed(key) == value
         back = g.load(other.to_bytes()).convert(version=g.load(data).version, byte_order="little")
         assert back.to_bytes() == data
+
+
+@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name)
+def test_corpus_vocab_files_load_in_llama_cpp_as_vocabularies(path):
+    """The converter's --vocab-only files (no tensors; two say general.type = model) are valid under the llama.cpp
+    profile: llama.cpp loads them with vocab_only, which libllama confirms (tests/test_llama_loader.py)."""
+    report = g.check(str(path), profile="llama.cpp")
+    assert report.valid, [f"{f.rule}: {f.message}" for f in report.errors()][:3]
+    info = g.load(str(path))
+    from gguf_construct.modelinfo import model_info
+
+    facts = model_info(info)
+    assert facts["kind"] == "vocab" and facts["llama_cpp"]["loads"] is True

@@ -54,3 +54,18 @@ def test_llama_target_agrees_with_the_llama_cpp_profile(tmp_path, capsys):
         per_class
     for f in summary["findings"]:
         assert f["kind"] == "crash" and "SIGABRT" in f["detail"] and "MODEL-HPARAM-RANGE" in f["oracle_rules"], f
+
+
+def test_corpus_vocab_files_load_in_llama_cpp():
+    """The 19 converter-written vocabulary files load (vocab_only) in libllama, as the llama.cpp profile says."""
+    from conftest import corpus_files
+
+    files = corpus_files()
+    if not files:
+        pytest.skip("../shared/corpus not present")
+    target = make_target(f"llama:{LIB}", timeout=60)
+    try:
+        verdicts = {p.name: target.run(str(p)).status for p in files}
+    finally:
+        target.close()
+    assert set(verdicts.values()) == {"accept"}, verdicts

@@ -2,9 +2,10 @@
 """The model layer against llama.cpp's own loader: minimal models of every architecture and labelled mutations of
 them, each judged by ``check --profile llama.cpp`` and by ``llama_model_load_from_file``.
 
-Usage (the oracle needs an interpreter with llama-cpp-python installed, e.g. a separate venv)::
+Usage (the oracle is a libllama shared library, e.g. the one a ``pip install llama-cpp-python`` build ships in
+site-packages/llama_cpp/lib; it runs in the fuzzer's persistent worker, see gguf_construct/fuzzing/llama_target.py)::
 
-    python tools/model_differential.py --oracle-python /path/to/venv/bin/python [--out DIR] [--archs a,b]
+    python tools/model_differential.py --lib /path/to/libllama.so [--out DIR] [--archs a,b]
                                        [--per-kind N] [--seed S] [--json results.jsonl]
 
 Prints agreement per architecture family and every disagreement (file, mutation, our rules, the loader's error).
@@ -17,15 +18,12 @@ import json
 import random
 import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import llama_oracle  # noqa: E402
-
-from gguf_construct import arch, check  # noqa: E402
-from gguf_construct.arch.mutate import MUTATIONS, Mutated  # noqa: E402
-from gguf_construct.arch.synth import build_model_file, minimal_model_parts  # noqa: E402
+from gguf_construct import arch, check
+from gguf_construct.arch.mutate import MUTATIONS, Mutated
+from gguf_construct.arch.synth import SynthesisError, build_model_file, minimal_model_parts, model_architectures
+from gguf_construct.fuzzing.targets import make_target
 
 
 def family(name: str, meta: dict, tensors: dict) -> str:
@@ -42,12 +40,28 @@ def family(name: str, meta: dict, tensors: dict) -> str:
     return "dense"
 
 
-def cases(names: list[str], per_kind: int, seed: int):
-    """(arch, family, Mutated) for the base model and ``per_kind`` mutations of each kind per architecture."""
+def _sizes(rng: random.Random) -> dict[str, int]:
+    """Random small hyperparameters (as strategies.model_files draws them)."""
+    heads = rng.choice((1, 2, 4))
+    kv = rng.choice([d for d in (1, 2, 4) if heads % d == 0])
+    return {"embedding_length": heads * rng.choice((16, 32)), "attention.head_count": heads,
+            "attention.head_count_kv": kv, "block_count": rng.randint(1, 3),
+            "feed_forward_length": rng.choice((32, 64, 128)), "context_length": rng.choice((32, 64, 128))}
+
+
+def cases(names: list[str], per_kind: int, seed: int, vary: bool = False):
+    """(arch, family, Mutated) for the base model and ``per_kind`` mutations of each kind per architecture; with
+    ``vary``, each architecture's base model has random small hyperparameters and vocabulary size."""
     rng = random.Random(seed)
     for name in names:
         try:
-            meta, tensors = minimal_model_parts(name)
+            if vary:
+                try:
+                    meta, tensors = minimal_model_parts(name, sizes=_sizes(rng), n_vocab=rng.randint(16, 64))
+                except SynthesisError:
+                    meta, tensors = minimal_model_parts(name)
+            else:
+                meta, tensors = minimal_model_parts(name)
         except Exception as exc:  # noqa: BLE001 - reported, not fatal
             print(f"{name}: no minimal model ({exc})", file=sys.stderr)
             continue
@@ -63,20 +77,20 @@ def cases(names: list[str], per_kind: int, seed: int):
 def main(argv: list[str] | None = None) -> int:
     """Run the differential; exit 1 when the agreement is below --min-agreement."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--oracle-python", required=True)
+    ap.add_argument("--lib", required=True, help="path of libllama")
     ap.add_argument("--out", default=None)
     ap.add_argument("--archs", default=None)
     ap.add_argument("--per-kind", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", default=None)
-    ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--min-agreement", type=float, default=0.0)
+    ap.add_argument("--vary", action="store_true", help="random small hyperparameters per architecture")
     args = ap.parse_args(argv)
     out = Path(args.out or tempfile.mkdtemp(prefix="model-diff-"))
     out.mkdir(parents=True, exist_ok=True)
-    names = args.archs.split(",") if args.archs else sorted(n for n, a in arch.architectures().items() if a.loadable)
+    names = args.archs.split(",") if args.archs else model_architectures()
     rows = []
-    for i, (name, fam, m) in enumerate(cases(names, args.per_kind, args.seed)):
+    for i, (name, fam, m) in enumerate(cases(names, args.per_kind, args.seed, args.vary)):
         path = out / f"{i:05d}-{name}-{m.kind}.gguf"
         build_model_file(m.meta, m.tensors).save(path)
         report = check(str(path), profile="llama.cpp")
@@ -85,13 +99,15 @@ def main(argv: list[str] | None = None) -> int:
                      "rules": sorted({f.rule for f in report.errors()}),
                      "messages": [f.message for f in report.errors()][:3]})
 
-    def judge(row):
-        v = llama_oracle.verdict(row["file"], python=args.oracle_python)
-        row["loads"], row["error"], row["crashed"] = v["loads"], v["error"][-2:], v["crashed"]
-        return row
-
-    with ThreadPoolExecutor(args.jobs) as pool:
-        rows = list(pool.map(judge, rows))
+    target = make_target(f"llama:{args.lib}", timeout=60)
+    try:
+        for row in rows:
+            out = target.run(row["file"])
+            row["loads"] = out.status == "accept"
+            row["crashed"] = out.status in ("crash", "hang")
+            row["error"] = [out.detail[:300]] if out.detail else []
+    finally:
+        target.close()
     by_family: dict[str, list[int]] = {}
     for r in rows:
         agree = r["ours"] == r["loads"]

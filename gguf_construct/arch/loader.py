@@ -97,10 +97,12 @@ class LoadPlan:
 
 def file_kind(meta: Mapping[str, MetaValue], n_tensors: int) -> str:
     """What the file is (``model``, ``vocab``, ``adapter``, ``imatrix``): ``general.type``, else ``vocab`` for a
-    file without tensors, else ``model``."""
+    file without tensors, else ``model``.  A "model" without tensors is a vocabulary: llama.cpp's converter writes
+    ``general.type = model`` into its --vocab-only files too."""
     kinds = model_spec()["file_kinds"]
     v = meta.get("general.type")
-    if v is not None and v.type == "STRING" and v.value in kinds["kinds"]:
+    if v is not None and v.type == "STRING" and v.value in kinds["kinds"] and not (
+            v.value == kinds["default"] and n_tensors == 0):
         return str(v.value)
     if any(k.startswith("imatrix.") for k in meta):
         return "imatrix"

@@ -88,8 +88,14 @@ def _retype_key(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated | N
     key = rng.choice(keys)
     v = meta[key]
     to = rng.choice(_RETYPE[v.type])
-    value = str(v.value) if to == "STRING" else (float(v.value) if to.startswith("FLOAT") else
-                                                  (bool(v.value) if to == "BOOL" else int(v.value)))
+    if to == "STRING":
+        value = str(v.value)
+    elif to.startswith("FLOAT"):
+        value = float(v.value)
+    elif to == "BOOL":
+        value = bool(v.value)
+    else:  # an integer type: the same number where it fits (a negative float becomes its magnitude)
+        value = abs(int(v.value)) if to.startswith("UINT") else int(v.value)
     new = dict(meta)
     new[key] = MetaValue(to, value)
     return Mutated("retype-key", f"{key}: {v.type} -> {to}", new, dict(tensors), frozenset({"MODEL-KEY-TYPE"}))

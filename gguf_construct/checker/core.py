@@ -8,6 +8,7 @@ from typing import Callable, Iterable
 
 from ..layout import open_source
 from . import container, data, metadata, model, naming, tensors  # noqa: F401 - importing registers the predicates
+from . import security, templates  # noqa: F401 - issue #16: advisory and chat-template rules
 from .report import Finding, Report
 from .shards import set_facts
 from .rules import (OFF, PRACTICE_EXEMPT, PROFILES, Hit, catalog, format_message, matches, predicates,
@@ -105,8 +106,8 @@ def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, 
         report.counts[rule_id] = report.counts.get(rule_id, 0) + 1
         if max_per_rule is not None and report.counts[rule_id] > max_per_rule:
             continue
-        report.findings.append(Finding(rule_id, severity(rule_id, profile), format_message(rule_id, h.params),
-                                       h.offset, h.path))
+        message = security.annotate(rule_id, format_message(rule_id, h.params), h.path, h.params)
+        report.findings.append(Finding(rule_id, severity(rule_id, profile), message, h.offset, h.path))
     for rule_id, group in on_purpose.items():
         report.counts[rule_id] = report.counts.get(rule_id, 0) + len(group)
         report.findings.append(_once_per_file(rule_id, profile, group))

@@ -1025,3 +1025,4 @@ for _name, _rules, _doc, _build in (
      lambda raw: _model(edit=_bad_name)),
 ):
     _register(_name, _rules, _doc, _build)
+from . import crafting_security  # noqa: E402,F401 - issue #16: advisory reproducers and chat templates

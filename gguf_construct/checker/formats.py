@@ -13,6 +13,7 @@ from .. import __version__
 from .._text import printable
 from .report import Finding, Report
 from .rules import OFF, catalog
+from .security import help_uri, security_tags
 
 __all__ = ["render_text", "render_report_text", "render_summary", "render_json", "render_sarif", "FORMATS"]
 
@@ -102,7 +103,9 @@ def _sarif_rule(rule, profile: str) -> dict:
         "fullDescription": {"text": rule.doc},
         "help": {"text": help_text},
         "defaultConfiguration": config,
-        "properties": {"profiles": rule.profiles, "c_reader": raw.get("c_reader"), "gguf_py": raw.get("gguf_py")},
+        "properties": {"profiles": rule.profiles, "c_reader": raw.get("c_reader"), "gguf_py": raw.get("gguf_py"),
+                       **security_tags(rule.id)},
+        **help_uri(rule.id),
     }
 
 

@@ -47,8 +47,11 @@ def documented_architectures() -> set[str]:
 
 
 def known_architectures() -> set[str]:
-    """Every architecture name the registry knows (documented or known to gguf-py)."""
-    return documented_architectures() | set(keys_spec()["known_architectures"])
+    """Every architecture name the spec knows: documented by gguf.md or loaded by llama.cpp
+    (spec/architectures/)."""
+    from ..arch import architectures
+
+    return documented_architectures() | set(architectures())
 
 
 def standard_namespaces() -> set[str]:

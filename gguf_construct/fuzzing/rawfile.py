@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from .. import structs
+from ..checker.security import alignment_too_large, data_size_overflow
 from ..spec import tensor_type_by_id
 
 __all__ = ["Str", "Arr", "RawKV", "RawTI", "RawFile", "Mark", "expected_rules", "from_document", "align",
@@ -490,6 +491,8 @@ def alignment_rules(vtype: int, value: Any) -> set[str]:
         out.add("ALIGN-MULT8")
     if a & (a - 1):
         out.add("ALIGN-POW2")
+    if alignment_too_large(a):
+        out.add("SEC-ALIGN-HUGE")
     return out
 
 
@@ -637,6 +640,8 @@ def expected_rules(raw: RawFile) -> set[str]:
     if stop:
         return out | {stop}
     assert pos == head_end
+    if raw.tensors and data_size_overflow([tensor_nbytes(t, alignment) for t in raw.tensors], alignment):
+        out.add("SEC-DATA-SIZE-OVERFLOW")
     return out | layout_rules(raw, data, head_end, alignment)
 
 

@@ -13,7 +13,8 @@ from ..context import Page
 __all__ = ["PAGE_MODULES", "pages"]
 
 PAGE_MODULES = ("index", "format", "values", "tensor_types", "tables", "keys", "file_types", "naming", "rules",
-                "errata", "tensor_names", "architectures")
+                "errata", "tensor_names", "architectures",
+                "security")
 
 
 def pages() -> tuple[Page, ...]:

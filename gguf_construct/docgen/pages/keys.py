@@ -83,9 +83,13 @@ def _sec_architectures(ctx: Ctx) -> str:
 
 
 def _sec_known_architectures(ctx: Ctx) -> str:
-    names = ctx.data.keys.get("known_architectures") or []
-    return (f"{len(names)} values of {ctx.ref('key', 'general.architecture')} known to gguf-py. Any other "
-            "value is reported as unknown (information only).\n\n" + ", ".join(code(n) for n in names) + "\n")
+    from ...arch import architectures
+
+    names = list(architectures())
+    return (f"{len(names)} values of {ctx.ref('key', 'general.architecture')} that llama.cpp's loader knows, each "
+            f"with its keys and tensors on its [architecture page]({ctx.page_link('architectures.md')}). Any other "
+            "value is reported as unknown (information only).\n\n"
+            + ", ".join(ctx.link(anchor("model", n), code(n)) for n in names) + "\n")
 
 
 def _defines(data: SpecData):

@@ -1,0 +1,121 @@
+"""Cost of the chat-template rules, and how they do on held-out templates.
+
+Usage: python benchmarks/bench_templates.py [--files N] [--repeat R] [--corpus DIR]
+
+Prints the best check time of the carrier file without a template, with a real-sized template, with a 1 MiB
+template and with a deeply nested one; the time to check N small files that each carry a chat template (written to
+a temporary folder, checked one by one as ``gguf-construct check DIR`` does); and the verdicts on the held-out
+templates of tests/template_corpus.py and on the chat templates of the GGUF files under --corpus.  Run it with
+PYTHONPATH pointing at another checkout to compare (the template-free numbers are the speed before the rules).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+
+import gguf_construct  # noqa: E402
+from gguf_construct.checker import check, crafting  # noqa: E402
+
+try:
+    from gguf_construct.checker.jinja_scan import scan as _scan
+except ImportError:  # a checkout before the template rules
+    _scan = None
+
+
+def uncached_check(data: bytes):
+    """``check`` without the per-text cache of template analyses (the cost of a template seen first)."""
+    if _scan is not None:
+        _scan.cache_clear()
+    return check(data)
+
+
+def best(fn, repeat: int) -> float:
+    """Fastest of ``repeat`` timed calls."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def with_template(text) -> bytes:
+    """The carrier file with ``tokenizer.chat_template`` set (None: without it)."""
+    raw = crafting.carrier()
+    if text is not None:
+        raw.set("tokenizer.chat_template", "STRING", text)
+    return raw.to_bytes()
+
+
+def main() -> int:
+    """Time the cases and print the verdicts."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--files", type=int, default=10_000)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--corpus", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "corpus"))
+    args = ap.parse_args()
+    from template_corpus import HELD_OUT_MALICIOUS, HELD_OUT_REAL, REAL
+
+    real = REAL["llama3.1-tools"]
+    cases = {"no template": None, f"real template ({len(real)} chars)": real,
+             "1 MiB template": "{# " + "lorem ipsum " * 90_000 + " #}" + real,
+             "nesting 5000 deep": "{{ " + "(" * 5000 + "1" + ")" * 5000 + " }}"}
+    print(f"{'case':32s} {'first check':>12s} {'best of ' + str(args.repeat):>12s} {'cached':>10s}")
+    for name, text in cases.items():
+        data = with_template(text)
+        t0 = time.perf_counter()
+        check(data)
+        first = time.perf_counter() - t0
+        print(f"{name:32s} {first * 1000:10.2f}ms {best(lambda: uncached_check(data), args.repeat) * 1000:10.2f}ms "
+              f"{best(lambda: check(data), args.repeat) * 1000:8.2f}ms")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        variants = [with_template(t) for t in REAL.values()]
+        for i in range(args.files):
+            with open(os.path.join(tmp, f"m{i:05d}.gguf"), "wb") as f:
+                f.write(variants[i % len(variants)])
+        paths = sorted(glob.glob(os.path.join(tmp, "*.gguf")))
+        t0 = time.perf_counter()
+        bad = sum(not check(p).valid for p in paths)
+        dt = time.perf_counter() - t0
+        print(f"{len(paths)} files with templates: {dt:.2f} s ({dt / len(paths) * 1e6:.0f} us per file), "
+              f"{bad} invalid")
+        plain = with_template(None)
+        for p in paths:
+            with open(p, "wb") as f:
+                f.write(plain)
+        t0 = time.perf_counter()
+        for p in paths:
+            check(p)
+        dt = time.perf_counter() - t0
+        print(f"{len(paths)} files without templates: {dt:.2f} s ({dt / len(paths) * 1e6:.0f} us per file)")
+
+    if _scan is None:
+        return 0
+    clean = sum(not [f for f in check(with_template(t)).findings if f.rule.startswith("TPL-")]
+                for t in HELD_OUT_REAL.values())
+    caught = sum("TPL-ESCAPE" in {f.rule for f in check(with_template(t)).errors()}
+                 for t in HELD_OUT_MALICIOUS.values())
+    print(f"held-out real templates without finding: {clean}/{len(HELD_OUT_REAL)}")
+    print(f"held-out malicious templates as errors: {caught}/{len(HELD_OUT_MALICIOUS)}")
+    files = sorted(glob.glob(os.path.join(args.corpus, "**", "*.gguf"), recursive=True))
+    n_tpl = n_flag = 0
+    for p in files:
+        keys = [k for k in gguf_construct.load(p).metadata if k.startswith("tokenizer.chat_template")
+                and k != "tokenizer.chat_templates"]
+        n_tpl += len(keys)
+        n_flag += bool([f for f in check(p).findings if f.rule.startswith("TPL-")])
+    print(f"corpus: {len(files)} files, {n_tpl} chat templates, {n_flag} files with a TPL finding")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

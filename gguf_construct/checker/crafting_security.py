@@ -1,0 +1,176 @@
+"""Breakages of issue #16: one reproducer per advisory of spec/advisories.yaml (named there) and crafted chat
+templates, registered in :data:`~.crafting.BREAKAGES` like every other breakage (imported by :mod:`.crafting`)."""
+
+from __future__ import annotations
+
+import struct
+
+from .. import structs
+from .crafting import RawFile, RawTensor, _breakage, _le, _uint
+from .walk import ALIGNMENT_KEY
+
+__all__ = ["CLASSIC_INJECTION", "template_with"]
+
+CLASSIC_INJECTION = "{{ ''.__class__.__mro__[1].__subclasses__() }}"
+_CHATML = ("{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+           "'<|im_end|>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
+
+
+def template_with(payload: str) -> str:
+    """A ChatML template with ``payload`` inside its loop, where a real attack would hide it."""
+    return _CHATML.replace("{% endfor %}", payload + "{% endfor %}")
+
+
+def _width(raw: RawFile, prim: str) -> int:
+    return structs.family(raw.version, raw.byte_order).primitive_width(prim)
+
+
+def _f32_tensor(raw: RawFile, name: str, dims: list[int], offset: int = 0) -> None:
+    raw.tensors.append(RawTensor(name.encode(), dims, 0, offset))
+
+
+# -- advisories --------------------------------------------------------------------------------------------------
+@_breakage("advisory-kv-count-wrap", "HDR-COUNT")
+def _(raw):
+    """metadata_kv_count = 2^61: times any record size, the allocation wraps (CVE-2024-23605)."""
+    raw.kv_count = 2**61
+
+
+@_breakage("advisory-tensor-count-wrap", "HDR-COUNT")
+def _(raw):
+    """tensor_count = 2^60: times sizeof(gguf_tensor_info), the allocation wraps (CVE-2024-21836)."""
+    raw.tensor_count = 2**60
+
+
+@_breakage("advisory-string-length-wrap", "STR-EOF")
+def _(raw):
+    """general.name declares 2^64 - 1 bytes: calloc(n + 1) is calloc(0) (CVE-2024-23496)."""
+    raw.set_raw("general.name", "STRING", _uint(2**64 - 1, _width(raw, "strlen_t"), raw.byte_order) + b"Tiny")
+
+
+@_breakage("advisory-string-array-wrap", "ARR-EOF", carrier_only=False)
+def _(raw):
+    """An ARRAY of STRING declaring 2^61 elements, appended last (CVE-2024-21825)."""
+    head = struct.pack(_le(raw) + "I", 8) + _uint(2**61, _width(raw, "arrlen_t"), raw.byte_order)
+    raw.set_raw("test.strings", "ARRAY", head + raw.encode("STRING", "a"))
+
+
+@_breakage("advisory-n-dims", "TI-NDIMS")
+def _(raw):
+    """The F32 vector declared with 9 dimensions: ne[4] is written past its end (CVE-2024-21802)."""
+    raw.tensors[-1].dims = raw.tensors[-1].dims + [1] * 8
+
+
+@_breakage("advisory-data-size-wrap", "SEC-DATA-SIZE-OVERFLOW", "DATA-BOUNDS")
+def _(raw):
+    """Two more F32 tensors of 2^61 elements (2^63 bytes each, each fine on its own): the padded sizes add up
+    to 2^64 (CVE-2025-53630)."""
+    end = len(raw.data)
+    _f32_tensor(raw, "huge.0", [2**61], end)
+    _f32_tensor(raw, "huge.1", [2**61], end + 2**63)
+
+
+@_breakage("advisory-mem-size-wrap", "SEC-DATA-SIZE-OVERFLOW", "DATA-BOUNDS")
+def _(raw):
+    """The F32 vector as 2^62 - 96 elements: the data size (2^64 - 224) fits, but adding ggml's per-tensor
+    context overhead wraps mem_size (CVE-2026-27940)."""
+    raw.tensors[-1].dims = [2**62 - 96]
+
+
+@_breakage("advisory-nbytes-wrap", "TI-NBYTES-OVERFLOW")
+def _(raw):
+    """The F32 vector as 2^62 + 1 elements: 2^64 + 4 bytes, 4 after wrapping (CVE-2026-33298)."""
+    raw.tensors[-1].dims = [2**62 + 1]
+
+
+@_breakage("advisory-pad-wrap", "TI-NBYTES-OVERFLOW")
+def _(raw):
+    """The F32 vector as [4, 2^30 - 1, 2^30 + 1]: 2^64 - 16 bytes, which GGML_PAD to 32 wraps to 0 (llama.cpp
+    PR #24759)."""
+    raw.tensors[-1].dims = [4, 2**30 - 1, 2**30 + 1]
+
+
+@_breakage("advisory-data-past-eof", "DATA-BOUNDS")
+def _(raw):
+    """The F32 vector as [32, 1000]: its data would run 127872 bytes past the end of the file (CVE-2026-7482)."""
+    raw.tensors[-1].dims = [32, 1000]
+
+
+@_breakage("advisory-array-length-hang", "ARR-EOF", carrier_only=False)
+def _(raw):
+    """A UINT8 array declaring 2^63 elements, appended last (gguf-py 0.19.0 hangs)."""
+    head = struct.pack(_le(raw) + "I", 0) + _uint(2**63, _width(raw, "arrlen_t"), raw.byte_order)
+    raw.set_raw("test.bomb", "ARRAY", head)
+
+
+@_breakage("advisory-string-length-sign", "STR-EOF")
+def _(raw):
+    """general.name declares 2^63 bytes: negative as a signed 64-bit length (gguf-parser-go)."""
+    raw.set_raw("general.name", "STRING", _uint(2**63, _width(raw, "strlen_t"), raw.byte_order) + b"Tiny")
+
+
+@_breakage("advisory-scores-int8", "META-TOKENIZER-TYPE")
+def _(raw):
+    """tokenizer.ggml.scores as an ARRAY of INT8 (read as float32 by llama.cpp before PR #26690)."""
+    raw.set("tokenizer.ggml.scores", "ARRAY", [0, 0, 0, -1, -2], item_type="INT8")
+
+
+@_breakage("advisory-alignment-2-31", "SEC-ALIGN-HUGE")
+def _(raw):
+    """general.alignment = 2^31 in a file without tensors (a legal power of two; negative as int32)."""
+    raw.tensors, raw.data = [], b""
+    raw.set(ALIGNMENT_KEY, "UINT32", 2**31)
+
+
+@_breakage("advisory-template-injection", "TPL-ESCAPE")
+def _(raw):
+    """tokenizer.chat_template with the classic ''.__class__.__mro__[1].__subclasses__() payload
+    (CVE-2024-34359)."""
+    raw.set("tokenizer.chat_template", "STRING", template_with(CLASSIC_INJECTION))
+
+
+# -- chat templates ----------------------------------------------------------------------------------------------
+@_breakage("template-array-of-strings", "TPL-ESCAPE", carrier_only=False)
+def _(raw):
+    """tokenizer.chat_template as an ARRAY of STRING, the payload split between two pieces."""
+    text = template_with("{{ cycler.__init__.__glo" + "bals__.os.popen('id').read() }}")
+    cut = text.index("__glo") + 5
+    raw.set("tokenizer.chat_template", "ARRAY", [text[:cut], text[cut:]], item_type="STRING")
+
+
+@_breakage("template-obfuscated", "TPL-ESCAPE", carrier_only=False)
+def _(raw):
+    """A named template reaching __globals__ through a name built by concatenation and a set variable."""
+    raw.set("tokenizer.chat_template.tool_use", "STRING",
+            template_with("{% set u = '_' * 2 %}{{ lipsum|attr(u ~ 'glob' ~ 'als' ~ u) }}"))
+
+
+@_breakage("template-suspicious", "TPL-SUSPICIOUS", carrier_only=False)
+def _(raw):
+    """A template that prints a dunder name as text (inert)."""
+    raw.set("tokenizer.chat_template", "STRING", template_with("{{ '__class__' }}"))
+
+
+@_breakage("template-unparsed", "TPL-UNPARSED", carrier_only=False)
+def _(raw):
+    """A template with a tag jinja2 does not know ({% generation %}, a Hugging Face extension)."""
+    raw.set("tokenizer.chat_template", "STRING",
+            "{% for m in messages %}{% generation %}{{ m.content }}{% endgeneration %}{% endfor %}")
+
+
+@_breakage("template-too-large", "TPL-LIMIT", carrier_only=False)
+def _(raw):
+    """A template of 300 000 characters (above the 128 KiB analysis limit)."""
+    raw.set("tokenizer.chat_template", "STRING", template_with("{# " + "x" * 300_000 + " #}"))
+
+
+@_breakage("template-too-deep", "TPL-LIMIT", carrier_only=False)
+def _(raw):
+    """A template nesting 500 parentheses."""
+    raw.set("tokenizer.chat_template", "STRING", "{{ " + "(" * 500 + "1" + ")" * 500 + " }}")
+
+
+@_breakage("template-stray", "TPL-STRAY", carrier_only=False)
+def _(raw):
+    """general.description holds a Jinja template with a loop."""
+    raw.set("general.description", "STRING", "{% for m in messages %}{{ m.content }}{% endfor %}")

@@ -1,0 +1,89 @@
+"""The chat-template rules (TPL-*): every template of the file, whatever its value type, through
+:mod:`.jinja_scan`.
+
+Templates are the values of ``tokenizer.chat_template`` and ``tokenizer.chat_template.<name>`` (a STRING, or an
+ARRAY of STRING: its pieces joined, and each piece on its own) and any other STRING value that is a Jinja template
+with statements (TPL-STRAY).  Nothing here runs, and jinja2 is not imported, unless such a value exists.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from .. import spec as _spec
+from . import jinja_scan
+from .rules import Hit, rule
+from .walk import ARRAY, KV, STRING, Context
+
+__all__ = ["template_values", "MAX_PIECES"]
+
+# an ARRAY template's pieces are also scanned one by one when there are at most this many
+MAX_PIECES = 64
+
+
+def _is_template_key(key: str) -> bool:
+    keys = _spec.load_yaml("templates.yaml")["keys"]
+    return key in keys["exact"] or key.startswith(keys["prefix"])
+
+
+def template_values(ctx: Context) -> list[tuple[KV, list[str], bool]]:
+    """(KV pair, texts to scan, is a chat-template key) for every template of the file (cached on ``ctx``)."""
+    if "templates" in ctx.cache:
+        return ctx.cache["templates"]
+    out = []
+    marker = _spec.load_yaml("templates.yaml")["keys"]["statement_marker"]
+    for kv in ctx.kvs:
+        if _is_template_key(kv.key):
+            if kv.vtype == STRING:
+                out.append((kv, [kv.value], True))
+            elif kv.vtype == ARRAY and kv.value.type == STRING and kv.value.data:
+                pieces = [str(p) for p in kv.value.data]
+                texts = ["".join(pieces)]
+                if 1 < len(pieces) <= MAX_PIECES:
+                    texts += pieces
+                out.append((kv, texts, True))
+        elif kv.vtype == STRING and marker in kv.value and jinja_scan.is_template(kv.value):
+            out.append((kv, [kv.value], False))
+    ctx.cache["templates"] = out
+    return out
+
+
+def _issues(ctx: Context, kind: str) -> Iterator[Hit]:
+    for kv, texts, _ in template_values(ctx):
+        seen = set()
+        for i, text in enumerate(texts):
+            if i and kind in (jinja_scan.UNPARSED, jinja_scan.LIMIT):
+                break  # the pieces of an ARRAY template need not parse on their own
+            for issue in jinja_scan.scan(text):
+                if issue.kind == kind and (issue.problem, issue.construct) not in seen:
+                    seen.add((issue.problem, issue.construct))
+                    yield Hit(kv.value_offset, f"{kv.path}.value", key=kv.key, problem=issue.problem,
+                              construct=issue.construct, limit=issue.limit)
+
+
+@rule("TPL-ESCAPE")
+def _escape(ctx: Context) -> Iterator[Hit]:
+    return _issues(ctx, jinja_scan.ESCAPE)
+
+
+@rule("TPL-SUSPICIOUS")
+def _suspicious(ctx: Context) -> Iterator[Hit]:
+    return _issues(ctx, jinja_scan.SUSPICIOUS)
+
+
+@rule("TPL-UNPARSED")
+def _unparsed(ctx: Context) -> Iterator[Hit]:
+    return _issues(ctx, jinja_scan.UNPARSED)
+
+
+@rule("TPL-LIMIT")
+def _limit(ctx: Context) -> Iterator[Hit]:
+    return _issues(ctx, jinja_scan.LIMIT)
+
+
+@rule("TPL-STRAY")
+def _stray(ctx: Context) -> Iterator[Hit]:
+    for kv, texts, is_chat_key in template_values(ctx):
+        if not is_chat_key:
+            yield Hit(kv.value_offset, f"{kv.path}.value", key=kv.key, count=len(texts[0].encode("utf-8",
+                                                                                              "surrogatepass")))

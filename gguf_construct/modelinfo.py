@@ -1,0 +1,97 @@
+"""What a GGUF file holds as a model: architecture, file type, parameter count, size and bits per weight per tensor
+type, and -- from the replayed llama.cpp load (:mod:`gguf_construct.arch`) -- whether llama.cpp would load it and
+which tensors it expects but does not find."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import arch
+from .enums import LlamaFileType
+from .model import GGUFFile
+
+__all__ = ["model_info", "render_model_lines"]
+
+
+def model_info(gguf: GGUFFile) -> dict[str, Any]:
+    """The model facts of ``gguf`` as JSON data (see the module docstring); never raises on a readable file."""
+    meta, tensors = arch.from_file(gguf)
+    name = meta.get("general.architecture")
+    ftype = meta.get("general.file_type")
+    by_type: dict[str, dict[str, int]] = {}
+    n_params = 0
+    for t in gguf.tensors:
+        n = 1
+        for d in t.shape:
+            n *= int(d)
+        n_params += n
+        row = by_type.setdefault(t.type_name, {"tensors": 0, "elements": 0, "bytes": 0})
+        row["tensors"] += 1
+        row["elements"] += n
+        row["bytes"] += int(t.nbytes)
+    for row in by_type.values():
+        row["bits_per_weight"] = round(8 * row["bytes"] / row["elements"], 4) if row["elements"] else None
+    total_bytes = sum(r["bytes"] for r in by_type.values())
+    out: dict[str, Any] = {
+        "architecture": str(name.value) if name is not None and name.type == "STRING" else None,
+        "known_to_llama_cpp": bool(name is not None and arch.architecture(str(name.value))),
+        "kind": arch.file_kind(meta, len(tensors)),
+        "file_type": _file_type_name(ftype.value) if ftype is not None and ftype.type != "ARRAY" else None,
+        "parameters": n_params,
+        "tensor_bytes": total_bytes,
+        "bits_per_weight": round(8 * total_bytes / n_params, 4) if n_params else None,
+        "by_type": dict(sorted(by_type.items(), key=lambda kv: -kv[1]["bytes"])),
+    }
+    try:
+        plan = arch.plan_load(meta, tensors, n_tensors=len(gguf.tensors))
+    except Exception as exc:  # noqa: BLE001 - the summary must not fail where the checker reports
+        out["llama_cpp"] = {"loads": None, "note": f"replay failed: {exc}"}
+        return out
+    out["llama_cpp"] = {
+        "loads": not plan.problems,
+        "problems": [p.message for p in plan.problems][:20],
+        "missing_tensors": [p.tensor for p in plan.problems if p.code == "TENSOR-MISSING" and p.tensor],
+        "unused_tensors": [p.tensor for p in plan.problems if p.code == "TENSOR-UNUSED" and p.tensor],
+    }
+    return out
+
+
+def _file_type_name(value: Any) -> str:
+    try:
+        return LlamaFileType(int(value)).name
+    except (ValueError, TypeError):
+        return f"unknown ({value})"
+
+
+def _count(n: int) -> str:
+    for unit, size in (("T", 10**12), ("B", 10**9), ("M", 10**6), ("K", 10**3)):
+        if n >= size:
+            return f"{n / size:.2f}{unit}"
+    return str(n)
+
+
+def render_model_lines(info: dict[str, Any]) -> list[str]:
+    """The model facts as lines of the text dump."""
+    from ._text import printable
+
+    arch_name = printable(info["architecture"]) if info["architecture"] else "(none)"
+    lines = [f"model:      {arch_name}" + ("" if info["known_to_llama_cpp"] else " (unknown to llama.cpp)")
+             + f", {info['kind']}" + (f", {info['file_type']}" if info["file_type"] else "")]
+    if info["parameters"]:
+        lines.append(f"parameters: {_count(info['parameters'])} ({info['parameters']}), "
+                     f"{info['bits_per_weight']} bits per weight")
+        for tname, row in info["by_type"].items():
+            bpw = row["bits_per_weight"]
+            lines.append(f"  {tname:<8} {row['tensors']:>6} tensors {_count(row['elements']):>9} weights "
+                         f"{row['bytes']:>14} bytes" + (f"  {bpw:g} bpw" if bpw is not None else ""))
+    llama = info.get("llama_cpp") or {}
+    if llama.get("loads") is True:
+        lines.append("llama.cpp:  loads" + (" (vocabulary only)" if info["kind"] == "vocab" else ""))
+    elif llama.get("loads") is False:
+        lines.append(f"llama.cpp:  refuses: {printable(llama['problems'][0])}" if llama["problems"] else
+                     "llama.cpp:  refuses")
+        if llama["missing_tensors"]:
+            shown = ", ".join(printable(n) for n in llama["missing_tensors"][:8])
+            more = len(llama["missing_tensors"]) - 8
+            lines.append(f"  missing tensors: {shown}" + (f" and {more} more" if more > 0 else ""))
+    return lines
