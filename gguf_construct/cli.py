@@ -14,7 +14,7 @@ from .errors import GGUFError
 __all__ = ["main", "write_json"]
 
 # modules that register sub-commands with an add_cli(subparsers) function, in help order
-SUBCOMMAND_MODULES = ("checker", "fuzzing", "docgen", "split", "edit", "diff", "hashing")
+SUBCOMMAND_MODULES = ("checker", "fuzzing", "docgen", "split", "edit", "diff", "hashing", "sweep", "export")
 
 
 def write_json(text: str) -> None:
@@ -51,6 +51,9 @@ def _cmd_dump(args) -> int:
         print(render_markdown(summary, full=args.full, tensors=not args.no_tensors))
     else:
         print(render_text(summary, full=args.full, tensors=not args.no_tensors))
+    if args.stats:
+        from .remote import print_transfer_stats
+        print_transfer_stats([gguf.transfer] if gguf.transfer else [], "dump")
     return 0
 
 
@@ -82,7 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Show FILE's header (version, byte order, alignment, file size, where the tensor "
                                    "data starts), every metadata key with its type and value (arrays with their "
                                    "item count) and the tensor table. Long values are summarised unless --full.")
-    p.add_argument("file", help="the GGUF file (a shard of a split model is shown alone); - reads standard input")
+    p.add_argument("file", help="the GGUF file or a URL (https://, hf://, s3://, ...; read header-only; a shard of a "
+                                "split model is shown alone); - reads standard input")
     form = p.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true",
                       help="machine-readable, stable JSON (with file_size, data_offset and each key's offset)")
@@ -93,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--full", action="store_true",
                    help="everything: whole arrays and strings (no 8-item or 160-character cut)")
     p.add_argument("--no-tensors", action="store_true", help="leave out the tensor table")
+    p.add_argument("--stats", action="store_true", help="print the bytes fetched for a URL on stderr")
     p.set_defaults(func=_cmd_dump)
 
     p = sub.add_parser("convert", help="rewrite between GGUF versions and byte orders",

@@ -73,7 +73,8 @@ def kv_offsets(gguf: GGUFFile) -> list[int] | None:
 
 
 def file_summary(gguf: GGUFFile, *, full: bool = False, layout: bool = False) -> dict:
-    """The stable JSON shape of ``dump --json``: header facts, metadata in file order, tensor table.
+    """The stable JSON shape of ``dump --json``: header facts, metadata in file order, tensor table (and, for a
+    file read from a URL, ``transfer``: bytes and requests fetched).
 
     ``layout`` adds where things are: ``file_size``, ``data_offset`` (start of the tensor data section),
     ``tensor_count`` and each key's record ``offset`` (null for files built in memory).
@@ -91,6 +92,8 @@ def file_summary(gguf: GGUFFile, *, full: bool = False, layout: bool = False) ->
         {"name": t.name, "type": t.type_name, "shape": list(t.shape), "offset": t.offset, "nbytes": t.nbytes}
         for t in gguf.tensors
     ]
+    if gguf.transfer is not None:
+        out["transfer"] = gguf.transfer
     return out
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from . import structs
 from .constructs import BufferStream, FieldError
 from .errors import GGUFError, construct_path_to_field_path
+from .remote import RemoteFile, is_url, open_remote
 
 __all__ = ["RawHead", "open_source", "parse_head", "align_offset", "LEGACY_MAGICS"]
 
@@ -38,12 +39,18 @@ class RawHead:
 
 
 def open_source(source) -> tuple[Any, str | None, Any]:
-    """Return ``(buffer, path, keepalive)`` for a path, bytes-like object or binary file object.
+    """Return ``(buffer, path, keepalive)`` for a path, URL, bytes-like object or binary file object.
 
     Paths and real files are memory-mapped read-only; nothing is read until used.  A path must name a regular
     file (a device or pipe has no size to map: ``OSError``); a file object that is not a regular file (a pipe,
-    ``sys.stdin.buffer``) is read to its end.
+    ``sys.stdin.buffer``) is read to its end.  URLs (and an open :class:`~gguf_construct.remote.RemoteFile`) give
+    its lazily fetched buffer: run parses through :func:`gguf_construct.remote.header_only`.
     """
+    if is_url(source):
+        remote = open_remote(source)
+        return remote.view, source, remote
+    if isinstance(source, RemoteFile):
+        return source.view, source.url, None
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
         with open(path, "rb") as fh:

@@ -21,6 +21,7 @@ from .enums import GGMLType, GGUFValueType, ggml_type_or_none
 from .errors import GGUFError
 from .layout import RawHead, align_offset, open_source, parse_head
 from .shardnames import shard_set_paths
+from .remote import exists, header_only, is_url, remote_of
 from .spec import tensor_type_by_id
 from .values import GGUFValue, Metadata
 
@@ -64,6 +65,7 @@ class Tensor:
         self._source_offset = source_offset
         self.byte_order = byte_order
         self.info_path = info_path  # where the tensor info was read, e.g. "tensor_infos[3]" ("" when built)
+        self._remote = None  # a RemoteFile whose buffer is _source: fetch the range before reading it
 
     def __repr__(self) -> str:
         return f"Tensor({self.name!r}, shape={self.shape}, type={self.type_name}, offset={self.offset})"
@@ -91,6 +93,8 @@ class Tensor:
         """The tensor's bytes in the file's byte order, without copying (a view of the mapped file)."""
         if self._source is None:
             return memoryview(b"")
+        if self._remote is not None:
+            self._remote.ensure(self._source_offset, self._source_offset + self.nbytes)
         return memoryview(self._source)[self._source_offset:self._source_offset + self.nbytes]
 
     def numpy(self) -> np.ndarray:
@@ -138,6 +142,7 @@ class GGUFFile:
         self.path: str | None = None
         self._buf = None
         self._keepalive = None
+        self._remote = None  # the RemoteFile of a file loaded from a URL
         self._orig: dict[str, Any] | None = None  # layout facts of the loaded file
         self._shards: list[GGUFFile] = []  # the shard files of a split model loaded as one set
         self.metadata.changed = False
@@ -229,6 +234,16 @@ class GGUFFile:
         ``[self]`` for a single file."""
         return self._shards or [self]
 
+    @property
+    def transfer(self) -> dict | None:
+        """What reading a file loaded from a URL cost so far (URL, size, bytes fetched, requests); None for local
+        files and built ones; summed over the shards of a split model)."""
+        if self._shards:
+            parts = [f.transfer for f in self._shards if f.transfer]
+            return {"url": self.path, **{k: sum(p[k] for p in parts) for k in ("size", "bytes_fetched", "requests")}} \
+                if parts else None
+        return self._remote.stats() if self._remote is not None else None
+
     def __repr__(self) -> str:
         return (f"GGUFFile(version={self.version}, byte_order={self.byte_order!r}, {len(self.metadata)} keys, "
                 f"{len(self.tensors)} tensors)")
@@ -270,10 +285,12 @@ class GGUFFile:
             raise
 
     def write_to(self, out: BinaryIO) -> None:
-        """Stream the file into a binary file object."""
+        """Stream the file into a binary file object (a file loaded from a URL is fetched whole first)."""
         if len(self.shards) > 1:
             raise ValueError("this is a split model loaded as a set of shards; merge it (gguf-construct merge) or "
                              "load one shard with load(path, shards=False) to rewrite that file")
+        if self._remote is not None and self._orig is not None:
+            self._remote.ensure(0, self._remote.size)
         keep = self._orig is not None and self._orig["alignment"] == self.alignment
         if keep and not self._tensor_infos_unchanged():
             keep = False
@@ -467,6 +484,9 @@ def load(source, *, lazy: bool = True, shards: bool = True) -> GGUFFile:
     first shard, the tensors of every shard in order (each :class:`Tensor` reads from its own file, lazily), the
     files in :attr:`GGUFFile.shards`.  A missing shard raises :class:`GGUFError`.  ``shards=False`` loads just the
     named file.  A set cannot be saved as one file (merge it).
+
+    URLs (``https://``, ``hf://``, any fsspec URL; see :mod:`gguf_construct.remote`) fetch only the head, and each
+    tensor's range when its data is asked for; a shard URL finds its siblings next to it.
     """
     if shards and isinstance(source, (str, os.PathLike)):
         paths = shard_set_paths(os.fspath(source))
@@ -476,7 +496,7 @@ def load(source, *, lazy: bool = True, shards: bool = True) -> GGUFFile:
 
 
 def _load_set(paths: list[str], lazy: bool) -> GGUFFile:
-    missing = [p for p in paths if not os.path.isfile(p)]
+    missing = [p for p in paths if not (exists(p) if is_url(p) else os.path.isfile(p))]
     if missing:
         raise GGUFError(f"split model: shard {missing[0]!r} is missing ({len(missing)} of {len(paths)} shards "
                         "absent); load(path, shards=False) reads one shard alone", path="file_name",
@@ -500,10 +520,16 @@ def _load_set(paths: list[str], lazy: bool) -> GGUFFile:
 
 def _load_one(source, lazy: bool) -> GGUFFile:
     buf, path, keepalive = open_source(source)
+    remote = remote_of(source, keepalive)
+    if remote is not None and not lazy:
+        remote.ensure(0, remote.size)
     if not lazy:
-        buf, keepalive = memoryview(bytes(buf)), None
+        buf, keepalive, remote = memoryview(bytes(buf)), None, None
     try:
-        head = parse_head(buf)
+        if remote is not None:
+            head = header_only(remote, lambda: parse_head(buf), lambda h: h.end)
+        else:
+            head = parse_head(buf)
     except GGUFError as exc:
         if isinstance(source, (bytes, bytearray, memoryview)) and exc.path == "header.magic":
             raise GGUFError(f"{exc.message}; bytes are read as the file's contents, pass a str or os.PathLike "
@@ -513,8 +539,11 @@ def _load_one(source, lazy: bool) -> GGUFFile:
     gguf.path = path
     gguf._buf = buf
     gguf._keepalive = keepalive
+    gguf._remote = remote
     _fill_metadata(gguf, head)
     _fill_tensors(gguf, head, buf)
+    for t in gguf.tensors:
+        t._remote = remote
     return gguf
 
 

@@ -423,6 +423,8 @@ class Interpreter:
     _FILL = re.compile(r"std :: fill \( (?P<obj>[\w. ]+?) \. begin \( \) , (?P=obj) \. end \( \) , (?P<value>.+) \) ;$")
 
     def unparsed(self, text: str, frame: Frame) -> None:
+        if text.strip() == "}":  # the end of a block the extractor left over: nothing happens
+            return
         m = self._FILL.match(text)
         if m:
             obj = self.eval(m.group("obj").replace(" ", ""), frame)

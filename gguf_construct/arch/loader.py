@@ -253,6 +253,8 @@ class MetaReader:
                  plan: LoadPlan, interp: Interpreter):
         self.arch, self.meta, self.tensors, self.plan, self.interp = arch, meta, tensors, plan, interp
         self.types = model_spec()["key_types"]
+        for name, value in (model_spec().get("load_params") or {}).items():  # ml.load_mtp, ...
+            setattr(self, name, value)
 
     def _key(self, key: str) -> str:
         return key.replace("{arch}", self.arch)
@@ -475,7 +477,7 @@ def plan_load(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], 
     g.update(constants)
     g.update(_ggml_type_ids())
     g.update({
-        "True": True, "False": False, "None": None, "hparams": hparams, "ml": ml, "arch": name, "vocab": vocab,
+        "True": True, "False": False, "None": None, "true": True, "false": False, "hparams": hparams, "ml": ml, "arch": name, "vocab": vocab,
         "tn": _tn, "create_tensor": state.create_tensor, "int": _c_int, "float": float, "str": str,
         "max": _c_max, "min": _c_min, "abs": abs, "powf": math.pow, "sqrtf": math.sqrt, "std": _Std,
         "LLAMA_TOKEN_NULL": -1, "INT32_MAX": 2**31 - 1,

@@ -15,6 +15,7 @@ from .rules import PROFILES, SEVERITY_RANK, catalog, matches
 from .shards import check_sets, shard_siblings
 from .._text import printable
 from ..cli import write_json
+from ..remote import RemoteError, is_url, print_transfer_stats
 
 __all__ = ["add_cli", "run"]
 
@@ -32,7 +33,8 @@ def add_cli(subparsers) -> None:
                                           "[tool.gguf-construct] table in pyproject.toml or a .gguf-construct.toml "
                                           "in this directory or a parent; options given here win.")
     p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="GGUF files or directories (searched for *.gguf); - reads standard input (after the files)")
+                   help="GGUF files, directories (searched for *.gguf) or URLs (https://, hf://, s3://, ...); - "
+                        "reads standard input (after the files)")
     p.add_argument("--format", choices=("text", "json", "sarif"), default=None,
                    help="text for people (default), json for programs, sarif for code-scanning tools")
     p.add_argument("--profile", choices=PROFILES, default=None,
@@ -55,6 +57,8 @@ def add_cli(subparsers) -> None:
     p.add_argument("--config", metavar="FILE", default=None,
                    help="read defaults from this TOML file instead of looking for one")
     p.add_argument("--no-config", action="store_true", help="ignore configuration files")
+    p.add_argument("--stats", action="store_true",
+                   help="print the bytes and requests fetched for URLs (header-only unless --data) on stderr")
     p.set_defaults(func=run)
 
 
@@ -100,7 +104,7 @@ def _one(job: tuple) -> tuple[Report | None, str | None]:
     try:
         return check(path, **opts), None
     except OSError as exc:
-        return None, f"{path}: {exc.strerror or exc}"
+        return None, str(exc) if isinstance(exc, RemoteError) else f"{path}: {exc.strerror or exc}"
 
 
 def _stdin(opts: dict) -> tuple[Report | None, str | None]:
@@ -168,7 +172,7 @@ def run(args) -> int:
             "max_per_rule": cfg["max-per-rule"] or None}
     text = cfg["format"] == "text"
     color = text and sys.stdout.isatty()
-    missing = [p for p in args.paths if p != STDIN and not os.path.lexists(p)]
+    missing = [p for p in args.paths if p != STDIN and not is_url(p) and not os.path.lexists(p)]
     for p in missing:
         print(f"gguf-construct check: {printable(p)}: no such file or directory", file=sys.stderr)
     paths = [p for p in args.paths if p not in missing and p != STDIN]
@@ -200,6 +204,8 @@ def run(args) -> int:
     if STDIN in args.paths:  # after the files, so that their findings are out while the pipe is still filling
         collect(*_stdin(opts))
     progress.clear()
+    if getattr(args, "stats", False):
+        print_transfer_stats([r.transfer for r in reports if r.transfer], "check")
     sets = [_apply_selection(r, cfg) for r in check_sets(reports, cfg["profile"])]
     for r in sets:
         if text:

@@ -7,6 +7,7 @@ import traceback
 from typing import Callable, Iterable
 
 from ..layout import open_source
+from ..remote import RemoteFile, header_only, remote_of
 from . import container, data, metadata, model, naming, tensors  # noqa: F401 - importing registers the predicates
 from . import security, templates  # noqa: F401 - issue #16: advisory and chat-template rules
 from .report import Finding, Report
@@ -25,7 +26,8 @@ def check(source, *, profile: str = "spec", data: bool = False, select: Iterable
           progress: Callable[[int, int], None] | None = None) -> "Report":
     """Check a GGUF file against every conformance rule and return a :class:`Report` of all findings.
 
-    ``source`` is a path, a bytes-like object or a binary file object (as for :func:`gguf_construct.load`).
+    ``source`` is a path, a URL, a bytes-like object or a binary file object (as for :func:`gguf_construct.load`);
+    a URL is read header-only (see :mod:`gguf_construct.remote`) and the report's ``transfer`` says what it cost.
     ``profile`` is "spec" (gguf.md's verdicts), "ggml" (what ggml's reader accepts) or "llama.cpp"; ``data=True``
     also looks inside the tensor data.  ``select``/``ignore`` are rule IDs or ID prefixes (``KV``, ``META-SPLIT``)
     as linters take them: only selected rules are checked, ignored ones never.  At most ``max_per_rule`` findings
@@ -38,8 +40,9 @@ def check(source, *, profile: str = "spec", data: bool = False, select: Iterable
     buf, path, keepalive = open_source(source)
     try:
         name = display_name(source, path)
-        return check_buffer(buf, file=name, file_name=base_name(name), profile=profile, data=data, select=select,
-                            ignore=ignore, max_per_rule=max_per_rule, progress=progress)
+        return check_buffer(buf, file=name, file_name=base_name(name), profile=profile, data=data,
+                            remote=remote_of(source, keepalive), select=select, ignore=ignore,
+                            max_per_rule=max_per_rule, progress=progress)
     finally:
         del buf
         if keepalive is not None:
@@ -61,21 +64,30 @@ def selected(rule_id: str, profile: str, select: Iterable[str] | None = None,
 
 
 def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, profile: str = "spec",
-                 data: bool = False, select: Iterable[str] | None = None, ignore: Iterable[str] | None = None,
-                 max_per_rule: int | None = MAX_FINDINGS_PER_RULE,
+                 data: bool = False, remote: RemoteFile | None = None, select: Iterable[str] | None = None,
+                 ignore: Iterable[str] | None = None, max_per_rule: int | None = MAX_FINDINGS_PER_RULE,
                  progress: Callable[[int, int], None] | None = None) -> Report:
-    """Check an in-memory buffer; ``file_name`` (a bare name) enables the naming rules.  The other arguments are
-    those of :func:`check`."""
+    """Check an in-memory buffer; ``file_name`` (a bare name) enables the naming rules.  ``remote`` is the
+    :class:`~gguf_construct.remote.RemoteFile` whose view ``buf`` is: the head is then fetched as the walk needs
+    it and the data only with ``data=True``.  The other arguments are those of :func:`check`."""
     if max_per_rule is not None and max_per_rule < 1:
         raise ValueError("max_per_rule must be at least 1 (None: no limit)")
     select, ignore = list(select or ()), list(ignore or ())
-    ctx = Context(memoryview(buf).cast("B") if not isinstance(buf, bytes) else buf, file=file,
-                  file_name=file_name, profile=profile, data=data)
+    view = memoryview(buf).cast("B") if not isinstance(buf, bytes) else buf
+
+    def walked() -> Context:
+        ctx = Context(view, file=file, file_name=file_name, profile=profile, data=data, remote=remote)
+        if progress is not None:
+            ctx.cache["progress"] = progress
+        walk(ctx)
+        return ctx
+
+    ctx = Context(view, file=file, file_name=file_name, profile=profile, data=data, remote=remote)
     if progress is not None:
         ctx.cache["progress"] = progress
     report = Report(file=file, profile=profile)
     try:
-        walk(ctx)
+        ctx = header_only(remote, walked, Context.read_to) if remote is not None else walked()
         derive_layout(ctx)
     except Exception:  # noqa: BLE001 - a bug must not hide the findings so far
         report.internal_errors.append("walk: " + traceback.format_exc(limit=3))
@@ -117,6 +129,8 @@ def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, 
     except Exception:  # noqa: BLE001
         report.internal_errors.append("facts: " + traceback.format_exc(limit=3))
     ctx.buf = None
+    if remote is not None:
+        report.transfer = remote.stats()
     return report
 
 

@@ -47,8 +47,13 @@ def _chunks(ctx: Context, t: TensorInfo, unit: int) -> Iterator[tuple[int, np.nd
     step = max(1, CHUNK_BYTES // unit)
     for u0 in range(0, n_units, step):
         u1 = min(n_units, u0 + step)
-        yield u0, np.frombuffer(ctx.buf, dtype=np.uint8, count=(u1 - u0) * unit, offset=start + u0 * unit)
-        _progress(ctx, (u1 - u0) * unit)
+        a, b = start + u0 * unit, start + u1 * unit
+        if ctx.remote is not None:
+            ctx.remote.ensure(a, b)  # a URL's data is streamed chunk by chunk and given back after use
+        yield u0, np.frombuffer(ctx.buf, dtype=np.uint8, count=b - a, offset=a)
+        if ctx.remote is not None:
+            ctx.remote.release(a, b)
+        _progress(ctx, b - a)
 
 
 def _progress(ctx: Context, nbytes: int) -> None:

@@ -11,6 +11,7 @@ from urllib.parse import quote
 
 from .. import __version__
 from .._text import printable
+from ..remote import is_url
 from .report import Finding, Report
 from .rules import OFF, catalog
 from .security import help_uri, security_tags
@@ -110,9 +111,11 @@ def _sarif_rule(rule, profile: str) -> dict:
 
 
 def _artifact_location(file: str | None) -> dict:
-    """A relative path as a URI relative to :data:`URI_BASE`; an absolute one as a file: URI."""
+    """A relative path as a URI relative to :data:`URI_BASE`; an absolute one as a file: URI; a URL as itself."""
     if not file or file == "<stdin>":
         return {"uri": "stdin"}
+    if is_url(file):
+        return {"uri": file}
     if not os.path.isabs(file):
         rel = Path(os.path.normpath(file)).as_posix()
         if not rel.startswith("../"):

@@ -41,6 +41,7 @@ class Report:
     counts: dict[str, int] = field(default_factory=dict)  # every occurrence per rule, also those not listed
     internal_errors: list[str] = field(default_factory=list)
     facts: dict = field(default_factory=dict, repr=False, compare=False)  # for checks across files (shard sets)
+    transfer: dict | None = field(default=None, compare=False)  # network cost when the file was a URL
 
     @property
     def valid(self) -> bool:
@@ -85,8 +86,8 @@ class Report:
         self.findings.sort(key=lambda f: (f.offset is None, f.offset or 0, f.rule))
 
     def to_dict(self) -> dict:
-        """The JSON shape: file, valid, version, byte_order, findings, counts (every occurrence per rule) and, when
-        the per-rule cap left some out, omitted."""
+        """The JSON shape: file, valid, version, byte_order, findings, counts (every occurrence per rule), omitted
+        when the per-rule cap left some out, and transfer for URLs."""
         out = {"file": self.file, "valid": self.valid, "version": self.version, "byte_order": self.byte_order,
                "findings": [f.to_dict() for f in self.findings], "counts": dict(sorted(self.counts.items()))}
         omitted = self.omitted()
@@ -94,4 +95,6 @@ class Report:
             out["omitted"] = omitted
         if self.internal_errors:
             out["internal_errors"] = list(self.internal_errors)
+        if self.transfer is not None:
+            out["transfer"] = dict(self.transfer)
         return out

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 
+from ..remote import exists, is_url
 from ..shardnames import shard_set_paths
 from .naming import shard_of
 from .report import Finding, Report
@@ -32,16 +33,19 @@ def _group_key(path: str):
     if found is None:
         return None
     prefix, number, total = found
-    return os.path.join(os.path.dirname(path), prefix), total, number
+    folder = path.rsplit("/", 1)[0] if is_url(path) else os.path.dirname(path)
+    return (f"{folder}/{prefix}" if is_url(path) else os.path.join(folder, prefix)), total, number
 
 
 def shard_siblings(paths: list[str]) -> list[str]:
-    """``paths`` plus the other shards of every shard set they name that exist on disk (same directory)."""
+    """``paths`` plus the other shards of every shard set they name that exist on disk (same directory), or next to
+    it on the server for a URL."""
     out = list(paths)
     seen = set(paths)
     for p in paths:
+        present = exists if is_url(p) else os.path.isfile
         for sib in shard_set_paths(p) or ():
-            if sib not in seen and os.path.isfile(sib):
+            if sib not in seen and present(sib):
                 seen.add(sib)
                 out.append(sib)
     return out

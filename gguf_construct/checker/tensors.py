@@ -237,6 +237,8 @@ def _pad_zero(ctx: Context) -> Iterator[Hit]:
     if not ctx.layout_known:
         return
     for start, end in _padding_ranges(ctx):
+        if not ctx.readable(start, min(end, ctx.size)):
+            continue  # a header-only check of a URL reads no padding inside the data section
         count = _nonzero(ctx, start, end)
         if count:
             yield Hit(start, "padding", count=count, start=start, end=min(end, ctx.size))

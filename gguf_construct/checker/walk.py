@@ -118,6 +118,7 @@ class Context:
     data_start: int | None = None
     hits: list[tuple[str, Hit]] = field(default_factory=list)
     cache: dict = field(default_factory=dict)  # facts shared by several predicates
+    remote: Any = None  # the RemoteFile behind buf when checking a URL (bytes arrive only when fetched)
     _first: dict[str, KV] | None = None
 
     def hit(self, rule_id: str, offset: int | None, path: str, /, **params: Any) -> None:
@@ -139,6 +140,22 @@ class Context:
         if kv is None or kv.vtype == ARRAY or (types and kv.vtype not in types):
             return None
         return kv.value
+
+    def readable(self, start: int, end: int) -> bool:
+        """True when [start, end) may be read: always for local files; for a URL when already fetched, else
+        fetched now if it is the head's padding or ``data`` was asked for (header-only checks skip the rest)."""
+        if self.remote is None or self.remote.has(start, end):
+            return True
+        if self.data or (self.data_start is not None and end <= self.data_start):
+            self.remote.ensure(start, end)
+            return True
+        return False
+
+    def read_to(self) -> int:
+        """End of what the walk consumed: the last record read, or the offset where it stopped."""
+        ends = [0] + [kv.end for kv in self.kvs[-1:]] + [t.end for t in self.tensors[-1:]]
+        ends += [h.offset for _, h in self.hits if h.offset is not None]
+        return max(ends)
 
     @property
     def head_complete(self) -> bool:

@@ -146,8 +146,13 @@ def default_out_dir() -> Path:
 def _cmd_docs(args: argparse.Namespace) -> int:
     if args.out is None:
         args.out = default_out_dir()
+    # the docs of a source checkout: its exports/ too
+    exports = _spec.spec_dir().name == "spec" and Path(args.out).resolve() == default_out_dir().resolve()
     if args.check:
         problems = check_docs(args.out)
+        if exports:
+            from ..export import check_exports
+            problems += check_exports(compile_parser=False)
         for p in problems:
             print(p, file=sys.stderr)
         if problems:
@@ -156,6 +161,12 @@ def _cmd_docs(args: argparse.Namespace) -> int:
         print(f"{args.out}: up to date")
         return 0
     changed = write_docs(args.out)
+    if exports:
+        from ..export import write_exports
+        written, notes = write_exports()
+        changed += written
+        for note in notes:
+            print(note, file=sys.stderr)
     for path in changed:
         print(f"wrote {path}")
     if not changed:
