@@ -77,16 +77,13 @@ class Results:
             digest = hashlib.sha1(data).hexdigest()[:10]
             cause = f.signature.split(":", 1)[1] if f.signature.startswith(f.kind + ":") else f.signature
             name = f"{f.kind}-{_slug(cause)}-{digest}.gguf"
-            with open(os.path.join(out_dir, name), "wb") as fh:
-                fh.write(data)
+            _write_atomic(os.path.join(out_dir, name), data)
             f.file = name
         summary = {"target": self.target, "profile": self.profile, "seed": self.seed, "generated": self.generated,
                    "valid": self.valid, "seconds": round(self.seconds, 2), "per_class": self.per_class,
                    "findings": [f.to_dict() for f in self.findings.values()], "notes": self.notes}
         path = os.path.join(out_dir, SUMMARY)
-        with open(path, "w") as fh:
-            json.dump(summary, fh, indent=1, default=str)
-            fh.write("\n")
+        _write_atomic(path, (json.dumps(summary, indent=1, default=str) + "\n").encode())
         return path
 
     def table(self) -> str:
@@ -108,6 +105,19 @@ class Results:
         for n in self.notes:
             lines.append(printable(f"note: {n}"))
         return "\n".join(lines)
+
+
+def _write_atomic(path: str, data: bytes) -> None:
+    """Write ``path`` through a temporary file in the same folder, renamed over it when complete."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 class OutDirError(ValueError):
