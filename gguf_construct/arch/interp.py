@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from .programs import c_div, c_mod, compile_expr
+from .programs import compile_expr
 
 __all__ = ["UNKNOWN", "Undecided", "Fatal", "Frame", "Interpreter", "Struct"]
 

@@ -442,7 +442,11 @@ def plan_load(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], 
         vocab_only = kind == "vocab"
     arch_value = meta.get(model_spec()["architecture_key"])
     plan = LoadPlan(arch=None, kind=kind)
-    if kind in ("adapter", "imatrix"):
+    if kind == "adapter":
+        _plan_adapter(meta, tensors, plan)
+        return plan
+    if kind == "imatrix":
+        _plan_imatrix(meta, tensors, plan)
         return plan
     if arch_value is None:
         plan.problems.append(Problem("KEY-MISSING", "key not found in model: general.architecture",
@@ -514,6 +518,78 @@ def plan_load(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], 
                                      expected=detail.get("expected"), got=detail.get("got"), phase=phase))
     plan.approximations = interp.approximations
     return plan
+
+
+def _plan_adapter(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], plan: LoadPlan) -> None:
+    """llama_adapter_lora_init's checks of the adapter file alone (spec/model.yaml, adapter), as ADAPTER problems."""
+    spec = model_spec()["adapter"]
+
+    def problem(message: str, key: str | None = None, tensor: str | None = None) -> None:
+        plan.problems.append(Problem("ADAPTER", message, key=key, tensor=tensor, phase="adapter"))
+
+    arch_value = meta.get(model_spec()["architecture_key"])
+    name = str(arch_value.value) if arch_value is not None and arch_value.type == "STRING" else ""
+    plan.arch = name or None
+    a = architecture(name)
+    if a is None or not a.loadable:
+        problem(f"LoRA architecture {name!r} is not one llama.cpp knows (model arch and LoRA arch mismatch)",
+                key=model_spec()["architecture_key"])
+    for entry in ("type_key", "alpha_key", "invocation_tokens_key"):
+        want = spec[entry]
+        v = meta.get(want["key"])
+        if v is None:
+            if entry == "type_key":
+                problem(f"expect {want['key']} to be {want['value']!r}, but got: ''", key=want["key"])
+            continue
+        if v.type != want["type"] or ("item_type" in want and v.item_type != want["item_type"]):
+            problem(f"{want['key']} has type {v.type} but llama.cpp reads it as {want['type']}", key=want["key"])
+        elif "value" in want and v.value != want["value"]:
+            problem(f"expect {want['key']} to be {want['value']!r}, but got: {v.value!r}", key=want["key"])
+    suffix_a, suffix_b = spec["pair_suffixes"]["a"], spec["pair_suffixes"]["b"]
+    pairs: dict[str, dict[str, TensorMeta]] = {}
+    for t in tensors.values():
+        if t.name.endswith(suffix_a):
+            pairs.setdefault(t.name[:-len(suffix_a)], {})["a"] = t
+        elif t.name.endswith(suffix_b):
+            pairs.setdefault(t.name[:-len(suffix_b)], {})["b"] = t
+        elif not t.name.endswith(spec["skipped_suffix"]):
+            problem(f"LoRA tensor '{t.name}' has unexpected suffix", tensor=t.name)
+    for base, pair in pairs.items():
+        if len(pair) < 2:
+            problem(f"LoRA tensor pair for '{base}' is missing one component",
+                    tensor=next(iter(pair.values())).name)
+        elif not base.endswith(spec["flipped_pair"]) and pair["a"].ne4[1] != pair["b"].ne4[0]:
+            problem(f"lora_a tensor is not transposed: '{pair['a'].name}' rank {pair['a'].ne4[1]} but "
+                    f"'{pair['b'].name}' {pair['b'].ne4[0]}", tensor=pair["a"].name)
+
+
+def _plan_imatrix(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], plan: LoadPlan) -> None:
+    """common_imatrix_load's and llama-quantize's checks of an importance matrix, as IMATRIX problems."""
+    spec = model_spec()["imatrix"]
+
+    def problem(message: str, key: str | None = None, tensor: str | None = None) -> None:
+        plan.problems.append(Problem("IMATRIX", message, key=key, tensor=tensor, phase="imatrix"))
+
+    if not tensors:
+        problem("no data in the importance matrix (no tensors)")
+    for want in spec["keys"]:
+        v = meta.get(want["key"])
+        if v is None:
+            problem(f"missing imatrix metadata: {want['key']}", key=want["key"])
+        elif v.type != want["type"] or ("item_type" in want and v.item_type != want["item_type"]):
+            problem(f"{want['key']} has type {v.type} but is read as {want['type']}", key=want["key"])
+    sums, counts = spec["pair_suffixes"]["sums"], spec["pair_suffixes"]["counts"]
+    pairs: dict[str, dict[str, TensorMeta]] = {}
+    for t in tensors.values():
+        for part, suffix in (("sums", sums), ("counts", counts)):
+            if t.name.endswith(suffix):
+                pairs.setdefault(t.name[:-len(suffix)], {})[part] = t
+    for base, pair in pairs.items():
+        first = next(iter(pair.values()))
+        if len(pair) < 2:
+            problem(f"mismatched sums and counts for {base}", tensor=first.name)
+        elif any(t.type != spec["pair_type"] for t in pair.values()):
+            problem(f"sums and counts for {base} must be F32", tensor=first.name)
 
 
 def _code(f: Fatal) -> str:

@@ -84,7 +84,7 @@ _MLA = {"{arch}.attention.key_length_mla": (32, "UINT32"), "{arch}.attention.val
 _MOE = {"{arch}.expert_count": (4, "UINT32"), "{arch}.expert_used_count": (2, "UINT32"),
         "{arch}.expert_feed_forward_length": (16, "UINT32")}
 HINTS: dict[str, dict] = {
-    "deepseek2": _MLA, "mistral4": _MLA, "hy_v4": _MLA, "deepseek32": _MLA, "glm-dsa": _MLA, "dots3note": _MLA,
+    "deepseek2": _MLA, "mistral4": _MLA, "hy_v4": _MLA, "deepseek32": _MLA, "glm-dsa": _MLA,
     "kimi-k3": _MLA, "kimi-linear": _MLA,
     "dots3note": {**_MLA, "{arch}.attention.key_length_mla_swa": (32, "UINT32"),
                   "{arch}.attention.value_length_mla_swa": (16, "UINT32")},

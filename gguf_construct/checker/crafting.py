@@ -988,8 +988,6 @@ def _retype_key(f):
 
 
 def _halve_q(f):
-    from ..model import Tensor
-
     t = next(t for t in f.tensors if t.name == "blk.0.attn_q.weight")
     f.tensors[:] = [x for x in f.tensors if x is not t]
     f.add_tensor(t.name, bytes(t.nbytes // 2), "F32", shape=(t.shape[0], t.shape[1] // 2))
@@ -1001,6 +999,31 @@ def _extra_tensor(f):
 
 def _bad_name(f):
     f.add_tensor("my_custom_head.weight", bytes(4 * 64), "F32", shape=(64,))
+
+
+def _half_imatrix(raw):
+    """An importance matrix with blk.0.ffn_up.weight.in_sum2 and no .counts."""
+    from ..model import GGUFFile
+
+    f = GGUFFile.new(version=3, byte_order="little")
+    f.metadata.set("general.type", "imatrix", "STRING")
+    f.metadata.set("imatrix.datasets", ["wiki.train.raw"], "ARRAY", "STRING")
+    f.metadata.set("imatrix.chunk_count", 10, "UINT32")
+    f.metadata.set("imatrix.chunk_size", 512, "UINT32")
+    f.add_tensor("blk.0.ffn_up.weight.in_sum2", bytes(4 * 64), "F32", shape=(64, 1))
+    return RawFile.from_bytes(f.to_bytes()), {"profile": "llama.cpp"}
+
+
+def _half_adapter(raw):
+    """A LoRA adapter whose pair for blk.0.attn_q.weight lacks its lora_b."""
+    from ..model import GGUFFile
+
+    f = GGUFFile.new(version=3, byte_order="little")
+    for key, value, vtype in (("general.type", "adapter", "STRING"), ("general.architecture", "llama", "STRING"),
+                              ("adapter.type", "lora", "STRING"), ("adapter.lora.alpha", 16.0, "FLOAT32")):
+        f.metadata.set(key, value, vtype)
+    f.add_tensor("blk.0.attn_q.weight.lora_a", bytes(4 * 64 * 8), "F32", shape=(64, 8))
+    return RawFile.from_bytes(f.to_bytes()), {"profile": "llama.cpp"}
 
 
 for _name, _rules, _doc, _build in (
@@ -1023,6 +1046,10 @@ for _name, _rules, _doc, _build in (
      _model_case(**{"llama.block_count": (3, "UINT32")})),
     ("model-tensor-name", ("MODEL-TENSOR-NAME",), "a tensor my_custom_head.weight (an info under spec).",
      lambda raw: _model(edit=_bad_name)),
+    ("model-adapter", ("MODEL-ADAPTER",), "a LoRA adapter with blk.0.attn_q.weight.lora_a and no lora_b.",
+     _half_adapter),
+    ("model-imatrix", ("MODEL-IMATRIX",), "an importance matrix whose blk.0.ffn_up.weight has sums, no counts.",
+     _half_imatrix),
 ):
     _register(_name, _rules, _doc, _build)
 from . import crafting_security  # noqa: E402,F401 - issue #16: advisory reproducers and chat templates

@@ -102,6 +102,26 @@ def _vocab(ctx: Context) -> Iterator[Hit]:
         yield _key_hit(ctx, p)
 
 
+@rule("MODEL-ADAPTER")
+def _adapter(ctx: Context) -> Iterator[Hit]:
+    yield from _file_kind_hits(ctx, "ADAPTER")
+
+
+@rule("MODEL-IMATRIX")
+def _imatrix(ctx: Context) -> Iterator[Hit]:
+    yield from _file_kind_hits(ctx, "IMATRIX")
+
+
+def _file_kind_hits(ctx: Context, code: str) -> Iterator[Hit]:
+    """Problems of an adapter or importance matrix, at their tensor or key."""
+    for p in _problems(ctx, code):
+        t = _tensor(ctx, p.tensor)
+        if t is not None:
+            yield Hit(t.offset, t.path, detail=p.message)
+        else:
+            yield _key_hit(ctx, p)
+
+
 @rule("MODEL-TENSOR-MISSING")
 def _tensor_missing(ctx: Context) -> Iterator[Hit]:
     for p in _problems(ctx, "TENSOR-MISSING"):

@@ -5,11 +5,19 @@ from __future__ import annotations
 from .context import Ctx
 from .markdown import anchor, code, esc, heading, join_nonempty, table
 
-__all__ = ["STRUCT_PAGE", "version_groups", "resolve_alias", "group_label", "field_size", "struct_layout",
+__all__ = ["STRUCT_PAGE", "struct_anchors", "version_groups", "resolve_alias", "group_label", "field_size", "struct_layout",
            "struct_section", "fixed_size"]
 
 # Which page defines which structures of gguf.yaml (the others: format.md).
 STRUCT_PAGE = {"gguf_string": "values.md", "gguf_array": "values.md"}
+
+
+def struct_anchors(g: dict, page: str):
+    """The anchors of the structures (and their fields) that ``page`` defines."""
+    for sname, sdef in g["types"].items():
+        if STRUCT_PAGE.get(sname, "format.md") == page:
+            yield anchor("struct", sname)
+            yield from (anchor("field", sname, f["id"]) for f in sdef["seq"])
 
 
 def version_groups(g: dict) -> list[tuple[int, ...]]:

@@ -22,7 +22,7 @@ import numpy as np
 from ..enums import GGUFValueType
 from ..values import numpy_dtype_of
 
-__all__ = ["LIB_ENV", "ggml_reader"]
+__all__ = ["LIB_ENV", "ggml_reader", "library_from_env"]
 
 LIB_ENV = "GGUF_CONSTRUCT_GGML_LIB"
 
@@ -36,12 +36,17 @@ class _Params(ctypes.Structure):
     _fields_ = [("no_alloc", ctypes.c_bool), ("ctx", ctypes.c_void_p)]
 
 
+def library_from_env(env: str, what: str) -> ctypes.CDLL:
+    """The shared library whose path is in environment variable ``env`` (how a target's worker gets it)."""
+    path = os.environ.get(env)
+    if not path:
+        raise RuntimeError(f"set {env} to the path of {what}")
+    return ctypes.CDLL(path)
+
+
 @functools.lru_cache(maxsize=1)
 def _library() -> ctypes.CDLL:
-    path = os.environ.get(LIB_ENV)
-    if not path:
-        raise RuntimeError(f"set {LIB_ENV} to the path of libggml-base")
-    lib = ctypes.CDLL(path)
+    lib = library_from_env(LIB_ENV, "libggml-base")
     ctx_p, i64, size = ctypes.c_void_p, ctypes.c_int64, ctypes.c_size_t
     signatures = {
         "gguf_init_from_file": (ctx_p, [ctypes.c_char_p, _Params]), "gguf_free": (None, [ctx_p]),

@@ -49,10 +49,9 @@ def _log(level: int, text: bytes, user: int) -> None:
 
 @functools.lru_cache(maxsize=1)
 def _library() -> ctypes.CDLL:
-    path = os.environ.get(LIB_ENV)
-    if not path:
-        raise RuntimeError(f"set {LIB_ENV} to the path of libllama")
-    lib = ctypes.CDLL(path)
+    from .ggml_target import library_from_env
+
+    lib = library_from_env(LIB_ENV, "libllama")
     lib.llama_model_default_params.restype = _ModelParams
     lib.llama_model_default_params.argtypes = []
     lib.llama_model_load_from_file.restype = ctypes.c_void_p

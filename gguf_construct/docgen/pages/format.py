@@ -7,7 +7,7 @@ import struct
 
 from ..context import Ctx, Page, Section, SpecData
 from ..markdown import anchor, bytes_range, code, esc, fence, heading, intro, mermaid, mermaid_label, table
-from ..structures import (
+from ..structures import (struct_anchors, 
     STRUCT_PAGE, fixed_size, group_label, resolve_alias, struct_layout, struct_section, version_groups)
 
 
@@ -162,10 +162,7 @@ def _defines(data: SpecData):
     yield from (anchor("prim", p["id"]) for p in g["primitives"])
     yield from (anchor("alias", name) for name in g["aliases"])
     yield from (anchor("version", v["version"]) for v in g["versions"])
-    for sname, sdef in g["types"].items():
-        if STRUCT_PAGE.get(sname, "format.md") == "format.md":
-            yield anchor("struct", sname)
-            yield from (anchor("field", sname, f["id"]) for f in sdef["seq"])
+    yield from struct_anchors(g, "format.md")
 
 
 PAGE = Page("format.md", "File format", "layout of a GGUF file per version, byte order, structures, alignment",

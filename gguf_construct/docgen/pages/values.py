@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..context import Ctx, Page, Section, SpecData
 from ..markdown import anchor, code, intro, table
-from ..structures import STRUCT_PAGE, struct_section
+from ..structures import struct_anchors, struct_section
 
 
 def _sec_value_types(ctx: Ctx) -> str:
@@ -46,10 +46,7 @@ def _sec_arrays(ctx: Ctx) -> str:
 
 def _defines(data: SpecData):
     yield from (anchor("vt", vt["name"]) for vt in data.gguf["value_types"])
-    for sname, sdef in data.gguf["types"].items():
-        if STRUCT_PAGE.get(sname) == "values.md":
-            yield anchor("struct", sname)
-            yield from (anchor("field", sname, f["id"]) for f in sdef["seq"])
+    yield from struct_anchors(data.gguf, "values.md")
 
 
 PAGE = Page("values.md", "Metadata values", "the value types of metadata, strings and arrays",
