@@ -74,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "data starts), every metadata key with its type and value (arrays with their "
                                    "item count) and the tensor table. Long values are summarised unless --full.")
     p.add_argument("file", help="the GGUF file or a URL (https://, hf://, s3://, ...; read header-only; a shard of a "
-                                "split model is shown alone)")
+                                "split model is shown alone); - reads standard input")
     form = p.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true",
                       help="machine-readable, stable JSON (with file_size, data_offset and each key's offset)")

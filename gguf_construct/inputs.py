@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import sys
+
 from .model import GGUFFile, load
 
 __all__ = ["open_input"]
 
 
 def open_input(name: str, *, shards: bool = False) -> GGUFFile:
-    """Open the GGUF file ``name`` for a command, memory-mapped.
+    """Open the GGUF file ``name`` for a command, memory-mapped; ``-`` is standard input (read to its end unless it
+    is a regular file).
 
     ``shards``: when ``name`` is a shard of a split model, open the whole set (see :func:`gguf_construct.load`);
     by default a command works on the named file alone.
     """
+    if name == "-":
+        return load(sys.stdin.buffer)
     return load(name, shards=shards)

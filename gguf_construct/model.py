@@ -260,7 +260,10 @@ class GGUFFile:
         ``pad_head``: pad the head to the alignment even when there are no tensors (as ggml's writer does)."""
         path = os.fspath(path)
         directory = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix=".gguf-", suffix=".tmp", dir=directory)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".gguf-", suffix=".tmp", dir=directory)
+        except OSError as exc:
+            raise _about_target(exc, path) from None
         try:
             os.chmod(tmp, _mode_for(path))
             with os.fdopen(fd, "wb") as fh:
@@ -271,11 +274,13 @@ class GGUFFile:
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, path)
-        except BaseException:
+        except BaseException as exc:
             try:
                 os.unlink(tmp)
             except OSError:
                 pass
+            if isinstance(exc, OSError):
+                raise _about_target(exc, path) from None
             raise
 
     def write_to(self, out: BinaryIO) -> None:
@@ -459,11 +464,20 @@ def _value_to_tree(value: GGUFValue) -> Any:
     return Container(type=int(value.item_type), len=len(data), data=data)
 
 
+def _about_target(exc: OSError, path: str) -> OSError:
+    """``exc`` naming the file the user asked for instead of the temporary file it happened on."""
+    if exc.errno is None:
+        return exc
+    return OSError(exc.errno, exc.strerror or str(exc), path)
+
+
 def load(source, *, lazy: bool = True, shards: bool = True) -> GGUFFile:
     """Read a GGUF file from a path, bytes-like object or binary file object.
 
-    Paths are memory-mapped and tensor data is not read until asked (``lazy=False`` copies the whole input into
-    memory instead).  Malformed input raises :class:`GGUFError` naming the offset and field.
+    A ``str`` or ``os.PathLike`` is a path; ``bytes``, ``bytearray`` and ``memoryview`` are the file's contents
+    (``load(b"model.gguf")`` does not open a file).  Paths are memory-mapped and tensor data is not read until
+    asked (``lazy=False`` copies the whole input into memory instead).  Malformed input raises :class:`GGUFError`
+    naming the offset and field.
 
     A path named as a shard of a split model (``...-00002-of-00005.gguf``) loads the whole set: the metadata of the
     first shard, the tensors of every shard in order (each :class:`Tensor` reads from its own file, lazily), the
@@ -510,10 +524,16 @@ def _load_one(source, lazy: bool) -> GGUFFile:
         remote.ensure(0, remote.size)
     if not lazy:
         buf, keepalive, remote = memoryview(bytes(buf)), None, None
-    if remote is not None:
-        head = header_only(remote, lambda: parse_head(buf), lambda h: h.end)
-    else:
-        head = parse_head(buf)
+    try:
+        if remote is not None:
+            head = header_only(remote, lambda: parse_head(buf), lambda h: h.end)
+        else:
+            head = parse_head(buf)
+    except GGUFError as exc:
+        if isinstance(source, (bytes, bytearray, memoryview)) and exc.path == "header.magic":
+            raise GGUFError(f"{exc.message}; bytes are read as the file's contents, pass a str or os.PathLike "
+                            f"to open a file", offset=exc.offset, path=exc.path, rule=exc.rule) from None
+        raise
     gguf = GGUFFile(head.version, head.byte_order)
     gguf.path = path
     gguf._buf = buf

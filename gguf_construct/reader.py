@@ -4,8 +4,10 @@ the data layout.  Used by the file model (:mod:`gguf_construct.model`) and the c
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
+import stat
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,9 +80,10 @@ class RawHead:
 def open_source(source) -> tuple[Any, str | None, Any]:
     """Return ``(buffer, path, keepalive)`` for a path, URL, bytes-like object or binary file object.
 
-    Paths and real files are memory-mapped read-only; nothing is read until used.  URLs (and an open
-    :class:`~gguf_construct.remote.RemoteFile`) give its lazily fetched buffer: run parses through
-    :func:`gguf_construct.remote.header_only`.
+    Paths and real files are memory-mapped read-only; nothing is read until used.  A path must name a regular
+    file (a device or pipe has no size to map: ``OSError``); a file object that is not a regular file (a pipe,
+    ``sys.stdin.buffer``) is read to its end.  URLs (and an open :class:`~gguf_construct.remote.RemoteFile`) give
+    its lazily fetched buffer: run parses through :func:`gguf_construct.remote.header_only`.
     """
     if is_url(source):
         remote = open_remote(source)
@@ -90,6 +93,11 @@ def open_source(source) -> tuple[Any, str | None, Any]:
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
         with open(path, "rb") as fh:
+            kind = _not_regular(fh.fileno())
+            if kind:
+                raise OSError(errno.EINVAL, f"not a regular file ({kind}); GGUF files are memory-mapped, so save "
+                                            f"the stream to a file first (the command line reads standard input "
+                                            f"as '-')", path)
             return _map_file(fh, path)
     if isinstance(source, (bytes, bytearray, memoryview)):
         return memoryview(source).cast("B"), None, None
@@ -98,11 +106,23 @@ def open_source(source) -> tuple[Any, str | None, Any]:
             fileno = source.fileno()
         except (OSError, AttributeError, ValueError):
             fileno = None
-        if fileno is not None:
+        if fileno is not None and not _not_regular(fileno):
             return _map_file(source, getattr(source, "name", None))
         data = source.read()
         return memoryview(data).cast("B"), None, None
     raise TypeError(f"cannot read GGUF from {type(source).__name__}")
+
+
+def _not_regular(fileno: int) -> str | None:
+    """What kind of non-regular file ``fileno`` is (character device, pipe, ...), or None for a regular file."""
+    mode = os.fstat(fileno).st_mode
+    if stat.S_ISREG(mode):
+        return None
+    for test, kind in ((stat.S_ISCHR, "a character device"), (stat.S_ISFIFO, "a pipe"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return kind
+    return "not a regular file"
 
 
 def _map_file(fh, path):

@@ -17,6 +17,7 @@ import numpy as np
 
 from . import spec as _spec
 from .enums import GGUFValueType
+from .keyregistry import registry_types
 from .structs import value_types
 
 __all__ = ["GGUFValue", "Metadata", "numpy_dtype_of", "infer_value"]
@@ -210,8 +211,10 @@ class Metadata(MutableMapping):
     """Ordered key -> value mapping where every value keeps its GGUF type.
 
     ``md[key]`` gives the plain value; :meth:`typed` the :class:`GGUFValue`; :meth:`type_of` its type.
-    Assigning a plain value keeps the key's existing type, or infers one for a new key (see :func:`infer_value`);
-    use :meth:`set` to give the type explicitly.
+    Assigning a plain value keeps the key's existing type; a new standardized key (spec/keys.yaml) gets the
+    registry's type (the narrowest allowed integer type the value fits, so ``llama.context_length = 4096`` is
+    UINT32 as llama.cpp writes it); any other new key gets an inferred type (see :func:`infer_value`).  Use
+    :meth:`set` to give the type explicitly.
     """
 
     def __init__(self, items: "dict[str, GGUFValue] | None" = None):
@@ -228,9 +231,29 @@ class Metadata(MutableMapping):
             old = self._items[key]
             new = make_value(old.type, value, old.item_type)
         else:
-            new = infer_value(value)
+            new = self._registry_value(key, value)
+            if new is None:
+                new = infer_value(value)
         self._items[key] = new
         self.changed = True
+
+    def _registry_value(self, key: str, value: Any) -> "GGUFValue | None":
+        """``value`` typed as the registry says for ``key``, or None when the registry does not know the key."""
+        arch = self._items.get("general.architecture")
+        pairs = registry_types(key, arch.value if arch is not None and isinstance(arch.value, str) else None)
+        if not pairs:
+            return None
+        if isinstance(value, int) and not isinstance(value, bool):
+            ints = [p for p in pairs if p[0] in _INT_RANGES]
+            pairs = sorted(ints, key=lambda p: numpy_dtype_of(p[0]).itemsize) + [p for p in pairs if p not in ints]
+        for vtype, item_type in pairs:
+            try:
+                return make_value(vtype, value, item_type)
+            except (TypeError, ValueError, OverflowError):
+                continue
+        names = " or ".join(f"ARRAY[{i.name}]" if i else t.name for t, i in pairs)
+        raise TypeError(f"{key} is {names} in the key registry; {value!r} does not fit (use Metadata.set(key, "
+                        f"value, type) to store another type)")
 
     def __delitem__(self, key: str) -> None:
         del self._items[key]

@@ -247,9 +247,9 @@ def test_cli_json_shape(tmp_path, capsys):
     doc = json.loads(out)
     assert rc == 1 and len(doc) == 2
     for entry in doc:
-        assert set(entry) == {"file", "valid", "version", "byte_order", "findings"}
+        assert set(entry) == {"file", "valid", "version", "byte_order", "findings", "counts"}
         for f in entry["findings"]:
-            assert set(f) == {"rule", "severity", "message", "offset", "path"}
+            assert set(f) == {"rule", "severity", "message", "offset", "path", "count"}
     by_name = {e["file"].rsplit("/", 1)[-1]: e for e in doc}
     assert by_name[crafting.CARRIER_NAME]["valid"] is True
     assert by_name["b.gguf"]["valid"] is False

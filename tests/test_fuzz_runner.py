@@ -67,7 +67,8 @@ def test_every_class_is_found_and_minimised(tmp_path):
     kinds = {f.kind for f in results.findings.values()}
     assert {"false_accept", "false_reject", "hang", "value_mismatch"} <= kinds, results.table()
     minimized = [f for f in results.findings.values() if f.minimized is not None]
-    assert len(minimized) == min(8, len(results.findings))
+    first = list(results.findings.values())[:8]
+    assert len(minimized) == sum(1 for f in first if f.kind != "hang")  # a hang is not minimised (one timeout)
     for f in minimized:
         assert len(f.minimized) <= f.size
         assert (tmp_path / "out" / f.file).read_bytes() == f.minimized

@@ -12,7 +12,7 @@ from .. import structs
 from .._stringscan import scan_string_offsets
 from ..constructs import encode_text
 from ..reader import MAX_KEY_BYTES
-from .registry import lookup, standard_namespaces
+from .registry import HYPHENATED_ARCHITECTURES, known_architectures, lookup, standard_namespaces
 from .rules import Hit, rule
 from .walk import ALIGNMENT_KEY, ALIGNMENT_TYPE, ARRAY, BOOL, KV, STRING, Context, type_name
 
@@ -20,7 +20,6 @@ __all__ = ["LIMITS"]
 
 # ggml's implementation limits (gguf.cpp GGUF_MAX_STRING_LENGTH, GGUF_MAX_ARRAY_ELEMENTS); tests lower them
 LIMITS = {"string_bytes": 2**30, "array_elements": 2**30}
-MAX_PER_ARRAY = 20  # findings reported per array and rule; the rest of a broken array adds nothing new
 
 _VERSIONS = {v["version"]: v for v in structs.container_spec()["versions"]}
 _CURRENT = structs.container_spec()["meta"]["current_version"]
@@ -99,9 +98,14 @@ def _key_segment(ctx: Context) -> Iterator[Hit]:
 
 @rule("KV-KEY-HYPHEN")
 def _key_hyphen(ctx: Context) -> Iterator[Hit]:
+    arch = ctx.scalar("general.architecture", STRING)
+    prefix = f"{arch}.".encode() if isinstance(arch, str) and "-" in arch and arch in known_architectures() else None
     for kv in ctx.kvs:
         if b"-" in kv.key_bytes:
-            yield _key_hit(kv)
+            hit = _key_hit(kv)
+            if prefix and kv.key_bytes.startswith(prefix) and b"-" not in kv.key_bytes[len(prefix):]:
+                hit.on_purpose(HYPHENATED_ARCHITECTURES)  # command-r.context_length, as llama.cpp writes it
+            yield hit
 
 
 @rule("KV-KEY-FLAT")
@@ -167,7 +171,7 @@ def _bool(ctx: Context) -> Iterator[Hit]:
                 if arr.type != BOOL or not len(arr.data):
                     continue
                 raw = np.asarray(arr.data).view(np.uint8)
-                for j in np.flatnonzero(raw > 1)[:MAX_PER_ARRAY].tolist():
+                for j in np.flatnonzero(raw > 1).tolist():
                     off = kv.at(f"value.data[{j}]") if depth == 1 else kv.value_offset
                     yield Hit(off, f"{path}.data[{j}]", key=kv.key, value=int(raw[j]))
 
@@ -254,7 +258,7 @@ def _utf8(ctx: Context) -> Iterator[Hit]:
     for kv, arr, path, top in _string_arrays(ctx):
         if _array_summary(ctx, arr)[0]:
             continue
-        bad = [(j, r) for j, s in enumerate(arr.data) if (r := _bad_utf8(s))][:MAX_PER_ARRAY]
+        bad = [(j, r) for j, s in enumerate(arr.data) if (r := _bad_utf8(s))]
         offsets = _element_offsets(ctx, kv, len(arr.data)) if top else None
         for j, reason in bad:
             off = int(offsets[j]) if offsets is not None else kv.value_offset
@@ -270,7 +274,7 @@ def _nul(ctx: Context) -> Iterator[Hit]:
     for kv, arr, path, top in _string_arrays(ctx):
         if not _array_summary(ctx, arr)[1]:
             continue
-        bad = [(j, s.find("\x00")) for j, s in enumerate(arr.data) if "\x00" in s][:MAX_PER_ARRAY]
+        bad = [(j, s.find("\x00")) for j, s in enumerate(arr.data) if "\x00" in s]
         offsets = _element_offsets(ctx, kv, len(arr.data)) if top else None
         for j, pos in bad:
             off = int(offsets[j]) if offsets is not None else kv.value_offset

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import traceback
+from typing import Callable, Iterable
 
 from ..layout import open_source
 from ..remote import RemoteFile, header_only, remote_of
@@ -11,21 +12,28 @@ from . import container, data, metadata, model, naming, tensors  # noqa: F401 - 
 from . import security, templates  # noqa: F401 - issue #16: advisory and chat-template rules
 from .report import Finding, Report
 from .shards import set_facts
-from .rules import OFF, PROFILES, catalog, format_message, predicates, severity
+from .rules import (OFF, PRACTICE_EXEMPT, PROFILES, Hit, catalog, format_message, matches, predicates,
+                    severity)
 from .walk import Context, base_name, derive_layout, display_name, walk
 
-__all__ = ["check", "check_buffer"]
+__all__ = ["check", "check_buffer", "selected", "MAX_FINDINGS_PER_RULE"]
 
 MAX_FINDINGS_PER_RULE = 1000
 
 
-def check(source, *, profile: str = "spec", data: bool = False) -> "Report":
+def check(source, *, profile: str = "spec", data: bool = False, select: Iterable[str] | None = None,
+          ignore: Iterable[str] | None = None, max_per_rule: int | None = MAX_FINDINGS_PER_RULE,
+          progress: Callable[[int, int], None] | None = None) -> "Report":
     """Check a GGUF file against every conformance rule and return a :class:`Report` of all findings.
 
     ``source`` is a path, a URL, a bytes-like object or a binary file object (as for :func:`gguf_construct.load`);
     a URL is read header-only (see :mod:`gguf_construct.remote`) and the report's ``transfer`` says what it cost.
-    ``profile`` is "spec" (gguf.md's verdicts) or "ggml" (what ggml's reader accepts); ``data=True`` also looks
-    inside the tensor data.  Never raises on malformed input; I/O errors (``OSError``) propagate.
+    ``profile`` is "spec" (gguf.md's verdicts), "ggml" (what ggml's reader accepts) or "llama.cpp"; ``data=True``
+    also looks inside the tensor data.  ``select``/``ignore`` are rule IDs or ID prefixes (``KV``, ``META-SPLIT``)
+    as linters take them: only selected rules are checked, ignored ones never.  At most ``max_per_rule`` findings
+    of one rule are listed (None: all); ``Report.counts`` always has the exact number.  ``progress(done, total)``
+    is called with bytes during the ``data`` pass.  Never raises on malformed input; I/O errors (``OSError``)
+    propagate.
     """
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {PROFILES}")
@@ -33,7 +41,8 @@ def check(source, *, profile: str = "spec", data: bool = False) -> "Report":
     try:
         name = display_name(source, path)
         return check_buffer(buf, file=name, file_name=base_name(name), profile=profile, data=data,
-                            remote=remote_of(source, keepalive))
+                            remote=remote_of(source, keepalive), select=select, ignore=ignore,
+                            max_per_rule=max_per_rule, progress=progress)
     finally:
         del buf
         if keepalive is not None:
@@ -43,19 +52,39 @@ def check(source, *, profile: str = "spec", data: bool = False) -> "Report":
                 pass
 
 
+def selected(rule_id: str, profile: str, select: Iterable[str] | None = None,
+             ignore: Iterable[str] | None = None) -> bool:
+    """True when ``rule_id`` is checked: known, not off under ``profile``, selected and not ignored."""
+    known = catalog()
+    if rule_id in known and severity(rule_id, profile) == OFF:
+        return False
+    if select and not matches(rule_id, select):
+        return False
+    return not (ignore and matches(rule_id, ignore))
+
+
 def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, profile: str = "spec",
-                 data: bool = False, remote: RemoteFile | None = None) -> Report:
+                 data: bool = False, remote: RemoteFile | None = None, select: Iterable[str] | None = None,
+                 ignore: Iterable[str] | None = None, max_per_rule: int | None = MAX_FINDINGS_PER_RULE,
+                 progress: Callable[[int, int], None] | None = None) -> Report:
     """Check an in-memory buffer; ``file_name`` (a bare name) enables the naming rules.  ``remote`` is the
     :class:`~gguf_construct.remote.RemoteFile` whose view ``buf`` is: the head is then fetched as the walk needs
-    it and the data only with ``data=True``."""
+    it and the data only with ``data=True``.  The other arguments are those of :func:`check`."""
+    if max_per_rule is not None and max_per_rule < 1:
+        raise ValueError("max_per_rule must be at least 1 (None: no limit)")
+    select, ignore = list(select or ()), list(ignore or ())
     view = memoryview(buf).cast("B") if not isinstance(buf, bytes) else buf
 
     def walked() -> Context:
         ctx = Context(view, file=file, file_name=file_name, profile=profile, data=data, remote=remote)
+        if progress is not None:
+            ctx.cache["progress"] = progress
         walk(ctx)
         return ctx
 
     ctx = Context(view, file=file, file_name=file_name, profile=profile, data=data, remote=remote)
+    if progress is not None:
+        ctx.cache["progress"] = progress
     report = Report(file=file, profile=profile)
     try:
         ctx = header_only(remote, walked, Context.read_to) if remote is not None else walked()
@@ -64,27 +93,36 @@ def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, 
         report.internal_errors.append("walk: " + traceback.format_exc(limit=3))
     report.version, report.byte_order = ctx.version, ctx.byte_order
     hits = list(ctx.hits)
-    known_rules = catalog()
     for rule_id, fn in predicates():
-        if rule_id in known_rules and severity(rule_id, profile) == OFF:
+        if not selected(rule_id, profile, select, ignore):
             continue
         try:
             hits.extend((rule_id, h) for h in fn(ctx))
         except Exception:  # noqa: BLE001
             report.internal_errors.append(f"{rule_id}: " + traceback.format_exc(limit=3))
-    per_rule: dict[str, int] = {}
     known = catalog()
+    checked: dict[str, bool] = {}
+    on_purpose: dict[str, list[Hit]] = {}
     for rule_id, h in hits:
         if rule_id not in known:
             report.internal_errors.append(f"unknown rule {rule_id}")
             continue
-        if severity(rule_id, profile) == OFF:
+        if rule_id not in checked:
+            checked[rule_id] = selected(rule_id, profile, select, ignore)
+        if not checked[rule_id]:
             continue
-        per_rule[rule_id] = per_rule.get(rule_id, 0) + 1
-        if per_rule[rule_id] > MAX_FINDINGS_PER_RULE:
+        if h.practice is not None:
+            if profile not in PRACTICE_EXEMPT:
+                on_purpose.setdefault(rule_id, []).append(h)
+            continue
+        report.counts[rule_id] = report.counts.get(rule_id, 0) + 1
+        if max_per_rule is not None and report.counts[rule_id] > max_per_rule:
             continue
         message = security.annotate(rule_id, format_message(rule_id, h.params), h.path, h.params)
         report.findings.append(Finding(rule_id, severity(rule_id, profile), message, h.offset, h.path))
+    for rule_id, group in on_purpose.items():
+        report.counts[rule_id] = report.counts.get(rule_id, 0) + len(group)
+        report.findings.append(_once_per_file(rule_id, profile, group))
     report.sort()
     try:
         report.facts = set_facts(ctx)
@@ -94,6 +132,17 @@ def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, 
     if remote is not None:
         report.transfer = remote.stats()
     return report
+
+
+def _once_per_file(rule_id: str, profile: str, group: list[Hit]) -> Finding:
+    """One finding for every hit of a deviation llama.cpp makes on purpose: the first hit's message, a count and
+    the erratum that explains it."""
+    first = group[0]
+    message = format_message(rule_id, first.params)
+    if len(group) > 1:
+        message += f" (and {len(group) - 1} more like it)"
+    message += f"; llama.cpp does this on purpose (erratum {first.practice})"
+    return Finding(rule_id, severity(rule_id, profile), message, first.offset, first.path, len(group))
 
 
 def files_under(paths: list[str]) -> list[str]:

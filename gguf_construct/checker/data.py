@@ -53,6 +53,19 @@ def _chunks(ctx: Context, t: TensorInfo, unit: int) -> Iterator[tuple[int, np.nd
         yield u0, np.frombuffer(ctx.buf, dtype=np.uint8, count=b - a, offset=a)
         if ctx.remote is not None:
             ctx.remote.release(a, b)
+        _progress(ctx, b - a)
+
+
+def _progress(ctx: Context, nbytes: int) -> None:
+    """Tell the caller's progress callback (``check(progress=...)``) that ``nbytes`` more data bytes are read."""
+    report = ctx.cache.get("progress")
+    if report is None:
+        return
+    if "progress_total" not in ctx.cache:
+        ctx.cache["progress_total"] = sum(t.nbytes for kind in ("quantized", "float") for t in _targets(ctx, kind))
+        ctx.cache["progress_done"] = 0
+    ctx.cache["progress_done"] += nbytes
+    report(ctx.cache["progress_done"], ctx.cache["progress_total"])
 
 
 def _targets(ctx: Context, kind: str) -> list[TensorInfo]:

@@ -11,8 +11,8 @@ from typing import Iterator
 import numpy as np
 
 from .. import spec as _spec
-from .registry import (allowed_types, documented_architectures, entries_required_by, known_architectures,
-                       lookup, type_label)
+from .registry import (HYPHENATED_ARCHITECTURES, UNWRITTEN_KEYS, allowed_types, documented_architectures,
+                       entries_required_by, known_architectures, lookup, type_label, unwritten_keys)
 from .rules import Hit, rule
 from .walk import ALIGNMENT_KEY, ARRAY, STRING, KV, Context, _VT
 
@@ -61,7 +61,10 @@ def _arch_missing(ctx: Context) -> Iterator[Hit]:
 def _arch_charset(ctx: Context) -> Iterator[Hit]:
     kv = ctx.first(ARCH_KEY)
     if kv is not None and kv.vtype == STRING and not _ARCH_CHARSET.match(kv.value):
-        yield _value_hit(kv, value=kv.value)
+        hit = _value_hit(kv, value=kv.value)
+        if kv.value in known_architectures():  # command-r, nemotron_h: llama.cpp's own names
+            hit.on_purpose(HYPHENATED_ARCHITECTURES)
+        yield hit
 
 
 @rule("META-ARCH-UNKNOWN")
@@ -166,7 +169,10 @@ def _arch_keys(ctx: Context) -> Iterator[Hit]:
     for entry in entries_required_by(arch):
         spellings = [s.replace("{arch}", arch) for s in [entry["key"], *entry.get("aliases", [])]]
         if not present.intersection(spellings):
-            yield Hit(None, "metadata_kv", arch=arch, key=spellings[0])
+            hit = Hit(None, "metadata_kv", arch=arch, key=spellings[0])
+            if entry["key"] in unwritten_keys():
+                hit.on_purpose(UNWRITTEN_KEYS)
+            yield hit
 
 
 @rule("META-LLM-PLACEHOLDER")

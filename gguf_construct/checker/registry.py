@@ -3,54 +3,19 @@
 from __future__ import annotations
 
 import functools
-import re
 from typing import Iterable
 
 from .. import spec as _spec
+from ..keyregistry import keys_spec, lookup
 from .walk import ARRAY, KV, _VT
 
 __all__ = ["keys_spec", "lookup", "allowed_types", "type_label", "documented_architectures",
-           "known_architectures", "standard_namespaces", "entries_required_by"]
+           "known_architectures", "standard_namespaces", "entries_required_by", "HYPHENATED_ARCHITECTURES",
+           "UNWRITTEN_KEYS", "unwritten_keys"]
 
-_PLACEHOLDER = re.compile(r"\{(arch|id|name)\}")
-_FILL = {"id": r"[0-9]+", "name": r"[a-z0-9_]+(?:\.[a-z0-9_]+)*"}
-
-
-@functools.lru_cache(maxsize=None)
-def keys_spec() -> dict:
-    """The parsed spec/keys.yaml."""
-    return _spec.load_yaml("keys.yaml")
-
-
-@functools.lru_cache(maxsize=64)
-def _index(arch: str | None) -> tuple[dict[str, dict], tuple[tuple[re.Pattern, dict], ...]]:
-    exact: dict[str, dict] = {}
-    patterns = []
-    for entry in keys_spec()["keys"]:
-        for spelling in [entry["key"], *entry.get("aliases", [])]:
-            if "{arch}" in spelling:
-                if arch is None:
-                    continue
-                spelling = spelling.replace("{arch}", arch)
-            if _PLACEHOLDER.search(spelling):
-                rx = "".join(_FILL[p] if i % 2 else re.escape(p)
-                             for i, p in enumerate(_PLACEHOLDER.split(spelling)))
-                patterns.append((re.compile(rx + r"\Z"), entry))
-            else:
-                exact.setdefault(spelling, entry)
-    return exact, tuple(patterns)
-
-
-def lookup(key: str, arch: str | None) -> dict | None:
-    """The registry entry of ``key`` (an alias counts; {arch} is the file's architecture), or None."""
-    exact, patterns = _index(arch)
-    entry = exact.get(key)
-    if entry is not None:
-        return entry
-    for rx, e in patterns:
-        if rx.match(key):
-            return e
-    return None
+# errata (spec/errata.yaml) recording deviations from gguf.md that llama.cpp makes on purpose
+HYPHENATED_ARCHITECTURES = "hyphenated-architectures"
+UNWRITTEN_KEYS = "unwritten-required-keys"
 
 
 def allowed_types(entry: dict) -> set[tuple[int, int | None]]:
@@ -97,3 +62,12 @@ def standard_namespaces() -> set[str]:
 def entries_required_by(arch: str) -> list[dict]:
     """Registry entries whose required_by names ``arch``."""
     return [e for e in keys_spec()["keys"] if arch in e.get("required_by", [])]
+
+
+@functools.lru_cache(maxsize=None)
+def unwritten_keys() -> frozenset[str]:
+    """Keys (with {arch}) that gguf.md requires but llama.cpp does not write: the erratum's related keys."""
+    for e in _spec.load_yaml("errata.yaml")["errata"]:
+        if e["id"] == UNWRITTEN_KEYS:
+            return frozenset(e["related"]["keys"])
+    return frozenset()

@@ -11,13 +11,18 @@ __all__ = ["Finding", "Report"]
 
 @dataclass(frozen=True)
 class Finding:
-    """One problem: the rule it breaks, its severity under the chosen profile, a message, where it is."""
+    """One problem: the rule it breaks, its severity under the chosen profile, a message, where it is.
+
+    ``count`` > 1 when the finding stands for several places of the same kind (a deviation llama.cpp makes on
+    purpose is reported once per file); ``offset`` and ``path`` are then those of the first.
+    """
 
     rule: str
     severity: str
     message: str
     offset: int | None = None
     path: str = ""
+    count: int = 1
 
     def to_dict(self) -> dict:
         """Plain data for JSON output."""
@@ -33,6 +38,7 @@ class Report:
     version: int | None = None
     byte_order: str | None = None
     findings: list[Finding] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)  # every occurrence per rule, also those not listed
     internal_errors: list[str] = field(default_factory=list)
     facts: dict = field(default_factory=dict, repr=False, compare=False)  # for checks across files (shard sets)
     transfer: dict | None = field(default=None, compare=False)  # network cost when the file was a URL
@@ -55,14 +61,38 @@ class Report:
         """The error findings."""
         return self.at_least("error")
 
+    def omitted(self) -> dict[str, int]:
+        """Per rule, how many occurrences ``counts`` has that ``findings`` does not list (the per-rule cap)."""
+        listed: dict[str, int] = {}
+        for f in self.findings:
+            listed[f.rule] = listed.get(f.rule, 0) + f.count
+        return {r: n - listed.get(r, 0) for r, n in self.counts.items() if n > listed.get(r, 0)}
+
+    def severity_counts(self) -> dict[str, int]:
+        """Findings per severity, including those the per-rule cap left out of ``findings`` (a finding that stands
+        for several places counts once)."""
+        out = {s: 0 for s in SEVERITY_RANK}
+        sev_of = {}
+        for f in self.findings:
+            out[f.severity] += 1
+            sev_of[f.rule] = f.severity
+        for rule, n in self.omitted().items():
+            if rule in sev_of:
+                out[sev_of[rule]] += n
+        return out
+
     def sort(self) -> None:
         """Order findings by offset (findings without an offset last), then rule ID."""
         self.findings.sort(key=lambda f: (f.offset is None, f.offset or 0, f.rule))
 
     def to_dict(self) -> dict:
-        """The JSON shape: file, valid, version, byte_order, findings (and transfer for URLs)."""
+        """The JSON shape: file, valid, version, byte_order, findings, counts (every occurrence per rule), omitted
+        when the per-rule cap left some out, and transfer for URLs."""
         out = {"file": self.file, "valid": self.valid, "version": self.version, "byte_order": self.byte_order,
-               "findings": [f.to_dict() for f in self.findings]}
+               "findings": [f.to_dict() for f in self.findings], "counts": dict(sorted(self.counts.items()))}
+        omitted = self.omitted()
+        if omitted:
+            out["omitted"] = omitted
         if self.internal_errors:
             out["internal_errors"] = list(self.internal_errors)
         if self.transfer is not None:

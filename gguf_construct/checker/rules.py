@@ -12,16 +12,20 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
 from .. import spec as _spec
+from .._text import printable
 
 __all__ = ["Rule", "Hit", "catalog", "get", "severity", "format_message", "rule", "structural", "predicates",
            "structural_rules", "across_files", "across_files_rules", "implemented", "PROFILES", "SEVERITY_RANK",
-           "OFF", "PROFILE_FALLBACK"]
+           "OFF", "PROFILE_FALLBACK", "PRACTICE_EXEMPT", "matches"]
 
 PROFILES = ("spec", "ggml", "llama.cpp")
 # a profile a rule does not name takes the verdict of another: llama.cpp reads the container with ggml's reader
 PROFILE_FALLBACK = {"llama.cpp": "ggml"}
 OFF = "off"  # the rule is not checked under that profile
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
+# profiles that describe llama.cpp's own behaviour: a deviation from gguf.md that llama.cpp makes on purpose (a hit
+# naming an erratum as its ``practice``) is no finding there; under spec it is reported once per file with a count
+PRACTICE_EXEMPT = ("ggml", "llama.cpp")
 
 
 @dataclass(frozen=True)
@@ -45,16 +49,27 @@ class Rule:
 
 @dataclass
 class Hit:
-    """What a predicate reports: where, and the values for the rule's message template."""
+    """What a predicate reports: where, and the values for the rule's message template.
+
+    ``practice`` names the erratum (spec/errata.yaml) that records this deviation as something llama.cpp does on
+    purpose; see :data:`PRACTICE_EXEMPT`.
+    """
 
     offset: int | None
     path: str
     params: dict
+    practice: str | None = None
 
     def __init__(self, offset: int | None = None, path: str = "", /, **params: Any):
         self.offset = offset
         self.path = path
         self.params = params
+        self.practice = None
+
+    def on_purpose(self, erratum: str) -> "Hit":
+        """Mark this hit as a deviation llama.cpp makes on purpose, explained by ``erratum``; returns the hit."""
+        self.practice = erratum
+        return self
 
 
 @functools.lru_cache(maxsize=None)
@@ -71,6 +86,16 @@ def get(rule_id: str) -> Rule:
     return catalog()[rule_id]
 
 
+def matches(rule_id: str, patterns) -> bool:
+    """True when ``rule_id`` is one of ``patterns`` or starts with one of them as a prefix (``KV`` and ``KV-``
+    both select KV-KEY-HYPHEN; ``KV-KEY-HYPHEN`` selects that rule only)."""
+    for pat in patterns:
+        pat = pat.strip().upper()
+        if pat and (rule_id == pat or rule_id.startswith(pat if pat.endswith("-") else pat + "-")):
+            return True
+    return False
+
+
 def severity(rule_id: str, profile: str = "spec") -> str:
     """Severity of ``rule_id`` under ``profile`` (one of :data:`PROFILES`; ``off`` when not checked there)."""
     return catalog()[rule_id].severity(profile)
@@ -81,9 +106,18 @@ class _Params(dict):
         return f"<{key}?>"
 
 
+class _Escaped(str):
+    """A string from the file: ``{x}`` escapes controls with :func:`printable`; ``{x!r}`` is repr (escaped too)."""
+
+    def __format__(self, spec: str) -> str:
+        return format(printable(str(self)), spec)
+
+
 def format_message(rule_id: str, params: dict) -> str:
-    """The rule's message template filled with ``params``."""
+    """The rule's message template filled with ``params``; strings from the file come out with control and bidi
+    characters escaped, so a message is safe to print."""
     template = catalog()[rule_id].message
+    params = {k: _Escaped(v) if isinstance(v, str) else v for k, v in params.items()}
     try:
         return template.format_map(_Params(params))
     except (ValueError, TypeError, IndexError):  # a format spec that does not fit the supplied value

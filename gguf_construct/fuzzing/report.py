@@ -8,7 +8,11 @@ import os
 import sys
 from dataclasses import asdict, dataclass, field
 
-__all__ = ["CLASSES", "Finding", "Results", "ProgressBar"]
+from .._text import printable
+
+__all__ = ["CLASSES", "Finding", "Results", "ProgressBar", "prepare_out", "OutDirError", "SUMMARY"]
+
+SUMMARY = "summary.json"
 
 CLASSES = ("false_accept", "false_reject", "crash", "hang", "value_mismatch")
 _TITLES = {"false_accept": "false accepts", "false_reject": "false rejects", "crash": "crashes", "hang": "hangs",
@@ -30,6 +34,7 @@ class Finding:
     diffs: list[dict] = field(default_factory=list)
     file: str | None = None
     count: int = 1  # generated files with the same signature
+    location: str | None = None  # file:line of the target's frame that raised (Python targets)
 
     def to_dict(self) -> dict:
         """JSON data (without the bytes)."""
@@ -64,22 +69,21 @@ class Results:
         return True
 
     def write(self, out_dir: str) -> str:
-        """Write one ``.gguf`` reproducer per distinct finding and ``summary.json``; return the summary path."""
-        os.makedirs(out_dir, exist_ok=True)
+        """Write one ``.gguf`` reproducer per distinct finding and ``summary.json``; return the summary path.
+        ``out_dir`` must be new, empty or hold only an earlier run's output (see :func:`prepare_out`)."""
+        prepare_out(out_dir)
         for f in self.findings.values():
             data = f.minimized if f.minimized is not None else f.data
             digest = hashlib.sha1(data).hexdigest()[:10]
-            name = f"{f.kind}-{_slug(f.signature)}-{digest}.gguf"
-            with open(os.path.join(out_dir, name), "wb") as fh:
-                fh.write(data)
+            cause = f.signature.split(":", 1)[1] if f.signature.startswith(f.kind + ":") else f.signature
+            name = f"{f.kind}-{_slug(cause)}-{digest}.gguf"
+            _write_atomic(os.path.join(out_dir, name), data)
             f.file = name
         summary = {"target": self.target, "profile": self.profile, "seed": self.seed, "generated": self.generated,
                    "valid": self.valid, "seconds": round(self.seconds, 2), "per_class": self.per_class,
                    "findings": [f.to_dict() for f in self.findings.values()], "notes": self.notes}
-        path = os.path.join(out_dir, "summary.json")
-        with open(path, "w") as fh:
-            json.dump(summary, fh, indent=1, default=str)
-            fh.write("\n")
+        path = os.path.join(out_dir, SUMMARY)
+        _write_atomic(path, (json.dumps(summary, indent=1, default=str) + "\n").encode())
         return path
 
     def table(self) -> str:
@@ -95,10 +99,54 @@ class Results:
             for f in sorted(self.findings.values(), key=lambda f: (CLASSES.index(f.kind), -f.count)):
                 size = len(f.minimized) if f.minimized is not None else f.size
                 where = f"  -> {f.file}" if f.file else ""
-                lines.append(f"  [{f.kind}] x{f.count} {f.signature} ({size} bytes){where}")
+                lines.append(printable(f"  [{f.kind}] x{f.count} {f.signature} ({size} bytes){where}"))
+                if f.location:
+                    lines.append(f"      at {printable(f.location)}")
         for n in self.notes:
-            lines.append(f"note: {n}")
+            lines.append(printable(f"note: {n}"))
         return "\n".join(lines)
+
+
+def _write_atomic(path: str, data: bytes) -> None:
+    """Write ``path`` through a temporary file in the same folder, renamed over it when complete."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+class OutDirError(ValueError):
+    """``--out`` holds files that an earlier run did not write."""
+
+
+def prepare_out(out_dir: str) -> None:
+    """Make ``out_dir`` ready for a run's output: create it, or remove an earlier run's reproducers and
+    summary.json (the files its summary names).  Refuses (:class:`OutDirError`) a folder with other files, so
+    that nothing of the user's is deleted and no stale reproducer is mixed into the new results."""
+    os.makedirs(out_dir, exist_ok=True)
+    names = set(os.listdir(out_dir))
+    if not names:
+        return
+    ours: set[str] = set()
+    summary = os.path.join(out_dir, SUMMARY)
+    if SUMMARY in names:
+        try:
+            with open(summary) as fh:
+                ours = {f["file"] for f in json.load(fh).get("findings", []) if f.get("file")}
+        except (OSError, ValueError, TypeError, AttributeError):
+            raise OutDirError(f"{out_dir}: {SUMMARY} is not a fuzz summary; choose an empty --out") from None
+        ours.add(SUMMARY)
+    foreign = sorted(names - ours)
+    if foreign:
+        raise OutDirError(f"{out_dir} already holds files this command did not write ({', '.join(foreign[:3])}"
+                          f"{', ...' if len(foreign) > 3 else ''}); choose an empty or new --out")
+    for name in ours & names:
+        os.unlink(os.path.join(out_dir, name))
 
 
 def _slug(text: str) -> str:
@@ -107,16 +155,25 @@ def _slug(text: str) -> str:
 
 
 class ProgressBar:
-    """A one-line progress bar on stderr, drawn only when stderr is a terminal."""
+    """Progress on stderr: a redrawn one-line bar on a terminal; otherwise (a log, CI) a plain line at every tenth
+    of the run, so that a long run shows it is alive."""
 
     def __init__(self, total: int, enabled: bool | None = None):
         self.total = max(1, total)
-        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.tty = sys.stderr.isatty()
+        self.enabled = True if enabled is None else enabled
         self.last = -1
 
     def update(self, done: int, text: str = "") -> None:
-        """Redraw at ``done`` of ``total``."""
+        """Redraw (or log) at ``done`` of ``total``."""
         if not self.enabled:
+            return
+        if not self.tty:
+            tenth = 10 * done // self.total
+            if tenth != self.last and (tenth > 0 or done == self.total):
+                self.last = tenth
+                sys.stderr.write(f"fuzz: {done}/{self.total} files, {text}\n")
+                sys.stderr.flush()
             return
         pct = int(100 * done / self.total)
         if pct == self.last and done != self.total:
@@ -129,6 +186,6 @@ class ProgressBar:
 
     def close(self) -> None:
         """End the bar's line."""
-        if self.enabled:
+        if self.enabled and self.tty:
             sys.stderr.write("\n")
             sys.stderr.flush()

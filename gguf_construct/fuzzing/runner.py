@@ -18,10 +18,11 @@ from ..breaking.rawfile import RawFile
 from .minimize import ddmin, shrink_raw
 from .oracle import Expectation, compare, expect
 from .report import Finding, ProgressBar, Results
-from .samples import Sample, carriers, generate
+from .samples import Sample, carriers, generate, supported
 from .targets import Outcome, Target
 
-__all__ = ["Sample", "generate", "carriers", "classify", "signature", "run"]
+__all__ = ["Sample", "generate", "carriers", "supported", "classify", "signature", "normalize", "crash_location",
+           "run"]
 
 
 def _model_stream(seed: int) -> Iterator[Sample]:
@@ -49,26 +50,45 @@ def classify(exp: Expectation, out: Outcome) -> tuple[str | None, list[dict]]:
     return None, []
 
 
-def _first_line(text: str) -> str:
+_VARIABLE = re.compile(r"""b?'[^']*'|b?"[^"]*"|0x[0-9a-fA-F]+|\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\d+""")
+
+
+def normalize(text: str) -> str:
+    """The first line of an error message with what varies between files of the same bug (quoted names and bytes,
+    numbers, hex values) replaced by ``#``, so that findings group by cause."""
     line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
-    return line.split(":")[0][:60]
+    return re.sub(r"\s+", " ", _VARIABLE.sub("#", line))[:70]
 
 
 def signature(kind: str, exp: Expectation, out: Outcome, diffs: list[dict]) -> str:
-    """What identifies a bug: the class plus the oracle's rules, the error type, or the kind of difference."""
+    """What identifies a bug: the class plus the oracle's rules, the normalized error, or the kind of
+    difference."""
     if kind == "false_accept":
         return "false_accept:" + ",".join(exp.rules)
     if kind == "false_reject":
-        text = re.sub(r"\d+|'[^']*'|\"[^\"]*\"", "#", (out.detail or "").strip().splitlines()[0]
-                      if (out.detail or "").strip() else "")
-        return "false_reject:" + text[:70]
-    if kind == "crash":
-        return "crash:" + _first_line(out.detail) + ":" + ",".join(exp.rules)
+        return "false_reject:" + normalize(out.detail)
+    if kind == "crash":  # where the target broke is the cause; without a location, what the file breaks
+        where = crash_location(out)
+        error = normalize(out.detail).split(":")[0]
+        return f"crash:{error}@{where}" if where else f"crash:{error}:" + ",".join(exp.rules)
     if kind == "hang":
         return "hang:" + ",".join(exp.rules)
     whats = sorted({d["what"] for d in diffs})
     types = sorted({str(d["expected"]) for d in diffs if d["what"] in ("type", "tensor type")})[:3]
     return "value_mismatch:" + ",".join(whats) + (":" + ",".join(types) if types else "")
+
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+
+
+def crash_location(out: Outcome) -> str | None:
+    """``file:line`` of the innermost frame of a Python target's traceback (the target's own code), or None."""
+    frames = _FRAME.findall(out.extra.get("traceback", "") if out.extra else "")
+    frames = [f for f in frames if "gguf_construct/fuzzing/worker.py" not in f[0].replace(os.sep, "/")]
+    if not frames:
+        return None
+    path, line, _ = frames[-1]
+    return f"{os.path.basename(path)}:{line}"
 
 
 class _Scratch:
@@ -91,14 +111,20 @@ class _Scratch:
 
 
 def run(target: Target, *, count: int = 1000, seed: int = 0, profile: str = "spec", out_dir: str | None = None,
-        minimize: bool = True, progress: bool | None = None, max_minimize: int = 40) -> Results:
-    """Fuzz ``target`` with ``count`` files; returns the :class:`Results` (written to ``out_dir`` if given)."""
+        minimize: bool = True, progress: bool | None = None, max_minimize: int = 40, versions=None,
+        byte_orders=None, tensor_types=None) -> Results:
+    """Fuzz ``target`` with ``count`` files; returns the :class:`Results` (written to ``out_dir`` if given).
+
+    ``versions``, ``byte_orders`` and ``tensor_types`` say what the target claims to read (None: everything the
+    spec defines); files outside it are not generated.  ``progress``: a bar on a terminal, a line per tenth of the
+    run otherwise (None: decide by stderr; False: quiet)."""
     results = Results(target.name, profile, seed)
     scratch = _Scratch()
     bar = ProgressBar(count, progress)
     t0 = time.perf_counter()
     try:
-        stream = _model_stream(seed) if getattr(target, "models", False) else generate(seed)
+        stream = _model_stream(seed) if getattr(target, "models", False) else generate(
+            seed, versions=versions, byte_orders=byte_orders, tensor_types=tensor_types)
         for i in range(count):
             sample = next(stream)
             exp = expect(sample.data, profile)
@@ -113,9 +139,10 @@ def run(target: Target, *, count: int = 1000, seed: int = 0, profile: str = "spe
             if kind is not None:
                 sig = signature(kind, exp, out, diffs)
                 f = Finding(kind, sig, out.detail[:500], exp.rules, sample.mutation, len(sample.data),
-                            sample.data, diffs=diffs[:10])
-                if results.add(f) and minimize and len(results.findings) <= max_minimize:
+                            sample.data, diffs=diffs[:10], location=crash_location(out))
+                if results.add(f) and minimize and len(results.findings) <= max_minimize and kind != "hang":
                     f.minimized = _minimize(target, scratch, f, profile, sample.raw)
+                    _remeasure(target, scratch, f, profile)
             bar.update(i + 1, f"{sum(results.per_class.values())} disagreements")
     finally:
         bar.close()
@@ -128,14 +155,36 @@ def run(target: Target, *, count: int = 1000, seed: int = 0, profile: str = "spe
 
 
 def _minimize(target: Target, scratch: _Scratch, f: Finding, profile: str, raw: RawFile | None) -> bytes:
+    """The smallest input found that still shows ``f``.  Hangs are not minimised (each test would cost the whole
+    timeout), and the first candidate that hangs ends the search: a hang costs one timeout, not one per step."""
+    hung = False
+
     def keeps(candidate: bytes) -> bool:
+        nonlocal hung
+        if hung:
+            return False
         exp = expect(candidate, profile)
         out = target.run(scratch.write(candidate))
+        if out.status == "hang":
+            hung = True
+            return False
         kind, diffs = classify(exp, out)
         return kind == f.kind and signature(kind, exp, out, diffs) == f.signature
 
-    if f.kind == "hang":  # every test of a hang costs the whole timeout
-        data = shrink_raw(raw, keeps, max_tests=4).encode()[0] if raw is not None else f.data
-        return ddmin(data, keeps, max_tests=4, max_seconds=60.0)
     data = shrink_raw(raw, keeps).encode()[0] if raw is not None else f.data
     return ddmin(data, keeps, max_tests=250, max_seconds=20.0)
+
+
+def _remeasure(target: Target, scratch: _Scratch, f: Finding, profile: str) -> None:
+    """Take the detail, crash location and value differences from the minimised reproducer (what a user running
+    it will see), not from the file first generated."""
+    if f.minimized is None or f.minimized == f.data:
+        return
+    exp = expect(f.minimized, profile)
+    out = target.run(scratch.write(f.minimized))
+    kind, diffs = classify(exp, out)
+    if kind != f.kind:
+        return
+    f.detail = out.detail[:500]
+    f.location = crash_location(out)
+    f.diffs = diffs[:10]
