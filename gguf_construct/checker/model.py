@@ -68,7 +68,7 @@ def _key_hit(ctx: Context, p: arch.Problem, value_field: str = "value", **params
     if kv is None:
         return Hit(_metadata_start(ctx), "metadata_kv", key=p.key, detail=p.message, **params)
     if value_field == "value_type":
-        return Hit(kv.value_offset - 4, f"{kv.path}.value_type", key=p.key, detail=p.message, **params)
+        return Hit(kv.at("value_type"), f"{kv.path}.value_type", key=p.key, detail=p.message, **params)
     return Hit(kv.value_offset, f"{kv.path}.value", key=p.key, detail=p.message, **params)
 
 
