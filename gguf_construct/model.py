@@ -11,7 +11,6 @@ import bisect
 import dataclasses
 import io
 import os
-import tempfile
 from typing import Any, BinaryIO, Iterable
 
 import numpy as np
@@ -19,6 +18,7 @@ from construct import Container, ListContainer
 
 from . import codecs, structs
 from .enums import GGMLType, GGUFValueType, ggml_type_or_none
+from ._atomic import atomic_path
 from .errors import GGUFError
 from .reader import (ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS, RawHead, align_offset, open_source, parse_head,
                      tensor_extent)
@@ -258,30 +258,11 @@ class GGUFFile:
         """Write the file atomically: to a temporary file in the same directory, then rename over ``path``.
 
         ``pad_head``: pad the head to the alignment even when there are no tensors (as ggml's writer does)."""
-        path = os.fspath(path)
-        directory = os.path.dirname(os.path.abspath(path))
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=".gguf-", suffix=".tmp", dir=directory)
-        except OSError as exc:
-            raise _about_target(exc, path) from None
-        try:
-            os.chmod(tmp, _mode_for(path))
-            with os.fdopen(fd, "wb") as fh:
-                self.write_to(fh)
-                if pad_head and not self.tensors:
-                    end = fh.tell()
-                    fh.write(b"\0" * (align_offset(end, self.alignment) - end))
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException as exc:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            if isinstance(exc, OSError):
-                raise _about_target(exc, path) from None
-            raise
+        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+            self.write_to(fh)
+            if pad_head and not self.tensors:
+                end = fh.tell()
+                fh.write(b"\0" * (align_offset(end, self.alignment) - end))
 
     def write_to(self, out: BinaryIO) -> None:
         """Stream the file into a binary file object (a file loaded from a URL is fetched whole first)."""
@@ -464,13 +445,6 @@ def _value_to_tree(value: GGUFValue) -> Any:
     return Container(type=int(value.item_type), len=len(data), data=data)
 
 
-def _about_target(exc: OSError, path: str) -> OSError:
-    """``exc`` naming the file the user asked for instead of the temporary file it happened on."""
-    if exc.errno is None:
-        return exc
-    return OSError(exc.errno, exc.strerror or str(exc), path)
-
-
 def load(source, *, lazy: bool = True, shards: bool = True) -> GGUFFile:
     """Read a GGUF file from a path, bytes-like object or binary file object.
 
@@ -643,13 +617,3 @@ def _extent_message(extent, shape: tuple[int, ...], type_id: int) -> str:
         return f"ne[0]={shape[0] if shape else 1} is not a multiple of {spec_t.name}'s block size {spec_t.block_size}"
     return f"element count {extent.nelem} overflows int64"
 
-
-def _mode_for(path: str) -> int:
-    """The mode a written file gets: the existing file's (an in-place rewrite keeps it), else what a plain
-    ``open(path, "w")`` would give under the current umask (mkstemp's own 0600 would hide the file from others)."""
-    try:
-        return os.stat(path).st_mode & 0o7777
-    except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask

@@ -15,11 +15,11 @@ import json
 import logging
 import os
 import sys
-import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, Callable, Iterable, Iterator
 
+from ._atomic import atomic_path
 from .errors import GGUFError
 from .remote import RemoteFile, is_url, open_remote
 
@@ -199,10 +199,7 @@ def read_rows(out: str) -> list[dict]:
 def write_rows(out: str, rows: list[dict]) -> None:
     """Write ``rows`` (sorted by path) to ``out`` atomically, as Parquet or JSON Lines by the extension."""
     rows = sorted((_normalise(r) for r in rows), key=lambda r: r["path"])
-    directory = os.path.dirname(os.path.abspath(out))
-    fd, tmp = tempfile.mkstemp(prefix=".sweep-", suffix=".tmp", dir=directory)
-    os.close(fd)
-    try:
+    with atomic_path(out) as tmp:
         if _is_parquet(out):
             import pyarrow as pa
             import pyarrow.parquet as pq
@@ -212,11 +209,6 @@ def write_rows(out: str, rows: list[dict]) -> None:
             with open(tmp, "w", encoding="utf-8") as fh:
                 for r in rows:
                     fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-        os.replace(tmp, out)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def comparable(row: dict) -> dict:

@@ -90,3 +90,31 @@ def test_dump_text_escapes_control_characters():
     assert "\x1b" not in text and "\r" not in text and "\x07" not in text
     assert "evil.\\x1b[31mRED" in text and "t\\x1b[2J\\x07" in text
     assert "'v\\x07'" in text  # a value is escaped once (by repr), not twice
+
+
+def test_every_writer_is_atomic_and_names_its_target_on_failure(tmp_path):
+    """save, the exports, the sweep output and the docs all write through one atomic helper: a failure leaves no
+    file (not even a temporary one) and the error names the file asked for."""
+    import pytest
+
+    from gguf_construct._atomic import atomic_path
+
+    target = tmp_path / "out.bin"
+    with pytest.raises(RuntimeError):
+        with atomic_path(target) as tmp:
+            with open(tmp, "wb") as fh:
+                fh.write(b"half")
+            raise RuntimeError("writer failed")
+    assert list(tmp_path.iterdir()) == []
+    missing = tmp_path / "no-such-dir" / "out.bin"
+    with pytest.raises(OSError) as info:
+        with atomic_path(missing) as tmp:
+            pass
+    assert str(missing) in str(info.value) and ".tmp" not in str(info.value)
+    import gguf_construct.docgen as docgen
+    import gguf_construct.export as export
+    import gguf_construct.sweep as sweep
+    from gguf_construct import model
+
+    for module in (model, export, sweep, docgen):
+        assert module.atomic_path is atomic_path, module.__name__

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import spec as _spec
+from .._atomic import atomic_path
 from .context import Ctx, Page, Section, SpecData, definitions, load_spec
 from .markdown import anchor
 from .pages import pages
@@ -115,7 +116,8 @@ def write_docs(out_dir: Path | str) -> list[Path]:
     for path, text in render_all(out_dir).items():
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8", newline="\n")
+            with atomic_path(path) as tmp:
+                Path(tmp).write_text(text, encoding="utf-8", newline="\n")
             changed.append(path)
     return changed
 

@@ -14,12 +14,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
+from .._atomic import atomic_path
 from .. import spec as _spec
 from . import kaitai
 from .hexpat import render_hexpat
@@ -67,15 +66,8 @@ def _recorded_digest(out_dir: Path) -> str | None:
 
 def _write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with atomic_path(path) as tmp:
+        Path(tmp).write_text(text, encoding="utf-8", newline="\n")
 
 
 def _expected(out_dir: Path, compile_parser: bool) -> tuple[dict[Path, str], list[str]]:

@@ -1,0 +1,55 @@
+"""Writing a file atomically: everything the project writes goes to a temporary file beside the target and is
+renamed over it only when complete, so a failure never leaves half a file."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from typing import Iterator
+
+__all__ = ["atomic_path"]
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[str]:
+    """A temporary path in ``path``'s directory to write to.  When the block ends normally the file is synced and
+    renamed over ``path`` with the mode a plain ``open(path, "w")`` would give (an existing file's mode is kept);
+    when it raises, the temporary file is removed.  ``OSError`` names ``path``, never the temporary file."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+        os.close(fd)
+    except OSError as exc:
+        raise _about_target(exc, path) from None
+    try:
+        os.chmod(tmp, _mode_for(path))
+        yield tmp
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise _about_target(exc, path) from None
+        raise
+
+
+def _about_target(exc: OSError, path: str) -> OSError:
+    """``exc`` naming the file the user asked for instead of the temporary file it happened on."""
+    if exc.errno is None:
+        return exc
+    return OSError(exc.errno, exc.strerror or str(exc), path)
+
+
+def _mode_for(path: str) -> int:
+    """The mode a written file gets: the existing file's (an in-place rewrite keeps it), else what a plain
+    ``open(path, "w")`` would give under the current umask (mkstemp's own 0600 would hide the file from others)."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
