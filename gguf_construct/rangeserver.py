@@ -3,8 +3,9 @@
 The standard library's ``http.server`` ignores ``Range``.  This one serves a folder over loopback, answers
 ``bytes=a-b`` with 206, counts requests and bytes sent, and can misbehave on purpose: the first path segment picks
 a mode (``/ok/``, ``/norange/`` ignores Range, ``/short/`` claims 4096 bytes more than it has, ``/flaky/`` fails
-every other request with 503, ``/slow/`` answers after ``slow_seconds``, ``/error/`` always 500), followed by the
-file's path below the folder.
+every other request with 503, ``/slow/`` answers after ``slow_seconds``, ``/error/`` always 500, ``/oversend/``
+answers a range with 206 and no Content-Length, then sends the file to its end), followed by the file's path below
+the folder.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 __all__ = ["RangeServer", "MODES"]
 
-MODES = ("ok", "norange", "short", "flaky", "slow", "error")
+MODES = ("ok", "norange", "short", "flaky", "slow", "error", "oversend")
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 _SHORT_BY = 4096
 
@@ -90,6 +91,13 @@ class _Handler(BaseHTTPRequestHandler):
                 self.end_headers()
                 return
             real_end = min(end, size - 1)
+            if mode == "oversend":  # a broken server: claims the range, sends everything after it, no length
+                self.send_response(206)
+                self.send_header("Content-Range", f"bytes {start}-{end}/{claimed}")
+                self.end_headers()
+                self.close_connection = True
+                self._send(full, start, size)
+                return
             self.send_response(206)
             self.send_header("Content-Range", f"bytes {start}-{end}/{claimed}")
             self.send_header("Content-Length", str(max(0, real_end - start + 1)))

@@ -141,6 +141,10 @@ class RemoteFile:
         self.requests = 0
         self.note: str | None = None
         self._fs, self._path = _filesystem(url, timeout, storage_options)
+        # plain http(s): ranges are fetched with a bounded read of our own (fsspec reads a 206 body whole, so a
+        # server that sends more than asked could fill memory); other file systems use their own ranged reads
+        self._http_headers = dict((storage_options or {}).get("headers") or {}) \
+            if url.split("://", 1)[0].lower() in ("http", "https") else None
         self._ranges: list[list[int]] = []  # sorted, disjoint [start, end) ranges that hold the file's bytes
         self._stream = None
         self._stream_pos = 0
@@ -267,7 +271,9 @@ class RemoteFile:
         self.requests += 1
         fetch = getattr(self._fh, "_fetch_range", None)  # one request (fsspec's buffered files bound what it reads)
         try:
-            if fetch is not None:
+            if self._http_headers is not None:
+                data = _http_range(self.url, start, end, self.timeout, self._http_headers)
+            elif fetch is not None:
                 data = fetch(start, end)
             else:  # files without ranged fetching of their own (in-memory, local, ...)
                 self._fh.seek(start)
@@ -347,6 +353,27 @@ class RemoteFile:
 
 class _NoRanges(Exception):
     """The server answered a ranged read with the whole file."""
+
+
+def _http_range(url: str, start: int, end: int, timeout: float, headers: dict) -> bytes:
+    """Bytes [start, end) of an http(s) URL in one ranged GET, reading at most one byte more than asked whatever
+    the server sends (enough to tell that it ignored the range); ``_NoRanges`` when it answers a range past the
+    start with the whole file."""
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(url, headers={**headers, "Range": f"bytes={start}-{end - 1}"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - the user's URL
+            if response.status == 206:
+                return response.read(end - start + 1)
+            if start == 0:  # the whole file from its start: the first bytes are the ones asked for
+                return response.read(end - start)
+            raise _NoRanges()
+    except urllib.error.HTTPError as exc:
+        if exc.code == 416:  # the range starts past the end: nothing there
+            return b""
+        raise
 
 
 def _lazy_map(size: int):

@@ -5,6 +5,7 @@ import json
 import os
 import struct
 import subprocess
+import time
 import sys
 
 import numpy as np
@@ -300,3 +301,17 @@ def test_buffer_of_a_huge_file_costs_only_what_is_written():
         buf.close()
         if spill is not None:
             spill.close()
+
+
+def test_a_server_that_sends_more_than_asked_costs_one_byte_more(files, server):
+    """A server that answers a range with 206, no Content-Length and the rest of the file: the client reads at most
+    one byte more than it asked for and says the server does not honour ranges (memory stays bounded)."""
+    size = os.path.getsize(files / "big.gguf")
+    rf = open_remote(server.url("big.gguf", "oversend"), first_read=4096)
+    server.reset()
+    with pytest.raises(RemoteError, match="sent more than"):
+        rf.ensure(0, 4096)
+    rf.close()
+    assert rf.bytes_fetched <= 4096 + 1
+    time.sleep(0.5)  # the server notices the closed connection
+    assert server.bytes_sent < min(size // 2, 4 << 20), (server.bytes_sent, size)  # the rest was never taken
