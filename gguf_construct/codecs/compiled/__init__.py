@@ -1,0 +1,48 @@
+"""Optional compiled codecs (numba): the same codecs as the numpy modules, as ggml-style C loops.
+
+Imported only when a codec first runs with the compiled path enabled (``gguf_construct.codecs.use``), so
+importing ``gguf_construct`` neither imports numba nor compiles anything; each kernel compiles on its first call
+and is cached on disk.  The numpy codecs stay the reference: the tests hold these kernels bit-identical to them.
+
+One module per codec family, named like the numpy module it mirrors (``codec:`` in spec/tensor_types).  Each
+defines ``decode_<name>(x, y, *tables)`` over ``x`` (n_blocks, type_size) uint8 little-endian blocks into ``y``
+(n_blocks, block_size) float32, and ``tables(name)`` with the lookup tables that kernel takes.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+
+import numpy as np
+
+from ... import spec as _spec
+from ._run import resolve_threads, run_blocks
+
+__all__ = ["decoder", "decode", "resolve_threads"]
+
+
+@functools.lru_cache(maxsize=None)
+def decoder(type_id: int):
+    """``(kernel, tables)`` decoding ``type_id``, or None when no compiled decoder exists for it."""
+    t = _spec.tensor_type_by_id()[type_id]
+    if not t.codec:
+        return None
+    try:
+        module = importlib.import_module(f"{__name__}.{t.codec}")
+    except ModuleNotFoundError as exc:
+        if exc.name == f"{__name__}.{t.codec}":
+            return None
+        raise
+    kernel = getattr(module, f"decode_{t.name.lower()}", None)
+    if kernel is None:
+        return None
+    return kernel, module.tables(t.name)
+
+
+def decode(type_id: int, x: np.ndarray, out: np.ndarray, threads: int) -> np.ndarray:
+    """Decode the little-endian blocks ``x`` (n_blocks, type_size) uint8 into ``out`` (n_blocks, block_size)
+    float32 on ``threads`` threads."""
+    kernel, tables = decoder(type_id)
+    run_blocks(kernel, x, out, tables, threads)
+    return out

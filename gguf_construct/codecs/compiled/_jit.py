@@ -1,0 +1,13 @@
+"""The one numba entry point of the compiled codecs: the decorator every kernel uses.
+
+Kernels compile on first call (nothing is compiled at import) and are cached on disk (``cache=True``), so a
+type costs its compile time once per machine.  ``nogil`` lets the thread pool of :mod:`._run` run chunks of
+one call side by side.  No ``fastmath``: every float32 operation rounds as IEEE and as ggml's C does.
+"""
+
+from __future__ import annotations
+
+import numba
+
+kernel = numba.njit(cache=True, nogil=True, error_model="numpy")
+helper = numba.njit(cache=True, nogil=True, inline="always", error_model="numpy")

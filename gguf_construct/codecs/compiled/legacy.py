@@ -1,0 +1,98 @@
+"""Compiled decoders of the legacy 32-weight blocks (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1), written as ggml's
+``dequantize_row_*`` loops.  Every kernel takes ``x`` (n_blocks, type_size) uint8 little-endian blocks, ``y``
+(n_blocks, 32) float32 output and the tables :func:`tables` names."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _tables
+from ._jit import helper, kernel
+
+
+def tables(name: str) -> tuple:
+    """The lookup tables the decoder of ``name`` takes after ``x, y``."""
+    return (_tables.fp16(),)
+
+
+@helper
+def u16(b, i, o):
+    """The little-endian 16-bit word at byte ``o`` of block ``i``."""
+    return np.uint32(b[i, o]) | (np.uint32(b[i, o + 1]) << 8)
+
+
+@helper
+def u32(b, i, o):
+    """The little-endian 32-bit word at byte ``o`` of block ``i``."""
+    return u16(b, i, o) | (u16(b, i, o + 2) << 16)
+
+
+@helper
+def nan_first(a, b):
+    """``b``, or ``a`` when both are NaN: ``x * a + b`` then carries ``a``'s payload, as the numpy path's
+    ``out += b`` does (LLVM may swap the operands of an addition, which picks the other NaN)."""
+    return a if (a != a and b != b) else b
+
+
+@kernel
+def decode_q4_0(x, y, f16):
+    for i in range(x.shape[0]):
+        d = f16[u16(x, i, 0)]
+        for j in range(16):
+            q = x[i, 2 + j]
+            y[i, j] = np.float32(np.int32(q & 0xF) - 8) * d
+            y[i, j + 16] = np.float32(np.int32(q >> 4) - 8) * d
+
+
+@kernel
+def decode_q4_1(x, y, f16):
+    for i in range(x.shape[0]):
+        d = f16[u16(x, i, 0)]
+        m = nan_first(d, f16[u16(x, i, 2)])
+        for j in range(16):
+            q = x[i, 4 + j]
+            y[i, j] = np.float32(q & 0xF) * d + m
+            y[i, j + 16] = np.float32(q >> 4) * d + m
+
+
+@kernel
+def decode_q5_0(x, y, f16):
+    for i in range(x.shape[0]):
+        d = f16[u16(x, i, 0)]
+        qh = u32(x, i, 2)
+        for j in range(16):
+            q = x[i, 6 + j]
+            h0 = ((qh >> j) << 4) & 0x10
+            h1 = (qh >> (j + 12)) & 0x10
+            y[i, j] = np.float32(np.int32((q & 0xF) | h0) - 16) * d
+            y[i, j + 16] = np.float32(np.int32((q >> 4) | h1) - 16) * d
+
+
+@kernel
+def decode_q5_1(x, y, f16):
+    for i in range(x.shape[0]):
+        d = f16[u16(x, i, 0)]
+        m = nan_first(d, f16[u16(x, i, 2)])
+        qh = u32(x, i, 4)
+        for j in range(16):
+            q = x[i, 8 + j]
+            h0 = ((qh >> j) << 4) & 0x10
+            h1 = (qh >> (j + 12)) & 0x10
+            y[i, j] = np.float32((q & 0xF) | h0) * d + m
+            y[i, j + 16] = np.float32((q >> 4) | h1) * d + m
+
+
+@kernel
+def decode_q8_0(x, y, f16):
+    for i in range(x.shape[0]):
+        d = f16[u16(x, i, 0)]
+        for j in range(32):
+            y[i, j] = np.float32(np.int8(x[i, 2 + j])) * d
+
+
+@kernel
+def decode_q8_1(x, y, f16):
+    for i in range(x.shape[0]):
+        d = f16[u16(x, i, 0)]
+        for j in range(32):
+            y[i, j] = np.float32(np.int8(x[i, 4 + j])) * d
