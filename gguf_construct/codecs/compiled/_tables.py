@@ -51,3 +51,18 @@ def e8m0_half() -> np.ndarray:
     """float32[256]: ``GGML_E8M0_TO_FP32_HALF`` of every exponent byte."""
     from ..fp4 import e8m0_half as convert
     return np.ascontiguousarray(convert(np.arange(256)), dtype=np.float32)
+
+
+@functools.lru_cache(maxsize=None)
+def grid_floats(name: str) -> np.ndarray:
+    """:func:`grid` as float32 (the C code converts each grid byte to float before multiplying)."""
+    return np.ascontiguousarray(grid(name), dtype=np.float32)
+
+
+@functools.lru_cache(maxsize=None)
+def sign_factors() -> np.ndarray:
+    """float32 (256, 8): row ``s`` holds ggml's ``(s & kmask_iq2xs[j] ? -1.f : 1.f)`` for j < 8.  Multiplying
+    by a factor loaded from memory keeps C's semantics for NaN (LLVM would turn ``v * -1.f`` into ``-v``)."""
+    kmask = small("kmask_iq2xs")
+    hit = (np.arange(256)[:, None] & kmask[None, :]) != 0
+    return np.where(hit, np.float32(-1.0), np.float32(1.0)).astype(np.float32)

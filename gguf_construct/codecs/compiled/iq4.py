@@ -20,23 +20,25 @@ def tables(name: str) -> tuple:
 def decode_iq4_nl(x, y, f16, kv):
     # d @0, qs[16] @2
     for i in range(x.shape[0]):
-        d = f16[u16(x, i, 0)]
+        b, out = x[i], y[i]
+        d = f16[u16(b, 0)]
         for j in range(16):
-            q = x[i, 2 + j]
-            y[i, j] = d * kv[q & 0xF]
-            y[i, j + 16] = d * kv[q >> 4]
+            q = b[2 + j]
+            out[j] = d * kv[q & 0xF]
+            out[j + 16] = d * kv[q >> 4]
 
 
 @kernel
 def decode_iq4_xs(x, y, f16, kv):
     # d @0, scales_h (u16) @2, scales_l[4] @4, qs[128] @8
     for i in range(x.shape[0]):
-        d = f16[u16(x, i, 0)]
-        sh = u16(x, i, 2)
+        b, out = x[i], y[i]
+        d = f16[u16(b, 0)]
+        sh = u16(b, 2)
         for ib in range(8):
-            ls = ((np.int32(x[i, 4 + ib // 2]) >> (4 * (ib % 2))) & 0xF) | np.int32(((sh >> (2 * ib)) & 3) << 4)
+            ls = ((np.int32(b[4 + ib // 2]) >> (4 * (ib % 2))) & 0xF) | np.int32(((sh >> (2 * ib)) & 3) << 4)
             dl = d * np.float32(ls - 32)
             for j in range(16):
-                q = x[i, 8 + 16 * ib + j]
-                y[i, 32 * ib + j] = dl * kv[q & 0xF]
-                y[i, 32 * ib + j + 16] = dl * kv[q >> 4]
+                q = b[8 + 16 * ib + j]
+                out[32 * ib + j] = dl * kv[q & 0xF]
+                out[32 * ib + j + 16] = dl * kv[q >> 4]

@@ -20,16 +20,18 @@ def tables(name: str) -> tuple:
 def decode_q1_0(x, y, f16):
     # d @0, qs[16] @2: bit j set gives d, clear gives -d
     for i in range(x.shape[0]):
-        d = f16[u16(x, i, 0)]
+        b, out = x[i], y[i]
+        d = f16[u16(b, 0)]
         for j in range(128):
-            y[i, j] = d if (x[i, 2 + j // 8] >> (j % 8)) & 1 else -d
+            out[j] = d if (b[2 + j // 8] >> (j % 8)) & 1 else -d
 
 
 @kernel
 def decode_q2_0(x, y, f16):
     # d @0, qs[16] @2: four 2-bit codes per byte, lowest bits first
     for i in range(x.shape[0]):
-        d = f16[u16(x, i, 0)]
+        b, out = x[i], y[i]
+        d = f16[u16(b, 0)]
         for j in range(64):
-            q = (np.int32(x[i, 2 + j // 4]) >> (2 * (j % 4))) & 3
-            y[i, j] = np.float32(q - 1) * d
+            q = (np.int32(b[2 + j // 4]) >> (2 * (j % 4))) & 3
+            out[j] = np.float32(q - 1) * d
