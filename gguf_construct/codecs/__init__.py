@@ -24,6 +24,7 @@ cores.  ``use("numpy")`` or the environment variable ``GGUF_CONSTRUCT_CODECS=num
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import inspect
@@ -51,6 +52,18 @@ def use(name: str) -> None:
     if name == "numba" and _compiled_module() is None:
         raise ImportError("the compiled codecs need numba: pip install \"gguf-construct[fast]\"")
     _backend_choice = name
+
+
+@contextlib.contextmanager
+def using(name: str):
+    """:func:`use` for the duration of a ``with`` block (the previous choice is restored afterwards)."""
+    global _backend_choice
+    previous = _backend_choice
+    use(name)
+    try:
+        yield
+    finally:
+        _backend_choice = previous
 
 
 def backend() -> str:
@@ -130,6 +143,12 @@ def _codec_function(type_id: int, direction: str) -> Callable | None:
 def has_decoder(ggml_type: TypeLike) -> bool:
     """True when :func:`dequantize` supports ``ggml_type``."""
     return _codec_function(type_spec(ggml_type).id, "decode") is not None
+
+
+def compiled_decoder(ggml_type: TypeLike) -> bool:
+    """True when the compiled path (numba installed) has a decoder for ``ggml_type``."""
+    compiled = _compiled_module()
+    return compiled is not None and compiled.decoder(type_spec(ggml_type).id) is not None
 
 
 def has_encoder(ggml_type: TypeLike) -> bool:

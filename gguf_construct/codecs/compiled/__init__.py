@@ -44,5 +44,8 @@ def decode(type_id: int, x: np.ndarray, out: np.ndarray, threads: int) -> np.nda
     """Decode the little-endian blocks ``x`` (n_blocks, type_size) uint8 into ``out`` (n_blocks, block_size)
     float32 on ``threads`` threads."""
     kernel, tables = decoder(type_id)
+    if x.flags.writeable:  # one compiled signature per kernel: read-only input (as from bytes or a mapped file)
+        x = x.view()
+        x.flags.writeable = False
     run_blocks(kernel, x, out, tables, threads)
     return out

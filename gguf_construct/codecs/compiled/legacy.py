@@ -34,10 +34,14 @@ def u32(b, o):
 
 
 @helper
-def nan_first(a, b):
-    """``b``, or ``a`` when both are NaN: ``x * a + b`` then carries ``a``'s payload, as the numpy path's
-    ``out += b`` does (LLVM may swap the operands of an addition, which picks the other NaN)."""
-    return a if (a != a and b != b) else b
+def add(a, b):
+    """``a + b`` as x86 computes it in C, NaN included: a NaN result is ``a`` when ``a`` is a NaN, else ``b``
+    when that is one, else the default NaN of an invalid sum.  Written out because LLVM may swap the operands
+    of an addition, and x86 returns the NaN of the operand that ends up first."""
+    r = a + b
+    if r != r:
+        r = a if a != a else (b if b != b else r)
+    return r
 
 
 @kernel
@@ -58,11 +62,11 @@ def decode_q4_1(x, y, f16):
     for i in range(x.shape[0]):
         b, out = x[i], y[i]
         d = f16[u16(b, 0)]
-        m = nan_first(d, f16[u16(b, 2)])
+        m = f16[u16(b, 2)]
         for j in range(qk // 2):
             q = np.int32(b[4 + j])
-            out[j] = np.float32(q & 0xF) * d + m
-            out[j + qk // 2] = np.float32(q >> 4) * d + m
+            out[j] = add(np.float32(q & 0xF) * d, m)
+            out[j + qk // 2] = add(np.float32(q >> 4) * d, m)
 
 
 @kernel
@@ -86,14 +90,14 @@ def decode_q5_1(x, y, f16):
     for i in range(x.shape[0]):
         b, out = x[i], y[i]
         d = f16[u16(b, 0)]
-        m = nan_first(d, f16[u16(b, 2)])
+        m = f16[u16(b, 2)]
         qh = u32(b, 4)
         for j in range(qk // 2):
             q = np.int32(b[8 + j])
             h0 = np.int32(((qh >> j) << 4) & 0x10)
             h1 = np.int32((qh >> (j + 12)) & 0x10)
-            out[j] = np.float32((q & 0xF) | h0) * d + m
-            out[j + qk // 2] = np.float32((q >> 4) | h1) * d + m
+            out[j] = add(np.float32((q & 0xF) | h0) * d, m)
+            out[j + qk // 2] = add(np.float32((q >> 4) | h1) * d, m)
 
 
 @kernel
