@@ -25,6 +25,7 @@ from gguf_construct import GGUFFile, codecs, load, spec  # noqa: E402
 from codec_golden import SHARED_GOLDEN  # noqa: E402
 
 COMPILED = [t.name for t in spec.tensor_types() if t.is_current and t.codec and codecs.compiled_decoder(t.id)]
+ENCODERS = [t.name for t in spec.tensor_types() if t.is_current and t.codec and codecs.compiled_encoder(t.id)]
 
 _HALF_SPECIALS = [0x7E00, 0xFE00, 0x7C01, 0xFC01, 0x7D55, 0x7FFF, 0x7C00, 0xFC00, 0x0001, 0x8001, 0x03FF,
                   0x0000, 0x8000, 0x7BFF, 0xFBFF, 0x3C00]
@@ -61,6 +62,46 @@ def hostile_blocks(draw, name: str) -> bytes:
     return raw.tobytes()
 
 
+_HOSTILE_FLOATS = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-40, 1e-38, 3.4e38, -3.4e38, 65504.0,
+                   1e-30, 1e4, 1.0, -1.0, 0.5]
+
+
+@st.composite
+def hostile_rows(draw, name: str):
+    """(rows, imatrix or None): 1-3 rows of 1-2 blocks, values from normal draws mixed with NaN, infinities,
+    subnormals, zeros and huge values; an importance matrix where the type takes one."""
+    t = codecs.type_spec(name)
+    n_rows = draw(st.integers(1, 3))
+    n_per_row = t.block_size * draw(st.integers(1, 2))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal((n_rows, n_per_row)) * draw(st.sampled_from([1e-30, 1e-3, 1.0, 1e3, 1e30]))
+         ).astype(np.float32)
+    kind = draw(st.sampled_from(["plain", "specials", "zeros", "constant"]))
+    if kind == "specials":
+        for _ in range(draw(st.integers(1, 6))):
+            x[rng.integers(n_rows), rng.integers(n_per_row)] = draw(st.sampled_from(_HOSTILE_FLOATS))
+    elif kind == "zeros":
+        x[draw(st.integers(0, n_rows - 1))] = 0
+    elif kind == "constant":
+        x[:] = np.float32(draw(st.sampled_from(_HOSTILE_FLOATS)))
+    imatrix = None
+    if t.imatrix == "required" or (t.imatrix == "used" and draw(st.booleans())):
+        imatrix = (rng.random(n_per_row) * draw(st.sampled_from([1e-6, 1.0, 1e6]))).astype(np.float32)
+        if draw(st.booleans()):
+            imatrix[rng.integers(n_per_row)] = 0
+    return x, imatrix
+
+
+def encode(name: str, x, imatrix, path: str, **kw):
+    """The bytes of ``quantize`` on ``path``, or the exception type it raised."""
+    with codecs.using(path), np.errstate(all="ignore"):
+        try:
+            return codecs.quantize(name, x, imatrix=imatrix, **kw)
+        except ValueError as exc:
+            return type(exc)
+
+
 def test_every_float_type_has_a_compiled_decoder():
     floats = [t.name for t in spec.tensor_types() if t.is_current and t.codec
               and t.kind in ("quantized", "float") and t.name != "F64"]
@@ -73,6 +114,26 @@ def test_every_float_type_has_a_compiled_decoder():
 def test_compiled_equals_numpy_bit_for_bit(name, data):
     raw = data.draw(hostile_blocks(name))
     assert np.array_equal(bits(decode(name, raw, "numba")), bits(decode(name, raw, "numpy")))
+
+
+@pytest.mark.parametrize("name", ENCODERS)
+@settings(max_examples=12)
+@given(data=st.data())
+def test_compiled_encoder_equals_numpy(name, data):
+    x, imatrix = data.draw(hostile_rows(name))
+    assert encode(name, x, imatrix, "numba") == encode(name, x, imatrix, "numpy")
+
+
+@pytest.mark.parametrize("name", ENCODERS)
+def test_encoders_any_thread_count(name):
+    t = codecs.type_spec(name)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((7, 2 * t.block_size)).astype(np.float32)
+    imatrix = rng.random(2 * t.block_size).astype(np.float32) if t.imatrix != "ignored" else None
+    one = encode(name, x, imatrix, "numba", threads=1)
+    assert one == encode(name, x, imatrix, "numpy")
+    for threads in (2, 3, 64):
+        assert encode(name, x, imatrix, "numba", threads=threads) == one
 
 
 @pytest.mark.parametrize("name", ["Q4_1", "Q5_1", "Q2_K", "Q4_K", "IQ2_XXS", "IQ1_M", "NVFP4", "BF16"])
@@ -173,18 +234,23 @@ _GOLDEN = sorted(SHARED_GOLDEN.glob("*.npz")) if SHARED_GOLDEN.is_dir() else []
 
 
 @pytest.mark.skipif(not _GOLDEN, reason="../shared/golden is not present")
+@pytest.mark.parametrize("codec_path", ["numba", "numpy"])
 @pytest.mark.parametrize("path", _GOLDEN, ids=lambda p: p.stem)
-def test_compiled_equals_golden(path):
+def test_both_paths_equal_golden(path, codec_path):
+    """ggml's own quantizations and dequantizations, on the compiled path and on the numpy reference."""
     name = path.stem.split("_", 1)[1].upper()
-    if name not in COMPILED:
-        pytest.skip(f"{name} has no compiled decoder")
     g = np.load(path)
     checked = 0
     for key in ("q", "q_imat", "raw"):
         if key in g.files and "deq_" + key in g.files:
-            got = decode(name, g[key].tobytes(), "numba").reshape(g[key].shape[0], -1)
+            got = decode(name, g[key].tobytes(), codec_path).reshape(g[key].shape[0], -1)
             want = g["deq_" + key]
             same = (bits(got) == bits(want)) | (np.isnan(got) & np.isnan(want))
             assert same.all(), f"{path.name} deq_{key}"
             checked += 1
-    assert checked or name == "Q8_1"
+    # encoders without a compiled kernel run the numpy path either way (tests/test_codecs_golden.py)
+    for key, imatrix in (("q", None), ("q_imat", g["imatrix"])):
+        if key in g.files and codecs.compiled_encoder(name):
+            assert encode(name, g["x"], imatrix, codec_path) == g[key].tobytes(), f"{path.name} {key}"
+            checked += 1
+    assert checked

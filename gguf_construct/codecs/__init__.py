@@ -151,6 +151,12 @@ def compiled_decoder(ggml_type: TypeLike) -> bool:
     return compiled is not None and compiled.decoder(type_spec(ggml_type).id) is not None
 
 
+def compiled_encoder(ggml_type: TypeLike) -> bool:
+    """True when the compiled path (numba installed) has an encoder for ``ggml_type``."""
+    compiled = _compiled_module()
+    return compiled is not None and compiled.encoder(type_spec(ggml_type).id) is not None
+
+
 def has_encoder(ggml_type: TypeLike) -> bool:
     """True when :func:`quantize` supports ``ggml_type``."""
     return _codec_function(type_spec(ggml_type).id, "encode") is not None
@@ -236,18 +242,21 @@ def dequantize(ggml_type: TypeLike, raw, *, byte_order: str = "little", threads:
     return decode_blocks(ggml_type, raw, byte_order=byte_order, threads=threads).reshape(-1)
 
 
-def quantize(ggml_type: TypeLike, values, *, imatrix=None, byte_order: str = "little") -> bytes:
+def quantize(ggml_type: TypeLike, values, *, imatrix=None, byte_order: str = "little",
+             threads: int | None = None) -> bytes:
     """Encode float values into ``ggml_type`` blocks, bit-identical to ggml's ``ggml_quantize_chunk``.
 
     ``values`` is float32 of shape ``(rows, n_per_row)`` or 1-D (one row); ``imatrix`` holds ``n_per_row``
     importance weights or is ``None``.  Whether the type needs, uses or ignores it is the spec's ``imatrix``
     fact; a type that needs one raises ``ValueError`` without it (where ggml asserts).  Raises
-    ``NotImplementedError`` for types without an encoder.
+    ``NotImplementedError`` for types without an encoder.  ``threads``: cores a compiled encoder may use
+    (default: all for large inputs, 1 for small; the bytes are the same for any count).
     """
-    return encode_blocks(ggml_type, values, imatrix=imatrix, byte_order=byte_order).tobytes()
+    return encode_blocks(ggml_type, values, imatrix=imatrix, byte_order=byte_order, threads=threads).tobytes()
 
 
-def encode_blocks(ggml_type: TypeLike, values, *, imatrix=None, byte_order: str = "little") -> np.ndarray:
+def encode_blocks(ggml_type: TypeLike, values, *, imatrix=None, byte_order: str = "little",
+                  threads: int | None = None) -> np.ndarray:
     """:func:`quantize` returning the blocks as a 1-D structured array of :func:`block_dtype` (no copy into
     ``bytes``; write it with ``tofile`` or into a buffer)."""
     t = type_spec(ggml_type)
@@ -274,7 +283,12 @@ def encode_blocks(ggml_type: TypeLike, values, *, imatrix=None, byte_order: str 
     elif t.imatrix == "required":
         raise ValueError(f"{t.name} requires an importance matrix (ggml_quantize_requires_imatrix: "
                          "ggml_quantize_chunk asserts imatrix != NULL): pass imatrix=")
-    blocks = encode(rows, imatrix)
+    compiled = _compiled()
+    if compiled is not None and compiled.encoder(t.id) is not None:
+        blocks = np.zeros(rows.size // t.block_size, dtype=block_dtype(t.id, "little"))
+        compiled.encode(t.id, rows, imatrix, blocks.view(np.uint8).reshape(-1, t.type_size), threads)
+    else:
+        blocks = encode(rows, imatrix)
     if byte_order != "little":
         blocks = blocks.astype(block_dtype(t.id, byte_order))
     return blocks

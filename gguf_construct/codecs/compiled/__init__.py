@@ -6,7 +6,10 @@ and is cached on disk.  The numpy codecs stay the reference: the tests hold thes
 
 One module per codec family, named like the numpy module it mirrors (``codec:`` in spec/tensor_types).  Each
 defines ``decode_<name>(x, y, *tables)`` over ``x`` (n_blocks, type_size) uint8 little-endian blocks into ``y``
-(n_blocks, block_size) float32, and ``tables(name)`` with the lookup tables that kernel takes.
+(n_blocks, block_size) float32, and ``tables(name)`` with the lookup tables that kernel takes; some also define
+``encode_<name>(x, y, qw, *encode_tables(name))`` from ``x`` (n_blocks, block_size) float32 into ``y``
+(n_blocks, type_size) uint8, with ``qw`` the importance weights per block position of a row ((0, block_size):
+none).
 """
 
 from __future__ import annotations
@@ -17,9 +20,9 @@ import importlib
 import numpy as np
 
 from ... import spec as _spec
-from ._run import resolve_threads, run_blocks
+from ._run import ENCODE_PARALLEL_MIN_VALUES, resolve_threads, run_blocks
 
-__all__ = ["decoder", "decode", "resolve_threads"]
+__all__ = ["decoder", "decode", "encoder", "encode", "resolve_threads"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -38,6 +41,36 @@ def decoder(type_id: int):
     if kernel is None:
         return None
     return kernel, module.tables(t.name)
+
+
+@functools.lru_cache(maxsize=None)
+def encoder(type_id: int):
+    """``(kernel, tables)`` encoding ``type_id``, or None when no compiled encoder exists for it."""
+    t = _spec.tensor_type_by_id()[type_id]
+    if not t.codec:
+        return None
+    try:
+        module = importlib.import_module(f"{__name__}.{t.codec}")
+    except ModuleNotFoundError as exc:
+        if exc.name == f"{__name__}.{t.codec}":
+            return None
+        raise
+    kernel = getattr(module, f"encode_{t.name.lower()}", None)
+    if kernel is None:
+        return None
+    return kernel, module.encode_tables(t.name)
+
+
+def encode(type_id: int, rows: np.ndarray, imatrix: np.ndarray | None, out: np.ndarray,
+           threads: int | None) -> None:
+    """Encode ``rows`` (n_rows, n_per_row) float32 into ``out`` (n_blocks, type_size) uint8 on ``threads``
+    threads (None: see :func:`resolve_threads`); ``imatrix``: None or float32 (n_per_row,)."""
+    kernel, tables = encoder(type_id)
+    threads = resolve_threads(threads, rows.size, ENCODE_PARALLEL_MIN_VALUES)
+    t = _spec.tensor_type_by_id()[type_id]
+    x = rows.reshape(-1, t.block_size)
+    qw = np.empty((0, t.block_size), np.float32) if imatrix is None else imatrix.reshape(-1, t.block_size)
+    run_blocks(kernel, x, out, (qw,) + tables, threads, unit=max(1, rows.shape[1] // t.block_size))
 
 
 def decode(type_id: int, x: np.ndarray, out: np.ndarray, threads: int) -> np.ndarray:

@@ -12,7 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-PARALLEL_MIN_VALUES = 1 << 20  # below this many values one thread is used unless threads= says otherwise
+PARALLEL_MIN_VALUES = 1 << 20  # decoding fewer values uses one thread unless threads= says otherwise
+ENCODE_PARALLEL_MIN_VALUES = 1 << 16  # encoders search: fewer values already pay for a second thread
 
 
 def cpu_count() -> int:
@@ -23,10 +24,10 @@ def cpu_count() -> int:
         return os.cpu_count() or 1
 
 
-def resolve_threads(threads: int | None, n_values: int) -> int:
-    """``threads=None``: all cores for large inputs, 1 for small; else the given count (at least 1)."""
+def resolve_threads(threads: int | None, n_values: int, parallel_min: int = PARALLEL_MIN_VALUES) -> int:
+    """``threads=None``: all cores from ``parallel_min`` values on, else 1; else the given count (at least 1)."""
     if threads is None:
-        return cpu_count() if n_values >= PARALLEL_MIN_VALUES else 1
+        return cpu_count() if n_values >= parallel_min else 1
     if int(threads) < 1:
         raise ValueError(f"threads must be at least 1, not {threads}")
     return int(threads)
@@ -37,14 +38,15 @@ def _pool(threads: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=threads, thread_name_prefix="gguf-construct-codec")
 
 
-def run_blocks(kernel, x: np.ndarray, y: np.ndarray, tables: tuple, threads: int) -> None:
-    """``kernel(x, y, *tables)`` over the rows (blocks) of ``x`` and ``y``, split in ``threads`` chunks."""
-    n = x.shape[0]
-    threads = max(1, min(threads, n))
+def run_blocks(kernel, x: np.ndarray, y: np.ndarray, tables: tuple, threads: int, unit: int = 1) -> None:
+    """``kernel(x, y, *tables)`` over the rows (blocks) of ``x`` and ``y``, split in ``threads`` chunks of whole
+    multiples of ``unit`` blocks."""
+    units = x.shape[0] // unit
+    threads = max(1, min(threads, units))
     if threads == 1:
         kernel(x, y, *tables)
         return
-    bounds = [n * k // threads for k in range(threads + 1)]
+    bounds = [units * k // threads * unit for k in range(threads + 1)]
     jobs = [_pool(threads).submit(kernel, x[s:e], y[s:e], *tables) for s, e in zip(bounds, bounds[1:]) if e > s]
     for job in jobs:
         job.result()
