@@ -612,3 +612,106 @@ def encode_q6_k(x, y, qw, f16):
                 out[64 * n + l + 32] = np.uint8(q2 | (q4 << 4))
                 out[128 + 32 * n + l] = np.uint8((L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2)
                                                  | ((L[j + l + 64] >> 4) << 4) | ((L[j + l + 96] >> 4) << 6))
+
+
+@helper
+def make_q3_quants(x, nmax, L):
+    """``make_q3_quants(n, nmax, x, L, do_rmse = true)``: weights ``x * x``, then up to five refining rounds."""
+    n = x.shape[0]
+    amax, mx = first_abs_max(x)
+    if amax < _EPS:
+        for i in range(n):
+            L[i] = 0
+        return np.float32(0.0)
+    iscale = -np.float32(nmax) / mx
+    sumlx = np.float32(0.0)
+    suml2 = np.float32(0.0)
+    for i in range(n):
+        l = min(max(nearest_int(iscale * x[i]), -nmax), nmax - 1)
+        L[i] = l
+        w = x[i] * x[i]
+        sumlx += w * x[i] * np.float32(l)
+        suml2 += w * np.float32(l) * np.float32(l)
+    for _ in range(5):
+        n_changed = 0
+        for i in range(n):
+            w = x[i] * x[i]
+            li = np.float32(L[i])
+            slx = sumlx - w * x[i] * li
+            if slx > 0:
+                sl2 = suml2 - w * li * li
+                new_l = min(max(nearest_int(x[i] * sl2 / slx), -nmax), nmax - 1)
+                if new_l != L[i]:
+                    slx += w * x[i] * np.float32(new_l)
+                    sl2 += w * np.float32(new_l) * np.float32(new_l)
+                    if sl2 > 0 and slx * slx * suml2 > sumlx * sumlx * sl2:
+                        L[i] = new_l
+                        sumlx = slx
+                        suml2 = sl2
+                        n_changed += 1
+        if n_changed == 0:
+            break
+    for i in range(n):
+        L[i] += nmax
+    return sumlx / suml2 if suml2 > 0 else np.float32(0.0)
+
+
+@kernel
+def encode_q3_k(x, y, qw, f16):
+    # hmask[32] @0, qs[64] @32, scales (12 bytes) @96, d @108
+    L = np.empty(256, dtype=np.int32)
+    w = np.empty(16, dtype=np.float32)
+    scales = np.empty(16, dtype=np.float32)
+    sw = np.empty(16, dtype=np.float32)
+    Ls = np.empty(16, dtype=np.int32)
+    for i in range(x.shape[0]):
+        xb, out = x[i], y[i]
+        out[:] = 0
+        if qw.shape[0] == 0:
+            for j in range(16):
+                scales[j] = make_q3_quants(xb[16 * j:16 * j + 16], 4, L[16 * j:16 * j + 16])
+            _, max_scale = first_abs_max(scales)
+            if max_scale != 0:
+                iscale = np.float32(-32.0) / max_scale
+                for j in range(16):
+                    Ls[j] = min(max(np.int32(np.int8(nearest_int(iscale * scales[j]))), -32), 31) + 32
+                d_block = np.float32(1.0) / iscale
+            else:
+                Ls[:] = 0
+                d_block = np.float32(0.0)
+        else:
+            q = qw[i % qw.shape[0]]
+            sigma2 = np.float32(2.0) * sum_squares(xb) / np.float32(256.0)
+            for j in range(16):
+                xs = xb[16 * j:16 * j + 16]
+                s = np.float32(0.0)
+                for l in range(16):
+                    w[l] = q[16 * j + l] * np.sqrt(sigma2 + xs[l] * xs[l])
+                    s += w[l]
+                sw[j] = s
+                scales[j] = make_qx_quants(xs, 4, L[16 * j:16 * j + 16], w)
+            d_block = make_qx_quants(scales, 32, Ls, sw)
+        for j in range(16):
+            l = Ls[j]
+            if j < 8:
+                out[96 + j] = np.uint8(l & 0xF)
+            else:
+                out[96 + j - 8] |= np.uint8((l & 0xF) << 4)
+            out[104 + j % 4] |= np.uint8(((l >> 4) << (2 * (j // 4))) & 0xFF)
+        d = put_fp16(out, 108, d_block, f16)
+        for j in range(16):
+            lo = np.int32(out[96 + j]) & 0xF if j < 8 else np.int32(out[96 + j - 8]) >> 4
+            hi = (np.int32(out[104 + j % 4]) >> (2 * (j // 4))) & 3
+            dl = d * np.float32((lo | (hi << 4)) - 32)
+            if dl == 0:
+                continue
+            for ii in range(16):
+                L[16 * j + ii] = min(max(nearest_int(xb[16 * j + ii] / dl), -4), 3) + 4
+        for j in range(256):  # the high bit of L goes to bit j / 32 of hmask[j % 32]
+            if L[j] > 3:
+                out[j % 32] |= np.uint8(1 << (j // 32))
+                L[j] -= 4
+        for j in range(0, 256, 128):
+            for l in range(32):
+                out[32 + j // 4 + l] = np.uint8(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4)
+                                                | (L[j + l + 96] << 6))
