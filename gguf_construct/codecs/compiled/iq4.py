@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import _tables
-from ._jit import kernel
+from ._jit import helper, kernel
+from ._scalar import nearest_int, put_fp16
 from .legacy import u16
 
 
@@ -42,3 +43,144 @@ def decode_iq4_xs(x, y, f16, kv):
                 q = b[8 + 16 * ib + j]
                 out[32 * ib + j] = dl * kv[q & 0xF]
                 out[32 * ib + j + 16] = dl * kv[q >> 4]
+
+
+# ------------------------------------------------------------------------------------------------ encoders
+# quantize_row_iq4_nl_impl (ntry = 7) for 32-weight blocks (IQ4_NL) and 256-weight super-blocks of eight
+# (IQ4_XS).  Kernels take ``x`` (n_blocks, block_size) float32, ``y`` (n_blocks, type_size) uint8, ``qw``
+# (blocks per row, block_size) importance weights ((0, block_size): none) and :func:`encode_tables`.
+
+_NTRY = 7
+
+
+def encode_tables(name: str) -> tuple:
+    """The lookup tables the encoder of ``name`` takes after ``x, y, qw``: fp16 and the value table."""
+    return (_tables.fp16(), _tables.floats("kvalues_iq4nl"))
+
+
+@helper
+def best_index(kv, x):
+    """ggml's ``best_index_int8(16, kvalues, x)``: the nearest table entry by bisection (NaN gives 15)."""
+    n = kv.shape[0]
+    if x <= kv[0]:
+        return 0
+    if x >= kv[n - 1]:
+        return n - 1
+    ml = 0
+    mu = n - 1
+    while mu - ml > 1:
+        mav = (ml + mu) // 2
+        if x < kv[mav]:
+            mu = mav
+        else:
+            ml = mav
+    return mu - 1 if x - kv[mu - 1] < kv[mu] - x else mu
+
+
+@helper
+def group_sums(xb, w, kv, idv):
+    """(sum w*q*x, sum w*q*q) of the group quantized with 1/scale ``idv``."""
+    sumqx = np.float32(0.0)
+    sumq2 = np.float32(0.0)
+    for j in range(xb.shape[0]):
+        q = kv[best_index(kv, idv * xb[j])]
+        wq = w[j] * q
+        sumqx += wq * xb[j]
+        sumq2 += wq * q
+    return sumqx, sumq2
+
+
+@helper
+def group_scale(xb, w, kv):
+    """The scale search of ``quantize_row_iq4_nl_impl`` for one group of 32 weights."""
+    amax = np.float32(0.0)
+    mx = np.float32(0.0)
+    for j in range(xb.shape[0]):
+        ax = abs(xb[j])
+        if ax > amax:
+            amax = ax
+            mx = xb[j]
+    if amax < np.float32(1e-15):  # GROUP_MAX_EPS
+        return np.float32(0.0)
+    d = -mx / kv[0]
+    sumqx, sumq2 = group_sums(xb, w, kv, np.float32(1.0) / d)
+    d = sumqx / sumq2 if sumq2 > 0 else np.float32(0.0)
+    best = d * sumqx
+    for itry in range(-_NTRY, _NTRY + 1):
+        sumqx, sumq2 = group_sums(xb, w, kv, np.float32(itry + np.int32(kv[0])) / mx)
+        if sumq2 > 0 and sumqx * sumqx > best * sumq2:
+            d = sumqx / sumq2
+            best = d * sumqx
+    return d
+
+
+@helper
+def group_weights(xb, q, sigma2, w):
+    """``w = qw * sqrtf(sigma2 + x*x)``, or ``x*x`` without importance weights (``q`` empty)."""
+    for j in range(xb.shape[0]):
+        x2 = xb[j] * xb[j]
+        w[j] = q[j] * np.sqrt(sigma2 + x2) if q.shape[0] else x2
+
+
+@helper
+def put_codes(out, o, xb, idl, kv):
+    """The 32 codes of a group, byte j holding codes j (low nibble) and j + 16 (high), at byte ``o``."""
+    for j in range(16):
+        lo = best_index(kv, idl * xb[j])
+        hi = best_index(kv, idl * xb[j + 16])
+        out[o + j] = np.uint8(lo | (hi << 4))
+
+
+@kernel
+def encode_iq4_nl(x, y, qw, f16, kv):
+    # d @0, qs[16] @2
+    w = np.empty(32, dtype=np.float32)
+    none = np.empty(0, dtype=np.float32)
+    for i in range(x.shape[0]):
+        xb, out = x[i], y[i]
+        q = qw[i % qw.shape[0]] if qw.shape[0] else none
+        s = np.float32(0.0)
+        for j in range(32):
+            s += xb[j] * xb[j]
+        group_weights(xb, q, s * np.float32(2.0 / 32), w)
+        scale = group_scale(xb, w, kv)
+        put_fp16(out, 0, scale, f16)
+        put_codes(out, 2, xb, np.float32(1.0) / scale if scale != 0 else np.float32(0.0), kv)
+
+
+@kernel
+def encode_iq4_xs(x, y, qw, f16, kv):
+    # d @0, scales_h (u16) @2, scales_l[4] @4, qs[128] @8
+    w = np.empty(32, dtype=np.float32)
+    scales = np.empty(8, dtype=np.float32)
+    none = np.empty(0, dtype=np.float32)
+    for i in range(x.shape[0]):
+        xb, out = x[i], y[i]
+        out[:] = 0
+        q = qw[i % qw.shape[0]] if qw.shape[0] else none
+        s = np.float32(0.0)
+        for j in range(256):
+            s += xb[j] * xb[j]
+        sigma2 = s * np.float32(2.0 / 256)
+        amax = np.float32(0.0)
+        max_scale = np.float32(0.0)
+        for ib in range(8):
+            xs = xb[32 * ib:32 * ib + 32]
+            group_weights(xs, q[32 * ib:32 * ib + 32] if q.shape[0] else none, sigma2, w)
+            scales[ib] = group_scale(xs, w, kv)
+            if abs(scales[ib]) > amax:
+                amax = abs(scales[ib])
+                max_scale = scales[ib]
+        d = -max_scale / np.float32(32.0)
+        put_fp16(out, 0, d, f16)
+        idv = np.float32(1.0) / d if d != 0 else np.float32(0.0)
+        sh = 0
+        for ib in range(8):
+            ls = min(max(nearest_int(idv * scales[ib]), -32), 31)
+            dl = d * np.float32(ls)
+            put_codes(out, 8 + 16 * ib, xb[32 * ib:32 * ib + 32], np.float32(1.0) / dl if dl != 0 else np.float32(0.0), kv)
+            u = ls + 32
+            out[4 + ib // 2] |= np.uint8((u & 0xF) << (4 * (ib % 2)))
+            sh |= (u >> 4) << (2 * ib)
+        out[2] = np.uint8(sh & 0xFF)
+        out[3] = np.uint8(sh >> 8)
