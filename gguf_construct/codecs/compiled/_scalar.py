@@ -39,3 +39,32 @@ def put_fp16(out, o, f, f16):
     out[o] = np.uint8(h & 0xFF)
     out[o + 1] = np.uint8(h >> 8)
     return f16[h]
+
+
+@helper
+def c_int(f):
+    """C's ``(int)f`` on x86 (``cvttss2si``): truncation; NaN and values outside int32 give INT32_MIN."""
+    if f >= np.float32(-2147483648.0) and f < np.float32(2147483648.0):
+        return np.int32(f)
+    return np.int32(-2147483648)
+
+
+@helper
+def c_lround_low_byte(f):
+    """The low byte of C's ``lroundf(f)`` on x86-64 (half away from zero; NaN and values outside int64 give
+    LONG_MIN, whose low byte is 0)."""
+    if not abs(f) < np.float32(9.2233720e18):
+        return np.int64(0)
+    t = np.float32(np.trunc(f))
+    if abs(f - t) >= np.float32(0.5):
+        t += np.float32(1.0) if f > 0 else np.float32(-1.0)
+    return np.int64(t) & 0xFF
+
+
+@helper
+def roundf(f):
+    """C ``roundf``: half away from zero, in float32."""
+    t = np.float32(np.trunc(f))
+    if abs(f - t) >= np.float32(0.5):
+        t += np.float32(1.0) if f > 0 else np.float32(-1.0)
+    return t
