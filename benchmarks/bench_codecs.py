@@ -18,6 +18,8 @@ For every tensor type with a decoder or encoder (or only the TYPES named), print
   ratios at the end.  The contenders of one measurement run in turns (ours, gguf-py, C, C-pre, ours, ...) and
   the best time of each is kept, so a machine whose speed drifts affects them alike; rounds stop once each
   has used about a second;
+* with ``--ggml-lib``, for encoders: ggml's ``ggml_quantize_chunk`` of the same rows (``C``; the bytes are
+  compared with ours);
 * with ``--ggml-lib``: ggml's own C decode of the same blocks in the same run, loaded with ctypes from the
   given (user-built) ``libggml-base`` -- ``ggml_get_type_traits(type)->to_float`` on the whole buffer, or the
   exported ``dequantize_row_<name>`` when the traits have none -- as ``C`` (into a freshly allocated output
@@ -31,7 +33,7 @@ the default with ``--ggml-lib``).  ``--decode-only`` skips the encoders.
 Both codec paths: "ours" is the path in use (the compiled one when numba is installed, see
 ``codecs.backend()``); with numba installed each decode line also shows the numpy path (``numpy``, and
 ``ours/np``), the compiled decode into one reused output array (``pre``, to set against ``C-pre``: ``pre/C-pre``),
-and ``jit s``, the first call's time (compile, or load from numba's cache; ``--cold-jit`` uses an empty cache
+and ``jit s``, the first call's time (encode lines: ``numpy`` and ``ours/np`` likewise) (compile, or load from numba's cache; ``--cold-jit`` uses an empty cache
 directory so that it is the compile time).  All compiled figures are single-threaded.  ``--scaling MIB``
 instead times ``Tensor.numpy()`` of a Q4_K tensor of MIB MiB (written to a temporary file) with 1 thread and
 with every core, and prints the speed-up.
@@ -167,6 +169,24 @@ class GgmlDecoder:
                 return None
         return self._ToFloat(ptr)
 
+    def quantizer(self, t):
+        """A callable ``(x, imatrix) -> bytes`` running ``ggml_quantize_chunk`` for ``t``, or None."""
+        lib = self.lib
+        lib.ggml_quantize_chunk.restype = ctypes.c_size_t
+        lib.ggml_quantize_chunk.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                                            ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p]
+        if t.kind != "quantized" or t.name in ("Q8_1", "Q8_K"):  # not offered by ggml_quantize_chunk
+            return None
+        lib.ggml_quantize_init(t.id)
+
+        def run(x: np.ndarray, imatrix) -> np.ndarray:
+            out = np.empty(x.shape[0] * (x.shape[1] // t.block_size) * t.type_size, np.uint8)
+            lib.ggml_quantize_chunk(t.id, x.ctypes.data, out.ctypes.data, 0, x.shape[0], x.shape[1],
+                                    None if imatrix is None else imatrix.ctypes.data)
+            return out
+
+        return run
+
     def decoders(self, t, raw: bytes):
         """(fresh, reused): callables decoding ``raw`` into a new output array / into one reused array."""
         fn = self.to_float(t)
@@ -235,15 +255,36 @@ def bench_type(t, args, clock, ggml=None) -> list[tuple]:
         results.append(("decode",) + tuple(rate / times.get(k, math.nan)
                                            for k in ("ours", "gguf-py", "C", "C-pre", "numpy", "pre")) + (jit,))
     if codecs.has_encoder(t.id) and not args.decode_only:
-        probe = make_rows(1, 0, t)  # one row to estimate the speed
+        compiled = codecs.backend() == "numba" and codecs.compiled_encoder(t.id)
+        c_quantize = ggml.quantizer(t) if ggml is not None else None
+        probe = make_rows(1, 0, t)  # one row to estimate the speed (of the slowest contender)
+        jit = math.nan
         with np.errstate(all="ignore"):
-            dt = best(lambda: codecs.quantize(t.id, probe, imatrix=im), 1, clock)
+            if compiled:
+                start = time.perf_counter()
+                codecs.quantize(t.id, probe, imatrix=im, threads=1)
+                jit = time.perf_counter() - start
+            dt = best(lambda: codecs.quantize(t.id, probe, imatrix=im, threads=1), 1, clock)
+            if compiled:
+                with codecs.using("numpy"):
+                    dt = max(dt, best(lambda: codecs.quantize(t.id, probe, imatrix=im), 1, clock))
         rate = probe.shape[0] * row_bytes / dt
         n_rows = max(1, min(rows_for(t, n_bytes), int(rate * args.budget / row_bytes)))
         x = make_rows(n_rows, 0, t)
         out_bytes = n_rows * row_bytes
         reps = args.repeat if rate * args.budget > 2 * out_bytes else 1
-        fns = {"ours": lambda: codecs.encode_blocks(t.id, x, imatrix=im)}
+        fns = {"ours": lambda: codecs.encode_blocks(t.id, x, imatrix=im, threads=1)}
+        if compiled:
+            def numpy_path():
+                with codecs.using("numpy"):
+                    return codecs.encode_blocks(t.id, x, imatrix=im)
+
+            fns["numpy"] = numpy_path
+        if c_quantize is not None:
+            with np.errstate(all="ignore"):
+                if c_quantize(x, im).tobytes() != codecs.quantize(t.id, x, imatrix=im):
+                    print(f"{t.name}: encoded bytes differ from ggml's", file=sys.stderr)
+            fns["C"] = lambda: c_quantize(x, im)
         if qt is not None and t.kind != "integer":
             try:
                 gq.quantize(x[:1], qt)
@@ -252,8 +293,10 @@ def bench_type(t, args, clock, ggml=None) -> list[tuple]:
                 pass
         with np.errstate(all="ignore"):
             times = race(fns, reps, clock, args.budget)
-        results.append(("encode", out_bytes / times["ours"] / MIB, out_bytes / times.get("gguf-py", math.nan) / MIB,
-                        math.nan, math.nan, math.nan, math.nan, math.nan))
+        rate = out_bytes / MIB
+        results.append(("encode", rate / times["ours"], rate / times.get("gguf-py", math.nan),
+                        rate / times.get("C", math.nan), math.nan, rate / times.get("numpy", math.nan), math.nan,
+                        jit))
     return results
 
 
