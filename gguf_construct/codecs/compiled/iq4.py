@@ -54,36 +54,31 @@ _NTRY = 7
 
 
 def encode_tables(name: str) -> tuple:
-    """The lookup tables the encoder of ``name`` takes after ``x, y, qw``: fp16 and the value table."""
-    return (_tables.fp16(), _tables.floats("kvalues_iq4nl"))
+    """The lookup tables the encoder of ``name`` takes after ``x, y, qw``: fp16, the value table and the
+    decision thresholds of ``best_index_int8`` (from the numpy codec, which derives them from the table)."""
+    from ..iq4 import _THR
+    return (_tables.fp16(), _tables.floats("kvalues_iq4nl"), np.ascontiguousarray(_THR, dtype=np.float32))
 
 
 @helper
-def best_index(kv, x):
-    """ggml's ``best_index_int8(16, kvalues, x)``: the nearest table entry by bisection (NaN gives 15)."""
-    n = kv.shape[0]
-    if x <= kv[0]:
-        return 0
-    if x >= kv[n - 1]:
-        return n - 1
-    ml = 0
-    mu = n - 1
-    while mu - ml > 1:
-        mav = (ml + mu) // 2
-        if x < kv[mav]:
-            mu = mav
-        else:
-            ml = mav
-    return mu - 1 if x - kv[mu - 1] < kv[mu] - x else mu
+def best_index(thr, x):
+    """ggml's ``best_index_int8(16, kvalues, x)``: the entry whose decision interval holds x, i.e. the number
+    of thresholds <= x (the numpy codec proves this equal to ggml's bisection for every float32); NaN: 15."""
+    if x != x:
+        return thr.shape[0]
+    k = 0
+    for t in range(thr.shape[0]):
+        k += x >= thr[t]
+    return k
 
 
 @helper
-def group_sums(xb, w, kv, idv):
+def group_sums(xb, w, kv, thr, idv):
     """(sum w*q*x, sum w*q*q) of the group quantized with 1/scale ``idv``."""
     sumqx = np.float32(0.0)
     sumq2 = np.float32(0.0)
     for j in range(xb.shape[0]):
-        q = kv[best_index(kv, idv * xb[j])]
+        q = kv[best_index(thr, idv * xb[j])]
         wq = w[j] * q
         sumqx += wq * xb[j]
         sumq2 += wq * q
@@ -91,7 +86,7 @@ def group_sums(xb, w, kv, idv):
 
 
 @helper
-def group_scale(xb, w, kv):
+def group_scale(xb, w, kv, thr):
     """The scale search of ``quantize_row_iq4_nl_impl`` for one group of 32 weights."""
     amax = np.float32(0.0)
     mx = np.float32(0.0)
@@ -103,11 +98,11 @@ def group_scale(xb, w, kv):
     if amax < np.float32(1e-15):  # GROUP_MAX_EPS
         return np.float32(0.0)
     d = -mx / kv[0]
-    sumqx, sumq2 = group_sums(xb, w, kv, np.float32(1.0) / d)
+    sumqx, sumq2 = group_sums(xb, w, kv, thr, np.float32(1.0) / d)
     d = sumqx / sumq2 if sumq2 > 0 else np.float32(0.0)
     best = d * sumqx
     for itry in range(-_NTRY, _NTRY + 1):
-        sumqx, sumq2 = group_sums(xb, w, kv, np.float32(itry + np.int32(kv[0])) / mx)
+        sumqx, sumq2 = group_sums(xb, w, kv, thr, np.float32(itry + np.int32(kv[0])) / mx)
         if sumq2 > 0 and sumqx * sumqx > best * sumq2:
             d = sumqx / sumq2
             best = d * sumqx
@@ -123,16 +118,16 @@ def group_weights(xb, q, sigma2, w):
 
 
 @helper
-def put_codes(out, o, xb, idl, kv):
+def put_codes(out, o, xb, idl, thr):
     """The 32 codes of a group, byte j holding codes j (low nibble) and j + 16 (high), at byte ``o``."""
     for j in range(16):
-        lo = best_index(kv, idl * xb[j])
-        hi = best_index(kv, idl * xb[j + 16])
+        lo = best_index(thr, idl * xb[j])
+        hi = best_index(thr, idl * xb[j + 16])
         out[o + j] = np.uint8(lo | (hi << 4))
 
 
 @kernel
-def encode_iq4_nl(x, y, qw, f16, kv):
+def encode_iq4_nl(x, y, qw, f16, kv, thr):
     # d @0, qs[16] @2
     w = np.empty(32, dtype=np.float32)
     none = np.empty(0, dtype=np.float32)
@@ -143,13 +138,13 @@ def encode_iq4_nl(x, y, qw, f16, kv):
         for j in range(32):
             s += xb[j] * xb[j]
         group_weights(xb, q, s * np.float32(2.0 / 32), w)
-        scale = group_scale(xb, w, kv)
+        scale = group_scale(xb, w, kv, thr)
         put_fp16(out, 0, scale, f16)
-        put_codes(out, 2, xb, np.float32(1.0) / scale if scale != 0 else np.float32(0.0), kv)
+        put_codes(out, 2, xb, np.float32(1.0) / scale if scale != 0 else np.float32(0.0), thr)
 
 
 @kernel
-def encode_iq4_xs(x, y, qw, f16, kv):
+def encode_iq4_xs(x, y, qw, f16, kv, thr):
     # d @0, scales_h (u16) @2, scales_l[4] @4, qs[128] @8
     w = np.empty(32, dtype=np.float32)
     scales = np.empty(8, dtype=np.float32)
@@ -167,7 +162,7 @@ def encode_iq4_xs(x, y, qw, f16, kv):
         for ib in range(8):
             xs = xb[32 * ib:32 * ib + 32]
             group_weights(xs, q[32 * ib:32 * ib + 32] if q.shape[0] else none, sigma2, w)
-            scales[ib] = group_scale(xs, w, kv)
+            scales[ib] = group_scale(xs, w, kv, thr)
             if abs(scales[ib]) > amax:
                 amax = abs(scales[ib])
                 max_scale = scales[ib]
@@ -178,7 +173,7 @@ def encode_iq4_xs(x, y, qw, f16, kv):
         for ib in range(8):
             ls = min(max(nearest_int(idv * scales[ib]), -32), 31)
             dl = d * np.float32(ls)
-            put_codes(out, 8 + 16 * ib, xb[32 * ib:32 * ib + 32], np.float32(1.0) / dl if dl != 0 else np.float32(0.0), kv)
+            put_codes(out, 8 + 16 * ib, xb[32 * ib:32 * ib + 32], np.float32(1.0) / dl if dl != 0 else np.float32(0.0), thr)
             u = ls + 32
             out[4 + ib // 2] |= np.uint8((u & 0xF) << (4 * (ib % 2)))
             sh |= (u >> 4) << (2 * ib)
