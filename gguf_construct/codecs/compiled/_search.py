@@ -193,3 +193,66 @@ def sum_squares(x):
     for i in range(x.shape[0]):
         s += x[i] * x[i]
     return s
+
+
+@helper
+def make_qx_quants_lanes(X, nmax, L, W, scale, amax, mx, iscale, sumlx, suml2, best, upd):
+    """:func:`make_qx_quants` for several groups side by side: column b of ``X`` (n, N) holds group b, whose
+    weights are ``W[:, b]``, quants go to ``L[:, b]`` and scale to ``scale[b]``.  Each group's sums still run
+    in ggml's order; the groups are independent lanes, which LLVM vectorizes (the other arguments are (N,)
+    scratch arrays)."""
+    n = X.shape[0]
+    N = X.shape[1]
+    fnmax = np.float32(nmax)
+    for b in range(N):
+        amax[b] = 0
+        mx[b] = 0
+    for i in range(n):
+        for b in range(N):
+            ax = abs(X[i, b])
+            if ax > amax[b]:
+                amax[b] = ax
+                mx[b] = X[i, b]
+    for b in range(N):
+        iscale[b] = -fnmax / mx[b]
+        sumlx[b] = 0
+        suml2[b] = 0
+    for i in range(n):
+        for b in range(N):
+            l = min(max(nearest_int(iscale[b] * X[i, b]), -nmax), nmax - 1)
+            L[i, b] = l + nmax
+            lf = np.float32(l)
+            sumlx[b] += W[i, b] * X[i, b] * lf
+            suml2[b] += W[i, b] * lf * lf
+    for b in range(N):
+        scale[b] = sumlx[b] / suml2[b] if suml2[b] != 0 else np.float32(0.0)
+        best[b] = scale[b] * sumlx[b]
+    for i_s in range(-9, 10):
+        if i_s == 0:
+            continue
+        for b in range(N):
+            iscale[b] = -(fnmax + np.float32(0.1) * np.float32(i_s)) / mx[b]
+            sumlx[b] = 0
+            suml2[b] = 0
+        for i in range(n):
+            for b in range(N):
+                lf = np.float32(min(max(nearest_int(iscale[b] * X[i, b]), -nmax), nmax - 1))
+                sumlx[b] += W[i, b] * X[i, b] * lf
+                suml2[b] += W[i, b] * lf * lf
+        any_upd = False
+        for b in range(N):
+            upd[b] = suml2[b] > 0 and sumlx[b] * sumlx[b] > best[b] * suml2[b]
+            if upd[b]:
+                any_upd = True
+                scale[b] = sumlx[b] / suml2[b]
+                best[b] = scale[b] * sumlx[b]
+        if any_upd:
+            for i in range(n):
+                for b in range(N):
+                    if upd[b]:
+                        L[i, b] = nmax + min(max(nearest_int(iscale[b] * X[i, b]), -nmax), nmax - 1)
+    for b in range(N):
+        if amax[b] < _EPS:
+            scale[b] = 0
+            for i in range(n):
+                L[i, b] = 0

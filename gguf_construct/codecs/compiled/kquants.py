@@ -10,7 +10,8 @@ import numpy as np
 from . import _tables
 from ._jit import helper, kernel
 from ._scalar import nearest_int, put_fp16
-from ._search import _EPS, first_abs_max, make_qkx_quants, make_qp_quants, make_qx_quants, sum_squares
+from ._search import (_EPS, first_abs_max, make_qkx_quants, make_qp_quants, make_qx_quants, make_qx_quants_lanes,
+                      sum_squares)
 from .legacy import u16, u32
 
 
@@ -382,25 +383,28 @@ def encode_q5_k(x, y, qw, f16):
 
 @kernel
 def encode_q6_k(x, y, qw, f16):
-    # ql[128] @0, qh[64] @128, scales int8[16] @192, d @208
+    # ql[128] @0, qh[64] @128, scales int8[16] @192, d @208; the 16 sub-blocks searched side by side
+    X = np.empty((16, 16), dtype=np.float32)  # X[i, ib] = weight i of sub-block ib
+    W = np.empty((16, 16), dtype=np.float32)
+    LT = np.empty((16, 16), dtype=np.int32)
     L = np.empty(256, dtype=np.int32)
-    w = np.empty(16, dtype=np.float32)
     scales = np.empty(16, dtype=np.float32)
+    lanes = np.empty((6, 16), dtype=np.float32)  # per-lane scratch of the search
+    upd = np.empty(16, dtype=np.bool_)
     for i in range(x.shape[0]):
         xb, out = x[i], y[i]
         out[:] = 0
+        for ib in range(16):
+            for l in range(16):
+                v = xb[16 * ib + l]
+                X[l, ib] = v
+                W[l, ib] = qw[i % qw.shape[0], 16 * ib + l] if qw.shape[0] else v * v
+        make_qx_quants_lanes(X, 32, LT, W, scales, lanes[0], lanes[1], lanes[2], lanes[3], lanes[4], lanes[5], upd)
         max_scale = np.float32(0.0)
         max_abs = np.float32(0.0)
         for ib in range(16):
-            xs = xb[16 * ib:16 * ib + 16]
-            if qw.shape[0]:
-                q = qw[i % qw.shape[0]]
-                for l in range(16):
-                    w[l] = q[16 * ib + l]
-            else:
-                for l in range(16):
-                    w[l] = xs[l] * xs[l]
-            scales[ib] = make_qx_quants(xs, 32, L[16 * ib:16 * ib + 16], w)
+            for l in range(16):
+                L[16 * ib + l] = LT[l, ib]
             if abs(scales[ib]) > max_abs:
                 max_abs = abs(scales[ib])
                 max_scale = scales[ib]
