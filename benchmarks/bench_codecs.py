@@ -33,8 +33,8 @@ the default with ``--ggml-lib``).  ``--decode-only`` skips the encoders.
 Both codec paths: "ours" is the path in use (the compiled one when numba is installed, see
 ``codecs.backend()``); with numba installed each decode line also shows the numpy path (``numpy``, and
 ``ours/np``), the compiled decode into one reused output array (``pre``, to set against ``C-pre``: ``pre/C-pre``),
-and ``jit s``, the first call's time (encode lines: ``numpy`` and ``ours/np`` likewise) (compile, or load from numba's cache; ``--cold-jit`` uses an empty cache
-directory so that it is the compile time).  All compiled figures are single-threaded.  ``--scaling MIB``
+and ``jit s``, the first call's time (compile, or load from numba's cache; ``--cold-jit`` uses an empty cache
+directory so that it is the compile time); encode lines show ``numpy``, ``ours/np`` and ``jit s`` likewise.  All compiled figures are single-threaded.  ``--scaling MIB``
 instead times ``Tensor.numpy()`` of a Q4_K tensor of MIB MiB (written to a temporary file) with 1 thread and
 with every core, and prints the speed-up.
 """
@@ -318,7 +318,6 @@ def scaling(mib: float, repeat: int) -> int:
         tensor = load(path).tensors[0]
         tensor.numpy()  # warm-up: the first read of the mapped file is slower
         times = race({k: (lambda k=k: tensor.numpy(threads=k)) for k in threads}, repeat, time.perf_counter)
-        del tensor
     size = raw.size / MIB
     one, many = times[1], times[_run.cpu_count()]
     print(f"Q4_K Tensor.numpy() of {size:.0f} MiB: 1 thread {size / one:.0f} MiB/s, "
@@ -352,7 +351,8 @@ def main(argv=None) -> int:
     if ggml is not None:
         head += f" {'C':>9s} {'ours/C':>7s} {'C-pre':>9s} {'ours/pre':>8s}"
     if fast:
-        head += f" {'numpy':>9s} {'ours/np':>7s} {'pre':>9s}" + (f" {'pre/C-pre':>9s}" if ggml else "") + f" {'jit s':>6s}"
+        head += f" {'numpy':>9s} {'ours/np':>7s} {'pre':>9s}"
+        head += (f" {'pre/C-pre':>9s}" if ggml else "") + f" {'jit s':>6s}"
     print(head)
     ratios: dict[str, list[float]] = {"gguf-py": [], "C": [], "C-pre": [], "numpy": [], "pre/C-pre": []}
 

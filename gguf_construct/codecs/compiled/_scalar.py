@@ -28,7 +28,8 @@ def fp16_bits(f):
     if a >= _F32_HALF_INF:
         return np.uint32(sign | 0x7C00)
     if a < _F32_NORMAL_HALF:  # adding 0.5f rounds |f| to a multiple of 2**-24 (nearest even)
-        return np.uint32(sign | np.uint32(np.float32(np.float32(a.view(np.float32)) + _POINT_FIVE).view(np.uint32) - _POINT_FIVE_BITS))
+        rounded = np.float32(np.float32(a.view(np.float32)) + _POINT_FIVE).view(np.uint32)
+        return np.uint32(sign | np.uint32(rounded - _POINT_FIVE_BITS))
     return np.uint32(sign | (np.uint32(np.uint32(a + ((a >> 13) & 1)) + _REBIAS_ROUND) >> 13))
 
 

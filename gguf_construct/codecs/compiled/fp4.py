@@ -119,4 +119,5 @@ def encode_nvfp4(x, y, qw, scales, kv):
             out[s] = np.uint8(ue)
             d = scales[ue]
             for j in range(8):
-                out[4 + 8 * s + j] = np.uint8(best_index_mxfp4(xs[j], d, kv) | (best_index_mxfp4(xs[8 + j], d, kv) << 4))
+                lo = best_index_mxfp4(xs[j], d, kv)
+                out[4 + 8 * s + j] = np.uint8(lo | (best_index_mxfp4(xs[8 + j], d, kv) << 4))

@@ -173,7 +173,8 @@ def encode_iq4_xs(x, y, qw, f16, kv, thr):
         for ib in range(8):
             ls = min(max(nearest_int(idv * scales[ib]), -32), 31)
             dl = d * np.float32(ls)
-            put_codes(out, 8 + 16 * ib, xb[32 * ib:32 * ib + 32], np.float32(1.0) / dl if dl != 0 else np.float32(0.0), thr)
+            idl = np.float32(1.0) / dl if dl != 0 else np.float32(0.0)
+            put_codes(out, 8 + 16 * ib, xb[32 * ib:32 * ib + 32], idl, thr)
             u = ls + 32
             out[4 + ib // 2] |= np.uint8((u & 0xF) << (4 * (ib % 2)))
             sh |= (u >> 4) << (2 * ib)
