@@ -70,7 +70,16 @@ def encode(type_id: int, rows: np.ndarray, imatrix: np.ndarray | None, out: np.n
     t = _spec.tensor_type_by_id()[type_id]
     x = rows.reshape(-1, t.block_size)
     qw = np.empty((0, t.block_size), np.float32) if imatrix is None else imatrix.reshape(-1, t.block_size)
-    run_blocks(kernel, x, out, (qw,) + tables, threads, unit=max(1, rows.shape[1] // t.block_size))
+    status = run_blocks(kernel, x, out, (qw,) + tables, threads, unit=max(1, rows.shape[1] // t.block_size))
+    if status:
+        from .._iqgrid import GridAbort
+        raise GridAbort(_ABORTS[status])
+
+
+_ABORTS = {  # the statuses of IQ encoder kernels: where ggml hits a GGML_ASSERT
+    1: "ggml aborts: no grid neighbour with an error below FLT_MAX (GGML_ASSERT(grid_index >= 0))",
+    2: "ggml aborts: a group scale is NaN (GGML_ASSERT(scale >= 0))",
+}
 
 
 def decode(type_id: int, x: np.ndarray, out: np.ndarray, threads: int) -> np.ndarray:

@@ -38,15 +38,13 @@ def _pool(threads: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=threads, thread_name_prefix="gguf-construct-codec")
 
 
-def run_blocks(kernel, x: np.ndarray, y: np.ndarray, tables: tuple, threads: int, unit: int = 1) -> None:
+def run_blocks(kernel, x: np.ndarray, y: np.ndarray, tables: tuple, threads: int, unit: int = 1) -> int:
     """``kernel(x, y, *tables)`` over the rows (blocks) of ``x`` and ``y``, split in ``threads`` chunks of whole
-    multiples of ``unit`` blocks."""
+    multiples of ``unit`` blocks; returns the largest status a chunk returned (kernels without one: 0)."""
     units = x.shape[0] // unit
     threads = max(1, min(threads, units))
     if threads == 1:
-        kernel(x, y, *tables)
-        return
+        return kernel(x, y, *tables) or 0
     bounds = [units * k // threads * unit for k in range(threads + 1)]
     jobs = [_pool(threads).submit(kernel, x[s:e], y[s:e], *tables) for s, e in zip(bounds, bounds[1:]) if e > s]
-    for job in jobs:
-        job.result()
+    return max(job.result() or 0 for job in jobs)
