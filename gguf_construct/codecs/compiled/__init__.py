@@ -79,6 +79,8 @@ def encode(type_id: int, rows: np.ndarray, imatrix: np.ndarray | None, out: np.n
 _ABORTS = {  # the statuses of IQ encoder kernels: where ggml hits a GGML_ASSERT
     1: "ggml aborts: no grid neighbour with an error below FLT_MAX (GGML_ASSERT(grid_index >= 0))",
     2: "ggml aborts: a group scale is NaN (GGML_ASSERT(scale >= 0))",
+    3: "ggml reads out of bounds: quantized point outside its grid map",
+    4: "ggml aborts: quantized point not on the grid ('Oops: found point ... not on grid')",
 }
 
 
