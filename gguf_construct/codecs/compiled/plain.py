@@ -9,6 +9,7 @@ import numpy as np
 
 from . import _tables
 from ._jit import kernel
+from ._scalar import fp16_bits
 
 
 def tables(name: str) -> tuple:
@@ -38,3 +39,40 @@ def decode_f32(x, y):
     bits = y.view(np.uint32).reshape(-1)  # copied bit for bit (NaN payloads too)
     for i in range(bits.shape[0]):
         bits[i] = words[i]
+
+
+# ------------------------------------------------------------------------------------------------ encoders
+# ``x`` (n, 1) float32, ``y`` (n, type_size) uint8 (written as native words: little-endian host), ``qw`` unused.
+
+
+def encode_tables(name: str) -> tuple:
+    """The lookup tables the encoder of ``name`` takes after ``x, y, qw`` (none)."""
+    return ()
+
+
+@kernel
+def encode_f32(x, y, qw):
+    src = x.reshape(-1).view(np.uint32)
+    words = y.view(np.uint32).reshape(-1)
+    for i in range(words.shape[0]):
+        words[i] = src[i]
+
+
+@kernel
+def encode_f16(x, y, qw):
+    src = x.reshape(-1)
+    h = y.view(np.uint16).reshape(-1)  # GGML_FP32_TO_FP16
+    for i in range(h.shape[0]):
+        h[i] = np.uint16(fp16_bits(src[i]))
+
+
+@kernel
+def encode_bf16(x, y, qw):
+    src = x.reshape(-1).view(np.uint32)
+    h = y.view(np.uint16).reshape(-1)
+    for i in range(h.shape[0]):  # GGML_FP32_TO_BF16: NaN keeps its top bits with the quiet bit; else nearest even
+        u = src[i]
+        if (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000):
+            h[i] = np.uint16((u >> 16) | 64)
+        else:
+            h[i] = np.uint16(np.uint32(u + np.uint32(0x7FFF) + ((u >> 16) & 1)) >> 16)
