@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import _tables
-from ._jit import kernel
+from ._jit import helper, kernel
+from ._scalar import nearest_int, put_fp16
 from .legacy import u16
 
 
@@ -58,3 +59,192 @@ def decode_iq1_m(x, y, f16, grid, deltas):
                 o = out[32 * ib + 8 * l:32 * ib + 8 * l + 8]
                 for j in range(8):
                     o[j] = dl * (g[j] + delta)
+
+
+# ------------------------------------------------------------------------------------------------ encoders
+# quantize_row_iq1_s_impl as the numpy codec computes it (its choices where ggml's C is not reproducible, e.g.
+# a group holding a NaN is skipped).  Kernels take ``x`` (n_blocks, 256) float32, ``y`` (n_blocks, type_size)
+# uint8, ``qw`` (blocks per row, 256) importance weights and :func:`encode_tables`; they return 0 or an abort
+# status (see ``compiled._ABORTS``).
+
+ABORT_NO_NEIGHBOUR = 1
+ABORT_NAN_SCALE = 2
+
+
+def encode_tables(name: str) -> tuple:
+    """fp16, grid levels (2048, 8), code map, neighbour list starts, counts, entries, the two deltas."""
+    from ..iq1 import _grid
+    g = _grid()
+    return (_tables.fp16(), np.ascontiguousarray(g.levels), np.ascontiguousarray(g.kmap),
+            np.ascontiguousarray(g.nb_start), np.ascontiguousarray(g.nb_count), np.ascontiguousarray(g.nb_flat),
+            _tables.floats("iq1_delta"))
+
+
+@helper
+def stable_order(xs, idx):
+    """``idx`` = the permutation sorting ``xs`` ascending, equal values in input order (insertion sort)."""
+    n = xs.shape[0]
+    for i in range(n):
+        idx[i] = i
+    for i in range(1, n):
+        k = idx[i]
+        j = i - 1
+        while j >= 0 and xs[idx[j]] > xs[k]:
+            idx[j + 1] = idx[j]
+            j -= 1
+        idx[j + 1] = k
+
+
+@helper
+def vector_index(xv, wv, L, scale, xx, levels, kmap, nb_start, nb_count, nb_flat):
+    """Grid index of the 8 levels ``L`` (0..2); off the grid ``iq1_find_best_neighbour2``: the neighbour
+    minimising ``sum (w * diff) * diff``, ``diff = scale * xx[level] - x``.  (index, on grid, ok)."""
+    code = 0
+    for j in range(8):
+        code |= L[j] << (2 * j)
+    g = kmap[code]
+    if g >= 0:
+        return g, True, True
+    best = np.float32(3.4028234663852886e38)
+    for c in range(nb_start[code], nb_start[code] + nb_count[code]):
+        p = nb_flat[c]
+        d2 = np.float32(0.0)
+        for j in range(8):
+            diff = scale * xx[levels[p, j]] - xv[j]
+            d2 += wv[j] * diff * diff
+        if d2 < best:
+            best = d2
+            g = p
+    return g, False, g >= 0
+
+
+@kernel
+def encode_iq1_s(x, y, qw, f16, levels, kmap, nb_start, nb_count, nb_flat, deltas):
+    # d @0, qs[32] @2, qh (8 u16) @34
+    weight = np.empty(256, dtype=np.float32)
+    idx = np.empty(32, dtype=np.int64)
+    sumx = np.empty(33, dtype=np.float32)
+    sumw = np.empty(33, dtype=np.float32)
+    L = np.empty(32, dtype=np.int32)
+    x_p = np.empty(3, dtype=np.float32)
+    x_m = np.empty(3, dtype=np.float32)
+    scales = np.empty(8, dtype=np.float32)
+    shifts = np.empty(8, dtype=np.int32)
+    gi = np.empty(4, dtype=np.int32)
+    delta = deltas[0]
+    x_p[0] = np.float32(-1.0) + delta
+    x_p[1] = delta
+    x_p[2] = np.float32(1.0) + delta
+    x_m[0] = np.float32(-1.0) - delta
+    x_m[1] = -delta
+    x_m[2] = np.float32(1.0) - delta
+    flt_max = np.float32(3.4028234663852886e38)
+    for i in range(x.shape[0]):
+        xb, out = x[i], y[i]
+        out[:] = 0
+        if qw.shape[0]:
+            q = qw[i % qw.shape[0]]
+            s = np.float32(0.0)
+            for j in range(256):
+                s += xb[j] * xb[j]
+            sigma2 = np.float32(2.0) * s / np.float32(256.0)
+            for j in range(256):
+                weight[j] = q[j] * np.sqrt(sigma2 + xb[j] * xb[j])
+        else:
+            for j in range(256):
+                weight[j] = xb[j] * xb[j]
+        for ib in range(8):
+            xs = xb[32 * ib:32 * ib + 32]
+            ws = weight[32 * ib:32 * ib + 32]
+            scales[ib] = 0
+            shifts[ib] = 1
+            gmax = np.float32(0.0)
+            has_nan = False
+            for j in range(32):
+                has_nan = has_nan or xs[j] != xs[j]
+                gmax = max(gmax, abs(xs[j]))
+            if has_nan or not gmax >= np.float32(1e-12):  # GROUP_MAX_EPS_IQ1_S; a NaN group is skipped
+                continue
+            stable_order(xs, idx)
+            sumx[0] = 0
+            sumw[0] = 0
+            for j in range(32):
+                k = idx[j]
+                sumx[j + 1] = sumx[j] + ws[k] * xs[k]
+                sumw[j + 1] = sumw[j] + ws[k]
+            best = -flt_max
+            sel1 = -1
+            sel2 = -1
+            sel_shift = 0
+            scale = np.float32(0.0)
+            for i1 in range(33):
+                for i2 in range(i1, 33):
+                    a = sumx[i1]
+                    b = sumx[i2] - sumx[i1]
+                    c = sumx[32] - sumx[i2]
+                    aw = sumw[i1]
+                    bw = sumw[i2] - sumw[i1]
+                    cw = sumw[32] - sumw[i2]
+                    for sh in range(2):
+                        v = x_p if sh == 0 else x_m
+                        sqx = (a * v[0] + b * v[1]) + c * v[2]
+                        sq2 = ((aw * v[0]) * v[0] + (bw * v[1]) * v[1]) + (cw * v[2]) * v[2]
+                        if sq2 > 0 and sqx * sqx > best * sq2:
+                            best = (sqx / sq2) * sqx
+                            scale = sqx / sq2
+                            sel1 = i1
+                            sel2 = i2
+                            sel_shift = 1 if sh == 0 else -1
+            if sel1 < 0:
+                continue
+            for j in range(32):
+                L[idx[j]] = (1 if j >= sel1 else 0) + (1 if j >= sel2 else 0)
+            if scale < 0:
+                for j in range(32):
+                    L[j] = 2 - L[j]
+                scale = -scale
+                sel_shift = -sel_shift
+            xx = x_p if sel_shift == 1 else x_m
+            all_on = True
+            for k in range(4):
+                g, on, ok = vector_index(xs[8 * k:8 * k + 8], ws[8 * k:8 * k + 8], L[8 * k:8 * k + 8], scale, xx,
+                                         levels, kmap, nb_start, nb_count, nb_flat)
+                if not ok:
+                    return ABORT_NO_NEIGHBOUR
+                gi[k] = g
+                all_on = all_on and on
+            if not all_on:
+                sx = np.float32(0.0)
+                s2 = np.float32(0.0)
+                for k in range(4):
+                    for j in range(8):
+                        qv = xx[levels[gi[k], j]]
+                        wq = ws[8 * k + j] * qv
+                        sx += wq * xs[8 * k + j]
+                        s2 += wq * qv
+                if sx > 0 and s2 > 0:
+                    scale = sx / s2
+            h = 0
+            for k in range(4):
+                out[2 + 4 * ib + k] = np.uint8(gi[k] & 255)
+                h |= (gi[k] >> 8) << (3 * k)
+            out[34 + 2 * ib] = np.uint8(h & 0xFF)
+            out[35 + 2 * ib] = np.uint8(h >> 8)
+            scales[ib] = scale
+            shifts[ib] = sel_shift
+        max_scale = scales[0]
+        for ib in range(8):
+            if not scales[ib] >= 0:
+                return ABORT_NAN_SCALE
+            max_scale = max(max_scale, scales[ib])
+        if not max_scale > 0:
+            continue
+        d = max_scale / np.float32(15.0)
+        put_fp16(out, 0, d * np.float32(1.125), f16)
+        idv = np.float32(1.0) / d
+        for ib in range(8):
+            l = min(max(nearest_int(np.float32(0.5) * (idv * scales[ib] - np.float32(1.0))), 0), 7)
+            if shifts[ib] == -1:
+                l |= 8
+            out[35 + 2 * ib] |= np.uint8((l << 4) & 0xFF)
+    return 0
