@@ -8,7 +8,7 @@ import numpy as np
 
 from . import _tables
 from ._jit import helper, kernel
-from ._scalar import nearest_int, put_fp16
+from ._scalar import fp16_bits, nearest_int, put_fp16
 from .legacy import u16
 
 
@@ -247,4 +247,170 @@ def encode_iq1_s(x, y, qw, f16, levels, kmap, nb_start, nb_count, nb_flat, delta
             if shifts[ib] == -1:
                 l |= 8
             out[35 + 2 * ib] |= np.uint8((l << 4) & 0xFF)
+    return 0
+
+
+@kernel
+def encode_iq1_m(x, y, qw, f16, levels, kmap, nb_start, nb_count, nb_flat, deltas):
+    # qs[32] @0, qh[16] @32, scales (4 u16) @48 (the fp16 d spread over their top nibbles); per 16 weights
+    # a 3-bit scale, per 8 a delta sign (shift patterns 0..3: x_p/x_m for the first and second half)
+    weight = np.empty(256, dtype=np.float32)
+    idx = np.empty(16, dtype=np.int64)
+    px = np.empty((2, 17), dtype=np.float32)
+    pw = np.empty((2, 17), dtype=np.float32)
+    L = np.empty(16, dtype=np.int32)
+    xpm = np.empty((2, 3), dtype=np.float32)  # 0: x_p, 1: x_m
+    scales = np.empty(16, dtype=np.float32)
+    shifts = np.empty(16, dtype=np.int32)
+    gi = np.empty(32, dtype=np.int32)
+    ls = np.empty(16, dtype=np.int32)
+    qx = np.empty((2, 2), dtype=np.float32)  # [x_p / x_m, half]
+    q2 = np.empty((2, 2), dtype=np.float32)
+    delta = deltas[1]
+    xpm[0, 0] = np.float32(-1.0) + delta
+    xpm[0, 1] = delta
+    xpm[0, 2] = np.float32(1.0) + delta
+    xpm[1, 0] = np.float32(-1.0) - delta
+    xpm[1, 1] = -delta
+    xpm[1, 2] = np.float32(1.0) - delta
+    c1 = np.empty(2, dtype=np.float32)
+    c2 = np.empty(2, dtype=np.float32)
+    for s in range(2):
+        c1[s] = xpm[s, 0] * xpm[s, 0] - xpm[s, 1] * xpm[s, 1]
+        c2[s] = xpm[s, 1] * xpm[s, 1] - xpm[s, 2] * xpm[s, 2]
+    flt_max = np.float32(3.4028234663852886e38)
+    for i in range(x.shape[0]):
+        xb, out = x[i], y[i]
+        out[:] = 0
+        if qw.shape[0]:
+            q = qw[i % qw.shape[0]]
+            s = np.float32(0.0)
+            for j in range(256):
+                s += xb[j] * xb[j]
+            sigma2 = np.float32(2.0) * s / np.float32(256.0)
+            for j in range(256):
+                weight[j] = q[j] * np.sqrt(sigma2 + xb[j] * xb[j])
+        else:
+            for j in range(256):
+                weight[j] = xb[j] * xb[j]
+        for ib in range(16):
+            xs = xb[16 * ib:16 * ib + 16]
+            ws = weight[16 * ib:16 * ib + 16]
+            scales[ib] = 0
+            shifts[ib] = 0
+            gi[2 * ib] = 0
+            gi[2 * ib + 1] = 0
+            gmax = np.float32(0.0)
+            has_nan = False
+            for j in range(16):
+                has_nan = has_nan or xs[j] != xs[j]
+                gmax = max(gmax, abs(xs[j]))
+            if has_nan or not gmax >= np.float32(1e-7):  # GROUP_MAX_EPS_IQ1_M; a NaN group is skipped
+                continue
+            stable_order(xs, idx)
+            for h in range(2):
+                px[h, 0] = 0
+                pw[h, 0] = 0
+            for j in range(16):
+                k = idx[j]
+                hk = 1 if k >= 8 else 0
+                px[hk, j + 1] = px[hk, j] + ws[k] * xs[k]
+                pw[hk, j + 1] = pw[hk, j] + ws[k]
+                px[1 - hk, j + 1] = px[1 - hk, j] + np.float32(0.0)
+                pw[1 - hk, j + 1] = pw[1 - hk, j] + np.float32(0.0)
+            best = -flt_max
+            sel1 = -1
+            sel2 = -1
+            best_k = 0
+            scale = np.float32(0.0)
+            for i1 in range(17):
+                for i2 in range(i1, 17):
+                    for h in range(2):
+                        sx = px[h, i1] + px[h, i2]
+                        for s in range(2):
+                            top = xpm[s, 2]
+                            qx[s, h] = px[h, 16] * top - sx
+                            q2[s, h] = ((pw[h, 16] * top) * top + pw[h, i1] * c1[s]) + pw[h, i2] * c2[s]
+                    for k in range(4):
+                        sqx = qx[k >> 1, 0] + qx[k & 1, 1]
+                        sq2 = q2[k >> 1, 0] + q2[k & 1, 1]
+                        if sq2 > 0 and sqx * sqx > best * sq2:
+                            best = (sqx / sq2) * sqx
+                            scale = sqx / sq2
+                            sel1 = i1
+                            sel2 = i2
+                            best_k = k
+            if sel1 < 0:
+                continue
+            for j in range(16):
+                L[idx[j]] = (1 if j >= sel1 else 0) + (1 if j >= sel2 else 0)
+            if scale < 0:
+                for j in range(16):
+                    L[j] = 2 - L[j]
+                scale = -scale
+                best_k = 3 - best_k
+            all_on = True
+            for k in range(2):
+                xx = xpm[best_k >> 1] if k == 0 else xpm[best_k & 1]
+                g, on, ok = vector_index(xs[8 * k:8 * k + 8], ws[8 * k:8 * k + 8], L[8 * k:8 * k + 8], scale, xx,
+                                         levels, kmap, nb_start, nb_count, nb_flat)
+                if not ok:
+                    return ABORT_NO_NEIGHBOUR
+                gi[2 * ib + k] = g
+                all_on = all_on and on
+            if not all_on:
+                sx = np.float32(0.0)
+                s2 = np.float32(0.0)
+                for k in range(2):
+                    xx = xpm[best_k >> 1] if k == 0 else xpm[best_k & 1]
+                    for j in range(8):
+                        qv = xx[levels[gi[2 * ib + k], j]]
+                        wq = ws[8 * k + j] * qv
+                        sx += wq * xs[8 * k + j]
+                        s2 += wq * qv
+                if sx > 0 and s2 > 0:
+                    scale = sx / s2
+            scales[ib] = scale
+            shifts[ib] = best_k
+        max_scale = scales[0]
+        for ib in range(16):
+            if not scales[ib] >= 0:
+                return ABORT_NAN_SCALE
+            max_scale = max(max_scale, scales[ib])
+        d = max_scale / np.float32(15.0)
+        idv = np.float32(1.0) / d
+        keep = max_scale > 0
+        for ib in range(16):
+            ls[ib] = min(max(nearest_int(np.float32(0.5) * (idv * scales[ib] - np.float32(1.0))), 0), 7) if keep else 0
+        for g in range(16):
+            out[2 * g] = np.uint8(gi[2 * g] & 255)
+            out[2 * g + 1] = np.uint8(gi[2 * g + 1] & 255)
+            h = (gi[2 * g] >> 8) | ((gi[2 * g + 1] >> 8) << 4)
+            if keep:  # delta signs: bit 3 (first half uses x_m), bit 7 (second half)
+                h |= (0x08 if shifts[g] >= 2 else 0) | (0x80 if shifts[g] % 2 == 1 else 0)
+            out[32 + g] = np.uint8(h)
+        # the super-block scale refitted over all 256 weights with the stored indices, signs and 3-bit scales
+        sumqx = np.float32(0.0)
+        sumq2 = np.float32(0.0)
+        for g in range(16):
+            h = np.int32(out[32 + g])
+            for k in range(2):
+                xx = xpm[1 if shifts[g] >= 2 else 0] if k == 0 else xpm[shifts[g] % 2]
+                gidx = np.int32(out[2 * g + k]) | (((h << 8) if k == 0 else (h << 4)) & 0x700)
+                for j in range(8):
+                    qv = xx[levels[gidx, j]] * (np.float32(2.0) * np.float32(ls[g]) + np.float32(1.0))
+                    wq = weight[16 * g + 8 * k + j] * qv
+                    sumqx += wq * xb[16 * g + 8 * k + j]
+                    sumq2 += wq * qv
+        if sumq2 > 0:
+            d = sumqx / sumq2
+        s16 = fp16_bits(d * np.float32(1.1125))
+        if keep:
+            for w in range(4):
+                v = 0
+                for t in range(4):
+                    v |= ls[4 * w + t] << (3 * t)
+                v |= ((s16 >> (4 * w)) & 0xF) << 12
+                out[48 + 2 * w] = np.uint8(v & 0xFF)
+                out[49 + 2 * w] = np.uint8((v >> 8) & 0xFF)
     return 0
