@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import helper
+from ._jit import helper, routine
 from ._scalar import nearest_int
 
 _EPS = np.float32(1e-15)  # GROUP_MAX_EPS
@@ -25,7 +25,7 @@ def first_abs_max(x):
     return amax, mx
 
 
-@helper
+@routine
 def make_qx_quants(x, nmax, L, w):
     """``make_qx_quants(n, nmax, x, L, rmse_type = 1, w)`` (``w``: the weights, ``x * x`` without an imatrix)."""
     n = x.shape[0]
@@ -62,7 +62,7 @@ def make_qx_quants(x, nmax, L, w):
     return scale
 
 
-@helper
+@routine
 def make_qkx_quants(x, w, L, Laux, nmax, rmin, rdelta, nstep, use_mad, v3):
     """``make_qkx2_quants`` (``v3`` False) / ``make_qkx3_quants`` with weights ``w``: returns (scale, -min)."""
     n = x.shape[0]
@@ -125,7 +125,7 @@ def make_qkx_quants(x, w, L, Laux, nmax, rmin, rdelta, nstep, use_mad, v3):
     return scale, -mn
 
 
-@helper
+@routine
 def make_qp_quants(x, nmax, L, w):
     """``make_qp_quants(n, nmax, x, L, w)``; ``L`` holds the uint8_t values."""
     n = x.shape[0]
@@ -195,7 +195,7 @@ def sum_squares(x):
     return s
 
 
-@helper
+@routine
 def make_qx_quants_lanes(X, nmax, L, W, scale, amax, mx, iscale, sumlx, suml2, best, upd):
     """:func:`make_qx_quants` for several groups side by side: column b of ``X`` (n, N) holds group b, whose
     weights are ``W[:, b]``, quants go to ``L[:, b]`` and scale to ``scale[b]``.  Each group's sums still run

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _tables
-from ._jit import helper, kernel
+from ._jit import kernel, routine
 from ._scalar import fp16_bits, nearest_int, put_fp16
 from .legacy import u16
 
@@ -80,7 +80,7 @@ def encode_tables(name: str) -> tuple:
             _tables.floats("iq1_delta"))
 
 
-@helper
+@routine
 def stable_order(xs, idx):
     """``idx`` = the permutation sorting ``xs`` ascending, equal values in input order (insertion sort)."""
     n = xs.shape[0]
@@ -95,7 +95,7 @@ def stable_order(xs, idx):
         idx[j + 1] = k
 
 
-@helper
+@routine
 def vector_index(xv, wv, L, scale, xx, levels, kmap, nb_start, nb_count, nb_flat):
     """Grid index of the 8 levels ``L`` (0..2); off the grid ``iq1_find_best_neighbour2``: the neighbour
     minimising ``sum (w * diff) * diff``, ``diff = scale * xx[level] - x``.  (index, on grid, ok)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _tables
-from ._jit import helper, kernel
+from ._jit import helper, kernel, routine
 from ._scalar import nearest_int, put_fp16
 from ._search import make_qp_quants
 from .legacy import u16, u32
@@ -102,7 +102,7 @@ def encode_tables(name: str) -> tuple:
             np.ascontiguousarray(g.counts), np.ascontiguousarray(g.flat))
 
 
-@helper
+@routine
 def block_weights(xb, q, weight, waux, sigma_num):
     """``weight = qw * sqrtf(sigma2 + x*x)`` (or ``0.25 * sigma2 + x*x``) and its square root, with
     ``sigma2 = sigma_num * sum(x^2) / 256``."""
@@ -145,7 +145,7 @@ def signs_of(xs, w, xval, parity):
     return s
 
 
-@helper
+@routine
 def levels_of(xv, wa, idv, scale, L, pos, kmap, row, starts, counts, flat):
     """Levels ``clamp(nearest_int(0.5 * (id * x - 1)), 0, 2)`` of 8 weights into ``L``; an off-grid code takes
     its best neighbour at ``scale`` (``iq2_find_best_neighbour``, errors weighted by ``wa``).  Returns
@@ -202,7 +202,7 @@ def grid_index(L, kmap):
     return g, 0
 
 
-@helper
+@routine
 def search_16(xval, w, wa, gmax, L, Laux, on, on_aux, pos, kmap, row, starts, counts, flat):
     """The scale search of quantize_row_iq2_xs_impl / _s_impl for 16 weights (two vectors): (scale, status)."""
     best = np.float32(0.0)
@@ -240,7 +240,7 @@ def search_16(xval, w, wa, gmax, L, Laux, on, on_aux, pos, kmap, row, starts, co
     return scale, 0
 
 
-@helper
+@routine
 def finish_scales(scales, fudge, f16, out):
     """max_scale (``MAX`` from 0) over the group scales, ``d = max_scale / 31`` stored as fp16 of ``d * fudge``
     (when max_scale != 0), and the 4-bit group scales into ``scales`` (as ints); returns max_scale."""
@@ -342,7 +342,7 @@ def encode_iq2_xxs(x, y, qw, f16, pos, kmap, row, starts, counts, flat):
     return 0
 
 
-@helper
+@routine
 def encode_16(xb, out, q, iq2s, f16, weight, waux, xval, L, Laux, on, on_aux, scales, gidx, signs, pos, kmap,
               row, starts, counts, flat):
     """IQ2_XS / IQ2_S up to the per-16 grid indices, signs and 4-bit scales; returns (max_scale, status)."""

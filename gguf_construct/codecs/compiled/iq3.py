@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _tables
-from ._jit import helper, kernel
+from ._jit import helper, kernel, routine
 from ._scalar import nearest_int, put_fp16
 from .legacy import u16, u32
 
@@ -79,7 +79,7 @@ def encode_tables(name: str) -> tuple:
             np.ascontiguousarray(g.nb_start), np.ascontiguousarray(g.nb_count), np.ascontiguousarray(g.nb_flat))
 
 
-@helper
+@routine
 def grid_indices(xval, waux, idv, scale, gi, on, q, kmap, nb_start, nb_count, nb_flat):
     """Levels ``clamp(nearest_int(0.5 * (id * xval - 1)), 0, 7)`` of the 8 vectors of a group, as grid indices
     (``gi``; ``on[k]``: on the grid); an off-grid vector takes ``iq3_find_best_neighbour`` at ``scale``.
@@ -122,7 +122,7 @@ def group_sums(gi, wx, weight, q):
     return sumqx, sumq2
 
 
-@helper
+@routine
 def search_group(xval, weight, gmax, n_candidates, init_on_grid, recheck_all, gi_best, waux, wx, gi, on,
                  on_best, q, kmap, nb_start, nb_count, nb_flat):
     """The scale search of one group (see the numpy codec's ``_search_groups``): fills ``gi_best`` and returns
@@ -162,7 +162,7 @@ def search_group(xval, weight, gmax, n_candidates, init_on_grid, recheck_all, gi
     return scale, True
 
 
-@helper
+@routine
 def block_weights(xb, q, weight):
     """``x * x``, or with importance weights ``qw * sqrtf(sigma2 + x * x)``, sigma2 = 2 * sum(x^2) / 256."""
     if q.shape[0] == 0:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _tables
-from ._jit import helper, kernel
+from ._jit import helper, kernel, routine
 from ._scalar import nearest_int, put_fp16
 from .legacy import u16
 
@@ -72,7 +72,7 @@ def best_index(thr, x):
     return k
 
 
-@helper
+@routine
 def group_sums(xb, w, kv, thr, idv):
     """(sum w*q*x, sum w*q*q) of the group quantized with 1/scale ``idv``."""
     sumqx = np.float32(0.0)
@@ -85,7 +85,7 @@ def group_sums(xb, w, kv, thr, idv):
     return sumqx, sumq2
 
 
-@helper
+@routine
 def group_scale(xb, w, kv, thr):
     """The scale search of ``quantize_row_iq4_nl_impl`` for one group of 32 weights."""
     amax = np.float32(0.0)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _tables
-from ._jit import helper, kernel
+from ._jit import helper, kernel, routine
 from ._scalar import nearest_int, put_fp16
 from ._search import (_EPS, first_abs_max, make_qkx_quants, make_qp_quants, make_qx_quants, make_qx_quants_lanes,
                       sum_squares)
@@ -256,7 +256,7 @@ def encode_q2_k(x, y, qw, f16):
                                                 | (L[j + l + 96] << 6))
 
 
-@helper
+@routine
 def encode_k45_block(xb, out, q, nmax, L, Laux, w, scales, mins, sw, Ls, Lm, f16):
     """One block of Q4_K (``nmax`` 15) or Q5_K (31) up to the requantized ``L`` (scales, d, dmin written);
     ``q``: the block's importance weights or an empty array."""
