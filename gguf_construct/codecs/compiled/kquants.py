@@ -101,10 +101,10 @@ def decode_q4_k(x, y, f16):
             q = b[16 + 32 * c:48 + 32 * c]
             y1 = out[64 * c:64 * c + 32]
             y2 = out[64 * c + 32:64 * c + 64]
-            for l in range(qk // 8):
-                y1[l] = d1 * np.float32(np.int32(q[l]) & 0xF) - n1
-            for l in range(qk // 8):
-                y2[l] = d2 * np.float32(np.int32(q[l]) >> 4) - n2
+            for l in range(qk // 8):  # low nibbles to the first 32 outputs, high ones to the next 32
+                v = np.int32(q[l])
+                y1[l] = d1 * np.float32(v & 0xF) - n1
+                y2[l] = d2 * np.float32(v >> 4) - n2
 
 
 @kernel
