@@ -16,9 +16,9 @@ Each tensor type in ``spec/tensor_types`` names a codec module (``codec: legacy`
 A type whose module lacks the function has no codec in that direction; :func:`quantize` then raises
 ``NotImplementedError`` naming the type.
 
-Compiled path: with numba installed (``pip install "gguf-construct[fast]"``) the decoders of
-:mod:`.compiled` (same results, bit for bit) replace the numpy ones, and ``threads=`` spreads a call over
-cores.  ``use("numpy")`` or the environment variable ``GGUF_CONSTRUCT_CODECS=numpy`` turns it off;
+Compiled path: with numba installed (``pip install "gguf-construct[fast]"``) the codecs of :mod:`.compiled`
+(same results, bit for bit, for every type that decodes to float32) replace the numpy ones in both directions,
+and ``threads=`` spreads a call over cores (the numpy path ignores it).  ``use("numpy")`` or the environment variable ``GGUF_CONSTRUCT_CODECS=numpy`` turns it off;
 :func:`backend` says which path runs.  Nothing is imported or compiled until a codec first runs.
 """
 
@@ -258,7 +258,7 @@ def quantize(ggml_type: TypeLike, values, *, imatrix=None, byte_order: str = "li
 def encode_blocks(ggml_type: TypeLike, values, *, imatrix=None, byte_order: str = "little",
                   threads: int | None = None) -> np.ndarray:
     """:func:`quantize` returning the blocks as a 1-D structured array of :func:`block_dtype` (no copy into
-    ``bytes``; write it with ``tofile`` or into a buffer)."""
+    ``bytes``; write it with ``tofile`` or into a buffer); ``threads`` as there."""
     t = type_spec(ggml_type)
     encode = _codec_function(t.id, "encode")
     if encode is None:
