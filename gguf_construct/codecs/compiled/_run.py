@@ -33,6 +33,9 @@ def resolve_threads(threads: int | None, n_values: int, parallel_min: int = PARA
     return int(threads)
 
 
+_MAX_THREADS_PER_CORE = 4  # more threads than this only cost: larger counts are capped (same result)
+
+
 @functools.lru_cache(maxsize=None)
 def _pool(threads: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=threads, thread_name_prefix="gguf-construct-codec")
@@ -42,7 +45,7 @@ def run_blocks(kernel, x: np.ndarray, y: np.ndarray, tables: tuple, threads: int
     """``kernel(x, y, *tables)`` over the rows (blocks) of ``x`` and ``y``, split in ``threads`` chunks of whole
     multiples of ``unit`` blocks; returns the largest status a chunk returned (kernels without one: 0)."""
     units = x.shape[0] // unit
-    threads = max(1, min(threads, units))
+    threads = max(1, min(threads, units, _MAX_THREADS_PER_CORE * cpu_count()))
     if threads == 1:
         return kernel(x, y, *tables) or 0
     bounds = [units * k // threads * unit for k in range(threads + 1)]
