@@ -102,11 +102,11 @@ def encode(name: str, x, imatrix, path: str, **kw):
             return type(exc)
 
 
-def test_every_float32_type_runs_compiled_both_ways():
-    """All types but F64 and the integers (plain copies to their own dtype) have compiled codecs."""
+def test_every_converting_type_runs_compiled_both_ways():
+    """All types but F32, F64 and the integers (plain copies, numpy's best case) have compiled codecs."""
     floats = [t.name for t in spec.tensor_types() if t.is_current and t.codec
-              and t.kind in ("quantized", "float") and t.name != "F64"]
-    assert sorted(COMPILED) == sorted(floats) and len(COMPILED) == 30
+              and t.kind in ("quantized", "float") and t.name not in ("F32", "F64")]
+    assert sorted(COMPILED) == sorted(floats) and len(COMPILED) == 29
     assert sorted(ENCODERS) == sorted(floats)
 
 

@@ -17,7 +17,7 @@ A type whose module lacks the function has no codec in that direction; :func:`qu
 ``NotImplementedError`` naming the type.
 
 Compiled path: with numba installed (``pip install "gguf-construct[fast]"``) the codecs of :mod:`.compiled`
-(same results, bit for bit, for every type that decodes to float32) replace the numpy ones in both directions,
+(same results, bit for bit, for every quantized type and F16/BF16) replace the numpy ones in both directions,
 and ``threads=`` spreads a call over cores (the numpy path ignores it).  ``use("numpy")`` or the environment variable ``GGUF_CONSTRUCT_CODECS=numpy`` turns it off;
 :func:`backend` says which path runs.  Nothing is imported or compiled until a codec first runs.
 """

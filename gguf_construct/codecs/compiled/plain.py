@@ -1,5 +1,5 @@
-"""Compiled decoders of the float types that decode to float32 (F32, F16, BF16; one value per block).  F64 and
-the integer types keep their own dtype, which is a plain copy: they keep the numpy path.  Kernels take ``x``
+"""Compiled codecs of the 16-bit float types F16 and BF16 (one value per block).  F32, F64 and the integer
+types are plain copies, which numpy does best: they keep the numpy path.  Kernels take ``x``
 (n, type_size) uint8 little-endian values, ``y`` (n, 1) float32 and the tables :func:`tables` names; they
 read the bytes as native words, which presumes a little-endian host like every platform numba supports."""
 
@@ -33,14 +33,6 @@ def decode_bf16(x, y):
         bits[i] = np.uint32(h[i]) << 16
 
 
-@kernel
-def decode_f32(x, y):
-    words = x.view(np.uint32).reshape(-1)
-    bits = y.view(np.uint32).reshape(-1)  # copied bit for bit (NaN payloads too)
-    for i in range(bits.shape[0]):
-        bits[i] = words[i]
-
-
 # ------------------------------------------------------------------------------------------------ encoders
 # ``x`` (n, 1) float32, ``y`` (n, type_size) uint8 (written as native words: little-endian host), ``qw`` unused.
 
@@ -48,14 +40,6 @@ def decode_f32(x, y):
 def encode_tables(name: str) -> tuple:
     """The lookup tables the encoder of ``name`` takes after ``x, y, qw`` (none)."""
     return ()
-
-
-@kernel
-def encode_f32(x, y, qw):
-    src = x.reshape(-1).view(np.uint32)
-    words = y.view(np.uint32).reshape(-1)
-    for i in range(words.shape[0]):
-        words[i] = src[i]
 
 
 @kernel
