@@ -145,7 +145,7 @@ def signs_of(xs, w, xval, parity):
     return s
 
 
-@routine
+@helper
 def levels_of(xv, wa, idv, scale, L, pos, kmap, row, starts, counts, flat):
     """Levels ``clamp(nearest_int(0.5 * (id * x - 1)), 0, 2)`` of 8 weights into ``L``; an off-grid code takes
     its best neighbour at ``scale`` (``iq2_find_best_neighbour``, errors weighted by ``wa``).  Returns
