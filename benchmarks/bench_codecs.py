@@ -1,7 +1,8 @@
 """Codec throughput: gguf_construct's decoders/encoders against gguf-py's ``gguf.quants``, same data, same run.
 
 Usage: python benchmarks/bench_codecs.py [TYPES...] [--mib 16] [--repeat 3] [--budget 1.5] [--cpu]
-                                        [--ggml-lib PATH/libggml-base.so] [--decode-only]
+                                        [--ggml-lib PATH/libggml-base.so] [--decode-only] [--cold-jit]
+                                        [--scaling MIB]
 
 For every tensor type with a decoder or encoder (or only the TYPES named), prints MiB/s of *quantized* data:
 
@@ -17,6 +18,8 @@ For every tensor type with a decoder or encoder (or only the TYPES named), print
   ratios at the end.  The contenders of one measurement run in turns (ours, gguf-py, C, C-pre, ours, ...) and
   the best time of each is kept, so a machine whose speed drifts affects them alike; rounds stop once each
   has used about a second;
+* with ``--ggml-lib``, for encoders: ggml's ``ggml_quantize_chunk`` of the same rows (``C``; the bytes are
+  compared with ours);
 * with ``--ggml-lib``: ggml's own C decode of the same blocks in the same run, loaded with ctypes from the
   given (user-built) ``libggml-base`` -- ``ggml_get_type_traits(type)->to_float`` on the whole buffer, or the
   exported ``dequantize_row_<name>`` when the traits have none -- as ``C`` (into a freshly allocated output
@@ -26,6 +29,14 @@ For every tensor type with a decoder or encoder (or only the TYPES named), print
 
 Single-threaded numpy; ``--cpu`` times process CPU time instead of wall time (steadier on a loaded machine;
 the default with ``--ggml-lib``).  ``--decode-only`` skips the encoders.
+
+Both codec paths: "ours" is the path in use (the compiled one when numba is installed, see
+``codecs.backend()``); with numba installed each decode line also shows the numpy path (``numpy``, and
+``ours/np``), the compiled decode into one reused output array (``pre``, to set against ``C-pre``: ``pre/C-pre``),
+and ``jit s``, the first call's time (compile, or load from numba's cache; ``--cold-jit`` uses an empty cache
+directory so that it is the compile time); encode lines show ``numpy``, ``ours/np`` and ``jit s`` likewise.  All compiled figures are single-threaded.  ``--scaling MIB``
+instead times ``Tensor.numpy()`` of a Q4_K tensor of MIB MiB (written to a temporary file) with 1 thread and
+with every core, and prints the speed-up.
 """
 
 from __future__ import annotations
@@ -35,6 +46,7 @@ import ctypes
 import math
 import os
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -157,6 +169,24 @@ class GgmlDecoder:
                 return None
         return self._ToFloat(ptr)
 
+    def quantizer(self, t):
+        """A callable ``(x, imatrix) -> bytes`` running ``ggml_quantize_chunk`` for ``t``, or None."""
+        lib = self.lib
+        lib.ggml_quantize_chunk.restype = ctypes.c_size_t
+        lib.ggml_quantize_chunk.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                                            ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p]
+        if t.kind != "quantized" or t.name in ("Q8_1", "Q8_K"):  # not offered by ggml_quantize_chunk
+            return None
+        lib.ggml_quantize_init(t.id)
+
+        def run(x: np.ndarray, imatrix) -> np.ndarray:
+            out = np.empty(x.shape[0] * (x.shape[1] // t.block_size) * t.type_size, np.uint8)
+            lib.ggml_quantize_chunk(t.id, x.ctypes.data, out.ctypes.data, 0, x.shape[0], x.shape[1],
+                                    None if imatrix is None else imatrix.ctypes.data)
+            return out
+
+        return run
+
     def decoders(self, t, raw: bytes):
         """(fresh, reused): callables decoding ``raw`` into a new output array / into one reused array."""
         fn = self.to_float(t)
@@ -183,7 +213,8 @@ def requires_imatrix(t) -> bool:
 
 
 def bench_type(t, args, clock, ggml=None) -> list[tuple]:
-    """[(direction, ours MiB/s, gguf-py MiB/s, C MiB/s, C-pre MiB/s)] (nan where there is no comparison)"""
+    """[(direction, ours, gguf-py, C, C-pre, numpy path, ours into a reused output (all MiB/s), first call s)]
+    (nan where there is no comparison)"""
     results = []
     qt = gguf_type(t)
     im = np.random.default_rng(3).random(ROW).astype(np.float32) + np.float32(0.1) if requires_imatrix(t) else None
@@ -191,7 +222,21 @@ def bench_type(t, args, clock, ggml=None) -> list[tuple]:
     row_bytes = ROW // t.block_size * t.type_size
     if codecs.has_decoder(t.id):
         raw = sample_blocks(t, n_bytes, im)
-        fns = {"ours": lambda: codecs.dequantize(t.id, raw)}
+        compiled = codecs.backend() == "numba" and codecs.compiled_decoder(t.id)
+        fns = {"ours": lambda: codecs.dequantize(t.id, raw, threads=1)}
+        jit = math.nan
+        if compiled:
+            start = time.perf_counter()
+            codecs.decode_blocks(t.id, raw[:t.type_size], threads=1)
+            jit = time.perf_counter() - start
+            kept = np.empty((len(raw) // t.type_size, t.block_size), np.float32)
+
+            def numpy_path():
+                with codecs.using("numpy"):
+                    return codecs.dequantize(t.id, raw)
+
+            fns["numpy"] = numpy_path
+            fns["pre"] = lambda: codecs.decode_blocks(t.id, raw, out=kept, threads=1)
         if qt is not None:
             arr = np.frombuffer(raw, np.uint8).reshape(-1, row_bytes)
             try:
@@ -207,17 +252,39 @@ def bench_type(t, args, clock, ggml=None) -> list[tuple]:
             fns["C"], fns["C-pre"] = c_fns
         times = race(fns, args.repeat, clock)
         rate = len(raw) / MIB
-        results.append(("decode",) + tuple(rate / times.get(k, math.nan) for k in ("ours", "gguf-py", "C", "C-pre")))
+        results.append(("decode",) + tuple(rate / times.get(k, math.nan)
+                                           for k in ("ours", "gguf-py", "C", "C-pre", "numpy", "pre")) + (jit,))
     if codecs.has_encoder(t.id) and not args.decode_only:
-        probe = make_rows(1, 0, t)  # one row to estimate the speed
+        compiled = codecs.backend() == "numba" and codecs.compiled_encoder(t.id)
+        c_quantize = ggml.quantizer(t) if ggml is not None else None
+        probe = make_rows(1, 0, t)  # one row to estimate the speed (of the slowest contender)
+        jit = math.nan
         with np.errstate(all="ignore"):
-            dt = best(lambda: codecs.quantize(t.id, probe, imatrix=im), 1, clock)
+            if compiled:
+                start = time.perf_counter()
+                codecs.quantize(t.id, probe, imatrix=im, threads=1)
+                jit = time.perf_counter() - start
+            dt = best(lambda: codecs.quantize(t.id, probe, imatrix=im, threads=1), 1, clock)
+            if compiled:
+                with codecs.using("numpy"):
+                    dt = max(dt, best(lambda: codecs.quantize(t.id, probe, imatrix=im), 1, clock))
         rate = probe.shape[0] * row_bytes / dt
         n_rows = max(1, min(rows_for(t, n_bytes), int(rate * args.budget / row_bytes)))
         x = make_rows(n_rows, 0, t)
         out_bytes = n_rows * row_bytes
         reps = args.repeat if rate * args.budget > 2 * out_bytes else 1
-        fns = {"ours": lambda: codecs.encode_blocks(t.id, x, imatrix=im)}
+        fns = {"ours": lambda: codecs.encode_blocks(t.id, x, imatrix=im, threads=1)}
+        if compiled:
+            def numpy_path():
+                with codecs.using("numpy"):
+                    return codecs.encode_blocks(t.id, x, imatrix=im)
+
+            fns["numpy"] = numpy_path
+        if c_quantize is not None:
+            with np.errstate(all="ignore"):
+                if c_quantize(x, im).tobytes() != codecs.quantize(t.id, x, imatrix=im):
+                    print(f"{t.name}: encoded bytes differ from ggml's", file=sys.stderr)
+            fns["C"] = lambda: c_quantize(x, im)
         if qt is not None and t.kind != "integer":
             try:
                 gq.quantize(x[:1], qt)
@@ -226,9 +293,36 @@ def bench_type(t, args, clock, ggml=None) -> list[tuple]:
                 pass
         with np.errstate(all="ignore"):
             times = race(fns, reps, clock, args.budget)
-        results.append(("encode", out_bytes / times["ours"] / MIB, out_bytes / times.get("gguf-py", math.nan) / MIB,
-                        math.nan, math.nan))
+        rate = out_bytes / MIB
+        results.append(("encode", rate / times["ours"], rate / times.get("gguf-py", math.nan),
+                        rate / times.get("C", math.nan), math.nan, rate / times.get("numpy", math.nan), math.nan,
+                        jit))
     return results
+
+
+def scaling(mib: float, repeat: int) -> int:
+    """Time ``Tensor.numpy()`` of a Q4_K tensor of about ``mib`` MiB with 1 thread and with every core."""
+    from gguf_construct import GGUFFile, load
+    from gguf_construct.codecs.compiled import _run
+
+    t = codecs.type_spec("Q4_K")
+    n_rows = max(1, int(mib * MIB) // (ROW // t.block_size * t.type_size))
+    sample = np.frombuffer(codecs.quantize(t.id, make_rows(16, 1)), np.uint8)
+    raw = np.tile(sample, -(-n_rows // 16))[: n_rows * ROW // t.block_size * t.type_size]
+    threads = (1, _run.cpu_count())
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "scaling.gguf")
+        f = GGUFFile.new(version=3, byte_order="little")
+        f.add_tensor("w", memoryview(raw), "Q4_K", shape=(ROW, n_rows))
+        f.save(path)
+        tensor = load(path).tensors[0]
+        tensor.numpy()  # warm-up: the first read of the mapped file is slower
+        times = race({k: (lambda k=k: tensor.numpy(threads=k)) for k in threads}, repeat, time.perf_counter)
+    size = raw.size / MIB
+    one, many = times[1], times[_run.cpu_count()]
+    print(f"Q4_K Tensor.numpy() of {size:.0f} MiB: 1 thread {size / one:.0f} MiB/s, "
+          f"{_run.cpu_count()} threads {size / many:.0f} MiB/s, speed-up {one / many:.2f}x")
+    return 0
 
 
 def main(argv=None) -> int:
@@ -240,16 +334,27 @@ def main(argv=None) -> int:
     ap.add_argument("--cpu", action="store_true", help="time process CPU time instead of wall time")
     ap.add_argument("--ggml-lib", metavar="PATH", help="libggml-base shared library: compare with ggml's C decode")
     ap.add_argument("--decode-only", action="store_true", help="skip the encoders")
+    ap.add_argument("--cold-jit", action="store_true", help="compile the kernels afresh (empty numba cache)")
+    ap.add_argument("--scaling", type=float, metavar="MIB", help="only time Tensor.numpy() threads scaling")
     args = ap.parse_args(argv)
+    if args.cold_jit:
+        os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench-numba-")
+    if args.scaling:
+        return scaling(args.scaling, args.repeat)
     ggml = GgmlDecoder(args.ggml_lib) if args.ggml_lib else None
     clock = timer(args.cpu or ggml is not None)
     wanted = {n.upper() for n in args.types}
     types = [t for t in spec.tensor_types() if t.is_current and t.codec and (not wanted or t.name in wanted)]
+    fast = codecs.backend() == "numba"
+    print(f"codec path: {codecs.backend()}")
     head = f"{'type':8s} {'dir':6s} {'ours MiB/s':>11s} {'gguf-py':>9s} {'ratio':>7s}"
     if ggml is not None:
         head += f" {'C':>9s} {'ours/C':>7s} {'C-pre':>9s} {'ours/pre':>8s}"
+    if fast:
+        head += f" {'numpy':>9s} {'ours/np':>7s} {'pre':>9s}"
+        head += (f" {'pre/C-pre':>9s}" if ggml else "") + f" {'jit s':>6s}"
     print(head)
-    ratios: dict[str, list[float]] = {"gguf-py": [], "C": [], "C-pre": []}
+    ratios: dict[str, list[float]] = {"gguf-py": [], "C": [], "C-pre": [], "numpy": [], "pre/C-pre": []}
 
     def cell(v, width, fmt, name=None):
         if v != v:
@@ -261,12 +366,17 @@ def main(argv=None) -> int:
     for t in types:
         if not (codecs.has_decoder(t.id) or codecs.has_encoder(t.id)):
             continue
-        for direction, ours, theirs, c_fresh, c_reused in bench_type(t, args, clock, ggml):
+        for direction, ours, theirs, c_fresh, c_reused, numpy_path, pre, jit in bench_type(t, args, clock, ggml):
             line = f"{t.name:8s} {direction:6s} {ours:11.1f}"
             line += cell(theirs, 9, ".1f") + cell(ours / theirs, 7, ".2f", "gguf-py")
             if ggml is not None:
                 line += cell(c_fresh, 9, ".1f") + cell(ours / c_fresh, 7, ".2f", "C")
                 line += cell(c_reused, 9, ".1f") + cell(ours / c_reused, 8, ".2f", "C-pre")
+            if fast:
+                line += cell(numpy_path, 9, ".1f") + cell(ours / numpy_path, 7, ".2f", "numpy") + cell(pre, 9, ".1f")
+                if ggml is not None:
+                    line += cell(pre / c_reused, 9, ".2f", "pre/C-pre")
+                line += cell(jit, 6, ".2f")
             print(line, flush=True)
     for name, rs in ratios.items():
         if rs:

@@ -96,11 +96,12 @@ class Tensor:
             self._remote.ensure(self._source_offset, self._source_offset + self.nbytes)
         return memoryview(self._source)[self._source_offset:self._source_offset + self.nbytes]
 
-    def numpy(self) -> np.ndarray:
+    def numpy(self, threads: int | None = None) -> np.ndarray:
         """Decoded values in numpy order (the reverse of :attr:`shape`), decoded in chunks.
 
         float32 for float and quantized types, the type's own dtype for F64 and integer types.  Peak memory is
         the output plus a small constant: the data is read from the (mapped) source chunk by chunk.
+        ``threads``: cores the compiled codecs may use (see :func:`gguf_construct.codecs.decode_blocks`).
         """
         if self.opaque:
             state = "a removed" if isinstance(self.ggml_type, GGMLType) else "an unknown"
@@ -120,7 +121,7 @@ class Tensor:
                             "dimension makes it empty, the others still overflow numpy's index range)",
                             path=f"{self.info_path}.dimensions" if self.info_path else "", rule="TI-DIM-ZERO")
         out = np.empty((n_blocks, t.block_size), dtype=first.dtype)
-        codecs.decode_blocks(t.id, raw, byte_order=self.byte_order, out=out)  # in chunks, straight into out
+        codecs.decode_blocks(t.id, raw, byte_order=self.byte_order, out=out, threads=threads)  # straight into out
         return out.reshape(tuple(reversed(self.shape)) if self.shape else ())
 
 

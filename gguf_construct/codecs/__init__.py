@@ -15,13 +15,20 @@ Each tensor type in ``spec/tensor_types`` names a codec module (``codec: legacy`
 
 A type whose module lacks the function has no codec in that direction; :func:`quantize` then raises
 ``NotImplementedError`` naming the type.
+
+Compiled path: with numba installed (``pip install "gguf-construct[fast]"``) the codecs of :mod:`.compiled`
+(same results, bit for bit, for every quantized type and F16/BF16) replace the numpy ones in both directions,
+and ``threads=`` spreads a call over cores (the numpy path ignores it).  ``use("numpy")`` or the environment variable ``GGUF_CONSTRUCT_CODECS=numpy`` turns it off;
+:func:`backend` says which path runs.  Nothing is imported or compiled until a codec first runs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import inspect
+import os
 from typing import Callable, Union
 
 import numpy as np
@@ -30,6 +37,55 @@ from .. import spec as _spec
 from ._common import decode_chunks
 
 TypeLike = Union[int, str, "object"]
+
+BACKEND_ENV = "GGUF_CONSTRUCT_CODECS"
+_BACKENDS = ("auto", "numba", "numpy")
+_backend_choice: str | None = None  # set by use(); None: the environment variable decides
+
+
+def use(name: str) -> None:
+    """Select the codec path: ``"numba"`` (compiled; ImportError when numba is missing), ``"numpy"`` (the
+    reference), or ``"auto"`` (compiled when numba imports, the default)."""
+    global _backend_choice
+    if name not in _BACKENDS:
+        raise ValueError(f"codec backend must be one of {_BACKENDS}, not {name!r}")
+    if name == "numba" and _compiled_module() is None:
+        raise ImportError("the compiled codecs need numba: pip install \"gguf-construct[fast]\"")
+    _backend_choice = name
+
+
+@contextlib.contextmanager
+def using(name: str):
+    """:func:`use` for the duration of a ``with`` block (the previous choice is restored afterwards)."""
+    global _backend_choice
+    previous = _backend_choice
+    use(name)
+    try:
+        yield
+    finally:
+        _backend_choice = previous
+
+
+def backend() -> str:
+    """The codec path in use: ``"numba"`` or ``"numpy"``."""
+    return "numba" if _compiled() is not None else "numpy"
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled_module():
+    try:
+        from . import compiled
+    except ImportError:  # numba missing or unusable
+        return None
+    return compiled
+
+
+def _compiled():
+    """The compiled codecs module when that path is selected and numba imports, else None."""
+    choice = _backend_choice or os.environ.get(BACKEND_ENV, "auto").strip().lower() or "auto"
+    if choice == "numpy":
+        return None
+    return _compiled_module()
 
 
 def type_spec(ggml_type: TypeLike) -> _spec.TensorTypeSpec:
@@ -89,6 +145,18 @@ def has_decoder(ggml_type: TypeLike) -> bool:
     return _codec_function(type_spec(ggml_type).id, "decode") is not None
 
 
+def compiled_decoder(ggml_type: TypeLike) -> bool:
+    """True when the compiled path (numba installed) has a decoder for ``ggml_type``."""
+    compiled = _compiled_module()
+    return compiled is not None and compiled.decoder(type_spec(ggml_type).id) is not None
+
+
+def compiled_encoder(ggml_type: TypeLike) -> bool:
+    """True when the compiled path (numba installed) has an encoder for ``ggml_type``."""
+    compiled = _compiled_module()
+    return compiled is not None and compiled.encoder(type_spec(ggml_type).id) is not None
+
+
 def has_encoder(ggml_type: TypeLike) -> bool:
     """True when :func:`quantize` supports ``ggml_type``."""
     return _codec_function(type_spec(ggml_type).id, "encode") is not None
@@ -111,12 +179,14 @@ def _writes_into(type_id: int) -> bool:
 _OUT_CHUNK_VALUES = 1 << 18  # values per call of a decoder without ``out``: its temporaries stay small
 
 
-def decode_blocks(ggml_type: TypeLike, raw, *, byte_order: str = "little", out: np.ndarray | None = None) -> np.ndarray:
+def decode_blocks(ggml_type: TypeLike, raw, *, byte_order: str = "little", out: np.ndarray | None = None,
+                  threads: int | None = None) -> np.ndarray:
     """Decode whole blocks to an array of shape ``(n_blocks, block_size)``.
 
     ``out``: a C-contiguous array of that shape and the decoded dtype to write into (returned).  Decoders that
     take ``out`` fill it directly; the others decode chunks of about 256K values whose results are copied there,
-    so the memory needed beyond ``out`` stays small either way.
+    so the memory needed beyond ``out`` stays small either way.  ``threads``: cores the compiled path may use
+    (default: all for large inputs, 1 for small; the result is the same for any count; the numpy path uses one).
     """
     t = type_spec(ggml_type)
     decode = _codec_function(t.id, "decode")
@@ -126,10 +196,13 @@ def decode_blocks(ggml_type: TypeLike, raw, *, byte_order: str = "little", out: 
     if len(buf) % t.type_size:
         raise ValueError(f"{t.name}: {len(buf)} bytes is not a whole number of {t.type_size}-byte blocks")
     blocks = np.frombuffer(buf, dtype=block_dtype(t.id, byte_order))
+    if out is not None and (out.shape != (blocks.shape[0], t.block_size) or not out.flags.c_contiguous):
+        raise ValueError(f"out must be C-contiguous of shape {(blocks.shape[0], t.block_size)}, not {out.shape}")
+    compiled = _compiled()
+    if compiled is not None and compiled.decoder(t.id) is not None:
+        return _decode_compiled(compiled, t, blocks, byte_order, out, threads)
     if out is None:
         return decode(blocks)
-    if out.shape != (blocks.shape[0], t.block_size) or not out.flags.c_contiguous:
-        raise ValueError(f"out must be C-contiguous of shape {(blocks.shape[0], t.block_size)}, not {out.shape}")
     if _writes_into(t.id):
         if out.dtype != np.float32:
             raise ValueError(f"{t.name} decodes to float32, out is {out.dtype}")
@@ -139,29 +212,53 @@ def decode_blocks(ggml_type: TypeLike, raw, *, byte_order: str = "little", out: 
     return out
 
 
-def dequantize(ggml_type: TypeLike, raw, *, byte_order: str = "little") -> np.ndarray:
+def _decode_compiled(compiled, t: _spec.TensorTypeSpec, blocks: np.ndarray, byte_order: str,
+                     out: np.ndarray | None, threads: int | None) -> np.ndarray:
+    """:func:`decode_blocks` on the compiled path (kernels read little-endian bytes: big-endian blocks are
+    swapped chunk by chunk)."""
+    n = blocks.shape[0]
+    if out is None:
+        out = np.empty((n, t.block_size), dtype=np.float32)
+    elif out.dtype != np.float32:
+        raise ValueError(f"{t.name} decodes to float32, out is {out.dtype}")
+    threads = compiled.resolve_threads(threads, n * t.block_size)
+    if byte_order == "little":
+        compiled.decode(t.id, blocks.view(np.uint8).reshape(n, t.type_size), out, threads)
+        return out
+    little = block_dtype(t.id, "little")
+    for s, e in decode_chunks(n, t.block_size, _OUT_CHUNK_VALUES * max(1, threads)):
+        x = blocks[s:e].astype(little).view(np.uint8).reshape(e - s, t.type_size)
+        compiled.decode(t.id, x, out[s:e], threads)
+    return out
+
+
+def dequantize(ggml_type: TypeLike, raw, *, byte_order: str = "little", threads: int | None = None) -> np.ndarray:
     """Decode raw tensor bytes of ``ggml_type`` to a flat array, bit-identical to ggml's ``dequantize_row_*``.
 
     The result is float32 for quantized and float types, and the type's own dtype for F64 and integer types.
-    The element count follows from ``len(raw)``, the block size and the bytes per block.
+    The element count follows from ``len(raw)``, the block size and the bytes per block.  ``threads``: as in
+    :func:`decode_blocks`.
     """
-    return decode_blocks(ggml_type, raw, byte_order=byte_order).reshape(-1)
+    return decode_blocks(ggml_type, raw, byte_order=byte_order, threads=threads).reshape(-1)
 
 
-def quantize(ggml_type: TypeLike, values, *, imatrix=None, byte_order: str = "little") -> bytes:
+def quantize(ggml_type: TypeLike, values, *, imatrix=None, byte_order: str = "little",
+             threads: int | None = None) -> bytes:
     """Encode float values into ``ggml_type`` blocks, bit-identical to ggml's ``ggml_quantize_chunk``.
 
     ``values`` is float32 of shape ``(rows, n_per_row)`` or 1-D (one row); ``imatrix`` holds ``n_per_row``
     importance weights or is ``None``.  Whether the type needs, uses or ignores it is the spec's ``imatrix``
     fact; a type that needs one raises ``ValueError`` without it (where ggml asserts).  Raises
-    ``NotImplementedError`` for types without an encoder.
+    ``NotImplementedError`` for types without an encoder.  ``threads``: cores a compiled encoder may use
+    (default: all for large inputs, 1 for small; the bytes are the same for any count).
     """
-    return encode_blocks(ggml_type, values, imatrix=imatrix, byte_order=byte_order).tobytes()
+    return encode_blocks(ggml_type, values, imatrix=imatrix, byte_order=byte_order, threads=threads).tobytes()
 
 
-def encode_blocks(ggml_type: TypeLike, values, *, imatrix=None, byte_order: str = "little") -> np.ndarray:
+def encode_blocks(ggml_type: TypeLike, values, *, imatrix=None, byte_order: str = "little",
+                  threads: int | None = None) -> np.ndarray:
     """:func:`quantize` returning the blocks as a 1-D structured array of :func:`block_dtype` (no copy into
-    ``bytes``; write it with ``tofile`` or into a buffer)."""
+    ``bytes``; write it with ``tofile`` or into a buffer); ``threads`` as there."""
     t = type_spec(ggml_type)
     encode = _codec_function(t.id, "encode")
     if encode is None:
@@ -186,7 +283,12 @@ def encode_blocks(ggml_type: TypeLike, values, *, imatrix=None, byte_order: str 
     elif t.imatrix == "required":
         raise ValueError(f"{t.name} requires an importance matrix (ggml_quantize_requires_imatrix: "
                          "ggml_quantize_chunk asserts imatrix != NULL): pass imatrix=")
-    blocks = encode(rows, imatrix)
+    compiled = _compiled()
+    if compiled is not None and compiled.encoder(t.id) is not None:
+        blocks = np.zeros(rows.size // t.block_size, dtype=block_dtype(t.id, "little"))
+        compiled.encode(t.id, rows, imatrix, blocks.view(np.uint8).reshape(-1, t.type_size), threads)
+    else:
+        blocks = encode(rows, imatrix)
     if byte_order != "little":
         blocks = blocks.astype(block_dtype(t.id, byte_order))
     return blocks

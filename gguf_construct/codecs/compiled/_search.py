@@ -1,0 +1,258 @@
+"""The quantization searches of ggml-quants.c that several compiled encoders share (``make_qx_quants``,
+``make_qkx2_quants`` / ``make_qkx3_quants``, ``make_qp_quants``), one block of weights at a time, in ggml's order
+of float operations."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._jit import helper, routine
+from ._scalar import nearest_int
+
+_EPS = np.float32(1e-15)  # GROUP_MAX_EPS
+
+
+@helper
+def first_abs_max(x):
+    """``amax = 0; max = 0; for v: if (fabsf(v) > amax) { amax = fabsf(v); max = v; }`` -> (amax, max)."""
+    amax = np.float32(0.0)
+    mx = np.float32(0.0)
+    for i in range(x.shape[0]):
+        ax = abs(x[i])
+        if ax > amax:
+            amax = ax
+            mx = x[i]
+    return amax, mx
+
+
+@routine
+def make_qx_quants(x, nmax, L, w):
+    """``make_qx_quants(n, nmax, x, L, rmse_type = 1, w)`` (``w``: the weights, ``x * x`` without an imatrix)."""
+    n = x.shape[0]
+    amax, mx = first_abs_max(x)
+    if amax < _EPS:
+        for i in range(n):
+            L[i] = 0
+        return np.float32(0.0)
+    iscale = -np.float32(nmax) / mx
+    sumlx = np.float32(0.0)
+    suml2 = np.float32(0.0)
+    for i in range(n):
+        l = min(max(nearest_int(iscale * x[i]), -nmax), nmax - 1)
+        L[i] = l + nmax
+        sumlx += w[i] * x[i] * np.float32(l)
+        suml2 += w[i] * np.float32(l) * np.float32(l)
+    scale = sumlx / suml2 if suml2 != 0 else np.float32(0.0)
+    best = scale * sumlx
+    for i_s in range(-9, 10):
+        if i_s == 0:
+            continue
+        iscale = -(np.float32(nmax) + np.float32(0.1) * np.float32(i_s)) / mx
+        sumlx = np.float32(0.0)
+        suml2 = np.float32(0.0)
+        for i in range(n):
+            l = np.float32(min(max(nearest_int(iscale * x[i]), -nmax), nmax - 1))
+            sumlx += w[i] * x[i] * l
+            suml2 += w[i] * l * l
+        if suml2 > 0 and sumlx * sumlx > best * suml2:
+            for i in range(n):
+                L[i] = nmax + min(max(nearest_int(iscale * x[i]), -nmax), nmax - 1)
+            scale = sumlx / suml2
+            best = scale * sumlx
+    return scale
+
+
+@routine
+def make_qkx_quants(x, w, L, Laux, nmax, rmin, rdelta, nstep, use_mad, v3):
+    """``make_qkx2_quants`` (``v3`` False) / ``make_qkx3_quants`` with weights ``w``: returns (scale, -min)."""
+    n = x.shape[0]
+    mn = x[0]
+    mx = x[0]
+    sum_w = w[0]
+    sum_x = sum_w * x[0]
+    for i in range(1, n):
+        if x[i] < mn:
+            mn = x[i]
+        if x[i] > mx:
+            mx = x[i]
+        sum_w += w[i]
+        sum_x += w[i] * x[i]
+    if mn > 0:
+        mn = np.float32(0.0)
+    if (mx <= mn) if v3 else (mx == mn):
+        for i in range(n):
+            L[i] = 0
+        return np.float32(0.0), -mn
+    fnmax = np.float32(nmax)
+    iscale = fnmax / (mx - mn)
+    scale = np.float32(1.0) / iscale
+    best = np.float32(0.0)
+    for i in range(n):
+        L[i] = min(max(nearest_int(iscale * (x[i] - mn)), 0), nmax)
+        diff = scale * np.float32(L[i]) + mn - x[i]
+        diff = abs(diff) if use_mad else diff * diff
+        best += w[i] * diff
+    for i_s in range(nstep + 1):
+        iscale = (rmin + rdelta * np.float32(i_s) + fnmax) / (mx - mn)
+        sum_l = np.float32(0.0)
+        sum_l2 = np.float32(0.0)
+        sum_xl = np.float32(0.0)
+        for i in range(n):
+            l = min(max(nearest_int(iscale * (x[i] - mn)), 0), nmax)
+            Laux[i] = l
+            wl = w[i] * np.float32(l)
+            sum_l += wl
+            sum_l2 += wl * np.float32(l)
+            sum_xl += wl * x[i]
+        D = sum_w * sum_l2 - sum_l * sum_l
+        if D > 0:
+            this_scale = (sum_w * sum_xl - sum_x * sum_l) / D
+            this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D
+            if this_min > 0:
+                this_min = np.float32(0.0)
+                this_scale = sum_xl / sum_l2
+            cur = np.float32(0.0)
+            for i in range(n):
+                diff = this_scale * np.float32(Laux[i]) + this_min - x[i]
+                diff = abs(diff) if use_mad else diff * diff
+                cur += w[i] * diff
+            if cur < best:
+                for i in range(n):
+                    L[i] = Laux[i]
+                best = cur
+                scale = this_scale
+                mn = this_min
+    return scale, -mn
+
+
+@routine
+def make_qp_quants(x, nmax, L, w):
+    """``make_qp_quants(n, nmax, x, L, w)``; ``L`` holds the uint8_t values."""
+    n = x.shape[0]
+    mx = np.float32(0.0)
+    for i in range(n):
+        mx = mx if mx > x[i] else x[i]
+    if mx < _EPS:
+        for i in range(n):
+            L[i] = 0
+        return np.float32(0.0)
+    fnmax = np.float32(nmax)
+    iscale = fnmax / mx
+    for i in range(n):
+        L[i] = nearest_int(iscale * x[i]) & 0xFF
+    scale = np.float32(1.0) / iscale
+    best_mse = np.float32(0.0)
+    for i in range(n):
+        diff = x[i] - scale * np.float32(L[i])
+        best_mse += w[i] * diff * diff
+    for i_s in range(-4, 5):
+        if i_s == 0:
+            continue
+        iscale_is = (np.float32(0.1) * np.float32(i_s) + fnmax) / mx
+        scale_is = np.float32(1.0) / iscale_is
+        mse = np.float32(0.0)
+        for i in range(n):
+            l = min(nearest_int(iscale_is * x[i]), nmax)
+            diff = x[i] - scale_is * np.float32(l)
+            mse += w[i] * diff * diff
+        if mse < best_mse:
+            best_mse = mse
+            iscale = iscale_is
+    sumlx = np.float32(0.0)
+    suml2 = np.float32(0.0)
+    for i in range(n):
+        l = min(nearest_int(iscale * x[i]), nmax)
+        L[i] = l & 0xFF
+        sumlx += w[i] * x[i] * np.float32(l)
+        suml2 += w[i] * np.float32(l) * np.float32(l)
+    for _ in range(5):
+        n_changed = 0
+        for i in range(n):
+            li = np.float32(L[i])
+            slx = sumlx - w[i] * x[i] * li
+            sl2 = suml2 - w[i] * li * li
+            if slx > 0 and sl2 > 0:
+                new_l = min(nearest_int(x[i] * sl2 / slx), nmax)
+                if new_l != L[i]:
+                    slx += w[i] * x[i] * np.float32(new_l)
+                    sl2 += w[i] * np.float32(new_l) * np.float32(new_l)
+                    if slx * slx * suml2 > sumlx * sumlx * sl2:
+                        L[i] = new_l & 0xFF
+                        sumlx = slx
+                        suml2 = sl2
+                        n_changed += 1
+        if n_changed == 0:
+            break
+    return sumlx / suml2 if suml2 > 0 else np.float32(0.0)
+
+
+@helper
+def sum_squares(x):
+    """``s = 0; for v: s += v * v``."""
+    s = np.float32(0.0)
+    for i in range(x.shape[0]):
+        s += x[i] * x[i]
+    return s
+
+
+@routine
+def make_qx_quants_lanes(X, nmax, L, W, scale, amax, mx, iscale, sumlx, suml2, best, upd):
+    """:func:`make_qx_quants` for several groups side by side: column b of ``X`` (n, N) holds group b, whose
+    weights are ``W[:, b]``, quants go to ``L[:, b]`` and scale to ``scale[b]``.  Each group's sums still run
+    in ggml's order; the groups are independent lanes, which LLVM vectorizes (the other arguments are (N,)
+    scratch arrays)."""
+    n = X.shape[0]
+    N = X.shape[1]
+    fnmax = np.float32(nmax)
+    for b in range(N):
+        amax[b] = 0
+        mx[b] = 0
+    for i in range(n):
+        for b in range(N):
+            ax = abs(X[i, b])
+            if ax > amax[b]:
+                amax[b] = ax
+                mx[b] = X[i, b]
+    for b in range(N):
+        iscale[b] = -fnmax / mx[b]
+        sumlx[b] = 0
+        suml2[b] = 0
+    for i in range(n):
+        for b in range(N):
+            l = min(max(nearest_int(iscale[b] * X[i, b]), -nmax), nmax - 1)
+            L[i, b] = l + nmax
+            lf = np.float32(l)
+            sumlx[b] += W[i, b] * X[i, b] * lf
+            suml2[b] += W[i, b] * lf * lf
+    for b in range(N):
+        scale[b] = sumlx[b] / suml2[b] if suml2[b] != 0 else np.float32(0.0)
+        best[b] = scale[b] * sumlx[b]
+    for i_s in range(-9, 10):
+        if i_s == 0:
+            continue
+        for b in range(N):
+            iscale[b] = -(fnmax + np.float32(0.1) * np.float32(i_s)) / mx[b]
+            sumlx[b] = 0
+            suml2[b] = 0
+        for i in range(n):
+            for b in range(N):
+                lf = np.float32(min(max(nearest_int(iscale[b] * X[i, b]), -nmax), nmax - 1))
+                sumlx[b] += W[i, b] * X[i, b] * lf
+                suml2[b] += W[i, b] * lf * lf
+        any_upd = False
+        for b in range(N):
+            upd[b] = suml2[b] > 0 and sumlx[b] * sumlx[b] > best[b] * suml2[b]
+            if upd[b]:
+                any_upd = True
+                scale[b] = sumlx[b] / suml2[b]
+                best[b] = scale[b] * sumlx[b]
+        if any_upd:
+            for i in range(n):
+                for b in range(N):
+                    if upd[b]:
+                        L[i, b] = nmax + min(max(nearest_int(iscale[b] * X[i, b]), -nmax), nmax - 1)
+    for b in range(N):
+        if amax[b] < _EPS:
+            scale[b] = 0
+            for i in range(n):
+                L[i, b] = 0

@@ -1,0 +1,258 @@
+"""The compiled codecs (numba, extra ``fast``) against the numpy reference, bit for bit, and against ggml.
+
+Every type with a compiled decoder is decoded by both paths from Hypothesis-drawn blocks: random bytes with the
+fp16 / float32 scale fields set to NaNs (quiet, signalling, with payloads, both signs), infinities, subnormals,
+zeros and the largest finite values.  The results are compared as raw bits, so NaN payloads and signs count.
+Also: ggml's own outputs (../shared/golden), any thread count, big-endian blocks, and the switch between the
+paths.  Skipped as a whole when numba is not installed; the numpy path keeps its own tests.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("numba")
+
+from gguf_construct import GGUFFile, codecs, load, spec  # noqa: E402
+
+from codec_golden import SHARED_GOLDEN  # noqa: E402
+
+COMPILED = [t.name for t in spec.tensor_types() if t.is_current and t.codec and codecs.compiled_decoder(t.id)]
+ENCODERS = [t.name for t in spec.tensor_types() if t.is_current and t.codec and codecs.compiled_encoder(t.id)]
+
+_HALF_SPECIALS = [0x7E00, 0xFE00, 0x7C01, 0xFC01, 0x7D55, 0x7FFF, 0x7C00, 0xFC00, 0x0001, 0x8001, 0x03FF,
+                  0x0000, 0x8000, 0x7BFF, 0xFBFF, 0x3C00]
+_FLOAT_SPECIALS = [0x7FC00000, 0xFFC00000, 0x7F800001, 0x7FA5A5A5, 0xFF800000, 0x7F800000, 0x00000001,
+                   0x807FFFFF, 0x00000000, 0x80000000, 0x7F7FFFFF, 0x3F800000]
+
+
+def bits(a: np.ndarray) -> np.ndarray:
+    """The float32 values as their bit patterns."""
+    return np.ascontiguousarray(a).view(np.uint32)
+
+
+def decode(name: str, raw: bytes, path: str, **kw) -> np.ndarray:
+    with codecs.using(path), np.errstate(all="ignore"):
+        return codecs.decode_blocks(name, raw, **kw)
+
+
+@st.composite
+def hostile_blocks(draw, name: str) -> bytes:
+    """1-9 blocks of ``name``: random bytes, each 16/32-bit float field often set to a special value."""
+    dtype = codecs.block_dtype(name)
+    n = draw(st.integers(1, 9))
+    raw = np.frombuffer(draw(st.binary(min_size=n * dtype.itemsize, max_size=n * dtype.itemsize)), dtype).copy()
+    for field in dtype.names:
+        ft = spec.tensor_type_by_id()[codecs.type_spec(name).id]
+        prim = next(f.type for f in ft.fields if f.id == field)
+        if prim not in ("f2", "f4") or raw[field].ndim != 1:
+            continue
+        specials = _HALF_SPECIALS if prim == "f2" else _FLOAT_SPECIALS
+        view = raw[field].view(np.uint16 if prim == "f2" else np.uint32)
+        for i in range(n):
+            if draw(st.booleans()):
+                view[i] = draw(st.sampled_from(specials))
+    return raw.tobytes()
+
+
+_HOSTILE_FLOATS = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-40, 1e-38, 3.4e38, -3.4e38, 65504.0,
+                   1e-30, 1e4, 1.0, -1.0, 0.5]
+
+
+@st.composite
+def hostile_rows(draw, name: str):
+    """(rows, imatrix or None): 1-3 rows of 1-2 blocks, values from normal draws mixed with NaN, infinities,
+    subnormals, zeros and huge values; an importance matrix where the type takes one."""
+    t = codecs.type_spec(name)
+    n_rows = draw(st.integers(1, 3))
+    n_per_row = t.block_size * draw(st.integers(1, 2))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal((n_rows, n_per_row)) * draw(st.sampled_from([1e-30, 1e-3, 1.0, 1e3, 1e30]))
+         ).astype(np.float32)
+    kind = draw(st.sampled_from(["plain", "specials", "zeros", "constant"]))
+    if kind == "specials":
+        for _ in range(draw(st.integers(1, 6))):
+            x[rng.integers(n_rows), rng.integers(n_per_row)] = draw(st.sampled_from(_HOSTILE_FLOATS))
+    elif kind == "zeros":
+        x[draw(st.integers(0, n_rows - 1))] = 0
+    elif kind == "constant":
+        x[:] = np.float32(draw(st.sampled_from(_HOSTILE_FLOATS)))
+    imatrix = None
+    if t.imatrix == "required" or (t.imatrix == "used" and draw(st.booleans())):
+        imatrix = (rng.random(n_per_row) * draw(st.sampled_from([1e-6, 1.0, 1e6]))).astype(np.float32)
+        if draw(st.booleans()):
+            imatrix[rng.integers(n_per_row)] = 0
+    return x, imatrix
+
+
+def encode(name: str, x, imatrix, path: str, **kw):
+    """The bytes of ``quantize`` on ``path``, or the exception type it raised."""
+    with codecs.using(path), np.errstate(all="ignore"):
+        try:
+            return codecs.quantize(name, x, imatrix=imatrix, **kw)
+        except ValueError as exc:
+            return type(exc)
+
+
+def test_every_converting_type_runs_compiled_both_ways():
+    """All types but F32, F64 and the integers (plain copies, numpy's best case) have compiled codecs."""
+    floats = [t.name for t in spec.tensor_types() if t.is_current and t.codec
+              and t.kind in ("quantized", "float") and t.name not in ("F32", "F64")]
+    assert sorted(COMPILED) == sorted(floats) and len(COMPILED) == 29
+    assert sorted(ENCODERS) == sorted(floats)
+
+
+@pytest.mark.parametrize("name", COMPILED)
+@settings(max_examples=15)
+@given(data=st.data())
+def test_compiled_equals_numpy_bit_for_bit(name, data):
+    raw = data.draw(hostile_blocks(name))
+    assert np.array_equal(bits(decode(name, raw, "numba")), bits(decode(name, raw, "numpy")))
+
+
+@pytest.mark.parametrize("name", ENCODERS)
+@settings(max_examples=12)
+@given(data=st.data())
+def test_compiled_encoder_equals_numpy(name, data):
+    x, imatrix = data.draw(hostile_rows(name))
+    assert encode(name, x, imatrix, "numba") == encode(name, x, imatrix, "numpy")
+
+
+@pytest.mark.parametrize("name", ENCODERS)
+def test_encoders_any_thread_count(name):
+    t = codecs.type_spec(name)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((7, 2 * t.block_size)).astype(np.float32)
+    imatrix = rng.random(2 * t.block_size).astype(np.float32) if t.imatrix != "ignored" else None
+    one = encode(name, x, imatrix, "numba", threads=1)
+    assert one == encode(name, x, imatrix, "numpy")
+    for threads in (2, 3, 64):
+        assert encode(name, x, imatrix, "numba", threads=threads) == one
+
+
+@pytest.mark.parametrize("name", ["Q4_1", "Q5_1", "Q2_K", "Q4_K", "IQ2_XXS", "IQ1_M", "NVFP4", "BF16"])
+def test_all_nan_and_inf_scales(name):
+    """Every block with the same special scale bits in every float field (both NaN operands of an addition)."""
+    dtype = codecs.block_dtype(name)
+    rng = np.random.default_rng(1)
+    for special in _HALF_SPECIALS:
+        raw = np.frombuffer(rng.integers(0, 256, 64 * dtype.itemsize, dtype=np.uint8).tobytes(), dtype).copy()
+        for field in dtype.names:
+            if raw[field].dtype.kind == "f" and raw[field].dtype.itemsize == 2:
+                raw[field] = np.uint16(special).view(np.float16)
+        raw = raw.tobytes()
+        assert np.array_equal(bits(decode(name, raw, "numba")), bits(decode(name, raw, "numpy"))), hex(special)
+
+
+@pytest.mark.parametrize("name", ["Q4_0", "Q5_1", "Q3_K", "Q6_K", "IQ3_S", "TQ1_0", "MXFP4", "Q1_0", "F16"])
+def test_big_endian_blocks(name):
+    raw = np.random.default_rng(2).integers(0, 256, 40 * codecs.type_spec(name).type_size, dtype=np.uint8).tobytes()
+    big = codecs.swap_blocks(name, raw, "little", "big")
+    want = bits(decode(name, raw, "numpy"))
+    assert np.array_equal(bits(decode(name, big, "numba", byte_order="big")), want)
+    assert np.array_equal(bits(decode(name, big, "numpy", byte_order="big")), want)
+
+
+@pytest.mark.parametrize("name", ["Q8_0", "Q4_K", "IQ4_XS", "IQ2_S", "TQ2_0"])
+def test_any_thread_count_gives_the_same_bytes(name):
+    t = codecs.type_spec(name)
+    raw = np.random.default_rng(3).integers(0, 256, 1001 * t.type_size, dtype=np.uint8).tobytes()
+    one = bits(decode(name, raw, "numba", threads=1))
+    for threads in (2, 3, 8, 5000):
+        assert np.array_equal(bits(decode(name, raw, "numba", threads=threads)), one), threads
+        out = np.full((1001, t.block_size), np.float32(7.0))
+        decode(name, raw, "numba", threads=threads, out=out)
+        assert np.array_equal(bits(out), one), threads
+    with codecs.using("numba"):
+        assert np.array_equal(bits(codecs.dequantize(name, raw, threads=2)), one.reshape(-1))
+
+
+def test_threads_must_be_positive():
+    with codecs.using("numba"), pytest.raises(ValueError):
+        codecs.dequantize("Q8_0", bytes(34), threads=0)
+
+
+def test_out_is_checked_on_the_compiled_path():
+    with codecs.using("numba"):
+        with pytest.raises(ValueError):
+            codecs.decode_blocks("Q4_0", bytes(36), out=np.empty((2, 32), np.float64))
+        with pytest.raises(ValueError):
+            codecs.decode_blocks("Q4_0", bytes(36), out=np.empty((2, 16), np.float32))
+        assert codecs.decode_blocks("Q4_0", b"").shape == (0, 32)
+
+
+def test_tensor_numpy_threads(tmp_path):
+    rows = np.random.default_rng(4).standard_normal((64, 512)).astype(np.float32)
+    f = GGUFFile.new(version=3, byte_order="little")
+    f.add_tensor("w", rows, ggml_type="Q4_K")
+    path = tmp_path / "t.gguf"
+    f.save(str(path))
+    t = load(str(path)).tensors[0]
+    with codecs.using("numpy"):
+        want = t.numpy()
+    with codecs.using("numba"):
+        for threads in (None, 1, 2, 3):
+            got = t.numpy(threads=threads)
+            assert got.shape == want.shape and np.array_equal(bits(got), bits(want))
+
+
+def test_backend_switch(monkeypatch):
+    with codecs.using("numpy"):
+        assert codecs.backend() == "numpy"
+    with codecs.using("numba"):
+        assert codecs.backend() == "numba"
+    monkeypatch.setenv(codecs.BACKEND_ENV, "numpy")
+    assert codecs.backend() == "numpy"
+    with codecs.using("numba"):  # an explicit choice wins over the environment
+        assert codecs.backend() == "numba"
+    monkeypatch.setenv(codecs.BACKEND_ENV, "auto")
+    assert codecs.backend() == "numba"
+    with pytest.raises(ValueError):
+        codecs.use("fortran")
+
+
+def test_import_compiles_nothing_and_numpy_path_needs_no_numba():
+    code = ("import sys, gguf_construct as g\n"
+            "assert 'numba' not in sys.modules\n"
+            "from gguf_construct import codecs\n"
+            "codecs.dequantize('Q4_K', bytes(144))\n"
+            "print(codecs.backend(), 'numba' in sys.modules)\n")
+    env = dict(os.environ, GGUF_CONSTRUCT_CODECS="numpy")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["numpy", "False"]
+
+
+_GOLDEN = sorted(SHARED_GOLDEN.glob("*.npz")) if SHARED_GOLDEN.is_dir() else []
+
+
+@pytest.mark.skipif(not _GOLDEN, reason="../shared/golden is not present")
+@pytest.mark.parametrize("codec_path", ["numba", "numpy"])
+@pytest.mark.parametrize("path", _GOLDEN, ids=lambda p: p.stem)
+def test_both_paths_equal_golden(path, codec_path):
+    """ggml's own quantizations and dequantizations, on the compiled path and on the numpy reference."""
+    name = path.stem.split("_", 1)[1].upper()
+    g = np.load(path)
+    checked = 0
+    for key in ("q", "q_imat", "raw"):
+        if key in g.files and "deq_" + key in g.files:
+            got = decode(name, g[key].tobytes(), codec_path).reshape(g[key].shape[0], -1)
+            want = g["deq_" + key]
+            same = (bits(got) == bits(want)) | (np.isnan(got) & np.isnan(want))
+            assert same.all(), f"{path.name} deq_{key}"
+            checked += 1
+    # encoders without a compiled kernel run the numpy path either way (tests/test_codecs_golden.py)
+    for key, imatrix in (("q", None), ("q_imat", g["imatrix"])):
+        if key in g.files and codecs.compiled_encoder(name):
+            assert encode(name, g["x"], imatrix, codec_path) == g[key].tobytes(), f"{path.name} {key}"
+            checked += 1
+    assert checked
