@@ -314,4 +314,5 @@ def test_a_server_that_sends_more_than_asked_costs_one_byte_more(files, server):
     rf.close()
     assert rf.bytes_fetched <= 4096 + 1
     time.sleep(0.5)  # the server notices the closed connection
-    assert server.bytes_sent < min(size // 2, 4 << 20), (server.bytes_sent, size)  # the rest was never taken
+    # the server stops when the pipe fills (loopback buffers hold a few MiB); the old client took all of it
+    assert server.bytes_sent < size * 3 // 4, (server.bytes_sent, size)
