@@ -28,24 +28,17 @@ __all__ = ["decoder", "decode", "encoder", "encode", "resolve_threads"]
 @functools.lru_cache(maxsize=None)
 def decoder(type_id: int):
     """``(kernel, tables)`` decoding ``type_id``, or None when no compiled decoder exists for it."""
-    t = _spec.tensor_type_by_id()[type_id]
-    if not t.codec:
-        return None
-    try:
-        module = importlib.import_module(f"{__name__}.{t.codec}")
-    except ModuleNotFoundError as exc:
-        if exc.name == f"{__name__}.{t.codec}":
-            return None
-        raise
-    kernel = getattr(module, f"decode_{t.name.lower()}", None)
-    if kernel is None:
-        return None
-    return kernel, module.tables(t.name)
+    return _kernel(type_id, "decode", "tables")
 
 
 @functools.lru_cache(maxsize=None)
 def encoder(type_id: int):
     """``(kernel, tables)`` encoding ``type_id``, or None when no compiled encoder exists for it."""
+    return _kernel(type_id, "encode", "encode_tables")
+
+
+def _kernel(type_id: int, kind: str, tables: str):
+    """The kernel ``{kind}_{type}`` of the type's codec family module and its tables, or None."""
     t = _spec.tensor_type_by_id()[type_id]
     if not t.codec:
         return None
@@ -55,10 +48,10 @@ def encoder(type_id: int):
         if exc.name == f"{__name__}.{t.codec}":
             return None
         raise
-    kernel = getattr(module, f"encode_{t.name.lower()}", None)
+    kernel = getattr(module, f"{kind}_{t.name.lower()}", None)
     if kernel is None:
         return None
-    return kernel, module.encode_tables(t.name)
+    return kernel, getattr(module, tables)(t.name)
 
 
 def encode(type_id: int, rows: np.ndarray, imatrix: np.ndarray | None, out: np.ndarray,
