@@ -43,7 +43,7 @@ def test_one_input(data: bytes) -> None:
         pass
     except Exception as exc:  # noqa: BLE001 - that is the bug we are looking for
         raise InvariantBroken(f"load raised {type(exc).__name__}: {exc}") from exc
-    for profile in ("spec", "ggml"):
+    for profile in ("spec", "ggml", "llama.cpp"):
         try:
             report = g.check(data, profile=profile)
         except Exception as exc:  # noqa: BLE001

@@ -50,7 +50,27 @@ def main() -> None:
                 with open(os.path.join(out, f"broken-{m.name}.gguf"), "wb") as fh:
                     fh.write(data)
                 break
+    write_model_seeds(out)
     print(f"{len(os.listdir(out))} seeds in {out}")
+
+
+MODEL_SEEDS = ("llama", "qwen2moe", "bert", "gemma3", "rwkv7")
+TINY = {"embedding_length": 16, "attention.head_count": 1, "attention.head_count_kv": 1, "block_count": 1,
+        "feed_forward_length": 16, "context_length": 16}
+
+
+def write_model_seeds(out: str) -> None:
+    """Tiny whole models (I8 tensors, 16-token vocabulary) of a few architectures, so that byte edits reach the
+    model layer's replay (the llama.cpp profile)."""
+    from gguf_construct.arch.loader import TensorMeta
+    from gguf_construct.arch.synth import build_model_file, minimal_model_parts
+    from gguf_construct.enums import GGMLType
+
+    for name in MODEL_SEEDS:
+        meta, tensors = minimal_model_parts(name, n_vocab=16, sizes=TINY)
+        tensors = {n: TensorMeta(n, t.ne, int(GGMLType.I8)) for n, t in tensors.items()}
+        with open(os.path.join(out, f"model-{name}.gguf"), "wb") as fh:
+            fh.write(build_model_file(meta, tensors).to_bytes())
 
 
 if __name__ == "__main__":

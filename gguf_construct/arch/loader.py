@@ -592,6 +592,17 @@ def _plan_imatrix(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMet
             problem(f"sums and counts for {base} must be F32", tensor=first.name)
 
 
+def _unique_tokens(tokens: Any, empty_as: str) -> None:
+    """Fatal when two token strings are equal (an empty one named ``empty_as``): llama.cpp aborts on them."""
+    seen: set = set()
+    for i, word in enumerate(tokens):
+        word = word or empty_as.format(i=i)
+        if word in seen:
+            raise Fatal("VOCAB", f"token {i} repeats the string {word!r} of an earlier token: llama.cpp aborts "
+                        "(GGML_ASSERT(id_to_token.size() == token_to_id.size()))", key="tokenizer.ggml.tokens")
+        seen.add(word)
+
+
 def _code(f: Fatal) -> str:
     return {"ASSERT": "HPARAM-RANGE", "FAIL": "HPARAM-RANGE", "LOOP": "HPARAM-RANGE"}.get(f.code, f.code)
 
@@ -770,6 +781,7 @@ def _load_vocab(meta: Mapping[str, MetaValue], ml: MetaReader, arch: str, vocab:
     if tokens.type != "ARRAY" or tokens.item_type != "STRING":
         raise Fatal("VOCAB", f"invalid gguf type for {spec['tokens_key']}", key=spec["tokens_key"])
     n = len(tokens)
+    _unique_tokens(tokens.value, spec["unique_tokens"]["empty_as"])
     for part in ("scores", "token_types"):
         key, types = spec[part]["key"], spec[part]["element_types"]
         v = meta.get(key)

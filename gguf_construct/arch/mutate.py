@@ -183,6 +183,20 @@ def _key_to_array(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated |
                    frozenset() if length == n else frozenset({"MODEL-KEY-TYPE"}))
 
 
+def _duplicate_token(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated | None:
+    """One token of the vocabulary given the string of another (a converter's slip llama.cpp aborts on)."""
+    tokens = meta.get("tokenizer.ggml.tokens")
+    if tokens is None or tokens.type != "ARRAY" or len(tokens) < 2:
+        return None
+    values = list(tokens.value)
+    i, j = sorted(rng.sample(range(len(values)), 2))
+    values[j] = values[i]
+    new = dict(meta)
+    new["tokenizer.ggml.tokens"] = MetaValue("ARRAY", values, tokens.item_type)
+    return Mutated("duplicate-token", f"token {j} = token {i} ({values[i]!r})", new, dict(tensors),
+                   frozenset({"MODEL-VOCAB"}))
+
+
 def _block_count(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated | None:
     key = f"{_arch(meta)}.block_count"
     v = meta.get(key)
@@ -201,6 +215,7 @@ MUTATIONS: tuple[ModelMutation, ...] = (
     ModelMutation("drop-tensor", _drop_tensor), ModelMutation("reshape-tensor", _reshape_tensor),
     ModelMutation("add-tensor", _add_tensor), ModelMutation("retype-tensor", _retype_tensor),
     ModelMutation("block-count", _block_count), ModelMutation("key-to-array", _key_to_array),
+    ModelMutation("duplicate-token", _duplicate_token),
 )
 
 
