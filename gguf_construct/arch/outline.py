@@ -73,6 +73,8 @@ class Outline:
     keys: list[KeyRead] = field(default_factory=list)
     tensors: list[TensorDecl] = field(default_factory=list)
     checks: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)  # asserts and failures, with context
+    locals: list[tuple[str, str, str]] = field(default_factory=list)  # the program's own variables: name, C type,
+    #                                                                    value (what its shapes are written in)
 
 
 def tensor_name_pattern(base: str, suffix: str | None) -> str:
@@ -160,6 +162,9 @@ class _Reader:
                 self.expr(s["value"], conds, env, types, depth, per_layer)
                 if depth and "create_tensor" not in str(s["value"]):  # a helper's local: show what it stands for
                     env[s["let"]] = _substitute(str(s["value"]), env)
+                elif not depth and "create_tensor" not in str(s["value"]) \
+                        and s["let"] not in {name for name, _, _ in self.out.locals}:
+                    self.out.locals.append((s["let"], str(s.get("type", "")), str(s["value"])))
         elif "set" in s or "do" in s and "for" not in s:
             before = len(self.out.tensors)
             self.expr(s.get("value", s.get("do")), conds, env, types, depth, per_layer)

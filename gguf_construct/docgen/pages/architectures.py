@@ -15,6 +15,9 @@ __all__ = ["PAGES"]
 _INDEX = "architectures.md"
 
 
+_COMMON_LOCALS = frozenset(s["let"] for s in loader().get("locals") or () if "let" in s) | {"layer"}
+
+
 def _page_file(name: str) -> str:
     return f"architectures/{name}.md"
 
@@ -146,6 +149,11 @@ def _arch_sections(name: str) -> tuple[Section, ...]:
         text = ("Shapes in ggml order; `{i}` runs over the blocks (0 to `block_count` - 1) where the loader loops "
                 "over layers.  `has(t)` means tensor t is in the file.\n\n")
         text += table(["name", "shape", "", "when"], rows) if rows else "No tensors.\n"
+        own = [[code(n), code(c), code(v)] for n, c, v in o.locals if n not in _COMMON_LOCALS]
+        if own:
+            text += ("\nThe architecture's own variables (besides the [derived quantities]"
+                     f"({ctx.page_link(_INDEX)}#architectures-derived)):\n\n"
+                     + table(["variable", "C type", "value"], own))
         if o.checks:
             text += "\nThe loader also checks (a failed assert aborts the process):\n\n" + "\n".join(
                 f"- {code(c)}" + (f" when {', '.join(code(x) for x in conds)}" if conds else "")
