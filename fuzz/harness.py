@@ -6,7 +6,7 @@ profiles.  Hangs and unbounded allocations are caught by the fuzzer's -timeout a
 
 With atheris (``pip install atheris``)::
 
-    python fuzz/harness.py -runs=100000 -max_len=4096 -timeout=10 -rss_limit_mb=2048 CORPUS_DIR fuzz/seeds
+    python fuzz/harness.py -runs=100000 -max_len=8192 -timeout=10 -rss_limit_mb=2048 CORPUS_DIR fuzz/seeds fuzz/seeds/models
 
 Without atheris, ``python fuzz/harness.py --hypothesis N`` runs the same invariant over N Hypothesis-generated
 inputs (byte mutations of the seeds, structural mutations, random bytes).
@@ -20,6 +20,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 SEEDS = os.path.join(HERE, "seeds")
+MODEL_SEEDS = os.path.join(SEEDS, "models")  # tiny whole models, for the llama.cpp profile's replay
 
 
 class InvariantBroken(AssertionError):
@@ -53,12 +54,13 @@ def test_one_input(data: bytes) -> None:
 
 
 def seeds() -> list[bytes]:
-    """The seed corpus (fuzz/seeds/*.gguf)."""
+    """The seed corpus (fuzz/seeds/*.gguf and the tiny models of fuzz/seeds/models/)."""
     out = []
-    for name in sorted(os.listdir(SEEDS)):
-        if name.endswith(".gguf"):
-            with open(os.path.join(SEEDS, name), "rb") as fh:
-                out.append(fh.read())
+    for folder in (SEEDS, MODEL_SEEDS):
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".gguf"):
+                with open(os.path.join(folder, name), "rb") as fh:
+                    out.append(fh.read())
     return out
 
 

@@ -50,7 +50,7 @@ def main() -> None:
                 with open(os.path.join(out, f"broken-{m.name}.gguf"), "wb") as fh:
                     fh.write(data)
                 break
-    write_model_seeds(out)
+    write_model_seeds(os.path.join(out, "models"))
     print(f"{len(os.listdir(out))} seeds in {out}")
 
 
@@ -60,12 +60,13 @@ TINY = {"embedding_length": 16, "attention.head_count": 1, "attention.head_count
 
 
 def write_model_seeds(out: str) -> None:
-    """Tiny whole models (I8 tensors, 16-token vocabulary) of a few architectures, so that byte edits reach the
-    model layer's replay (the llama.cpp profile)."""
+    """Tiny whole models (I8 tensors, 16-token vocabulary; a few KiB each) of a few architectures in ``out``, so
+    that byte edits reach the model layer's replay (the llama.cpp profile)."""
     from gguf_construct.arch.loader import TensorMeta
     from gguf_construct.arch.synth import build_model_file, minimal_model_parts
     from gguf_construct.enums import GGMLType
 
+    os.makedirs(out, exist_ok=True)
     for name in MODEL_SEEDS:
         meta, tensors = minimal_model_parts(name, n_vocab=16, sizes=TINY)
         tensors = {n: TensorMeta(n, t.ne, int(GGMLType.I8)) for n, t in tensors.items()}

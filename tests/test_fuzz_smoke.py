@@ -30,6 +30,8 @@ def test_seeds_are_small_and_present():
     files = sorted(SEEDS.glob("*.gguf"))
     assert len(files) >= 20
     assert all(f.stat().st_size <= 600 for f in files)
+    models = sorted((SEEDS / "models").glob("*.gguf"))  # tiny whole models for the llama.cpp profile
+    assert len(models) >= 3 and all(f.stat().st_size <= 8192 for f in models)
 
 
 def test_seeds_satisfy_the_invariant():
