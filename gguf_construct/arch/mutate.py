@@ -79,9 +79,9 @@ _RETYPE = {"UINT32": ("INT32", "STRING", "UINT64"), "INT32": ("UINT32", "STRING"
 
 def _retype_key(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated | None:
     plan = _reads(meta, tensors)
-    arch = _arch(meta)
     scalar_types = model_spec()["key_types"]["scalar"]
-    keys = sorted(k for k, v in meta.items() if k.startswith(f"{arch}.") and v.type in _RETYPE
+    # any key the loader reads with a type check: the architecture's, general.*, the tokenizer's scalars
+    keys = sorted(k for k, v in meta.items() if v.type in _RETYPE
                   and scalar_types.get(plan.keys_read.get(k, "")) == v.type)
     if not keys:
         return None
@@ -90,6 +90,8 @@ def _retype_key(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated | N
     to = rng.choice(_RETYPE[v.type])
     if to == "STRING":
         value = str(v.value)
+    elif v.type == "STRING":  # a name or word stored as a number
+        value = len(str(v.value))
     elif to.startswith("FLOAT"):
         value = float(v.value)
     elif to == "BOOL":
@@ -197,6 +199,30 @@ def _duplicate_token(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutate
                    frozenset({"MODEL-VOCAB"}))
 
 
+_MODEL_NAMES = ("Phi-3-mini-4k-instruct", "phi3 tiny", "Llama-3.2-1B", "Qwen2.5-0.5B", "Mistral-7B")
+
+
+def _rename_model(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated | None:
+    """general.name set to a published model's name: llama.cpp gives some names' tokens special attributes, and
+    looks those tokens up by text (spec/model.yaml vocab.named_model_tokens)."""
+    from .programs import model_spec
+
+    name = rng.choice(_MODEL_NAMES)
+    tokens = meta.get("tokenizer.ggml.tokens")
+    have = set(tokens.value) if tokens is not None and tokens.type == "ARRAY" else set()
+    arch = _arch(meta)
+    pre = meta.get("tokenizer.ggml.pre")
+    pre = str(pre.value) if pre is not None else ""
+    missing = any(any(p in name.lower() for p in req["name_contains"]) and not set(req["tokens"]) <= have
+                  and not any(p in pre for p in (req.get("unless") or {}).get("pre_contains", ()))
+                  and not any(a in arch for a in (req.get("unless") or {}).get("arch_contains", ()))
+                  for req in model_spec()["vocab"].get("named_model_tokens") or ())
+    new = dict(meta)
+    new["general.name"] = MetaValue("STRING", name)
+    return Mutated("rename-model", f"general.name = {name!r}", new, dict(tensors),
+                   frozenset({"MODEL-VOCAB"}) if missing and tokens is not None else frozenset())
+
+
 def _block_count(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated | None:
     key = f"{_arch(meta)}.block_count"
     v = meta.get(key)
@@ -215,7 +241,7 @@ MUTATIONS: tuple[ModelMutation, ...] = (
     ModelMutation("drop-tensor", _drop_tensor), ModelMutation("reshape-tensor", _reshape_tensor),
     ModelMutation("add-tensor", _add_tensor), ModelMutation("retype-tensor", _retype_tensor),
     ModelMutation("block-count", _block_count), ModelMutation("key-to-array", _key_to_array),
-    ModelMutation("duplicate-token", _duplicate_token),
+    ModelMutation("duplicate-token", _duplicate_token), ModelMutation("rename-model", _rename_model),
 )
 
 

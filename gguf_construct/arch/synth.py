@@ -134,7 +134,8 @@ def _synthesize(name: str, n_vocab: int, overrides: dict, max_rounds: int, sizes
     a = architecture(name)
     if a is None or not a.loadable:
         raise SynthesisError(f"llama.cpp cannot load architecture {name!r}")
-    meta: dict[str, MetaValue] = {"general.architecture": MetaValue("STRING", name)}
+    meta: dict[str, MetaValue] = {"general.architecture": MetaValue("STRING", name),
+                                  "general.name": MetaValue("STRING", "tiny model")}
     for key, value in sizes.items():
         meta[f"{name}.{key}"] = MetaValue("UINT32", value)
     meta[f"{name}.attention.layer_norm_rms_epsilon"] = MetaValue("FLOAT32", 1e-5)
