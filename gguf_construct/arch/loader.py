@@ -605,27 +605,25 @@ def _unique_tokens(tokens: Any, empty_as: str) -> None:
         seen.add(word)
 
 
-def _named_model_tokens(meta: Mapping[str, MetaValue], tokens: Any, requirements: Iterable[dict]) -> None:
-    """Fatal when general.name names a model whose tokens llama.cpp looks up by text and one is missing."""
+def named_model_missing_token(meta: Mapping[str, MetaValue], tokens: Any) -> str | None:
+    """The token llama.cpp looks up by text because of general.name and the vocabulary lacks (spec/model.yaml
+    vocab.named_model_tokens), or None."""
     name = meta.get("general.name")
     if name is None or name.type != "STRING":
-        return
+        return None
     lowered = str(name.value).lower()
     pre, arch = meta.get("tokenizer.ggml.pre"), meta.get("general.architecture")
     pre = str(pre.value) if pre is not None and pre.type == "STRING" else ""
     arch = str(arch.value) if arch is not None and arch.type == "STRING" else ""
-    for req in requirements:
+    for req in model_spec()["vocab"].get("named_model_tokens") or ():
         unless = req.get("unless") or {}
         if any(p in pre for p in unless.get("pre_contains", ())) or \
                 any(a in arch for a in unless.get("arch_contains", ())):
             continue
         if any(part in lowered for part in req["name_contains"]):
             have = set(tokens)
-            for token in req["tokens"]:
-                if token not in have:
-                    raise Fatal("VOCAB", f"general.name {name.value!r} makes llama.cpp look up token {token!r}, which "
-                                "the vocabulary lacks (unordered_map::at)", key="general.name")
-            return
+            return next((token for token in req["tokens"] if token not in have), None)
+    return None
 
 
 def _code(f: Fatal) -> str:
@@ -807,7 +805,10 @@ def _load_vocab(meta: Mapping[str, MetaValue], ml: MetaReader, arch: str, vocab:
         raise Fatal("VOCAB", f"invalid gguf type for {spec['tokens_key']}", key=spec["tokens_key"])
     n = len(tokens)
     _unique_tokens(tokens.value, spec["unique_tokens"]["empty_as"])
-    _named_model_tokens(meta, tokens.value, spec.get("named_model_tokens") or ())
+    missing = named_model_missing_token(meta, tokens.value)
+    if missing is not None:
+        raise Fatal("VOCAB", f"general.name {meta['general.name'].value!r} makes llama.cpp look up token "
+                    f"{missing!r}, which the vocabulary lacks (unordered_map::at)", key="general.name")
     for part in ("scores", "token_types"):
         key, types = spec[part]["key"], spec[part]["element_types"]
         v = meta.get(key)

@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass
 from typing import Callable
 
-from .loader import MetaValue, TensorMeta, plan_load
+from .loader import MetaValue, TensorMeta, named_model_missing_token, plan_load
 from .programs import model_spec
 
 __all__ = ["ModelMutation", "MUTATIONS", "mutate", "Mutated"]
@@ -204,23 +204,15 @@ _MODEL_NAMES = ("Phi-3-mini-4k-instruct", "phi3 tiny", "Llama-3.2-1B", "Qwen2.5-
 
 def _rename_model(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated | None:
     """general.name set to a published model's name: llama.cpp gives some names' tokens special attributes, and
-    looks those tokens up by text (spec/model.yaml vocab.named_model_tokens)."""
-    from .programs import model_spec
-
+    looks those tokens up by text (spec/model.yaml vocab.named_model_tokens); the label comes from the loader's
+    own rule."""
     name = rng.choice(_MODEL_NAMES)
-    tokens = meta.get("tokenizer.ggml.tokens")
-    have = set(tokens.value) if tokens is not None and tokens.type == "ARRAY" else set()
-    arch = _arch(meta)
-    pre = meta.get("tokenizer.ggml.pre")
-    pre = str(pre.value) if pre is not None else ""
-    missing = any(any(p in name.lower() for p in req["name_contains"]) and not set(req["tokens"]) <= have
-                  and not any(p in pre for p in (req.get("unless") or {}).get("pre_contains", ()))
-                  and not any(a in arch for a in (req.get("unless") or {}).get("arch_contains", ()))
-                  for req in model_spec()["vocab"].get("named_model_tokens") or ())
     new = dict(meta)
     new["general.name"] = MetaValue("STRING", name)
+    tokens = meta.get("tokenizer.ggml.tokens")
+    missing = tokens is not None and named_model_missing_token(new, tokens.value) is not None
     return Mutated("rename-model", f"general.name = {name!r}", new, dict(tensors),
-                   frozenset({"MODEL-VOCAB"}) if missing and tokens is not None else frozenset())
+                   frozenset({"MODEL-VOCAB"}) if missing else frozenset())
 
 
 def _block_count(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated | None:
