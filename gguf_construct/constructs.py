@@ -16,7 +16,7 @@ from ._stringscan import scan_string_offsets
 from construct import Construct, ConstructError, ListContainer, SizeofError, stream_tell
 
 __all__ = [
-    "BufferStream", "FieldError", "remaining", "GGUFString", "NumericArray", "StringArray", "CheckedArray",
+    "BufferStream", "FieldError", "remaining", "GGUFString", "NumericArray", "StringArray", "TextList", "CheckedArray",
     "Reject", "Float32Field", "Float32NaN", "decode_text", "encode_text",
 ]
 
@@ -163,6 +163,15 @@ class NumericArray(Construct):
         raise SizeofError(path=path)
 
 
+class TextList(list):
+    """The strings of a string array, with what the one-pass decode learnt about all of them: ``valid_utf8`` is
+    True when every string is valid UTF-8 and ``has_nul`` whether any holds a NUL (both None when the strings
+    were decoded one by one and nothing is known)."""
+
+    valid_utf8: bool | None = None
+    has_nul: bool | None = None
+
+
 class StringArray(Construct):
     """``count`` length-prefixed strings, scanned in one loop and decoded in one pass."""
 
@@ -224,9 +233,11 @@ class StringArray(Construct):
             except UnicodeDecodeError:
                 parts = None
             if parts is not None and len(parts) == count + 1:  # more parts: some payload holds a NUL
-                del parts[0]
-                return parts
-        return [decode_text(buf[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
+                out = TextList(parts)
+                del out[0]
+                out.valid_utf8, out.has_nul = True, False
+                return out
+        return TextList(decode_text(buf[a:b]) for a, b in zip(starts.tolist(), ends.tolist()))
 
     def _build(self, obj, stream, context, path):
         pack = self._len.pack

@@ -25,7 +25,7 @@ def registry_type(key: str, arch: str | None, current: tuple | None = None
 
     ``current`` (the key's present type pair) is kept when the registry allows it too (e.g. UINT32 where UINT64
     is the documented type and UINT32 an allowed alternative)."""
-    from .checker.registry import allowed_types, lookup
+    from .rulebook.keys import allowed_types, lookup
 
     entry = lookup(key, arch)
     if entry is None:

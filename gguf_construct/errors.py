@@ -11,11 +11,16 @@ class GGUFError(ValueError):
     """Malformed or unsupported GGUF input.
 
     ``offset`` is the byte offset (from the start of the GGUF data) of the field that could not be read, or
-    ``None`` when no single offset applies; ``path`` names that field, e.g. ``metadata_kv[3].value.data[17]``.
+    ``None`` when no single offset applies; ``path`` names that field, e.g. ``metadata_kv[3].value.data[17]``;
+    ``rule`` is the ID of the rule (spec/rules.yaml) the input breaks.  ``findings`` are the checker's findings
+    (:class:`~gguf_construct.rulebook.catalog.Finding`) behind the error when it comes from the rules ``load``
+    refuses: the first is the one the error names.
     """
 
-    def __init__(self, message: str, *, offset: int | None = None, path: str = "", rule: str | None = None):
+    def __init__(self, message: str, *, offset: int | None = None, path: str = "", rule: str | None = None,
+                 findings: list | None = None):
         self.message = message
+        self.findings = list(findings or ())
         self.offset = offset
         self.path = path
         self.rule = rule

@@ -1,5 +1,5 @@
 """The metadata key registry (spec/keys.yaml) as lookups: which entry a key is, and which GGUF type a plain value
-assigned to a standardized key gets.  The checker's registry (``checker.registry``) builds its type rules on this."""
+assigned to a standardized key gets.  The rulebook's key lookups (``rulebook.keys``) builds its type rules on this."""
 
 from __future__ import annotations
 

@@ -8,7 +8,6 @@ data section as it is (streamed, not loaded); adding or removing tensors lays th
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import io
 import os
 from typing import Any, BinaryIO, Iterable
@@ -20,9 +19,9 @@ from . import codecs, structs
 from .enums import GGMLType, GGUFValueType, ggml_type_or_none
 from ._atomic import atomic_path
 from .errors import GGUFError
-from .reader import (ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS, RawHead, align_offset, open_source, parse_head,
-                     tensor_extent)
-from .remote import exists, header_only, is_url, remote_of
+from .reader import ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS, align_offset, open_source
+from .rulebook import Context, read_head, refusals
+from .remote import exists, is_url, remote_of
 from .shardnames import shard_set_paths
 from .spec import tensor_type_by_id
 from .values import GGUFValue, Metadata
@@ -499,101 +498,47 @@ def _load_one(source, lazy: bool) -> GGUFFile:
         remote.ensure(0, remote.size)
     if not lazy:
         buf, keepalive, remote = memoryview(bytes(buf)), None, None
-    try:
-        if remote is not None:
-            head = header_only(remote, lambda: parse_head(buf), lambda h: h.end)
-        else:
-            head = parse_head(buf)
-    except GGUFError as exc:
-        if isinstance(source, (bytes, bytearray, memoryview)) and exc.path == "header.magic":
-            raise GGUFError(f"{exc.message}; bytes are read as the file's contents, pass a str or os.PathLike "
-                            f"to open a file", offset=exc.offset, path=exc.path, rule=exc.rule) from None
-        raise
+    view = memoryview(buf).cast("B") if not isinstance(buf, bytes) else buf
+    head = read_head(view, remote=remote)
+    refused = refusals(head)
+    if refused:
+        raise _refusal_error(refused, bytes_given=isinstance(source, (bytes, bytearray, memoryview)))
     gguf = GGUFFile(head.version, head.byte_order)
     gguf.path = path
     gguf._buf = buf
     gguf._keepalive = keepalive
     gguf._remote = remote
-    _fill_metadata(gguf, head)
+    gguf.metadata = Metadata({kv.key: _value_from_tree(kv.vtype, kv.value) for kv in head.kvs})
     _fill_tensors(gguf, head, buf)
     for t in gguf.tensors:
         t._remote = remote
     return gguf
 
 
-def _fill_metadata(gguf: GGUFFile, head: RawHead) -> None:
-    items: dict[str, GGUFValue] = {}
-    for i, kv in enumerate(head.tree.metadata_kv):
-        if kv.key in items:
-            raise GGUFError(f"duplicate key {kv.key!r}", offset=_kv_offset(head, i), path=f"metadata_kv[{i}].key",
-                            rule="KV-KEY-DUP")
-        items[kv.key] = _value_from_tree(kv.value_type, kv.value)
-    gguf.metadata = Metadata(items)
-    if ALIGNMENT_KEY in items:
-        align = items[ALIGNMENT_KEY]
-        index = list(items).index(ALIGNMENT_KEY)
-        if align.type != GGUFValueType.UINT32:
-            raise GGUFError(f"{ALIGNMENT_KEY} has type {align.type.name}, must be UINT32",
-                            offset=_kv_offset(head, index), path=f"metadata_kv[{index}].value_type",
-                            rule="ALIGN-TYPE")
-        if align.value == 0:
-            raise GGUFError(f"{ALIGNMENT_KEY} is 0", offset=_kv_offset(head, index),
-                            path=f"metadata_kv[{index}].value", rule="ALIGN-ZERO")
+def _refusal_error(refused: list, bytes_given: bool) -> GGUFError:
+    """The :class:`GGUFError` for the first refusal of :func:`~gguf_construct.rulebook.refusals` (the others
+    found at the same place join its message); all of them are its ``findings``."""
+    first = refused[0]
+    same = [f.message for f in refused[1:] if (f.offset, f.path) == (first.offset, first.path)]
+    message = "; ".join([first.message] + same)
+    if bytes_given and first.path == "header.magic":
+        message += "; bytes are read as the file's contents, pass a str or os.PathLike to open a file"
+    return GGUFError(message, offset=first.offset, path=first.path, rule=first.rule, findings=refused)
 
 
-def _kv_offset(head: RawHead, index: int) -> int:
-    """Offset of metadata_kv[index], from the field tree of the parsed head (computed only for errors)."""
-    return head.family.offset_of("file_head", head.tree, 0, f"metadata_kv[{index}]")
-
-
-def _info_offset(head: RawHead, index: int) -> int:
-    """Offset of tensor_infos[index], from the field tree of the parsed head (computed only for errors)."""
-    return head.family.offset_of("file_head", head.tree, 0, f"tensor_infos[{index}]")
-
-
-def _fill_tensors(gguf: GGUFFile, head: RawHead, buf) -> None:
-    alignment = gguf.alignment
-    infos = head.tree.tensor_infos
+def _fill_tensors(gguf: GGUFFile, head: Context, buf) -> None:
+    """The tensors of a read head whose layout ``load`` accepts (:func:`~gguf_construct.rulebook.refusals` found
+    nothing): each at its offset in the data section, opaque ones sized up to the next tensor."""
     size = len(buf)
-    data_start = align_offset(head.end, alignment)
-    if not infos:
-        data_start = min(data_start, size)
-    elif data_start > size:
-        raise GGUFError(f"file ends at {size}, before the data section at {data_start}", offset=size,
-                        path="tensor_data", rule="DATA-START")
-    names = set()
+    data_start = head.data_start if head.tensors else min(head.data_start, size)
     tensors = []
-    for i, info in enumerate(infos):
-        path = f"tensor_infos[{i}]"
-        where = lambda: _info_offset(head, i)  # noqa: E731 - computed only for errors
-        if info.name in names:
-            raise GGUFError(f"duplicate tensor name {info.name!r}", offset=where(), path=f"{path}.name",
-                            rule="TI-NAME-DUP")
-        names.add(info.name)
-        if info.n_dimensions > MAX_DIMS:
-            raise GGUFError(f"{info.n_dimensions} dimensions, at most {MAX_DIMS}", offset=where(),
-                            path=f"{path}.n_dimensions", rule="TI-NDIMS")
-        shape = tuple(int(d) for d in info.dimensions)
-        extent = tensor_extent(shape, info.type)
-        if extent.rule == "TI-TYPE" and extent.nelem is not None and extent.nelem >= 2**63:
-            extent = dataclasses.replace(extent, rule="TI-NELEM-OVERFLOW")
-        if extent.rule is not None and extent.rule != "TI-TYPE":  # an unknown or removed type is opaque
-            raise GGUFError(_extent_message(extent, shape, info.type), offset=where(),
-                            path=f"{path}.dimensions", rule=extent.rule)
-        nbytes = extent.nbytes if extent.rule is None else 0  # opaque: sized below
-        if info.offset % alignment:
-            raise GGUFError(f"offset {info.offset} is not a multiple of the alignment {alignment}", offset=where(),
-                            path=f"{path}.offset", rule="TI-OFFSET-ALIGN")
-        if data_start + info.offset + nbytes > size:
-            raise GGUFError(f"tensor {info.name!r} data [{info.offset}, {info.offset + nbytes}) lies outside the "
-                            f"{size - data_start}-byte data section", offset=where(), path=f"{path}.offset",
-                            rule="DATA-BOUNDS")
-        tensors.append(Tensor(info.name, shape, info.type, info.offset, nbytes, source=buf,
-                              source_offset=data_start + info.offset, byte_order=head.byte_order, info_path=path,
-                              file=gguf.path))
+    for t in head.tensors:
+        tensors.append(Tensor(t.name, t.dims, t.type, t.data_offset, t.nbytes if t.nbytes is not None else 0,
+                              source=buf, source_offset=data_start + t.data_offset, byte_order=head.byte_order,
+                              info_path=t.path, file=gguf.path))
     _size_opaque(tensors, size - data_start)
     gguf.tensors = tensors
-    gguf._orig = {"head_end": head.end, "data_start": data_start, "alignment": alignment,
+    gguf._orig = {"head_end": head.head_end, "data_start": data_start, "alignment": head.alignment,
                   "byte_order": head.byte_order,
                   "infos": [(t.name, t.shape, int(t.ggml_type), t.offset) for t in tensors]}
 
@@ -605,16 +550,3 @@ def _size_opaque(tensors: list[Tensor], data_size: int) -> None:
         if t.opaque:
             nxt = offsets[bisect.bisect_right(offsets, t.offset)] if t.offset < data_size else data_size
             t.nbytes = nxt - t.offset
-
-
-def _extent_message(extent, shape: tuple[int, ...], type_id: int) -> str:
-    """What load says about a tensor whose size is undefined."""
-    spec_t = extent.spec
-    if extent.rule == "TI-DIM-RANGE":
-        return f"dimension out of range in {shape}"
-    if extent.rule == "TI-TYPE":
-        return f"{'removed' if spec_t is not None else 'unknown'} tensor type {type_id}"
-    if extent.rule == "TI-BLOCK":
-        return f"ne[0]={shape[0] if shape else 1} is not a multiple of {spec_t.name}'s block size {spec_t.block_size}"
-    return f"element count {extent.nelem} overflows int64"
-

@@ -1,5 +1,6 @@
-"""The reader: bootstrap (magic, version, byte order), parse the head with the generated structs, and compute
-the data layout.  Used by the file model (:mod:`gguf_construct.model`) and the conformance checker.
+"""The reader's ground floor: open a source, bootstrap (magic, version, byte order), size tensors and align
+offsets.  The one read of a file's head built on it is :func:`gguf_construct.rulebook.read_head`, used by both
+``load`` and ``check``.
 """
 
 from __future__ import annotations
@@ -12,12 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import structs
-from .constructs import BufferStream
-from .errors import GGUFError
 from .remote import RemoteFile, is_url, open_remote
 from .spec import TensorTypeSpec, tensor_type_by_id
 
-__all__ = ["RawHead", "Bootstrap", "bootstrap", "TensorExtent", "tensor_extent", "open_source", "parse_head", "align_offset", "LEGACY_MAGICS", "DEFAULT_ALIGNMENT",
+__all__ = ["Bootstrap", "bootstrap", "TensorExtent", "tensor_extent", "open_source", "align_offset", "LEGACY_MAGICS", "DEFAULT_ALIGNMENT",
            "ALIGNMENT_KEY", "MAX_DIMS", "MAX_KEY_BYTES", "MAX_NAME_BYTES"]
 
 _SPEC = structs.container_spec()
@@ -64,17 +63,6 @@ def tensor_extent(shape: tuple[int, ...], type_id: int) -> TensorExtent:
 def align_offset(offset: int, alignment: int) -> int:
     """``offset`` rounded up to a multiple of ``alignment`` (spec: align_offset)."""
     return offset + (alignment - offset % alignment) % alignment
-
-
-@dataclass
-class RawHead:
-    """The parsed head of a file (everything up to the end of the tensor infos)."""
-
-    version: int
-    byte_order: str
-    tree: Any  # Construct Container: header, metadata_kv, tensor_infos
-    end: int  # offset just after the tensor infos
-    family: structs.StructFamily
 
 
 def open_source(source) -> tuple[Any, str | None, Any]:
@@ -167,44 +155,3 @@ def bootstrap(buf) -> Bootstrap:
     if not structs.is_valid("header", "version", out.version):
         out.rule, out.path, out.field_start = "HDR-VERSION", version.path, version.start
     return out
-
-
-def parse_head(buf) -> RawHead:
-    """Bootstrap (magic, version, byte order), then parse the head with the generated structs.
-
-    Raises :class:`GGUFError` naming the offset and field of the first problem.
-    """
-    size = len(buf)
-    boot = bootstrap(buf)
-    if boot.rule == "HDR-TRUNC" and boot.path == "header.magic":
-        raise GGUFError(f"file too short for the magic: {size} bytes", offset=0, path=boot.path, rule=boot.rule)
-    if boot.rule == "HDR-MAGIC":
-        what = (f"legacy {boot.legacy} file, not GGUF" if boot.legacy
-                else f"bad magic {boot.magic!r}, expected {_SPEC['meta']['magic'].encode()!r}")
-        raise GGUFError(what, offset=boot.field_start, path=boot.path, rule=boot.rule)
-    if boot.rule == "HDR-TRUNC":
-        raise GGUFError("file too short for the version", offset=boot.field_start, path=boot.path, rule=boot.rule)
-    if boot.rule == "HDR-VERSION":
-        raise GGUFError(f"unsupported GGUF version {boot.version}", offset=boot.field_start, path=boot.path,
-                        rule=boot.rule)
-    version, byte_order = boot.version, boot.byte_order
-    fam = structs.family(version, byte_order)
-    stream = BufferStream(buf)
-    try:
-        tree = fam.compiled_head.parse_stream(stream)
-    except RecursionError:
-        raise GGUFError("arrays nested too deeply", offset=None, path="metadata_kv", rule="ARR-DEPTH") from None
-    except Exception as exc:  # noqa: BLE001 - compiled code raises struct.error etc.; all become GGUFError
-        raise _explain(buf, fam, exc) from None
-    return RawHead(version, byte_order, tree, stream.pos, fam)
-
-
-def _explain(buf, fam: structs.StructFamily, fast_exc: BaseException) -> GGUFError:
-    """Read the head again with the family's located, tolerant read to name the failing field."""
-    reading = fam.read("file_head", buf)
-    p = reading.problem
-    if p is None:
-        return GGUFError(f"malformed GGUF: {type(fast_exc).__name__}: {fast_exc}", offset=None, path="")
-    if p.rule == "ARR-TOO-DEEP":
-        return GGUFError("arrays nested too deeply", offset=None, path="metadata_kv", rule="ARR-DEPTH")
-    return GGUFError(p.message, offset=p.offset, path=p.path, rule=p.rule)

@@ -449,7 +449,7 @@ def size_hint(source: Any) -> int | None:
 
 
 def remote_of(source: Any, keepalive: Any) -> RemoteFile | None:
-    """The :class:`RemoteFile` behind what :func:`gguf_construct.layout.open_source` returned, if any."""
+    """The :class:`RemoteFile` behind what :func:`gguf_construct.reader.open_source` returned, if any."""
     for candidate in (keepalive, source):
         if isinstance(candidate, RemoteFile):
             return candidate

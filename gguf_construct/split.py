@@ -17,7 +17,7 @@ import sys
 from .enums import GGUFValueType
 from .errors import GGUFError
 from .inputs import open_input
-from .layout import align_offset
+from .reader import align_offset
 from .model import DEFAULT_ALIGNMENT, MAX_DIMS, GGUFFile, Tensor
 from .shardnames import parse_shard_path, shard_path
 from .values import make_value
@@ -32,7 +32,7 @@ WRITTEN_VERSION = 3  # ggml writes its own GGUF_VERSION
 
 
 def _key_type(key: str):
-    from .checker.registry import lookup  # the registry's type for the split keys (spec/keys.yaml)
+    from .rulebook.keys import lookup  # the registry's type for the split keys (spec/keys.yaml)
 
     return GGUFValueType[lookup(key, None)["type"]]
 

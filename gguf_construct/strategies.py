@@ -39,7 +39,7 @@ from . import spec as _spec
 from . import structs
 from .breaking.mutations import HypothesisPick, Skip, mutations_for
 from .breaking.rawfile import expected_rules, from_document
-from .checker.rules import PROFILES, catalog
+from .rulebook.catalog import PROFILES, catalog
 from .enums import GGMLType, GGUFValueType
 from .model import GGUFFile, tensor_nbytes
 from .values import GGUFValue, numpy_dtype_of

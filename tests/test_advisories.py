@@ -9,7 +9,7 @@ import pytest
 
 from gguf_construct import spec
 from gguf_construct.checker import check, crafting
-from gguf_construct.checker.rules import catalog, implemented
+from gguf_construct.rulebook.catalog import catalog, implemented
 from gguf_construct.checker.security import advisories, annotate, matching
 
 ADVISORIES = {a["id"]: a for a in advisories()}

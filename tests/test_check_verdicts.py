@@ -8,7 +8,7 @@ import struct
 import pytest
 
 from gguf_construct.checker import check, crafting
-from gguf_construct.checker.rules import matches
+from gguf_construct.rulebook.catalog import matches
 
 from conftest import corpus_files
 

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 
 import gguf_construct
 from gguf_construct.checker import Report, add_cli, check, crafting
-from gguf_construct.checker import container
-from gguf_construct.checker.rules import across_files_rules, catalog, implemented, predicates, structural_rules
+from gguf_construct.rulebook import container
+from gguf_construct.rulebook.catalog import across_files_rules, catalog, implemented, predicates, structural_rules
 from gguf_construct.checker.shards import check_sets
 from gguf_construct.strategies import gguf_files
 

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 
 import gguf_construct as g
-from gguf_construct.checker.rules import catalog, severity
+from gguf_construct.rulebook.catalog import catalog, severity
 from gguf_construct.breaking.mutations import MUTATIONS, mutations_for
 from gguf_construct.breaking.rawfile import expected_rules, from_document
 from gguf_construct.strategies import documents, gguf_files, invalid_gguf_files, violations

@@ -1,7 +1,7 @@
 """The reference conformance checker: every finding of a GGUF file, with rule ID, severity, offset and path.
 
 Rules, severities and messages come from ``spec/rules.yaml``; each rule is one predicate registered by ID
-(:func:`~gguf_construct.checker.rules.rule`) or is reported by the structural walk.  Use :func:`check` from
+(:func:`~gguf_construct.rulebook.catalog.rule`) or is reported by the structural walk.  Use :func:`check` from
 Python or ``gguf-construct check`` from the command line.
 """
 

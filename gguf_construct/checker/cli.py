@@ -11,7 +11,7 @@ from .config import ConfigError, find_config, load_config
 from .core import check, files_under
 from .formats import render_json, render_report_text, render_sarif, render_summary
 from .report import Report
-from .rules import PROFILES, SEVERITY_RANK, catalog, matches
+from ..rulebook.catalog import PROFILES, SEVERITY_RANK, catalog, matches
 from .shards import check_sets, shard_siblings
 from .._json import write_json
 from .._text import printable

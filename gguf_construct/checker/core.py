@@ -6,15 +6,16 @@ import os
 import traceback
 from typing import Callable, Iterable
 
-from ..layout import open_source
-from ..remote import RemoteFile, header_only, remote_of
-from . import container, data, metadata, model, naming, tensors  # noqa: F401 - importing registers the predicates
+from ..reader import open_source
+from ..remote import RemoteFile, remote_of
+from . import data, metadata, model, naming  # noqa: F401 - importing registers the predicates
 from . import security, templates  # noqa: F401 - issue #16: advisory and chat-template rules
 from .report import Finding, Report
 from .shards import set_facts
-from .rules import (OFF, PRACTICE_EXEMPT, PROFILES, Hit, catalog, format_message, matches, predicates,
+from ..rulebook.catalog import (OFF, PRACTICE_EXEMPT, PROFILES, Hit, catalog, format_message, matches, predicates,
                     severity)
-from .walk import Context, base_name, derive_layout, display_name, walk
+from ..rulebook import read_head
+from ..rulebook.walk import Context, base_name, display_name
 
 __all__ = ["check", "check_buffer", "selected", "MAX_FINDINGS_PER_RULE"]
 
@@ -74,23 +75,14 @@ def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, 
         raise ValueError("max_per_rule must be at least 1 (None: no limit)")
     select, ignore = list(select or ()), list(ignore or ())
     view = memoryview(buf).cast("B") if not isinstance(buf, bytes) else buf
-
-    def walked() -> Context:
-        ctx = Context(view, file=file, file_name=file_name, profile=profile, data=data, remote=remote)
-        if progress is not None:
-            ctx.cache["progress"] = progress
-        walk(ctx)
-        return ctx
-
-    ctx = Context(view, file=file, file_name=file_name, profile=profile, data=data, remote=remote)
-    if progress is not None:
-        ctx.cache["progress"] = progress
+    fields = {"file": file, "file_name": file_name, "profile": profile, "data": data,
+              "cache": {"progress": progress} if progress is not None else {}}
     report = Report(file=file, profile=profile)
     try:
-        ctx = header_only(remote, walked, Context.read_to) if remote is not None else walked()
-        derive_layout(ctx)
+        ctx = read_head(view, remote=remote, **fields)
     except Exception:  # noqa: BLE001 - a bug must not hide the findings so far
         report.internal_errors.append("walk: " + traceback.format_exc(limit=3))
+        ctx = Context(view, remote=remote, **fields)
     report.version, report.byte_order = ctx.version, ctx.byte_order
     hits = list(ctx.hits)
     for rule_id, fn in predicates():

@@ -27,7 +27,7 @@ from .. import spec as _spec
 from .. import structs
 from ..fieldtree import Raw
 from ..reader import align_offset
-from .walk import ALIGNMENT_KEY, ALIGNMENT_TYPE, Context, _VT, derive_layout, walk
+from ..rulebook.walk import ALIGNMENT_KEY, ALIGNMENT_TYPE, Context, _VT, derive_layout, walk
 
 __all__ = ["RawKV", "RawTensor", "RawFile", "Breakage", "Crafted", "BREAKAGES", "craft", "carrier",
            "encode_value", "breakages_for"]
@@ -279,7 +279,7 @@ class Crafted:
     ``files`` (name -> bytes) holds every file of a multi-file case (shard sets); ``file_name`` is the name to
     give a single file (naming rules); ``data`` asks for ``check(..., data=True)``; ``profile`` is the profile
     under which the rules fire (the model rules need ``llama.cpp``); ``limits`` are lowered
-    implementation limits (:data:`gguf_construct.checker.container.LIMITS`) without which the rule cannot fire
+    implementation limits (:data:`gguf_construct.rulebook.container.LIMITS`) without which the rule cannot fire
     in a small file.
     """
 

@@ -12,7 +12,7 @@ from .crafting import RawFile, RawTensor, _breakage, _le
 def _uint(value: int, width: int, byte_order: str) -> bytes:
     """``value`` as an unsigned integer of ``width`` bytes (wrapped), for lengths that lie."""
     return (value % (1 << (8 * width))).to_bytes(width, byte_order)
-from .walk import ALIGNMENT_KEY
+from ..rulebook.walk import ALIGNMENT_KEY
 
 __all__ = ["CLASSIC_INJECTION", "template_with"]
 

@@ -13,8 +13,8 @@ from typing import Iterator
 import numpy as np
 
 from ..spec import TensorTypeSpec
-from .rules import Hit, rule
-from .walk import Context, TensorInfo
+from ..rulebook.catalog import Hit, rule
+from ..rulebook.walk import Context, TensorInfo
 
 __all__ = ["scale_fields", "CHUNK_BYTES"]
 

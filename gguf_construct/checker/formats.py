@@ -13,7 +13,7 @@ from .._version import __version__
 from .._text import printable
 from ..remote import is_url
 from .report import Finding, Report
-from .rules import OFF, catalog
+from ..rulebook.catalog import OFF, catalog
 from .security import help_uri, security_tags
 
 __all__ = ["render_text", "render_report_text", "render_summary", "render_json", "render_sarif", "FORMATS"]

@@ -11,10 +11,10 @@ from typing import Iterator
 import numpy as np
 
 from .. import spec as _spec
-from .registry import (HYPHENATED_ARCHITECTURES, UNWRITTEN_KEYS, allowed_types, documented_architectures,
+from ..rulebook.keys import (HYPHENATED_ARCHITECTURES, UNWRITTEN_KEYS, allowed_types, documented_architectures,
                        entries_required_by, known_architectures, lookup, type_label, unwritten_keys)
-from .rules import Hit, rule
-from .walk import ALIGNMENT_KEY, ARRAY, STRING, KV, Context, _VT
+from ..rulebook.catalog import Hit, rule
+from ..rulebook.walk import ALIGNMENT_KEY, ARRAY, STRING, KV, Context, _VT
 
 ARCH_KEY = "general.architecture"
 QV_KEY = "general.quantization_version"

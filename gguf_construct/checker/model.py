@@ -12,9 +12,9 @@ import re
 from typing import Iterator
 
 from .. import arch
-from .rules import Hit, rule
-from .tensors import _dims_hit
-from .walk import ARRAY, STRING, Context, type_name
+from ..rulebook.catalog import Hit, rule
+from ..rulebook.tensors import _dims_hit
+from ..rulebook.walk import ARRAY, STRING, Context, type_name
 
 __all__ = ["plan_of"]
 

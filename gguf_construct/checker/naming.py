@@ -7,8 +7,8 @@ import re
 from typing import Iterator
 
 from .. import spec as _spec
-from .rules import Hit, rule
-from .walk import STRING, Context
+from ..rulebook.catalog import Hit, rule
+from ..rulebook.walk import STRING, Context
 
 __all__ = ["parse_name", "naming_spec", "shard_of"]
 

@@ -2,31 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
-from .rules import SEVERITY_RANK
+from ..rulebook.catalog import SEVERITY_RANK, Finding
 
 __all__ = ["Finding", "Report"]
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One problem: the rule it breaks, its severity under the chosen profile, a message, where it is.
-
-    ``count`` > 1 when the finding stands for several places of the same kind (a deviation llama.cpp makes on
-    purpose is reported once per file); ``offset`` and ``path`` are then those of the first.
-    """
-
-    rule: str
-    severity: str
-    message: str
-    offset: int | None = None
-    path: str = ""
-    count: int = 1
-
-    def to_dict(self) -> dict:
-        """Plain data for JSON output."""
-        return asdict(self)
 
 
 @dataclass

@@ -7,10 +7,10 @@ import functools
 from typing import Iterator
 
 from .. import spec as _spec
-from ..layout import align_offset
-from .container import _alignment_value
-from .rules import Hit, rule
-from .walk import Context
+from ..reader import align_offset
+from ..rulebook.container import _alignment_value
+from ..rulebook.catalog import Hit, rule
+from ..rulebook.walk import Context
 
 __all__ = ["advisories", "limits", "matching", "rule_advisories", "annotate", "security_tags", "help_uri",
            "data_size_overflow", "alignment_too_large"]

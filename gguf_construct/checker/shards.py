@@ -10,7 +10,7 @@ from ..remote import exists, is_url
 from ..shardnames import shard_set_paths
 from .naming import shard_of
 from .report import Finding, Report
-from .rules import across_files, format_message, severity
+from ..rulebook.catalog import across_files, format_message, severity
 
 __all__ = ["check_sets", "shard_siblings", "set_facts"]
 

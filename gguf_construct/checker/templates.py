@@ -12,8 +12,8 @@ from typing import Iterator
 
 from .. import spec as _spec
 from . import jinja_scan
-from .rules import Hit, rule
-from .walk import ARRAY, KV, STRING, Context
+from ..rulebook.catalog import Hit, rule
+from ..rulebook.walk import ARRAY, KV, STRING, Context
 
 __all__ = ["template_values", "MAX_PIECES"]
 

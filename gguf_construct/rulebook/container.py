@@ -12,8 +12,8 @@ from .. import structs
 from .._stringscan import scan_string_offsets
 from ..constructs import encode_text
 from ..reader import MAX_KEY_BYTES
-from .registry import HYPHENATED_ARCHITECTURES, known_architectures, lookup, standard_namespaces
-from .rules import Hit, rule
+from .keys import HYPHENATED_ARCHITECTURES, known_architectures, lookup, standard_namespaces
+from .catalog import Hit, rule
 from .walk import ALIGNMENT_KEY, ALIGNMENT_TYPE, ARRAY, BOOL, KV, STRING, Context, type_name
 
 __all__ = ["LIMITS"]
@@ -237,6 +237,8 @@ def _string_arrays(ctx: Context) -> Iterator[tuple[KV, object, str, bool]]:
 def _array_summary(ctx: Context, arr) -> tuple[bool, bool]:
     """(all valid UTF-8, some NUL) for a string array, computed once over the joined elements."""
     key = ("strings", id(arr))
+    if key not in ctx.cache and getattr(arr.data, "valid_utf8", None):  # the decode validated them all at once
+        ctx.cache[key] = (True, arr.data.has_nul)
     if key not in ctx.cache:
         joined = "".join(arr.data)
         ctx.cache[key] = (_bad_utf8(joined) is None, "\x00" in joined)

@@ -8,13 +8,13 @@ truncated record, an unreadable string), it is declared with :func:`structural` 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable, Iterator
 
 from .. import spec as _spec
 from .._text import printable
 
-__all__ = ["Rule", "Hit", "catalog", "get", "severity", "format_message", "rule", "structural", "predicates",
+__all__ = ["Rule", "Hit", "Finding", "catalog", "get", "severity", "format_message", "rule", "structural", "predicates",
            "structural_rules", "across_files", "across_files_rules", "implemented", "PROFILES", "SEVERITY_RANK",
            "OFF", "PROFILE_FALLBACK", "PRACTICE_EXEMPT", "matches"]
 
@@ -70,6 +70,26 @@ class Hit:
         """Mark this hit as a deviation llama.cpp makes on purpose, explained by ``erratum``; returns the hit."""
         self.practice = erratum
         return self
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem: the rule it breaks, its severity under the chosen profile, a message, where it is.
+
+    ``count`` > 1 when the finding stands for several places of the same kind (a deviation llama.cpp makes on
+    purpose is reported once per file); ``offset`` and ``path`` are then those of the first.
+    """
+
+    rule: str
+    severity: str
+    message: str
+    offset: int | None = None
+    path: str = ""
+    count: int = 1
+
+    def to_dict(self) -> dict:
+        """Plain data for JSON output."""
+        return asdict(self)
 
 
 @functools.lru_cache(maxsize=None)

@@ -11,6 +11,7 @@ it and the tensor infos cannot be located.  Everything the walk reads goes into 
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +21,7 @@ from ..constructs import BufferStream, encode_text
 from ..enums import GGUFValueType
 from ..reader import ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS, align_offset, bootstrap, tensor_extent
 from ..spec import TensorTypeSpec
-from .rules import Hit, structural
+from .catalog import Hit, structural
 
 __all__ = ["KV", "TensorInfo", "Context", "walk", "ARRAY", "STRING", "BOOL"]
 
@@ -47,7 +48,6 @@ class KV:
     key: str
     key_bytes: bytes
     vtype: int
-    value_offset: int
     value: Any
     end: int
     tree: Any = field(default=None, repr=False)  # the parsed record
@@ -56,6 +56,11 @@ class KV:
     def at(self, rel: str) -> int:
         """Start offset of a field of this record, e.g. ``value_type`` or ``value.data``."""
         return self.family.offset_of("metadata_kv", self.tree, self.offset, rel)
+
+    @functools.cached_property
+    def value_offset(self) -> int:
+        """Start offset of the value (located when first asked)."""
+        return self.at("value")
 
     @property
     def item_type(self) -> int | None:
@@ -87,7 +92,6 @@ class TensorInfo:
     type: int
     data_offset: int
     end: int
-    type_offset: int = 0
     spec: TensorTypeSpec | None = None
     nelem: int | None = None
     nbytes: int | None = None  # None when the size is undefined (bad type, shape or overflow)
@@ -97,6 +101,11 @@ class TensorInfo:
     def at(self, rel: str) -> int:
         """Start offset of a field of this record, e.g. ``n_dimensions`` or ``offset``."""
         return self.family.offset_of("tensor_info", self.tree, self.offset, rel)
+
+    @functools.cached_property
+    def type_offset(self) -> int:
+        """Start offset of the type field (located when first asked)."""
+        return self.at("type")
 
     @property
     def path(self) -> str:
@@ -246,8 +255,8 @@ def _walk_kvs(ctx: Context, stream: BufferStream) -> bool:
                 return False
             stream.pos = resume
             continue
-        ctx.kvs.append(KV(i, start, tree.key, encode_text(tree.key), int(tree.value_type),
-                          fam.offset_of("metadata_kv", tree, start, "value"), tree.value, stream.pos, tree, fam))
+        ctx.kvs.append(KV(i, start, tree.key, encode_text(tree.key), int(tree.value_type), tree.value, stream.pos,
+                          tree, fam))
     ctx.kv_complete = True
     return True
 
@@ -306,8 +315,7 @@ def _walk_tensor_infos(ctx: Context, stream: BufferStream) -> None:
             return
         dims = tuple(int(d) for d in tree.dimensions)
         ctx.tensors.append(TensorInfo(i, start, tree.name, encode_text(tree.name), int(tree.n_dimensions), dims,
-                                      int(tree.type), int(tree.offset), stream.pos,
-                                      fam.offset_of("tensor_info", tree, start, "type"), tree=tree, family=fam))
+                                      int(tree.type), int(tree.offset), stream.pos, tree=tree, family=fam))
     ctx.ti_complete = True
     ctx.head_end = stream.pos
 
