@@ -1,4 +1,4 @@
-"""Sizes and offsets of the container structures per GGUF version, for the format and values pages."""
+"""The container structures' tables per GGUF version, rendered from the generated families' layouts (fieldlayout)."""
 
 from __future__ import annotations
 
