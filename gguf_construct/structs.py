@@ -144,6 +144,12 @@ class StructFamily:
 
         return fieldtree.build(self, type_name, value, path)
 
+    def layout(self, type_name: str):
+        """Offset and size of every field of ``type_name`` as symbolic expressions (:func:`~.fieldlayout.layout`)."""
+        from . import fieldlayout
+
+        return fieldlayout.layout(self, type_name)
+
     def sizeof(self, type_name: str, tree) -> int:
         """Bytes a parsed instance of ``type_name`` occupies (:func:`gguf_construct.fieldtree.sizeof`)."""
         from . import fieldtree

@@ -108,11 +108,21 @@ def test_a_new_tensor_info_field_is_read_built_checked_and_documented(v3_file, v
     trunc = [f for f in check_buffer(cut).findings if f.rule == "TI-TRUNC"]
     assert [(f.offset, f.path) for f in trunc] == [(flags[1].start, "tensor_infos[1].flags")]
 
-    # docs: the format page documents the field with its offsets, and version 4
+    # layout: the family's symbolic layout places the field after the name and moves the later ones by its width
+    lay = fam.layout("tensor_info")
+    assert (str(lay["flags"].offset), str(lay["flags"].size)) == ("8 + name.len", "4")
+    assert str(lay["n_dimensions"].offset) == "12 + name.len"
+    info = reading.root["tensor_infos[1]"]
+    assert lay["offset"].offset.evaluate(lambda p: info.find(p).value) == info["offset"].start - info.start
+
+    # docs: the format page documents the field with the layout's offsets, and version 4
     pages = render_all(tmp_path / "docs")
     fmt = next(text for path, text in pages.items() if path.name == "format.md")
     row = next(line for line in fmt.splitlines() if 'id="field-tensor_info-flags"' in line)
     assert "Hypothetical v4 tensor flags." in row and "`u4`" in fmt
+    assert "| 8 + name.len | 4 |" in row and "| 4 + name.len | 4 |" in row  # v2-v4 and v1 columns
+    row = next(line for line in fmt.splitlines() if 'id="field-tensor_info-offset"' in line)
+    assert f"| {lay['offset'].offset} | 8 |" in row
     assert 'id="version-4"' in fmt
 
 

@@ -1,14 +1,13 @@
-"""Sizes and offsets of the container structures per GGUF version, for the format and values pages."""
+"""The container structures' tables per GGUF version, rendered from the generated families' layouts (fieldlayout)."""
 
 from __future__ import annotations
 
-from .. import spec as _spec
 from .. import structs
+from ..fieldlayout import TypeLayout
 from .context import Ctx
 from .markdown import anchor, code, esc, heading, join_nonempty, table
 
-__all__ = ["STRUCT_PAGE", "struct_anchors", "version_groups", "resolve_alias", "group_label", "field_size", "struct_layout",
-           "struct_section", "fixed_size"]
+__all__ = ["STRUCT_PAGE", "struct_anchors", "versions_by_layout", "group_label", "struct_section"]
 
 # Which page defines which structures of gguf.yaml (the others: format.md).
 STRUCT_PAGE = {"gguf_string": "values.md", "gguf_array": "values.md"}
@@ -22,93 +21,20 @@ def struct_anchors(g: dict, page: str):
             yield from (anchor("field", sname, f["id"]) for f in sdef["seq"])
 
 
-def version_groups(g: dict) -> list[tuple[int, ...]]:
-    """Versions grouped by identical alias widths, e.g. [(1,), (2, 3)]."""
-    groups: dict[tuple, list[int]] = {}
+def versions_by_layout(sname: str) -> list[tuple[tuple[int, ...], TypeLayout]]:
+    """The versions grouped by identical layouts of structure ``sname`` (as the generated families have it), each
+    group with that layout, e.g. ``[((1,), <v1 layout>), ((2, 3), <v2 layout>)]``."""
+    groups: dict[tuple, tuple[list[int], TypeLayout]] = {}
     for v in structs.versions():
-        key = tuple(resolve_alias(g, name, v) for name in g["aliases"])
-        groups.setdefault(key, []).append(v)
-    return [tuple(vs) for vs in groups.values()]
-
-
-def resolve_alias(g: dict, name: str, version: int) -> str:
-    return structs.resolve_alias(name, version)
+        lays = [structs.family(v, bo).layout(sname) for bo in structs.BYTE_ORDERS]
+        key = tuple(lay.fields for lay in lays)
+        groups.setdefault(key, ([], lays[0]))[0].append(v)
+    return [(tuple(vs), lay) for vs, lay in groups.values()]
 
 
 def group_label(vs: tuple[int, ...]) -> str:
+    """``v1`` or ``v2, v3``: the versions a column of a structure table holds."""
     return ", ".join(f"v{v}" for v in vs)
-
-
-class _Offset:
-    """A byte offset made of a constant and symbolic terms; None terms mean unknown (variable)."""
-
-    def __init__(self) -> None:
-        self.const = 0
-        self.terms: list[str] | None = []
-
-    def show(self) -> str:
-        if self.terms is None:
-            return "variable"
-        return " + ".join([str(self.const)] + self.terms) if self.terms else str(self.const)
-
-    def add(self, const: int, terms: list[str] | None) -> None:
-        self.const += const
-        if self.terms is None or terms is None:
-            self.terms = None
-        else:
-            self.terms = self.terms + terms
-
-
-def field_size(g: dict, f: dict, version: int) -> tuple[int, list[str] | None]:
-    """Size of a structure field in one version as (constant bytes, symbolic terms or None = variable)."""
-    prims = {name: p.size for name, p in _spec.primitives().items()}
-    if "contents" in f:
-        return len(str(f["contents"]).encode()), []
-    if "switch_on" in f:
-        return 0, None
-    if "size" in f:
-        return 0, [f["size"]]
-    tname = f["type"]
-    if tname in g["aliases"]:
-        tname = resolve_alias(g, tname, version)
-    if tname in prims:
-        size = prims[tname]
-        if "repeat" in f:
-            return 0, [f"{size} × {f['repeat']}"]
-        return size, []
-    if tname == "gguf_string" and "repeat" not in f:
-        strlen = prims[resolve_alias(g, "strlen_t", version)]
-        return strlen, [f"{f['id']}.len"]
-    if tname in g["types"] and "repeat" not in f:
-        total = 0
-        for sub in g["types"][tname]["seq"]:
-            const, terms = field_size(g, sub, version)
-            if terms != []:
-                return 0, None
-            total += const
-        return total, []
-    return 0, None
-
-
-def _show_size(const: int, terms: list[str] | None) -> str:
-    if terms is None:
-        return "variable"
-    if not terms:
-        return str(const)
-    return " + ".join(([str(const)] if const else []) + terms)
-
-
-def struct_layout(g: dict, sname: str, version: int) -> list[tuple[dict, str, str, int | None, int | None]]:
-    """(field, offset, size, fixed offset or None, fixed size or None) for each field of a structure."""
-    off = _Offset()
-    out = []
-    for f in g["types"][sname]["seq"]:
-        const, terms = field_size(g, f, version)
-        fixed_off = off.const if off.terms == [] else None
-        fixed_size = const if terms == [] else None
-        out.append((f, off.show(), _show_size(const, terms), fixed_off, fixed_size))
-        off.add(const, terms)
-    return out
 
 
 def _field_type(ctx: Ctx, f: dict) -> str:
@@ -137,22 +63,22 @@ def _field_type(ctx: Ctx, f: dict) -> str:
 
 
 def struct_section(ctx: Ctx, sname: str, level: int = 3) -> str:
+    """A structure's heading, doc and field table: type, offset and size per group of versions, meaning."""
     g = ctx.data.gguf
     sdef = g["types"][sname]
-    groups = version_groups(g)
+    groups = versions_by_layout(sname)
     out = [heading(level, anchor("struct", sname), code(sname)), ctx.prose(sdef["doc"]) + "\n"]
     if sdef.get("doc_ref"):
         out.append(f"Source: {esc(sdef['doc_ref'])}.\n")
     header = ["field", "type"]
-    for vs in groups:
+    for vs, _lay in groups:
         header += [f"offset ({group_label(vs)})", f"size ({group_label(vs)})"]
     header.append("meaning")
-    layouts = [struct_layout(g, sname, vs[0]) for vs in groups]
     rows = []
-    for i, f in enumerate(sdef["seq"]):
+    for f in sdef["seq"]:
         row = [f'<a id="{anchor("field", sname, f["id"])}"></a>{code(f["id"])}', _field_type(ctx, f)]
-        for lay in layouts:
-            row += [lay[i][1], lay[i][2]]
+        for _vs, lay in groups:
+            row += [str(lay[f["id"]].offset), str(lay[f["id"]].size)]
         extra = []
         if f.get("c_name"):
             extra.append(f"C: {code(f['c_name'])}.")
@@ -165,9 +91,3 @@ def struct_section(ctx: Ctx, sname: str, level: int = 3) -> str:
         rows.append(row)
     out.append(table(header, rows))
     return "\n".join(out)
-
-
-
-def fixed_size(g: dict, sname: str, version: int) -> int:
-    """Size of a fixed-size structure in one version, as the generated structs have it."""
-    return structs.family(version, "little").min_sizes[sname]

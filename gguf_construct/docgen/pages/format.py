@@ -7,8 +7,7 @@ import struct
 from ... import structs
 from ..context import Ctx, Page, Section, SpecData
 from ..markdown import anchor, bytes_range, code, esc, fence, heading, intro, mermaid, mermaid_label, table
-from ..structures import (struct_anchors, 
-    STRUCT_PAGE, fixed_size, group_label, resolve_alias, struct_layout, struct_section, version_groups)
+from ..structures import STRUCT_PAGE, group_label, struct_anchors, struct_section, versions_by_layout
 
 
 def _sec_overview(ctx: Ctx) -> str:
@@ -53,20 +52,20 @@ def _sec_versions(ctx: Ctx) -> str:
         out.append(heading(3, anchor("version", v["version"]), f"Version {v['version']} ({esc(v['status'])})"))
         out.append(ctx.prose(v["doc"]) + "\n")
         out.append(f"Source: {esc(v['doc_ref'])}.\n")
-    prims = {p["id"]: p["size"] for p in g["primitives"]}
     vnums = [v["version"] for v in versions]
+    families = {vn: structs.family(vn, "little") for vn in vnums}
     rows = [["status"] + [esc(v["status"]) for v in versions]]
     for name, a in g["aliases"].items():
         cells = []
         for vn in vnums:
-            p = resolve_alias(g, name, vn)
-            cells.append(f"{ctx.ref('prim', p)} ({prims[p]} bytes)")
+            p = structs.resolve_alias(name, vn)
+            cells.append(f"{ctx.ref('prim', p)} ({families[vn].primitive_width(name)} bytes)")
         rows.append([f"{ctx.ref('alias', name)}: {ctx.prose(a['doc'])}"] + cells)
     vts = g["value_types"]
     rows.append(["value types"] + [_id_ranges([vt["id"] for vt in vts if vt["since"] <= vn]) for vn in vnums])
     rows.append(["value types added"] + [
         ", ".join(ctx.ref("vt", vt["name"]) for vt in vts if vt["since"] == vn) or "—" for vn in vnums])
-    rows.append(["header size"] + [f"{fixed_size(g, 'header', vn)} bytes" for vn in vnums])
+    rows.append(["header size"] + [f"{families[vn].layout('header').size} bytes" for vn in vnums])
     out += ["#### Differences between versions\n", table(["", *(f"v{vn}" for vn in vnums)], rows)]
     out.append("Everything not listed (u32 version, n_dimensions, value and tensor types, u64 tensor offsets, the "
                "order of the parts) is the same in every version.\n")
@@ -108,13 +107,12 @@ def _sec_structures(ctx: Ctx) -> str:
     out = [ctx.prose("Each structure is a sequence of fields read back to back without padding. Offsets are "
                      "relative to the start of the structure; `x.len` is the value of the length field of string "
                      "`x`. Widths that differ between versions come from the version aliases.") + "\n"]
-    hdr = g["types"]["header"]["seq"]
-    for vs in version_groups(g):
-        out.append(f"Header of {group_label(vs)} ({fixed_size(g, 'header', vs[0])} bytes):\n")
+    for vs, lay in versions_by_layout("header"):
+        out.append(f"Header of {group_label(vs)} ({lay.size} bytes):\n")
         lines = ["flowchart LR"]
-        for i, (f, _o, _s, fo, fs) in enumerate(struct_layout(g, "header", vs[0])):
-            lines.append(f'    h{i}["{mermaid_label(f["id"])}<br/>{bytes_range(fo, fs)}"]')
-        lines.append("    " + " --- ".join(f"h{i}" for i in range(len(hdr))))
+        for i, f in enumerate(lay.fields):
+            lines.append(f'    h{i}["{mermaid_label(f.id)}<br/>{bytes_range(f.offset.fixed, f.size.fixed)}"]')
+        lines.append("    " + " --- ".join(f"h{i}" for i in range(len(lay.fields))))
         out.append(mermaid(lines))
     for sname in g["types"]:
         if STRUCT_PAGE.get(sname, "format.md") == "format.md":
@@ -137,7 +135,7 @@ def _sec_aliases(ctx: Ctx) -> str:
     rows = []
     for name, a in g["aliases"].items():
         rows.append([f'<a id="{anchor("alias", name)}"></a>{code(name)}']
-                    + [ctx.ref("prim", resolve_alias(g, name, v)) for v in vnums]
+                    + [ctx.ref("prim", structs.resolve_alias(name, v)) for v in vnums]
                     + [ctx.prose(a["doc"]), esc(a.get("doc_ref", ""))])
     return ("Every width that differs between versions is named once and used by name in the structures.\n\n"
             + table(["alias", *(f"v{v}" for v in vnums), "meaning", "source"], rows))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ... import codecs
 from ..context import Ctx, Page, Section, SpecData
 from ..markdown import anchor, bytes_range, code, esc, fence, heading, intro, mermaid, mermaid_label, num, table
 from .tables import table_users
@@ -48,9 +49,11 @@ def _sec_tt_blocks(ctx: Ctx) -> str:
             facts.append(f"importance matrix {_IMATRIX[t.imatrix]}")
         out.append(ctx.prose(t.doc) + "\n")
         out.append(" · ".join(facts) + "\n")
-        rows, off, boxes = [], 0, []
+        rows, boxes = [], []
+        block = codecs.block_dtype(t.name)
         for f in t.fields:
-            size = f.size
+            dt, off = block.fields[f.id][:2]
+            size = dt.itemsize
             typ = ctx.ref("prim", f.type) + (f"[{f.count}]" if f.count > 1 else "")
             meaning = ctx.prose(f.doc)
             if f.c_decl:
@@ -59,10 +62,7 @@ def _sec_tt_blocks(ctx: Ctx) -> str:
                          meaning])
             arr = f"[{f.count}]" if f.count > 1 else ""
             boxes.append(f"{f.id}: {f.type}{arr}<br/>{bytes_range(off, size)}")
-            off += size
         out.append(table(["field", "offset", "bytes", "type", "meaning"], rows, "lrrll"))
-        if off != t.type_size:
-            out.append(f"**Inconsistent spec:** the fields add up to {off} bytes, the type size is {t.type_size}.\n")
         if boxes:
             lines = ["flowchart LR"] + [f'    {t.name.lower()}_{i}["{mermaid_label(b)}"]'
                                         for i, b in enumerate(boxes)]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-
+from ... import structs
+from ...fieldlayout import case_size
 from ..context import Ctx, Page, Section, SpecData
 from ..markdown import anchor, code, intro, table
 from ..structures import struct_anchors, struct_section
@@ -10,13 +11,11 @@ from ..structures import struct_anchors, struct_section
 
 def _sec_value_types(ctx: Ctx) -> str:
     g = ctx.data.gguf
-    prims = {p["id"]: p["size"] for p in g["primitives"]}
     rows = []
     for vt in g["value_types"]:
-        if "encoding" in vt:
-            enc, size = ctx.ref("prim", vt["encoding"]), str(prims[vt["encoding"]])
-        else:
-            enc, size = ctx.ref("struct", vt["type"]), "variable"
+        enc = ctx.ref("prim", vt["encoding"]) if "encoding" in vt else ctx.ref("struct", vt["type"])
+        sizes = {case_size(structs.family(v, bo), vt["id"]).fixed for v, bo in structs.each_family()}
+        size = str(sizes.pop()) if len(sizes) == 1 and None not in sizes else "variable"
         doc = ctx.prose(vt["doc"])
         if vt.get("valid"):
             doc += " Valid bytes: " + ", ".join(code(v) for v in vt["valid"]) + "."
