@@ -22,7 +22,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
 import gguf_construct  # noqa: E402
-from gguf_construct.checker import check, crafting  # noqa: E402
+from gguf_construct.breaking import crafting  # noqa: E402
+from gguf_construct.checker import check  # noqa: E402
 
 try:
     from gguf_construct.checker.jinja_scan import scan as _scan

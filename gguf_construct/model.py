@@ -293,15 +293,12 @@ class GGUFFile:
         return self.tensors
 
     def _head_tree(self, tensors: list[Tensor]) -> Container:
+        """The head as a value of the generated ``file_head`` (counts and the magic are the struct's own)."""
         kvs = ListContainer(Container(key=k, value_type=int(v.type), value=_value_to_tree(v))
                             for k, v in self.metadata.typed_items())
-        infos = ListContainer(
-            Container(name=t.name, n_dimensions=len(t.shape), dimensions=np.asarray(t.shape, dtype=np.uint64),
-                      type=int(t.ggml_type), offset=t.offset)
-            for t in tensors)
-        header = Container(magic=b"GGUF", version=self.version, tensor_count=len(tensors),
-                           metadata_kv_count=len(kvs))
-        return Container(header=header, metadata_kv=kvs, tensor_infos=infos)
+        infos = ListContainer(Container(name=t.name, dimensions=np.asarray(t.shape, dtype=np.uint64),
+                                        type=int(t.ggml_type), offset=t.offset) for t in tensors)
+        return Container(header=Container(version=self.version), metadata_kv=kvs, tensor_infos=infos)
 
     def _build_head(self, tensors: list[Tensor]) -> bytes:
         fam = structs.family(self.version, self.byte_order)
@@ -442,7 +439,7 @@ def _value_to_tree(value: GGUFValue) -> Any:
     data = value.value
     if value.item_type == GGUFValueType.ARRAY:
         data = ListContainer(_value_to_tree(v) for v in data)
-    return Container(type=int(value.item_type), len=len(data), data=data)
+    return Container(type=int(value.item_type), data=data)
 
 
 def load(source, *, lazy: bool = True, shards: bool = True) -> GGUFFile:

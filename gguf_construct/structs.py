@@ -213,24 +213,39 @@ class _Generator:
         return self.min_size(vt.get("encoding") or vt["type"])
 
     # -- compound types ------------------------------------------------------------------------------------
-    def build_type(self, name: str) -> c.Construct:
+    def build_type(self, name: str, counts: dict | None = None) -> c.Construct:
+        """The struct of spec type ``name``.  A count field (one a ``repeat`` names) may be left out when building:
+        it defaults to the length of its list, in this struct or, for ``counts`` (count field id -> how to find
+        the list), in the enclosing one."""
         seq = self.spec["types"][name]["seq"]
         if len(seq) == 2 and seq[1].get("size") == seq[0]["id"]:
             width = _spec.primitives()[self.primitive_name(seq[0]["type"])].size
             return GGUFString(width, self.byte_order)
-        fields = [self.field(f) for f in seq]
+        defaults = dict(counts or {})
+        inner: dict[str, dict] = {}
+        for f in seq:
+            if "repeat" in f:
+                head, _, rest = f["repeat"].partition(".")
+                if rest:
+                    inner.setdefault(head, {})[rest] = c.len_(c.this._[f["id"]])
+                else:
+                    defaults[head] = c.len_(c.this[f["id"]])
+        fields = []
+        for f in seq:
+            sub = self.field(f, inner.get(f["id"]))
+            fields.append(f["id"] / c.Default(sub, defaults[f["id"]]) if f["id"] in defaults else f["id"] / sub)
         return c.Struct(*fields)
 
-    def field(self, field: dict) -> c.Construct:
+    def field(self, field: dict, counts: dict | None = None) -> c.Construct:
         if "contents" in field:
-            sub = c.Const(field["contents"].encode("ascii"))
-        elif "switch_on" in field:
-            sub = self.switch(field)
-        elif "repeat" in field:
-            sub = self.repeat(field["type"], field["repeat"])
-        else:
-            sub = self.type_ref(field["type"])
-        return field["id"] / sub
+            return c.Const(field["contents"].encode("ascii"))
+        if "switch_on" in field:
+            return self.switch(field)
+        if "repeat" in field:
+            return self.repeat(field["type"], field["repeat"])
+        if counts:  # the enclosing struct counts its lists with fields of this one
+            return self.build_type(field["type"], counts)
+        return self.type_ref(field["type"])
 
     def repeat(self, item: str | dict, count_field: str) -> c.Construct:
         count = _this_expr(count_field)

@@ -8,7 +8,8 @@ import jsonschema
 import pytest
 
 from gguf_construct import spec
-from gguf_construct.checker import check, crafting
+from gguf_construct.breaking import crafting
+from gguf_construct.checker import check
 from gguf_construct.rulebook.catalog import catalog, implemented
 from gguf_construct.checker.security import advisories, annotate, matching
 

@@ -9,7 +9,7 @@ import pytest
 
 import gguf_construct as g
 from gguf_construct.enums import GGUFValueType as VT
-from gguf_construct.fuzzing.report import Finding, Results
+from gguf_construct.fuzzing.report import Disagreement, Results
 
 
 def test_assigning_a_standardized_key_uses_the_registry_type():
@@ -63,7 +63,7 @@ def test_a_pipe_object_is_read_to_its_end(tmp_path):
 
 def test_fuzz_table_escapes_hostile_text():
     r = Results("cmd:reader", "spec", 0)
-    r.add(Finding("false_reject", "false_reject:bad key \x1b[2J\u202e", "detail", [], "valid", 4, b"GGUF"))
+    r.add(Disagreement("false_reject", "false_reject:bad key \x1b[2J\u202e", "detail", [], "valid", 4, b"GGUF"))
     r.notes.append("note \x1b]0;title\x07")
     table = r.table()
     assert "\x1b" not in table and "\u202e" not in table and "\x07" not in table and "\\x1b" in table

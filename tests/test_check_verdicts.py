@@ -7,7 +7,8 @@ import struct
 
 import pytest
 
-from gguf_construct.checker import check, crafting
+from gguf_construct.breaking import crafting
+from gguf_construct.checker import check
 from gguf_construct.rulebook.catalog import matches
 
 from conftest import corpus_files

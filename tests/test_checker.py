@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 
 import gguf_construct
-from gguf_construct.checker import Report, add_cli, check, crafting
+from gguf_construct.breaking import crafting
+from gguf_construct.checker import Report, add_cli, check
 from gguf_construct.rulebook import container
 from gguf_construct.rulebook.catalog import across_files_rules, catalog, implemented, predicates, structural_rules
 from gguf_construct.checker.shards import check_sets

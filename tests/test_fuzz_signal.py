@@ -12,7 +12,7 @@ import pytest
 from gguf_construct import structs
 from gguf_construct.cli import main
 from gguf_construct.fuzzing.oracle import expect
-from gguf_construct.fuzzing.report import Finding, OutDirError, Results, prepare_out
+from gguf_construct.fuzzing.report import Disagreement, OutDirError, Results, prepare_out
 from gguf_construct.fuzzing.runner import carriers, generate, normalize, run, signature, supported
 from gguf_construct.fuzzing.targets import Outcome, Target
 
@@ -149,7 +149,7 @@ def test_a_hang_costs_one_run_and_a_hanging_candidate_ends_the_minimisation():
 
 def _results_with(kind="false_reject", sig="false_reject:bad #", data=b"GGUF1234"):
     r = Results("fake", "spec", 0)
-    r.add(Finding(kind, sig, "detail", [], "valid", len(data), data))
+    r.add(Disagreement(kind, sig, "detail", [], "valid", len(data), data))
     return r
 
 

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 
 import gguf_construct as g
-from gguf_construct.checker import check_buffer, crafting
+from gguf_construct.breaking import crafting
+from gguf_construct.checker import check_buffer
 from gguf_construct.rulebook import load_rules
 from gguf_construct.rulebook.catalog import severity
 from gguf_construct.strategies import gguf_files, invalid_gguf_files

@@ -11,8 +11,9 @@ import pytest
 
 import gguf_construct
 
-from gguf_construct.checker import check, crafting, jinja_scan
-from gguf_construct.checker.crafting_security import template_with
+from gguf_construct.breaking import crafting
+from gguf_construct.checker import check, jinja_scan
+from gguf_construct.breaking.crafting_security import template_with
 from gguf_construct.checker.formats import render_sarif
 
 from conftest import corpus_files
@@ -135,7 +136,7 @@ def test_folding_is_bounded():
 
 
 def test_jinja2_is_imported_only_for_templates():
-    code = ("import sys\nfrom gguf_construct.checker import check, crafting\n"
+    code = ("import sys\nfrom gguf_construct.breaking import crafting\nfrom gguf_construct.checker import check\n"
             "check(crafting.carrier().to_bytes())\nprint('jinja2' in sys.modules)\n"
             "raw = crafting.carrier(); raw.set('tokenizer.chat_template', 'STRING', '{{ x }}')\n"
             "check(raw.to_bytes())\nprint('jinja2' in sys.modules)\n")

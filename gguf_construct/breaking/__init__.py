@@ -1,5 +1,6 @@
 """Breaking valid GGUF files on purpose: a raw file model any value can be put into (:mod:`.rawfile`) and named
-structural mutations (:mod:`.mutations`), each declaring the conformance rules it targets.
+structural mutations (:mod:`.mutations`), each declaring the conformance rules it targets; and the crafted files
+of the checker's tests, one named breakage per rule (:mod:`.crafting`, :mod:`.crafting_security`).
 
 This package sits below the Hypothesis strategies, the checker's tests and the fuzzer, which all craft and mutate
 files through it; it imports nothing above the generated structs.

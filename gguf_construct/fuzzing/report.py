@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 
 from .._text import printable
 
-__all__ = ["CLASSES", "Finding", "Results", "ProgressBar", "prepare_out", "OutDirError", "SUMMARY"]
+__all__ = ["CLASSES", "Disagreement", "Results", "ProgressBar", "prepare_out", "OutDirError", "SUMMARY"]
 
 SUMMARY = "summary.json"
 
@@ -20,8 +20,9 @@ _TITLES = {"false_accept": "false accepts", "false_reject": "false rejects", "cr
 
 
 @dataclass
-class Finding:
-    """One disagreement between the target and the oracle."""
+class Disagreement:
+    """One disagreement between the target and the oracle (the fuzzer's result; a rule's finding is
+    :class:`gguf_construct.rulebook.catalog.Finding`)."""
 
     kind: str  # one of CLASSES
     signature: str  # what makes two findings the same bug
@@ -56,10 +57,10 @@ class Results:
     valid: int = 0
     seconds: float = 0.0
     per_class: dict = field(default_factory=lambda: {c: 0 for c in CLASSES})
-    findings: dict = field(default_factory=dict)  # signature -> Finding (first seen)
+    findings: dict = field(default_factory=dict)  # signature -> Disagreement (first seen)
     notes: list[str] = field(default_factory=list)
 
-    def add(self, f: Finding) -> bool:
+    def add(self, f: Disagreement) -> bool:
         """Count ``f``; True when its signature is new."""
         self.per_class[f.kind] += 1
         if f.signature in self.findings:

@@ -17,7 +17,7 @@ from typing import Iterator
 from ..breaking.rawfile import RawFile
 from .minimize import ddmin, shrink_raw
 from .oracle import Expectation, compare, expect
-from .report import Finding, ProgressBar, Results
+from .report import Disagreement, ProgressBar, Results
 from .samples import Sample, carriers, generate, supported
 from .targets import Outcome, Target
 
@@ -138,7 +138,7 @@ def run(target: Target, *, count: int = 1000, seed: int = 0, profile: str = "spe
             kind, diffs = classify(exp, out)
             if kind is not None:
                 sig = signature(kind, exp, out, diffs)
-                f = Finding(kind, sig, out.detail[:500], exp.rules, sample.mutation, len(sample.data),
+                f = Disagreement(kind, sig, out.detail[:500], exp.rules, sample.mutation, len(sample.data),
                             sample.data, diffs=diffs[:10], location=crash_location(out))
                 if results.add(f) and minimize and len(results.findings) <= max_minimize and kind != "hang":
                     f.minimized = _minimize(target, scratch, f, profile, sample.raw)
@@ -154,7 +154,7 @@ def run(target: Target, *, count: int = 1000, seed: int = 0, profile: str = "spe
     return results
 
 
-def _minimize(target: Target, scratch: _Scratch, f: Finding, profile: str, raw: RawFile | None) -> bytes:
+def _minimize(target: Target, scratch: _Scratch, f: Disagreement, profile: str, raw: RawFile | None) -> bytes:
     """The smallest input found that still shows ``f``.  Hangs are not minimised (each test would cost the whole
     timeout), and the first candidate that hangs ends the search: a hang costs one timeout, not one per step."""
     hung = False
@@ -175,7 +175,7 @@ def _minimize(target: Target, scratch: _Scratch, f: Finding, profile: str, raw: 
     return ddmin(data, keeps, max_tests=250, max_seconds=20.0)
 
 
-def _remeasure(target: Target, scratch: _Scratch, f: Finding, profile: str) -> None:
+def _remeasure(target: Target, scratch: _Scratch, f: Disagreement, profile: str) -> None:
     """Take the detail, crash location and value differences from the minimised reproducer (what a user running
     it will see), not from the file first generated."""
     if f.minimized is None or f.minimized == f.data:

@@ -74,7 +74,7 @@ def _sec_advisories(ctx: Ctx) -> str:
     return "\n".join([
         f"{len(rows)} advisories. **profiles**: the severity of the catching rules under each profile of "
         "`gguf-construct check --profile` (every advisory is reported under all three). **reproducer**: the "
-        "breakage of `gguf_construct.checker.crafting` that builds a file carrying the trigger "
+        "breakage of `gguf_construct.breaking.crafting` that builds a file carrying the trigger "
         "(`crafting.craft(name)`); tests/test_advisories.py checks each one.\n",
         table(["advisory", "parser", "trigger", "rules", "profiles", "reproducer"], rows),
         f"Limits: alignment at or above {limits['alignment']} is reported by "

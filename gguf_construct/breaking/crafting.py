@@ -4,7 +4,7 @@ inputs.
 
 Example::
 
-    from gguf_construct.checker import crafting
+    from gguf_construct.breaking import crafting
     c = crafting.craft("bool-not-0-or-1")          # from the built-in carrier file
     c.data, c.rules                                # bytes, frozenset({"KV-BOOL"})
     c = crafting.craft("duplicate-key", base=my_valid_bytes)
