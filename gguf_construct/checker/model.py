@@ -169,9 +169,25 @@ def _block_count(ctx: Context) -> Iterator[Hit]:
 
 @functools.lru_cache(maxsize=None)
 def _standard_names() -> re.Pattern:
-    names = sorted(set(arch.loader()["tensor_names"].values()), key=len, reverse=True)
-    alts = "|".join(re.escape(n).replace("%d", r"\d+") for n in names)
-    return re.compile(rf"^(?:{alts})(?:\.[a-z_0-9]+)?$")
+    """One pattern for every standardized name (``%d`` is a layer number) plus an optional ``.suffix``, written
+    as a trie so that matching costs one pass over the name, not one try per name."""
+    trie: dict = {}
+    for name in set(arch.loader()["tensor_names"].values()):
+        node = trie
+        for token in re.split(r"(%d)", name):
+            for piece in ([token] if token == "%d" else token):
+                node = node.setdefault(piece, {})
+        node[""] = {}
+    return re.compile(rf"(?:{_trie_pattern(trie)})(?:\.[a-z_0-9]+)?\Z")
+
+
+def _trie_pattern(node: dict) -> str:
+    alts = [(r"\d+" if piece == "%d" else re.escape(piece)) + _trie_pattern(child)
+            for piece, child in sorted(node.items()) if piece]
+    if not alts:
+        return ""
+    body = alts[0] if len(alts) == 1 else f"(?:{'|'.join(alts)})"
+    return f"(?:{body})?" if "" in node else body
 
 
 @rule("MODEL-TENSOR-NAME")
