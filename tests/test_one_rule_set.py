@@ -76,3 +76,13 @@ def test_load_agrees_with_check_on_broken_files(sample):
 @given(gguf_files(max_kv=3, max_tensors=2))
 def test_valid_files_load(sample):
     _assert_load_agrees(sample[0])
+
+
+def test_an_opaque_tensor_must_start_inside_the_data_section():
+    """A tensor of unknown type has no size, but its data cannot start past the end of the file."""
+    raw = crafting.carrier()
+    raw.tensors[0].type, raw.tensors[0].offset = 1000, 1 << 20
+    with pytest.raises(g.GGUFError) as info:
+        g.load(raw.to_bytes())
+    assert info.value.rule == "DATA-BOUNDS" and info.value.path == "tensor_infos[0].offset"
+    _assert_load_agrees(raw.to_bytes())

@@ -651,7 +651,7 @@ def layout_rules(raw: RawFile, data: bytes, head_end: int, alignment: int) -> se
     avail = size - start
     ready = [(t, n) for t, n in zip(tensors, sizes) if n is not None]
     inb = [(t, n) for t, n in ready if t.offset + n <= avail]
-    if len(inb) != len(ready):
+    if len(inb) != len(ready) or any(n is None and t.offset > avail for t, n in zip(tensors, sizes)):
         out.add("DATA-BOUNDS")
     reach = -1
     for i, t, n in sorted(((i, t, n) for i, (t, n) in enumerate(zip(tensors, sizes)) if n), key=lambda x:

@@ -169,9 +169,10 @@ def _bounds(ctx: Context) -> Iterator[Hit]:
     if not ctx.layout_known:
         return
     avail = _available(ctx)
-    for t in ctx.tensor_ready():
-        if t.data_offset + t.nbytes > avail:
-            yield _offset_hit(t, start=t.data_offset, end=t.data_offset + t.nbytes, available=avail)
+    for t in ctx.tensors:  # a tensor of undefined size (an unknown type) still starts inside the data section
+        end = t.data_offset + (t.nbytes or 0)
+        if end > avail:
+            yield _offset_hit(t, start=t.data_offset, end=end, available=avail)
 
 
 @rule("DATA-OVERLAP")
