@@ -121,6 +121,16 @@ def _documented_values(entry: dict) -> dict | None:
     return values if isinstance(values, dict) else None
 
 
+def _outside(data: np.ndarray, allowed: list[int]) -> np.ndarray:
+    """Mask of the elements of an integer array that are not in ``allowed`` (small non-negative values: one
+    table lookup per element instead of a sort)."""
+    if allowed and min(allowed) >= 0 and max(allowed) < 4096:
+        table = np.zeros(max(allowed) + 2, dtype=bool)
+        table[allowed] = True
+        return ~table[np.clip(data, 0, len(table) - 1)] | (data < 0)
+    return ~np.isin(data, np.array(allowed, dtype=np.int64))
+
+
 @rule("META-KEY-VALUE")
 def _key_value(ctx: Context) -> Iterator[Hit]:
     arch = _arch(ctx)
@@ -133,7 +143,7 @@ def _key_value(ctx: Context) -> Iterator[Hit]:
         if kv.vtype == ARRAY:
             data = kv.value.data
             if isinstance(data, np.ndarray) and data.dtype.kind in "iu" and len(data):
-                bad = ~np.isin(data, np.array([v for v in values if isinstance(v, int)], dtype=np.int64))
+                bad = _outside(data, [v for v in values if isinstance(v, int)])
                 if bad.any():
                     j = int(np.flatnonzero(bad)[0])
                     yield Hit(kv.value_offset, f"{kv.path}.value.data[{j}]", key=kv.key, value=int(data[j]),
