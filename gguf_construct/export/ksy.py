@@ -6,7 +6,8 @@ Translation of the spec's constructs into Kaitai's:
   (:func:`~gguf_construct.fieldlayout.common_scalar`: ``i4`` -> ``s4``; ``f2``/``bf2``, which Kaitai lacks, -> an
   unsigned integer of their width holding the bits);
 * an alias of the version axis (``count_t`` ...) -> ``type: {switch-on: _root.version, cases: ...}`` with the
-  alias's own cases;
+  alias's own cases, each the primitive the families of its versions read
+  (:func:`~gguf_construct.fieldlayout.alias_cases`);
 * byte order -> calculated default endianness on the root type (``meta/endian: switch-on``), the switch being
   the spec's detection rule applied to the version word (read in both byte orders at the one place it has in
   every family, :func:`~gguf_construct.fieldlayout.common_field`);
@@ -14,7 +15,9 @@ Translation of the spec's constructs into Kaitai's:
   or ``type`` a case (arrays of arrays recurse);
 * ``layout`` -> the data section start (``align_offset`` of the end of the tensor infos, ALIGNMENT being
   ``general.alignment`` when present as a UINT32 else the default) and each tensor's data as a slice of the file at
-  its offset, sized by the spec's ``tensor_bytes`` formula with block and type sizes from ``spec/tensor_types``.
+  its offset, sized by the spec's ``tensor_bytes`` formula with block and type sizes from ``spec/tensor_types``;
+* a tensor type's block -> its fields in order (byte strings as long as :func:`~gguf_construct.codecs.block_dtype`
+  has them).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from .. import codecs
 from .. import spec as _spec
 from .. import structs
 from ..fieldlayout import Scalar, alias_cases, common_field, common_scalar
@@ -119,16 +123,18 @@ def _block_type_id(t) -> str:
 
 
 def _block_types() -> dict[str, Any]:
-    """One type per current tensor type: its block, field by field (``u1`` arrays as byte strings)."""
+    """One type per current tensor type: its block, field by field (``u1`` arrays as byte strings, as long as the
+    codecs' block dtype has them)."""
     out: dict[str, Any] = {}
     for t in _spec.tensor_types():
         if not t.is_current or not t.fields:
             continue
         seq = []
+        block = codecs.block_dtype(t.name)
         for f in t.fields:
             field: dict[str, Any] = {"id": f.id}
             if f.type == "u1" and f.count > 1:
-                field["size"] = f.count
+                field["size"] = block.fields[f.id][0].itemsize
             else:
                 field["type"] = _primitive(f.type)
                 if f.count > 1:
