@@ -164,8 +164,8 @@ def render_hexpat() -> str:
     lines += ["};", ""]
     lines += _lookup("ggml_block_size", "block_size") + [""] + _lookup("ggml_type_size", "type_size") + [""]
     lines += ["// ne[i] of a tensor info, 1 beyond its dimensions",
-              f"fn gguf_dim(ref auto info, {_field_type('tensor_info', 'n_dimensions')} i) {{", "    if (i < info.n_dimensions)",
-              "        return info.dimensions[i];", "    return 1;", "};", ""]
+              f"fn gguf_dim(ref auto info, {_field_type('tensor_info', 'n_dimensions')} i) {{",
+              "    if (i < info.n_dimensions)", "        return info.dimensions[i];", "    return 1;", "};", ""]
     formula = g["layout"]["tensor_bytes"]
     expr = re.sub(r"ne\[(\d+)\]", lambda m: f"gguf_dim(info, {m.group(1)})", formula)
     expr = expr.replace("block_size", "ggml_block_size(info.type)").replace("type_size", "ggml_type_size(info.type)")
