@@ -6,6 +6,10 @@ the same question for *every* record of a type at once: each field's offset and 
 ``12 + name.len + 8 × n_dimensions`` for ``tensor_info.type`` in v2.  What no such sum describes (a value whose
 type a switch selects, an array of variable-size items) is *variable*.  Everything is derived from the spec's
 ``seq`` lists and the family; a fixed-size type's size is its ``min_sizes`` entry.
+
+Descriptions written once for every family (the exports) ask what is the *same* in every family: a primitive's
+width and kind (:func:`common_scalar`), a field at one constant place (:func:`common_field`, e.g. the version word
+read before the family is known), and what each case of a version alias stands for (:func:`alias_cases`).
 """
 
 from __future__ import annotations
@@ -13,9 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from . import spec as _spec
 from . import structs
 
-__all__ = ["Extent", "FieldLayout", "TypeLayout", "layout", "case_size"]
+__all__ = ["Extent", "FieldLayout", "TypeLayout", "Scalar", "layout", "case_size", "field_at", "common_field",
+           "scalar", "common_scalar", "alias_cases"]
 
 
 @dataclass(frozen=True)
@@ -129,3 +135,68 @@ def case_size(fam: structs.StructFamily, selector: int) -> Extent:
     """The size of one value of metadata value type ``selector`` (a ``switch_on`` case), relative to the value."""
     vt = structs.value_types()[selector]
     return _item_size(fam, vt.get("encoding") or vt["type"], ())
+
+
+def field_at(fam: structs.StructFamily, type_name: str, path: str) -> FieldLayout:
+    """The offset (from the start of a ``type_name`` record) and size of the field at dotted ``path`` inside it,
+    through nested records, e.g. ``field_at(fam, "file_head", "header.version")``."""
+    head, _, rest = path.partition(".")
+    outer = layout(fam, type_name)[head]
+    if not rest:
+        return outer
+    f = structs.field_spec(type_name, head)
+    if "repeat" in f or f.get("type") not in structs.container_spec()["types"]:
+        raise KeyError(f"{type_name}.{head} is not a single record: {path!r} has no one place")
+    inner = field_at(fam, f["type"], rest)
+    return FieldLayout(path, outer.offset + inner.offset.within(head), inner.size.within(head))
+
+
+def common_field(type_name: str, path: str) -> FieldLayout:
+    """The field at ``path`` of ``type_name`` (see :func:`field_at`), which must have the same constant offset and
+    size in every family, as the version word must (it is read to find the family); ValueError otherwise."""
+    places = {field_at(structs.family(v, bo), type_name, path) for v, bo in structs.each_family()}
+    place = next(iter(places))
+    if len(places) != 1 or place.offset.fixed is None or place.size.fixed is None:
+        raise ValueError(f"{type_name}.{path} has no one constant place in every family: "
+                         + ", ".join(sorted(f"at {f.offset}, {f.size} bytes" for f in places)))
+    return place
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """A primitive as a family reads it: its spec name, its width in bytes and its kind, the kind of its numpy dtype
+    (``u`` unsigned, ``i`` signed, ``f`` floating point; ``bf2``, which numpy lacks, is ``u``: its bits)."""
+
+    primitive: str
+    width: int
+    kind: str
+
+
+def scalar(fam: structs.StructFamily, name: str) -> Scalar:
+    """The primitive or alias ``name`` as ``fam`` reads it (an alias resolved for the family's version)."""
+    prim = structs.resolve_alias(name, fam.version) if name in structs.container_spec()["aliases"] else name
+    return Scalar(prim, fam.primitive_width(name), _spec.numpy_dtype(prim).kind)
+
+
+def common_scalar(name: str) -> Scalar:
+    """The scalar ``name`` stands for, the same in every family (any primitive); ValueError for what differs
+    between families (an alias: see :func:`alias_cases`)."""
+    found = {scalar(structs.family(v, bo), name) for v, bo in structs.each_family()}
+    if len(found) != 1:
+        raise ValueError(f"{name} differs between families: {sorted(s.primitive for s in found)}")
+    return found.pop()
+
+
+def alias_cases(name: str) -> dict[int | str, Scalar]:
+    """The cases of version alias ``name`` as the spec lists them (a version, or ``_`` for every other version),
+    each with the scalar the families of its versions read (a default no version takes: its primitive's)."""
+    cases = structs.container_spec()["aliases"][name]["cases"]
+    others = [v for v in structs.versions() if v not in cases]
+    out: dict[int | str, Scalar] = {}
+    for key, prim in cases.items():
+        version = key if key in structs.versions() else (others[0] if key == "_" and others else None)
+        if version is None:
+            out[key] = common_scalar(prim)
+        else:
+            out[key] = scalar(structs.family(version, structs.BYTE_ORDERS[0]), name)
+    return out

@@ -224,6 +224,44 @@ def test_bof_sequences_start_every_file(tmp_path):
         assert not any(h == head for h in others)
 
 
+@pytest.fixture
+def moved_header(tmp_path, monkeypatch):
+    """A copy of spec/ whose header has a 2-byte field before the version word and 2-byte counts in v1; in effect
+    for one test."""
+    copy = tmp_path / "spec"
+    shutil.copytree(spec.spec_dir(), copy)
+    gguf = yaml.safe_load((copy / "gguf.yaml").read_text(encoding="utf-8"))
+    gguf["types"]["header"]["seq"].insert(1, {"id": "flags", "type": "u2", "doc": "Hypothetical."})
+    gguf["aliases"]["count_t"]["cases"][1] = "u2"
+    (copy / "gguf.yaml").write_text(yaml.safe_dump(gguf, sort_keys=False), encoding="utf-8")
+    caches = (spec.load_yaml, spec.primitives, spec.tensor_types, spec.tensor_type_by_id, structs.family,
+              structs.field_spec, structs.value_types)
+    monkeypatch.setattr(spec, "spec_dir", lambda: copy)
+    for cached in caches:
+        cached.cache_clear()
+    yield
+    monkeypatch.undo()
+    for cached in caches:
+        cached.cache_clear()
+
+
+def test_exports_follow_the_generated_layout(moved_header):
+    """Offsets and widths in every export are the generated families': with the header changed in the spec, the
+    version word is read 2 bytes later and the v1 counts are 2-byte integers everywhere."""
+    ksy = yaml.safe_load(export.render("ksy"))
+    assert {k: ksy["instances"][k]["pos"] for k in ("version_word_le", "version_word_be")} == {
+        "version_word_le": 6, "version_word_be": 6}
+    header = {f["id"]: f for f in ksy["types"]["file_head"]["types"]["header"]["seq"]}
+    assert header["tensor_count"]["type"] == {"switch-on": "_root.version", "cases": {1: "u2", "_": "u8"}}
+    hexpat = export.render("hexpat")
+    assert "std::mem::read_unsigned(6, 4, std::mem::Endian::Little)" in hexpat
+    assert "if (gguf_version == 1) u16 tensor_count;\n    else u64 tensor_count;" in hexpat
+    magic = export.render("magic")
+    assert ">6\tubelong\t1\t" in magic and ">6\tulelong\t3\t" in magic
+    assert ">>10\tubeshort\tx\t\\b, %u tensors" in magic and ">>12\tuleshort\tx\t" in magic
+    assert ">>18\tulequad\tx\t\\b, %llu key/value pairs" in magic
+
+
 def test_mime_entry():
     root = ET.parse(EXPORTS / "gguf-mime.xml").getroot()
     ns = {"m": "http://www.freedesktop.org/standards/shared-mime-info"}

@@ -3,6 +3,7 @@ the located read report for concrete records, in every family, for every spec ty
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from gguf_construct import fieldlayout, structs
@@ -130,3 +131,64 @@ def test_extent_arithmetic():
     assert (a + b).evaluate({"key.len": 5, "n": 2}.__getitem__) == 12 + 15 + 16
     assert Extent(variable=True).evaluate(lambda p: 0) is None
     assert str(Extent()) == "0" and str(Extent(0, ((1, "len"),))) == "len"
+
+
+@pytest.mark.parametrize("version,byte_order", structs.each_family())
+def test_field_at_places_nested_fields_where_the_build_puts_them(version, byte_order):
+    fam = structs.family(version, byte_order)
+    raw, tree = fam.build("file_head", _sample("file_head", 2))
+    paths = [f"header.{f['id']}" for f in structs.container_spec()["types"]["header"]["seq"]]
+    for path in paths:
+        place = fieldlayout.field_at(fam, "file_head", path)
+        node = tree.find(path)
+        assert place.id == path
+        assert (place.offset.fixed, place.offset.fixed + place.size.fixed) == (node.start, node.end), path
+    _raw, kv = fam.build("metadata_kv", _sample("metadata_kv", 3))
+    data = fieldlayout.field_at(fam, "metadata_kv", "key.data")
+    assert str(data.size) == "key.len"
+    assert data.offset.evaluate(lambda p: kv.find(p).value) == kv.find("key.data").start
+    assert data.size.evaluate(lambda p: kv.find(p).value) == 3
+    with pytest.raises(KeyError):
+        fieldlayout.field_at(fam, "file_head", "metadata_kv.key")  # an array of records has no one place
+
+
+def test_common_field_is_the_place_every_family_agrees_on():
+    word = fieldlayout.common_field("file_head", "header.version")
+    for version, byte_order in structs.each_family():
+        raw, _tree = structs.family(version, byte_order).build("header", _sample("header", 0) | {"version": version})
+        end = word.offset.fixed + word.size.fixed
+        assert int.from_bytes(raw[word.offset.fixed:end], byte_order) == version
+        assert structs.detect(raw[:end]) == (version, byte_order)
+    with pytest.raises(ValueError, match="tensor_count"):  # count_t: 4 bytes in v1, 8 later
+        fieldlayout.common_field("file_head", "header.tensor_count")
+
+
+@pytest.mark.parametrize("version,byte_order", structs.each_family())
+def test_scalars_are_what_the_family_writes(version, byte_order):
+    """A primitive's or alias's width and kind: the bytes the builder writes for a field of that type, read back
+    with numpy as that kind."""
+    fam = structs.family(version, byte_order)
+    for type_name, field_id, value in (("tensor_info", "dimensions", [3]), ("header", "tensor_count", 5),
+                                       ("gguf_array", "type", 6)):
+        f = structs.field_spec(type_name, field_id)
+        s = fieldlayout.scalar(fam, f["type"])
+        raw, tree = fam.build(type_name, {**_sample(type_name, 1), field_id: value})
+        node = tree.find(field_id)
+        assert node.end - node.start == s.width * (len(value) if isinstance(value, list) else 1)
+        dtype = np.dtype(f"{s.kind}{s.width}").newbyteorder("<" if byte_order == "little" else ">")
+        assert np.frombuffer(raw[node.start:node.end], dtype).tolist() == (value if isinstance(value, list)
+                                                                           else [value])
+    assert fieldlayout.scalar(fam, "dim_t") == fieldlayout.common_scalar(structs.resolve_alias("dim_t", version))
+
+
+def test_common_scalars_and_alias_cases():
+    assert fieldlayout.common_scalar("i4") == fieldlayout.Scalar("i4", 4, "i")
+    assert fieldlayout.common_scalar("f2").kind == "f" and fieldlayout.common_scalar("bf2").kind == "u"
+    with pytest.raises(ValueError, match="count_t"):
+        fieldlayout.common_scalar("count_t")
+    for alias, spec_alias in structs.container_spec()["aliases"].items():
+        cases = fieldlayout.alias_cases(alias)
+        assert list(cases) == list(spec_alias["cases"])
+        for version in structs.versions():
+            case = cases.get(version, cases["_"])
+            assert case == fieldlayout.scalar(structs.family(version, "big"), alias), (alias, version)

@@ -2,9 +2,11 @@
 
 Same coverage as the Kaitai description as far as ImHex's pattern language allows:
 
-* the byte order is detected with the spec's rule (the version word read little-endian, its low bits masked) and
-  the whole file pattern is placed ``be`` or ``le``;
-* the version-dependent widths (the spec's aliases) are ``if``s on the version;
+* the byte order is detected with the spec's rule (the version word read little-endian, its low bits masked, at
+  the one place it has in every family) and the whole file pattern is placed ``be`` or ``le``;
+* numbers are ImHex's types of their kind and width as the generated families read them
+  (:func:`~gguf_construct.fieldlayout.common_scalar`); the version-dependent widths (the spec's aliases) are
+  ``if``s on the version;
 * the value types are a ``match`` with one case per value type, arrays of arrays recursing;
 * ALIGNMENT is taken from ``general.alignment`` while the metadata is placed; tensor data are placed at the data
   section start plus their offsets, sized by the spec's ``tensor_bytes`` with the block and type sizes of
@@ -20,33 +22,41 @@ import re
 
 from .. import spec as _spec
 from .. import structs
+from ..fieldlayout import Scalar, alias_cases, common_field, common_scalar
 
 __all__ = ["render_hexpat"]
 
-_HEXPAT_PRIMITIVE = {"u1": "u8", "i1": "s8", "u2": "u16", "i2": "s16", "u4": "u32", "i4": "s32", "u8": "u64",
-                     "i8": "s64", "f4": "float", "f8": "double", "f2": "u16", "bf2": "u16"}
+# a scalar's kind -> the letter of ImHex's integers of that kind; its floats by width (others are held as their bits)
+_IMHEX_INTEGER = {"u": "u", "i": "s"}
+_IMHEX_FLOAT = {4: "float", 8: "double"}
 
 
 def _comment(text: str) -> str:
     return " ".join(str(text).split())
 
 
+def _imhex(s: Scalar) -> str:
+    """ImHex's type (``u32``, ``s8``, ``float`` ...) reading ``s``; a float of a width ImHex lacks as its bits."""
+    if s.kind == "f" and s.width in _IMHEX_FLOAT:
+        return _IMHEX_FLOAT[s.width]
+    return ("u" if s.kind == "f" else _IMHEX_INTEGER[s.kind]) + str(8 * s.width)
+
+
 def _type(name: str) -> str:
-    if name in _HEXPAT_PRIMITIVE:
-        return _HEXPAT_PRIMITIVE[name]
+    if name in _spec.primitives():
+        return _imhex(common_scalar(name))
     return name if name.startswith("gguf_") or name in ("ggml_type",) else f"gguf_{name}"
 
 
 def _declare(type_name: str, member: str, suffix: str = "") -> list[str]:
     """Lines declaring ``member`` of a primitive, alias or compound type (aliases switch on the version)."""
-    g = structs.container_spec()
-    if type_name in g["aliases"]:
-        cases = g["aliases"][type_name]["cases"]
+    if type_name in structs.container_spec()["aliases"]:
+        cases = alias_cases(type_name)
         fixed = [k for k in cases if k != "_"]
         out = []
         for i, v in enumerate(fixed):
-            out.append(f"{'if' if i == 0 else 'else if'} (gguf_version == {v}) {_type(cases[v])} {member}{suffix};")
-        out.append(f"else {_type(cases['_'])} {member}{suffix};")
+            out.append(f"{'if' if i == 0 else 'else if'} (gguf_version == {v}) {_imhex(cases[v])} {member}{suffix};")
+        out.append(f"else {_imhex(cases['_'])} {member}{suffix};")
         return out
     return [f"{_type(type_name)} {member}{suffix};"]
 
@@ -88,6 +98,20 @@ def _struct(name: str, tdef: dict) -> list[str]:
     return out
 
 
+def _field_type(type_name: str, field_id: str) -> str:
+    """ImHex's type of a (primitive) field of a spec type."""
+    return _type(structs.field_spec(type_name, field_id)["type"])
+
+
+def _enum_base(enum: str) -> str:
+    """ImHex's type of the fields that hold a value of ``enum`` (the enum's underlying type)."""
+    found = {_type(f["type"]) for t in structs.container_spec()["types"].values() for f in t["seq"]
+             if f.get("enum") == enum and "switch_on" not in f}
+    if len(found) != 1:
+        raise ValueError(f"the fields holding {enum} differ in type: {sorted(found)}")
+    return found.pop()
+
+
 def _lookup(fn: str, attr: str) -> list[str]:
     out = [f"fn {fn}(ggml_type t) {{", "    match (t) {"]
     for t in _spec.tensor_types():
@@ -102,11 +126,10 @@ def render_hexpat() -> str:
     meta = g["meta"]
     bo = g["byte_order"]
     alignment = g["layout"]["alignment"]
-    word = 0
-    for f in g["types"]["header"]["seq"]:
-        if f["id"] == "version":
-            break
-        word += len(f["contents"]) if "contents" in f else _spec.primitives()[f["type"]].size
+    word = common_field("file_head", "header.version")
+    at, width = word.offset.fixed, word.size.fixed
+    version_t = _field_type("header", "version")
+    alignment_t = _type(next(vt for vt in g["value_types"] if vt["name"] == alignment["type"])["encoding"])
     magic = " ".join(f"{b:02X}" for b in meta["magic"].encode("ascii"))
     lines = [
         f"#pragma description {meta['title']}, versions {', '.join(map(str, structs.versions()))}, both byte orders",
@@ -125,24 +148,24 @@ def render_hexpat() -> str:
         "import std.sys;",
         "",
         f"// {_comment(bo['detection'])}",
-        f"u32 gguf_version_word = std::mem::read_unsigned({word}, 4, std::mem::Endian::Little);",
+        f"{version_t} gguf_version_word = std::mem::read_unsigned({at}, {width}, std::mem::Endian::Little);",
         f"bool gguf_big_endian = (gguf_version_word & {bo['detection_mask']:#x}) == 0 && gguf_version_word != 0;",
-        f"u32 gguf_version = gguf_big_endian ? std::mem::read_unsigned({word}, 4, std::mem::Endian::Big)"
-        " : gguf_version_word;",
+        f"{version_t} gguf_version = gguf_big_endian"
+        f" ? std::mem::read_unsigned({at}, {width}, std::mem::Endian::Big) : gguf_version_word;",
         f"// {_comment(alignment['doc'])}",
-        f"u32 gguf_alignment = {alignment['default']};",
+        f"{alignment_t} gguf_alignment = {alignment['default']};",
         "",
-        "enum gguf_value_type : u32 {",
+        f"enum gguf_value_type : {_enum_base('value_types')} {{",
     ]
     lines += [f"    {vt['name']} = {vt['id']},  // {_comment(vt['doc'])}" for vt in g["value_types"]]
-    lines += ["};", "", "enum ggml_type : u32 {"]
+    lines += ["};", "", f"enum ggml_type : {_enum_base('ggml_types')} {{"]
     lines += [f"    {t.name} = {t.id},  // block {t.block_size} elements, {t.type_size} bytes" if t.block_size else
               f"    {t.name} = {t.id},  // removed" for t in _spec.tensor_types()]
     lines += ["};", ""]
     lines += _lookup("ggml_block_size", "block_size") + [""] + _lookup("ggml_type_size", "type_size") + [""]
     lines += ["// ne[i] of a tensor info, 1 beyond its dimensions",
-              "fn gguf_dim(ref auto info, u32 i) {", "    if (i < info.n_dimensions)",
-              "        return info.dimensions[i];", "    return 1;", "};", ""]
+              f"fn gguf_dim(ref auto info, {_field_type('tensor_info', 'n_dimensions')} i) {{",
+              "    if (i < info.n_dimensions)", "        return info.dimensions[i];", "    return 1;", "};", ""]
     formula = g["layout"]["tensor_bytes"]
     expr = re.sub(r"ne\[(\d+)\]", lambda m: f"gguf_dim(info, {m.group(1)})", formula)
     expr = expr.replace("block_size", "ggml_block_size(info.type)").replace("type_size", "ggml_type_size(info.type)")

@@ -2,17 +2,22 @@
 
 Translation of the spec's constructs into Kaitai's:
 
-* a primitive -> the Kaitai primitive of the same width (``i4`` -> ``s4``; ``f2``/``bf2``, which Kaitai lacks,
-  -> ``u2`` holding the bits);
+* a primitive -> the Kaitai primitive of its kind and width as the generated families read it
+  (:func:`~gguf_construct.fieldlayout.common_scalar`: ``i4`` -> ``s4``; ``f2``/``bf2``, which Kaitai lacks, -> an
+  unsigned integer of their width holding the bits);
 * an alias of the version axis (``count_t`` ...) -> ``type: {switch-on: _root.version, cases: ...}`` with the
-  alias's own cases;
+  alias's own cases, each the primitive the families of its versions read
+  (:func:`~gguf_construct.fieldlayout.alias_cases`);
 * byte order -> calculated default endianness on the root type (``meta/endian: switch-on``), the switch being
-  the spec's detection rule applied to the version word (read at its offset in both byte orders);
+  the spec's detection rule applied to the version word (read in both byte orders at the one place it has in
+  every family, :func:`~gguf_construct.fieldlayout.common_field`);
 * ``switch_on`` over the value types -> a switch over the ``value_types`` enum, every value type's ``encoding``
   or ``type`` a case (arrays of arrays recurse);
 * ``layout`` -> the data section start (``align_offset`` of the end of the tensor infos, ALIGNMENT being
   ``general.alignment`` when present as a UINT32 else the default) and each tensor's data as a slice of the file at
-  its offset, sized by the spec's ``tensor_bytes`` formula with block and type sizes from ``spec/tensor_types``.
+  its offset, sized by the spec's ``tensor_bytes`` formula with block and type sizes from ``spec/tensor_types``;
+* a tensor type's block -> its fields in order (byte strings as long as :func:`~gguf_construct.codecs.block_dtype`
+  has them).
 """
 
 from __future__ import annotations
@@ -22,16 +27,18 @@ from typing import Any
 
 import yaml
 
+from .. import codecs
 from .. import spec as _spec
 from .. import structs
+from ..fieldlayout import Scalar, alias_cases, common_field, common_scalar
 from .signatures import MIME_TYPE
 
 __all__ = ["ksy_tree", "render_ksy"]
 
-# spec primitive -> Kaitai primitive; Kaitai has no binary16/bfloat16, they are kept as their 16 bits
-_KAITAI_PRIMITIVE = {"u1": "u1", "i1": "s1", "u2": "u2", "i2": "s2", "u4": "u4", "i4": "s4", "u8": "u8", "i8": "s8",
-                     "f2": "u2", "bf2": "u2", "f4": "f4", "f8": "f8"}
-_RAW_16 = {"f2", "bf2"}
+# a scalar's kind (its numpy dtype's) -> the letter of Kaitai's primitives of that kind
+_KAITAI_KIND = {"u": "u", "i": "s", "f": "f"}
+# Kaitai has no binary16/bfloat16: they are read as unsigned integers of their width (their bits)
+_HELD_AS_BITS = frozenset({"f2", "bf2"})
 
 
 def _gguf() -> dict:
@@ -52,15 +59,20 @@ def _doc(entry: dict, extra: str = "") -> dict:
     return out
 
 
+def _kaitai(s: Scalar) -> str:
+    """The Kaitai primitive (``u4``, ``s8``, ``f4`` ...) reading ``s``, without byte order."""
+    return ("u" if s.primitive in _HELD_AS_BITS else _KAITAI_KIND[s.kind]) + str(s.width)
+
+
 def _primitive(name: str) -> str:
-    return _KAITAI_PRIMITIVE[name]
+    return _kaitai(common_scalar(name))
 
 
 def _type_ref(name: str) -> Any:
     """A spec type name (primitive, alias or compound type) as a Kaitai ``type``."""
     g = _gguf()
     if name in g["aliases"]:
-        cases = {k: _primitive(v) for k, v in g["aliases"][name]["cases"].items()}  # "_" is Kaitai's default too
+        cases = {k: _kaitai(s) for k, s in alias_cases(name).items()}  # "_" is Kaitai's default too
         return {"switch-on": "_root.version", "cases": cases}
     if name in _spec.primitives():
         return _primitive(name)
@@ -111,21 +123,24 @@ def _block_type_id(t) -> str:
 
 
 def _block_types() -> dict[str, Any]:
-    """One type per current tensor type: its block, field by field (``u1`` arrays as byte strings)."""
+    """One type per current tensor type: its block, field by field (``u1`` arrays as byte strings, as long as the
+    codecs' block dtype has them)."""
     out: dict[str, Any] = {}
     for t in _spec.tensor_types():
         if not t.is_current or not t.fields:
             continue
         seq = []
+        block = codecs.block_dtype(t.name)
         for f in t.fields:
             field: dict[str, Any] = {"id": f.id}
             if f.type == "u1" and f.count > 1:
-                field["size"] = f.count
+                field["size"] = block.fields[f.id][0].itemsize
             else:
                 field["type"] = _primitive(f.type)
                 if f.count > 1:
                     field.update({"repeat": "expr", "repeat-expr": f.count})
-            raw = f" Held as its 16 bits ({_spec.primitives()[f.type].doc})." if f.type in _RAW_16 else ""
+            raw = (f" Held as its {8 * common_scalar(f.type).width} bits ({_spec.primitives()[f.type].doc})."
+                   if f.type in _HELD_AS_BITS else "")
             c_decl = f" C: {f.c_decl}." if f.c_decl else ""
             field["doc"] = (f.doc.strip() + raw + c_decl).strip()
             seq.append(field)
@@ -162,16 +177,6 @@ def _align_expr(offset: str, alignment: str) -> str:
     """The spec's ``align_offset`` formula with its two operands substituted."""
     formula = _gguf()["layout"]["align_offset"]
     return re.sub(r"\bALIGNMENT\b", alignment, re.sub(r"\boffset\b", offset, formula))
-
-
-def _version_word_offset() -> int:
-    """Offset of the header's version word: the sizes of the header fields before it."""
-    pos = 0
-    for field in _gguf()["types"]["header"]["seq"]:
-        if field["id"] == "version":
-            return pos
-        pos += len(field["contents"]) if "contents" in field else _spec.primitives()[field["type"]].size
-    raise KeyError("header has no version field")
 
 
 def _types() -> dict[str, Any]:
@@ -254,7 +259,8 @@ def ksy_tree() -> dict[str, Any]:
     g = _gguf()
     meta = g["meta"]
     alignment = g["layout"]["alignment"]
-    word = _version_word_offset()
+    word = common_field("file_head", "header.version").offset.fixed
+    word_type = _primitive(structs.field_spec("header", "version")["type"])
     mask = g["byte_order"]["detection_mask"]
     align_prim = _primitive(next(v for v in g["value_types"] if v["name"] == alignment["type"])["encoding"])
     return {
@@ -270,8 +276,9 @@ def ksy_tree() -> dict[str, Any]:
             {"id": "data", "type": "data_section(_io.pos)", "doc": g["layout"]["doc"]},
         ],
         "instances": {
-            "version_word_le": {"pos": word, "type": "u4le", "doc": "The version word read as little-endian."},
-            "version_word_be": {"pos": word, "type": "u4be", "doc": "The version word read as big-endian."},
+            "version_word_le": {"pos": word, "type": f"{word_type}le",
+                                "doc": "The version word read as little-endian."},
+            "version_word_be": {"pos": word, "type": f"{word_type}be", "doc": "The version word read as big-endian."},
             "big_endian": {
                 "value": f"(version_word_le & {mask:#x}) == 0 and version_word_le != 0",
                 "doc": g["byte_order"]["detection"].strip(), "doc-ref": g["byte_order"]["doc_ref"]},

@@ -3,53 +3,48 @@ entry.
 
 The magic lines match the magic, then every declared version in each byte order (the version word compared in
 little- and in big-endian, which is the spec's byte-order detection for the versions that exist), and print the
-version, the byte order and the two header counts, read at their offsets with their widths in that version.
+version, the byte order and the two header counts, read at their offsets with their widths in that version, as
+the generated family of that version and byte order has them (:func:`~gguf_construct.fieldlayout.field_at`).
 """
 
 from __future__ import annotations
 
 from xml.sax.saxutils import escape
 
-from .. import spec as _spec
 from .. import structs
+from ..fieldlayout import field_at
 
 __all__ = ["MIME_TYPE", "render_magic", "render_mime", "bof_sequences"]
 
 # Not a registered media type (GGUF has none); the x- form freedesktop uses for unregistered formats.
 MIME_TYPE = "application/x-gguf"
 
-_MAGIC_TYPE = {(4, "little"): "ulelong", (4, "big"): "ubelong", (8, "little"): "ulequad", (8, "big"): "ubequad"}
-_MAGIC_FORMAT = {4: "%u", 8: "%llu"}
+# libmagic's unsigned integers: "u", the byte order ("le"/"be", none for a byte), the name of the width
+_MAGIC_INTEGER = {1: "byte", 2: "short", 4: "long", 8: "quad"}
+_MAGIC_ORDER = {"little": "le", "big": "be"}
 _COUNT_LABEL = {"tensor_count": "tensors", "metadata_kv_count": "key/value pairs"}
 
 
-def _header_fields(version: int) -> list[tuple[str, int, int]]:
-    """``(field id, offset, width)`` of every header field in ``version``."""
-    out, pos = [], 0
-    for field in structs.container_spec()["types"]["header"]["seq"]:
-        if "contents" in field:
-            width = len(field["contents"])
-        else:
-            prim = field["type"]
-            if prim in structs.container_spec()["aliases"]:
-                prim = structs.resolve_alias(prim, version)
-            width = _spec.primitives()[prim].size
-        out.append((field["id"], pos, width))
-        pos += width
-    return out
+def _magic_type(width: int, order: str) -> str:
+    """libmagic's type of an unsigned integer of ``width`` bytes in byte order ``order`` (``ulelong`` ...)."""
+    return "u" + ("" if width == 1 else _MAGIC_ORDER[order]) + _MAGIC_INTEGER[width]
+
+
+def _header_field(fam: structs.StructFamily, field_id: str) -> tuple[int, int]:
+    """``(offset in the file, width)`` of a header field in ``fam``."""
+    place = field_at(fam, "file_head", f"header.{field_id}")
+    return place.offset.fixed, place.size.fixed
 
 
 def bof_sequences() -> list[tuple[int, str, bytes]]:
     """``(version, byte order, bytes)``: the fixed bytes every file of that version and byte order starts with
-    (magic and version word), e.g. for a PRONOM/DROID internal signature."""
-    meta = structs.container_spec()["meta"]
+    (magic and version word), e.g. for a PRONOM/DROID internal signature: what the family's builder writes for an
+    empty file up to the end of the version word."""
     out = []
-    for version in structs.versions():
-        fields = {fid: (off, width) for fid, off, width in _header_fields(version)}
-        voff, vwidth = fields["version"]
-        for order in structs.BYTE_ORDERS:
-            head = meta["magic"].encode("ascii").ljust(voff, b"\0")
-            out.append((version, order, head + version.to_bytes(vwidth, order)))
+    for version, order in structs.each_family():
+        raw, tree = structs.family(version, order).build(
+            "file_head", {"header": {"version": version}, "metadata_kv": [], "tensor_infos": []})
+        out.append((version, order, raw[:tree.find("header.version").end]))
     return out
 
 
@@ -59,17 +54,17 @@ def render_magic() -> str:
     lines = [f"# {meta['title']}: magic(5) lines generated from spec/ by `gguf-construct export magic`; do not edit.",
              f"# Version and byte order: the version word, read in each byte order (versions {list(structs.versions())}).",
              f"0\tstring\t{meta['magic']}"]
-    for version in structs.versions():
-        fields = {fid: (off, width) for fid, off, width in _header_fields(version)}
-        voff, vwidth = fields["version"]
-        for order in structs.BYTE_ORDERS:
-            lines.append(f">{voff}\t{_MAGIC_TYPE[vwidth, order]}\t{version}\t"
-                         f"{meta['title']}, version {version}, {order}-endian")
-            for fid, label in _COUNT_LABEL.items():
-                off, width = fields[fid]
-                lines.append(f">>{off}\t{_MAGIC_TYPE[width, order]}\tx\t\\b, {_MAGIC_FORMAT[width]} {label}")
-            lines.append(f"!:mime\t{MIME_TYPE}")
-            lines.append(f"!:ext\t{meta['id']}")
+    for version, order in structs.each_family():
+        fam = structs.family(version, order)
+        voff, vwidth = _header_field(fam, "version")
+        lines.append(f">{voff}\t{_magic_type(vwidth, order)}\t{version}\t"
+                     f"{meta['title']}, version {version}, {order}-endian")
+        for fid, label in _COUNT_LABEL.items():
+            off, width = _header_field(fam, fid)
+            fmt = "%llu" if width == 8 else "%u"
+            lines.append(f">>{off}\t{_magic_type(width, order)}\tx\t\\b, {fmt} {label}")
+        lines.append(f"!:mime\t{MIME_TYPE}")
+        lines.append(f"!:ext\t{meta['id']}")
     return "\n".join(lines) + "\n"
 
 

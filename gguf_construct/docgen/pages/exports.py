@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ... import export, structs
+from ...export.ksy import ksy_tree
 from ...export.signatures import MIME_TYPE, bof_sequences
 from ..context import Ctx, Page, Section
 from ..markdown import code, fence, intro, table
@@ -38,13 +39,14 @@ def _sec_kaitai(ctx: Ctx) -> str:
     g = ctx.data.gguf
     aliases = ", ".join(ctx.ref("alias", a) for a in g["aliases"])
     current = sum(t.is_current for t in ctx.data.tensor_types)
+    word = {k: code(v["type"]) for k, v in ksy_tree()["instances"].items() if k.startswith("version_word")}
     return "\n".join([
         "How the spec maps onto Kaitai Struct:\n",
         table(["spec", "Kaitai Struct"], [
             ["byte order (detection on the version word)",
              "calculated default endianness: `file_head` has `meta/endian: switch-on: _root.big_endian`; every "
              "other type is nested in it and inherits it; the root reads the version word at its offset as "
-             "`u4le` and `u4be`"],
+             f"{word['version_word_le']} and {word['version_word_be']}"],
             [f"version aliases ({aliases})", "`type: {switch-on: _root.version, cases: ...}` with the alias's cases"],
             [f"value types ({len(g['value_types'])})",
              "enum `value_types`; a value or array element is a `switch-on` with one case per type; "
