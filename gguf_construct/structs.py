@@ -293,15 +293,29 @@ def family(version: int, byte_order: str) -> StructFamily:
     return StructFamily(version, byte_order, dict(gen.types), compiled, dict(gen.min_sizes), compiled_types)
 
 
+def version_word() -> tuple[int, int]:
+    """(offset, width) of the version word: after the header's fixed-size fields before it, as the spec declares
+    them (it is a fixed-width primitive, at the same place in every family)."""
+    offset = 0
+    for f in container_spec()["types"]["header"]["seq"]:
+        width = len(f["contents"]) if "contents" in f else _spec.primitives()[f["type"]].size
+        if f["id"] == "version":
+            return offset, width
+        offset += width
+    raise KeyError("header has no version field")
+
+
 def detect(prefix: bytes) -> tuple[int, str]:
-    """Byte order and version from the first 8 bytes (magic not checked here).
+    """Byte order and version from the start of a file (magic not checked here).
 
     Returns ``(version_as_read, byte_order)``; the version may be invalid.
     """
-    word = int.from_bytes(prefix[4:8], "little")
+    start, width = version_word()
+    raw = prefix[start:start + width]
+    word = int.from_bytes(raw, "little")
     mask = container_spec()["byte_order"]["detection_mask"]
     if word & mask == 0 and word != 0:
-        return int.from_bytes(prefix[4:8], "big"), "big"
+        return int.from_bytes(raw, "big"), "big"
     return word, "little"
 
 

@@ -258,6 +258,8 @@ def test_exports_follow_the_generated_layout(moved_header):
     assert "if (gguf_version == 1) u16 tensor_count;\n    else u64 tensor_count;" in hexpat
     magic = export.render("magic")
     assert ">6\tubelong\t1\t" in magic and ">6\tulelong\t3\t" in magic
+    assert structs.version_word() == (6, 4)  # the reader's byte-order detection reads the same word
+    assert structs.detect(b"GGUF\0\0" + (3).to_bytes(4, "big")) == (3, "big")
     assert ">>10\tubeshort\tx\t\\b, %u tensors" in magic and ">>12\tuleshort\tx\t" in magic
     assert ">>18\tulequad\tx\t\\b, %llu key/value pairs" in magic
 
