@@ -54,9 +54,10 @@ def known_architectures() -> set[str]:
     return documented_architectures() | set(architectures())
 
 
-def standard_namespaces() -> set[str]:
+@functools.lru_cache(maxsize=1)
+def standard_namespaces() -> frozenset[str]:
     """First segments of registry keys written without a placeholder (general, tokenizer, split, ...)."""
-    return {e["key"].split(".")[0] for e in keys_spec()["keys"] if not e["key"].startswith("{")}
+    return frozenset(e["key"].split(".")[0] for e in keys_spec()["keys"] if not e["key"].startswith("{"))
 
 
 def entries_required_by(arch: str) -> list[dict]:
