@@ -65,3 +65,19 @@ def test_llama_declares_its_standard_tensors():
     assert loader["tensor_names"]["LLM_TENSOR_ATTN_Q"] == "blk.%d.attn_q"
     assert loader["key_names"]["LLM_KV_CONTEXT_LENGTH"] == "{arch}.context_length"
     assert loader["hparams_fields"]["n_embd"]["type"] == "uint32_t"
+
+
+@pytest.mark.parametrize("tokens,bad", [
+    (["<unk>", "a", "b", "c"], False),
+    (["<unk>", "a", "b", "a"], True),            # two equal strings
+    (["<unk>", "", "b", "c"], False),           # an empty token is named by its id
+    (["<unk>", "", "[EMPTY_1]", "c"], True),    # ... and that name may collide with a real token
+])
+def test_vocabulary_strings_must_be_unique(tokens, bad):
+    from gguf_construct.arch.loader import Fatal, _unique_tokens
+
+    if bad:
+        with pytest.raises(Fatal):
+            _unique_tokens(tokens, "[EMPTY_{i}]")
+    else:
+        _unique_tokens(tokens, "[EMPTY_{i}]")

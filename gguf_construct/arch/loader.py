@@ -596,6 +596,9 @@ def _plan_imatrix(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMet
 
 def _unique_tokens(tokens: Any, empty_as: str) -> None:
     """Fatal when two token strings are equal (an empty one named ``empty_as``): llama.cpp aborts on them."""
+    distinct = set(tokens)
+    if len(distinct) == len(tokens) and "" not in distinct:
+        return  # the common case, decided in one C-level pass
     seen: set = set()
     for i, word in enumerate(tokens):
         word = word or empty_as.format(i=i)
