@@ -15,7 +15,7 @@ Example::
 
 ``invalid_gguf_files()`` draws ``(data, rules)`` pairs: a file broken at the structure level in one named way
 (see :mod:`gguf_construct.breaking.mutations`) and the IDs of the conformance rules it breaks (spec/rules.yaml),
-predicted from the spec by an oracle independent of the checker::
+as the breakage declared them for the edit it made (not derived from the checker)::
 
     from gguf_construct.strategies import invalid_gguf_files
 
@@ -37,14 +37,15 @@ from hypothesis import strategies as st
 
 from . import spec as _spec
 from . import structs
+from .breaking.intent import Labels, compose
 from .breaking.mutations import HypothesisPick, Skip, mutations_for
-from .breaking.rawfile import expected_rules, from_document
+from .breaking.rawfile import from_document
 from .rulebook.catalog import PROFILES, catalog
 from .enums import GGMLType, GGUFValueType
 from .model import GGUFFile, tensor_nbytes
 from .values import GGUFValue, numpy_dtype_of
 
-__all__ = ["Document", "gguf_files", "invalid_gguf_files", "documents", "metadata_values", "metadata_keys",
+__all__ = ["Document", "gguf_files", "invalid_gguf_files", "broken_gguf_files", "Broken", "documents", "metadata_values", "metadata_keys",
            "tensor_specs", "violations", "model_files", "invalid_model_files", "MODEL_TENSOR_TYPES"]
 
 _SCALARS = [vt for vt in GGUFValueType if vt not in (GGUFValueType.ARRAY,)]
@@ -189,41 +190,68 @@ def invalid_gguf_files(*, rules: Sequence[str] | None = None, versions: Sequence
 
     A valid file is drawn as by :func:`gguf_files`, then broken at the structure level by ``mutations``
     structural mutations (bad counts, types, lengths, offsets, names, truncation at field boundaries, ...; see
-    :mod:`gguf_construct.breaking.mutations`).  ``rule_ids`` are the rules of spec/rules.yaml the result breaks
-    (error or warning under the "spec" or the "ggml" profile, see :func:`violations`), predicted from the spec by
-    :func:`gguf_construct.breaking.rawfile.expected_rules`; the metadata-schema (META-*), file-name (NAME-*) and
-    ``--data`` rules are not predicted.  With ``rules`` given, only files breaking at least one of them are drawn
-    (ValueError for a rule no mutation aims at, or one that is an info under every profile and so never a label).
+    :mod:`gguf_construct.breaking.mutations`).  ``rule_ids`` are the rules the breakages declare they break for
+    the edits they made (:class:`gguf_construct.breaking.intent.Intent`), those that are an error or a warning under
+    some profile (see :func:`violations`): a conformance checker reports each of them.  The file may also show the
+    valid carrier's own findings (its version and byte order, nested arrays), the breakages' declared side effects,
+    and metadata-schema (META-*), model (MODEL-*) and file-name (NAME-*) findings.  With ``rules`` given, only files
+    breaking at least one of them are drawn (ValueError for a rule no mutation aims at, or one that is an info under
+    every profile and so never a label).
     """
+    return broken_gguf_files(rules=rules, versions=versions, byte_orders=byte_orders, tensor_types=tensor_types,
+                             max_kv=max_kv, max_tensors=max_tensors, nested_arrays=nested_arrays,
+                             mutations=mutations).map(lambda b: (b.data, b.labels))
+
+
+@dataclass(frozen=True)
+class Broken:
+    """A file drawn by :func:`broken_gguf_files`: its bytes, labels, the combined declared intent of its
+    breakages, the valid carrier it was made from and the names of the mutations applied."""
+
+    data: bytes
+    labels: frozenset
+    intent: Labels
+    carrier: bytes
+    mutations: tuple
+
+
+def broken_gguf_files(*, rules: Sequence[str] | None = None, versions: Sequence[int] = (1, 2, 3),
+                      byte_orders: Sequence[str] = ("little", "big"), tensor_types: Sequence[str] | None = None,
+                      max_kv: int = 4, max_tensors: int = 2, nested_arrays: bool = True,
+                      mutations: int = 1) -> st.SearchStrategy[Broken]:
+    """The files of :func:`invalid_gguf_files` (same arguments) as :class:`Broken`, with their breakages'
+    declared intent (``intent.breaks``, ``intent.may``) and the unbroken carrier's bytes."""
     if rules is not None:
         rules = frozenset(rules)
         mutations_for(rules)  # refuses rules no mutation produces
         infos = rules - violations(rules)
         if infos:
             raise ValueError(f"{sorted(infos)} are infos under every profile: never labels of an invalid file")
-    return _invalid_gguf_files(rules, versions, byte_orders, tensor_types, max_kv, max_tensors, nested_arrays,
-                               mutations)
+    return _broken_gguf_files(rules, versions, byte_orders, tensor_types, max_kv, max_tensors, nested_arrays,
+                              mutations)
 
 
 @st.composite
-def _invalid_gguf_files(draw, rules, versions, byte_orders, tensor_types, max_kv, max_tensors, nested_arrays,
-                        mutations):
+def _broken_gguf_files(draw, rules, versions, byte_orders, tensor_types, max_kv, max_tensors, nested_arrays,
+                       mutations):
     doc = draw(documents(versions=versions, byte_orders=byte_orders, tensor_types=tensor_types, max_kv=max_kv,
                          max_tensors=max_tensors, nested_arrays=nested_arrays))
     raw = from_document(doc)
+    carrier = raw.encode(with_marks=False)[0]
     pick = HypothesisPick(draw, rules)
     candidates = mutations_for(rules)
     chosen = [draw(st.sampled_from(candidates)) for _ in range(mutations)]
-    for mutation in sorted(chosen, key=lambda m: m.late):
+    for mutation in sorted(chosen, key=lambda m: m.phase):
         try:
             mutation.apply(raw, pick)
         except Skip:
             assume(False)
-    labels = violations(expected_rules(raw))
-    assume(labels)  # some mutations can land on a valid value (e.g. alignment 64): that file is not invalid
+    intent = compose(raw)
+    labels = violations(intent.breaks)
+    assume(labels)  # some edits land on a valid value (e.g. alignment 64), or a later one hides what they broke
     if rules is not None:
         assume(labels & rules)
-    return raw.encode(with_marks=False)[0], labels
+    return Broken(raw.encode(with_marks=False)[0], labels, intent, carrier, tuple(m.name for m in chosen))
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -10,7 +10,10 @@ import pytest
 import gguf_construct as g
 from gguf_construct import reader as layout
 from gguf_construct import spec, structs
-from gguf_construct.breaking.rawfile import RawFile, expected_rules
+import random
+
+from gguf_construct.breaking.mutations import MUTATIONS, RandomPick
+from gguf_construct.breaking.rawfile import RawFile
 from gguf_construct.checker import check_buffer
 from gguf_construct.codecs._common import QK_K
 
@@ -51,13 +54,18 @@ def test_default_alignment_and_key_are_those_of_the_layout_section():
 
 
 @pytest.mark.parametrize("magic", sorted(structs.container_spec()["meta"]["legacy_magics"]))
-def test_every_legacy_magic_is_known_to_reader_checker_and_oracle(magic):
-    raw = RawFile(3, "little")
-    raw.magic = magic.encode("ascii")
+def test_every_legacy_magic_is_known_to_reader_checker_and_mutations(magic):
+    magic_mutation = next(m for m in MUTATIONS if m.name == "magic")
+    for seed in range(200):  # the magic mutation offers every legacy magic, and declares what it breaks
+        raw = RawFile(3, "little")
+        intent = magic_mutation.apply(raw, RandomPick(random.Random(seed)))
+        if raw.magic == magic.encode("ascii"):
+            break
+    else:
+        pytest.fail(f"the magic mutation never writes {magic!r}")
     data = raw.encode()[0]
-    predicted = expected_rules(raw)
     found = {f.rule for f in check_buffer(data).findings}
-    assert predicted == found == {"HDR-MAGIC", "HDR-MAGIC-LEGACY"}
+    assert intent.breaks == found == {"HDR-MAGIC", "HDR-MAGIC-LEGACY"}
     with pytest.raises(g.GGUFError, match="legacy"):
         g.load(data)
 
