@@ -170,3 +170,85 @@ def test_huge_alignment_then_a_tensor_stays_small(alignment):
     assert "SEC-ALIGN-HUGE" in labels.breaks and "DATA-START" in intent.may
     assert "DATA-START" in g.check(data).rules()
     _assert_declared(data, labels.breaks, labels.may, carrier)
+
+
+def _plain_carriers() -> list[RawFile]:
+    """Small valid files with few findings of their own (no nested arrays), so any side effect shows."""
+    from gguf_construct.breaking.rawfile import VT, Arr, RawTI
+
+    out = []
+    for version, order, tensors in ((3, "little", 2), (2, "big", 1), (1, "little", 0)):
+        raw = RawFile(version, order, kvs=[RawKV(b"general.architecture", VT["STRING"], b"llama"),
+                                           RawKV(b"test.count", VT["UINT32"], 3),
+                                           RawKV(b"test.names", VT["ARRAY"], Arr(VT["STRING"], [b"a", b"bc"]))])
+        shapes = [([4, 3], 0, 48), ([32], 8, 34)][:tensors]  # F32 [4, 3]; Q8_0 [32]: one block
+        raw.tensors = [RawTI(b"t%d" % i, dims, gtype, 0, bytes(range(1, n + 1))) for i, (dims, gtype, n)
+                       in enumerate(shapes)]
+        raw.relayout()
+        out.append(raw)
+    return out
+
+
+@pytest.mark.parametrize("mutation", [m.name for m in MUTATIONS])
+def test_every_mutation_on_plain_carriers(mutation):
+    """Each mutation from seeded choices (as the fuzzer draws them) on carriers with few findings of their own."""
+    from gguf_construct.breaking.mutations import Skip
+
+    m = next(m for m in MUTATIONS if m.name == mutation)
+    applied = 0
+    for seed in range(4 * SCALE):
+        for carrier in _plain_carriers():
+            before = carrier.encode()[0]
+            try:
+                m.apply(carrier, RandomPick(random.Random(seed)))
+            except Skip:
+                continue
+            labels = compose(carrier)
+            _assert_declared(carrier.encode()[0], labels.breaks, labels.may, before)
+            applied += 1
+    assert applied
+
+
+class _Forced(RandomPick):
+    """Seeded choices, except that an aimed choice among options containing ``option`` takes it."""
+
+    def __init__(self, option, seed=0):
+        super().__init__(random.Random(seed))
+        self.option = option
+
+    def aimed(self, options, rules_of):
+        return self.option if self.option in options else super().aimed(options, rules_of)
+
+
+def _table_entries():
+    from gguf_construct.breaking import mutations as mm
+
+    yield from (("magic", o) for o in mm._MAGICS)
+    yield from (("key-syntax", o) for o in mm._BAD_KEYS)
+    yield from (("alignment", (mm.UINT32, v, r, False)) for v, r in mm._ALIGNMENTS)
+    yield from (("alignment", (mm.UINT32, v, r, True)) for v, r in mm._HUGE_ALIGNMENTS)
+    yield from (("alignment", (vt, v, {"ALIGN-TYPE"}, False)) for vt, v in mm._WRONG_ALIGNMENT_TYPES)
+    yield from (("size-overflow", o) for o in mm._OVERFLOWS)
+
+
+_ENTRIES = list(_table_entries())
+
+
+@pytest.mark.parametrize("mutation,option", _ENTRIES, ids=[f"{m}-{i}" for i, (m, _) in enumerate(_ENTRIES)])
+def test_every_declared_table_entry(mutation, option):
+    """Every entry of the mutations' tables (keys, magics, alignments, size overflows) with the rules it carries,
+    on each plain carrier it applies to."""
+    from gguf_construct.breaking.mutations import Skip
+
+    m = next(m for m in MUTATIONS if m.name == mutation)
+    applied = 0
+    for carrier in _plain_carriers():
+        before = carrier.encode()[0]
+        try:
+            m.apply(carrier, _Forced(option))
+        except Skip:
+            continue
+        labels = compose(carrier)
+        _assert_declared(carrier.encode()[0], labels.breaks, labels.may, before)
+        applied += 1
+    assert applied or mutation == "size-overflow"

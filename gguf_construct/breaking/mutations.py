@@ -29,7 +29,7 @@ from ..reader import MAX_NAME_BYTES as MAX_NAME
 from ..spec import tensor_type_by_id
 from .intent import DATA, DATA_LAYOUT, TENSOR_INFOS, Bytes, Intent
 from .rawfile import (ALIGNMENT_KEY, ARRAY, BOOL, LEGACY_MAGICS, SCALAR_FORMATS, STRING, UINT32, VT, Arr, RawFile,
-                      RawKV, RawTI, Str, align, marks_at)
+                      WRITE_LIMIT, RawKV, RawTI, Str, align, marks_at)
 
 __all__ = ["Pick", "RandomPick", "HypothesisPick", "Skip", "Mutation", "MUTATIONS", "mutations_for", "Intent"]
 
@@ -220,9 +220,10 @@ def _tensor(raw: RawFile, pick: Pick) -> RawTI:
 
 def _new_tensor(raw: RawFile, dims: list[int]) -> RawTI:
     """Append an F32 tensor of shape ``dims`` with a name no other tensor has."""
-    t = RawTI(b"fuzz.weight.%d" % len(raw.tensors), list(dims), F32, 0, bytes(4 * _product(dims)))
-    raw.tensors.append(t)
-    raw.relayout()
+    written = [u.offset + len(u.blob) for u in raw.tensors if u.offset + len(u.blob) <= WRITE_LIMIT]
+    t = RawTI(b"fuzz.weight.%d" % len(raw.tensors), list(dims), F32, align(max(written, default=0), raw.alignment()),
+              bytes(4 * _product(dims)))
+    raw.tensors.append(t)  # after the others, which keep their offsets (an offset edit may have moved them)
     return t
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from .. import structs
+from ..breaking.intent import Labels, compose
 from ..breaking.mutations import MUTATIONS, RandomPick, Skip
 from ..breaking.rawfile import RawFile, from_document
 
@@ -22,6 +23,12 @@ class Sample:
     data: bytes
     mutation: str  # "valid" when not mutated
     raw: RawFile | None = None
+
+    @property
+    def intent(self) -> Labels:
+        """What the breakages declare they break (``breaks``) and may also cause (``may``); empty when valid.
+        Not the fuzzer's oracle (that is the checker): a record of what each file was made for."""
+        return compose(self.raw) if self.raw is not None else Labels()
 
 
 def carriers(seed: int, count: int = 120, *, max_kv: int = 4, max_tensors: int = 2, versions=None,
@@ -92,7 +99,7 @@ def generate(seed: int, *, valid_share: float = 0.25, pool: list | None = None, 
         names = []
         try:
             chosen = [rng.choice(MUTATIONS) for _ in range(1 if rng.random() < 0.85 else 2)]
-            for m in sorted(chosen, key=lambda m: m.late):
+            for m in sorted(chosen, key=lambda m: m.phase):
                 m.apply(raw, pick)
                 names.append(m.name)
         except Skip:
