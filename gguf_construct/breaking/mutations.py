@@ -659,7 +659,7 @@ def m_offset(raw: RawFile, pick: Pick) -> Intent:
     if kind == "huge":
         t.offset = pick.choice([2**40, 2**64 - 1, 2**64 - 32, 2**63, 2**32, 2**64 - a])
         rules = {"DATA-BOUNDS"} | ({"TI-OFFSET-ALIGN"} if t.offset % a else set())
-        return _moved(rules, [t], {"DATA-ORDER"})
+        return _moved(rules, [t], {"DATA-ORDER", "DATA-OVERLAP"})  # overlap: another tensor moved as far
     i = raw.tensors.index(t)  # a gap before t: every tensor from t on moves
     moved = raw.tensors[i:]
     if _touched(raw) & set(map(id, moved)):
