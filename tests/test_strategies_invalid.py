@@ -252,3 +252,21 @@ def test_every_declared_table_entry(mutation, option):
         _assert_declared(carrier.encode()[0], labels.breaks, labels.may, before)
         applied += 1
     assert applied or mutation == "size-overflow"
+
+
+def test_fuzz_samples_carry_their_intent():
+    """The fuzzer's stream (seeded choices, one or two mutations) records what each broken file was made for; the
+    checker reports every rule declared."""
+    import itertools
+
+    from gguf_construct.fuzzing.samples import carriers, generate
+
+    pool = carriers(7, count=12, max_kv=3)
+    broken = [s for s in itertools.islice(generate(7, pool=pool), 40) if s.mutation != "valid"]
+    assert broken
+    declared = 0
+    for sample in broken:
+        breaks = sample.intent.breaks
+        assert breaks <= g.check(sample.data).rules(), (sample.mutation, breaks)
+        declared += bool(breaks)
+    assert declared > len(broken) // 2

@@ -19,7 +19,7 @@ from typing import Any, Iterable
 
 from .rawfile import Layout, RawFile
 
-__all__ = ["Intent", "Bytes", "DATA", "TENSOR_INFOS", "DATA_LAYOUT", "compose"]
+__all__ = ["Intent", "Labels", "Bytes", "DATA", "TENSOR_INFOS", "DATA_LAYOUT", "compose"]
 
 # anchors: where an edit is, resolved to a byte range of the encoded file when the intents are combined
 DATA = "data"  # the data section: its rules are checked once the whole head is read

@@ -496,7 +496,8 @@ _WRONG_ALIGNMENT_TYPES = [(VT["INT32"], 32), (VT["UINT16"], 32), (VT["UINT8"], 8
 def m_alignment(raw: RawFile, pick: Pick) -> Intent:
     u32 = [(UINT32, v, r, False) for v, r in _ALIGNMENTS]
     u32 += [(UINT32, v, r, True) for v, r in _HUGE_ALIGNMENTS if not raw.tensors]
-    wrong = [(vt, v, {"ALIGN-TYPE"}, False) for vt, v in _WRONG_ALIGNMENT_TYPES if raw.version > 1 or vt < 10]
+    wrong = [(vt, v, {"ALIGN-TYPE"}, False) for vt, v in _WRONG_ALIGNMENT_TYPES
+             if raw.version > 1 or vt != VT["UINT64"]]
     kind = pick.kind({"u32": frozenset().union(*(o[2] for o in u32)), "wrong": frozenset({"ALIGN-TYPE"})})
     vt, v, rules, huge = pick.aimed(u32 if kind == "u32" else wrong, lambda o: o[2])
     first = next((kv for kv in raw.kvs if _key_of(kv) == ALIGNMENT_KEY), None)
