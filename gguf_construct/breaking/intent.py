@@ -4,12 +4,12 @@ combine into the file's labels.
 Every mutation (:mod:`.mutations`) returns an :class:`Intent` for the concrete edit it made: the rules the edit is
 made to break (``breaks``: a conformance checker must report each), the rules it may also cause as a known side
 effect (``may``), where in the file the edit is (``at``), whether reading ends there (``stops``), which other
-breakages' rules it can hide (``masks``) and which records it wrote (``touches``).
+breakages' rules it interferes with (``masks``) and which records it wrote (``touches``).
 
 :func:`compose` combines the intents of the breakages applied to one file.  It knows nothing of what any rule
 means; it only orders the declarations as a reader meets them, front to back: a rule declared for a part of the
 file after the point where reading stops is no longer sure (it moves to ``may``), nor is one of a record a later
-breakage rewrote, nor one another breakage declares it can mask.
+breakage rewrote, nor one another breakage declares it interferes with.
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ class Intent:
     ``at``: a record (:class:`~.rawfile.RawKV` / :class:`~.rawfile.RawTI`), a tuple of records, a :class:`Bytes`
     range, :data:`DATA` or :data:`TENSOR_INFOS`; the edit's ``breaks`` are reported when reading gets past it.
     ``stops``: an anchor where reading of the file ends because of the edit (None: reading goes on).
-    ``masks``: rules of *other* breakages of the same file this edit can hide.
+    ``masks``: rules of *other* breakages of the same file this edit interferes with: when another breakage
+    declares one of them, it may be hidden or turn into any other of them.
     ``touches``: the records (or header field names) the edit wrote.
     """
 
@@ -104,11 +105,11 @@ def compose(raw: RawFile, intents: Iterable[Intent] | None = None) -> Labels:
             if {_key(o) for o in a.touches} & {_key(o) for o in intents[j].touches}:
                 unsure[i] |= a.breaks
                 unsure[j] |= intents[j].breaks
-    # another edit declares it can hide these rules
+    # another edit declares it interferes with these rules: they may be hidden, or turn into any other of them
     for i, a in enumerate(intents):
         for j, b in enumerate(intents):
-            if i != j:
-                unsure[i] |= a.breaks & b.masks
+            if i != j and b.masks & (a.breaks | a.may):
+                unsure[i] |= (a.breaks & b.masks) | b.masks
     # reading order: nothing after the first stop is read; stops in the same place compete
     stops = sorted((_span(b.stops, layout), i) for i, b in enumerate(intents) if b.stops is not None)
     if stops:

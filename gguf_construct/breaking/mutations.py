@@ -271,8 +271,9 @@ def _counts_room(raw: RawFile) -> tuple[int, int]:
 
 
 def _count_intent(raw: RawFile, name: str) -> Intent:
-    """HDR-COUNT: a KV count that cannot be met ends reading at the header, a tensor count at the tensor infos."""
-    at = _field(raw, f"header.{name}")
+    """HDR-COUNT, checked once the whole header is read: a KV count that cannot be met ends reading at the header,
+    a tensor count at the tensor infos."""
+    at = Bytes(0, raw.family.min_sizes["header"])
     return Intent({"HDR-COUNT"}, at=at, stops=at if name == "metadata_kv_count" else TENSOR_INFOS, touches=(name,))
 
 
@@ -516,7 +517,7 @@ def m_alignment(raw: RawFile, pick: Pick) -> Intent:
 
 # -- tensor infos ----------------------------------------------------------------------------------------------
 def _resized(rules, t: RawTI, side_effects: frozenset = frozenset(), at=None) -> Intent:
-    """The intent of an edit of a tensor's shape or type: its bytes no longer match its size, which can hide any
+    """The intent of an edit of a tensor's shape or type: its bytes no longer match its size, which interferes with any
     rule of the data section another breakage aims at."""
     return Intent(rules, side_effects, at=t if at is None else at, masks=DATA_LAYOUT, touches=(t,))
 
@@ -634,7 +635,7 @@ _OFFSET_KINDS = {
 
 
 def _moved(rules, touched, side_effects=frozenset(), at=DATA) -> Intent:
-    """The intent of an edit of tensor offsets: the data moved, which can hide any other data-section rule."""
+    """The intent of an edit of tensor offsets: the data moved, which interferes with any other data-section rule."""
     return Intent(rules, side_effects, at=at, masks=DATA_LAYOUT, touches=tuple(touched))
 
 
