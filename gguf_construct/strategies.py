@@ -45,8 +45,9 @@ from .enums import GGMLType, GGUFValueType
 from .model import GGUFFile, tensor_nbytes
 from .values import GGUFValue, numpy_dtype_of
 
-__all__ = ["Document", "gguf_files", "invalid_gguf_files", "broken_gguf_files", "Broken", "documents", "metadata_values", "metadata_keys",
-           "tensor_specs", "violations", "model_files", "invalid_model_files", "MODEL_TENSOR_TYPES"]
+__all__ = ["Document", "gguf_files", "invalid_gguf_files", "documents", "metadata_values", "metadata_keys",
+           "tensor_specs", "violations", "model_files", "invalid_model_files", "MODEL_TENSOR_TYPES",
+           "broken_gguf_files", "Broken"]
 
 _SCALARS = [vt for vt in GGUFValueType if vt not in (GGUFValueType.ARRAY,)]
 _ALIGNMENTS = [None, 8, 16, 64, 128]

@@ -517,8 +517,8 @@ def m_alignment(raw: RawFile, pick: Pick) -> Intent:
 
 # -- tensor infos ----------------------------------------------------------------------------------------------
 def _resized(rules, t: RawTI, side_effects: frozenset = frozenset(), at=None) -> Intent:
-    """The intent of an edit of a tensor's shape or type: its bytes no longer match its size, which interferes with any
-    rule of the data section another breakage aims at."""
+    """The intent of an edit of a tensor's shape or type: its bytes no longer match its size, which interferes
+    with any rule of the data section another breakage aims at."""
     return Intent(rules, side_effects, at=t if at is None else at, masks=DATA_LAYOUT, touches=(t,))
 
 
