@@ -392,7 +392,7 @@ def m_bad_utf8(raw: RawFile, pick: Pick) -> Intent:
         raw.relayout()
         return Intent({"STR-UTF8"}, {"TI-NAME-DUP"}, at=t, touches=(t,))  # may: a second one got the same name
     if where == "key":  # every bad sequence has a byte >= 0x80
-        kv = _insert_kv(raw, pick, RawKV(b"test." + text, UINT32, 7))
+        kv = _insert_kv(raw, pick, RawKV(b"test." + text, UINT32, 7))  # may: a second one wrote the same key
         return Intent({"STR-UTF8", "KV-KEY-ASCII"}, {"KV-KEY-DUP"}, at=kv, touches=(kv,))
     if where == "array":
         kv = RawKV(_fresh_key(raw, pick), ARRAY, Arr(STRING, [b"ok", text, b""][: pick.integer(2, 3)]))
@@ -553,7 +553,7 @@ def m_dims(raw: RawFile, pick: Pick) -> Intent:
         values += [(2**64 - 1, {"TI-DIM-RANGE"}, frozenset()), (2**63, {"TI-DIM-RANGE"}, frozenset()),
                    (2**32, {"DATA-BOUNDS"}, GROWN)]
         if others >= 2:
-            values.append((2**63 - 1, {"TI-NELEM-OVERFLOW"}, frozenset({"TI-BLOCK"})))
+            values.append((2**63 - 1, {"TI-NELEM-OVERFLOW"}, frozenset({"TI-BLOCK"})))  # an odd row, too
     v, rules, side = pick.aimed(values, lambda o: o[1])
     t.dims = t.dims[:axis] + [v] + t.dims[axis + 1:]
     return _resized(rules, t, side, at=DATA if "DATA-BOUNDS" in rules else t)
@@ -680,7 +680,7 @@ def _overlap(raw: RawFile, pick: Pick, a: int) -> Intent:
     mover = pick.choice(_untouched(raw, holders))
     host = pick.choice([u for u in holders if u is not mover])
     mover.offset = host.offset + a * pick.integer(0, (len(host.blob) - 1) // a)
-    return _moved({"DATA-OVERLAP"}, [mover], {"DATA-ORDER", "DATA-PAD-ZERO"})
+    return _moved({"DATA-OVERLAP"}, [mover], {"DATA-ORDER", "DATA-PAD-ZERO"})  # its bytes may spill into padding
 
 
 _DATA_KINDS = {
