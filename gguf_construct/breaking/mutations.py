@@ -108,8 +108,9 @@ class HypothesisPick(Pick):
 
 
 
-# phases: mutations of records first, then of tensor offsets (after every re-layout), then of the whole file
-RECORDS, OFFSETS, FILE = 0, 1, 2
+# phases: mutations of records first, then of tensor offsets (after every re-layout), then of the data section's
+# bytes, then of the header and the file's end (counts and cuts that depend on the final size)
+RECORDS, OFFSETS, DATA_BYTES, FILE = 0, 1, 2, 3
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,7 @@ class Mutation:
     @property
     def late(self) -> bool:
         """Mutations that depend on the final layout (counts, truncation) go after the others."""
-        return self.phase == FILE
+        return self.phase >= DATA_BYTES
 
     def apply(self, raw: RawFile, pick: Pick) -> Intent:
         """Edit ``raw`` in place; record the edit's intent on ``raw.intents`` and return it (:class:`Skip` when
@@ -797,7 +798,7 @@ MUTATIONS: tuple[Mutation, ...] = tuple(Mutation(n, frozenset(r), f, p) for n, r
     ("block", {"TI-BLOCK"}, m_block, RECORDS),
     ("tensor-name", {"TI-NAME-LEN", "TI-NAME-64", "TI-NAME-EMPTY", "TI-NAME-DUP"}, m_name, RECORDS),
     ("offset", frozenset().union(*_OFFSET_KINDS.values()), m_offset, OFFSETS),
-    ("data", frozenset().union(*_DATA_KINDS.values()), m_data, FILE),
+    ("data", frozenset().union(*_DATA_KINDS.values()), m_data, DATA_BYTES),
     ("truncate", _CUT_RULES, m_truncate, FILE),
 ])
 
