@@ -11,7 +11,9 @@ Example::
 
 :class:`RawFile` is the byte-level model the breakages edit: KV pairs as (key bytes, value type, encoded
 payload), tensor infos as plain numbers, the data section as bytes, and overrides for everything a valid writer
-would never produce (counts, version word, padding, truncation).
+would never produce (counts, version word, padding, truncation).  Its head is written through the field model
+of :mod:`.rawfile` (:meth:`RawFile.fields`), so both editing models share one mapping onto the generated
+family's permissive build.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from .. import spec as _spec
 from .. import structs
 from ..fieldtree import Raw
 from ..reader import align_offset
+from . import rawfile
 from ..rulebook.walk import ALIGNMENT_KEY, ALIGNMENT_TYPE, Context, _VT, derive_layout, walk
 
 __all__ = ["RawKV", "RawTensor", "RawFile", "Breakage", "Crafted", "BREAKAGES", "craft", "carrier",
@@ -196,18 +199,21 @@ class RawFile:
         return 32
 
     # -- writing -------------------------------------------------------------------------------------------
+    def fields(self) -> "rawfile.RawFile":
+        """This file as the field model of :mod:`.rawfile` (payloads written as they are), whose head mapping
+        both models share."""
+        version = self.version_word
+        raw_version = None if version is None else int.from_bytes(
+            (version % 2**32).to_bytes(4, self.byte_order), "little")
+        return rawfile.RawFile(
+            self.version, self.byte_order, magic=self.magic, raw_version=raw_version, n_kv=self.kv_count,
+            n_tensors=self.tensor_count, kvs=[rawfile.RawKV(kv.key, kv.vtype, Raw(kv.payload)) for kv in self.kvs],
+            tensors=[rawfile.RawTI(t.name if t.name_len is None else rawfile.Str(t.name, t.name_len), list(t.dims),
+                                   t.type, t.offset, n_dims=t.n_dims) for t in self.tensors])
+
     def head(self) -> bytes:
         """Header, KV pairs and tensor infos, written by the generated family's permissive build."""
-        header = {"magic": Raw(self.magic),
-                  "version": self.version if self.version_word is None else self.version_word,
-                  "tensor_count": len(self.tensors) if self.tensor_count is None else self.tensor_count,
-                  "metadata_kv_count": len(self.kvs) if self.kv_count is None else self.kv_count}
-        kvs = [{"key": kv.key, "value_type": kv.vtype, "value": Raw(kv.payload)} for kv in self.kvs]
-        infos = [{"name": {"len": len(t.name) if t.name_len is None else t.name_len, "data": t.name},
-                  "n_dimensions": len(t.dims) if t.n_dims is None else t.n_dims, "dimensions": list(t.dims),
-                  "type": t.type, "offset": t.offset} for t in self.tensors]
-        value = {"header": header, "metadata_kv": kvs, "tensor_infos": infos}
-        return structs.family(self.version, self.byte_order).build("file_head", value)[0]
+        return structs.family(self.version, self.byte_order).build("file_head", self.fields().head_value())[0]
 
     def head_padding(self) -> bytes:
         """The padding written after the head (zeros to the alignment when there are tensors)."""

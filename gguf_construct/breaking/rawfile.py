@@ -252,7 +252,10 @@ def _string_value(s: bytes | Str) -> dict:
 
 
 def _value(vtype: int, v: Any) -> Any:
-    """A RawKV value as a value of the permissive build."""
+    """A RawKV value as a value of the permissive build (a :class:`~gguf_construct.fieldtree.Raw` payload is
+    written as it is, whatever the type)."""
+    if isinstance(v, fieldtree.Raw):
+        return v
     if vtype == STRING:
         return _string_value(v)
     if vtype == ARRAY:
