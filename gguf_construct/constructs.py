@@ -164,12 +164,10 @@ class NumericArray(Construct):
 
 
 class TextList(list):
-    """The strings of a string array, with what the one-pass decode learnt about all of them: ``valid_utf8`` is
-    True when every string is valid UTF-8 and ``has_nul`` whether any holds a NUL (both None when the strings
-    were decoded one by one and nothing is known)."""
-
-    valid_utf8: bool | None = None
-    has_nul: bool | None = None
+    """The strings of a string array that one strict decode could not vouch for: some string is not valid UTF-8
+    (decoded with surrogateescape) or holds a NUL.  :class:`StringArray` returns a plain ``list`` exactly when
+    every string is valid UTF-8 without a NUL, and this type otherwise, so a reader of the parse knows which
+    without looking at the strings again."""
 
 
 class StringArray(Construct):
@@ -233,10 +231,8 @@ class StringArray(Construct):
             except UnicodeDecodeError:
                 parts = None
             if parts is not None and len(parts) == count + 1:  # more parts: some payload holds a NUL
-                out = TextList(parts)
-                del out[0]
-                out.valid_utf8, out.has_nul = True, False
-                return out
+                del parts[0]
+                return parts  # a plain list: every string valid UTF-8, none with a NUL (see TextList)
         return TextList(decode_text(buf[a:b]) for a, b in zip(starts.tolist(), ends.tolist()))
 
     def _build(self, obj, stream, context, path):

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import gguf_construct as g
-from gguf_construct.constructs import BufferStream, StringArray, decode_text
+from gguf_construct.constructs import BufferStream, StringArray, TextList, decode_text
 
 PIECES = st.one_of(
     st.text(max_size=6),
@@ -64,3 +64,24 @@ def test_token_list_round_trips_through_a_file():
     f.metadata.set("tokenizer.ggml.tokens", tokens, "ARRAY", "STRING")
     back = g.load(f.to_bytes())
     assert back.metadata["tokenizer.ggml.tokens"] == tokens
+
+
+@given(st.lists(PIECES, max_size=12), st.sampled_from([4, 8]), st.sampled_from(["little", "big"]))
+def test_a_plain_list_means_every_string_is_valid_utf8_without_nul(items, width, order):
+    """StringArray returns a plain list exactly when one strict decode vouched for every string (the checker's
+    STR-UTF8 and STR-NUL take that as their answer); anything else comes as a TextList."""
+    data = encode(items, width, order)
+    got = StringArray(len(items), width, order)._parse(BufferStream(data), None, "")
+    raw = [s.encode("utf-8", "surrogateescape") if isinstance(s, str) else s for s in items]
+    clean = all(_valid(b) and b"\0" not in b for b in raw)
+    assert (type(got) is list) == clean  # noqa: E721
+    assert clean or isinstance(got, TextList)
+    assert got == [decode_text(b) for b in raw]
+
+
+def _valid(b: bytes) -> bool:
+    try:
+        b.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False

@@ -237,8 +237,8 @@ def _string_arrays(ctx: Context) -> Iterator[tuple[KV, object, str, bool]]:
 def _array_summary(ctx: Context, arr) -> tuple[bool, bool]:
     """(all valid UTF-8, some NUL) for a string array, computed once over the joined elements."""
     key = ("strings", id(arr))
-    if key not in ctx.cache and getattr(arr.data, "valid_utf8", None):  # the decode validated them all at once
-        ctx.cache[key] = (True, arr.data.has_nul)
+    if key not in ctx.cache and type(arr.data) is list:  # noqa: E721 - the parse vouched for them (TextList)
+        ctx.cache[key] = (True, False)
     if key not in ctx.cache:
         joined = "".join(arr.data)
         ctx.cache[key] = (_bad_utf8(joined) is None, "\x00" in joined)
