@@ -447,8 +447,9 @@ def load(source, *, lazy: bool = True, shards: bool = True) -> GGUFFile:
 
     A ``str`` or ``os.PathLike`` is a path; ``bytes``, ``bytearray`` and ``memoryview`` are the file's contents
     (``load(b"model.gguf")`` does not open a file).  Paths are memory-mapped and tensor data is not read until
-    asked (``lazy=False`` copies the whole input into memory instead).  Malformed input raises :class:`GGUFError`
-    naming the offset and field.
+    asked (``lazy=False`` copies the whole input into memory instead).  The file is read as ``check`` reads it
+    (:func:`gguf_construct.rulebook.read_head`); one that breaks a rule spec/rules.yaml marks ``load: refuse``
+    raises :class:`GGUFError` naming the rule, offset and field of the first such finding (``findings`` has all).
 
     A path named as a shard of a split model (``...-00002-of-00005.gguf``) loads the whole set: the metadata of the
     first shard, the tensors of every shard in order (each :class:`Tensor` reads from its own file, lazily), the
