@@ -211,21 +211,18 @@ class StringArray(Construct):
             return []
         region = np.frombuffer(buf, dtype=np.uint8, count=end - base, offset=base)
         st = starts - base
-        en = ends - base
         # Keep every payload byte plus one separator before each string: the high byte of its length prefix,
         # which is zero for any length below 2**((width-1)*8).  One strict decode of the joined bytes validates
         # every string at once, because NUL can never be part of a multi-byte UTF-8 sequence.
         sep = st - 1 if self.byte_order == "little" else st - self.width
         if not region[sep].any():
-            # per record three runs: the prefix's zero high byte (kept, the separator), its other bytes
-            # (dropped) and the payload (kept); little-endian prefixes end with the high byte
-            little = self.byte_order == "little"
-            runs = np.empty((count, 3), dtype=np.int64)
-            runs[:, 0] = self.width - 1 if little else 1
-            runs[:, 1] = 1 if little else self.width - 1
-            runs[:, 2] = en - st
-            keep = np.tile(np.array([not little, little, True]), count)
-            joined = region[np.repeat(keep, runs.reshape(-1))].tobytes()
+            # drop the prefix bytes other than the high byte (little-endian prefixes end with it, big-endian
+            # ones start with it): one scatter per byte position of the prefix
+            keep = np.ones(len(region), dtype=bool)
+            low = st - self.width + (0 if self.byte_order == "little" else 1)
+            for k in range(self.width - 1):
+                keep[low + k] = False
+            joined = region[keep].tobytes()
             try:
                 parts = joined.decode("utf-8").split("\x00")
             except UnicodeDecodeError:
