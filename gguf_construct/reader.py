@@ -30,34 +30,31 @@ MAX_NAME_BYTES: int = structs.field_limit("tensor_info", "name", "max_size")
 
 @dataclass
 class TensorExtent:
-    """What a tensor info's shape and type make of its data: the type, element count and byte size, or the first
-    rule they break (TI-DIM-RANGE, TI-TYPE, TI-BLOCK, TI-NELEM-OVERFLOW; None when the size is defined)."""
+    """What a tensor info's shape and type make of its data: the type, element count and byte size (None where
+    undefined; which rule that breaks is the rule predicates' to say)."""
 
     spec: TensorTypeSpec | None
     nelem: int | None
     nbytes: int | None
-    rule: str | None
 
 
 _INT64 = 2**63
 
 
 def tensor_extent(shape: tuple[int, ...], type_id: int) -> TensorExtent:
-    """The element count and byte size of a tensor (a tensor without dimensions is a scalar: ne[0] is 1), with
-    the rule that leaves them undefined, checked in the order a reader meets them."""
+    """The element count and byte size of a tensor (a tensor without dimensions is a scalar: ne[0] is 1): no
+    element count for a dimension of 2^63 or more, no byte size for an unknown or removed type, a row that is not
+    a whole number of blocks, or an element count of 2^63 or more."""
     spec_t = tensor_type_by_id().get(type_id)
     if any(d >= _INT64 for d in shape):
-        return TensorExtent(spec_t, None, None, "TI-DIM-RANGE")
+        return TensorExtent(spec_t, None, None)
     nelem = 1
     for d in shape:
         nelem *= d
-    if spec_t is None or not spec_t.is_current:
-        return TensorExtent(spec_t, nelem, None, "TI-TYPE")
-    if (shape[0] if shape else 1) % spec_t.block_size:
-        return TensorExtent(spec_t, nelem, None, "TI-BLOCK")
-    if nelem >= _INT64:
-        return TensorExtent(spec_t, nelem, None, "TI-NELEM-OVERFLOW")
-    return TensorExtent(spec_t, nelem, nelem // spec_t.block_size * spec_t.type_size, None)
+    if (spec_t is None or not spec_t.is_current or (shape[0] if shape else 1) % spec_t.block_size
+            or nelem >= _INT64):
+        return TensorExtent(spec_t, nelem, None)
+    return TensorExtent(spec_t, nelem, nelem // spec_t.block_size * spec_t.type_size)
 
 
 def align_offset(offset: int, alignment: int) -> int:

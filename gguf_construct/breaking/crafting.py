@@ -30,7 +30,8 @@ from .. import structs
 from ..fieldtree import Raw
 from ..reader import align_offset
 from . import rawfile
-from ..rulebook.walk import ALIGNMENT_KEY, ALIGNMENT_TYPE, Context, _VT, derive_layout, walk
+from ..rulebook import read_head
+from ..rulebook.walk import ALIGNMENT_KEY, ALIGNMENT_TYPE, _VT
 
 __all__ = ["RawKV", "RawTensor", "RawFile", "Breakage", "Crafted", "BREAKAGES", "craft", "carrier",
            "encode_value", "breakages_for"]
@@ -106,9 +107,7 @@ class RawFile:
     @classmethod
     def from_bytes(cls, data: bytes) -> "RawFile":
         """Split a valid GGUF file into its parts."""
-        ctx = Context(bytes(data))
-        walk(ctx)
-        derive_layout(ctx)
+        ctx = read_head(bytes(data))
         if not ctx.head_complete:
             raise ValueError("from_bytes needs a file whose head can be read")
         buf = ctx.buf

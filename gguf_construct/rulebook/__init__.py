@@ -14,7 +14,7 @@ from typing import Any
 
 from ..remote import RemoteFile, header_only
 from . import container, tensors  # noqa: F401 - importing registers the container predicates
-from .catalog import Finding, catalog, format_message, predicates, severity
+from .catalog import Finding, catalog, catalog_order, format_message, predicates, severity
 from .walk import Context, derive_layout, walk
 
 __all__ = ["read_head", "load_rules", "refusals", "Context", "Finding"]
@@ -50,7 +50,7 @@ def refusals(ctx: Context) -> list[Finding]:
     for rule_id, predicate in predicates():
         if rule_id in refused:
             hits.extend((rule_id, h) for h in predicate(ctx))
-    order = {rule_id: i for i, rule_id in enumerate(catalog())}
+    order = catalog_order()
     hits.sort(key=lambda rh: (rh[1].offset is None, rh[1].offset or 0, order[rh[0]]))
     return [Finding(rule_id, severity(rule_id, "spec"), format_message(rule_id, h.params), h.offset, h.path)
             for rule_id, h in hits]

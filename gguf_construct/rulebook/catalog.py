@@ -14,9 +14,9 @@ from typing import Any, Callable, Iterable, Iterator
 from .. import spec as _spec
 from .._text import printable
 
-__all__ = ["Rule", "Hit", "Finding", "catalog", "get", "severity", "format_message", "rule", "structural", "predicates",
-           "structural_rules", "across_files", "across_files_rules", "implemented", "PROFILES", "SEVERITY_RANK",
-           "OFF", "PROFILE_FALLBACK", "PRACTICE_EXEMPT", "matches"]
+__all__ = ["Rule", "Hit", "Finding", "catalog", "catalog_order", "get", "severity", "format_message", "rule",
+           "structural", "predicates", "structural_rules", "across_files", "across_files_rules", "implemented",
+           "PROFILES", "SEVERITY_RANK", "OFF", "PROFILE_FALLBACK", "PRACTICE_EXEMPT", "matches"]
 
 PROFILES = ("spec", "ggml", "llama.cpp")
 # a profile a rule does not name takes the verdict of another: llama.cpp reads the container with ggml's reader
@@ -183,9 +183,15 @@ def implemented() -> frozenset[str]:
     return frozenset(_PREDICATES) | frozenset(_STRUCTURAL) | frozenset(_ACROSS)
 
 
+@functools.lru_cache(maxsize=1)
+def catalog_order() -> dict[str, int]:
+    """Each rule ID's position in the catalog."""
+    return {rid: i for i, rid in enumerate(catalog())}
+
+
 def predicates() -> Iterator[tuple[str, Predicate]]:
     """Registered predicates in catalog order (unknown IDs last, so a typo still shows up in tests)."""
-    order = {rid: i for i, rid in enumerate(catalog())}
+    order = catalog_order()
     for rid in sorted(_PREDICATES, key=lambda r: order.get(r, len(order))):
         yield rid, _PREDICATES[rid]
 

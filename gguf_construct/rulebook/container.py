@@ -237,7 +237,7 @@ def _string_arrays(ctx: Context) -> Iterator[tuple[KV, object, str, bool]]:
 def _array_summary(ctx: Context, arr) -> tuple[bool, bool]:
     """(all valid UTF-8, some NUL) for a string array, computed once over the joined elements."""
     key = ("strings", id(arr))
-    if key not in ctx.cache and type(arr.data) is list:  # noqa: E721 - the parse vouched for them (TextList)
+    if key not in ctx.cache and type(arr.data) is list:  # the parse vouched for them (see TextList)
         ctx.cache[key] = (True, False)
     if key not in ctx.cache:
         joined = "".join(arr.data)
