@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
+import importlib.util
 import inspect
 import os
 from typing import Callable, Union
@@ -73,9 +74,13 @@ def backend() -> str:
 
 @functools.lru_cache(maxsize=None)
 def _compiled_module():
+    """The compiled codecs package when numba imports, else None (the numpy path then runs everywhere)."""
+    if importlib.util.find_spec("numba") is None:
+        return None
     try:
+        import numba  # noqa: F401  (a numba that is installed but broken counts as missing)
         from . import compiled
-    except ImportError:  # numba missing or unusable
+    except ImportError:
         return None
     return compiled
 
