@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import tempfile
-from typing import Iterator
+import threading
+from typing import Iterator, Sequence
 
-__all__ = ["atomic_path"]
+__all__ = ["atomic_path", "atomic_paths"]
 
 
 @contextlib.contextmanager
@@ -35,6 +37,38 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
         if isinstance(exc, OSError):
             raise _about_target(exc, path) from None
         raise
+
+
+@contextlib.contextmanager
+def atomic_paths(paths: Sequence[str | os.PathLike]) -> Iterator[list[str]]:
+    """Temporary paths for several files that appear together or not at all (a split model's shards): when the
+    block ends normally every file is synced, then all are renamed over their targets with Ctrl-C held back until
+    the last rename; when it raises (an interrupt included), every temporary file is removed and no target is
+    touched."""
+    with contextlib.ExitStack() as stack:
+        managers = [atomic_path(p) for p in paths]
+        tmps = [stack.enter_context(m) for m in managers]
+        yield tmps
+        stack.pop_all()  # the renames below are ours to make, together
+    with _interrupts_held():
+        for manager in reversed(managers):
+            manager.__exit__(None, None, None)
+
+
+@contextlib.contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """Delay SIGINT until the block ends (on the main thread; elsewhere signals cannot be caught anyway)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught:
+            raise KeyboardInterrupt
 
 
 def _about_target(exc: OSError, path: str) -> OSError:

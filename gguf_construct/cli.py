@@ -9,6 +9,7 @@ import os
 import sys
 
 from ._json import write_json
+from ._text import printable
 from ._version import __version__
 from .errors import GGUFError
 
@@ -46,11 +47,15 @@ def _cmd_dump(args) -> int:
 
 
 def _cmd_convert(args) -> int:
-    from .model import load
+    from .inputs import open_input
 
-    gguf = load(args.input)
+    gguf = open_input(args.input)
     gguf.convert(version=args.version, byte_order=args.byte_order)
-    gguf.save(args.output)
+    try:
+        gguf.save(args.output)
+    except ValueError as exc:  # e.g. a tensor of unknown layout cannot change byte order
+        print(f"gguf-construct: {printable(args.input)}: {exc}", file=sys.stderr)
+        return 2
     print(f"wrote {args.output}: GGUF v{gguf.version} {gguf.byte_order}-endian")
     return 0
 
@@ -108,25 +113,83 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _QuietWhenClosed:
+    """Standard output that goes quiet when its reader leaves (``| head -1``): the command runs on to its own exit
+    status (a failing check still exits 1) instead of dying on a broken pipe."""
+
+    closed_pipe = False
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def _silence(self) -> None:
+        _QuietWhenClosed.closed_pipe = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.__stdout__.fileno())  # Python's own flush at exit then has somewhere to go
+        os.close(devnull)
+
+    def write(self, data):
+        if not _QuietWhenClosed.closed_pipe:
+            try:
+                return self._stream.write(data)
+            except BrokenPipeError:
+                self._silence()
+        return len(data)
+
+    def flush(self) -> None:
+        if not _QuietWhenClosed.closed_pipe:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._silence()
+
+    @property
+    def buffer(self):
+        inner = getattr(self._stream, "buffer", None)
+        return None if inner is None else _QuietWhenClosed(inner)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def os_error_text(exc: OSError) -> str:
+    """An OSError in the project's words: ``FILE: no such file or directory`` (no ``[Errno 2]``)."""
+    text = exc.strerror or str(exc)
+    text = text[:1].lower() + text[1:] if text[1:2].islower() else text
+    name = exc.filename if exc.filename is not None else None
+    return f"{printable(os.fsdecode(name))}: {text}" if name is not None else text
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the exit status (2 on usage, input or I/O errors)."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    for stream in (sys.stdout, sys.stderr):  # names and keys from hostile files must not crash the printing
-        reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None:
-            reconfigure(errors="backslashreplace")
+    """Entry point; returns the exit status (2 on usage, input or I/O errors, 130 when interrupted)."""
     try:
-        return args.func(args)
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        for stream in (sys.stdout, sys.stderr):  # names and keys from hostile files must not crash the printing
+            reconfigure = getattr(stream, "reconfigure", None)
+            if reconfigure is not None:
+                reconfigure(errors="backslashreplace")
+        if sys.stdout is sys.__stdout__ and sys.stdout is not None:
+            sys.stdout = _QuietWhenClosed(sys.stdout)
+        try:
+            return args.func(args)
+        finally:
+            if isinstance(sys.stdout, _QuietWhenClosed):
+                sys.stdout.flush()
+                sys.stdout = sys.stdout._stream
+    except KeyboardInterrupt:
+        print("gguf-construct: interrupted", file=sys.stderr)
+        return 130
     except GGUFError as exc:
-        print(f"gguf-construct: {exc}", file=sys.stderr)
+        about = f"{printable(exc.file)}: " if exc.file else ""
+        print(f"gguf-construct: {about}{exc}", file=sys.stderr)
         return 2
-    except BrokenPipeError:  # the reader (e.g. `| head`) went away: not an error; keep Python's exit quiet too
+    except BrokenPipeError:  # standard output went away outside the guarded stream: quiet, as `| head` expects
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
     except OSError as exc:
-        print(f"gguf-construct: {exc}", file=sys.stderr)
+        print(f"gguf-construct: {os_error_text(exc)}", file=sys.stderr)
         return 2
 
 

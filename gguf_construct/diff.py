@@ -8,6 +8,7 @@ from typing import Any
 from ._text import printable
 from .dump import text_of_json, value_to_json
 from .inputs import open_input
+from . import codecs
 from .model import GGUFFile, Tensor
 
 __all__ = ["diff_files", "render_diff", "add_cli"]
@@ -15,17 +16,39 @@ __all__ = ["diff_files", "render_diff", "add_cli"]
 _CHUNK = 16 << 20
 
 
-def _same_bytes(a: Tensor, b: Tensor) -> bool:
-    ra, rb = a.raw(), b.raw()
-    if len(ra) != len(rb):
+def _chunks(t: Tensor, swap_to: str | None):
+    """``t``'s bytes in chunks of whole blocks; with ``swap_to``, each block re-encoded in that byte order."""
+    raw = t.raw()
+    if swap_to is None or swap_to == t.byte_order:
+        yield from (raw[i:i + _CHUNK] for i in range(0, len(raw), _CHUNK))
+        return
+    type_size = codecs.type_spec(int(t.ggml_type)).type_size
+    step = max(1, _CHUNK // type_size) * type_size
+    for i in range(0, len(raw), step):
+        yield codecs.swap_blocks(int(t.ggml_type), raw[i:i + step], t.byte_order, swap_to)
+
+
+def _same_data(a: Tensor, b: Tensor, comparison: str) -> bool:
+    if comparison == "values" and (a.opaque or b.opaque or int(a.ggml_type) != int(b.ggml_type)):
+        comparison = "bytes"  # no layout to swap by (or different layouts): the bytes decide
+    if len(a.raw()) != len(b.raw()):
         return False
-    return all(ra[i:i + _CHUNK] == rb[i:i + _CHUNK] for i in range(0, len(ra), _CHUNK))
+    swap_to = a.byte_order if comparison == "values" else None
+    return all(x == y for x, y in zip(_chunks(a, None), _chunks(b, swap_to)))
+
+
+def data_comparison(a: GGUFFile, b: GGUFFile) -> str:
+    """How ``diff --data`` compares tensor data: ``bytes`` when both files have one byte order, ``values`` when
+    they differ (B's blocks are swapped to A's byte order field by field as the spec declares, then compared
+    byte for byte, so equal values compare equal however each file stores them)."""
+    return "bytes" if a.byte_order == b.byte_order else "values"
 
 
 def diff_files(a: GGUFFile, b: GGUFFile, *, data: bool = False) -> dict[str, Any]:
     """The differences of ``b`` against ``a`` as JSON data: ``header`` (field -> [a, b]), ``keys`` (added,
     removed, changed with types and values), ``tensors`` (added, removed, changed shape/type/offset, and with
-    ``data`` the tensors whose bytes differ).  Empty lists and dicts when the files agree."""
+    ``data`` the tensors whose data differ, compared as :func:`data_comparison` says, which ``data_compared``
+    names).  Empty lists and dicts when the files agree."""
     header = {}
     for field in ("version", "byte_order", "alignment"):
         if getattr(a, field) != getattr(b, field):
@@ -40,6 +63,7 @@ def diff_files(a: GGUFFile, b: GGUFFile, *, data: bool = False) -> dict[str, Any
             "changed": [{"key": k, "a": value_to_json(ka[k], full=False), "b": value_to_json(kb[k], full=False)}
                         for k in ka if k in kb and ka[k] != kb[k]]}
     ta, tb = {t.name: t for t in a.tensors}, {t.name: t for t in b.tensors}
+    comparison = data_comparison(a, b) if data else None
     changed = []
     for name, t in ta.items():
         u = tb.get(name)
@@ -52,14 +76,15 @@ def diff_files(a: GGUFFile, b: GGUFFile, *, data: bool = False) -> dict[str, Any
             what["type"] = [t.type_name, u.type_name]
         if t.offset != u.offset:
             what["offset"] = [t.offset, u.offset]
-        if data and not _same_bytes(t, u):
+        if data and not _same_data(t, u, comparison):
             what["data"] = True
         if what:
             changed.append({"name": name, **what})
     tensors = {"added": [_tensor_json(t) for n, t in tb.items() if n not in ta],
                "removed": [_tensor_json(t) for n, t in ta.items() if n not in tb],
                "changed": changed}
-    return {"a": a.path, "b": b.path, "data_compared": data, "header": header, "keys": keys, "tensors": tensors}
+    return {"a": a.path, "b": b.path, "data_compared": comparison or False, "header": header, "keys": keys,
+            "tensors": tensors}
 
 
 def _tensor_json(t: Tensor) -> dict:
@@ -74,6 +99,10 @@ def differs(result: dict) -> bool:
 def _typed(entry: dict) -> str:
     kind = entry["type"] if entry["type"] != "ARRAY" else f"ARRAY[{entry['item_type']}]"
     return f"{kind} {text_of_json(entry)}"
+
+
+_COMPARISONS = {"bytes": "byte for byte",
+                "values": "by value (the byte orders differ: B's blocks swapped to A's byte order, field by field)"}
 
 
 def render_diff(result: dict) -> str:
@@ -110,8 +139,11 @@ def _cmd_diff(args) -> int:
         b.close()
     if args.json:
         write_json(json.dumps(result, ensure_ascii=False, allow_nan=False, indent=1))
-    elif differs(result):
-        print(render_diff(result))
+    else:
+        if result["data_compared"]:
+            print(f"# tensor data compared {_COMPARISONS[result['data_compared']]}")
+        if differs(result):
+            print(render_diff(result))
     return 1 if differs(result) else 0
 
 
@@ -124,6 +156,7 @@ def add_cli(subparsers) -> None:
                     "whose bytes differ). Exit status as diff: 0 same, 1 different, 2 trouble.")
     p.add_argument("a", help="the first GGUF file")
     p.add_argument("b", help="the second GGUF file")
-    p.add_argument("--data", action="store_true", help="also compare the tensors' bytes (reads both files)")
+    p.add_argument("--data", action="store_true", help="also compare the tensors' data (reads both files): byte for byte, or by value when "
+                        "the byte orders differ")
     p.add_argument("--json", action="store_true", help="the differences as JSON")
     p.set_defaults(func=_cmd_diff)

@@ -13,7 +13,7 @@ from ._text import printable
 from .constructs import BufferStream
 from .enums import GGUFValueType
 from .model import GGUFFile
-from .modelinfo import model_info, render_model_lines
+from .modelinfo import model_info, render_model_lines, render_model_markdown
 from .values import GGUFValue
 
 __all__ = ["file_summary", "value_to_json", "render_text", "render_markdown", "raw_value", "text_of_json",
@@ -173,8 +173,10 @@ def render_markdown(summary: dict, *, full: bool = False, tensors: bool = True) 
         lines.append(f"- file size: {summary['file_size']} bytes")
     if summary.get("data_offset") is not None:
         lines.append(f"- tensor data at offset {summary['data_offset']}")
-    lines += [f"- {len(summary['metadata'])} keys, {len(summary['tensors'])} tensors", "",
-              "| key | type | value |", "|---|---|---|"]
+    lines.append(f"- {len(summary['metadata'])} keys, {len(summary['tensors'])} tensors")
+    if summary.get("model"):
+        lines += ["", "## Model", "", *render_model_markdown(summary["model"])]
+    lines += ["", "| key | type | value |", "|---|---|---|"]
     for m in summary["metadata"]:
         text = _counted(m, text_of_json(m, 0 if full else 160))
         lines.append(f"| `{_md(m['key'])}` | {_type_label(m)} | {_md(text)} |")

@@ -24,6 +24,7 @@ class GGUFError(ValueError):
         self.offset = offset
         self.path = path
         self.rule = rule
+        self.file: str | None = None  # the input the error is about, where a command line knows it
         where = []
         if path:
             where.append(path)

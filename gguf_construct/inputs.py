@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from .errors import GGUFError
 from .model import GGUFFile, load
 
 __all__ = ["open_input"]
@@ -16,6 +17,10 @@ def open_input(name: str, *, shards: bool = False) -> GGUFFile:
     ``shards``: when ``name`` is a shard of a split model, open the whole set (see :func:`gguf_construct.load`);
     by default a command works on the named file alone.
     """
-    if name == "-":
-        return load(sys.stdin.buffer)
-    return load(name, shards=shards)
+    try:
+        if name == "-":
+            return load(sys.stdin.buffer)
+        return load(name, shards=shards)
+    except GGUFError as exc:
+        exc.file = "standard input" if name == "-" else name  # the command line says which file it is about
+        raise

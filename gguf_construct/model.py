@@ -259,13 +259,11 @@ class GGUFFile:
 
         ``pad_head``: pad the head to the alignment even when there are no tensors (as ggml's writer does)."""
         with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-            self.write_to(fh)
-            if pad_head and not self.tensors:
-                end = fh.tell()
-                fh.write(b"\0" * (align_offset(end, self.alignment) - end))
+            self.write_to(fh, pad_head=pad_head)
 
-    def write_to(self, out: BinaryIO) -> None:
-        """Stream the file into a binary file object (a file loaded from a URL is fetched whole first)."""
+    def write_to(self, out: BinaryIO, *, pad_head: bool = False) -> None:
+        """Stream the file into a binary file object (a file loaded from a URL is fetched whole first);
+        ``pad_head`` as for :meth:`save`."""
         if len(self.shards) > 1:
             raise ValueError("this is a split model loaded as a set of shards; merge it (gguf-construct merge) or "
                              "load one shard with load(path, shards=False) to rewrite that file")
@@ -280,6 +278,8 @@ class GGUFFile:
             self._write_kept_data(out, head)
         else:
             self._write_canonical_data(out, len(head))
+        if pad_head and not self.tensors:
+            out.write(b"\0" * (align_offset(len(head), self.alignment) - len(head)))
 
     # -- internals ----------------------------------------------------------------------------------------
     def _tensor_infos_unchanged(self) -> bool:

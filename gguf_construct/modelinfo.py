@@ -10,7 +10,7 @@ from . import arch
 from .enums import LlamaFileType
 from .model import GGUFFile
 
-__all__ = ["model_info", "render_model_lines"]
+__all__ = ["model_info", "render_model_lines", "render_model_markdown"]
 
 
 def model_info(gguf: GGUFFile) -> dict[str, Any]:
@@ -41,6 +41,8 @@ def model_info(gguf: GGUFFile) -> dict[str, Any]:
         "tensor_bytes": total_bytes,
         "bits_per_weight": round(8 * total_bytes / n_params, 4) if n_params else None,
         "by_type": dict(sorted(by_type.items(), key=lambda kv: -kv[1]["bytes"])),
+        "vocabulary": "tokenizer.ggml.tokens" in meta,
+        "chat_template": "tokenizer.chat_template" in meta,
     }
     try:
         plan = arch.plan_load(meta, tensors, n_tensors=len(gguf.tensors))
@@ -84,6 +86,8 @@ def render_model_lines(info: dict[str, Any]) -> list[str]:
             bpw = row["bits_per_weight"]
             lines.append(f"  {tname:<8} {row['tensors']:>6} tensors {_count(row['elements']):>9} weights "
                          f"{row['bytes']:>14} bytes" + (f"  {bpw:g} bpw" if bpw is not None else ""))
+    if info.get("vocabulary") and info["parameters"] and not info.get("chat_template"):
+        lines.append("chat:       no chat template (tokenizer.chat_template); front ends will guess one")
     llama = info.get("llama_cpp") or {}
     if llama.get("loads") is True:
         lines.append("llama.cpp:  loads" + (" (vocabulary only)" if info["kind"] == "vocab" else ""))
@@ -95,3 +99,14 @@ def render_model_lines(info: dict[str, Any]) -> list[str]:
             more = len(llama["missing_tensors"]) - 8
             lines.append(f"  missing tensors: {shown}" + (f" and {more} more" if more > 0 else ""))
     return lines
+
+
+def render_model_markdown(info: dict[str, Any]) -> list[str]:
+    """The model facts as a Markdown list (the lines of the text dump, one item each)."""
+    out = []
+    for line in render_model_lines(info):
+        indent = "  " if line.startswith("  ") else ""
+        head, sep, rest = line.strip().partition(":")
+        text = f"{head}: {' '.join(rest.split())}" if sep and not indent else " ".join(line.split())
+        out.append(f"{indent}- {text.replace('|', chr(92) + '|')}")
+    return out

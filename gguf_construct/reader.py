@@ -77,7 +77,9 @@ def open_source(source) -> tuple[Any, str | None, Any]:
         return source.view, source.url, None
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
-        with open(path, "rb") as fh:
+        # O_NONBLOCK: opening a named pipe must not wait for a writer before it can be refused
+        with os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)),
+                       "rb") as fh:
             kind = _not_regular(fh.fileno())
             if kind:
                 raise OSError(errno.EINVAL, f"not a regular file ({kind}); GGUF files are memory-mapped, so save "

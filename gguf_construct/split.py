@@ -14,6 +14,7 @@ import os
 import re
 import sys
 
+from ._atomic import atomic_paths
 from .enums import GGUFValueType
 from .errors import GGUFError
 from .inputs import open_input
@@ -103,17 +104,18 @@ def _shard_file(src: GGUFFile, index: int, count: int, n_tensors: int, tensors: 
 
 def split_model(source: GGUFFile, prefix: str, *, max_size: int | None = None, max_tensors: int | None = None,
                 no_tensor_first_split: bool = False, dry_run: bool = False) -> list[tuple[str, GGUFFile]]:
-    """Write ``source`` as shards ``PREFIX-00001-of-0000N.gguf`` (each atomically); returns (path, shard) pairs."""
+    """Write ``source`` as shards ``PREFIX-00001-of-0000N.gguf``, all of them or (on any failure or interrupt)
+    none; returns (path, shard) pairs."""
     plan = plan_split(source.tensors, max_size=max_size, max_tensors=max_tensors,
                       no_tensor_first_split=no_tensor_first_split)
     count = len(plan)
-    out = []
-    for i, tensors in enumerate(plan):
-        shard = _shard_file(source, i, count, len(source.tensors), tensors)
-        path = shard_path(prefix, i, count)
-        if not dry_run:
-            shard.save(path, pad_head=True)
-        out.append((path, shard))
+    out = [(shard_path(prefix, i, count), _shard_file(source, i, count, len(source.tensors), tensors))
+           for i, tensors in enumerate(plan)]
+    if not dry_run:
+        with atomic_paths([path for path, _ in out]) as tmps:  # the set appears whole or not at all
+            for tmp, (_, shard) in zip(tmps, out):
+                with open(tmp, "wb") as fh:
+                    shard.write_to(fh, pad_head=True)
     return out
 
 

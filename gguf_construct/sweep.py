@@ -16,10 +16,12 @@ import logging
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from typing import Any, Callable, Iterable, Iterator
 
 from ._atomic import atomic_path
+from ._extras import require
+from ._processes import worker_pool
 from .errors import GGUFError
 from .remote import RemoteFile, is_url, open_remote
 
@@ -223,7 +225,7 @@ def comparable(row: dict) -> dict:
 
 # -- engines ---------------------------------------------------------------------------------------------------
 def _local_engine(paths: list[str], task: Callable[[str], dict], jobs: int, **_) -> Iterator[dict]:
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    with worker_pool(jobs) as pool:
         futures = [pool.submit(task, p) for p in paths]
         for fut in as_completed(futures):
             yield fut.result()
@@ -231,10 +233,9 @@ def _local_engine(paths: list[str], task: Callable[[str], dict], jobs: int, **_)
 
 def _dask_engine(paths: list[str], task: Callable[[str], dict], jobs: int, scheduler: str | None = None,
                  **_) -> Iterator[dict]:
-    try:
-        from dask.distributed import Client, LocalCluster, as_completed as dask_completed
-    except ImportError:
-        raise OSError('--engine dask needs the cluster extra: pip install "gguf-construct[cluster]"') from None
+    require("cluster", ("dask.distributed",), "--engine dask")
+    from dask.distributed import Client, LocalCluster, as_completed as dask_completed
+
     cluster = None
     if scheduler:
         client = Client(scheduler)
@@ -280,6 +281,10 @@ def run_sweep(inputs: Iterable[str], out: str, *, engine: str = "local", jobs: i
     Files already in ``out`` without an error are skipped; the others are (re)done and the output rewritten."""
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {sorted(ENGINES)}")
+    if _is_parquet(out):
+        require("cluster", ("pyarrow",), "a Parquet output (.parquet)")
+    if engine == "dask":
+        require("cluster", ("dask.distributed",), "--engine dask")
     paths = expand_inputs(inputs)
     old = {r["path"]: r for r in read_rows(out)}
     todo = [p for p in paths if p not in old or old[p]["error"] is not None]

@@ -20,7 +20,7 @@ from .enums import GGUFValueType
 from .keyregistry import registry_types
 from .structs import value_types
 
-__all__ = ["GGUFValue", "Metadata", "numpy_dtype_of", "infer_value"]
+__all__ = ["GGUFValue", "Metadata", "numpy_dtype_of", "infer_value", "first_fit"]
 
 
 def numpy_dtype_of(vtype: GGUFValueType) -> np.dtype | None:
@@ -184,7 +184,8 @@ def _scalar_type(value: Any) -> GGUFValueType:
 
 def infer_value(value: Any, *, array_hint: bool = False) -> GGUFValue:
     """Choose a GGUF type for a Python value: bool -> BOOL, int -> INT32 (INT64 when it does not fit),
-    float -> FLOAT32, str -> STRING, numpy scalars and arrays by dtype, lists -> ARRAY of their elements' type."""
+    float -> FLOAT32, str -> STRING, numpy scalars and arrays by dtype, lists -> ARRAY of their elements' type
+    (integers and floats together: FLOAT32)."""
     if isinstance(value, GGUFValue):
         return value
     if isinstance(value, np.ndarray):
@@ -199,6 +200,10 @@ def infer_value(value: Any, *, array_hint: bool = False) -> GGUFValue:
             kind = max(kinds, key=lambda k: [GGUFValueType.INT32, GGUFValueType.INT64, GGUFValueType.UINT64].index(k))
         elif len(kinds) == 1:
             kind = kinds.pop()
+        elif GGUFValueType.FLOAT32 in kinds and kinds <= {GGUFValueType.FLOAT32, GGUFValueType.INT32,
+                                                           GGUFValueType.INT64, GGUFValueType.UINT64}:
+            kind = GGUFValueType.FLOAT32  # numbers written as 1.5 and 2 in one list: a float array, as in JSON
+            value = [float(v) for v in value]
         else:
             raise TypeError(f"array elements of mixed types {sorted(k.name for k in kinds)}")
         return make_value(GGUFValueType.ARRAY, value, kind)
@@ -207,14 +212,28 @@ def infer_value(value: Any, *, array_hint: bool = False) -> GGUFValue:
     return make_value(_scalar_type(value), value)
 
 
+def first_fit(key: str, candidates, build, shown: Any) -> GGUFValue:
+    """``build(type, item_type)`` for the first candidate type pair that takes the value; TypeError naming them
+    all when none does."""
+    for vtype, item_type in candidates:
+        try:
+            return build(vtype, item_type)
+        except (TypeError, ValueError, OverflowError):
+            continue
+    names = " or ".join(f"ARRAY[{i.name}]" if i else t.name for t, i in candidates)
+    raise TypeError(f"{key} is {names} in the key registry or the file; {shown!r} does not fit (give the type "
+                    f"explicitly to store another)")
+
+
 class Metadata(MutableMapping):
     """Ordered key -> value mapping where every value keeps its GGUF type.
 
     ``md[key]`` gives the plain value; :meth:`typed` the :class:`GGUFValue`; :meth:`type_of` its type.
-    Assigning a plain value keeps the key's existing type; a new standardized key (spec/keys.yaml) gets the
-    registry's type (the narrowest allowed integer type the value fits, so ``llama.context_length = 4096`` is
-    UINT32 as llama.cpp writes it); any other new key gets an inferred type (see :func:`infer_value`).  Use
-    :meth:`set` to give the type explicitly.
+    Assigning a plain value keeps the key's existing type unless the key registry (spec/keys.yaml) disallows it; a
+    standardized key then gets the registry's type (the narrowest allowed integer type the value fits, so
+    ``llama.context_length = 4096`` is UINT32 as llama.cpp writes it); any other new key gets an inferred type
+    (see :func:`infer_value`); :meth:`type_candidates` is that rule.  Use :meth:`set` to give the type
+    explicitly.
     """
 
     def __init__(self, items: "dict[str, GGUFValue] | None" = None):
@@ -227,33 +246,29 @@ class Metadata(MutableMapping):
     def __setitem__(self, key: str, value: Any) -> None:
         if isinstance(value, GGUFValue):
             new = value
-        elif key in self._items:
-            old = self._items[key]
-            new = make_value(old.type, value, old.item_type)
         else:
-            new = self._registry_value(key, value)
-            if new is None:
-                new = infer_value(value)
+            candidates = self.type_candidates(key, value)
+            new = first_fit(key, candidates, lambda vtype, item_type: make_value(vtype, value, item_type),
+                             value) if candidates else infer_value(value)
         self._items[key] = new
         self.changed = True
 
-    def _registry_value(self, key: str, value: Any) -> "GGUFValue | None":
-        """``value`` typed as the registry says for ``key``, or None when the registry does not know the key."""
+    def type_candidates(self, key: str, value: Any = None) -> list[tuple[GGUFValueType, GGUFValueType | None]]:
+        """The (type, element type) pairs a plain ``value`` assigned to ``key`` may take, in order of preference.
+
+        The key's present type when the key registry (spec/keys.yaml) allows it or does not know the key; else the
+        registry's types, integer types narrowest first for an ``int`` (``llama.context_length = 4096`` is UINT32,
+        as llama.cpp writes and reads it); [] for a new key the registry does not know (the type is then
+        inferred).  The API's assignment and the command line's ``set`` both type values by this one rule."""
         arch = self._items.get("general.architecture")
         pairs = registry_types(key, arch.value if arch is not None and isinstance(arch.value, str) else None)
-        if not pairs:
-            return None
+        old = self._items.get(key)
+        if old is not None and (not pairs or (old.type, old.item_type) in pairs):
+            return [(old.type, old.item_type)]
         if isinstance(value, int) and not isinstance(value, bool):
             ints = [p for p in pairs if p[0] in _INT_RANGES]
             pairs = sorted(ints, key=lambda p: numpy_dtype_of(p[0]).itemsize) + [p for p in pairs if p not in ints]
-        for vtype, item_type in pairs:
-            try:
-                return make_value(vtype, value, item_type)
-            except (TypeError, ValueError, OverflowError):
-                continue
-        names = " or ".join(f"ARRAY[{i.name}]" if i else t.name for t, i in pairs)
-        raise TypeError(f"{key} is {names} in the key registry; {value!r} does not fit (use Metadata.set(key, "
-                        f"value, type) to store another type)")
+        return pairs
 
     def __delitem__(self, key: str) -> None:
         del self._items[key]

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-pytest.importorskip("numba")
+pytest.importorskip("numba", reason="the compiled codecs need the [fast] extra (numba)")
 
 from gguf_construct import GGUFFile, codecs, load, spec  # noqa: E402
 

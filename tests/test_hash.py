@@ -94,7 +94,7 @@ def test_xxh64_matches_known_values_and_streaming():
     h = XXH64()
     h.update(b"abc")
     assert h.hexdigest() == "44bc2cf5ad770999"
-    xxhash = pytest.importorskip("xxhash")
+    xxhash = pytest.importorskip("xxhash", reason="needs the [hash] extra (xxhash)")
     rng = random.Random(3)
     for n in [*range(70), 1000, 4099]:
         data = os.urandom(n)

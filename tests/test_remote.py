@@ -11,8 +11,8 @@ import sys
 import numpy as np
 import pytest
 
-pytest.importorskip("fsspec")
-pytest.importorskip("aiohttp")
+pytest.importorskip("fsspec", reason="URLs need the [remote] extra (fsspec)")
+pytest.importorskip("aiohttp", reason="http(s) URLs need the [remote] extra (aiohttp)")
 
 import gguf_construct as g  # noqa: E402
 from gguf_construct.checker.shards import shard_siblings  # noqa: E402
@@ -249,7 +249,7 @@ def test_shard_siblings_of_a_url(server):
 
 
 def test_hf_urls_use_huggingface_hub_file_system(monkeypatch):
-    pytest.importorskip("huggingface_hub")
+    pytest.importorskip("huggingface_hub", reason="hf:// needs the [remote] extra (huggingface_hub)")
     import fsspec
 
     fs, path = fsspec.core.url_to_fs("hf://org/repo/model-00001-of-00003.gguf")

@@ -71,7 +71,7 @@ def test_jsonl_resumes(folder, tmp_path):
 
 
 def test_cli(folder, tmp_path):
-    pytest.importorskip("pyarrow")
+    pytest.importorskip("pyarrow", reason="Parquet output needs the [cluster] extra (pyarrow)")
     out = tmp_path / "cli.parquet"
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(g.__file__)))
     done = subprocess.run([sys.executable, "-m", "gguf_construct", "sweep", str(folder), "--out", str(out),
@@ -86,9 +86,9 @@ def test_cli(folder, tmp_path):
 
 
 def test_dask_cluster_over_http_matches_local_pool(folder, tmp_path):
-    pytest.importorskip("dask.distributed")
-    pytest.importorskip("pyarrow")
-    pytest.importorskip("fsspec")
+    pytest.importorskip("dask.distributed", reason="--engine dask needs the [cluster] extra")
+    pytest.importorskip("pyarrow", reason="Parquet output needs the [cluster] extra (pyarrow)")
+    pytest.importorskip("fsspec", reason="URLs need the [remote] extra (fsspec)")
     from gguf_construct.rangeserver import RangeServer
 
     served = tmp_path / "served"

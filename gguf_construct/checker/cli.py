@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import sys
-from concurrent.futures import ProcessPoolExecutor
 
 from .config import ConfigError, find_config, load_config
 from .core import check, files_under
@@ -14,6 +13,7 @@ from .report import Report
 from ..rulebook.catalog import PROFILES, SEVERITY_RANK, catalog, matches
 from .shards import check_sets, shard_siblings
 from .._json import write_json
+from .._processes import worker_pool
 from .._text import printable
 from ..remote import RemoteError, is_url, print_transfer_stats
 
@@ -192,7 +192,7 @@ def run(args) -> int:
             print(render_report_text(report, color=color), flush=True)
 
     if cfg["jobs"] > 1 and len(files) > 1:
-        with ProcessPoolExecutor(max_workers=cfg["jobs"]) as pool:
+        with worker_pool(cfg["jobs"]) as pool:
             for path, result in zip(files, pool.map(_one, [(f, opts) for f in files])):
                 progress.step(path)
                 collect(*result)
@@ -215,11 +215,12 @@ def run(args) -> int:
         write_json(render_json(reports))
     elif cfg["format"] == "sarif":
         write_json(render_sarif(reports, profile=cfg["profile"]))
-    elif len(reports) + len(io_errors) > 1:
-        print(render_summary(reports, len(io_errors)))
+    elif reports or io_errors:
+        print(render_summary(reports, len(io_errors), cfg["fail-on"]))
     if io_errors or not reports:
         if not reports and not io_errors:
-            print("gguf-construct check: no .gguf files found", file=sys.stderr)
+            where = ", ".join(printable(p) for p in paths) or "the given paths"
+            print(f"gguf-construct check: no .gguf files found in {where}", file=sys.stderr)
         return 2
     if cfg["fail-on"] == "never":
         return 0

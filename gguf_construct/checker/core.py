@@ -116,6 +116,7 @@ def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, 
         report.counts[rule_id] = report.counts.get(rule_id, 0) + len(group)
         report.findings.append(_once_per_file(rule_id, profile, group))
     report.sort()
+    report.notes = notes(ctx)
     try:
         report.facts = set_facts(ctx)
     except Exception:  # noqa: BLE001
@@ -124,6 +125,19 @@ def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, 
     if remote is not None:
         report.transfer = remote.stats()
     return report
+
+
+NO_CHAT_TEMPLATE = ("no chat template (tokenizer.chat_template): chat front ends will guess one; add it with "
+                    "`gguf-construct set FILE --chat-template-file tokenizer_config.json`")
+
+
+def notes(ctx: Context) -> list[str]:
+    """What is worth saying about a readable file without judging it: a model (tensors and a vocabulary) that has
+    no chat template."""
+    if ctx.kv_complete and ctx.tensors and ctx.first("tokenizer.ggml.tokens") is not None \
+            and ctx.first("tokenizer.chat_template") is None:
+        return [NO_CHAT_TEMPLATE]
+    return []
 
 
 def _once_per_file(rule_id: str, profile: str, group: list[Hit]) -> Finding:

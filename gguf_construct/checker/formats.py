@@ -59,6 +59,8 @@ def render_report_text(r: Report, *, color: bool = False) -> str:
         for rule in dict.fromkeys(f.rule for f in group):
             if rule in omitted:
                 lines.append(f"    {rule:22s} ... and {omitted[rule]} more (--max-per-rule 0 lists all)")
+    for note in r.notes:
+        lines.append(f"  note: {note}")
     for err in r.internal_errors:
         lines.append(f"  internal error (please report): {err.strip().splitlines()[-1]}")
     return "\n".join(lines)
@@ -69,8 +71,10 @@ def render_text(reports: Iterable[Report], *, color: bool = False) -> str:
     return "\n".join(render_report_text(r, color=color) for r in reports)
 
 
-def render_summary(reports: list[Report], io_errors: int = 0) -> str:
-    """One line across files: files checked, valid and invalid, findings per severity."""
+def render_summary(reports: list[Report], io_errors: int = 0, fail_on: str | None = None) -> str:
+    """One line across files: files checked, valid and invalid, findings per severity; with ``fail_on`` (the
+    --fail-on level) it ends saying whether the run fails and why, since a valid file with warnings fails
+    ``--fail-on warning``."""
     total = {s: 0 for s in _ORDER}
     for r in reports:
         for s, n in r.severity_counts().items():
@@ -80,6 +84,13 @@ def render_summary(reports: list[Report], io_errors: int = 0) -> str:
             f"{len(reports) - valid} invalid; {_counted(total) or 'no findings'}")
     if io_errors:
         line += f"; {io_errors} could not be read"
+    if fail_on is not None and fail_on != "never":
+        rank = _ORDER.index(fail_on)
+        failing = {s: (n if _ORDER.index(s) <= rank else 0) for s, n in total.items()}
+        if any(failing.values()):
+            line += f"; fails --fail-on {fail_on} ({_counted(failing)})"
+        elif io_errors:
+            line += "; fails (unreadable input)"
     return line
 
 

@@ -22,6 +22,7 @@ class Report:
     internal_errors: list[str] = field(default_factory=list)
     facts: dict = field(default_factory=dict, repr=False, compare=False)  # for checks across files (shard sets)
     transfer: dict | None = field(default=None, compare=False)  # network cost when the file was a URL
+    notes: list[str] = field(default_factory=list)  # facts worth a line that judge nothing (no rule, no severity)
 
     @property
     def valid(self) -> bool:
@@ -67,7 +68,7 @@ class Report:
 
     def to_dict(self) -> dict:
         """The JSON shape: file, valid, version, byte_order, findings, counts (every occurrence per rule), omitted
-        when the per-rule cap left some out, and transfer for URLs."""
+        when the per-rule cap left some out, transfer for URLs, and notes when there are any."""
         out = {"file": self.file, "valid": self.valid, "version": self.version, "byte_order": self.byte_order,
                "findings": [f.to_dict() for f in self.findings], "counts": dict(sorted(self.counts.items()))}
         omitted = self.omitted()
@@ -77,4 +78,6 @@ class Report:
             out["internal_errors"] = list(self.internal_errors)
         if self.transfer is not None:
             out["transfer"] = dict(self.transfer)
+        if self.notes:
+            out["notes"] = list(self.notes)
         return out

@@ -146,10 +146,15 @@ def default_out_dir() -> Path:
 
 
 def _cmd_docs(args: argparse.Namespace) -> int:
+    if args.check:
+        why = _spec.nothing_to_check(args.out, "docs")
+        if why:
+            print(f"gguf-construct: {why}", file=sys.stderr)
+            return 2
     if args.out is None:
         args.out = default_out_dir()
     # the docs of a source checkout: its exports/ too
-    exports = _spec.spec_dir().name == "spec" and Path(args.out).resolve() == default_out_dir().resolve()
+    exports = _spec.in_checkout() and Path(args.out).resolve() == default_out_dir().resolve()
     if args.check:
         problems = check_docs(args.out)
         if exports:

@@ -134,6 +134,11 @@ def _cmd_export(args: argparse.Namespace) -> int:
         else:
             sys.stdout.write(text)
         return 0
+    if args.check:
+        why = _spec.nothing_to_check(args.out, "exports")
+        if why:
+            print(f"gguf-construct: {why}", file=sys.stderr)
+            return 2
     out = Path(args.out) if args.out else default_exports_dir()
     if args.check:
         problems = check_exports(out)

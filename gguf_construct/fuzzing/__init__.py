@@ -30,6 +30,7 @@ type compared.  This is the shape of ``gguf-construct dump --json`` (header memb
 
 from __future__ import annotations
 
+import os
 import sys
 
 __all__ = ["add_cli", "cli_main"]
@@ -42,16 +43,24 @@ def cli_main(args) -> int:
 
     from .report import prepare_out
 
+    created = bool(args.out) and not os.path.exists(args.out)
     try:
         versions, byte_orders, types = _supported(args)
+        target = make_target(args.target, timeout=args.timeout, memory=args.memory << 20)
+        target.start()
         if args.out:
             prepare_out(args.out)  # refuse or clean before the run, not after it
-        target = make_target(args.target, timeout=args.timeout, memory=args.memory << 20)
     except (ValueError, OSError) as exc:
         print(f"gguf-construct fuzz: {exc}", file=sys.stderr)
         return 2
-    results = run(target, count=args.count, seed=args.seed, profile=args.profile, out_dir=args.out,
-                  minimize=not args.no_minimize, versions=versions, byte_orders=byte_orders, tensor_types=types)
+    try:
+        results = run(target, count=args.count, seed=args.seed, profile=args.profile, out_dir=args.out,
+                      minimize=not args.no_minimize, versions=versions, byte_orders=byte_orders,
+                      tensor_types=types)
+    except BaseException:
+        if created and os.path.isdir(args.out) and not os.listdir(args.out):
+            os.rmdir(args.out)  # an interrupted run leaves no empty --out behind
+        raise
     print(results.table())
     if args.out:
         print(f"reproducers and summary.json in {args.out}")

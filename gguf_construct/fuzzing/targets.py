@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Outcome", "Target", "CmdTarget", "PythonTarget", "make_target", "gguf_py_reader"]
+__all__ = ["Outcome", "Target", "TargetError", "CmdTarget", "PythonTarget", "make_target", "gguf_py_reader"]
 
 DEFAULT_MEMORY = 2 << 30
 STARTUP_TIMEOUT = 120.0  # importing a target (numpy, ...) on a loaded machine
@@ -39,10 +39,17 @@ class Outcome:
     extra: dict = field(default_factory=dict)
 
 
+class TargetError(OSError):
+    """The reader under test cannot be run at all (it does not import or start)."""
+
+
 class Target:
     """A reader under test."""
 
     name = "target"
+
+    def start(self) -> None:
+        """Get ready to run (a target with a worker starts it here); raises :class:`TargetError`."""
 
     def run(self, path: str) -> Outcome:  # pragma: no cover - interface
         """Run the reader on ``path``."""
@@ -145,9 +152,19 @@ class PythonTarget(Target):
                                      preexec_fn=_limits(0), bufsize=0)
         self.restarts += 1
         line = self._readline(time.monotonic() + STARTUP_TIMEOUT)
-        if not line or json.loads(line).get("status") != "ready":
+        try:
+            hello = json.loads(line) if line else {}
+        except ValueError:
+            hello = {}
+        if hello.get("status") != "ready":
             self.close()
-            raise RuntimeError(f"python target {self.spec} did not start (cannot import it?)")
+            why = hello.get("error") or "it did not answer"
+            raise TargetError(f"python target {self.spec} cannot be used: {why}")
+
+    def start(self) -> None:
+        """Start the worker now (it imports the target), so that a target that cannot run is a usage error."""
+        if self.proc is None or self.proc.poll() is not None:
+            self._start()
 
     def close(self) -> None:
         """Stop the worker."""

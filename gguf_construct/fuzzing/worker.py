@@ -63,7 +63,11 @@ def main(argv: list[str] | None = None) -> int:
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # the target's prints must not corrupt the protocol
     sys.stdout = sys.stderr
-    fn = load_callable(spec)
+    try:
+        fn = load_callable(spec)
+    except Exception as exc:  # noqa: BLE001 - said to the parent in one line, which reports it as a usage error
+        proto.write(json.dumps({"status": "unusable", "error": f"{type(exc).__name__}: {exc}"[:500]}) + "\n")
+        return 2
     _limit_memory(memory)
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 1000))
     proto.write(json.dumps({"status": "ready"}) + "\n")  # imports done: timeouts count from here
