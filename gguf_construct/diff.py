@@ -140,9 +140,9 @@ def _cmd_diff(args) -> int:
     if args.json:
         write_json(json.dumps(result, ensure_ascii=False, allow_nan=False, indent=1))
     else:
-        if result["data_compared"]:
-            print(f"# tensor data compared {_COMPARISONS[result['data_compared']]}")
-        if differs(result):
+        if differs(result):  # identical files print nothing, as diff does
+            if result["data_compared"]:
+                print(f"# tensor data compared {_COMPARISONS[result['data_compared']]}")
             print(render_diff(result))
     return 1 if differs(result) else 0
 

@@ -171,11 +171,8 @@ def in_checkout() -> bool:
 
 
 def nothing_to_check(out: Path | str | None, what: str) -> str | None:
-    """Why ``--check`` has nothing to compare with (an installed package and no --out, or a missing folder), or
-    None when it has."""
+    """Why ``--check`` has nothing to compare with (an installed package and no --out), or None when it has."""
     if out is None and not in_checkout():
         return (f"{what} --check compares a source checkout's {what}/ with the spec, and this is an installed "
                 f"package with no checkout; give --out DIR to check a folder")
-    if out is not None and not Path(out).is_dir():
-        return f"{out}: no such folder to compare with"
     return None

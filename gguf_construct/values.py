@@ -248,8 +248,13 @@ class Metadata(MutableMapping):
             new = value
         else:
             candidates = self.type_candidates(key, value)
-            new = first_fit(key, candidates, lambda vtype, item_type: make_value(vtype, value, item_type),
-                             value) if candidates else infer_value(value)
+            old = self._items.get(key)
+            if old is not None and candidates == [(old.type, old.item_type)]:
+                new = make_value(old.type, value, old.item_type)  # the key keeps its type, or says why it cannot
+            elif candidates:
+                new = first_fit(key, candidates, lambda vtype, item_type: make_value(vtype, value, item_type), value)
+            else:
+                new = infer_value(value)
         self._items[key] = new
         self.changed = True
 

@@ -248,7 +248,8 @@ def test_cli_json_shape(tmp_path, capsys):
     doc = json.loads(out)
     assert rc == 1 and len(doc) == 2
     for entry in doc:
-        assert set(entry) == {"file", "valid", "version", "byte_order", "findings", "counts"}
+        assert set(entry) - {"notes"} == {"file", "valid", "version", "byte_order", "findings", "counts"}
+        assert all(isinstance(n, str) for n in entry.get("notes", []))
         for f in entry["findings"]:
             assert set(f) == {"rule", "severity", "message", "offset", "path", "count"}
     by_name = {e["file"].rsplit("/", 1)[-1]: e for e in doc}

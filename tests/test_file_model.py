@@ -65,7 +65,7 @@ def test_save_is_atomic(tmp_path, monkeypatch):
     f = g.GGUFFile.new()
     f.add_tensor("w", np.zeros(32, np.float32))
 
-    def broken(self, out):
+    def broken(self, out, **options):
         out.write(b"GGUF partial")
         raise RuntimeError("disk on fire")
 

@@ -217,7 +217,9 @@ def test_ctrl_c_is_one_line_and_status_130(tmp_path):
     proc = subprocess.Popen(CLI + ["fuzz", "--target", "python:test_first_paths:_slow_reader",
                                    "--count", "100000", "--out", str(tmp_path / "out")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, PYTHONPATH=os.path.dirname(__file__)))
+                            env=dict(os.environ, PYTHONPATH=os.path.dirname(__file__)),
+                            # a shell's background job starts with SIGINT ignored, and Python then keeps it so
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and not (tmp_path / "out").exists():
         time.sleep(0.2)
