@@ -4,8 +4,7 @@ Construct's compiled mode skips length checks and its arrays trust their counts,
 ``Bytes``/``Array`` for untrusted lengths.  Every count and length here is checked against the bytes that remain
 *before* anything is allocated or looped, and failures raise :class:`FieldError` with the stream offset.
 Large arrays of numbers become numpy arrays in one step; arrays of strings are scanned in one tight loop and
-decoded in one pass.  Which conformance rule a failure breaks is not decided here: the generator passes each
-construct the rule the spec declares for its field (:mod:`gguf_construct.fieldrules`).
+decoded in one pass.
 """
 
 from __future__ import annotations
@@ -23,7 +22,9 @@ __all__ = [
 
 
 class FieldError(ConstructError):
-    """A field could not be read; carries the offset where the field starts."""
+    """A field could not be read; carries the offset where the field starts and the rule it breaks, which is not
+    decided here: the generator gives each construct the rule the spec declares for its field
+    (:mod:`gguf_construct.fieldrules`)."""
 
     def __init__(self, message: str, offset: int | None, path: str | None = None, rule: str | None = None):
         super().__init__(message, path=path)
@@ -176,8 +177,7 @@ class TextList(list):
 
 
 class StringArray(Construct):
-    """``count`` length-prefixed strings, scanned in one loop and decoded in one pass; a count the bytes left
-    cannot hold breaks ``rule``, a string that runs past the end ``element_rule``."""
+    """``count`` length-prefixed strings, scanned in one loop and decoded in one pass."""
 
     def __init__(self, count, width: int, byte_order: str, rule: str | None = None, element_rule: str | None = None):
         super().__init__()

@@ -31,6 +31,12 @@ def test_every_declared_rule_is_a_structural_refusal_of_the_catalog():
         assert (failure in fieldrules.TYPE_FAILURES) == ("." not in where), (where, failure)
         assert rule in catalog(), (where, rule)
         assert catalog()[rule].raw.get("load") == "refuse", (where, rule)
+    # each failure is declared where it can happen: a count on a repeat, a selector on a switch ...
+    needs = {"count": "repeat", "selector": "switch_on", "mismatch": "contents", "invalid": "valid",
+             "nesting": "switch_on"}
+    for where, failure, _rule in declared:
+        if "." in where:
+            assert needs[failure] in structs.field_spec(*where.split(".")), (where, failure)
     # every rule a read stops with is one the structural walk reports
     assert {rule for where, failure, rule in declared if failure != "invalid"} <= structural_rules()
 

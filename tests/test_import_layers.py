@@ -19,8 +19,8 @@ PACKAGE = ROOT / "gguf_construct"
 LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (0, ("_version", "_json", "_text", "_atomic", "_stringscan", "errors", "spec", "remote", "rangeserver", "shardnames",
          "xxh64")),
-    (1, ("containerspec", "fieldrules", "constructs", "structs", "fieldtree", "fieldlayout", "enums", "keyregistry",
-         "values", "codecs")),
+    (1, ("constructs", "structs", "fieldtree", "fieldlayout", "enums", "keyregistry", "values", "codecs")),
+    (1, ("containerspec", "fieldrules")),
     (2, ("reader", "rulebook", "model", "dump", "demo", "arch", "inputs", "modelinfo")),
     (3, ("checker", "breaking", "docgen", "export")),
     (4, ("strategies",)),
