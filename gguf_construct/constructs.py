@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct as _struct
 
 import numpy as np
+from . import fieldrules
 from ._stringscan import scan_string_offsets
 from construct import Construct, ConstructError, ListContainer, SizeofError, stream_tell
 
@@ -23,8 +24,8 @@ __all__ = [
 
 class FieldError(ConstructError):
     """A field could not be read; carries the offset where the field starts and the rule it breaks, which is not
-    decided here: the generator gives each construct the rule the spec declares for its field
-    (:mod:`gguf_construct.fieldrules`)."""
+    decided here: the generator gives each construct the rule the spec declares for its field, and a construct
+    made without one takes the spec's rule for what it stands for (:func:`~gguf_construct.fieldrules.default_rule`)."""
 
     def __init__(self, message: str, offset: int | None, path: str | None = None, rule: str | None = None):
         super().__init__(message, path=path)
@@ -96,7 +97,7 @@ class GGUFString(Construct):
         super().__init__()
         self.width = width
         self.byte_order = byte_order
-        self.rule = rule
+        self.rule = rule if rule is not None else fieldrules.default_rule("string")
         self._len = _struct.Struct(_fmt(width, byte_order))
 
     def _parse(self, stream, context, path):
@@ -141,7 +142,7 @@ class NumericArray(Construct):
         self.dtype = np.dtype(dtype)
         self.native = self.dtype.newbyteorder("=")
         self.as_bool = as_bool
-        self.rule = rule
+        self.rule = rule if rule is not None else fieldrules.default_rule("numbers")
 
     def _parse(self, stream, context, path):
         start = stream_tell(stream, path)
@@ -184,8 +185,8 @@ class StringArray(Construct):
         self.count = count
         self.width = width
         self.byte_order = byte_order
-        self.rule = rule
-        self.element_rule = element_rule
+        self.rule = rule if rule is not None else fieldrules.default_rule("strings")
+        self.element_rule = element_rule if element_rule is not None else fieldrules.default_rule("string")
         self._len = _struct.Struct(_fmt(width, byte_order))
 
     def _parse(self, stream, context, path):
@@ -319,7 +320,7 @@ class Float32Field(Construct):
 
     def __init__(self, byte_order: str, rule: str | None = None):
         super().__init__()
-        self.rule = rule
+        self.rule = rule if rule is not None else fieldrules.default_rule("f4")
         order = "<" if byte_order == "little" else ">"
         self._bits = _struct.Struct(order + "I")
         self._float = _struct.Struct(order + "f")

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from .containerspec import container_spec, value_types
+from .containerspec import container_spec, is_string_type, value_types
 
-__all__ = ["TYPE_FAILURES", "FIELD_FAILURES", "truncated_rule", "field_rule", "nesting_rule", "declarations"]
+__all__ = ["TYPE_FAILURES", "FIELD_FAILURES", "truncated_rule", "field_rule", "nesting_rule", "default_rule",
+           "declarations"]
 
 TYPE_FAILURES = ("truncated",)
 FIELD_FAILURES = ("count", "selector", "mismatch", "invalid", "nesting")
@@ -96,6 +97,33 @@ def nesting_rule(type_name: str) -> str | None:
             if found is not None:
                 break
         answers[key] = found
+    return answers[key]
+
+
+def default_rule(construct: str) -> str | None:
+    """The rule a checked construct made without one (outside the generator, which names the field) breaks: the
+    one rule the spec declares for every field it can stand for (None when they disagree).  ``construct``:
+    ``string`` (a string that runs past the end), ``strings`` or ``numbers`` (the count of an array of strings or
+    of numbers), or a primitive such as ``f4`` (a short read of a single value)."""
+    answers = _answers()
+    key = ("default", construct)
+    if key not in answers:
+        types = container_spec()["types"]
+        cases = [vt.get("encoding") or vt["type"] for vt in value_types().values()]
+        found = set()
+        if construct == "string":
+            found = {truncated_rule(name) for name in types if is_string_type(name)}
+        for type_name, t in types.items():
+            for f in t["seq"]:
+                items = cases if "switch_on" in f else [f.get("type")]
+                if construct in ("strings", "numbers") and "repeat" in f:
+                    strings = [i for i in items if i in types and is_string_type(i)]
+                    numbers = [i for i in items if i is not None and i not in types]
+                    if strings if construct == "strings" else numbers:
+                        found.add(field_rule(type_name, f["id"], "count"))
+                elif "repeat" not in f and construct in items:
+                    found.add(truncated_rule(type_name))
+        answers[key] = found.pop() if len(found) == 1 else None
     return answers[key]
 
 

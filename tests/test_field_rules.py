@@ -140,3 +140,15 @@ def test_no_read_names_a_rule_itself(name):
     named = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
              and id(n) not in docstrings and rule_id.match(n.value)]
     assert named == []
+
+
+def test_a_construct_made_without_a_rule_takes_the_spec_rule_of_what_it_stands_for():
+    from gguf_construct.constructs import Float32Field, GGUFString, NumericArray, StringArray
+
+    assert GGUFString(8, "little").rule == fieldrules.truncated_rule("gguf_string")
+    assert StringArray(1, 8, "little").rule == fieldrules.field_rule("gguf_array", "data", "count")
+    assert StringArray(1, 8, "little").element_rule == fieldrules.truncated_rule("gguf_string")
+    assert NumericArray(1, "<u4").rule == fieldrules.field_rule("tensor_info", "dimensions", "count")
+    assert Float32Field("little").rule == fieldrules.truncated_rule("metadata_kv")  # f4 is only ever a value
+    assert fieldrules.default_rule("u4") is None  # header, KV and tensor-info fields: no one rule
+    assert GGUFString(8, "little", rule="X-Y").rule == "X-Y"
