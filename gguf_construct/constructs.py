@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct as _struct
 
 import numpy as np
+from . import fieldrules
 from ._stringscan import scan_string_offsets
 from construct import Construct, ConstructError, ListContainer, SizeofError, stream_tell
 
@@ -22,7 +23,9 @@ __all__ = [
 
 
 class FieldError(ConstructError):
-    """A field could not be read; carries the offset where the field starts."""
+    """A field could not be read; carries the offset where the field starts and the rule it breaks, which is not
+    decided here: the generator gives each construct the rule the spec declares for its field, and a construct
+    made without one takes the spec's rule for what it stands for (:func:`~gguf_construct.fieldrules.default_rule`)."""
 
     def __init__(self, message: str, offset: int | None, path: str | None = None, rule: str | None = None):
         super().__init__(message, path=path)
@@ -87,12 +90,14 @@ def _fmt(width: int, byte_order: str) -> str:
 
 
 class GGUFString(Construct):
-    """A length-prefixed string: ``len`` (``width`` bytes, unsigned) then ``len`` bytes of UTF-8."""
+    """A length-prefixed string: ``len`` (``width`` bytes, unsigned) then ``len`` bytes of UTF-8; a string that
+    runs past the end breaks ``rule``."""
 
-    def __init__(self, width: int, byte_order: str):
+    def __init__(self, width: int, byte_order: str, rule: str | None = None):
         super().__init__()
         self.width = width
         self.byte_order = byte_order
+        self.rule = rule if rule is not None else fieldrules.default_rule("string")
         self._len = _struct.Struct(_fmt(width, byte_order))
 
     def _parse(self, stream, context, path):
@@ -100,11 +105,11 @@ class GGUFString(Construct):
         head = stream.read(self.width)
         if len(head) != self.width:
             raise FieldError(f"string length truncated: need {self.width} bytes, {len(head)} left", start, path,
-                             rule="STR-EOF")
+                             rule=self.rule)
         (n,) = self._len.unpack(head)
         left = remaining(stream)
         if n > left:
-            raise FieldError(f"string length {n} exceeds the {left} bytes remaining", start, path, rule="STR-EOF")
+            raise FieldError(f"string length {n} exceeds the {left} bytes remaining", start, path, rule=self.rule)
         return decode_text(stream.read(n))
 
     def _build(self, obj, stream, context, path):
@@ -128,19 +133,21 @@ def _check_count(stream, count, min_size: int, what: str, path: str, start: int,
 
 
 class NumericArray(Construct):
-    """``count`` fixed-size numbers parsed into a native-order numpy array in one step."""
+    """``count`` fixed-size numbers parsed into a native-order numpy array in one step; a count the bytes left
+    cannot hold breaks ``rule``."""
 
-    def __init__(self, count, dtype: np.dtype, as_bool: bool = False):
+    def __init__(self, count, dtype: np.dtype, as_bool: bool = False, rule: str | None = None):
         super().__init__()
         self.count = count
         self.dtype = np.dtype(dtype)
         self.native = self.dtype.newbyteorder("=")
         self.as_bool = as_bool
+        self.rule = rule if rule is not None else fieldrules.default_rule("numbers")
 
     def _parse(self, stream, context, path):
         start = stream_tell(stream, path)
         count = self.count(context) if callable(self.count) else self.count
-        _check_count(stream, count, self.dtype.itemsize, "array element", path, start, "ARR-EOF")
+        _check_count(stream, count, self.dtype.itemsize, "array element", path, start, self.rule)
         nbytes = count * self.dtype.itemsize
         if isinstance(stream, BufferStream):
             arr = np.frombuffer(stream.buf, dtype=self.dtype, count=count, offset=stream.pos)
@@ -173,17 +180,19 @@ class TextList(list):
 class StringArray(Construct):
     """``count`` length-prefixed strings, scanned in one loop and decoded in one pass."""
 
-    def __init__(self, count, width: int, byte_order: str):
+    def __init__(self, count, width: int, byte_order: str, rule: str | None = None, element_rule: str | None = None):
         super().__init__()
         self.count = count
         self.width = width
         self.byte_order = byte_order
+        self.rule = rule if rule is not None else fieldrules.default_rule("strings")
+        self.element_rule = element_rule if element_rule is not None else fieldrules.default_rule("string")
         self._len = _struct.Struct(_fmt(width, byte_order))
 
     def _parse(self, stream, context, path):
         start = stream_tell(stream, path)
         count = self.count(context) if callable(self.count) else self.count
-        _check_count(stream, count, self.width, "string array element", path, start, "ARR-EOF")
+        _check_count(stream, count, self.width, "string array element", path, start, self.rule)
         if not isinstance(stream, BufferStream):
             # materialize the rest once; parsing from a generic stream is the slow path anyway
             rest = stream.read()
@@ -201,7 +210,7 @@ class StringArray(Construct):
             index, offset, length = exc.args
             what = (f"string length truncated in element {index}" if length is None
                     else f"string length {length} exceeds the {stream.size - offset - self.width} bytes remaining")
-            raise FieldError(what, offset, f"{path} -> [{index}]", rule="STR-EOF") from None
+            raise FieldError(what, offset, f"{path} -> [{index}]", rule=self.element_rule) from None
         stream.pos = end
         return self._decode_all(stream.buf, base, end, starts, ends)
 
@@ -306,10 +315,12 @@ class Float32NaN(float):
 
 
 class Float32Field(Construct):
-    """An IEEE binary32 scalar that round-trips every bit pattern, NaN payloads included."""
+    """An IEEE binary32 scalar that round-trips every bit pattern, NaN payloads included; a short read breaks
+    ``rule``."""
 
-    def __init__(self, byte_order: str):
+    def __init__(self, byte_order: str, rule: str | None = None):
         super().__init__()
+        self.rule = rule if rule is not None else fieldrules.default_rule("f4")
         order = "<" if byte_order == "little" else ">"
         self._bits = _struct.Struct(order + "I")
         self._float = _struct.Struct(order + "f")
@@ -318,7 +329,7 @@ class Float32Field(Construct):
         start = stream_tell(stream, path)
         data = stream.read(4)
         if len(data) != 4:
-            raise FieldError(f"float32 truncated: {len(data)} of 4 bytes", start, path, rule="KV-TRUNC")
+            raise FieldError(f"float32 truncated: {len(data)} of 4 bytes", start, path, rule=self.rule)
         (value,) = self._float.unpack(data)
         if value != value:
             return Float32NaN(self._bits.unpack(data)[0])

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from . import spec as _spec
-from . import structs
+from .containerspec import (BYTE_ORDERS, FamilyShape, container_spec, each_family, field_spec, resolve_alias,
+                            value_types, versions)
 
 __all__ = ["Extent", "FieldLayout", "TypeLayout", "Scalar", "layout", "case_size", "field_at", "common_field",
            "scalar", "common_scalar", "alias_cases"]
@@ -93,24 +94,24 @@ class TypeLayout:
         raise KeyError(f"{self.type_name} has no field {field_id!r}")
 
 
-def layout(fam: structs.StructFamily, type_name: str) -> TypeLayout:
+def layout(fam: FamilyShape, type_name: str) -> TypeLayout:
     """The offset and size of every field of spec type ``type_name`` in ``fam``."""
     return _layout(fam, type_name, ())
 
 
-def _layout(fam: structs.StructFamily, type_name: str, outer: tuple[str, ...]) -> TypeLayout:
+def _layout(fam: FamilyShape, type_name: str, outer: tuple[str, ...]) -> TypeLayout:
     if type_name in outer:  # a type containing itself has no fixed layout
         return TypeLayout(type_name, (), VARIABLE)
     pos = Extent()
     fields = []
-    for f in structs.container_spec()["types"][type_name]["seq"]:
+    for f in container_spec()["types"][type_name]["seq"]:
         size = _field_size(fam, f, outer + (type_name,))
         fields.append(FieldLayout(f["id"], pos, size))
         pos = pos + size
     return TypeLayout(type_name, tuple(fields), pos)
 
 
-def _field_size(fam: structs.StructFamily, f: dict, outer: tuple[str, ...]) -> Extent:
+def _field_size(fam: FamilyShape, f: dict, outer: tuple[str, ...]) -> Extent:
     if "contents" in f:
         return Extent(len(f["contents"]))
     if "size" in f:
@@ -125,27 +126,27 @@ def _field_size(fam: structs.StructFamily, f: dict, outer: tuple[str, ...]) -> E
     return Extent(0, ((item.fixed, f["repeat"]),))
 
 
-def _item_size(fam: structs.StructFamily, name: str, outer: tuple[str, ...]) -> Extent:
-    if name in structs.container_spec()["types"]:
+def _item_size(fam: FamilyShape, name: str, outer: tuple[str, ...]) -> Extent:
+    if name in container_spec()["types"]:
         return _layout(fam, name, outer).size
     return Extent(fam.primitive_width(name))
 
 
-def case_size(fam: structs.StructFamily, selector: int) -> Extent:
+def case_size(fam: FamilyShape, selector: int) -> Extent:
     """The size of one value of metadata value type ``selector`` (a ``switch_on`` case), relative to the value."""
-    vt = structs.value_types()[selector]
+    vt = value_types()[selector]
     return _item_size(fam, vt.get("encoding") or vt["type"], ())
 
 
-def field_at(fam: structs.StructFamily, type_name: str, path: str) -> FieldLayout:
+def field_at(fam: FamilyShape, type_name: str, path: str) -> FieldLayout:
     """The offset (from the start of a ``type_name`` record) and size of the field at dotted ``path`` inside it,
     through nested records, e.g. ``field_at(fam, "file_head", "header.version")``."""
     head, _, rest = path.partition(".")
     outer = layout(fam, type_name)[head]
     if not rest:
         return outer
-    f = structs.field_spec(type_name, head)
-    if "repeat" in f or f.get("type") not in structs.container_spec()["types"]:
+    f = field_spec(type_name, head)
+    if "repeat" in f or f.get("type") not in container_spec()["types"]:
         raise KeyError(f"{type_name}.{head} is not a single record: {path!r} has no one place")
     inner = field_at(fam, f["type"], rest)
     return FieldLayout(path, outer.offset + inner.offset.within(head), inner.size.within(head))
@@ -154,7 +155,7 @@ def field_at(fam: structs.StructFamily, type_name: str, path: str) -> FieldLayou
 def common_field(type_name: str, path: str) -> FieldLayout:
     """The field at ``path`` of ``type_name`` (see :func:`field_at`), which must have the same constant offset and
     size in every family, as the version word must (it is read to find the family); ValueError otherwise."""
-    places = {field_at(structs.family(v, bo), type_name, path) for v, bo in structs.each_family()}
+    places = {field_at(FamilyShape(v, bo), type_name, path) for v, bo in each_family()}
     place = next(iter(places))
     if len(places) != 1 or place.offset.fixed is None or place.size.fixed is None:
         raise ValueError(f"{type_name}.{path} has no one constant place in every family: "
@@ -172,16 +173,16 @@ class Scalar:
     kind: str
 
 
-def scalar(fam: structs.StructFamily, name: str) -> Scalar:
+def scalar(fam: FamilyShape, name: str) -> Scalar:
     """The primitive or alias ``name`` as ``fam`` reads it (an alias resolved for the family's version)."""
-    prim = structs.resolve_alias(name, fam.version) if name in structs.container_spec()["aliases"] else name
+    prim = resolve_alias(name, fam.version) if name in container_spec()["aliases"] else name
     return Scalar(prim, fam.primitive_width(name), _spec.numpy_dtype(prim).kind)
 
 
 def common_scalar(name: str) -> Scalar:
     """The scalar ``name`` stands for, the same in every family (any primitive); ValueError for what differs
     between families (an alias: see :func:`alias_cases`)."""
-    found = {scalar(structs.family(v, bo), name) for v, bo in structs.each_family()}
+    found = {scalar(FamilyShape(v, bo), name) for v, bo in each_family()}
     if len(found) != 1:
         raise ValueError(f"{name} differs between families: {sorted(s.primitive for s in found)}")
     return found.pop()
@@ -190,13 +191,13 @@ def common_scalar(name: str) -> Scalar:
 def alias_cases(name: str) -> dict[int | str, Scalar]:
     """The cases of version alias ``name`` as the spec lists them (a version, or ``_`` for every other version),
     each with the scalar the families of its versions read (a default no version takes: its primitive's)."""
-    cases = structs.container_spec()["aliases"][name]["cases"]
-    others = [v for v in structs.versions() if v not in cases]
+    cases = container_spec()["aliases"][name]["cases"]
+    others = [v for v in versions() if v not in cases]
     out: dict[int | str, Scalar] = {}
     for key, prim in cases.items():
-        version = key if key in structs.versions() else (others[0] if key == "_" and others else None)
+        version = key if key in versions() else (others[0] if key == "_" and others else None)
         if version is None:
             out[key] = common_scalar(prim)
         else:
-            out[key] = scalar(structs.family(version, structs.BYTE_ORDERS[0]), name)
+            out[key] = scalar(FamilyShape(version, BYTE_ORDERS[0]), name)
     return out

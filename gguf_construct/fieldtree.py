@@ -10,6 +10,9 @@ all answered from the spec's ``seq`` lists and nothing else:
   follow from the parsed values and the family's widths (no re-read of the bytes).
 
 Paths are field paths as the checker reports them: ``tensor_infos[3].dimensions[1]``, ``metadata_kv[0].value.data``.
+The rule a problem names is the one the spec declares for the field that failed (:mod:`gguf_construct.fieldrules`),
+the same the compiled read's error names.  The family is any object with the generated family's ``version``,
+``byte_order``, ``min_sizes`` and widths (:class:`~gguf_construct.structs.StructFamily`).
 """
 
 from __future__ import annotations
@@ -20,14 +23,11 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from . import containerspec, fieldrules
 from . import spec as _spec
-from . import structs
 from ._stringscan import scan_string_offsets
 from .constructs import Float32Field, decode_text, encode_text
-from .structs import _COUNT_RULES, _FORMAT
-
-# the rule a field that ends with the file breaks, by the section the path starts in
-_TRUNCATION_RULES = {"header": "HDR-TRUNC", "metadata_kv": "KV-TRUNC", "tensor_infos": "TI-TRUNC"}
+from .containerspec import STRUCT_FORMATS as _FORMAT
 
 __all__ = ["Node", "Problem", "Reading", "Raw", "read", "locate", "sizeof", "offset_of", "build"]
 
@@ -125,17 +125,13 @@ class _Stop(Exception):
         self.problem = problem
 
 
-def _section(path: str) -> str:
-    return path.split(".")[0].split("[")[0]
-
-
 class _Spec:
     """What the reader needs of the spec and of one family, looked up once per family."""
 
     def __init__(self, fam):
         self.fam = fam
-        self.spec = structs.container_spec()
-        self.value_types = structs.value_types()
+        self.spec = containerspec.container_spec()
+        self.value_types = containerspec.value_types()
         self.order = "<" if fam.byte_order == "little" else ">"
         self.f4 = Float32Field(fam.byte_order)
         prims = _spec.primitives()
@@ -143,8 +139,8 @@ class _Spec:
         self.prim_of: dict[str, str | None] = {name: name for name in prims}
         self.prim_of.update({name: fam._resolve_primitive(name) for name in self.spec["aliases"]})
         self.prim_of.update({name: None for name in self.spec["types"]})
-        self.string_types = {name for name, t in self.spec["types"].items()
-                             if len(t["seq"]) == 2 and t["seq"][1].get("size") == t["seq"][0]["id"]}
+        self.string_types = {name for name in self.spec["types"] if containerspec.is_string_type(name)}
+        self.truncated = {name: fieldrules.truncated_rule(name) for name in self.spec["types"]}
         self.plans: dict[str, list] = {}
         self.packers: dict[str, tuple] = {}
 
@@ -194,7 +190,8 @@ def read(fam, type_name: str, buf, start: int = 0, path: str = "") -> Reading:
     except _Stop as stop:
         return Reading(root, stop.problem)
     except RecursionError:
-        return Reading(root, Problem("ARR-TOO-DEEP", start, root.path, "arrays nested too deeply", root))
+        return Reading(root, Problem(fieldrules.nesting_rule(type_name), start, root.path, "arrays nested too deeply",
+                                     root))
     return Reading(root, None)
 
 
@@ -232,26 +229,27 @@ class _Reader:
             got = bytes(self.buf[node.start:node.start + len(want)])
             node.value, node.type = got, "contents"
             if len(got) < len(want):
-                self.stop(_TRUNCATION_RULES.get(_section(node.path)), node, record,
+                self.stop(self.sp.truncated.get(record.type), node, record,
                           f"{len(want)} bytes expected, {len(got)} left")
             if got != want:
-                self.stop("HDR-MAGIC", node, record, f"expected {want!r}, found {got!r}")
+                self.stop(fieldrules.field_rule(record.type, f["id"], "mismatch"), node, record,
+                          f"expected {want!r}, found {got!r}")
             node.end = node.start + len(want)
             return
         if "switch_on" in f:
             selector = record.fields[f["switch_on"]].value
             target = self.sp.case(int(selector))
             if target is None:
-                rule = "ARR-TYPE" if "repeat" in f else "KV-TYPE"
-                self.stop(rule, node, record, f"unknown value type {selector}")
+                self.stop(fieldrules.field_rule(record.type, f["id"], "selector"), node, record,
+                          f"unknown value type {selector}")
             is_bool = self.sp.value_types[int(selector)]["name"] == "BOOL"
             if "repeat" in f:
-                self.repeat(target, f["repeat"], node, record, as_bool=is_bool)
+                self.repeat(target, f, node, record, as_bool=is_bool)
             else:
                 self.single(target, node, record)
             return
         if "repeat" in f:
-            self.repeat(f["type"], f["repeat"], node, record)
+            self.repeat(f["type"], f, node, record)
             return
         self.single(f["type"], node, record)
 
@@ -263,7 +261,7 @@ class _Reader:
             return
         width = self.sp.width(prim)
         if node.start + width > self.size:
-            self.stop(_TRUNCATION_RULES.get(_section(node.path)), node, record,
+            self.stop(self.sp.truncated.get(record.type), node, record,
                       f"{prim} truncated: need {width} bytes, {max(0, self.size - node.start)} left")
         raw = bytes(self.buf[node.start:node.start + width])
         if prim == "f4":
@@ -276,10 +274,11 @@ class _Reader:
         seq = self.sp.spec["types"][node.type or "gguf_string"]["seq"] if node.type else None
         len_id, data_id = (seq[0]["id"], seq[1]["id"]) if seq else ("len", "data")
         width = self.sp.width(self.sp.primitive(seq[0]["type"] if seq else "strlen_t"))
+        rule = self.sp.truncated.get(node.type or "gguf_string")
         ln = Node(_join(node.path, len_id), node.start)
         node.fields[len_id] = ln
         if node.start + width > self.size:
-            self.stop("STR-EOF", node, node,
+            self.stop(rule, node, node,
                       f"string length truncated: need {width} bytes, {max(0, self.size - node.start)} left")
         ln.value = int.from_bytes(self.buf[node.start:node.start + width], self.sp.fam.byte_order)
         ln.end = node.start + width
@@ -287,20 +286,20 @@ class _Reader:
         node.fields[data_id] = data
         left = self.size - ln.end
         if ln.value > left:
-            self.stop("STR-EOF", node, node, f"string length {ln.value} exceeds the {left} bytes remaining")
+            self.stop(rule, node, node, f"string length {ln.value} exceeds the {left} bytes remaining")
         data.end = node.end = ln.end + ln.value
         data.value = bytes(self.buf[ln.end:data.end])
         node.value = decode_text(data.value)
 
-    def repeat(self, item: str, count_field: str, node: Node, record: Node, as_bool: bool = False) -> None:
-        count = self.count(count_field, record)
+    def repeat(self, item: str, f: dict, node: Node, record: Node, as_bool: bool = False) -> None:
+        count = self.count(f["repeat"], record)
         node.type = item
         prim = self.sp.primitive(item)
         left = self.size - node.start
         if prim is not None:
             width = self.sp.width(prim)
             if count * width > left:
-                self.stop("ARR-EOF", node, record,
+                self.stop(fieldrules.field_rule(record.type, f["id"], "count"), node, record,
                           f"array element count {count} needs at least {count * width} bytes, {left} remaining")
             arr = np.frombuffer(self.buf, dtype=self.sp.dtype(prim), count=count, offset=node.start)
             arr = arr.astype(arr.dtype.newbyteorder("="), copy=True)
@@ -311,8 +310,8 @@ class _Reader:
         if self.sp.is_string(item):
             width = self.sp.min_size(item)
             if count * width > left:
-                self.stop("ARR-EOF", node, record, f"string array element count {count} needs at least "
-                                                   f"{count * width} bytes, {left} remaining")
+                self.stop(fieldrules.field_rule(record.type, f["id"], "count"), node, record,
+                          f"string array element count {count} needs at least {count * width} bytes, {left} remaining")
             try:
                 starts, ends, end = scan_string_offsets(self.buf, node.start, count, width, self.sp.fam.byte_order)
             except IndexError as exc:
@@ -327,7 +326,7 @@ class _Reader:
             return
         need = count * self.sp.min_size(item)
         if need > left:
-            self.stop(_COUNT_RULES.get(count_field, "ARR-EOF"), node, record,
+            self.stop(fieldrules.field_rule(record.type, f["id"], "count"), node, record,
                       f"{item.replace('_', ' ')} count {count} needs at least {need} bytes, {left} remaining")
         pos = node.start
         values = []

@@ -12,7 +12,7 @@ import stat
 from dataclasses import dataclass
 from typing import Any
 
-from . import structs
+from . import fieldrules, structs
 from .remote import RemoteFile, is_url, open_remote
 from .spec import TensorTypeSpec, tensor_type_by_id
 
@@ -136,21 +136,21 @@ class Bootstrap:
 
 def bootstrap(buf) -> Bootstrap:
     """Read magic and version through the generated family (they read alike in every family) and detect the byte
-    order; the one bootstrap of the reader and the checker."""
+    order; the one bootstrap of the reader and the checker.  The rules it names are the spec's for those fields
+    (:mod:`gguf_construct.fieldrules`): the read's own problem for a magic or version it cannot read, the
+    version's ``invalid`` rule for a version the spec does not define."""
     probe = structs.family(_SPEC["meta"]["current_version"], "little")
-    head = probe.read("header", buf[:probe.min_sizes["header"]], 0, "header").root
+    reading = probe.read("header", buf[:probe.min_sizes["header"]], 0, "header")
+    head, problem = reading.root, reading.problem
     magic, version = head["magic"], head.fields.get("version")
     out = Bootstrap(magic=magic.value)
-    if magic.end is None:
-        truncated = len(magic.value) < len(_SPEC["meta"]["magic"])
-        out.rule, out.path, out.field_start = ("HDR-TRUNC" if truncated else "HDR-MAGIC"), magic.path, magic.start
-        out.legacy = None if truncated else LEGACY_MAGICS.get(magic.value)
-        return out
-    if version is None or version.end is None:
-        out.rule, out.path, out.field_start = "HDR-TRUNC", "header.version", magic.end
+    if magic.end is None or version is None or version.end is None:
+        out.rule, out.path, out.field_start = problem.rule, problem.path, problem.offset
+        out.legacy = LEGACY_MAGICS.get(magic.value) if magic.end is None else None
         return out
     out.raw_version = version.value
     out.version, out.byte_order = structs.detect(bytes(buf[:version.end]))
     if not structs.is_valid("header", "version", out.version):
-        out.rule, out.path, out.field_start = "HDR-VERSION", version.path, version.start
+        out.rule, out.path, out.field_start = (fieldrules.field_rule("header", "version", "invalid"), version.path,
+                                               version.start)
     return out

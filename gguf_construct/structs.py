@@ -12,8 +12,10 @@ this module knows how to *translate* spec constructs:
 * ``switch_on: <field>`` with ``enum: value_types`` -> a switch over every value type's ``encoding``/``type``,
   rejecting unknown selectors.
 
-Two forms are produced: compiled parsers (fast) and the interpreted structs (for building).  Where each field
-lies and why a read fails is answered by the field tree (:mod:`gguf_construct.fieldtree`), also from the spec.
+Two forms are produced: compiled parsers (fast) and the interpreted structs (for building).  A checked construct
+that fails names the rule the spec declares for its field (:mod:`gguf_construct.fieldrules`).  Where each field
+lies and why a read fails is answered by the field tree (:mod:`gguf_construct.fieldtree`), also from the spec;
+the facts of the spec all three read are in :mod:`gguf_construct.containerspec`, below them.
 """
 
 from __future__ import annotations
@@ -24,67 +26,15 @@ from typing import Any, Callable
 
 import construct as c
 
+from . import fieldlayout, fieldrules, fieldtree
 from . import spec as _spec
 from .constructs import CheckedArray, Float32Field, GGUFString, NumericArray, Reject, StringArray
+from .containerspec import (BYTE_ORDERS, FamilyShape, container_spec, detect, each_family, field_limit, field_spec,
+                            is_string_type, is_valid, resolve_alias, value_types, version_word, versions)
+from .containerspec import STRUCT_FORMATS as _FORMAT
 
-BYTE_ORDERS = ("little", "big")
-
-_FORMAT = {"u1": "B", "i1": "b", "u2": "H", "i2": "h", "u4": "L", "i4": "l", "u8": "Q", "i8": "q",
-           "f2": "e", "bf2": "H", "f4": "f", "f8": "d"}
-
-# which conformance rule a count that cannot be satisfied violates, by the field holding the count
-_COUNT_RULES = {"header.metadata_kv_count": "HDR-COUNT", "header.tensor_count": "HDR-COUNT",
-                "n_dimensions": "TI-TRUNC", "len": "ARR-EOF"}
-
-
-def container_spec() -> dict:
-    """The parsed ``spec/gguf.yaml``."""
-    return _spec.load_yaml("gguf.yaml")
-
-
-@functools.lru_cache(maxsize=None)
-def field_spec(type_name: str, field_id: str) -> dict:
-    """The spec entry of one field of a compound type, e.g. ``field_spec("tensor_info", "n_dimensions")``."""
-    for field in container_spec()["types"][type_name]["seq"]:
-        if field["id"] == field_id:
-            return field
-    raise KeyError(f"{type_name} has no field {field_id!r}")
-
-
-def is_valid(type_name: str, field_id: str, value: Any) -> bool:
-    """Whether ``value`` satisfies the field's ``valid:`` declaration (a list of values, ``min``/``max``, or
-    ``max_size`` in bytes for a string); a field without one accepts anything."""
-    valid = field_spec(type_name, field_id).get("valid")
-    if valid is None:
-        return True
-    if isinstance(valid, list):
-        return value in valid
-    if "max_size" in valid:
-        return len(value.encode("utf-8", "surrogateescape") if isinstance(value, str) else value) <= valid["max_size"]
-    return valid.get("min", value) <= value <= valid.get("max", value)
-
-
-def field_limit(type_name: str, field_id: str, bound: str = "max") -> int:
-    """The ``min``, ``max`` or ``max_size`` a field's ``valid:`` declares, e.g. GGML_MAX_DIMS for
-    ``tensor_info.n_dimensions``."""
-    return field_spec(type_name, field_id)["valid"][bound]
-
-
-def versions() -> tuple[int, ...]:
-    """GGUF versions the spec declares: the valid values of ``header.version``."""
-    return tuple(field_spec("header", "version")["valid"])
-
-
-@functools.lru_cache(maxsize=None)
-def value_types() -> dict[int, dict]:
-    """The metadata value types from the spec, keyed by id."""
-    return {vt["id"]: vt for vt in container_spec()["value_types"]}
-
-
-def resolve_alias(name: str, version: int) -> str:
-    """The primitive an alias such as ``count_t`` stands for in ``version``."""
-    cases = container_spec()["aliases"][name]["cases"]
-    return cases.get(version, cases["_"])
+__all__ = ["BYTE_ORDERS", "StructFamily", "family", "container_spec", "field_spec", "is_valid", "field_limit",
+           "versions", "value_types", "resolve_alias", "version_word", "detect", "each_family"]
 
 
 def _this_expr(dotted: str):
@@ -95,23 +45,13 @@ def _this_expr(dotted: str):
 
 
 @dataclass
-class StructFamily:
+class StructFamily(FamilyShape):
     """The generated structs for one (version, byte order)."""
 
-    version: int
-    byte_order: str
     types: dict[str, c.Construct]  # interpreted (for building)
     compiled_head: Any  # compiled ``file_head`` parser
     min_sizes: dict[str, int]
     compiled_types: dict[str, Any]  # every spec type compiled on its own (for record-by-record readers)
-
-    def primitive_width(self, alias: str) -> int:
-        """Byte width of an alias or primitive in this family."""
-        prim = self._resolve_primitive(alias)
-        return _spec.primitives()[prim].size
-
-    def _resolve_primitive(self, name: str) -> str:
-        return resolve_alias(name, self.version) if name in container_spec()["aliases"] else name
 
     def case_min_size(self, selector: int) -> int:
         """Smallest size of a value of metadata value type ``selector`` (one array element of that type)."""
@@ -122,38 +62,26 @@ class StructFamily:
 
     def read(self, type_name: str, buf, start: int = 0, path: str = ""):
         """The located, tolerant read of one ``type_name`` at ``start`` (see :func:`gguf_construct.fieldtree.read`)."""
-        from . import fieldtree
-
         return fieldtree.read(self, type_name, buf, start, path)
 
     def locate(self, type_name: str, tree, start: int = 0, path: str = ""):
         """The field tree (start, end, path of every field) of a parsed record (:func:`~.fieldtree.locate`)."""
-        from . import fieldtree
-
         return fieldtree.locate(self, type_name, tree, start, path)
 
     def offset_of(self, type_name: str, tree, start: int, rel: str) -> int:
         """Start offset of one field of a parsed record (:func:`gguf_construct.fieldtree.offset_of`)."""
-        from . import fieldtree
-
         return fieldtree.offset_of(self, type_name, tree, start, rel)
 
     def build(self, type_name: str, value, path: str = ""):
         """The permissive, located build: ``(bytes, field tree)`` of any value (:func:`~.fieldtree.build`)."""
-        from . import fieldtree
-
         return fieldtree.build(self, type_name, value, path)
 
     def layout(self, type_name: str):
         """Offset and size of every field of ``type_name`` as symbolic expressions (:func:`~.fieldlayout.layout`)."""
-        from . import fieldlayout
-
         return fieldlayout.layout(self, type_name)
 
     def sizeof(self, type_name: str, tree) -> int:
         """Bytes a parsed instance of ``type_name`` occupies (:func:`gguf_construct.fieldtree.sizeof`)."""
-        from . import fieldtree
-
         return fieldtree.sizeof(self, type_name, tree)
 
 
@@ -171,17 +99,18 @@ class _Generator:
             return resolve_alias(name, self.version)
         return name if name in _spec.primitives() else None
 
-    def scalar(self, prim: str) -> c.Construct:
+    def scalar(self, prim: str, record: str | None = None) -> c.Construct:
+        """A field of primitive ``prim`` in spec type ``record`` (whose ``truncated`` rule a short read breaks)."""
         if prim == "f4":
-            return Float32Field(self.byte_order)
+            return Float32Field(self.byte_order, fieldrules.truncated_rule(record) if record else None)
         order = "<" if self.byte_order == "little" else ">"
         return c.FormatField(order if _spec.primitives()[prim].size > 1 else "=", _FORMAT[prim])
 
     # -- type references -----------------------------------------------------------------------------------
-    def type_ref(self, name: str) -> c.Construct:
+    def type_ref(self, name: str, record: str | None = None) -> c.Construct:
         prim = self.primitive_name(name)
         if prim is not None:
-            return self.scalar(prim)
+            return self.scalar(prim, record)
         if name not in self.types:
             self.types[name] = c.LazyBound(lambda: self.types[name])  # placeholder for recursive types
             self.types[name] = self.build_type(name)
@@ -218,9 +147,9 @@ class _Generator:
         it defaults to the length of its list, in this struct or, for ``counts`` (count field id -> how to find
         the list), in the enclosing one."""
         seq = self.spec["types"][name]["seq"]
-        if len(seq) == 2 and seq[1].get("size") == seq[0]["id"]:
+        if is_string_type(name):
             width = _spec.primitives()[self.primitive_name(seq[0]["type"])].size
-            return GGUFString(width, self.byte_order)
+            return GGUFString(width, self.byte_order, fieldrules.truncated_rule(name))
         defaults = dict(counts or {})
         inner: dict[str, dict] = {}
         for f in seq:
@@ -232,33 +161,34 @@ class _Generator:
                     defaults[head] = c.len_(c.this[f["id"]])
         fields = []
         for f in seq:
-            sub = self.field(f, inner.get(f["id"]))
+            sub = self.field(name, f, inner.get(f["id"]))
             fields.append(f["id"] / c.Default(sub, defaults[f["id"]]) if f["id"] in defaults else f["id"] / sub)
         return c.Struct(*fields)
 
-    def field(self, field: dict, counts: dict | None = None) -> c.Construct:
+    def field(self, record: str, field: dict, counts: dict | None = None) -> c.Construct:
+        """The construct of one field of spec type ``record``, failing with the rules the spec declares for it."""
         if "contents" in field:
             return c.Const(field["contents"].encode("ascii"))
         if "switch_on" in field:
-            return self.switch(field)
+            return self.switch(record, field)
         if "repeat" in field:
-            return self.repeat(field["type"], field["repeat"])
+            return self.repeat(field["type"], record, field)
         if counts:  # the enclosing struct counts its lists with fields of this one
             return self.build_type(field["type"], counts)
-        return self.type_ref(field["type"])
+        return self.type_ref(field["type"], record)
 
-    def repeat(self, item: str | dict, count_field: str) -> c.Construct:
-        count = _this_expr(count_field)
-        prim = self.primitive_name(item) if isinstance(item, str) else None
+    def repeat(self, item: str, record: str, field: dict) -> c.Construct:
+        count = _this_expr(field["repeat"])
+        rule = fieldrules.field_rule(record, field["id"], "count")
+        prim = self.primitive_name(item)
         if prim is not None:
-            return NumericArray(count, _spec.numpy_dtype(prim, self.byte_order))
-        rule = _COUNT_RULES.get(count_field, "ARR-EOF")
-        if item == "gguf_string":
-            width = self.min_size("gguf_string")
-            return StringArray(count, width, self.byte_order)
+            return NumericArray(count, _spec.numpy_dtype(prim, self.byte_order), rule=rule)
+        if is_string_type(item):
+            return StringArray(count, self.min_size(item), self.byte_order, rule=rule,
+                               element_rule=fieldrules.truncated_rule(item))
         return CheckedArray(count, self.type_ref(item), self.min_size(item), item.replace("_", " "), rule)
 
-    def switch(self, field: dict) -> c.Construct:
+    def switch(self, record: str, field: dict) -> c.Construct:
         selector = field["switch_on"]
         cases = {}
         for vt in value_types().values():
@@ -267,13 +197,14 @@ class _Generator:
                 if vt.get("encoding"):
                     cases[vt["id"]] = NumericArray(_this_expr(field["repeat"]),
                                                    _spec.numpy_dtype(vt["encoding"], self.byte_order),
-                                                   as_bool=vt["name"] == "BOOL")
+                                                   as_bool=vt["name"] == "BOOL",
+                                                   rule=fieldrules.field_rule(record, field["id"], "count"))
                 else:
-                    cases[vt["id"]] = self.repeat(target, field["repeat"])
+                    cases[vt["id"]] = self.repeat(target, record, field)
             else:
-                cases[vt["id"]] = self.type_ref(target)
-        rule = "ARR-TYPE" if "repeat" in field else "KV-TYPE"
-        default = Reject("unknown value type {this.%s}" % selector, rule)
+                cases[vt["id"]] = self.type_ref(target, record)
+        unknown = fieldrules.field_rule(record, field["id"], "selector")
+        default = Reject("unknown value type {this.%s}" % selector, unknown)
         return c.Switch(_this_expr(selector), cases, default)
 
 
@@ -291,37 +222,6 @@ def family(version: int, byte_order: str) -> StructFamily:
         gen.min_size(name)
         compiled_types[name] = compiled if name == "file_head" else gen.type_ref(name).compile()
     return StructFamily(version, byte_order, dict(gen.types), compiled, dict(gen.min_sizes), compiled_types)
-
-
-def version_word() -> tuple[int, int]:
-    """(offset, width) of the version word: after the header's fixed-size fields before it, as the spec declares
-    them (it is a fixed-width primitive, at the same place in every family)."""
-    offset = 0
-    for f in container_spec()["types"]["header"]["seq"]:
-        width = len(f["contents"]) if "contents" in f else _spec.primitives()[f["type"]].size
-        if f["id"] == "version":
-            return offset, width
-        offset += width
-    raise KeyError("header has no version field")
-
-
-def detect(prefix: bytes) -> tuple[int, str]:
-    """Byte order and version from the start of a file (magic not checked here).
-
-    Returns ``(version_as_read, byte_order)``; the version may be invalid.
-    """
-    start, width = version_word()
-    raw = prefix[start:start + width]
-    word = int.from_bytes(raw, "little")
-    mask = container_spec()["byte_order"]["detection_mask"]
-    if word & mask == 0 and word != 0:
-        return int.from_bytes(raw, "big"), "big"
-    return word, "little"
-
-
-def each_family() -> list[tuple[int, str]]:
-    """Every (version, byte order) the spec declares."""
-    return [(v, bo) for v in versions() for bo in BYTE_ORDERS]
 
 
 CompiledParser = Callable[[Any], Any]

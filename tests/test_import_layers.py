@@ -20,6 +20,7 @@ LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (0, ("_version", "_json", "_text", "_atomic", "_extras", "_processes", "_stringscan", "errors", "spec", "remote", "rangeserver", "shardnames",
          "xxh64")),
     (1, ("constructs", "structs", "fieldtree", "fieldlayout", "enums", "keyregistry", "values", "codecs")),
+    (1, ("containerspec", "fieldrules")),
     (2, ("reader", "rulebook", "model", "dump", "demo", "arch", "inputs", "modelinfo")),
     (3, ("checker", "breaking", "docgen", "export")),
     (4, ("strategies",)),
@@ -123,3 +124,60 @@ def test_layer_check_catches_an_upward_import(tmp_path):
     probe = PACKAGE / "rulebook" / "walk.py"
     found = {t for t, _, _ in imports(probe)}
     assert "structs" in found and all(layer_of(_target_name(t)) <= layer_of("model") for t in found)
+
+
+def import_graph(sources: list[Path] = SOURCES) -> dict[str, set[str]]:
+    """Module -> the package modules it imports (at module level or inside a function)."""
+    graph: dict[str, set[str]] = {}
+    for path in sources:
+        graph.setdefault(module_name(path), set()).update(_target_name(t) for t, _, _ in imports(path))
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph``: each group of modules that reach one another (Tarjan's strongly connected
+    components of more than one module, or a module importing itself)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1 or v in graph.get(v, ()):
+                found.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_circles():
+    """Downward imports allow modules of one layer to import each other; none may close a circle (the generator,
+    the field tree and the symbolic layout, the crafted files and their advisory breakages were such circles)."""
+    graph = import_graph()
+    assert {"structs", "fieldtree", "fieldlayout", "breaking.crafting", "breaking.crafting_security"} <= set(graph)
+    assert circles(graph) == []
+
+
+def test_circle_check_catches_a_circle():
+    graph = {"structs": {"fieldtree", "spec"}, "fieldtree": {"containerspec"}, "containerspec": {"spec"}}
+    assert circles(graph) == []
+    graph["containerspec"].add("structs")
+    assert circles(graph) == [["containerspec", "fieldtree", "structs"]]
+    assert circles({"a": {"a"}}) == [["a"]]

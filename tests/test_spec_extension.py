@@ -13,7 +13,7 @@ import yaml
 import gguf_construct as g
 from gguf_construct import fieldtree, spec, structs
 from gguf_construct.checker import check_buffer
-from gguf_construct.constructs import BufferStream
+from gguf_construct.constructs import BufferStream, FieldError
 from gguf_construct.docgen import render_all
 from gguf_construct.reader import align_offset
 
@@ -133,3 +133,53 @@ def test_the_real_spec_is_back_after_the_extension(v4_spec):
 def test_without_the_extension_no_flags_field():
     assert all(f["id"] != "flags" for f in structs.container_spec()["types"]["tensor_info"]["seq"])
     assert 4 not in structs.versions()
+
+
+STRIDES = {"id": "strides", "type": "dim_t", "repeat": "n_dimensions", "breaks": {"count": "TI-STRIDES"},
+           "doc": "Hypothetical v4 strides, one per dimension."}
+
+
+@pytest.fixture
+def v4_strides_spec(tmp_path, monkeypatch):
+    """A copy of spec/ whose version 4 tensor infos gain ``strides`` after the dimensions, declared to break a
+    rule of its own (TI-STRIDES, added to the copy's catalog) when its count cannot be met."""
+    copy = tmp_path / "spec"
+    shutil.copytree(spec.spec_dir(), copy)
+    gguf = yaml.safe_load((copy / "gguf.yaml").read_text())
+    next(f for f in gguf["types"]["header"]["seq"] if f["id"] == "version")["valid"].append(4)
+    gguf["versions"].append({"version": 4, "status": "current", "doc": "Hypothetical: strides.", "doc_ref": "none"})
+    seq = gguf["types"]["tensor_info"]["seq"]
+    seq.insert(1 + next(i for i, f in enumerate(seq) if f["id"] == "dimensions"), dict(STRIDES))
+    (copy / "gguf.yaml").write_text(yaml.safe_dump(gguf, sort_keys=False))
+    rules = yaml.safe_load((copy / "rules.yaml").read_text())
+    trunc = next(r for r in rules["rules"] if r["id"] == "TI-TRUNC")
+    rules["rules"].append(dict(trunc, id="TI-STRIDES", title="Strides past the end",
+                               doc="The strides of a tensor info must fit in the file."))
+    (copy / "rules.yaml").write_text(yaml.safe_dump(rules, sort_keys=False))
+    monkeypatch.setattr(spec, "spec_dir", lambda: copy)
+    _clear_caches()
+    yield copy
+    monkeypatch.undo()
+    _clear_caches()
+
+
+def test_a_new_field_breaks_the_rule_declared_with_it_in_both_reads(v4_strides_spec, tmp_path):
+    fam = structs.family(4, "little")
+    info = {"name": "t", "n_dimensions": 3, "dimensions": [32, 2, 1], "strides": [1, 32], "type": 0, "offset": 0}
+    raw, node = fam.build("tensor_info", info, "tensor_infos[0]")
+    assert (node["strides"].start, node["strides"].end) == (node["dimensions"].end, node["dimensions"].end + 16)
+    cut = raw[:node["strides"].start + 12]  # three strides announced, room for one and a half
+    # the tolerant read
+    p = fam.read("tensor_info", cut, 0, "tensor_infos[0]").problem
+    assert (p.rule, p.path, p.offset) == ("TI-STRIDES", "tensor_infos[0].strides", node["strides"].start)
+    # the compiled read
+    with pytest.raises(FieldError) as info_:
+        fam.compiled_types["tensor_info"].parse_stream(BufferStream(cut))
+    assert info_.value.rule == "TI-STRIDES"
+    # the field before it keeps its own declaration
+    short = raw[:node["dimensions"].start + 8]
+    assert fam.read("tensor_info", short, 0, "tensor_infos[0]").problem.rule == "ARR-EOF"
+    # and the format page says what the new field breaks
+    fmt = next(text for path, text in render_all(tmp_path / "docs").items() if path.name == "format.md")
+    row = next(line for line in fmt.splitlines() if 'id="field-tensor_info-strides"' in line)
+    assert "breaks [`TI-STRIDES`](rules.md#rule-ti-strides)" in row

@@ -1,12 +1,15 @@
 """Breakages of issue #16: one reproducer per advisory of spec/advisories.yaml (named there) and crafted chat
-templates, registered in :data:`~.crafting.BREAKAGES` like every other breakage (imported by :mod:`.crafting`)."""
+templates, registered in :data:`~.crafted.BREAKAGES` like every other breakage (imported by :mod:`.crafting`, on
+top of :mod:`.crafted` as :mod:`.crafting` is)."""
 
 from __future__ import annotations
 
 import struct
 
 from .. import structs
-from .crafting import RawFile, RawTensor, _breakage, _le
+from .crafted import RawFile, RawTensor
+from .crafted import breakage as _breakage
+from .crafted import struct_order as _le
 
 
 def _uint(value: int, width: int, byte_order: str) -> bytes:

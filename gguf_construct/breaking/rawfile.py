@@ -15,7 +15,7 @@ import struct
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
-from .. import fieldtree, structs
+from .. import fieldrules, fieldtree, structs
 from ..enums import GGUFValueType
 from ..reader import ALIGNMENT_KEY as _ALIGNMENT_KEY
 from ..reader import DEFAULT_ALIGNMENT, LEGACY_MAGICS
@@ -297,18 +297,18 @@ def _head_marks(tree: fieldtree.Node, fam: structs.StructFamily) -> list[Mark]:
     return marks
 
 
-_SECTION_RULES = {"header": "HDR-TRUNC", "metadata_kv": "KV-TRUNC", "tensor_infos": "TI-TRUNC"}
-
-
 def _truncation_rule(node: fieldtree.Node) -> str:
-    """The rule a file ending inside this written field breaks."""
+    """The rule a file ending inside this written field breaks (the rules as the spec declares them for the
+    fields, :mod:`gguf_construct.fieldrules`)."""
     if node.type == "bytes":  # a string's payload
-        return "STR-EOF"
+        return fieldrules.truncated_rule("gguf_string")
     if node.type == "raw":  # the value of an unknown type, or the elements of an array of one
-        return "ARR-TYPE" if node.path.endswith(".data") else "KV-TYPE"
+        return (fieldrules.field_rule("gguf_array", "data", "selector") if node.path.endswith(".data")
+                else fieldrules.field_rule("metadata_kv", "value", "selector"))
     if node.item_width is not None and node.path.endswith(".data"):  # the elements of an array of numbers
-        return "ARR-EOF"
-    return _SECTION_RULES[node.path.split(".")[0].split("[")[0]]
+        return fieldrules.field_rule("gguf_array", "data", "count")
+    section = node.path.split(".")[0].split("[")[0]  # header, metadata_kv or tensor_infos: a field of file_head
+    return fieldrules.truncated_rule(structs.field_spec("file_head", section)["type"])
 
 
 # -- from a valid document -------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import structs
+from .. import fieldrules, structs
 from ..fieldlayout import TypeLayout
 from .context import Ctx
 from .markdown import anchor, code, esc, heading, join_nonempty, table
@@ -11,6 +11,13 @@ __all__ = ["STRUCT_PAGE", "struct_anchors", "versions_by_layout", "group_label",
 
 # Which page defines which structures of gguf.yaml (the others: format.md).
 STRUCT_PAGE = {"gguf_string": "values.md", "gguf_array": "values.md"}
+
+# How the field column says what a read that stops at the field breaks (the ``breaks`` of gguf.yaml).
+_FAILURES = {"count": "A count needing more bytes than are left breaks {}.",
+             "selector": "A selector with no case breaks {}.",
+             "mismatch": "Other bytes break {}.",
+             "invalid": "Another value breaks {}.",
+             "nesting": "Nested deeper than a reader can follow, it breaks {}."}
 
 
 def struct_anchors(g: dict, page: str):
@@ -70,6 +77,9 @@ def struct_section(ctx: Ctx, sname: str, level: int = 3) -> str:
     out = [heading(level, anchor("struct", sname), code(sname)), ctx.prose(sdef["doc"]) + "\n"]
     if sdef.get("doc_ref"):
         out.append(f"Source: {esc(sdef['doc_ref'])}.\n")
+    truncated = fieldrules.truncated_rule(sname)
+    if truncated:
+        out.append(f"A file that ends inside it breaks {ctx.ref('rule', truncated)}.\n")
     header = ["field", "type"]
     for vs, _lay in groups:
         header += [f"offset ({group_label(vs)})", f"size ({group_label(vs)})"]
@@ -87,6 +97,7 @@ def struct_section(ctx: Ctx, sname: str, level: int = 3) -> str:
         elif f.get("valid"):
             bounds = {"min": "at least {}", "max": "at most {}", "max_size": "at most {} bytes"}
             extra.append("Valid: " + ", ".join(bounds[k].format(code(v)) for k, v in f["valid"].items()) + ".")
+        extra += [_FAILURES[failure].format(ctx.ref("rule", rule)) for failure, rule in f.get("breaks", {}).items()]
         row.append(join_nonempty([ctx.prose(f.get("doc", ""))] + extra))
         rows.append(row)
     out.append(table(header, rows))
