@@ -274,26 +274,37 @@ class StringList(Sequence):
         return self._nul.copy()
 
     def all_distinct(self) -> bool:
-        """True when no two items are equal (compared as bytes: no ``str`` is made)."""
-        if len(self) < 2:
+        """True when no two items are equal, decided on the bytes: one vectorised hash per item, and an exact
+        comparison only among items whose hashes meet."""
+        n = len(self)
+        if n < 2:
             return True
+        lengths = self.lengths()
+        weights = np.random.default_rng(0x6767).integers(0, 2**63, int(lengths.max()) + 1, dtype=np.uint64) * 2 + 1
+        hashes = np.empty(n, dtype=np.uint64)
+        for i in range(0, n, 4 * _CHUNK):
+            j = min(n, i + 4 * _CHUNK)
+            hashes[i:j] = _hash_items(self._payload_of(i, j), lengths[i:j], weights)
+        ranked = np.sort(hashes)
+        if not (ranked[1:] == ranked[:-1]).any():
+            return True
+        order = np.argsort(hashes)
+        ranked = hashes[order]
+        meet = np.flatnonzero(ranked[1:] == ranked[:-1])
+        suspects = np.unique(np.concatenate([order[meet], order[meet + 1]]))
         seen: set[bytes] = set()
-        for i in range(0, len(self._starts), _CHUNK):
-            run = self._bytes_run(i, min(len(self._starts), i + _CHUNK))
-            seen.update(run)
-            if len(seen) != min(len(self._starts), i + _CHUNK):
+        for k in suspects.tolist():
+            item = self.raw(k)
+            if item in seen:
                 return False
+            seen.add(item)
         return True
 
-    def _bytes_run(self, i: int, j: int) -> list[bytes]:
-        """Items ``i..j-1`` as bytes: one split of their joined bytes at a separator, where that is exact."""
-        buf, starts, ends = self._buf, self._starts[i:j], self._ends[i:j]
-        nul_here = len(self._nul) and np.any((self._nul >= i) & (self._nul < j))
-        if not self._contig or nul_here or j - i < 4 or int((ends - starts).max()) >> ((self._width - 1) * 8):
-            return [bytes(buf[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
-        parts = self._joined(starts, ends).split(b"\x00")
-        del parts[0]
-        return parts
+    def _payload_of(self, i: int, j: int) -> bytes:
+        """The bytes of items ``i..j-1`` joined."""
+        if self._contig:
+            return self[i:j]._payload()
+        return b"".join(self._buf[a:b] for a, b in zip(self._starts[i:j].tolist(), self._ends[i:j].tolist()))
 
     def _joined(self, starts: np.ndarray, ends: np.ndarray) -> bytes:
         """The bytes of adjacent records with each length prefix cut to its zero high byte (a separator)."""
@@ -334,6 +345,19 @@ class StringList(Sequence):
         for k in range(self._width):
             keep[self._starts - lo - self._width + k] = False
         return region[keep].tobytes()
+
+
+def _hash_items(payload: bytes, lengths: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each item of the joined ``payload`` (equal items, equal hashes): the length times
+    ``weights[0]`` plus each byte times ``weights[1 + its position in the item]``, modulo 2**64."""
+    out = lengths.astype(np.uint64) * weights[0]
+    if len(payload):
+        heads = np.cumsum(lengths) - lengths
+        within = np.arange(1, len(payload) + 1, dtype=np.int64) - np.repeat(heads, lengths)
+        terms = np.frombuffer(payload, dtype=np.uint8).astype(np.uint64) * weights[within]
+        filled = lengths > 0
+        out[filled] += np.add.reduceat(terms, heads[filled])
+    return out
 
 
 def _from_records_bytes(data: bytes, count: int) -> StringList:

@@ -194,3 +194,15 @@ def test_checker_findings_for_invalid_and_nul_items():
 def test_an_unchanged_file_saves_byte_identically(tokens):
     data = _file(tokens)
     assert g.load(data).to_bytes() == data
+
+
+@given(st.lists(ITEM, max_size=30))
+def test_all_distinct_is_exact_when_every_hash_meets(items):
+    import gguf_construct.stringlist as module
+
+    real = module._hash_items
+    module._hash_items = lambda payload, lengths, weights: np.zeros(len(lengths), dtype=np.uint64)
+    try:
+        assert StringList(items).all_distinct() == (len(set(items)) == len(items))
+    finally:
+        module._hash_items = real
