@@ -97,13 +97,27 @@ def ggml_reader(lib_path):
     return run
 
 
+CLOCK = time.process_time  # --clock: CPU time of this process (user + system) or wall time
+
+
 def best(fn, path, repeat):
     times = []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = CLOCK()
         fn(path)
-        times.append(time.perf_counter() - t0)
+        times.append(CLOCK() - t0)
     return min(times)
+
+
+def best_of_rounds(fns, path, repeat):
+    """The best time of each function, calling them in turn ``repeat`` times (a busy machine slows all alike)."""
+    times = [[] for _ in fns]
+    for _ in range(repeat):
+        for fn, out in zip(fns, times):
+            t0 = CLOCK()
+            fn(path)
+            out.append(CLOCK() - t0)
+    return [min(t) for t in times]
 
 
 def main():
@@ -111,12 +125,19 @@ def main():
     ap.add_argument("paths", nargs="+")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--reference-repeat", type=int, default=1)
+    ap.add_argument("--no-gguf-py", action="store_true", help="skip gguf-py (minutes per large file on a busy machine)")
     ap.add_argument("--ggml-lib", help="path to a libggml-base.so to time ggml's C reader too")
     ap.add_argument("--memory", action="store_true", help="also print the tracemalloc peak of one load")
+    ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                    help="cpu (default): process CPU time, which a machine shared with other jobs does not inflate "
+                         "by preemption; wall: elapsed time")
     args = ap.parse_args()
+    global CLOCK
+    CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
+    print(f"clock: {args.clock} time, best of {args.repeat} rounds (ours, ours+str and C in turn)")
     try:
         import gguf  # noqa: F401
-        have_ref = True
+        have_ref = not args.no_gguf_py
     except ImportError:
         have_ref = False
         print("gguf (gguf-py) not installed: pip install -e '.[bench]' for the comparison")
@@ -126,8 +147,8 @@ def main():
           + (f" {'peak KiB':>9} {'+str KiB':>9}" if args.memory else ""))
     ratios, c_ratios = [], []
     for path in files_of(args.paths):
-        t_ours = best(ours, path, args.repeat)
-        t_str = best(ours_str, path, args.repeat)
+        timed = best_of_rounds([ours, ours_str] + ([c_reader] if c_reader else []), path, args.repeat)
+        t_ours, t_str = timed[:2]
         line = f"{os.path.basename(path):<36} {t_ours * 1e3:>9.1f} {t_str * 1e3:>9.1f}"
         if have_ref:
             t_ref = best(theirs, path, args.reference_repeat)
@@ -136,7 +157,7 @@ def main():
         else:
             line += f" {'-':>11} {'-':>9}"
         if c_reader:
-            t_c = best(c_reader, path, args.repeat)
+            t_c = timed[2]
             line += f" {t_c * 1e3:>10.1f} {t_ours / t_c:>6.2f}x {t_str / t_c:>6.2f}x"
             c_ratios.append(t_ours / t_c)
         if args.memory:

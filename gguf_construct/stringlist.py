@@ -397,9 +397,9 @@ def _assess(buf, starts: np.ndarray, ends: np.ndarray, width: int) -> tuple[np.n
 
     Run by run of records: the zero bytes of the run, less those its length prefixes hold, say whether a payload
     has a NUL (only then are they located).  With every prefix byte ASCII (the prefixes of strings of 128 bytes
-    or more are zeroed in a copy), one strict decode of the run's bytes validates each string on its own, since
-    no valid multi-byte sequence holds or follows an ASCII byte; a failure names the string it is in, and decoding
-    resumes at the next record.
+    or more are zeroed in a copy of the run), one strict decode of the run's bytes validates each string on its
+    own, since no valid multi-byte sequence holds or follows an ASCII byte; a failure names the string it is in,
+    and decoding resumes at the next record.
     """
     n = len(starts)
     if not n:
@@ -407,42 +407,47 @@ def _assess(buf, starts: np.ndarray, ends: np.ndarray, width: int) -> tuple[np.n
     lo = int(starts[0]) - width
     region = np.frombuffer(buf, dtype=np.uint8, count=int(ends[-1]) - lo, offset=lo)
     lengths = ends - starts
-    if int(lengths.max()) < 128:
-        text = memoryview(buf)[lo:int(ends[-1])]
-    else:
-        copy = region.copy()
-        heads = starts[lengths >= 128] - lo - width
-        for k in range(width):
-            copy[heads + k] = 0
-        text = memoryview(copy)
     rel = starts - lo
+    prefix_zeros = np.full(n, width - 1, dtype=np.int64)
+    prefix_zeros += lengths == 0
+    wide = np.flatnonzero(lengths >= 256)
+    if len(wide):
+        prefix_zeros[wide] = sum(((lengths[wide] >> (8 * k)) & 0xFF) == 0 for k in range(width))
+    zeros_before = np.concatenate(([0], np.cumsum(prefix_zeros)))
+    view = memoryview(buf)
     bad: list[int] = []
     nul: list[np.ndarray] = []
     for i in range(0, n, _CHUNK):
         j = min(n, i + _CHUNK)
-        a, b = int(rel[i]) - width, int(rel[j]) - width if j < n else len(region)
-        run = lengths[i:j]
-        if int(run.max()) < 256:
-            prefix_zeros = (j - i) * (width - 1) + int(np.count_nonzero(run == 0))
-        else:
-            prefix_zeros = sum(int(np.count_nonzero((run >> (8 * k)) & 0xFF == 0)) for k in range(width))
-        if b - a - int(np.count_nonzero(region[a:b])) != prefix_zeros:
-            zeros = np.flatnonzero(region[a:b] == 0) + a
+        a, b = int(rel[i]) - width, (int(rel[j]) - width if j < n else len(region))
+        run = region[a:b]
+        if b - a - int(np.count_nonzero(run)) != int(zeros_before[j] - zeros_before[i]):
+            zeros = np.flatnonzero(run == 0) + a
             item = np.maximum(np.searchsorted(rel, zeros, side="right") - 1, 0)
             nul.append(np.unique(item[(zeros >= rel[item]) & (zeros < rel[item] + lengths[item])]))
-        _invalid_in(text, rel, width, i, j, b, bad)
+        heads = rel[i:j] - a
+        long = lengths[i:j] >= 128
+        if long.any():
+            text = run.copy()
+            for k in range(width):
+                text[heads[long] - width + k] = 0
+            _invalid_in(memoryview(text), heads, width, i, bad)
+        else:
+            _invalid_in(view[lo + a:lo + b], heads, width, i, bad)
     return (np.array(bad, dtype=np.int64) if bad else _EMPTY), (np.concatenate(nul) if nul else _EMPTY)
 
 
-def _invalid_in(text: memoryview, rel: np.ndarray, width: int, i: int, j: int, end: int, bad: list[int]) -> None:
-    """Append to ``bad`` the items ``i..j-1`` of ``text`` (records whose prefix bytes are all ASCII; payloads at
-    ``rel``, the last one ending at ``end``) that fail a strict UTF-8 decode."""
-    while i < j:
-        a = int(rel[i]) - width
+def _invalid_in(text: memoryview, heads: np.ndarray, width: int, first: int, bad: list[int]) -> None:
+    """Append to ``bad`` the indices (``first`` + k) of the records of ``text`` (whose prefix bytes are all ASCII;
+    payload k at ``heads[k]``) that fail a strict UTF-8 decode."""
+    pos = 0
+    while True:
         try:
-            str(text[a:end], "utf-8")
+            str(text[pos:], "utf-8")
             return
         except UnicodeDecodeError as exc:
-            k = int(np.searchsorted(rel, a + exc.start, side="right")) - 1
-            bad.append(k)
-            i = k + 1
+            k = int(np.searchsorted(heads, pos + exc.start, side="right")) - 1
+            bad.append(first + k)
+            if k + 1 >= len(heads):
+                return
+            pos = int(heads[k + 1]) - width

@@ -90,3 +90,20 @@ def _valid(b: bytes) -> bool:
         return True
     except UnicodeDecodeError:
         return False
+
+
+@given(st.lists(PIECES, max_size=120), st.sampled_from([(4, "little"), (8, "little"), (8, "big"), (4, "big")]),
+       st.sampled_from([24, 64, 301, 1024]))
+def test_the_scan_is_exact_at_every_window_boundary(items, layout, window):
+    """Windows far smaller than the strings: records straddle window ends and long strings sit inside them."""
+    from gguf_construct import _stringscan
+
+    width, order = layout
+    data = encode(items, width, order) + b"\0" * 9
+    saved = _stringscan._WINDOW
+    _stringscan._WINDOW = window
+    try:
+        parsed = StringArray(len(items), width, order).parse_stream(BufferStream(data))
+    finally:
+        _stringscan._WINDOW = saved
+    assert parsed == [s if isinstance(s, str) else decode_text(s) for s in items]
