@@ -75,10 +75,12 @@ def scan_string_offsets(buf, pos: int, count: int, width: int, byte_order: str):
     little = byte_order == "little"
     heads: list[np.ndarray] = []
     done = 0
+    mean = 2 * width + 8  # bytes per record, a guess until the first window says
     while done < count:
         chain = np.empty(0, dtype=np.int64)
         if count - done > 16:
-            end = min(size, pos + _WINDOW)
+            # no further than the remaining records need at the mean size so far (with a margin)
+            end = min(size, pos + min(_WINDOW, max(1 << 12, (count - done) * mean * 5 // 4)))
             win = np.frombuffer(buf, dtype=np.uint8, count=end - pos, offset=pos)
             chain = _chain_in_window(win, width, little, count - done)
             if len(chain):
@@ -91,6 +93,7 @@ def scan_string_offsets(buf, pos: int, count: int, width: int, byte_order: str):
             done += len(chain)
             last = int(chain[-1]) + pos
             (n,) = unpack_from(buf, last)
+            mean = max(mean, -(-(last + width + n - pos) // len(chain)))
             pos = last + width + n
             continue
         # one record at a time: a string longer than the window, a record near the end, or a small array

@@ -24,6 +24,7 @@ from . import spec as _spec
 from . import structs
 from ._stringscan import scan_string_offsets
 from .constructs import Float32Field, decode_text, encode_text
+from .stringlist import StringList
 from .structs import _COUNT_RULES, _FORMAT
 
 # the rule a field that ends with the file breaks, by the section the path starts in
@@ -321,7 +322,7 @@ class _Reader:
                 node.fields[f"[{index}]"] = elem
                 self.string(elem, elem)
                 raise AssertionError("unreachable: the element was found not to fit") from None
-            node.value = [decode_text(self.buf[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
+            node.value = StringList.from_records(self.buf, starts, ends, width, self.sp.fam.byte_order)
             node.item_spans = (starts - width, ends)  # elements located on demand, not one node each
             node.end = end
             return

@@ -395,11 +395,11 @@ def _reindex(marked: np.ndarray, start: int, stop: int, step: int) -> np.ndarray
 def _assess(buf, starts: np.ndarray, ends: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
     """(items not valid UTF-8, items holding a NUL) of adjacent records, without a ``str`` per item.
 
-    Run by run of records: the zero bytes of the run, less those its length prefixes hold, say whether a payload
-    has a NUL (only then are they located).  With every prefix byte ASCII (the prefixes of strings of 128 bytes
-    or more are zeroed in a copy of the run), one strict decode of the run's bytes validates each string on its
-    own, since no valid multi-byte sequence holds or follows an ASCII byte; a failure names the string it is in,
-    and decoding resumes at the next record.
+    NUL: the zero bytes of the records, less those the length prefixes hold, say whether a payload has one (only
+    then are they located, run by run).  UTF-8, run by run of records: with every prefix byte ASCII (the prefixes
+    of strings of 128 bytes or more are zeroed in a copy of the run), one strict decode of the run's bytes
+    validates each string on its own, since no valid multi-byte sequence holds or follows an ASCII byte; a
+    failure names the string it is in, and decoding resumes at the next record.
     """
     n = len(starts)
     if not n:
@@ -408,33 +408,40 @@ def _assess(buf, starts: np.ndarray, ends: np.ndarray, width: int) -> tuple[np.n
     region = np.frombuffer(buf, dtype=np.uint8, count=int(ends[-1]) - lo, offset=lo)
     lengths = ends - starts
     rel = starts - lo
-    prefix_zeros = np.full(n, width - 1, dtype=np.int64)
-    prefix_zeros += lengths == 0
-    wide = np.flatnonzero(lengths >= 256)
-    if len(wide):
-        prefix_zeros[wide] = sum(((lengths[wide] >> (8 * k)) & 0xFF) == 0 for k in range(width))
-    zeros_before = np.concatenate(([0], np.cumsum(prefix_zeros)))
+    longest = int(lengths.max())
+    prefix_zeros = n * (width - 1) + int(np.count_nonzero(lengths == 0))  # a length below 256: one non-zero byte
+    if longest >= 256:
+        wide = lengths[lengths >= 256]
+        prefix_zeros += sum(int(np.count_nonzero((wide >> (8 * k)) & 0xFF == 0)) for k in range(width))
+        prefix_zeros -= len(wide) * (width - 1)
+    nul = _EMPTY
+    if len(region) - int(np.count_nonzero(region)) != prefix_zeros:
+        nul = _nul_items(region, rel, lengths)
     view = memoryview(buf)
     bad: list[int] = []
-    nul: list[np.ndarray] = []
     for i in range(0, n, _CHUNK):
         j = min(n, i + _CHUNK)
         a, b = int(rel[i]) - width, (int(rel[j]) - width if j < n else len(region))
-        run = region[a:b]
-        if b - a - int(np.count_nonzero(run)) != int(zeros_before[j] - zeros_before[i]):
-            zeros = np.flatnonzero(run == 0) + a
-            item = np.maximum(np.searchsorted(rel, zeros, side="right") - 1, 0)
-            nul.append(np.unique(item[(zeros >= rel[item]) & (zeros < rel[item] + lengths[item])]))
         heads = rel[i:j] - a
-        long = lengths[i:j] >= 128
-        if long.any():
-            text = run.copy()
+        long = lengths[i:j] >= 128 if longest >= 128 else None
+        if long is not None and long.any():
+            text = region[a:b].copy()
             for k in range(width):
                 text[heads[long] - width + k] = 0
             _invalid_in(memoryview(text), heads, width, i, bad)
         else:
             _invalid_in(view[lo + a:lo + b], heads, width, i, bad)
-    return (np.array(bad, dtype=np.int64) if bad else _EMPTY), (np.concatenate(nul) if nul else _EMPTY)
+    return (np.array(bad, dtype=np.int64) if bad else _EMPTY), nul
+
+
+def _nul_items(region: np.ndarray, rel: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The items whose payload (at ``rel``, ``lengths`` bytes, in ``region``) holds a zero byte."""
+    found = []
+    for a in range(0, len(region), 1 << 20):
+        zeros = np.flatnonzero(region[a:a + (1 << 20)] == 0) + a
+        item = np.maximum(np.searchsorted(rel, zeros, side="right") - 1, 0)
+        found.append(item[(zeros >= rel[item]) & (zeros < rel[item] + lengths[item])])
+    return np.unique(np.concatenate(found))
 
 
 def _invalid_in(text: memoryview, heads: np.ndarray, width: int, first: int, bad: list[int]) -> None:

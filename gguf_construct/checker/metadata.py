@@ -128,6 +128,8 @@ def _outside(data: np.ndarray, allowed: list[int]) -> np.ndarray:
     if allowed and min(allowed) >= 0 and max(allowed) < 4096:
         table = np.zeros(max(allowed) + 2, dtype=bool)
         table[allowed] = True
+        if int(data.min()) >= 0 and int(data.max()) < len(table):  # the usual case: no clipping pass needed
+            return ~table[data]
         return ~table[np.clip(data, 0, len(table) - 1)] | (data < 0)
     return ~np.isin(data, np.array(allowed, dtype=np.int64))
 
