@@ -29,14 +29,15 @@ def files_of(paths: list[str]) -> list[str]:
     return out
 
 
-def best(fn, repeat: int) -> float:
-    """Fastest of ``repeat`` timed calls."""
-    times = []
+def best_of_rounds(fns, repeat: int, clock) -> list[float]:
+    """The fastest of ``repeat`` timed calls of each function, called in turn (a busy machine slows all alike)."""
+    times = [[] for _ in fns]
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+        for fn, out in zip(fns, times):
+            t0 = clock()
+            fn()
+            out.append(clock() - t0)
+    return [min(t) for t in times]
 
 
 def main() -> int:
@@ -45,13 +46,18 @@ def main() -> int:
     ap.add_argument("paths", nargs="+")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--profile", default="spec", choices=("spec", "ggml"))
+    ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                    help="cpu (default): process CPU time, steady on a shared machine; wall: elapsed time")
     args = ap.parse_args()
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    print(f"clock: {args.clock} time, best of {args.repeat} rounds (load and check in turn)")
     print(f"{'file':40s} {'load s':>8s} {'check s':>8s} {'ratio':>6s}")
     ratios = []
     for path in files_of(args.paths):
         gguf_construct.load(path).close()  # warm the page cache and the struct families
-        t_load = best(lambda: gguf_construct.load(path).close(), args.repeat)
-        t_check = best(lambda: gguf_construct.check(path, profile=args.profile), args.repeat)
+        t_load, t_check = best_of_rounds([lambda: gguf_construct.load(path).close(),
+                                          lambda: gguf_construct.check(path, profile=args.profile)],
+                                         args.repeat, clock)
         print(f"{os.path.basename(path):40s} {t_load:8.3f} {t_check:8.3f} {t_check / t_load:6.2f}")
         ratios.append(t_check / t_load)
     if ratios:

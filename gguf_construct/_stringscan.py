@@ -6,7 +6,8 @@ byte followed by zero bytes, so positions whose next ``width - 1`` bytes are zer
 candidate's successor is ``position + width + low byte``; walking the candidates in order and checking
 ``successor[i] == candidate[i + 1]`` (one vectorized comparison) verifies the chain.  Where the check fails, the
 true successor is looked up among the candidates (skipping the rare spurious ones) and verification goes on; where
-a record is not a candidate (a long string), that record is read on its own.  The result is always exact.
+a record is not a candidate (a string of 256 bytes or more), its length is read on its own and the chain goes on
+after it.  The bytes are scanned a window at a time; the result is always exact.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import struct
 
 import numpy as np
 
-_MIN_WINDOW = 1 << 16
+_WINDOW = 1 << 18  # bytes scanned at a time: the passes over a window stay in cache
 
 
 def _chain_in_window(win: np.ndarray, width: int, little: bool, limit: int) -> np.ndarray:
@@ -25,32 +26,40 @@ def _chain_in_window(win: np.ndarray, width: int, little: bool, limit: int) -> n
         return np.empty(0, dtype=np.int64)
     zero = win == 0
     first_zero = 1 if little else 0
-    high = zero[first_zero:first_zero + m].copy()
-    for j in range(first_zero + 1, first_zero + width - 1):
-        high &= zero[j:j + m]
-    cand = np.flatnonzero(high)
-    if len(cand) == 0 or cand[0] != 0:
-        return np.empty(0, dtype=np.int64)
+    # high[i]: the width - 1 bytes from i on are zero, built by doubling the run (3 passes for width 8, not 6)
+    high, run = zero, 1
+    while run < width - 1:
+        step = min(run, width - 1 - run)
+        high = high[:-step] & high[step:]
+        run += step
+    cand = np.flatnonzero(high[first_zero:first_zero + m])
     low = win[cand + (0 if little else width - 1)]
     nxt = cand + width + low
-    ok = nxt[:-1] == cand[1:]
-    bad = np.flatnonzero(~ok)
-    pieces = []
-    i, total = 0, 0
-    b = 0  # index into bad
+    bad = np.flatnonzero(nxt[:-1] != cand[1:])  # where a candidate's successor is not the next candidate
+    order = "little" if little else "big"
+    pieces: list[np.ndarray] = []
+    total, target, b = 0, 0, 0  # records placed, where the next record starts, index into bad
     while total < limit:
-        while b < len(bad) and bad[b] < i:
-            b += 1
-        j = int(bad[b]) if b < len(bad) else len(cand) - 1  # last verified index of this run
-        pieces.append(cand[i:j + 1])
-        total += j + 1 - i
-        if j == len(cand) - 1:
-            break
-        target = nxt[j]
         k = int(np.searchsorted(cand, target))
-        if k >= len(cand) or cand[k] != target:
-            break  # successor is not a candidate: the caller reads it one record at a time
-        i = k
+        if k < len(cand) and cand[k] == target:  # a verified run of candidates
+            while b < len(bad) and bad[b] < k:
+                b += 1
+            j = int(bad[b]) if b < len(bad) else len(cand) - 1
+            pieces.append(cand[k:j + 1])
+            total += j + 1 - k
+            target = int(nxt[j])
+            continue
+        # not a candidate (a string of 256 bytes or more, or too near the window's end): read its length
+        if target + width > len(win):
+            break
+        n = int.from_bytes(win[target:target + width].tobytes(), order)
+        pieces.append(np.array([target], dtype=np.int64))
+        total += 1
+        target += width + n
+        if target > len(win):
+            break  # its payload runs past the window: the caller drops it
+    if not pieces:
+        return np.empty(0, dtype=np.int64)
     chain = np.concatenate(pieces) if len(pieces) > 1 else pieces[0]
     return chain[:limit]
 
@@ -66,14 +75,12 @@ def scan_string_offsets(buf, pos: int, count: int, width: int, byte_order: str):
     little = byte_order == "little"
     heads: list[np.ndarray] = []
     done = 0
-    window = _MIN_WINDOW
-    zeros = bytes(width - 1)
-    high = slice(1, width) if little else slice(0, width - 1)
+    mean = 2 * width + 8  # bytes per record, a guess until the first window says
     while done < count:
         chain = np.empty(0, dtype=np.int64)
-        short = bytes(buf[pos + high.start:pos + high.stop]) == zeros
-        if count - done > 16 and short:
-            end = min(size, pos + window)
+        if count - done > 16:
+            # no further than the remaining records need at the mean size so far (with a margin)
+            end = min(size, pos + min(_WINDOW, max(1 << 12, (count - done) * mean * 5 // 4)))
             win = np.frombuffer(buf, dtype=np.uint8, count=end - pos, offset=pos)
             chain = _chain_in_window(win, width, little, count - done)
             if len(chain):
@@ -86,10 +93,10 @@ def scan_string_offsets(buf, pos: int, count: int, width: int, byte_order: str):
             done += len(chain)
             last = int(chain[-1]) + pos
             (n,) = unpack_from(buf, last)
+            mean = max(mean, -(-(last + width + n - pos) // len(chain)))
             pos = last + width + n
-            window *= 2
             continue
-        # one record at a time: a long string, a record near the end, or a small array
+        # one record at a time: a string longer than the window, a record near the end, or a small array
         if pos + width > size:
             raise IndexError(done, pos, None)
         (n,) = unpack_from(buf, pos)
@@ -98,7 +105,6 @@ def scan_string_offsets(buf, pos: int, count: int, width: int, byte_order: str):
         heads.append(np.array([pos], dtype=np.int64))
         pos += width + n
         done += 1
-        window = _MIN_WINDOW
     starts = np.concatenate(heads) if heads else np.empty(0, dtype=np.int64)
     ends = np.empty_like(starts)
     ends[:-1] = starts[1:]

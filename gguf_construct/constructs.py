@@ -3,8 +3,8 @@
 Construct's compiled mode skips length checks and its arrays trust their counts, so the generator never emits raw
 ``Bytes``/``Array`` for untrusted lengths.  Every count and length here is checked against the bytes that remain
 *before* anything is allocated or looped, and failures raise :class:`FieldError` with the stream offset.
-Large arrays of numbers become numpy arrays in one step; arrays of strings are scanned in one tight loop and
-decoded in one pass.
+Large arrays of numbers become numpy arrays in one step; arrays of strings are located in one vectorised scan and
+kept as the stream's bytes (:class:`~gguf_construct.stringlist.StringList`).
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ import struct as _struct
 import numpy as np
 from . import fieldrules
 from ._stringscan import scan_string_offsets
+from .stringlist import StringList
 from construct import Construct, ConstructError, ListContainer, SizeofError, stream_tell
 
 __all__ = [
-    "BufferStream", "FieldError", "remaining", "GGUFString", "NumericArray", "StringArray", "TextList", "CheckedArray",
+    "BufferStream", "FieldError", "remaining", "GGUFString", "NumericArray", "StringArray", "CheckedArray",
     "Reject", "Float32Field", "Float32NaN", "decode_text", "encode_text",
 ]
 
@@ -170,15 +171,9 @@ class NumericArray(Construct):
         raise SizeofError(path=path)
 
 
-class TextList(list):
-    """The strings of a string array that one strict decode could not vouch for: some string is not valid UTF-8
-    (decoded with surrogateescape) or holds a NUL.  :class:`StringArray` returns a plain ``list`` exactly when
-    every string is valid UTF-8 without a NUL, and this type otherwise, so a reader of the parse knows which
-    without looking at the strings again."""
-
-
 class StringArray(Construct):
-    """``count`` length-prefixed strings, scanned in one loop and decoded in one pass."""
+    """``count`` length-prefixed strings, located in one vectorised scan and returned as a
+    :class:`~gguf_construct.stringlist.StringList` over the stream's bytes (decoded when accessed)."""
 
     def __init__(self, count, width: int, byte_order: str, rule: str | None = None, element_rule: str | None = None):
         super().__init__()
@@ -202,7 +197,7 @@ class StringArray(Construct):
             return out
         return self._scan(stream, count, start, path)
 
-    def _scan(self, stream: BufferStream, count: int, start: int, path: str) -> list[str]:
+    def _scan(self, stream: BufferStream, count: int, start: int, path: str) -> StringList:
         base = stream.pos
         try:
             starts, ends, end = scan_string_offsets(stream.buf, base, count, self.width, self.byte_order)
@@ -212,36 +207,12 @@ class StringArray(Construct):
                     else f"string length {length} exceeds the {stream.size - offset - self.width} bytes remaining")
             raise FieldError(what, offset, f"{path} -> [{index}]", rule=self.element_rule) from None
         stream.pos = end
-        return self._decode_all(stream.buf, base, end, starts, ends)
-
-    def _decode_all(self, buf, base: int, end: int, starts: np.ndarray, ends: np.ndarray) -> list[str]:
-        count = len(starts)
-        if count == 0:
-            return []
-        region = np.frombuffer(buf, dtype=np.uint8, count=end - base, offset=base)
-        st = starts - base
-        # Keep every payload byte plus one separator before each string: the high byte of its length prefix,
-        # which is zero for any length below 2**((width-1)*8).  One strict decode of the joined bytes validates
-        # every string at once, because NUL can never be part of a multi-byte UTF-8 sequence.
-        sep = st - 1 if self.byte_order == "little" else st - self.width
-        if not region[sep].any():
-            # drop the prefix bytes other than the high byte (little-endian prefixes end with it, big-endian
-            # ones start with it): one scatter per byte position of the prefix
-            keep = np.ones(len(region), dtype=bool)
-            low = st - self.width + (0 if self.byte_order == "little" else 1)
-            for k in range(self.width - 1):
-                keep[low + k] = False
-            joined = region[keep].tobytes()
-            try:
-                parts = joined.decode("utf-8").split("\x00")
-            except UnicodeDecodeError:
-                parts = None
-            if parts is not None and len(parts) == count + 1:  # more parts: some payload holds a NUL
-                del parts[0]
-                return parts  # a plain list: every string valid UTF-8, none with a NUL (see TextList)
-        return TextList(decode_text(buf[a:b]) for a, b in zip(starts.tolist(), ends.tolist()))
+        return StringList.from_records(stream.buf, starts, ends, self.width, self.byte_order)
 
     def _build(self, obj, stream, context, path):
+        if isinstance(obj, StringList):  # written as read when the layout matches: no string is decoded
+            stream.write(obj.encode(self.width, self.byte_order))
+            return obj
         pack = self._len.pack
         chunks = []
         for text in obj:

@@ -13,6 +13,7 @@ from typing import Any
 
 from .enums import GGUFValueType
 from .inputs import open_input
+from .stringlist import StringList
 from .values import GGUFValue, first_fit, infer_value, make_value
 
 __all__ = ["parse_value", "set_key", "add_cli"]
@@ -125,7 +126,7 @@ def token_id(gguf, text: str) -> int:
     """The id of the token spelled ``text`` in the file's vocabulary (tokenizer.ggml.tokens); ValueError when it
     has none or the token is not in it."""
     tokens = gguf.metadata.get("tokenizer.ggml.tokens")
-    if not isinstance(tokens, list):
+    if not isinstance(tokens, (list, StringList)):
         raise ValueError("the file has no vocabulary (tokenizer.ggml.tokens) to look the token up in")
     try:
         return tokens.index(text)

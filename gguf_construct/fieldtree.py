@@ -28,6 +28,7 @@ from . import spec as _spec
 from ._stringscan import scan_string_offsets
 from .constructs import Float32Field, decode_text, encode_text
 from .containerspec import STRUCT_FORMATS as _FORMAT
+from .stringlist import StringList
 
 __all__ = ["Node", "Problem", "Reading", "Raw", "read", "locate", "sizeof", "offset_of", "build"]
 
@@ -320,7 +321,7 @@ class _Reader:
                 node.fields[f"[{index}]"] = elem
                 self.string(elem, elem)
                 raise AssertionError("unreachable: the element was found not to fit") from None
-            node.value = [decode_text(self.buf[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
+            node.value = StringList.from_records(self.buf, starts, ends, width, self.sp.fam.byte_order)
             node.item_spans = (starts - width, ends)  # elements located on demand, not one node each
             node.end = end
             return

@@ -2,8 +2,9 @@
 
 Every value keeps its GGUF type, so a file read and written again is byte-identical.  Scalars are Python
 objects (``int``, ``float``, ``bool``, ``str``); arrays of numbers are numpy arrays in native byte order, arrays
-of strings are lists of ``str``, and arrays of arrays are lists of :class:`GGUFValue`.  Strings that are not
-valid UTF-8 are kept losslessly with ``surrogateescape``.
+of strings are :class:`~gguf_construct.stringlist.StringList` (an immutable sequence of ``str`` over the file's
+bytes, decoded item by item when accessed; ``to_list()`` gives a plain list), and arrays of arrays are lists of
+:class:`GGUFValue`.  Strings that are not valid UTF-8 are kept losslessly with ``surrogateescape``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 from . import spec as _spec
 from .enums import GGUFValueType
 from .keyregistry import registry_types
+from .stringlist import StringList
 from .structs import value_types
 
 __all__ = ["GGUFValue", "Metadata", "numpy_dtype_of", "infer_value", "first_fit"]
@@ -77,11 +79,15 @@ class GGUFValue:
             return [v.to_python() for v in self.value]
         if isinstance(self.value, np.ndarray):
             return self.value.tolist()
+        if isinstance(self.value, StringList):
+            return self.value.to_list()
         return list(self.value)
 
 
 def _same(vtype, item_type, a, b) -> bool:
     if vtype == GGUFValueType.ARRAY:
+        if isinstance(a, StringList) and isinstance(b, StringList):
+            return a == b  # compared as bytes, nothing decoded
         if item_type == GGUFValueType.STRING or item_type == GGUFValueType.ARRAY:
             return len(a) == len(b) and all(x == y for x, y in zip(a, b))
         a, b = np.asarray(a), np.asarray(b)
@@ -137,10 +143,12 @@ def make_value(vtype, value: Any, item_type=None) -> GGUFValue:
         return infer_value(value, array_hint=True)
     item_type = GGUFValueType(item_type)
     if item_type == GGUFValueType.STRING:
+        if isinstance(value, StringList):
+            return GGUFValue(vtype, value, item_type)
         items = list(value)
         for s in items:
             _check_scalar(item_type, s)
-        return GGUFValue(vtype, items, item_type)
+        return GGUFValue(vtype, StringList(items), item_type)
     if item_type == GGUFValueType.ARRAY:
         inner = [v if isinstance(v, GGUFValue) else infer_value(v, array_hint=True) for v in value]
         if any(v.type != GGUFValueType.ARRAY for v in inner):
@@ -190,6 +198,8 @@ def infer_value(value: Any, *, array_hint: bool = False) -> GGUFValue:
         return value
     if isinstance(value, np.ndarray):
         return make_value(GGUFValueType.ARRAY, value, _NUMPY_TO_GGUF[value.dtype.newbyteorder("=")])
+    if isinstance(value, StringList):
+        return GGUFValue(GGUFValueType.ARRAY, value, GGUFValueType.STRING)
     if isinstance(value, (list, tuple)):
         if not value:
             return GGUFValue(GGUFValueType.ARRAY, np.zeros(0, np.int32), GGUFValueType.INT32)
@@ -228,7 +238,9 @@ def first_fit(key: str, candidates, build, shown: Any) -> GGUFValue:
 class Metadata(MutableMapping):
     """Ordered key -> value mapping where every value keeps its GGUF type.
 
-    ``md[key]`` gives the plain value; :meth:`typed` the :class:`GGUFValue`; :meth:`type_of` its type.
+    ``md[key]`` gives the plain value (a string array is a :class:`~gguf_construct.stringlist.StringList`, read-only
+    and decoded per item; assign a new list to change it); :meth:`typed` the :class:`GGUFValue`; :meth:`type_of`
+    its type.
     Assigning a plain value keeps the key's existing type unless the key registry (spec/keys.yaml) disallows it; a
     standardized key then gets the registry's type (the narrowest allowed integer type the value fits, so
     ``llama.context_length = 4096`` is UINT32 as llama.cpp writes it); any other new key gets an inferred type

@@ -8,7 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import gguf_construct as g
-from gguf_construct.constructs import BufferStream, StringArray, TextList, decode_text
+from gguf_construct.constructs import BufferStream, StringArray, decode_text
+from gguf_construct.stringlist import StringList
 
 PIECES = st.one_of(
     st.text(max_size=6),
@@ -67,16 +68,20 @@ def test_token_list_round_trips_through_a_file():
 
 
 @given(st.lists(PIECES, max_size=12), st.sampled_from([4, 8]), st.sampled_from(["little", "big"]))
-def test_a_plain_list_means_every_string_is_valid_utf8_without_nul(items, width, order):
-    """StringArray returns a plain list exactly when one strict decode vouched for every string (the checker's
-    STR-UTF8 and STR-NUL take that as their answer); anything else comes as a TextList."""
+def test_the_parse_says_which_strings_are_invalid_utf8_or_hold_nul(items, width, order):
+    """StringArray decides, when it reads the array, exactly which strings are not valid UTF-8 and which hold a
+    NUL (the checker's STR-UTF8 and STR-NUL take that as their answer)."""
     data = encode(items, width, order)
     got = StringArray(len(items), width, order)._parse(BufferStream(data), None, "")
     raw = [s.encode("utf-8", "surrogateescape") if isinstance(s, str) else s for s in items]
-    clean = all(_valid(b) and b"\0" not in b for b in raw)
-    assert (type(got) is list) == clean  # noqa: E721
-    assert clean or isinstance(got, TextList)
+    assert isinstance(got, StringList)
+    assert got.invalid_utf8().tolist() == [i for i, b in enumerate(raw) if not _valid(b)]
+    assert got.nul_items().tolist() == [i for i, b in enumerate(raw) if b"\0" in b]
+    assert got.valid_utf8 == all(_valid(b) for b in raw)
+    assert got.has_nul == any(b"\0" in b for b in raw)
     assert got == [decode_text(b) for b in raw]
+    assert [got.raw(i) for i in range(len(got))] == raw
+    assert bytes(got.encode(width, order)) == data
 
 
 def _valid(b: bytes) -> bool:
@@ -85,3 +90,20 @@ def _valid(b: bytes) -> bool:
         return True
     except UnicodeDecodeError:
         return False
+
+
+@given(st.lists(PIECES, max_size=120), st.sampled_from([(4, "little"), (8, "little"), (8, "big"), (4, "big")]),
+       st.sampled_from([24, 64, 301, 1024]))
+def test_the_scan_is_exact_at_every_window_boundary(items, layout, window):
+    """Windows far smaller than the strings: records straddle window ends and long strings sit inside them."""
+    from gguf_construct import _stringscan
+
+    width, order = layout
+    data = encode(items, width, order) + b"\0" * 9
+    saved = _stringscan._WINDOW
+    _stringscan._WINDOW = window
+    try:
+        parsed = StringArray(len(items), width, order).parse_stream(BufferStream(data))
+    finally:
+        _stringscan._WINDOW = saved
+    assert parsed == [s if isinstance(s, str) else decode_text(s) for s in items]

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from ..spec import tensor_types
+from ..stringlist import StringList
 from .interp import UNKNOWN, Fatal, Frame, Interpreter, Struct, normalize_ctype
 from .programs import Architecture, architecture, loader, model_spec
 
@@ -596,9 +597,13 @@ def _plan_imatrix(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMet
 
 def _unique_tokens(tokens: Any, empty_as: str) -> None:
     """Fatal when two token strings are equal (an empty one named ``empty_as``): llama.cpp aborts on them."""
-    distinct = set(tokens)
-    if len(distinct) == len(tokens) and "" not in distinct:
-        return  # the common case, decided in one C-level pass
+    if isinstance(tokens, StringList):
+        if tokens.all_distinct() and not (tokens.lengths() == 0).any():
+            return  # the common case, decided on the file's bytes without a str per token
+    else:
+        distinct = set(tokens)
+        if len(distinct) == len(tokens) and "" not in distinct:
+            return  # the common case, decided in one C-level pass
     seen: set = set()
     for i, word in enumerate(tokens):
         word = word or empty_as.format(i=i)
@@ -624,7 +629,7 @@ def named_model_missing_token(meta: Mapping[str, MetaValue], tokens: Any) -> str
                 any(a in arch for a in unless.get("arch_contains", ())):
             continue
         if any(part in lowered for part in req["name_contains"]):
-            have = set(tokens)
+            have = tokens if isinstance(tokens, StringList) else set(tokens)  # a StringList looks up bytes
             return next((token for token in req["tokens"] if token not in have), None)
     return None
 

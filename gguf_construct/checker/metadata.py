@@ -15,6 +15,7 @@ from ..rulebook.keys import (HYPHENATED_ARCHITECTURES, UNWRITTEN_KEYS, allowed_t
                        entries_required_by, known_architectures, lookup, type_label, unwritten_keys)
 from ..rulebook.catalog import Hit, rule
 from ..rulebook.walk import ALIGNMENT_KEY, ARRAY, STRING, KV, Context, _VT
+from ..stringlist import StringList
 
 ARCH_KEY = "general.architecture"
 QV_KEY = "general.quantization_version"
@@ -127,6 +128,8 @@ def _outside(data: np.ndarray, allowed: list[int]) -> np.ndarray:
     if allowed and min(allowed) >= 0 and max(allowed) < 4096:
         table = np.zeros(max(allowed) + 2, dtype=bool)
         table[allowed] = True
+        if int(data.min()) >= 0 and int(data.max()) < len(table):  # the usual case: no clipping pass needed
+            return ~table[data]
         return ~table[np.clip(data, 0, len(table) - 1)] | (data < 0)
     return ~np.isin(data, np.array(allowed, dtype=np.int64))
 
@@ -148,7 +151,7 @@ def _key_value(ctx: Context) -> Iterator[Hit]:
                     j = int(np.flatnonzero(bad)[0])
                     yield Hit(kv.value_offset, f"{kv.path}.value.data[{j}]", key=kv.key, value=int(data[j]),
                               expected=expected)
-            elif isinstance(data, list):
+            elif isinstance(data, (list, StringList)):
                 for j, v in enumerate(data):
                     if isinstance(v, str) and v not in values:
                         yield Hit(kv.value_offset, f"{kv.path}.value.data[{j}]", key=kv.key, value=v,

@@ -18,6 +18,8 @@ import sys
 import traceback
 from typing import Any
 
+from ..stringlist import StringList
+
 __all__ = ["load_callable", "jsonable", "main"]
 
 
@@ -36,7 +38,7 @@ def jsonable(v: Any) -> Any:
     """Plain JSON data from what a target returned (numpy values, bytes, NaN and infinities included)."""
     if isinstance(v, dict):
         return {str(k): jsonable(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
+    if isinstance(v, (list, tuple, StringList)):
         return [jsonable(x) for x in v]
     if hasattr(v, "tolist"):
         return jsonable(v.tolist())

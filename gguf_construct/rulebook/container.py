@@ -12,6 +12,7 @@ from .. import structs
 from .._stringscan import scan_string_offsets
 from ..constructs import encode_text
 from ..reader import MAX_KEY_BYTES
+from ..stringlist import StringList
 from .keys import HYPHENATED_ARCHITECTURES, known_architectures, lookup, standard_namespaces
 from .catalog import Hit, rule
 from .walk import ALIGNMENT_KEY, ALIGNMENT_TYPE, ARRAY, BOOL, KV, STRING, Context, type_name
@@ -227,22 +228,13 @@ def _scalar_strings(ctx: Context) -> Iterator[tuple[int, str, str, int]]:
         yield t.offset, f"{t.path}.name", t.name, strw
 
 
-def _string_arrays(ctx: Context) -> Iterator[tuple[KV, object, str, bool]]:
+def _string_arrays(ctx: Context) -> Iterator[tuple[KV, StringList, str, bool]]:
+    """(kv, items, path, top level) of every non-empty string array, nested ones included."""
     for kv in _array_kvs(ctx):
         for arr, path, depth in _arrays(kv.value, f"{kv.path}.value"):
-            if arr.type == STRING and arr.data:
-                yield kv, arr, path, depth == 1
-
-
-def _array_summary(ctx: Context, arr) -> tuple[bool, bool]:
-    """(all valid UTF-8, some NUL) for a string array, computed once over the joined elements."""
-    key = ("strings", id(arr))
-    if key not in ctx.cache and type(arr.data) is list:  # the parse vouched for them (see TextList)
-        ctx.cache[key] = (True, False)
-    if key not in ctx.cache:
-        joined = "".join(arr.data)
-        ctx.cache[key] = (_bad_utf8(joined) is None, "\x00" in joined)
-    return ctx.cache[key]
+            if arr.type == STRING and len(arr.data):
+                data = arr.data if isinstance(arr.data, StringList) else StringList(arr.data)
+                yield kv, data, path, depth == 1
 
 
 def _element_offsets(ctx: Context, kv: KV, count: int):
@@ -257,11 +249,11 @@ def _utf8(ctx: Context) -> Iterator[Hit]:
         reason = _bad_utf8(text)
         if reason:
             yield Hit(off, path, offset=off, reason=reason)
-    for kv, arr, path, top in _string_arrays(ctx):
-        if _array_summary(ctx, arr)[0]:
+    for kv, items, path, top in _string_arrays(ctx):
+        if items.valid_utf8:  # decided when the array was read (see StringList)
             continue
-        bad = [(j, r) for j, s in enumerate(arr.data) if (r := _bad_utf8(s))]
-        offsets = _element_offsets(ctx, kv, len(arr.data)) if top else None
+        bad = [(j, _bad_utf8(items[j])) for j in items.invalid_utf8().tolist()]
+        offsets = _element_offsets(ctx, kv, len(items)) if top else None
         for j, reason in bad:
             off = int(offsets[j]) if offsets is not None else kv.value_offset
             yield Hit(off, f"{path}.data[{j}]", offset=off, reason=reason)
@@ -273,14 +265,13 @@ def _nul(ctx: Context) -> Iterator[Hit]:
         pos = text.find("\x00")
         if pos >= 0:
             yield Hit(off, path, offset=off, position=len(encode_text(text[:pos])))
-    for kv, arr, path, top in _string_arrays(ctx):
-        if not _array_summary(ctx, arr)[1]:
+    for kv, items, path, top in _string_arrays(ctx):
+        if not items.has_nul:  # decided when the array was read (see StringList)
             continue
-        bad = [(j, s.find("\x00")) for j, s in enumerate(arr.data) if "\x00" in s]
-        offsets = _element_offsets(ctx, kv, len(arr.data)) if top else None
-        for j, pos in bad:
+        offsets = _element_offsets(ctx, kv, len(items)) if top else None
+        for j in items.nul_items().tolist():
             off = int(offsets[j]) if offsets is not None else kv.value_offset
-            yield Hit(off, f"{path}.data[{j}]", offset=off, position=len(encode_text(arr.data[j][:pos])))
+            yield Hit(off, f"{path}.data[{j}]", offset=off, position=items.raw(j).find(b"\x00"))
 
 
 @rule("STR-MAXLEN")
@@ -289,12 +280,12 @@ def _str_maxlen(ctx: Context) -> Iterator[Hit]:
     for off, path, text, _ in _scalar_strings(ctx):
         if len(text) > limit // 4 and len(encode_text(text)) > limit:
             yield Hit(off, path, offset=off, length=len(encode_text(text)))
-    for kv, arr, path, _ in _string_arrays(ctx):
+    for kv, items, path, _ in _string_arrays(ctx):
         if kv.end - kv.value_offset <= limit:
             continue
-        for j, s in enumerate(arr.data):
-            if len(s) > limit // 4 and len(encode_text(s)) > limit:
-                yield Hit(kv.value_offset, f"{path}.data[{j}]", offset=kv.value_offset, length=len(encode_text(s)))
+        lengths = items.lengths()
+        for j in np.flatnonzero(lengths > limit).tolist():
+            yield Hit(kv.value_offset, f"{path}.data[{j}]", offset=kv.value_offset, length=int(lengths[j]))
 
 
 # -- alignment ---------------------------------------------------------------------------------------------------
