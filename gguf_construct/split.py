@@ -19,7 +19,7 @@ from .errors import GGUFError
 from .inputs import open_input
 from .reader import align_offset
 from .model import DEFAULT_ALIGNMENT, MAX_DIMS, GGUFFile, Tensor
-from .shardnames import parse_shard_path, shard_path
+from .splitset import parse_shard_path, shard_path
 from .values import make_value
 
 __all__ = ["plan_split", "split_model", "merge_shards", "parse_size", "add_cli"]

@@ -17,7 +17,7 @@ PACKAGE = ROOT / "gguf_construct"
 
 # (layer, module-name prefixes); the longest matching prefix decides
 LAYERS: list[tuple[int, tuple[str, ...]]] = [
-    (0, ("_version", "_json", "_text", "_atomic", "_stringscan", "errors", "spec", "remote", "rangeserver", "shardnames",
+    (0, ("_version", "_json", "_text", "_atomic", "_stringscan", "errors", "spec", "remote", "rangeserver", "splitset",
          "xxh64")),
     (1, ("constructs", "structs", "fieldtree", "fieldlayout", "enums", "keyregistry", "values", "codecs")),
     (2, ("reader", "rulebook", "model", "dump", "demo", "arch", "inputs", "modelinfo")),
