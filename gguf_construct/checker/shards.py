@@ -102,9 +102,10 @@ def _read_sibling(path: str) -> tuple[splitset.ShardFacts, list[TensorInfo]]:
 def split_view(ctx: Context, location: str | None, *, as_member: bool = False) -> SplitView:
     """The split-set part of checking the file in ``ctx`` found at ``location`` (a path or URL; None for bytes,
     whose siblings cannot be found).  A first shard gets the other shards' tensors in ``ctx.shard_tensors`` and the
-    set findings; a later shard skips the rules of scope model, and -- unless checked ``as_member`` of a set whose
-    first shard is checked too -- gets META-SPLIT-LATER; a later shard whose first shard is absent gets
-    META-SPLIT-MISSING for it."""
+    set findings (when a shard is missing or unreadable, the model is unknown: the rules of scope model are not
+    judged, the set findings say why); a later shard skips the rules of scope model, and -- unless checked
+    ``as_member`` of a set whose first shard is checked too -- gets META-SPLIT-LATER; a later shard whose first
+    shard is absent gets META-SPLIT-MISSING for it."""
     no, count = _int(ctx, splitset.SPLIT_NO), _int(ctx, splitset.SPLIT_COUNT)
     role = splitset.role(no, count)
     if role == splitset.SINGLE:
@@ -127,7 +128,9 @@ def split_view(ctx: Context, location: str | None, *, as_member: bool = False) -
     siblings = [_read_sibling(p) for p in members[1:]] if members else []
     ctx.shard_tensors = [t for _, tensors in siblings for t in tensors]
     problems = splitset.set_problems(_facts(ctx, location), [facts for facts, _ in siblings])
-    return SplitView(role, frozenset(), [(p.rule, Hit(None, "file_name", **p.params)) for p in problems])
+    whole = members is not None and all(facts.readable for facts, _ in siblings)
+    return SplitView(role, frozenset() if whole else model_scope(),  # without every shard the model is unknown
+                     [(p.rule, Hit(None, "file_name", **p.params)) for p in problems])
 
 
 def shard_siblings(paths: list[str]) -> list[str]:
