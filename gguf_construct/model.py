@@ -451,8 +451,9 @@ def load(source, *, lazy: bool = True, shards: bool = True) -> GGUFFile:
     (:func:`gguf_construct.rulebook.read_head`); one that breaks a rule spec/rules.yaml marks ``load: refuse``
     raises :class:`GGUFError` naming the rule, offset and field of the first such finding (``findings`` has all).
 
-    A path named as a shard of a split model (``...-00002-of-00005.gguf``) loads the whole set: the metadata of the
-    first shard, the tensors of every shard in order (each :class:`Tensor` reads from its own file, lazily), the
+    A path named as a shard of a split model (``...-00002-of-00005.gguf``, holding a ``split.count`` of 2 or more:
+    :mod:`gguf_construct.splitset`) loads the whole set: the metadata of the first shard, the tensors of every
+    shard in order (each :class:`Tensor` reads from its own file, lazily), the
     files in :attr:`GGUFFile.shards`.  A missing shard raises :class:`GGUFError`.  ``shards=False`` loads just the
     named file.  A set cannot be saved as one file (merge it).
 
@@ -462,7 +463,11 @@ def load(source, *, lazy: bool = True, shards: bool = True) -> GGUFFile:
     if shards and isinstance(source, (str, os.PathLike)):
         paths = splitset.shard_set_paths(os.fspath(source))
         if paths is not None and len(paths) > 1:
-            return _load_set(paths, lazy)
+            named = _load_one(source, lazy)
+            if splitset.role(_split_key(named, splitset.SPLIT_NO),
+                             _split_key(named, splitset.SPLIT_COUNT)) == splitset.SINGLE:
+                return named  # named like a shard, but a whole file (split.count 0 or 1: merged, say)
+            return _load_set(paths, lazy, {os.fspath(source): named})
     return _load_one(source, lazy)
 
 
@@ -470,16 +475,18 @@ def _present(path: str) -> bool:
     return exists(path) if is_url(path) else os.path.isfile(path)
 
 
-def _load_set(paths: list[str], lazy: bool) -> GGUFFile:
-    """The split model named by ``paths`` (its shards by name), judged by :func:`splitset.set_problems`: a
-    missing shard or a tensor in two shards is refused (the model is undefined without them); the other set
-    findings are ``check``'s."""
-    missing = [p for p in paths if not _present(p)]
+def _load_set(paths: list[str], lazy: bool, loaded: dict[str, GGUFFile]) -> GGUFFile:
+    """The split model named by ``paths`` (its shards by name; ``loaded``: those already read), judged by
+    :func:`splitset.set_problems`: a missing shard or a tensor in two shards is refused (the model is undefined
+    without them); the other set findings are ``check``'s."""
+    missing = [p for p in paths if p not in loaded and not _present(p)]
     if missing:
+        for f in loaded.values():
+            f.close()
         raise GGUFError(f"split model: shard {missing[0]!r} is missing ({len(missing)} of {len(paths)} shards "
                         "absent); load(path, shards=False) reads one shard alone", path="file_name",
                         rule="META-SPLIT-MISSING")
-    files = [_load_one(p, lazy) for p in paths]
+    files = [loaded[p] if p in loaded else _load_one(p, lazy) for p in paths]
     first = files[0]
     facts = [splitset.ShardFacts(f.path, split_no=_split_key(f, splitset.SPLIT_NO),
                                  split_count=len(paths), split_tensors=_split_key(f, splitset.SPLIT_TENSORS),

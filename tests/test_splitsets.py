@@ -260,3 +260,11 @@ def test_a_defect_in_a_later_shard_is_judged_on_the_first_naming_its_shard(tmp_p
     assert not whole.valid and not first.valid and _model_rules([first]) == _model_rules([whole])
     shape = next(x for x in first.findings if x.rule == "MODEL-TENSOR-SHAPE")
     assert shape.offset is None and shape.path.startswith(os.path.basename(shards[-1]) + ":tensor_infos[")
+
+
+def test_a_whole_file_named_like_a_shard_loads_alone(tmp_path):
+    f = minimal_model("llama")
+    f.metadata.set(splitset.SPLIT_COUNT, 0, "UINT16")  # as merge writes it
+    f.save(tmp_path / "m-00001-of-00002.gguf")
+    one = g.load(tmp_path / "m-00001-of-00002.gguf")  # no error for the absent "shard 2": it is no split model
+    assert one.shards == [one] and len(one.tensors) == len(f.tensors)
