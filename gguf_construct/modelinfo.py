@@ -139,8 +139,8 @@ def render_model_lines(info: dict[str, Any]) -> list[str]:
     split = info.get("split")
     if split is not None:
         if split.get("first"):
-            lines.append(f"split:      shard {split['shard']} of {split['count']}; the model: {split['tensors']} tensors "
-                         f"in {split['files']} files, opened from {printable(split['first'])}")
+            lines.append(f"split:      shard {split['shard']} of {split['count']}; the model: {split['tensors']} "
+                         f"tensors in {split['files']} files, opened from {printable(split['first'])}")
         else:
             lines.append(f"split:      shard {split['shard']} of {split['count']} (its set could not be read)")
     llama = info.get("llama_cpp") or {}
