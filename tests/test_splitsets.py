@@ -268,3 +268,18 @@ def test_a_whole_file_named_like_a_shard_loads_alone(tmp_path):
     f.save(tmp_path / "m-00001-of-00002.gguf")
     one = g.load(tmp_path / "m-00001-of-00002.gguf")  # no error for the absent "shard 2": it is no split model
     assert one.shards == [one] and len(one.tensors) == len(f.tensors)
+
+
+def test_metadata_only_first_shard_as_published_layouts_have_it(tmp_path, capsys):
+    """gguf-split --no-tensor-first-split (used by published models): the first shard holds only the metadata."""
+    whole = tmp_path / "m.gguf"
+    quantized_model("gemma3").save(whole)
+    assert main(["split", str(whole), str(tmp_path / "p"), "--max-size", "20K", "--no-tensor-first-split"]) == 0
+    shards = sorted(str(p) for p in tmp_path.glob("p-*-of-*.gguf"))
+    assert len(g.load(shards[0], shards=False).tensors) == 0 and len(shards) >= 3
+    for profile in PROFILES:
+        rc_whole, (doc_whole,) = _cli_json(capsys, "--profile", profile, str(whole))
+        rc, doc = _cli_json(capsys, "--profile", profile, shards[-1])
+        assert rc == rc_whole and [e["file"] for e in doc] == shards
+        assert {f["rule"] for f in doc[0]["findings"] if not f["rule"].startswith(NOT_MODEL)} == \
+            {f["rule"] for f in doc_whole["findings"] if not f["rule"].startswith(NOT_MODEL)}
