@@ -71,7 +71,19 @@ def _facts(ctx: Context, path: str) -> splitset.ShardFacts:
 
 
 def _read_sibling(path: str) -> tuple[splitset.ShardFacts, list[TensorInfo]]:
-    """The facts and tensor infos of another shard (absent or unreadable ones say so in the facts)."""
+    """The facts and tensor infos of another shard (absent or unreadable ones say so in the facts); read once
+    per version of a local file (and once per URL), as checking a set under several profiles asks again."""
+    if is_url(path):
+        return _read_sibling_once(path, None)
+    try:
+        st = os.stat(path)
+    except OSError:
+        return splitset.ShardFacts(path, present=False, readable=False), []
+    return _read_sibling_once(path, (st.st_mtime_ns, st.st_size, st.st_ino))
+
+
+@functools.lru_cache(maxsize=64)
+def _read_sibling_once(path: str, stamp) -> tuple[splitset.ShardFacts, list[TensorInfo]]:
     if not _present(path):
         return splitset.ShardFacts(path, present=False, readable=False), []
     try:
