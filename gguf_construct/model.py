@@ -22,7 +22,7 @@ from .errors import GGUFError
 from .reader import ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS, align_offset, open_source
 from .rulebook import Context, read_head, refusals
 from .remote import exists, is_url, remote_of
-from .shardnames import shard_set_paths
+from . import splitset
 from .spec import tensor_type_by_id
 from .values import GGUFValue, Metadata
 
@@ -451,8 +451,9 @@ def load(source, *, lazy: bool = True, shards: bool = True) -> GGUFFile:
     (:func:`gguf_construct.rulebook.read_head`); one that breaks a rule spec/rules.yaml marks ``load: refuse``
     raises :class:`GGUFError` naming the rule, offset and field of the first such finding (``findings`` has all).
 
-    A path named as a shard of a split model (``...-00002-of-00005.gguf``) loads the whole set: the metadata of the
-    first shard, the tensors of every shard in order (each :class:`Tensor` reads from its own file, lazily), the
+    A path named as a shard of a split model (``...-00002-of-00005.gguf``, holding a ``split.count`` of 2 or more:
+    :mod:`gguf_construct.splitset`) loads the whole set: the metadata of the first shard, the tensors of every
+    shard in order (each :class:`Tensor` reads from its own file, lazily), the
     files in :attr:`GGUFFile.shards`.  A missing shard raises :class:`GGUFError`.  ``shards=False`` loads just the
     named file.  A set cannot be saved as one file (merge it).
 
@@ -460,33 +461,53 @@ def load(source, *, lazy: bool = True, shards: bool = True) -> GGUFFile:
     tensor's range when its data is asked for; a shard URL finds its siblings next to it.
     """
     if shards and isinstance(source, (str, os.PathLike)):
-        paths = shard_set_paths(os.fspath(source))
+        paths = splitset.shard_set_paths(os.fspath(source))
         if paths is not None and len(paths) > 1:
-            return _load_set(paths, lazy)
+            named = _load_one(source, lazy)
+            if splitset.role(_split_key(named, splitset.SPLIT_NO),
+                             _split_key(named, splitset.SPLIT_COUNT)) == splitset.SINGLE:
+                return named  # named like a shard, but a whole file (split.count 0 or 1: merged, say)
+            return _load_set(paths, lazy, {os.fspath(source): named})
     return _load_one(source, lazy)
 
 
-def _load_set(paths: list[str], lazy: bool) -> GGUFFile:
-    missing = [p for p in paths if not (exists(p) if is_url(p) else os.path.isfile(p))]
+def _present(path: str) -> bool:
+    return exists(path) if is_url(path) else os.path.isfile(path)
+
+
+def _load_set(paths: list[str], lazy: bool, loaded: dict[str, GGUFFile]) -> GGUFFile:
+    """The split model named by ``paths`` (its shards by name; ``loaded``: those already read), judged by
+    :func:`splitset.set_problems`: a missing shard or a tensor in two shards is refused (the model is undefined
+    without them); the other set findings are ``check``'s."""
+    missing = [p for p in paths if p not in loaded and not _present(p)]
     if missing:
+        for f in loaded.values():
+            f.close()
         raise GGUFError(f"split model: shard {missing[0]!r} is missing ({len(missing)} of {len(paths)} shards "
                         "absent); load(path, shards=False) reads one shard alone", path="file_name",
                         rule="META-SPLIT-MISSING")
-    files = [_load_one(p, lazy) for p in paths]
+    files = [loaded[p] if p in loaded else _load_one(p, lazy) for p in paths]
     first = files[0]
+    facts = [splitset.ShardFacts(f.path, split_no=_split_key(f, splitset.SPLIT_NO),
+                                 split_count=len(paths), split_tensors=_split_key(f, splitset.SPLIT_TENSORS),
+                                 tensor_names=[t.name for t in f.tensors]) for f in files]
+    for problem in splitset.set_problems(facts[0], facts[1:]):
+        if problem.rule == "META-SPLIT-DUP":
+            p = problem.params
+            raise GGUFError(f"split model: tensor {p['name']!r} is in shard {p['first_index']} and shard "
+                            f"{p['index']} ({files[int(p['index']) - 1].path!r})", path="file_name",
+                            rule="META-SPLIT-DUP")
     whole = GGUFFile(first.version, first.byte_order)
     whole.path = first.path
     whole.metadata = first.metadata
     whole._shards = files
-    seen: dict[str, str] = {}
-    for f in files:
-        for t in f.tensors:
-            if t.name in seen:
-                raise GGUFError(f"split model: tensor {t.name!r} is in {seen[t.name]!r} and {f.path!r}",
-                                path="file_name", rule="META-SPLIT-DUP")
-            seen[t.name] = f.path
-            whole.tensors.append(t)
+    whole.tensors = [t for f in files for t in f.tensors]
     return whole
+
+
+def _split_key(f: GGUFFile, key: str) -> int | None:
+    value = f.metadata.get(key) if key in f.metadata else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _load_one(source, lazy: bool) -> GGUFFile:

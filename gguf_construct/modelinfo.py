@@ -1,20 +1,72 @@
 """What a GGUF file holds as a model: architecture, file type, parameter count, size and bits per weight per tensor
 type, and -- from the replayed llama.cpp load (:mod:`gguf_construct.arch`) -- whether llama.cpp would load it and
-which tensors it expects but does not find."""
+which tensors it expects but does not find.  A shard of a split model describes the model of its whole set, as
+llama.cpp loads it from the first shard (:mod:`gguf_construct.splitset`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from . import arch
+import os
+
+from . import arch, splitset
 from .enums import LlamaFileType
-from .model import GGUFFile
+from .errors import GGUFError
+from .model import GGUFFile, load
 
 __all__ = ["model_info", "render_model_lines", "render_model_markdown"]
 
 
+def _int(gguf: GGUFFile, key: str) -> int | None:
+    value = gguf.metadata.get(key) if key in gguf.metadata else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _base(path: str | None) -> str | None:
+    return None if path is None else path.rsplit("/", 1)[-1] if "://" in path else os.path.basename(path)
+
+
+def split_model(gguf: GGUFFile) -> tuple[GGUFFile, dict[str, Any] | None, str | None]:
+    """``(model, split, refusal)``: the split model ``gguf`` is a shard of (its set loaded lazily from the shards
+    next to it; ``gguf`` itself when it is a whole file, already a set, or the set cannot be loaded), the ``split``
+    facts to show (None for a whole file) and, when the set cannot be loaded, why llama.cpp would refuse it."""
+    no, count = _int(gguf, splitset.SPLIT_NO), _int(gguf, splitset.SPLIT_COUNT)
+    role = splitset.role(no, count)
+    if role == splitset.SINGLE:
+        return gguf, None, None
+    index, total = splitset.shard_numbers(no or 0, count)
+    split: dict[str, Any] = {"shard": index, "count": total, "first_shard": role == splitset.FIRST,
+                             "files": len(gguf.shards), "tensors": len(gguf.tensors)}
+    if len(gguf.shards) > 1 or gguf.path is None:
+        return gguf, split, None
+    try:
+        whole = load(gguf.path)
+    except (GGUFError, OSError) as exc:
+        return gguf, split, str(exc)
+    if len(whole.shards) < 2:
+        return gguf, split, None
+    split.update(files=len(whole.shards), tensors=len(whole.tensors), first=_base(whole.shards[0].path))
+    if role == splitset.LATER:
+        split["later_shard"] = splitset.later_shard_params(gguf.path, no, count)
+    return whole, split, None
+
+
 def model_info(gguf: GGUFFile) -> dict[str, Any]:
     """The model facts of ``gguf`` as JSON data (see the module docstring); never raises on a readable file."""
+    model, split, refusal = split_model(gguf)
+    try:
+        out = _model_info(model)
+    finally:
+        if model is not gguf:
+            model.close()
+    if split is not None:
+        out["split"] = split
+    if refusal is not None:
+        out["llama_cpp"] = {"loads": False, "problems": [refusal], "missing_tensors": [], "unused_tensors": []}
+    return out
+
+
+def _model_info(gguf: GGUFFile) -> dict[str, Any]:
     meta, tensors = arch.from_file(gguf)
     name = meta.get("general.architecture")
     ftype = meta.get("general.file_type")
@@ -88,12 +140,25 @@ def render_model_lines(info: dict[str, Any]) -> list[str]:
                          f"{row['bytes']:>14} bytes" + (f"  {bpw:g} bpw" if bpw is not None else ""))
     if info.get("vocabulary") and info["parameters"] and not info.get("chat_template"):
         lines.append("chat:       no chat template (tokenizer.chat_template); front ends will guess one")
+    split = info.get("split")
+    if split is not None:
+        if split.get("first"):
+            lines.append(f"split:      shard {split['shard']} of {split['count']}; the model: {split['tensors']} "
+                         f"tensors in {split['files']} files, opened from {printable(split['first'])}")
+        else:
+            lines.append(f"split:      shard {split['shard']} of {split['count']} (its set could not be read)")
     llama = info.get("llama_cpp") or {}
+    later = (split or {}).get("later_shard")
+    if later:
+        lines.append(f"llama.cpp:  refuses this shard (\"illegal split file idx: {later['value']} ..., model must be "
+                     f"loaded with the first split\"); from {printable(later['first'])}:")
     if llama.get("loads") is True:
-        lines.append("llama.cpp:  loads" + (" (vocabulary only)" if info["kind"] == "vocab" else ""))
+        lines.append(("  " if later else "llama.cpp:  ") + "loads"
+                     + (" (vocabulary only)" if info["kind"] == "vocab" else ""))
     elif llama.get("loads") is False:
-        lines.append(f"llama.cpp:  refuses: {printable(llama['problems'][0])}" if llama["problems"] else
-                     "llama.cpp:  refuses")
+        lead = "  " if later else "llama.cpp:  "
+        lines.append(f"{lead}refuses: {printable(llama['problems'][0])}" if llama["problems"] else
+                     f"{lead}refuses")
         if llama["missing_tensors"]:
             shown = ", ".join(printable(n) for n in llama["missing_tensors"][:8])
             more = len(llama["missing_tensors"]) - 8

@@ -20,12 +20,11 @@ from .errors import GGUFError
 from .inputs import open_input
 from .reader import align_offset
 from .model import DEFAULT_ALIGNMENT, MAX_DIMS, GGUFFile, Tensor
-from .shardnames import parse_shard_path, shard_path
+from .splitset import LATER, SPLIT_COUNT, SPLIT_KEYS, SPLIT_NO, SPLIT_TENSORS, member_paths, role, shard_path
 from .values import make_value
 
 __all__ = ["plan_split", "split_model", "merge_shards", "parse_size", "add_cli"]
 
-SPLIT_NO, SPLIT_COUNT, SPLIT_TENSORS = "split.no", "split.count", "split.tensors.count"
 DEFAULT_MAX_TENSORS = 128  # gguf-split's default
 _SIZE = re.compile(r"\A(\d+)([KMG]?)\Z", re.IGNORECASE)
 _UNITS = {"": 1, "K": 1000, "M": 1000**2, "G": 1000**3}  # decimal, as gguf-split's M and G
@@ -94,7 +93,7 @@ def _shard_file(src: GGUFFile, index: int, count: int, n_tensors: int, tensors: 
     out = GGUFFile(WRITTEN_VERSION, src.byte_order)
     if index == 0:
         for key, value in src.metadata.typed_items():
-            if key not in (SPLIT_NO, SPLIT_COUNT, SPLIT_TENSORS):
+            if key not in SPLIT_KEYS:
                 out.metadata[key] = value
     for key, value in ((SPLIT_NO, index), (SPLIT_TENSORS, n_tensors), (SPLIT_COUNT, count)):
         out.metadata[key] = make_value(_key_type(key), value)
@@ -123,15 +122,16 @@ def merge_shards(first: str, output: str, *, dry_run: bool = False) -> GGUFFile:
     """Merge the split model whose first shard is ``first`` into ``output`` (written atomically)."""
     head = open_input(first)
     count_value = head.metadata.typed(SPLIT_COUNT).value if SPLIT_COUNT in head.metadata else None
-    if not isinstance(count_value, int) or isinstance(count_value, bool) or count_value < 1:
+    no_value = head.metadata.typed(SPLIT_NO).value if SPLIT_NO in head.metadata else None
+    if not isinstance(count_value, int) or isinstance(count_value, bool) or count_value < 1 or \
+            role(no_value, count_value) == LATER:
         raise GGUFError(f"{first}: no valid {SPLIT_COUNT} (found {count_value!r}); not the first shard of a split "
                         "model", path="metadata_kv", rule="META-SPLIT-COUNT")
-    found = parse_shard_path(first)
-    if found is None or found[1] != 0 or found[2] != count_value:
+    paths = member_paths(first, count_value)  # as llama.cpp builds them from the first shard's name
+    if paths is None:
         raise GGUFError(f"{first}: the name must end in {os.path.basename(shard_path('', 0, count_value))[1:]} "
                         f"({SPLIT_COUNT} = {count_value})", path="file_name", rule="NAME-SHARD")
-    prefix = found[0]
-    files = [head] + [open_input(shard_path(prefix, i, count_value)) for i in range(1, count_value)]
+    files = [head] + [open_input(p) for p in paths[1:]]
     out = GGUFFile(WRITTEN_VERSION, head.byte_order)
     for key, value in head.metadata.typed_items():
         if key != SPLIT_COUNT:

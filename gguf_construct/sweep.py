@@ -47,6 +47,8 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "parameter_count": ("int64", "elements of all tensors"),
     "tensor_count": ("int64", "tensors in the file"),
     "kv_count": ("int64", "metadata keys"),
+    "shard": ("string", "a split model's shard as 00002-of-00003 (null: a whole file); the first shard's verdicts "
+                        "judge the model with every shard's tensors, a later shard's only that file"),
     "tensor_types": ("map", "tensor type -> number of tensors"),
     **{_valid_column(p): ("bool", f"no error finding under the {p} profile") for p in PROFILES},
     "findings": ("map", "rule ID -> number of findings (every profile's rules)"),
@@ -64,6 +66,17 @@ def _empty_row(path: str) -> dict:
     row["tensor_types"] = {}
     row["findings"] = {}
     return row
+
+
+def _shard(gguf) -> str | None:
+    """``00002-of-00003`` for a shard of a split model, None for a whole file (:mod:`gguf_construct.splitset`)."""
+    from . import splitset
+
+    no, count = (gguf.metadata.get(k) if k in gguf.metadata else None
+                 for k in (splitset.SPLIT_NO, splitset.SPLIT_COUNT))
+    if splitset.role(no, count) == splitset.SINGLE or not isinstance(no, int) or isinstance(no, bool):
+        return None
+    return "-of-".join(splitset.shard_numbers(no, count))
 
 
 def sweep_one(path: str, profiles: tuple[str, ...] = PROFILES, summary: bool = False,
@@ -84,7 +97,7 @@ def sweep_one(path: str, profiles: tuple[str, ...] = PROFILES, summary: bool = F
             row["size"] = os.path.getsize(path)
         findings: dict[str, int] = {}
         for profile in profiles:
-            report = check(source, profile=profile)
+            report = check(source, profile=profile, as_member=True)  # every shard is a row: the set is swept
             row[_valid_column(profile)] = report.valid
             row["version"], row["byte_order"] = report.version, report.byte_order
             per: dict[str, int] = {}
@@ -96,7 +109,7 @@ def sweep_one(path: str, profiles: tuple[str, ...] = PROFILES, summary: bool = F
                 row["error"] = "internal error: " + report.internal_errors[0].strip().splitlines()[-1]
         row["findings"] = dict(sorted(findings.items()))
         try:
-            gguf = load(source)
+            gguf = load(source, shards=False)  # this file's facts; the model's are in its first shard's row
         except GGUFError:
             gguf = None
         if gguf is not None:
@@ -104,6 +117,7 @@ def sweep_one(path: str, profiles: tuple[str, ...] = PROFILES, summary: bool = F
             row["architecture"] = arch if isinstance(arch, str) else None
             row["parameter_count"] = sum(t.n_elements for t in gguf.tensors)
             row["tensor_count"], row["kv_count"] = len(gguf.tensors), len(gguf.metadata)
+            row["shard"] = _shard(gguf)
             types: dict[str, int] = {}
             for t in gguf.tensors:
                 types[t.type_name] = types.get(t.type_name, 0) + 1

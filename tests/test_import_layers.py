@@ -18,7 +18,7 @@ PACKAGE = ROOT / "gguf_construct"
 # (layer, module-name prefixes); the longest matching prefix decides
 LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (0, ("_version", "_json", "_text", "_atomic", "_extras", "_processes", "_stringscan", "errors", "spec", "remote",
-         "rangeserver", "shardnames", "xxh64", "stringlist")),
+         "rangeserver", "splitset", "xxh64", "stringlist")),
     (1, ("constructs", "structs", "fieldtree", "fieldlayout", "enums", "keyregistry", "values", "codecs")),
     (1, ("containerspec", "fieldrules")),
     (2, ("reader", "rulebook", "model", "dump", "demo", "arch", "inputs", "modelinfo")),

@@ -11,6 +11,8 @@ import os
 
 import pytest
 
+import gguf_construct
+
 from gguf_construct.arch.synth import minimal_model, model_architectures
 from gguf_construct.cli import main
 from gguf_construct.fuzzing.targets import make_target
@@ -70,3 +72,30 @@ def test_corpus_vocab_files_load_in_llama_cpp():
     finally:
         target.close()
     assert set(verdicts.values()) == {"accept"}, verdicts
+
+
+def test_split_models_load_from_the_first_shard_only_as_the_profile_says(tmp_path):
+    """A model split with ``split``: libllama loads it from shard 1 (with its siblings) and refuses a later shard
+    ("model must be loaded with the first split"); check --profile llama.cpp of each shard path says the same."""
+    from gguf_construct import check
+    from gguf_construct.split import split_model
+
+    target = make_target(f"llama:{LIB}", timeout=60)
+    disagree = {}
+    try:
+        for name in ("llama", "gemma3", "qwen2", "mamba", "bert"):
+            minimal_model(name).save(tmp_path / f"{name}.gguf")
+            source = gguf_construct.load(tmp_path / f"{name}.gguf")
+            shards = [p for p, _ in split_model(source, str(tmp_path / name), max_tensors=4)]
+            source.close()
+            assert len(shards) > 1
+            for i, path in enumerate(shards):
+                out = target.run(path)
+                ours = check(path, profile="llama.cpp")
+                if (out.status == "accept") != ours.valid or (out.status == "accept") != (i == 0):
+                    disagree[path] = (out.status, out.detail[:200], sorted(ours.rules()))
+                if i > 0:
+                    assert "META-SPLIT-LATER" in ours.rules()
+    finally:
+        target.close()
+    assert not disagree, disagree

@@ -37,7 +37,7 @@ ENTRY_ORDER = {
                        "doc", "doc_ref", "aliases", "errata", "values", "values_from"],
     ("naming", "components"): ["id", "optional", "pattern", "values", "metadata_key", "doc", "doc_ref"],
     ("naming", "examples"): ["name", "valid", "parse", "note", "rules", "source"],
-    ("rules", "rules"): ["id", "severity", "profiles", "load", "title", "doc", "message", "source", "doc_ref", "applies_to",
+    ("rules", "rules"): ["id", "severity", "profiles", "load", "scope", "title", "doc", "message", "source", "doc_ref", "applies_to",
                          "c_reader", "gguf_py", "adversarial", "see_also", "notes"],
 }
 COMPONENTS = ["Sidecar", "BaseName", "SizeLabel", "FineTune", "Version", "Encoding", "Type", "Shard"]

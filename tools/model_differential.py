@@ -6,9 +6,12 @@ Usage (the oracle is a libllama shared library, e.g. the one a ``pip install lla
 site-packages/llama_cpp/lib; it runs in the fuzzer's persistent worker, see gguf_construct/fuzzing/llama_target.py)::
 
     python tools/model_differential.py --lib /path/to/libllama.so [--out DIR] [--archs a,b]
-                                       [--per-kind N] [--seed S] [--json results.jsonl]
+                                       [--per-kind N] [--seed S] [--json results.jsonl] [--split N]
 
 Prints agreement per architecture family and every disagreement (file, mutation, our rules, the loader's error).
+``--split N`` also splits every file as ``gguf-construct split --max-tensors N`` does and judges each shard path
+(llama.cpp loads a split model from its first shard, with its siblings, and refuses a later one): the rows of
+shard paths are the family ``split:first`` or ``split:later``.
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ from gguf_construct import arch, check
 from gguf_construct.arch.mutate import MUTATIONS, Mutated
 from gguf_construct.arch.synth import SynthesisError, build_model_file, minimal_model_parts, model_architectures
 from gguf_construct.fuzzing.targets import make_target
+from gguf_construct.errors import GGUFError
+from gguf_construct.model import load
+from gguf_construct.split import split_model
 
 
 def family(name: str, meta: dict, tensors: dict) -> str:
@@ -74,6 +80,29 @@ def cases(names: list[str], per_kind: int, seed: int, vary: bool = False):
                     yield name, fam, got
 
 
+def _row(path: Path, name: str, fam: str, m: Mutated, report) -> dict:
+    return {"file": str(path), "arch": name, "family": fam, "kind": m.kind, "what": m.what,
+            "labels": sorted(m.rules), "ours": report.valid, "rules": sorted({f.rule for f in report.errors()}),
+            "messages": [f.message for f in report.errors()][:3]}
+
+
+def _split_rows(path: Path, name: str, m: Mutated, every: int) -> list[dict]:
+    """One row per shard path of ``path`` split every ``every`` tensors (none when it has too few to split)."""
+    try:
+        source = load(path)
+    except GGUFError:  # a mutation load refuses: nothing to split
+        return []
+    if len(source.tensors) <= every:
+        source.close()
+        return []
+    folder = path.with_suffix("")
+    folder.mkdir(exist_ok=True)
+    shards = [p for p, _ in split_model(source, str(folder / "s"), max_tensors=every)]
+    source.close()
+    return [_row(Path(p), name, "split:first" if i == 0 else "split:later", m, check(p, profile="llama.cpp"))
+            for i, p in enumerate(shards)]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the differential; exit 1 when the agreement is below --min-agreement."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -85,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=None)
     ap.add_argument("--min-agreement", type=float, default=0.0)
     ap.add_argument("--vary", action="store_true", help="random small hyperparameters per architecture")
+    ap.add_argument("--split", type=int, default=0, metavar="N",
+                    help="also split each file every N tensors and judge every shard path")
     args = ap.parse_args(argv)
     out = Path(args.out or tempfile.mkdtemp(prefix="model-diff-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -94,10 +125,9 @@ def main(argv: list[str] | None = None) -> int:
         path = out / f"{i:05d}-{name}-{m.kind}.gguf"
         build_model_file(m.meta, m.tensors).save(path)
         report = check(str(path), profile="llama.cpp")
-        rows.append({"file": str(path), "arch": name, "family": fam, "kind": m.kind, "what": m.what,
-                     "labels": sorted(m.rules), "ours": report.valid,
-                     "rules": sorted({f.rule for f in report.errors()}),
-                     "messages": [f.message for f in report.errors()][:3]})
+        rows.append(_row(path, name, fam, m, report))
+        if args.split:
+            rows.extend(_split_rows(path, name, m, args.split))
 
     target = make_target(f"llama:{args.lib}", timeout=60)
     try:

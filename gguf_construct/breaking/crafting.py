@@ -540,8 +540,8 @@ def _(raw):
 
 @_breakage("split-no-out-of-range", "META-SPLIT-RANGE")
 def _(raw):
-    """split.no = 1 with split.count = 1."""
-    _split(raw, 1, 1, 2)
+    """split.no = 2 with split.count = 2 (split.count 0 or 1 is a whole file, whatever split.no says)."""
+    _split(raw, 2, 2, 2)
 
 
 @_breakage("split-keys-partial", "META-SPLIT-PARTIAL")
@@ -557,19 +557,19 @@ def _(raw):
 
 
 def _shards(raw: RawFile, *, second_tensors: int = 2, duplicate: bool = False, total: int = 2,
-            present: Iterable[int] = (1, 2)) -> dict:
+            present: Iterable[int] = (1, 2), first_tensors: int = 2, second_no: int = 1) -> dict:
     """Split the carrier's two tensors over two shards (the first keeps the metadata)."""
     q, f = raw.tensors
     first = raw.copy()
     first.tensors = [q]
     first.data = raw.data[:align_offset(_nbytes(q), raw.alignment)]
-    _split(first, 0, total, 2)
+    _split(first, 0, total, first_tensors)
     second = raw.copy()
     keep = q if duplicate else f
     second.tensors = [replace(keep, offset=0)]
     second.data = raw.data[keep.offset:keep.offset + align_offset(_nbytes(keep), raw.alignment)]
     second.kvs = [kv for kv in raw.kvs if kv.key in (b"general.architecture", ALIGNMENT_KEY.encode())]
-    _split(second, 1, total, second_tensors)
+    _split(second, second_no, total, second_tensors)
     stem = CARRIER_NAME[:-5]
     shards = {1: first, 2: second}
     return {f"{stem}-{n:05d}-of-{total:05d}.gguf": shards[n].to_bytes() for n in present}
@@ -581,10 +581,22 @@ def _(raw):
     return raw, {"files": _shards(raw, present=(1,))}
 
 
-@_breakage("shard-counts-disagree", "META-SPLIT-COUNT")
+@_breakage("shard-tensor-total-wrong", "META-SPLIT-COUNT")
+def _(raw):
+    """Two shards holding two tensors, both saying split.tensors.count = 3 (llama.cpp: "corrupted model")."""
+    return raw, {"files": _shards(raw, first_tensors=3, second_tensors=3)}
+
+
+@_breakage("shard-counts-disagree", "META-SPLIT-AGREE")
 def _(raw):
     """Two shards that disagree on split.tensors.count."""
     return raw, {"files": _shards(raw, second_tensors=3)}
+
+
+@_breakage("later-shard-alone", "META-SPLIT-LATER")
+def _(raw):
+    """Shard 2 of 2 checked on its own (its first shard is there, but not the path checked)."""
+    return raw, {"files": _shards(raw)}
 
 
 @_breakage("tensor-in-two-shards", "META-SPLIT-DUP")

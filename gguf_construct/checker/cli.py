@@ -11,7 +11,7 @@ from .core import check, files_under
 from .formats import render_json, render_report_text, render_sarif, render_summary
 from .report import Report
 from ..rulebook.catalog import PROFILES, SEVERITY_RANK, catalog, matches
-from .shards import check_sets, shard_siblings
+from .shards import shard_siblings
 from .._json import write_json
 from .._processes import worker_pool
 from .._text import printable
@@ -176,7 +176,8 @@ def run(args) -> int:
     for p in missing:
         print(f"gguf-construct check: {printable(p)}: no such file or directory", file=sys.stderr)
     paths = [p for p in args.paths if p not in missing and p != STDIN]
-    files = shard_siblings(files_under(paths))
+    files = shard_siblings(files_under(paths))  # a shard names its whole set: the model is judged on the first
+    file_opts = dict(opts, as_member=True)
     progress = _Progress(len(files) + (STDIN in args.paths))
     reports: list[Report] = []
     io_errors = list(missing)
@@ -193,12 +194,12 @@ def run(args) -> int:
 
     if cfg["jobs"] > 1 and len(files) > 1:
         with worker_pool(cfg["jobs"]) as pool:
-            for path, result in zip(files, pool.map(_one, [(f, opts) for f in files])):
+            for path, result in zip(files, pool.map(_one, [(f, file_opts) for f in files])):
                 progress.step(path)
                 collect(*result)
     else:
         for path in files:
-            result = _one((path, dict(opts, progress=progress.data(path))))
+            result = _one((path, dict(file_opts, progress=progress.data(path))))
             progress.step(path)
             collect(*result)
     if STDIN in args.paths:  # after the files, so that their findings are out while the pipe is still filling
@@ -206,11 +207,6 @@ def run(args) -> int:
     progress.clear()
     if getattr(args, "stats", False):
         print_transfer_stats([r.transfer for r in reports if r.transfer], "check")
-    sets = [_apply_selection(r, cfg) for r in check_sets(reports, cfg["profile"])]
-    for r in sets:
-        if text:
-            print(render_report_text(r, color=color))
-    reports.extend(sets)
     if cfg["format"] == "json":
         write_json(render_json(reports))
     elif cfg["format"] == "sarif":
@@ -228,12 +224,3 @@ def run(args) -> int:
     failed = any(SEVERITY_RANK[f.severity] >= rank for r in reports for f in r.findings)
     return 1 if failed else 0
 
-
-def _apply_selection(report: Report, cfg: dict) -> Report:
-    """A shard-set report without the findings that --select/--ignore exclude, with its counts."""
-    report.findings[:] = [f for f in report.findings if (not cfg["select"] or matches(f.rule, cfg["select"]))
-                          and not (cfg["ignore"] and matches(f.rule, cfg["ignore"]))]
-    report.counts = {}
-    for f in report.findings:
-        report.counts[f.rule] = report.counts.get(f.rule, 0) + f.count
-    return report

@@ -11,7 +11,7 @@ from ..remote import RemoteFile, remote_of
 from . import data, metadata, model, naming  # noqa: F401 - importing registers the predicates
 from . import security, templates  # noqa: F401 - issue #16: advisory and chat-template rules
 from .report import Finding, Report
-from .shards import set_facts
+from .shards import split_view
 from ..rulebook.catalog import (OFF, PRACTICE_EXEMPT, PROFILES, Hit, catalog, format_message, matches, predicates,
                     severity)
 from ..rulebook import read_head
@@ -24,7 +24,7 @@ MAX_FINDINGS_PER_RULE = 1000
 
 def check(source, *, profile: str = "spec", data: bool = False, select: Iterable[str] | None = None,
           ignore: Iterable[str] | None = None, max_per_rule: int | None = MAX_FINDINGS_PER_RULE,
-          progress: Callable[[int, int], None] | None = None) -> "Report":
+          progress: Callable[[int, int], None] | None = None, as_member: bool = False) -> "Report":
     """Check a GGUF file against every conformance rule and return a :class:`Report` of all findings.
 
     ``source`` is a path, a URL, a bytes-like object or a binary file object (as for :func:`gguf_construct.load`);
@@ -35,6 +35,11 @@ def check(source, *, profile: str = "spec", data: bool = False, select: Iterable
     of one rule are listed (None: all); ``Report.counts`` always has the exact number.  ``progress(done, total)``
     is called with bytes during the ``data`` pass.  Never raises on malformed input; I/O errors (``OSError``)
     propagate.
+
+    A split model is judged as llama.cpp loads it (:mod:`gguf_construct.splitset`): its first shard with every
+    shard's tensors (found next to it), the findings about the set (missing, inconsistent or overlapping shards)
+    in its report; a later shard on its own (container and split keys) plus META-SPLIT-LATER, llama.cpp's reason
+    for refusing to open it, unless ``as_member`` says its set is being checked from the first shard too.
     """
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {PROFILES}")
@@ -43,7 +48,7 @@ def check(source, *, profile: str = "spec", data: bool = False, select: Iterable
         name = display_name(source, path)
         return check_buffer(buf, file=name, file_name=base_name(name), profile=profile, data=data,
                             remote=remote_of(source, keepalive), select=select, ignore=ignore,
-                            max_per_rule=max_per_rule, progress=progress)
+                            max_per_rule=max_per_rule, progress=progress, location=path, as_member=as_member)
     finally:
         del buf
         if keepalive is not None:
@@ -67,10 +72,12 @@ def selected(rule_id: str, profile: str, select: Iterable[str] | None = None,
 def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, profile: str = "spec",
                  data: bool = False, remote: RemoteFile | None = None, select: Iterable[str] | None = None,
                  ignore: Iterable[str] | None = None, max_per_rule: int | None = MAX_FINDINGS_PER_RULE,
-                 progress: Callable[[int, int], None] | None = None) -> Report:
+                 progress: Callable[[int, int], None] | None = None, location: str | None = None,
+                 as_member: bool = False) -> Report:
     """Check an in-memory buffer; ``file_name`` (a bare name) enables the naming rules.  ``remote`` is the
     :class:`~gguf_construct.remote.RemoteFile` whose view ``buf`` is: the head is then fetched as the walk needs
-    it and the data only with ``data=True``.  The other arguments are those of :func:`check`."""
+    it and the data only with ``data=True``.  ``location`` (a path or URL) is where the other shards of a split
+    model are looked for.  The other arguments are those of :func:`check`."""
     if max_per_rule is not None and max_per_rule < 1:
         raise ValueError("max_per_rule must be at least 1 (None: no limit)")
     select, ignore = list(select or ()), list(ignore or ())
@@ -85,8 +92,16 @@ def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, 
         ctx = Context(view, remote=remote, **fields)
     report.version, report.byte_order = ctx.version, ctx.byte_order
     hits = list(ctx.hits)
+    try:
+        split = split_view(ctx, location, as_member=as_member)
+    except Exception:  # noqa: BLE001
+        report.internal_errors.append("split set: " + traceback.format_exc(limit=3))
+        split = None
+    skip = split.skip if split is not None else frozenset()
+    if split is not None:
+        hits.extend(split.hits)
     for rule_id, fn in predicates():
-        if not selected(rule_id, profile, select, ignore):
+        if rule_id in skip or not selected(rule_id, profile, select, ignore):
             continue
         try:
             hits.extend((rule_id, h) for h in fn(ctx))
@@ -117,10 +132,6 @@ def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, 
         report.findings.append(_once_per_file(rule_id, profile, group))
     report.sort()
     report.notes = notes(ctx)
-    try:
-        report.facts = set_facts(ctx)
-    except Exception:  # noqa: BLE001
-        report.internal_errors.append("facts: " + traceback.format_exc(limit=3))
     ctx.buf = None
     if remote is not None:
         report.transfer = remote.stats()

@@ -11,6 +11,7 @@ from typing import Iterator
 import numpy as np
 
 from .. import spec as _spec
+from .. import splitset
 from ..rulebook.keys import (HYPHENATED_ARCHITECTURES, UNWRITTEN_KEYS, allowed_types, documented_architectures,
                        entries_required_by, known_architectures, lookup, type_label, unwritten_keys)
 from ..rulebook.catalog import Hit, rule
@@ -162,7 +163,7 @@ def _key_value(ctx: Context) -> Iterator[Hit]:
 
 
 def _quantized(ctx: Context) -> list:
-    return [t for t in ctx.tensors if t.spec is not None and t.spec.kind == "quantized" and t.spec.is_current]
+    return [t for t in ctx.model_tensors if t.spec is not None and t.spec.kind == "quantized" and t.spec.is_current]
 
 
 @rule("META-QV-MISSING")
@@ -243,10 +244,10 @@ def _file_type(ctx: Context) -> Iterator[Hit]:
     if entry["status"] != "current":
         yield _value_hit(kv, value=value, name=entry["name"], problem=f"has status {entry['status']}")
         return
-    if not ctx.ti_complete or not ctx.tensors or entry.get("tensor_type") is None:
+    if not ctx.ti_complete or not ctx.model_tensors or entry.get("tensor_type") is None:
         return
     want = entry["tensor_type"]
-    typed = [t for t in ctx.tensors if t.spec is not None]
+    typed = [t for t in ctx.model_tensors if t.spec is not None]
     if want == "F32" and entry["value"] == 0:
         other = next((t for t in typed if t.spec.name != want), None)
         if other is not None:
@@ -262,10 +263,10 @@ def _file_type(ctx: Context) -> Iterator[Hit]:
 @rule("META-SPLIT-RANGE")
 def _split_range(ctx: Context) -> Iterator[Hit]:
     no, count = _int(ctx, "split.no"), _int(ctx, "split.count")
-    if count is None:
+    if count is None or splitset.role(no, count) == splitset.SINGLE:  # 0 or 1 shards: a whole file
         return
     kv = ctx.first("split.no") or ctx.first("split.count")
-    if count < 1 or (no is not None and not 0 <= no < count):
+    if no is not None and not 0 <= no < count:
         yield Hit(kv.value_offset, f"{kv.path}.value", value=no, expected=count)
 
 

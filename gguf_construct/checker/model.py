@@ -35,8 +35,9 @@ def plan_of(ctx: Context) -> arch.LoadPlan | None:
                 meta[kv.key] = arch.MetaValue("ARRAY", kv.value.data, type_name(kv.value.type))
             else:
                 meta[kv.key] = arch.MetaValue(type_name(kv.vtype), kv.value)
-        tensors = {t.name: arch.TensorMeta(t.name, tuple(t.dims), t.type) for t in ctx.tensors}
-        plan = arch.plan_load(meta, tensors, n_tensors=len(ctx.tensors))
+        model_tensors = ctx.model_tensors
+        tensors = {t.name: arch.TensorMeta(t.name, tuple(t.dims), t.type) for t in model_tensors}
+        plan = arch.plan_load(meta, tensors, n_tensors=len(model_tensors))
     ctx.__dict__["_model_plan"] = plan
     return plan
 
@@ -46,7 +47,7 @@ def _kv(ctx: Context, key: str | None):
 
 
 def _tensor(ctx: Context, name: str | None):
-    return next((t for t in ctx.tensors if t.name == name), None) if name else None
+    return next((t for t in ctx.model_tensors if t.name == name), None) if name else None
 
 
 def _metadata_start(ctx: Context) -> int:
@@ -151,13 +152,13 @@ _BLOCK = re.compile(r"^(?:blk|enc\.blk|dec\.blk)\.(\d+)\.")
 @rule("MODEL-BLOCK-COUNT")
 def _block_count(ctx: Context) -> Iterator[Hit]:
     arch_kv = _kv(ctx, "general.architecture")
-    if arch_kv is None or arch_kv.vtype != STRING or not ctx.tensors:
+    if arch_kv is None or arch_kv.vtype != STRING or not ctx.model_tensors:
         return
     key = f"{arch_kv.value}.block_count"
     kv = _kv(ctx, key)
     if kv is None or kv.vtype == ARRAY or isinstance(kv.value, (str, bytes, float)):
         return
-    blocks = [int(m.group(1)) for t in ctx.tensors if (m := _BLOCK.match(t.name))]
+    blocks = [int(m.group(1)) for t in ctx.model_tensors if (m := _BLOCK.match(t.name))]
     if not blocks:
         return
     last = max(blocks)
@@ -196,6 +197,6 @@ def _tensor_name(ctx: Context) -> Iterator[Hit]:
     if arch_kv is None or arch_kv.vtype != STRING or arch.architecture(str(arch_kv.value)) is None:
         return
     pattern = _standard_names()
-    odd = [t for t in ctx.tensors if not pattern.match(t.name)]
+    odd = [t for t in ctx.model_tensors if not pattern.match(t.name)]
     if odd:
         yield Hit(odd[0].offset, f"{odd[0].path}.name", name=odd[0].name, count=len(odd))

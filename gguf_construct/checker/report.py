@@ -11,7 +11,8 @@ __all__ = ["Finding", "Report"]
 
 @dataclass
 class Report:
-    """Everything the checker found in one file (or one set of shards)."""
+    """Everything the checker found in one file (the first shard of a split model: in the model, see
+    :func:`gguf_construct.checker.check`)."""
 
     file: str | None
     profile: str = "spec"
@@ -20,7 +21,6 @@ class Report:
     findings: list[Finding] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)  # every occurrence per rule, also those not listed
     internal_errors: list[str] = field(default_factory=list)
-    facts: dict = field(default_factory=dict, repr=False, compare=False)  # for checks across files (shard sets)
     transfer: dict | None = field(default=None, compare=False)  # network cost when the file was a URL
     notes: list[str] = field(default_factory=list)  # facts worth a line that judge nothing (no rule, no severity)
 

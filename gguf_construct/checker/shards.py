@@ -1,102 +1,159 @@
-"""Split models: files named ``<prefix>-NNNNN-of-MMMMM.gguf`` are checked together as one set (every shard present,
-split counts in agreement, no tensor in two shards)."""
+"""Split models in the checker, as :mod:`gguf_construct.splitset` decides them: the first shard is judged with every
+shard's tensors and carries the findings about the set; a later shard checked alone gets one finding (llama.cpp's
+reason for refusing it) instead of the rules of scope model; a whole file is judged alone."""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
-from collections import defaultdict
+from dataclasses import dataclass
 
-from ..remote import exists, is_url
-from ..shardnames import shard_set_paths
-from .naming import shard_of
-from .report import Finding, Report
-from ..rulebook.catalog import across_files, format_message, severity
+from .. import splitset
+from ..reader import open_source
+from ..remote import exists, is_url, remote_of
+from ..rulebook import read_head
+from ..rulebook.catalog import Hit, across_files, catalog
+from ..rulebook.walk import Context, TensorInfo
 
-__all__ = ["check_sets", "shard_siblings", "set_facts"]
+__all__ = ["SplitView", "split_view", "model_scope", "shard_siblings"]
 
-across_files("META-SPLIT-MISSING", "META-SPLIT-COUNT", "META-SPLIT-DUP")
-
-
-def set_facts(ctx) -> dict:
-    """What the set checks need from one shard's check context."""
-    def scalar(key):
-        v = ctx.scalar(key)
-        return int(v) if isinstance(v, int) and not isinstance(v, bool) else None
-
-    return {"split.no": scalar("split.no"), "split.count": scalar("split.count"),
-            "split.tensors.count": scalar("split.tensors.count"), "tensor_count": ctx.tensor_count,
-            "tensor_names": [t.name for t in ctx.tensors]}
+across_files("META-SPLIT-MISSING", "META-SPLIT-COUNT", "META-SPLIT-DUP", "META-SPLIT-AGREE", "META-SPLIT-LATER")
 
 
-def _group_key(path: str):
-    found = shard_of(os.path.basename(path))
-    if found is None:
+@functools.lru_cache(maxsize=1)
+def model_scope() -> frozenset[str]:
+    """The rules judged once per model (``scope: model`` in spec/rules.yaml): not on a later shard."""
+    return frozenset(rid for rid, r in catalog().items() if r.raw.get("scope") == "model")
+
+
+@dataclass
+class SplitView:
+    """How one file takes part in a split model: its role, the rules not judged on it, and the set's findings."""
+
+    role: str
+    skip: frozenset = frozenset()
+    hits: list = dataclasses.field(default_factory=list)
+
+
+@dataclass
+class SiblingTensor(TensorInfo):
+    """A tensor info read from another shard: its findings name that shard and have no offset in this file."""
+
+    shard: str = ""
+
+    def at(self, rel: str) -> None:  # type: ignore[override]
         return None
-    prefix, number, total = found
-    folder = path.rsplit("/", 1)[0] if is_url(path) else os.path.dirname(path)
-    return (f"{folder}/{prefix}" if is_url(path) else os.path.join(folder, prefix)), total, number
+
+    @property
+    def path(self) -> str:
+        return f"{self.shard}:tensor_infos[{self.index}]"
+
+
+def _present(path: str) -> bool:
+    return exists(path) if is_url(path) else os.path.isfile(path)
+
+
+def _name(path: str) -> str:
+    return path.rsplit("/", 1)[-1] if is_url(path) else os.path.basename(path)
+
+
+def _int(ctx: Context, key: str) -> int | None:
+    value = ctx.scalar(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _facts(ctx: Context, path: str) -> splitset.ShardFacts:
+    return splitset.ShardFacts(path, readable=ctx.head_complete, split_no=_int(ctx, splitset.SPLIT_NO),
+                               split_count=_int(ctx, splitset.SPLIT_COUNT),
+                               split_tensors=_int(ctx, splitset.SPLIT_TENSORS),
+                               tensor_names=[t.name for t in ctx.tensors])
+
+
+def _read_sibling(path: str) -> tuple[splitset.ShardFacts, list[TensorInfo]]:
+    """The facts and tensor infos of another shard (absent or unreadable ones say so in the facts); read once
+    per version of a local file (and once per URL), as checking a set under several profiles asks again."""
+    if is_url(path):
+        return _read_sibling_once(path, None)
+    try:
+        st = os.stat(path)
+    except OSError:
+        return splitset.ShardFacts(path, present=False, readable=False), []
+    return _read_sibling_once(path, (st.st_mtime_ns, st.st_size, st.st_ino))
+
+
+@functools.lru_cache(maxsize=64)
+def _read_sibling_once(path: str, stamp) -> tuple[splitset.ShardFacts, list[TensorInfo]]:
+    if not _present(path):
+        return splitset.ShardFacts(path, present=False, readable=False), []
+    try:
+        buf, _, keepalive = open_source(path)
+    except OSError:
+        return splitset.ShardFacts(path, readable=False), []
+    try:
+        view = memoryview(buf).cast("B") if not isinstance(buf, bytes) else buf
+        ctx = read_head(view, remote=remote_of(path, keepalive))
+        facts = _facts(ctx, path)
+        name = _name(path)
+        tensors = [SiblingTensor(**{f.name: getattr(t, f.name) for f in dataclasses.fields(TensorInfo)},
+                                 shard=name) for t in ctx.tensors]
+        for t in tensors:
+            t.offset = None  # type: ignore[assignment]
+        ctx.buf = None
+        del view
+    finally:
+        del buf
+        if keepalive is not None:
+            try:
+                keepalive.close()
+            except BufferError:
+                pass
+    return facts, tensors
+
+
+def split_view(ctx: Context, location: str | None, *, as_member: bool = False) -> SplitView:
+    """The split-set part of checking the file in ``ctx`` found at ``location`` (a path or URL; None for bytes,
+    whose siblings cannot be found).  A first shard gets the other shards' tensors in ``ctx.shard_tensors`` and the
+    set findings (when a shard is missing or unreadable, the model is unknown: the rules of scope model are not
+    judged, the set findings say why); a later shard skips the rules of scope model, and -- unless checked
+    ``as_member`` of a set whose first shard is checked too -- gets META-SPLIT-LATER; a later shard whose first
+    shard is absent gets META-SPLIT-MISSING for it."""
+    no, count = _int(ctx, splitset.SPLIT_NO), _int(ctx, splitset.SPLIT_COUNT)
+    role = splitset.role(no, count)
+    if role == splitset.SINGLE:
+        return SplitView(role)
+    if role == splitset.LATER:
+        hits = []
+        first = splitset.first_shard_path(location) if location else None
+        if first is not None and first != location and not _present(first):
+            index, total = splitset.shard_numbers(0, count)
+            hits.append(("META-SPLIT-MISSING", Hit(None, "file_name", set=splitset.set_label(location),
+                                                   index=index, count=total)))
+        if not as_member:
+            kv = ctx.first(splitset.SPLIT_NO)
+            hits.append(("META-SPLIT-LATER", Hit(kv.value_offset, f"{kv.path}.value",
+                                                 **splitset.later_shard_params(location or "", no, count))))
+        return SplitView(role, model_scope(), hits)
+    if location is None:
+        return SplitView(role)
+    members = splitset.member_paths(location, count)
+    siblings = [_read_sibling(p) for p in members[1:]] if members else []
+    ctx.shard_tensors = [t for _, tensors in siblings for t in tensors]
+    problems = splitset.set_problems(_facts(ctx, location), [facts for facts, _ in siblings])
+    whole = members is not None and all(facts.readable for facts, _ in siblings)
+    return SplitView(role, frozenset() if whole else model_scope(),  # without every shard the model is unknown
+                     [(p.rule, Hit(None, "file_name", **p.params)) for p in problems])
 
 
 def shard_siblings(paths: list[str]) -> list[str]:
-    """``paths`` plus the other shards of every shard set they name that exist on disk (same directory), or next to
-    it on the server for a URL."""
-    out = list(paths)
-    seen = set(paths)
+    """``paths`` with every shard set they name made whole: the shards present on disk (same directory), or next to
+    it on the server for a URL, in shard order where the first of them was named."""
+    out: list[str] = []
+    seen: set[str] = set()
     for p in paths:
-        present = exists if is_url(p) else os.path.isfile
-        for sib in shard_set_paths(p) or ():
-            if sib not in seen and present(sib):
+        members = splitset.shard_set_paths(p) or [p]
+        for sib in members:
+            if sib not in seen and (sib == p or sib in paths or _present(sib)):
                 seen.add(sib)
                 out.append(sib)
-    return out
-
-
-def _finding(rule_id: str, profile: str, **params) -> Finding:
-    return Finding(rule_id, severity(rule_id, profile), format_message(rule_id, params), None, "file_name")
-
-
-def check_sets(reports: list[Report], profile: str = "spec") -> list[Report]:
-    """One extra report per shard set among ``reports`` (findings about the set as a whole)."""
-    groups: dict[tuple[str, str], dict[int, Report]] = defaultdict(dict)
-    for r in reports:
-        key = _group_key(r.file) if r.file else None
-        if key is not None:
-            groups[(key[0], key[1])][int(key[2])] = r
-    out = []
-    for (prefix, total), shards in sorted(groups.items()):
-        name = f"{prefix}-*-of-{total}.gguf"
-        set_report = Report(file=name, profile=profile)
-        f = set_report.findings
-        for n in range(1, int(total) + 1):
-            if n not in shards:
-                f.append(_finding("META-SPLIT-MISSING", profile, set=os.path.basename(name),
-                                  index=f"{n:05d}", count=total))
-        facts = {n: r.facts for n, r in sorted(shards.items()) if r.facts}
-        base = os.path.basename(name)
-        for key in ("split.count", "split.tensors.count"):
-            values = sorted({x[key] for x in facts.values() if x.get(key) is not None})
-            if len(values) > 1:
-                f.append(_finding("META-SPLIT-COUNT", profile, set=base,
-                                  problem=f"shards disagree on {key}: {', '.join(map(str, values))}"))
-        nos = [x["split.no"] for x in facts.values() if x.get("split.no") is not None]
-        for no in sorted({n for n in nos if nos.count(n) > 1}):
-            f.append(_finding("META-SPLIT-COUNT", profile, set=base, problem=f"split.no = {no} in several shards"))
-        expected = {x["split.tensors.count"] for x in facts.values() if x.get("split.tensors.count") is not None}
-        if len(expected) == 1 and len(shards) == int(total) and all(
-                x.get("tensor_count") is not None for x in facts.values()) and len(facts) == len(shards):
-            held = sum(x["tensor_count"] for x in facts.values())
-            want = expected.pop()
-            if held != want:
-                f.append(_finding("META-SPLIT-COUNT", profile, set=base,
-                                  problem=f"the shards hold {held} tensors, split.tensors.count = {want}"))
-        first: dict[str, int] = {}
-        for n, x in facts.items():
-            for tname in x.get("tensor_names", ()):
-                if tname in first and first[tname] != n:
-                    f.append(_finding("META-SPLIT-DUP", profile, set=base, name=tname, index=f"{n:05d}",
-                                      first_index=f"{first[tname]:05d}"))
-                else:
-                    first.setdefault(tname, n)
-        if f or len(shards) > 1:
-            out.append(set_report)
     return out

@@ -140,6 +140,7 @@ class Context:
     hits: list[tuple[str, Hit]] = field(default_factory=list)
     cache: dict = field(default_factory=dict)  # facts shared by several predicates
     remote: Any = None  # the RemoteFile behind buf when checking a URL (bytes arrive only when fetched)
+    shard_tensors: list[TensorInfo] = field(default_factory=list)  # the other shards', when this is a first shard
     _first: dict[str, KV] | None = None
 
     def hit(self, rule_id: str, offset: int | None, path: str, /, **params: Any) -> None:
@@ -187,6 +188,12 @@ class Context:
     def layout_known(self) -> bool:
         """True when the data section can be examined (head read, data section reachable)."""
         return self.head_complete and self.data_start is not None
+
+    @property
+    def model_tensors(self) -> list[TensorInfo]:
+        """The tensors of the model this file names: its own, then (for the first shard of a split model) those
+        of the other shards, as llama.cpp gathers them (what the rules of scope model judge)."""
+        return self.tensors + self.shard_tensors if self.shard_tensors else self.tensors
 
     def tensor_ready(self) -> list[TensorInfo]:
         """Tensors whose byte size is defined."""
