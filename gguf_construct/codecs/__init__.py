@@ -93,6 +93,13 @@ def _compiled():
     return _compiled_module()
 
 
+def warm_up(types=None, *, decode: bool = True, encode: bool = True) -> list:
+    """Compile the compiled kernels of ``types`` (default: all) now rather than on first use, for services and CI;
+    see :func:`gguf_construct.codecs.warmup.warm_up`.  ``ImportError`` without numba (the ``fast`` extra)."""
+    from .warmup import warm_up as run
+    return run(types, decode=decode, encode=encode)
+
+
 def type_spec(ggml_type: TypeLike) -> _spec.TensorTypeSpec:
     """Resolve a tensor type given as enum member, int id or name (case-insensitive)."""
     by_id = _spec.tensor_type_by_id()
