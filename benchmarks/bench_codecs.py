@@ -45,6 +45,7 @@ import argparse
 import ctypes
 import math
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -325,6 +326,63 @@ def scaling(mib: float, repeat: int) -> int:
     return 0
 
 
+def _median(xs: list) -> float:
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+
+
+def threads_test(mib: float, repeat: int) -> int:
+    """One thread, every core forced, and the default thread count, each case alone and with a competing
+    CPU-bound process (a busy loop in another Python process), run in turns; prints medians (wall time), the
+    ratios to one thread, and which counts the default chose."""
+    from gguf_construct.codecs.compiled import _run
+
+    cores = _run.cpu_count()
+    cases = []  # (label, MiB of quantized data, values, callable taking threads, default's threshold)
+    for name, size in (("Q4_K", mib), ("Q8_0", mib), ("BF16", mib), ("Q4_K", mib / 8)):
+        t = codecs.type_spec(name)
+        raw = sample_blocks(t, int(size * MIB), None)
+        cases.append((f"{name} decode {len(raw) / MIB:.0f} MiB", len(raw) / MIB, len(raw) // t.type_size * t.block_size,
+                      lambda k, t=t, raw=raw: codecs.dequantize(t.id, raw, threads=k), _run.PARALLEL_MIN_VALUES))
+    for name, n_rows in (("Q4_K", 64), ("Q8_0", 1024)):
+        t = codecs.type_spec(name)
+        x = make_rows(n_rows, 0, t)
+        cases.append((f"{name} encode {n_rows}x{ROW}", n_rows * ROW // t.block_size * t.type_size / MIB, x.size,
+                      lambda k, t=t, x=x: codecs.encode_blocks(t.id, x, threads=k), _run.ENCODE_PARALLEL_MIN_VALUES))
+    for case in cases:  # compile / load every kernel before timing
+        case[3](1)
+    print(f"threads on {cores} cores; load average {' '.join(f'{v:.1f}' for v in os.getloadavg())}; median of "
+          f"{repeat} runs in turns (wall time); MiB/s of quantized data")
+    print(f"{'case':22s} {'rival':>5s} {'1 thread':>9s} {f'{cores} threads':>10s} {'default':>9s} "
+          f"{f'{cores}t/1':>6s} {'dflt/1':>6s}  default chose")
+    worst = math.inf
+    for competing in (False, True):
+        rival = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if competing else None
+        try:
+            time.sleep(0.5)
+            for label, size, n_values, fn, parallel_min in cases:
+                runs: dict = {1: [], cores: [], None: []}
+                chosen: list = []
+                for _ in range(repeat):
+                    for k in runs:
+                        if k is None:
+                            chosen.append(_run.resolve_threads(None, n_values, parallel_min))
+                        start = time.perf_counter()
+                        fn(k)
+                        runs[k].append(time.perf_counter() - start)
+                one, many, default = (_median(runs[k]) for k in (1, cores, None))
+                worst = min(worst, one / default)
+                counts = ",".join(f"{c}x{chosen.count(c)}" for c in sorted(set(chosen)))
+                print(f"{label:22s} {'yes' if competing else 'no':>5s} {size / one:9.0f} {size / many:10.0f} "
+                      f"{size / default:9.0f} {one / many:6.2f} {one / default:6.2f}  {counts}", flush=True)
+        finally:
+            if rival is not None:
+                rival.kill()
+                rival.wait()
+    print(f"worst default/1: {worst:.2f}; load average after {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("types", nargs="*", help="type names (default: every type with a codec)")
@@ -336,11 +394,15 @@ def main(argv=None) -> int:
     ap.add_argument("--decode-only", action="store_true", help="skip the encoders")
     ap.add_argument("--cold-jit", action="store_true", help="compile the kernels afresh (empty numba cache)")
     ap.add_argument("--scaling", type=float, metavar="MIB", help="only time Tensor.numpy() threads scaling")
+    ap.add_argument("--threads-test", type=float, metavar="MIB",
+                    help="only time the default thread count against one thread, alone and with a competing process")
     args = ap.parse_args(argv)
     if args.cold_jit:
         os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench-numba-")
     if args.scaling:
         return scaling(args.scaling, args.repeat)
+    if args.threads_test:
+        return threads_test(args.threads_test, args.repeat)
     ggml = GgmlDecoder(args.ggml_lib) if args.ggml_lib else None
     clock = timer(args.cpu or ggml is not None)
     wanted = {n.upper() for n in args.types}

@@ -349,3 +349,42 @@ def test_compile_notice_names_the_kernel(caplog):
             compiled._notice.notify(event.Event("numba:compile", event.EventStatus.START, {"dispatcher": kernel}))
     assert [r.getMessage().split(",")[0] for r in caplog.records] == ["compiling Q5_K decoder"]
     assert "Q5_K decoder" in compiled.compiled_kernels()
+
+
+def test_default_threads_follow_idle_cores(monkeypatch):
+    from gguf_construct.codecs.compiled import _run
+
+    monkeypatch.setattr(_run, "cpu_count", lambda: 4)
+    big = _run.PARALLEL_MIN_VALUES
+    for idle, want in ((3, 4), (1, 2), (0, 1)):
+        monkeypatch.setattr(_run, "idle_cores", lambda cores, idle=idle: min(cores, idle))
+        assert _run.resolve_threads(None, big) == want
+        assert _run.resolve_threads(None, big - 1) == 1  # small inputs: one thread whatever the load
+        assert _run.resolve_threads(3, 1) == 3  # an explicit count is kept
+    assert 0 <= _run.idle_cores(2) <= 2
+
+
+def test_chunked_run_covers_every_block_once_and_passes_statuses_and_errors():
+    from gguf_construct.codecs.compiled import _run
+
+    calls = []
+
+    def kernel(x, y, k):
+        calls.append((x[0, 0], x.shape[0]))
+        y[:] = x * k
+        if x[0, 0] <= 24 < x[0, 0] + x.shape[0]:
+            return 3
+        return 1
+
+    x = np.arange(1000, dtype=np.float32).reshape(-1, 1)
+    y = np.zeros_like(x)
+    assert _run.run_blocks(kernel, x, y, (np.float32(2),), threads=3, unit=5) == 3
+    assert np.array_equal(y, x * 2) and sum(n for _, n in calls) == 1000 and len(calls) > 3
+    assert all(start % 5 == 0 and n % 5 == 0 for start, n in calls)
+
+    def failing(x, y):
+        if x[0, 0] >= 500:
+            raise ZeroDivisionError("chunk")
+
+    with pytest.raises(ZeroDivisionError):
+        _run.run_blocks(failing, x, y, (), threads=2)
