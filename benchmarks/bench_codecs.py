@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import json
 import math
 import os
 import subprocess
@@ -383,6 +384,37 @@ def threads_test(mib: float, repeat: int) -> int:
     return 0
 
 
+_WARM = ("import json, sys\n"
+         "from gguf_construct import codecs\n"
+         "codecs._compiled_module()\n"  # numba's import, not any one type's cost
+         "print(json.dumps([[k.type, k.direction, k.seconds, k.compiled] for k in "
+         "codecs.warm_up(sys.argv[1:] or None)]))\n")
+
+
+def compile_cost(names: list[str]) -> int:
+    """First-use cost per type and direction: ``codecs.warm_up`` in a fresh process with an empty kernel cache
+    (compile), then in another fresh process with that cache (load)."""
+    root = os.path.join(os.path.dirname(__file__), "..")
+    with tempfile.TemporaryDirectory(prefix="bench-kernels-") as cache:
+        env = dict(os.environ, GGUF_CONSTRUCT_CACHE_DIR=cache, PYTHONPATH=root)
+        runs = []
+        for _ in range(2):
+            start = time.perf_counter()
+            out = subprocess.run([sys.executable, "-c", _WARM] + names, env=env, capture_output=True, text=True,
+                                 check=True)
+            runs.append((json.loads(out.stdout.splitlines()[-1]), time.perf_counter() - start))
+    (cold, cold_total), (warm, warm_total) = runs
+    print(f"first use of each kernel (load average {os.getloadavg()[0]:.1f}): compile = empty cache, "
+          f"cached = loaded from the cache numba wrote; the first line includes LLVM's start-up")
+    print(f"{'type':8s} {'dir':6s} {'compile s':>9s} {'cached s':>9s}")
+    for (name, direction, seconds, compiled), (_, _, cached, again) in zip(cold, warm):
+        flag = "" if compiled and not again else "  (unexpected: " + ("cached" if not compiled else "recompiled") + ")"
+        print(f"{name:8s} {direction:6s} {seconds:9.2f} {cached:9.2f}{flag}")
+    print(f"total: {sum(k[2] for k in cold):.1f} s compiling, {sum(k[2] for k in warm):.1f} s loading "
+          f"(processes: {cold_total:.1f} s, {warm_total:.1f} s)")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("types", nargs="*", help="type names (default: every type with a codec)")
@@ -396,7 +428,11 @@ def main(argv=None) -> int:
     ap.add_argument("--scaling", type=float, metavar="MIB", help="only time Tensor.numpy() threads scaling")
     ap.add_argument("--threads-test", type=float, metavar="MIB",
                     help="only time the default thread count against one thread, alone and with a competing process")
+    ap.add_argument("--compile-cost", action="store_true",
+                    help="only the first-use cost per type: compile (empty cache) and load from the cache")
     args = ap.parse_args(argv)
+    if args.compile_cost:
+        return compile_cost([n.upper() for n in args.types])
     if args.cold_jit:
         os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench-numba-")
     if args.scaling:
