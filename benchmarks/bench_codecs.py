@@ -2,7 +2,7 @@
 
 Usage: python benchmarks/bench_codecs.py [TYPES...] [--mib 16] [--repeat 3] [--budget 1.5] [--cpu]
                                         [--ggml-lib PATH/libggml-base.so] [--decode-only] [--cold-jit]
-                                        [--scaling MIB]
+                                        [--scaling MIB] [--threads-test MIB] [--compile-cost]
 
 For every tensor type with a decoder or encoder (or only the TYPES named), prints MiB/s of *quantized* data:
 
@@ -36,7 +36,11 @@ Both codec paths: "ours" is the path in use (the compiled one when numba is inst
 and ``jit s``, the first call's time (compile, or load from numba's cache; ``--cold-jit`` uses an empty cache
 directory so that it is the compile time); encode lines show ``numpy``, ``ours/np`` and ``jit s`` likewise.  All compiled figures are single-threaded.  ``--scaling MIB``
 instead times ``Tensor.numpy()`` of a Q4_K tensor of MIB MiB (written to a temporary file) with 1 thread and
-with every core, and prints the speed-up.
+with every core, and prints the speed-up.  ``--threads-test MIB`` times decoders (MIB and MIB/8 of blocks) and
+encoders with one thread, with every core and with the default count, alone and with a competing CPU-bound
+process, in turns, and prints medians, the ratios to one thread and the counts the default chose.
+``--compile-cost [TYPES...]`` prints each kernel's first-use cost: compiled into an empty cache, then loaded
+from it, each in a fresh process.
 """
 
 from __future__ import annotations
