@@ -557,10 +557,11 @@ def encode_q3_k(x, y, qw, f16):
                 continue
             for ii in range(16):
                 L[16 * j + ii] = min(max(nearest_int(xb[16 * j + ii] / dl), -4), 3) + 4
-        for j in range(256):  # the high bit of L goes to bit j / 32 of hmask[j % 32]
-            if L[j] > 3:
-                out[j % 32] |= np.uint8(1 << (j // 32))
-                L[j] -= 4
+        for k in range(8):  # L is 0..7: its bit 2 (L > 3) goes to bit k of hmask[l] for L[32k + l], then L -= 4
+            for l in range(32):
+                v = L[32 * k + l]
+                out[l] |= np.uint8((v >> 2) << k)
+                L[32 * k + l] = v & 3
         for j in range(0, 256, 128):
             for l in range(32):
                 out[32 + j // 4 + l] = np.uint8(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4)
