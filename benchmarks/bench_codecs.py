@@ -2,7 +2,7 @@
 
 Usage: python benchmarks/bench_codecs.py [TYPES...] [--mib 16] [--repeat 3] [--budget 1.5] [--cpu]
                                         [--ggml-lib PATH/libggml-base.so] [--decode-only] [--cold-jit]
-                                        [--scaling MIB]
+                                        [--scaling MIB] [--threads-test MIB] [--compile-cost]
 
 For every tensor type with a decoder or encoder (or only the TYPES named), prints MiB/s of *quantized* data:
 
@@ -36,15 +36,21 @@ Both codec paths: "ours" is the path in use (the compiled one when numba is inst
 and ``jit s``, the first call's time (compile, or load from numba's cache; ``--cold-jit`` uses an empty cache
 directory so that it is the compile time); encode lines show ``numpy``, ``ours/np`` and ``jit s`` likewise.  All compiled figures are single-threaded.  ``--scaling MIB``
 instead times ``Tensor.numpy()`` of a Q4_K tensor of MIB MiB (written to a temporary file) with 1 thread and
-with every core, and prints the speed-up.
+with every core, and prints the speed-up.  ``--threads-test MIB`` times decoders (MIB and MIB/8 of blocks) and
+encoders with one thread, with every core and with the default count, alone and with a competing CPU-bound
+process, in turns, and prints medians, the ratios to one thread and the counts the default chose.
+``--compile-cost [TYPES...]`` prints each kernel's first-use cost: compiled into an empty cache, then loaded
+from it, each in a fresh process.
 """
 
 from __future__ import annotations
 
 import argparse
 import ctypes
+import json
 import math
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -325,6 +331,94 @@ def scaling(mib: float, repeat: int) -> int:
     return 0
 
 
+def _median(xs: list) -> float:
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+
+
+def threads_test(mib: float, repeat: int) -> int:
+    """One thread, every core forced, and the default thread count, each case alone and with a competing
+    CPU-bound process (a busy loop in another Python process), run in turns; prints medians (wall time), the
+    ratios to one thread, and which counts the default chose."""
+    from gguf_construct.codecs.compiled import _run
+
+    cores = _run.cpu_count()
+    cases = []  # (label, MiB of quantized data, values, callable taking threads, default's threshold)
+    for name, size in (("Q4_K", mib), ("Q8_0", mib), ("BF16", mib), ("Q4_K", mib / 8)):
+        t = codecs.type_spec(name)
+        raw = sample_blocks(t, int(size * MIB), None)
+        cases.append((f"{name} decode {len(raw) / MIB:.0f} MiB", len(raw) / MIB, len(raw) // t.type_size * t.block_size,
+                      lambda k, t=t, raw=raw: codecs.dequantize(t.id, raw, threads=k), _run.PARALLEL_MIN_VALUES))
+    for name, n_rows in (("Q4_K", 64), ("Q8_0", 1024)):
+        t = codecs.type_spec(name)
+        x = make_rows(n_rows, 0, t)
+        cases.append((f"{name} encode {n_rows}x{ROW}", n_rows * ROW // t.block_size * t.type_size / MIB, x.size,
+                      lambda k, t=t, x=x: codecs.encode_blocks(t.id, x, threads=k), _run.ENCODE_PARALLEL_MIN_VALUES))
+    for case in cases:  # compile / load every kernel before timing
+        case[3](1)
+    print(f"threads on {cores} cores; load average {' '.join(f'{v:.1f}' for v in os.getloadavg())}; median of "
+          f"{repeat} runs in turns (wall time); MiB/s of quantized data")
+    print(f"{'case':22s} {'rival':>5s} {'1 thread':>9s} {f'{cores} threads':>10s} {'default':>9s} "
+          f"{f'{cores}t/1':>6s} {'dflt/1':>6s}  default chose")
+    worst = math.inf
+    for competing in (False, True):
+        rival = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if competing else None
+        try:
+            time.sleep(0.5)
+            for label, size, n_values, fn, parallel_min in cases:
+                runs: dict = {1: [], cores: [], None: []}
+                chosen: list = []
+                for _ in range(repeat):
+                    for k in runs:
+                        if k is None:
+                            chosen.append(_run.resolve_threads(None, n_values, parallel_min))
+                        start = time.perf_counter()
+                        fn(k)
+                        runs[k].append(time.perf_counter() - start)
+                one, many, default = (_median(runs[k]) for k in (1, cores, None))
+                worst = min(worst, one / default)
+                counts = ",".join(f"{c}x{chosen.count(c)}" for c in sorted(set(chosen)))
+                print(f"{label:22s} {'yes' if competing else 'no':>5s} {size / one:9.0f} {size / many:10.0f} "
+                      f"{size / default:9.0f} {one / many:6.2f} {one / default:6.2f}  {counts}", flush=True)
+        finally:
+            if rival is not None:
+                rival.kill()
+                rival.wait()
+    print(f"worst default/1: {worst:.2f}; load average after {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
+    return 0
+
+
+_WARM = ("import json, sys\n"
+         "from gguf_construct import codecs\n"
+         "codecs._compiled_module()\n"  # numba's import, not any one type's cost
+         "print(json.dumps([[k.type, k.direction, k.seconds, k.compiled] for k in "
+         "codecs.warm_up(sys.argv[1:] or None)]))\n")
+
+
+def compile_cost(names: list[str]) -> int:
+    """First-use cost per type and direction: ``codecs.warm_up`` in a fresh process with an empty kernel cache
+    (compile), then in another fresh process with that cache (load)."""
+    root = os.path.join(os.path.dirname(__file__), "..")
+    with tempfile.TemporaryDirectory(prefix="bench-kernels-") as cache:
+        env = dict(os.environ, GGUF_CONSTRUCT_CACHE_DIR=cache, PYTHONPATH=root)
+        runs = []
+        for _ in range(2):
+            start = time.perf_counter()
+            out = subprocess.run([sys.executable, "-c", _WARM] + names, env=env, capture_output=True, text=True,
+                                 check=True)
+            runs.append((json.loads(out.stdout.splitlines()[-1]), time.perf_counter() - start))
+    (cold, cold_total), (warm, warm_total) = runs
+    print(f"first use of each kernel (load average {os.getloadavg()[0]:.1f}): compile = empty cache, "
+          f"cached = loaded from the cache numba wrote; the first line includes LLVM's start-up")
+    print(f"{'type':8s} {'dir':6s} {'compile s':>9s} {'cached s':>9s}")
+    for (name, direction, seconds, compiled), (_, _, cached, again) in zip(cold, warm):
+        flag = "" if compiled and not again else "  (unexpected: " + ("cached" if not compiled else "recompiled") + ")"
+        print(f"{name:8s} {direction:6s} {seconds:9.2f} {cached:9.2f}{flag}")
+    print(f"total: {sum(k[2] for k in cold):.1f} s compiling, {sum(k[2] for k in warm):.1f} s loading "
+          f"(processes: {cold_total:.1f} s, {warm_total:.1f} s)")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("types", nargs="*", help="type names (default: every type with a codec)")
@@ -336,11 +430,19 @@ def main(argv=None) -> int:
     ap.add_argument("--decode-only", action="store_true", help="skip the encoders")
     ap.add_argument("--cold-jit", action="store_true", help="compile the kernels afresh (empty numba cache)")
     ap.add_argument("--scaling", type=float, metavar="MIB", help="only time Tensor.numpy() threads scaling")
+    ap.add_argument("--threads-test", type=float, metavar="MIB",
+                    help="only time the default thread count against one thread, alone and with a competing process")
+    ap.add_argument("--compile-cost", action="store_true",
+                    help="only the first-use cost per type: compile (empty cache) and load from the cache")
     args = ap.parse_args(argv)
+    if args.compile_cost:
+        return compile_cost([n.upper() for n in args.types])
     if args.cold_jit:
         os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench-numba-")
     if args.scaling:
         return scaling(args.scaling, args.repeat)
+    if args.threads_test:
+        return threads_test(args.threads_test, args.repeat)
     ggml = GgmlDecoder(args.ggml_lib) if args.ggml_lib else None
     clock = timer(args.cpu or ggml is not None)
     wanted = {n.upper() for n in args.types}

@@ -10,8 +10,10 @@ paths.  Skipped as a whole when numba is not installed; the numpy path keeps its
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 import pytest
@@ -256,3 +258,133 @@ def test_both_paths_equal_golden(path, codec_path):
             assert encode(name, g["x"], imatrix, codec_path) == g[key].tobytes(), f"{path.name} {key}"
             checked += 1
     assert checked
+
+
+_CACHE_PROBE = ("import gguf_construct, numpy as np\n"
+                "from gguf_construct import codecs\n"
+                "from gguf_construct.codecs import compiled\n"
+                "from gguf_construct.codecs.compiled._jit import cache_folder\n"
+                "assert gguf_construct.__file__.startswith({root!r}), gguf_construct.__file__\n"
+                "assert codecs.dequantize('F16', np.float16([1.5, -2]).tobytes()).tolist() == [1.5, -2.0]\n"
+                "print(cache_folder()); print(sorted(compiled.compiled_kernels()))\n")
+
+
+def test_read_only_install_caches_kernels_in_the_user_folder():
+    """A package folder nobody may write into (a system-wide install): the kernels cache in
+    $XDG_CACHE_HOME/gguf-construct, so the second process loads what the first compiled."""
+    root = tempfile.mkdtemp(prefix="gguf-construct-ro-")  # not under pytest's private tmp: another user reads it
+    site = os.path.join(root, "site")
+    cache_home = os.path.join(root, "cache")
+    package = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "gguf_construct")
+    shutil.copytree(package, os.path.join(site, "gguf_construct"), ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(os.path.join(os.path.dirname(package), "spec"), os.path.join(site, "spec"))
+    os.makedirs(cache_home)
+    command = [sys.executable, "-c", _CACHE_PROBE.format(root=site)]
+    try:
+        for folder, dirs, files in os.walk(site):
+            for name in files:
+                os.chmod(os.path.join(folder, name), 0o444)
+            os.chmod(folder, 0o555)
+        os.chmod(root, 0o755)
+        if os.geteuid() == 0:  # root writes anywhere: run the probe as an unprivileged user
+            setpriv = shutil.which("setpriv")
+            if setpriv is None:
+                pytest.skip("running as root without setpriv: cannot make the package folder unwritable")
+            os.chown(cache_home, 65534, 65534)
+            command = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"] + command
+        env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": site, "HOME": cache_home,
+               "XDG_CACHE_HOME": cache_home, "PYTHONDONTWRITEBYTECODE": "1"}
+        runs = [subprocess.run(command, env=env, capture_output=True, text=True, timeout=600,
+                               cwd=root) for _ in range(2)]
+        for run in runs:
+            assert run.returncode == 0, run.stderr
+        want = os.path.join(cache_home, "gguf-construct", "numba")
+        assert [r.stdout.splitlines() for r in runs] == [[want, "['F16 decoder']"], [want, "[]"]]
+        assert any(name.endswith(".nbi") for _, _, files in os.walk(want) for name in files)
+    finally:
+        for folder, dirs, files in os.walk(root):
+            os.chmod(folder, 0o755)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_cache_folder_from_the_environment(monkeypatch, tmp_path):
+    from gguf_construct.codecs.compiled import _jit
+
+    monkeypatch.setenv(_jit.CACHE_ENV, str(tmp_path / "kernels"))
+    _jit.cache_folder.cache_clear()
+    try:
+        assert _jit.cache_folder() == str(tmp_path / "kernels") and (tmp_path / "kernels").is_dir()
+        monkeypatch.delenv(_jit.CACHE_ENV)
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+        assert _jit.user_cache_folder() == str(tmp_path / "xdg" / "gguf-construct" / "numba")
+    finally:
+        _jit.cache_folder.cache_clear()
+
+
+def test_warm_up_reports_every_kernel(capsys):
+    done = codecs.warm_up(["Q8_0", "bf16"])
+    assert [(k.type, k.direction) for k in done] == [("Q8_0", "decode"), ("Q8_0", "encode"), ("BF16", "decode"),
+                                                    ("BF16", "encode")]
+    assert all(k.seconds >= 0 and isinstance(k.compiled, bool) for k in done)
+    assert [k.direction for k in codecs.warm_up(["Q4_K"], encode=False)] == ["decode"]
+    with pytest.raises(ValueError):
+        codecs.warm_up(["Q9_K"])
+    from gguf_construct.cli import main
+    assert main(["warm-up", "Q8_0", "--decode-only"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[:2] == ["Q8_0", "decode"] and out[-1].startswith("1 kernels ready")
+    assert main(["warm-up", "Q9_K"]) == 2
+
+
+def test_compile_notice_names_the_kernel(caplog):
+    """The one line said when a kernel compiles (here: a listener fed numba's compile event by hand)."""
+    from numba.core import event
+
+    from gguf_construct.codecs import compiled
+
+    kernel, _ = compiled.decoder(codecs.type_spec("Q5_K").id)
+    compiled._notice.compiled.discard("Q5_K decoder")
+    with caplog.at_level("INFO", logger="gguf_construct.codecs"):
+        for _ in range(2):
+            compiled._notice.notify(event.Event("numba:compile", event.EventStatus.START, {"dispatcher": kernel}))
+    assert [r.getMessage().split(",")[0] for r in caplog.records] == ["compiling Q5_K decoder"]
+    assert "Q5_K decoder" in compiled.compiled_kernels()
+
+
+def test_default_threads_follow_idle_cores(monkeypatch):
+    from gguf_construct.codecs.compiled import _run
+
+    monkeypatch.setattr(_run, "cpu_count", lambda: 4)
+    big = _run.PARALLEL_MIN_VALUES
+    for idle, want in ((3, 4), (1, 2), (0, 1)):
+        monkeypatch.setattr(_run, "idle_cores", lambda cores, idle=idle: min(cores, idle))
+        assert _run.resolve_threads(None, big) == want
+        assert _run.resolve_threads(None, big - 1) == 1  # small inputs: one thread whatever the load
+        assert _run.resolve_threads(3, 1) == 3  # an explicit count is kept
+    assert 0 <= _run.idle_cores(2) <= 2
+
+
+def test_chunked_run_covers_every_block_once_and_passes_statuses_and_errors():
+    from gguf_construct.codecs.compiled import _run
+
+    calls = []
+
+    def kernel(x, y, k):
+        calls.append((x[0, 0], x.shape[0]))
+        y[:] = x * k
+        if x[0, 0] <= 24 < x[0, 0] + x.shape[0]:
+            return 3
+        return 1
+
+    x = np.arange(1000, dtype=np.float32).reshape(-1, 1)
+    y = np.zeros_like(x)
+    assert _run.run_blocks(kernel, x, y, (np.float32(2),), threads=3, unit=5) == 3
+    assert np.array_equal(y, x * 2) and sum(n for _, n in calls) == 1000 and len(calls) > 3
+    assert all(start % 5 == 0 and n % 5 == 0 for start, n in calls)
+
+    def failing(x, y):
+        if x[0, 0] >= 500:
+            raise ZeroDivisionError("chunk")
+
+    with pytest.raises(ZeroDivisionError):
+        _run.run_blocks(failing, x, y, (), threads=2)

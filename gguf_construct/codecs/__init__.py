@@ -93,6 +93,13 @@ def _compiled():
     return _compiled_module()
 
 
+def warm_up(types=None, *, decode: bool = True, encode: bool = True) -> list:
+    """Compile the compiled kernels of ``types`` (default: all) now rather than on first use, for services and CI;
+    see :func:`gguf_construct.codecs.warmup.warm_up`.  ``ImportError`` without numba (the ``fast`` extra)."""
+    from .warmup import warm_up as run
+    return run(types, decode=decode, encode=encode)
+
+
 def type_spec(ggml_type: TypeLike) -> _spec.TensorTypeSpec:
     """Resolve a tensor type given as enum member, int id or name (case-insensitive)."""
     by_id = _spec.tensor_type_by_id()
@@ -191,7 +198,8 @@ def decode_blocks(ggml_type: TypeLike, raw, *, byte_order: str = "little", out: 
     ``out``: a C-contiguous array of that shape and the decoded dtype to write into (returned).  Decoders that
     take ``out`` fill it directly; the others decode chunks of about 256K values whose results are copied there,
     so the memory needed beyond ``out`` stays small either way.  ``threads``: cores the compiled path may use
-    (default: all for large inputs, 1 for small; the result is the same for any count; the numpy path uses one).
+    (default: 1 for small inputs; for large ones 1 plus one per core idle at the call; the result is the same
+    for any count; the numpy path uses one).
     """
     t = type_spec(ggml_type)
     decode = _codec_function(t.id, "decode")
@@ -255,7 +263,8 @@ def quantize(ggml_type: TypeLike, values, *, imatrix=None, byte_order: str = "li
     importance weights or is ``None``.  Whether the type needs, uses or ignores it is the spec's ``imatrix``
     fact; a type that needs one raises ``ValueError`` without it (where ggml asserts).  Raises
     ``NotImplementedError`` for types without an encoder.  ``threads``: cores a compiled encoder may use
-    (default: all for large inputs, 1 for small; the bytes are the same for any count).
+    (default: 1 for small inputs; for large ones 1 plus one per core idle at the call; the bytes are the same
+    for any count).
     """
     return encode_blocks(ggml_type, values, imatrix=imatrix, byte_order=byte_order, threads=threads).tobytes()
 

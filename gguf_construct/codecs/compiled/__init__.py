@@ -16,13 +16,57 @@ from __future__ import annotations
 
 import functools
 import importlib
+import logging
+import sys
+import threading
 
 import numpy as np
+from numba.core import event as _event
 
 from ... import spec as _spec
+from ._jit import cache_folder
 from ._run import ENCODE_PARALLEL_MIN_VALUES, resolve_threads, run_blocks
 
-__all__ = ["decoder", "decode", "encoder", "encode", "resolve_threads"]
+__all__ = ["decoder", "decode", "encoder", "encode", "resolve_threads", "compiled_kernels"]
+
+_log = logging.getLogger("gguf_construct.codecs")
+
+
+class _CompileNotice(_event.Listener):
+    """Says once per kernel, when numba starts compiling it (a cache miss), which type it is for: on standard
+    error when that is a terminal, and always to the ``gguf_construct.codecs`` logger."""
+
+    def __init__(self):
+        self.labels: dict[int, str] = {}  # id(dispatcher) -> "Q4_K decoder"
+        self.compiled: set[str] = set()  # labels compiled in this process (not loaded from the cache)
+        self._lock = threading.Lock()
+
+    def on_start(self, event):
+        label = self.labels.get(id(event.data.get("dispatcher")))
+        if label is None:
+            return
+        with self._lock:
+            if label in self.compiled:
+                return
+            self.compiled.add(label)
+        where = cache_folder()
+        message = f"compiling {label}, once (cached{' in ' + where if where else ''})"
+        _log.info(message)
+        stream = sys.stderr
+        if stream is not None and getattr(stream, "isatty", lambda: False)():
+            print(f"gguf-construct: {message}", file=stream, flush=True)
+
+    def on_end(self, event):
+        pass
+
+
+_notice = _CompileNotice()
+_event.register("numba:compile", _notice)
+
+
+def compiled_kernels() -> frozenset[str]:
+    """The kernels compiled (not loaded from the on-disk cache) in this process, as ``"Q4_K decoder"``."""
+    return frozenset(_notice.compiled)
 
 
 @functools.lru_cache(maxsize=None)
@@ -51,6 +95,7 @@ def _kernel(type_id: int, kind: str, tables: str):
     kernel = getattr(module, f"{kind}_{t.name.lower()}", None)
     if kernel is None:
         return None
+    _notice.labels[id(kernel)] = f"{t.name} {kind}r"
     return kernel, getattr(module, tables)(t.name)
 
 

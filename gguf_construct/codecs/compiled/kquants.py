@@ -82,10 +82,30 @@ def decode_q3_k(x, y, f16):
                     o[l] = (dl0 if l < 16 else dl1) * np.float32(v)
 
 
+_LOW_NIBBLES = np.uint64(0x0F0F0F0F0F0F0F0F)
+_LOW_BITS = np.uint64(0x0101010101010101)
+
+
+@helper
+def u64(b, o):
+    """The little-endian 64-bit word at byte ``o`` of the block ``b`` (LLVM makes it one load)."""
+    w = np.uint64(0)
+    for k in range(8):
+        w |= np.uint64(b[o + k]) << np.uint64(8 * k)
+    return w
+
+
+# Q4_K and Q5_K: the 4- or 5-bit values of 32 outputs are assembled 8 at a time in 64-bit words (bytes as lanes:
+# numba widens every integer operation to 64 bits, so a per-byte loop would vectorize 4 lanes wide), stored to
+# a byte scratch, and scaled from there by a loop LLVM vectorizes 8 floats wide.
+
+
 @kernel
 def decode_q4_k(x, y, f16):
     # d @0, dmin @2, scales[12] @4, qs[128] @16
     qk = y.shape[1]
+    values = np.empty(64, dtype=np.uint8)  # the low nibbles of 32 bytes, then their high nibbles
+    words = values.view(np.uint64)
     for i in range(x.shape[0]):
         b, out = x[i], y[i]
         d = f16[u16(b, 0)]
@@ -98,25 +118,29 @@ def decode_q4_k(x, y, f16):
             n1 = dmin * np.float32(m1)
             d2 = d * np.float32(sc2)
             n2 = dmin * np.float32(m2)
-            q = b[16 + 32 * c:48 + 32 * c]
+            for k in range(4):
+                q = u64(b, 16 + 32 * c + 8 * k)
+                words[k] = q & _LOW_NIBBLES
+                words[4 + k] = (q >> np.uint64(4)) & _LOW_NIBBLES
             y1 = out[64 * c:64 * c + 32]
             y2 = out[64 * c + 32:64 * c + 64]
             for l in range(qk // 8):  # low nibbles to the first 32 outputs, high ones to the next 32
-                v = np.int32(q[l])
-                y1[l] = d1 * np.float32(v & 0xF) - n1
-                y2[l] = d2 * np.float32(v >> 4) - n2
+                y1[l] = d1 * np.float32(values[l]) - n1
+            for l in range(qk // 8):
+                y2[l] = d2 * np.float32(values[32 + l]) - n2
 
 
 @kernel
 def decode_q5_k(x, y, f16):
     # d @0, dmin @2, scales[12] @4, qh[32] @16, qs[128] @48
     qk = y.shape[1]
+    values = np.empty(64, dtype=np.uint8)
+    words = values.view(np.uint64)
     for i in range(x.shape[0]):
         b, out = x[i], y[i]
         d = f16[u16(b, 0)]
         dmin = f16[u16(b, 2)]
         sc = b[4:16]
-        qh = b[16:48]
         for c in range(4):
             sc1, m1 = scale_min_k4(sc, 2 * c)
             sc2, m2 = scale_min_k4(sc, 2 * c + 1)
@@ -124,13 +148,19 @@ def decode_q5_k(x, y, f16):
             n1 = dmin * np.float32(m1)
             d2 = d * np.float32(sc2)
             n2 = dmin * np.float32(m2)
-            q = b[48 + 32 * c:80 + 32 * c]
+            s1 = np.uint64(2 * c)  # high bit: bit 2c (first half) and 2c + 1 (second) of qh[l], worth 16
+            s2 = np.uint64(2 * c + 1)
+            for k in range(4):
+                q = u64(b, 48 + 32 * c + 8 * k)
+                h = u64(b, 16 + 8 * k)
+                words[k] = (q & _LOW_NIBBLES) | (((h >> s1) & _LOW_BITS) << np.uint64(4))
+                words[4 + k] = ((q >> np.uint64(4)) & _LOW_NIBBLES) | (((h >> s2) & _LOW_BITS) << np.uint64(4))
             y1 = out[64 * c:64 * c + 32]
             y2 = out[64 * c + 32:64 * c + 64]
-            for l in range(qk // 8):  # high bit: bit 2c (first half) and 2c + 1 (second) of qh[l], worth 16
-                y1[l] = d1 * np.float32((np.int32(q[l]) & 0xF) + (((np.int32(qh[l]) >> (2 * c)) & 1) << 4)) - n1
             for l in range(qk // 8):
-                y2[l] = d2 * np.float32((np.int32(q[l]) >> 4) + (((np.int32(qh[l]) >> (2 * c + 1)) & 1) << 4)) - n2
+                y1[l] = d1 * np.float32(values[l]) - n1
+            for l in range(qk // 8):
+                y2[l] = d2 * np.float32(values[32 + l]) - n2
 
 
 @kernel
@@ -527,10 +557,11 @@ def encode_q3_k(x, y, qw, f16):
                 continue
             for ii in range(16):
                 L[16 * j + ii] = min(max(nearest_int(xb[16 * j + ii] / dl), -4), 3) + 4
-        for j in range(256):  # the high bit of L goes to bit j / 32 of hmask[j % 32]
-            if L[j] > 3:
-                out[j % 32] |= np.uint8(1 << (j // 32))
-                L[j] -= 4
+        for k in range(8):  # L is 0..7: its bit 2 (L > 3) goes to bit k of hmask[l] for L[32k + l], then L -= 4
+            for l in range(32):
+                v = L[32 * k + l]
+                out[l] |= np.uint8((v >> 2) << k)
+                L[32 * k + l] = v & 3
         for j in range(0, 256, 128):
             for l in range(32):
                 out[32 + j // 4 + l] = np.uint8(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4)
