@@ -379,7 +379,7 @@ MALICIOUS = {
     "inside-macro": "{% macro x() %}{{ cycler.__init__ }}{% endmacro %}",
     "inside-set-block": "{% set x %}{{ lipsum.__globals__ }}{% endset %}",
     "in-filter-block": "{% filter upper %}{{ ''.__class__ }}{% endfilter %}",
-    "unparsable-with-dunder": "{% generation %}{{ ''.__class__.__mro__ }}{% endgeneration %}",
+    "unparsable-with-dunder": "{% reasoning %}{{ ''.__class__.__mro__ }}{% endreasoning %}",
     "str-format-field": "{{ '{0.__init__.__globals__[os]}'.format(cycler) }}",
 }
 
