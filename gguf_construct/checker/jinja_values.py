@@ -165,8 +165,10 @@ class Evaluator:
         self.limits = limits
         self.routes: dict = facts["names"]["escape_globals"]
         filters = facts["values"]["filters"]
-        self.filter_kind = {name: kind for kind, names in filters.items() for name in names if kind != "route"}
-        self.route_filters = frozenset(filters["route"])
+        self.filter_kinds: dict[str, set] = {}
+        for kind, names in filters.items():
+            for name in names:
+                self.filter_kinds.setdefault(name, set()).add(kind)
         self.methods = facts["values"]["methods"]
         self.env: dict[str, frozenset] = {}
         self.slots: dict[tuple, frozenset] = {}
@@ -454,21 +456,25 @@ class Evaluator:
 
     def _filter_value(self, node) -> frozenset:
         target = self.v(node.node)
-        kind = self.filter_kind.get(node.name)
+        kinds = self.filter_kinds.get(node.name, set())
         args = [self.v(a) for a in node.args]
         out: set = set()
-        if node.name in self.route_filters:
+        if "route" in kinds:
             out |= {a for a in target if isinstance(a, Route)}
-        if kind == "attr":
+        if "element" in kinds:
+            out |= {e for a in target if isinstance(a, Seq) for e in a.elements}
+        if "attr" in kinds:
             return self.cap(out | self.member(target, args[0] if args else ANY))
-        if kind == "default":
+        if "default" in kinds:
             return self.cap(out | target | (args[0] if args else EMPTY))
-        if kind == "items":
+        if "items" in kinds:
             pairs = {(k, v) for a in target if isinstance(a, Slots) for k in self.members.get(a, ())
                      for v in self.slots.get((a, k), EMPTY)}
             return self.cap(out | {Seq(self.cap(pairs))} if pairs else out | ANY)
-        if kind == "fold" and not any(k.key for k in node.kwargs):
-            folded = frozenset(self.as_constant(a) for a in target)
+        if "fold" in kinds and not any(k.key for k in node.kwargs):
+            folded = frozenset(self.as_constant(a) for a in target if not (isinstance(a, Seq) and "element" in kinds))
+            if not folded:
+                return self.cap(out)
             return self.cap(out | self.product([folded, *args], lambda p: apply(node.name, p[0], p[1:], False)))
         return self.cap(out | ANY)
 

@@ -1,0 +1,156 @@
+"""Template scanning that follows values (issue #25): a key reaching a subscript through a binding is seen, in every
+template location; an unknown key on an escape route is an escape; the same forms on plain data are silent; each
+payload really escapes a plain jinja2 Environment (rendered with a marker in place of os.popen) and not the
+sandbox; real templates from packages stay clean."""
+
+from __future__ import annotations
+
+import ast
+import glob
+import importlib.util
+import os
+import tarfile
+from pathlib import Path
+
+import jinja2
+import jinja2.sandbox
+import pytest
+
+from gguf_construct.breaking import crafting
+from gguf_construct.breaking.crafting_security import template_with
+from gguf_construct.checker import check, jinja_scan
+
+from template_corpus import FOLLOWED, FOLLOWED_BENIGN
+
+_LOCATIONS = ("tokenizer.chat_template", "tokenizer.chat_template.tool_use", "array of string")
+
+
+def _file(text: str, location: str) -> bytes:
+    raw = crafting.carrier()
+    if location == "array of string":
+        third = len(text) // 3
+        raw.set("tokenizer.chat_template", "ARRAY", [text[:third], text[third:2 * third], text[2 * third:]],
+                item_type="STRING")
+    else:
+        raw.set(location, "STRING", text)
+    return raw.to_bytes()
+
+
+def _followed_escapes(issues) -> list:
+    """The escapes that come from following a value (not from a literal dunder written in the template)."""
+    return [i for i in issues if i.kind == jinja_scan.ESCAPE
+            and (i.construct.startswith("[...] = ") or i.problem.startswith("key computed at render time"))]
+
+
+@pytest.mark.parametrize("location", _LOCATIONS)
+@pytest.mark.parametrize("name", sorted(FOLLOWED))
+def test_followed_payloads_are_errors_in_every_location(name, location):
+    payload, _ = FOLLOWED[name]
+    report = check(_file(template_with(payload), location))
+    escapes = [f for f in report.errors() if f.rule == "TPL-ESCAPE"]
+    assert escapes and not report.valid, [f.message for f in report.findings]
+
+
+@pytest.mark.parametrize("name", sorted(FOLLOWED))
+def test_the_escape_comes_from_the_followed_key(name):
+    payload, _ = FOLLOWED[name]
+    assert _followed_escapes(jinja_scan.scan(payload)), jinja_scan.scan(payload)
+
+
+def test_every_binding_form_has_two_payloads():
+    forms = ["namespace-constructor", "namespace-assigned", "macro-", "loop-", "dict-", "with", "caller-",
+             "block-set", "context-key", "unmodelled-filter", "past-the-", "global"]
+    for form in forms:
+        assert sum(name.startswith(form) for name in FOLLOWED) >= 2, form
+
+
+@pytest.mark.parametrize("location", _LOCATIONS)
+@pytest.mark.parametrize("name", sorted(FOLLOWED_BENIGN))
+def test_benign_binding_forms_are_silent(name, location):
+    text = template_with(FOLLOWED_BENIGN[name])
+    assert jinja_scan.scan(FOLLOWED_BENIGN[name]) == ()
+    report = check(_file(text, location))
+    assert not [f for f in report.findings if f.rule.startswith("TPL-")] and report.valid
+
+
+# -- the renderer decides: each payload escapes a plain Environment, and the sandbox stops it ------------------------
+class _Probe:
+    """Stands in for os.popen: records the call, runs nothing."""
+
+    def __init__(self) -> None:
+        self.calls: list = []
+
+    def __call__(self, *args, **kwargs):
+        self.calls.append(args)
+        return self
+
+    def read(self) -> str:
+        return "probe-output"
+
+
+_CONTEXT = {"messages": [{"role": "user", "content": "hi"}], "add_generation_prompt": False}
+
+
+def _render(env, text: str, context: dict) -> str | None:
+    try:
+        return env.from_string(text).render(**{**_CONTEXT, **context})
+    except jinja2.TemplateError:
+        return None
+
+
+@pytest.mark.parametrize("name", sorted(FOLLOWED))
+def test_payload_escapes_a_plain_environment_and_not_the_sandbox(name, monkeypatch):
+    payload, context = FOLLOWED[name]
+    probe = _Probe()
+    monkeypatch.setattr(os, "popen", probe)
+    out = _render(jinja2.Environment(), payload, context)
+    assert probe.calls == [("id",)] and "probe-output" in out
+    probe.calls.clear()
+    _render(jinja2.sandbox.SandboxedEnvironment(), payload, context)
+    assert probe.calls == []
+
+
+@pytest.mark.parametrize("name", sorted(FOLLOWED_BENIGN))
+def test_benign_forms_render_in_the_sandbox(name):
+    context = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}
+    out = jinja2.sandbox.SandboxedEnvironment().from_string(FOLLOWED_BENIGN[name]).render(**context)
+    assert any(word in out for word in ("hi", "yo", "U"))
+
+
+# -- real templates from packages ------------------------------------------------------------------------------------
+def _package_templates() -> dict[str, str]:
+    """Chat templates shipped in packages: llama.cpp's models/templates/*.jinja (from a llama-cpp-python sdist or a
+    llama.cpp tree named by GGUF_CONSTRUCT_REAL_TEMPLATES, directories or .tar.gz files separated by os.pathsep),
+    and the *_CHAT_TEMPLATE constants of an installed llama-cpp-python (read as text, not imported)."""
+    found: dict[str, str] = {}
+    for entry in filter(None, os.environ.get("GGUF_CONSTRUCT_REAL_TEMPLATES", "").split(os.pathsep)):
+        if entry.endswith(".tar.gz") and os.path.isfile(entry):
+            with tarfile.open(entry) as tar:
+                for member in tar:
+                    if member.isfile() and "/models/templates/" in member.name and member.name.endswith(".jinja"):
+                        found[member.name] = tar.extractfile(member).read().decode("utf-8")
+        else:
+            for path in glob.glob(os.path.join(entry, "**", "*.jinja"), recursive=True):
+                found[path] = Path(path).read_text(encoding="utf-8")
+    spec = importlib.util.find_spec("llama_cpp")
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        source = Path(location, "llama_chat_format.py")
+        if source.is_file():
+            for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and any(
+                        isinstance(t, ast.Name) and t.id.endswith("_CHAT_TEMPLATE") for t in node.targets):
+                    found[f"{source}:{node.targets[0].id}"] = node.value.value
+    return found
+
+
+def test_real_templates_from_packages_stay_clean():
+    templates = _package_templates()
+    if not templates:
+        pytest.skip("no package templates: set GGUF_CONSTRUCT_REAL_TEMPLATES to a llama-cpp-python sdist or to "
+                    "llama.cpp's models/templates")
+    flagged = {}
+    for name, text in templates.items():
+        issues = [i for i in jinja_scan.scan(text) if i.kind != jinja_scan.UNPARSED]  # UNPARSED is info
+        if issues:
+            flagged[name] = issues
+    assert flagged == {}
