@@ -154,3 +154,26 @@ def test_real_templates_from_packages_stay_clean():
         if issues:
             flagged[name] = issues
     assert flagged == {}
+
+
+def test_values_that_do_not_settle_become_unknown():
+    # a chain that flows against document order needs one pass per link: past the budget, what was not reached
+    # yet may be anything, so the key on lipsum is unknown (an escape) and the budget is reported
+    passes = jinja_scan._facts()["limits"]["passes"]
+    chain = "".join(f"{{% set v{i} = v{i + 1} %}}" for i in range(2 * passes))
+    text = chain + f"{{% set v{2 * passes} = '__glo' ~ 'bals__' %}}{{{{ lipsum[v0] }}}}"
+    kinds = [i.kind for i in jinja_scan.scan(text)]
+    assert jinja_scan.ESCAPE in kinds and jinja_scan.LIMIT in kinds
+    # the same chain in document order settles and folds the name itself
+    forward = "".join(f"{{% set v{i + 1} = v{i} %}}" for i in range(2 * passes))
+    issues = jinja_scan.scan("{% set v0 = '__glo' ~ 'bals__' %}" + forward + f"{{{{ lipsum[v{2 * passes}] }}}}")
+    assert [i.problem for i in issues] == ["private attribute __globals__ reached by subscript"]
+
+
+def test_members_and_values_are_bounded():
+    limits = jinja_scan._facts()["limits"]
+    many = ", ".join(f"'k{i}': 'v{i}'" for i in range(4 * limits["members"]))
+    # a dict with more members than followed one by one: the rest share an unknown member
+    text = "{% set d = {" + many + ", 'last': '__globals__'} %}{{ lipsum[d['last']] }}{{ d[m.role] }}"
+    assert jinja_scan.ESCAPE in [i.kind for i in jinja_scan.scan(text)]
+    assert jinja_scan.scan("{% set d = {" + many + "} %}{{ d[m.role] }}") == ()

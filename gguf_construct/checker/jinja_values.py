@@ -34,9 +34,17 @@ class _Top:
         return "TOP"
 
 
-TOP = _Top()
+class _Many:
+    """Marks a value that had more constants than the budget: it absorbs further constants."""
+
+    def __repr__(self) -> str:
+        return "MANY"
+
+
+TOP, MANY = _Top(), _Many()
 EMPTY: frozenset = frozenset()
 ANY = frozenset((TOP,))
+SATURATED = frozenset((TOP, MANY))
 
 
 @dataclass(frozen=True)
@@ -173,12 +181,15 @@ class Evaluator:
         self.env: dict[str, frozenset] = {}
         self.slots: dict[tuple, frozenset] = {}
         self.members: dict[Slots, dict] = {}
+        self.union: dict[Slots, frozenset] = {}
+        self.kids: dict[int, list] = {}
         self.outputs: dict[Any, frozenset] = {}
         self.callables: dict[Any, Any] = {}
         self.bound: set = set()
         self.val: dict[int, frozenset] = {}
         self.changed = False
         self.widening = False
+        self.unsettled = EMPTY  # what a name or macro output not reached yet stands for (ANY once passes run out)
 
     # -- the passes ----------------------------------------------------------------------------------------------
     def evaluate(self, tree, nodes: list) -> bool:
@@ -189,17 +200,28 @@ class Evaluator:
             if isinstance(node, n.Macro):
                 self.bound.add(node.name)
                 self.callables[node.name] = node
+        for node in nodes:
+            if isinstance(node, n.For):
+                kids = [node.iter, (2, node), node.target, *([node.test] if node.test else []), *node.body,
+                        *node.else_]
+            elif isinstance(node, n.With):
+                kids = [*node.values, (2, node), *node.targets, *node.body]
+            else:
+                kids = list(node.iter_child_nodes())
+            self.kids[id(node)] = [k if isinstance(k, tuple) else (0, k) for k in reversed(kids)]
         for number in range(self.limits["passes"]):
             self.changed = False
             self.widening = number >= self.limits["widen_after"]
             self._pass(tree)
             if not self.changed:
                 return True
+        self.unsettled = ANY  # one more pass in which whatever was not reached yet may be anything
+        self._pass(tree)
         return False
 
     def _pass(self, tree) -> None:
-        n = self.n
         self.val = {}
+        kids = self.kids
         stack: list = [(0, tree)]
         while stack:
             step, node = stack.pop()
@@ -211,14 +233,7 @@ class Evaluator:
                 self._bind_block(node)
                 continue
             stack.append((1, node))
-            if isinstance(node, n.For):
-                kids = [node.iter, (2, node), node.target, *([node.test] if node.test else []), *node.body,
-                        *node.else_]
-            elif isinstance(node, n.With):
-                kids = [*node.values, (2, node), *node.targets, *node.body]
-            else:
-                kids = list(node.iter_child_nodes())
-            stack.extend(k if isinstance(k, tuple) else (0, k) for k in reversed(kids))
+            stack.extend(kids[id(node)])
 
     def check(self, node) -> None:
         """Look at ``node`` once its value is known (overridden by the scanner)."""
@@ -228,7 +243,7 @@ class Evaluator:
         old = table.get(key, EMPTY)
         new = self.cap(old | value)
         if new != old and self.widening:
-            new = frozenset(a for a in new if not is_constant(a) and not isinstance(a, Seq)) | ANY
+            new = frozenset(a for a in new if not is_constant(a) and not isinstance(a, Seq)) | SATURATED
         if new != old:
             table[key] = new
             self.changed = True
@@ -255,9 +270,14 @@ class Evaluator:
                 self.bind(item, frozenset(parts))
 
     def set_slot(self, slots: Slots, key, value: frozenset) -> None:
-        """Add ``value`` to member ``key`` (a constant or TOP) of a namespace or dict."""
-        self.members.setdefault(slots, {})[key] = None
+        """Add ``value`` to member ``key`` (a constant or TOP) of a namespace or dict (past ``members`` keys, the
+        rest share the unknown key)."""
+        members = self.members.setdefault(slots, {})
+        if key not in members and len(members) >= self.limits["members"]:
+            key = TOP
+        members[key] = None
         self._update(self.slots, (slots, key), value)
+        self._update(self.union, slots, value)
 
     def _bind_block(self, node) -> None:
         n = self.n
@@ -298,14 +318,16 @@ class Evaluator:
             if is_constant(a) or isinstance(a, Seq):
                 consts += 1
             out.add(a)
-        if consts > self.limits["fold_values"]:
-            out = {a for a in out if not is_constant(a) and not isinstance(a, Seq)} | {TOP}
+        if consts > self.limits["fold_values"] or (consts and MANY in out):
+            out = {a for a in out if not is_constant(a) and not isinstance(a, Seq)} | SATURATED
         return frozenset(out)
 
     def product(self, parts: list, combine) -> frozenset:
         """Every combination of the constant values of ``parts`` combined; TOP stands for the rest."""
         if any(not p for p in parts):
             return EMPTY
+        if len(parts) > self.limits["fold_values"] ** 2:
+            return ANY
         top = any(not is_constant(a) for p in parts for a in p)
         consts = [[a for a in p if is_constant(a)] for p in parts]
         out: set = {TOP} if top else set()
@@ -353,7 +375,7 @@ class Evaluator:
                         out |= self.slots.get((a, k), ANY if TOP not in known else EMPTY)
                         out |= self.slots.get((a, TOP), EMPTY)
                     else:
-                        out |= {TOP}.union(*(self.slots.get((a, m), EMPTY) for m in known))
+                        out |= self.union.get(a, EMPTY) | ANY
             elif isinstance(a, Seq):
                 out |= a.elements
             elif isinstance(a, (str, tuple)):
@@ -377,8 +399,20 @@ class Evaluator:
 
     def output(self, body: list) -> frozenset:
         """What a list of statements writes out."""
-        parts = [self.v(node) for node in body]
-        return self.product(parts, lambda p: "".join(map(str, p))) if parts else frozenset(("",))
+        return self.concat([self.v(node) for node in body])
+
+    def concat(self, parts: list) -> frozenset:
+        """Every string the values of ``parts`` written one after another may make (linear in their number)."""
+        acc, top, limit = {""}, False, self.limits["fold_length"]
+        for p in parts:
+            if not p:
+                return EMPTY
+            pieces = [str(a) for a in p if isinstance(a, (str, int)) and not isinstance(a, bool)]
+            top = top or len(pieces) < len(p)
+            acc = {a + b for a in acc for b in pieces if len(a) + len(b) <= limit}
+            if not acc or len(acc) > self.limits["fold_values"]:
+                return ANY
+        return self.cap(acc | ({TOP} if top else set()))
 
     def _value(self, node) -> frozenset:  # noqa: C901, PLR0911, PLR0912 - one case per node type
         n = self.n
@@ -390,7 +424,7 @@ class Evaluator:
             if node.ctx != "load":
                 return ANY
             if node.name in self.bound:
-                value = self.env.get(node.name, EMPTY)
+                value = self.env.get(node.name) or self.unsettled
                 return value | {Callable(node.name)} if node.name in self.callables else value
             return frozenset((Route(node.name),)) if node.name in self.routes else ANY
         if isinstance(node, (n.List, n.Tuple)):
@@ -406,7 +440,7 @@ class Evaluator:
                     self.set_slot(slots, k if is_constant(k) else TOP, self.v(pair.value))
             return frozenset((slots,))
         if isinstance(node, n.Concat):
-            return self.product([self.v(i) for i in node.nodes], lambda p: "".join(map(str, p)))
+            return self.concat([self.v(i) for i in node.nodes])
         if isinstance(node, (n.CondExpr, n.Or, n.And)):
             a, b = (node.expr1, node.expr2) if isinstance(node, n.CondExpr) else (node.left, node.right)
             return self.cap(self.v(a) | (self.v(b) if b is not None else frozenset(("",))))
@@ -434,7 +468,7 @@ class Evaluator:
         if isinstance(node, (n.Assign, n.AssignBlock, n.Macro, n.CallBlock)):
             self._bind_statement(node)
             return self.v(node.call) if isinstance(node, n.CallBlock) else frozenset(("",))
-        if isinstance(node, (n.Template, n.Scope, n.ScopedEvalContextModifier)):
+        if isinstance(node, n.Scope):
             return self.output(node.body)
         return ANY
 
@@ -501,7 +535,7 @@ class Evaluator:
                 out.add(atom)
             elif isinstance(atom, Callable) and atom.key in self.callables:
                 self._bind_call(self.callables[atom.key], node)
-                out |= self.outputs.get(atom.key, EMPTY)
+                out |= self.outputs.get(atom.key) or self.unsettled
             else:
                 out.add(TOP)
         return self.cap(out)
