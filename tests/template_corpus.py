@@ -502,4 +502,6 @@ FOLLOWED_BENIGN = {
     "joiner-and-cycler": ("{% set sep = joiner(', ') %}{% set c = cycler('odd', 'even') %}"
                           "{% for m in messages %}{{ sep() }}{{ c.next() }}{{ m.content }}{% endfor %}"),
     "block-set-key": ("{% set k %}content{% endset %}{% for m in messages %}{{ m[k|trim] }}{% endfor %}"),
+    "self-block": ("{% block preamble %}U{% endblock %}{% for m in messages %}{{ m.content }}{% endfor %}"
+                   "{{ self.preamble() }}"),
 }

@@ -118,17 +118,33 @@ def test_benign_forms_render_in_the_sandbox(name):
 
 
 # -- real templates from packages ------------------------------------------------------------------------------------
+def _python_templates(source: str, where: str) -> dict[str, str]:
+    """The string constants of Python source that are Jinja templates (llama-cpp-python's chat formats)."""
+    found = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and "{%" in node.value:
+            found[f"{where}:{node.lineno}"] = node.value
+    return found
+
+
 def _package_templates() -> dict[str, str]:
-    """Chat templates shipped in packages: llama.cpp's models/templates/*.jinja (from a llama-cpp-python sdist or a
-    llama.cpp tree named by GGUF_CONSTRUCT_REAL_TEMPLATES, directories or .tar.gz files separated by os.pathsep),
-    and the *_CHAT_TEMPLATE constants of an installed llama-cpp-python (read as text, not imported)."""
+    """Chat templates shipped in packages: llama.cpp's models/templates/*.jinja and llama-cpp-python's chat formats
+    (llama_cpp/llama_chat_format.py), from the llama-cpp-python sdists, directories and .py files named by
+    GGUF_CONSTRUCT_REAL_TEMPLATES (separated by os.pathsep), and from an installed llama-cpp-python (its source
+    read as text, not imported)."""
     found: dict[str, str] = {}
     for entry in filter(None, os.environ.get("GGUF_CONSTRUCT_REAL_TEMPLATES", "").split(os.pathsep)):
         if entry.endswith(".tar.gz") and os.path.isfile(entry):
             with tarfile.open(entry) as tar:
                 for member in tar:
-                    if member.isfile() and "/models/templates/" in member.name and member.name.endswith(".jinja"):
+                    if not member.isfile():
+                        continue
+                    if "/models/templates/" in member.name and member.name.endswith(".jinja"):
                         found[member.name] = tar.extractfile(member).read().decode("utf-8")
+                    elif member.name.endswith("llama_cpp/llama_chat_format.py"):
+                        found.update(_python_templates(tar.extractfile(member).read().decode("utf-8"), member.name))
+        elif entry.endswith(".py") and os.path.isfile(entry):
+            found.update(_python_templates(Path(entry).read_text(encoding="utf-8"), entry))
         else:
             for path in glob.glob(os.path.join(entry, "**", "*.jinja"), recursive=True):
                 found[path] = Path(path).read_text(encoding="utf-8")
@@ -136,10 +152,7 @@ def _package_templates() -> dict[str, str]:
     for location in (spec.submodule_search_locations or []) if spec else []:
         source = Path(location, "llama_chat_format.py")
         if source.is_file():
-            for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
-                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and any(
-                        isinstance(t, ast.Name) and t.id.endswith("_CHAT_TEMPLATE") for t in node.targets):
-                    found[f"{source}:{node.targets[0].id}"] = node.value.value
+            found.update(_python_templates(source.read_text(encoding="utf-8"), str(source)))
     return found
 
 
@@ -154,6 +167,7 @@ def test_real_templates_from_packages_stay_clean():
         if issues:
             flagged[name] = issues
     assert flagged == {}
+    assert len(templates) >= 10
 
 
 def test_values_that_do_not_settle_become_unknown():

@@ -166,6 +166,7 @@ class _Walker(_values.Evaluator):
         self.issues: list[Issue] = []
         self.budget = limits["nodes"]
         self.exhausted = False
+        self.public_bases: set = set()
 
     # -- traversal -----------------------------------------------------------------------------------------------
     def _iter(self, tree) -> Iterator[Any]:
@@ -191,6 +192,11 @@ class _Walker(_values.Evaluator):
         nodes = list(self._iter(tree))
         if self.exhausted:
             return
+        n = self.n
+        # names of the public-attribute globals used only as `self.name`: not a reference worth reporting
+        self.public_bases = {id(node.node) for node in nodes if isinstance(node, n.Getattr)
+                             and isinstance(node.node, n.Name) and not node.attr.startswith("_")
+                             and node.node.name in _names("public_attribute_globals")}
         if not self.evaluate(tree, nodes):
             self.issues.append(Issue(LIMIT, f"values still changing after {self.limits['passes']} passes", "",
                                      self.limits["passes"]))
@@ -240,7 +246,8 @@ class _Walker(_values.Evaluator):
             self._attribute(node.attr, "attribute access", f".{node.attr}")
             if isinstance(node.node, n.Name) and node.node.name in _names("escape_globals") \
                     and node.node.name not in self.bound \
-                    and node.attr not in _names("benign_attributes") and not node.attr.startswith("_"):
+                    and node.attr not in _names("benign_attributes") and not node.attr.startswith("_") \
+                    and node.node.name not in _names("public_attribute_globals"):
                 self.issues.append(Issue(SUSPICIOUS, f"attribute of the global {node.node.name}",
                                          f"{node.node.name}.{node.attr}"))
         elif isinstance(node, n.Getitem) and not isinstance(node.arg, n.Slice):
@@ -259,7 +266,7 @@ class _Walker(_values.Evaluator):
                 if _DUNDER.match(kw.key):
                     self.issues.append(Issue(SUSPICIOUS, "dunder keyword argument", f"{kw.key}="))
         elif isinstance(node, n.Name) and node.ctx == "load" and node.name not in self.bound:
-            if node.name in ("self", "request", "config", "session", "g"):
+            if node.name in ("self", "request", "config", "session", "g") and id(node) not in self.public_bases:
                 self.issues.append(Issue(SUSPICIOUS, "reference to the escape global", node.name))
             elif node.name in _names("modules"):
                 self.issues.append(Issue(SUSPICIOUS, "reference to an undefined module", node.name))
