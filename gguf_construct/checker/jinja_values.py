@@ -198,8 +198,10 @@ class Evaluator:
         self.bound = {node.name for node in nodes if isinstance(node, n.Name) and node.ctx in ("store", "param")}
         for node in nodes:
             if isinstance(node, n.Macro):
-                self.bound.add(node.name)
+                self.bound |= {node.name, "varargs"}  # inside a macro, varargs holds the extra arguments
                 self.callables[node.name] = node
+            elif isinstance(node, n.CallBlock):
+                self.bound.add("caller")
         for node in nodes:
             if isinstance(node, n.For):
                 kids = [node.iter, (2, node), node.target, *([node.test] if node.test else []), *node.body,
@@ -486,7 +488,6 @@ class Evaluator:
             self._update(self.outputs, key, self.output(node.body))
             if isinstance(node, n.CallBlock):
                 self._update(self.env, "caller", frozenset((Callable(key),)))
-                self.bound.add("caller")
 
     def _filter_value(self, node) -> frozenset:
         target = self.v(node.node)
