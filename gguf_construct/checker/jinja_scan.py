@@ -47,6 +47,7 @@ def _facts() -> dict:
     return _spec.load_yaml("templates.yaml")
 
 
+@functools.lru_cache(maxsize=None)
 def _names(field: str) -> frozenset:
     return frozenset(_facts()["names"][field])
 
@@ -185,7 +186,8 @@ class _Walker(_values.Evaluator):
                 self.exhausted = True
                 return
             yield node
-            stack.extend((c, depth + 1) for c in reversed(list(node.iter_child_nodes())))
+            kids = self.children[id(node)] = list(node.iter_child_nodes())
+            stack.extend((c, depth + 1) for c in reversed(kids))
 
     def run(self, tree) -> None:
         """Analyse the template ``tree``."""

@@ -183,6 +183,7 @@ class Evaluator:
         self.members: dict[Slots, dict] = {}
         self.union: dict[Slots, frozenset] = {}
         self.kids: dict[int, list] = {}
+        self.children: dict[int, list] = {}  # each node's children, when the caller has listed them already
         self.outputs: dict[Any, frozenset] = {}
         self.callables: dict[Any, Any] = {}
         self.bound: set = set()
@@ -209,7 +210,7 @@ class Evaluator:
             elif isinstance(node, n.With):
                 kids = [*node.values, (2, node), *node.targets, *node.body]
             else:
-                kids = list(node.iter_child_nodes())
+                kids = self.children[id(node)] if id(node) in self.children else list(node.iter_child_nodes())
             self.kids[id(node)] = [k if isinstance(k, tuple) else (0, k) for k in reversed(kids)]
         for number in range(self.limits["passes"]):
             self.changed = False
