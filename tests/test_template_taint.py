@@ -15,6 +15,7 @@ from pathlib import Path
 import jinja2
 import jinja2.sandbox
 import pytest
+from hypothesis import given, strategies as st
 
 from gguf_construct.breaking import crafting
 from gguf_construct.breaking.crafting_security import template_with
@@ -191,3 +192,53 @@ def test_members_and_values_are_bounded():
     text = "{% set d = {" + many + ", 'last': '__globals__'} %}{{ lipsum[d['last']] }}{{ d[m.role] }}"
     assert jinja_scan.ESCAPE in [i.kind for i in jinja_scan.scan(text)]
     assert jinja_scan.scan("{% set d = {" + many + "} %}{{ d[m.role] }}") == ()
+
+
+# -- property: any nesting of the binding forms carries the key, and the scan follows it -----------------------------
+def _bind(kind: str, i: int, expr: str, body) -> str:
+    """Template text that binds ``expr`` by one binding form and hands the bound value's expression to ``body``."""
+    if kind == "set":
+        return f"{{% set v{i} = {expr} %}}" + body(f"v{i}")
+    if kind == "namespace":
+        return f"{{% set ns{i} = namespace(a={expr}) %}}" + body(f"ns{i}.a")
+    if kind == "namespace-assign":
+        return f"{{% set ns{i} = namespace() %}}{{% set ns{i}.a = {expr} %}}" + body(f"ns{i}.a")
+    if kind == "macro":
+        return f"{{% macro m{i}(p{i}) %}}" + body(f"p{i}") + f"{{% endmacro %}}{{{{ m{i}({expr}) }}}}"
+    if kind == "loop":
+        return f"{{% for v{i} in [{expr}] %}}" + body(f"v{i}") + "{% endfor %}"
+    if kind == "dict":
+        return f"{{% set d{i} = {{'k': {expr}}} %}}" + body(f"d{i}['k']")
+    if kind == "with":
+        return f"{{% with v{i} = {expr} %}}" + body(f"v{i}") + "{% endwith %}"
+    if kind == "caller":
+        return (f"{{% macro c{i}() %}}{{{{ caller({expr}) }}}}{{% endmacro %}}{{% call(v{i}) c{i}() %}}"
+                + body(f"v{i}") + "{% endcall %}")
+    if kind == "block-set":
+        return f"{{% set v{i} %}}{{{{ {expr} }}}}{{% endset %}}" + body(f"v{i}")
+    return body(f"(undefined{i}|default({expr}))")
+
+
+_KINDS = ["set", "namespace", "namespace-assign", "macro", "loop", "dict", "with", "caller", "block-set", "default"]
+
+
+def _nest(kinds: list, expr: str, use) -> str:
+    if not kinds:
+        return use(expr)
+    return _bind(kinds[0], len(kinds), expr, lambda bound: _nest(kinds[1:], bound, use))
+
+
+@given(st.lists(st.sampled_from(_KINDS), min_size=1, max_size=3))
+def test_nested_bindings_carry_the_key(kinds):
+    payload = _nest(kinds, "'__glo' ~ 'bals__'", lambda key: "{{ lipsum[" + key + "]['os']['popen']('id').read() }}")
+    probe = _Probe()
+    saved, os.popen = os.popen, probe
+    try:
+        _render(jinja2.Environment(), payload, {})
+    finally:
+        os.popen = saved
+    assert probe.calls == [("id",)], payload  # the generated payload is real
+    assert _followed_escapes(jinja_scan.scan(payload)), payload
+    benign = _nest(kinds, "'content'", lambda key: "{{ messages[0][" + key + "] }}{{ messages[0][m.role] }}")
+    assert "hi" in _render(jinja2.sandbox.SandboxedEnvironment(), benign, {"m": {"role": "role"}})
+    assert jinja_scan.scan(benign) == (), benign
