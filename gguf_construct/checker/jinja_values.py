@@ -10,9 +10,11 @@ are tracked; :class:`Seq`, a sequence known only by its elements; :class:`Callab
 
 Names are followed flow-insensitively: every binding of a name (``set``, ``set ns.attr``, block ``set``, ``for``
 targets, ``with``, macro and ``call`` parameters bound at each call site, macro defaults) adds to one value per
-name, and passes over the tree repeat until nothing changes.  After ``widen_after`` passes a value that still
-changes keeps only its non-constant atoms plus ``TOP`` (finitely many), so the passes end; after ``passes`` they
-stop anyway.  Each pass walks the tree without recursion, children before parents, in document order.
+name, and passes over the tree repeat until nothing changes.  A value with more constants than ``fold_values``
+keeps ``TOP`` and ``MANY`` instead, and absorbs further constants.  After ``widen_after`` passes a value that still
+changes keeps only its non-constant atoms (finitely many), so the passes end; after ``passes`` they stop anyway,
+and one last pass takes every name not reached yet as ``TOP``.  Each pass walks the tree without recursion,
+children before parents, in document order; limits are those of spec/templates.yaml.
 """
 
 from __future__ import annotations
