@@ -90,8 +90,15 @@ def test_inert_dunder_text_is_a_warning_only():
     assert {f.rule for f in _tpl(report)} == {"TPL-SUSPICIOUS"} and report.valid
 
 
-def test_llama_cpp_dialect_is_info_but_still_scanned():
+def test_generation_tag_is_a_known_extension():
     ok = check(_file(value="{% for m in messages %}{% generation %}{{ m.content }}{% endgeneration %}{% endfor %}"))
+    assert _tpl(ok) == [] and ok.valid
+    bad = check(_file(value="{% generation %}{{ lipsum['__glo' ~ 'bals__'] }}{% endgeneration %}"))
+    assert "TPL-ESCAPE" in {f.rule for f in bad.errors()}
+
+
+def test_llama_cpp_dialect_is_info_but_still_scanned():
+    ok = check(_file(value="{% for m in messages %}{% reasoning %}{{ m.content }}{% endreasoning %}{% endfor %}"))
     assert {(f.rule, f.severity) for f in _tpl(ok)} == {("TPL-UNPARSED", "info")} and ok.valid
     bad = check(_file(value=MALICIOUS["unparsable-with-dunder"]))
     assert "TPL-ESCAPE" in {f.rule for f in bad.errors()}
@@ -157,7 +164,7 @@ def test_sarif_names_the_advisory():
 
 
 def test_lexical_scan_looks_inside_tags_only():
-    text = "{% generation %}see __init__.py{# __class__ #}{{ m.content }}{% endgeneration %}"
+    text = "{% reasoning %}see __init__.py{# __class__ #}{{ m.content }}{% endreasoning %}"
     assert [i.kind for i in jinja_scan.scan(text)] == [jinja_scan.UNPARSED]
-    unclosed = "{% generation %}{{ x.__globals__ "
+    unclosed = "{% reasoning %}{{ x.__globals__ "
     assert jinja_scan.ESCAPE in [i.kind for i in jinja_scan.scan(unclosed)]

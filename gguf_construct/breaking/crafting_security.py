@@ -161,9 +161,9 @@ def _(raw):
 
 @_breakage("template-unparsed", "TPL-UNPARSED", carrier_only=False)
 def _(raw):
-    """A template with a tag jinja2 does not know ({% generation %}, a Hugging Face extension)."""
+    """A template with a tag jinja2 does not know ({% reasoning %}: no runtime tag the scan knows either)."""
     raw.set("tokenizer.chat_template", "STRING",
-            "{% for m in messages %}{% generation %}{{ m.content }}{% endgeneration %}{% endfor %}")
+            "{% for m in messages %}{% reasoning %}{{ m.content }}{% endreasoning %}{% endfor %}")
 
 
 @_breakage("template-too-large", "TPL-LIMIT", carrier_only=False)

@@ -93,14 +93,59 @@ def _sec_templates(ctx: Ctx) -> str:
          "STRING, or ARRAY of STRING (the pieces joined, and each piece on its own)"],
         ["other keys", f"any STRING value containing {code(keys['statement_marker'])} that jinja2 parses"],
         ["limits", f"{limits['bytes']} bytes, nesting depth {limits['depth']}, {limits['nodes']} syntax-tree "
-                   f"nodes; folding keeps at most {limits['fold_values']} values of at most "
-                   f"{limits['fold_length']} characters"],
-        ["escape globals", ", ".join(code(n) for n in names["escape_globals"])],
+                   f"nodes, syntax-tree depth {limits['tree_depth']}; folding keeps at most "
+                   f"{limits['fold_values']} values of at most {limits['fold_length']} characters, "
+                   f"{limits['members']} members per namespace or dict; {limits['passes']} passes, widening from "
+                   f"pass {limits['widen_after'] + 1}"],
+        ["escape globals (what a call gives)",
+         ", ".join(f"{code(n)} ({g})" for n, g in names["escape_globals"].items())],
         ["modules", ", ".join(code(n) for n in names["modules"])],
         ["calls", ", ".join(code(n) for n in names["calls"])],
         ["attribute-name filters", ", ".join(code(k) for k in names["attribute_filters"])],
+        ["filters followed", "; ".join(f"{kind}: " + ", ".join(code(f) for f in filters)
+                                       for kind, filters in t["values"]["filters"].items())],
+        ["methods followed", ", ".join(f"{code(m)} ({kind})" for m, kind in t["values"]["methods"].items())],
+        ["runtime block tags", ", ".join(code(tag) for tag in t["dialect"]["block_tags"])
+         + " (parsed as a block of their body)"],
     ])
     return "\n".join([table(["rule", "profiles", "what it reports"], rows), scanned])
+
+
+def _sec_template_values(ctx: Ctx) -> str:
+    lim = _templates()["limits"]
+    escape, limit = ctx.ref("rule", "TPL-ESCAPE"), ctx.ref("rule", "TPL-LIMIT")
+    return "\n".join([
+        "The scan never renders a template. It computes, for every expression of the syntax tree, the set of "
+        "things the expression may evaluate to, and judges each subscript, `attr` filter and attribute-name "
+        "argument by the key it may really get, however the key was spelled or carried there.\n",
+        "**What a value may be.** A constant string, integer or tuple; an *escape route* (one of the escape "
+        "globals in the table above, or anything reached from one, or from any private attribute); a namespace or dict whose "
+        "members are followed key by key; a sequence known only by its elements; a macro or `call` block; or "
+        "*unknown* (what comes from the render context, such as `messages[0]['content']`, the result of a "
+        "filter or method the table below does not list, anything past a budget).\n",
+        "**What it follows.** Constant strings through `~`, `+`, `*`, `%`, indexing and slicing, and the folding "
+        "filters and methods; every binding of a name: `{% set %}` (also as a block, whose value is the text "
+        "the block writes), `{% set ns.attr %}`, `namespace(...)` and `dict(...)` arguments, dict literals, "
+        "`{% for %}` targets (unpacked when they are tuples), `{% with %}`, macro parameters bound at each call "
+        "site (positional, keyword, defaults, extra ones in `varargs`), what a macro or `caller()` writes, and "
+        "`{% call(args) %}` parameters bound by each `caller(...)`. Names are followed regardless of scope "
+        "and order (every binding of a name adds to one value), which can only add values.\n",
+        "**Judgement.** A subscript, `attr` filter or attribute-name argument whose key may be a private name "
+        "(`__globals__`, `_TemplateReference__context`) is " + escape + ", as is one whose key may be unknown when "
+        "the object it applies to may be an escape route: no real template indexes a function object or a "
+        "Python internal with a computed key. An unknown key on ordinary data (`ns.roles[m.role]`, `msg[k]` in a "
+        "macro) is silent; an `attr` filter with an unknown name is " + escape + " on anything.\n",
+        f"**Where it gives up, and what it then assumes.** A value keeps at most {lim['fold_values']} constants "
+        f"of at most {lim['fold_length']} characters; past that it becomes unknown for good (it absorbs further "
+        f"constants). At most {lim['members']} members of one namespace or dict are followed one by one; the "
+        "rest share one unknown member. Passes over the tree repeat while any value changes; from pass "
+        f"{lim['widen_after'] + 1} on, a value that still changes keeps only its objects and becomes unknown "
+        f"otherwise, and after {lim['passes']} passes one last pass takes whatever was not reached yet as "
+        f"unknown ({limit} is reported, and an escape route indexed with it is still {escape}). A template "
+        f"over {lim['bytes']} bytes, nested deeper than {lim['depth']}, with more than {lim['nodes']} syntax-tree "
+        f"nodes or a tree deeper than {lim['tree_depth']} is not analysed ({limit}) and only scanned lexically "
+        "for dunder names. Every pass walks the tree without recursion, so the work is at most the number of "
+        "passes times the nodes.\n"])
 
 
 def _count(data: SpecData) -> str:
@@ -113,5 +158,6 @@ PAGE = Page("security.md", "Security", "published advisories against GGUF parser
                   "of `gguf-construct check` report it."),
             (Section("security-overview", "Overview", _sec_overview),
              Section("security-advisories", "Advisories", _sec_advisories),
-             Section("security-templates", "Chat templates", _sec_templates)),
+             Section("security-templates", "Chat templates", _sec_templates),
+             Section("security-template-values", "How template scanning follows values", _sec_template_values)),
             count=_count)
