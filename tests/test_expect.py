@@ -114,28 +114,73 @@ LIB = os.environ.get("GGUF_CONSTRUCT_LLAMA_LIB")
 
 @pytest.mark.skipif(not LIB, reason="set GGUF_CONSTRUCT_LLAMA_LIB to a libllama to ask llama.cpp")
 def test_libllama_asks_for_what_expect_lists(tmp_path):
-    """Against llama.cpp's loader: a file of exactly the listed required tensors loads; without any one of them
-    (the first and the last required tensor of each architecture) llama.cpp refuses, naming that tensor."""
-    from gguf_construct.fuzzing.targets import make_target
+    """Against llama.cpp's loader: the tensors it asks for (its ``create_tensor: loading tensor`` lines, in order)
+    are the requests expect replays, for the minimal model of every architecture."""
+    import subprocess
+    import sys
+    from pathlib import Path
 
-    target = make_target(f"llama:{LIB}", timeout=60)
-    wrong = {}
-    try:
-        for name in model_architectures():
-            meta, tensors = minimal_model_parts(name)
-            e = expect(meta, tensors)
-            required = [t.name for t in e.tensors if t.required and not t.duplicate and t.status == "present"]
-            path = tmp_path / f"{name}.gguf"
-            build_model_file(meta, {n: tensors[n] for n in tensors}).save(path)
-            if target.run(str(path)).status != "accept":
-                wrong[name] = "the listed tensors do not load"
-                continue
-            for drop in dict.fromkeys([required[0], required[-1]]):
-                cut = tmp_path / f"{name}-cut.gguf"
-                build_model_file(meta, {n: t for n, t in tensors.items() if n != drop}).save(cut)
-                out = target.run(str(cut))
-                if out.status == "accept" or drop not in (out.detail or ""):
-                    wrong[f"{name} without {drop}"] = (out.status, (out.detail or "")[:160])
-    finally:
-        target.close()
-    assert not wrong, wrong
+    tool = Path(__file__).resolve().parent.parent / "tools" / "memory_differential.py"
+    ours = {}
+    for name in model_architectures():
+        meta, tensors = minimal_model_parts(name)
+        path = tmp_path / f"{name}.gguf"
+        build_model_file(meta, tensors).save(path)
+        ours[str(path)] = [r.name for r in expect(meta, tensors).plan.requests]
+    proc = subprocess.run([sys.executable, str(tool), "--lib", LIB, "--requests", *ours], capture_output=True,
+                          text=True, timeout=1800)
+    got = {r["path"]: r for r in map(json.loads, proc.stdout.splitlines())}
+    assert set(got) == set(ours), proc.stderr[-400:]
+    wrong = {Path(p).stem: (ours[p], got[p]["requests"]) for p in ours
+             if not got[p]["ok"] or got[p]["requests"] != ours[p]}
+    assert not wrong, {k: next(((i, a, b) for i, (a, b) in enumerate(zip(*v)) if a != b), len(v[0]) - len(v[1]))
+                       for k, v in wrong.items()}
+
+
+def _corpus():
+    from conftest import corpus_files
+    return corpus_files()
+
+
+@pytest.mark.parametrize("path", _corpus(), ids=lambda p: p.name)
+def test_corpus_vocabularies_list_every_tensor_as_missing(path):
+    """The corpus holds vocabularies (no tensors): as a model, each misses every tensor expect lists, some of them
+    required (llama.cpp's load stops at the first)."""
+    import gguf_construct as g
+    from gguf_construct.arch import from_file
+
+    meta, tensors = from_file(g.load(path))
+    e = expect(meta, tensors)
+    assert not tensors and not e.loads
+    if e.tensors:  # an architecture whose hyperparameters are all present gets as far as the tensors
+        assert {t.status for t in e.tensors} == {"missing"}
+        assert any(t.required for t in e.tensors)
+
+
+@pytest.mark.skipif(not LIB, reason="set GGUF_CONSTRUCT_LLAMA_LIB to a libllama to ask llama.cpp")
+def test_libllama_stops_at_the_first_missing_tensor_of_the_corpus():
+    """llama.cpp asks for the corpus vocabularies' tensors in expect's order, up to the first required one."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import gguf_construct as g
+    from gguf_construct.arch import from_file
+
+    paths = [str(p) for p in _corpus()]
+    if not paths:
+        pytest.skip("../shared/corpus is absent")
+    tool = Path(__file__).resolve().parent.parent / "tools" / "memory_differential.py"
+    proc = subprocess.run([sys.executable, str(tool), "--lib", LIB, "--requests", *paths], capture_output=True,
+                          text=True, timeout=1800)
+    got = {r["path"]: r for r in map(json.loads, proc.stdout.splitlines())}
+    assert set(got) == set(paths), proc.stderr[-400:]
+    compared = 0
+    for p in paths:
+        meta, tensors = from_file(g.load(p))
+        ours = [r.name for r in expect(meta, tensors).plan.requests]
+        theirs = got[p]["requests"]
+        assert not got[p]["ok"]
+        assert theirs == ours[:len(theirs)], (p, theirs, ours[:len(theirs)])
+        compared += bool(theirs)
+    assert compared > 0

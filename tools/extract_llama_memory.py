@@ -167,6 +167,11 @@ def main(argv=None) -> int:
     for name, cond in re.findall(r"const\s+bool\s+(\w+)\s*=\s*([^;]*);", default_text):
         flags[name] = _translate(cond, rename)
 
+    hybrid_cpp = read(root, "src/llama-memory-hybrid.cpp")
+    hybrid_defaults = {
+        name: _translate(expr.strip(), rename) for name, expr in re.findall(
+            r"(filter_\w+)\s*==\s*nullptr\s*\?\s*\[&\]\s*\(\s*int32_t\s+il\s*\)\s*\{\s*return\s+([^;]+);", hybrid_cpp)}
+
     ctx_cpp = read(root, "src/llama-context.cpp")
     raw_ctx = (root / "src/llama-context.cpp").read_text()  # the field names are in comments
     defaults_src = find_function(raw_ctx, "llama_context_params llama_context_default_params")
@@ -202,6 +207,7 @@ def main(argv=None) -> int:
         "no_memory": no_memory,
         "special": special,
         "flags": flags,
+        "hybrid_default_filters": hybrid_defaults,
         "lambdas": lambdas,
         "context_defaults": context_defaults,
         "n_ctx_pad": n_ctx_pad,

@@ -132,6 +132,7 @@ class Estimate:
     compute_bytes: int
     layers: list[CacheLayer] = field(default_factory=list)
     caches: dict[str, int] = field(default_factory=dict)  # cache name -> cells
+    buffers: dict[str, int] = field(default_factory=dict)  # cache name -> bytes of its buffer (as llama.cpp logs)
     notes: list[str] = field(default_factory=list)
     replayed: bool = True
 
@@ -147,7 +148,7 @@ class Estimate:
                 "model_bytes": self.model_bytes, "kv_bytes": self.kv_bytes, "kv_size_bytes": self.kv_size_bytes,
                 "recurrent_bytes": self.recurrent_bytes, "output_bytes": self.output_bytes,
                 "compute_bytes": self.compute_bytes, "compute_estimated": True, "total_bytes": self.total_bytes,
-                "replayed": self.replayed, "caches": self.caches, "notes": self.notes,
+                "replayed": self.replayed, "caches": self.caches, "buffers": self.buffers, "notes": self.notes,
                 "layers": [vars(x) for x in self.layers]}
 
 
@@ -191,11 +192,15 @@ class _Rules:
         v = self.interp.globals.get(name, False)
         return bool(v) if v is not UNKNOWN else False
 
-    def keep(self, name: str, il: int) -> bool:
-        """The filter ``name`` for layer ``il`` (True when the branch sets no such filter)."""
+    def keep(self, name: str, il: int, default: str | None = None) -> bool:
+        """The filter ``name`` for layer ``il``; when the branch sets no such filter, the expression ``default``
+        (over ``il``), else True."""
         lam = self.functions.get(name)
         if lam is None:
-            return True
+            if default is None:
+                return True
+            v = self.interp.eval(default, Frame(None, None, {"il": il}))
+            return bool(v) if v is not UNKNOWN else True
         v = self.interp.call(lam["body"], None, {lam.get("param", "il"): il})
         return bool(v) if v is not UNKNOWN else True
 
@@ -222,7 +227,9 @@ def _kv_cache(plan: LoadPlan, rules: _Rules, cp: dict, kv_size: int, name: str, 
         vb = row_size(cp["type_v"], vw) * kv_size * n_stream if not is_mla else 0
         est.layers.append(CacheLayer(il, name, kv_size, kw, vw, kb, vb))
         est.kv_size_bytes += kb + vb
-        est.kv_bytes += _pad(kb, align) + (_pad(vb, align) if not is_mla else 0)
+        padded = _pad(kb, align) + (_pad(vb, align) if not is_mla else 0)
+        est.kv_bytes += padded
+        est.buffers[name] = est.buffers.get(name, 0) + padded
     est.caches[name] = kv_size
 
 
@@ -241,13 +248,17 @@ def _recurrent(plan: LoadPlan, cp: dict, keep, est: Estimate) -> None:
         rb, sb = 4 * n_r * rows, 4 * n_s * rows
         pb = 4 * ple * rows if ple > 0 and h.is_ple(il) else 0
         est.layers.append(CacheLayer(il, "recurrent", rows, n_r, n_s, rb, sb))
-        est.recurrent_bytes += _pad(rb, align) + _pad(sb, align) + (_pad(pb, align) if pb else 0)
+        padded = _pad(rb, align) + _pad(sb, align) + (_pad(pb, align) if pb else 0)
+        est.recurrent_bytes += padded
+        est.buffers["recurrent"] = est.buffers.get("recurrent", 0) + padded
     est.caches["recurrent"] = rows
 
 
-def _attention(plan: LoadPlan, rules: _Rules, cp: dict, est: Estimate, filter_name: str) -> None:
+def _attention(plan: LoadPlan, rules: _Rules, cp: dict, est: Estimate, filter_name: str,
+               default: str | None = None) -> None:
     """A KV cache, split into base and SWA caches (llama_kv_cache_iswa) when the model has SWA layers."""
     h = plan.hparams
+    keep = functools.partial(rules.keep, filter_name, default=default)
     spec = memory_spec()
     none = loader()["constants"]["LLAMA_SWA_TYPE_NONE"]
     base = est.n_ctx_seq
@@ -255,10 +266,10 @@ def _attention(plan: LoadPlan, rules: _Rules, cp: dict, est: Estimate, filter_na
         swa = base if cp["swa_full"] else _pad(
             min(base, int(h.n_swa) * (cp["n_seq_max"] if cp["kv_unified"] else 1) + est.n_ubatch),
             spec["swa_cache_pad"])
-        _kv_cache(plan, rules, cp, base, "kv", lambda il: rules.keep(filter_name, il) and not h.is_swa(il), est)
-        _kv_cache(plan, rules, cp, swa, "swa", lambda il: rules.keep(filter_name, il) and bool(h.is_swa(il)), est)
+        _kv_cache(plan, rules, cp, base, "kv", lambda il: keep(il) and not h.is_swa(il), est)
+        _kv_cache(plan, rules, cp, swa, "swa", lambda il: keep(il) and bool(h.is_swa(il)), est)
     else:
-        _kv_cache(plan, rules, cp, base, "kv", lambda il: rules.keep(filter_name, il), est)
+        _kv_cache(plan, rules, cp, base, "kv", keep, est)
 
 
 def model_buffer(plan: LoadPlan, tensors: Mapping[str, TensorMeta], offsets: Mapping[str, tuple] | None,
@@ -282,29 +293,76 @@ def model_buffer(plan: LoadPlan, tensors: Mapping[str, TensorMeta], offsets: Map
 
 
 def compute_estimate(plan: LoadPlan, est: Estimate, cp: dict) -> int:
-    """An estimate of the CPU compute buffer (the graph allocator's peak for a ``n_ubatch``-token batch).
+    """An estimate of the CPU compute buffer: ggml's allocator's peak over the prompt-processing graph that
+    llama.cpp reserves (``T = min(n_ctx, n_ubatch)`` tokens, ``T`` outputs, a cache of ``n_kv`` cells).
 
-    llama.cpp sizes it by building the prompt-processing graph and running ggml's allocator over it; that cannot
-    be replayed from the file.  The estimate takes the largest set of tensors alive together in a transformer
-    layer's graph -- the layer input and residual (``n_embd``), the attention scores over the whole cache
-    (``n_kv x n_ubatch x n_head``, F32, kept twice around the softmax unless flash attention), the feed-forward
-    activations (``n_ff``, three of them for gated units) -- and the output head (``n_vocab`` logits per token
-    of the ubatch), whichever is larger, in F32."""
+    That graph is built by the architecture's C++ graph code, which is not in the spec, so the peak is modelled
+    (F32 activations, ``w`` = a row width times ``T`` x 4 bytes), calibrated on llama.cpp's own figures
+    (tools/memory_differential.py measures the error per family):
+
+    * KQ mask: ``n_kv x T`` (F16 with flash attention, F32 without);
+    * feed-forward peak: three ``n_ff`` rows for a gated unit (gate, up, their product; one without a gate) and
+      three ``n_embd`` rows, plus the mask;
+    * attention peak: seven ``n_embd`` rows plus the mask, plus, without flash attention, the scores
+      ``n_kv x T x n_head``;
+    * output head: ``n_vocab`` logits per output and two ``n_embd`` rows;
+    * recurrent layers: four ``d_inner`` rows (the SSM or WKV projections) in place of the attention;
+
+    the estimate is the largest of these."""
     h = plan.hparams
-    n_tokens = est.n_ubatch
+    t = min(est.n_ctx, est.n_ubatch)
+    row = t * 4
     n_embd = int(h.n_embd)
     n_vocab = int(plan.n_vocab or 0)
     n_layer = max(1, int(h.n_layer()))
-    n_head = max(int(h.n_head(il)) for il in range(n_layer))
+    heads = [int(h.n_head(il)) for il in range(n_layer)]
+    n_head = max(heads + [0])
     n_ff = max([int(h.n_ff(il)) for il in range(n_layer)] + [0])
-    n_kv = max(est.caches.get("kv", 0), est.caches.get("swa", 0)) if est.caches else n_tokens
-    n_kv = min(n_kv, est.n_ctx_seq) if n_kv else n_tokens
-    stream = n_tokens * 4
-    attn = n_kv * n_head * stream * (1 if cp["flash_attn"] else 2)
-    ffn = 3 * n_ff * stream
-    layer = 4 * n_embd * stream + max(attn, ffn)
-    head = n_vocab * stream + 2 * n_embd * stream
-    return max(layer, head)
+    n_ff = max(n_ff, int(getattr(h, "n_ff_exp", lambda il=0: 0)(0) or 0) * max(1, _used_experts(h)))
+    fa = cp["flash_attn"]
+    cells = [est.caches[c] for c in ("kv", "swa") if est.buffers.get(c)]
+    if not cells and est.memory == "none" and n_head:
+        cells = [t]  # no cache (encoders): attention over the batch itself
+    n_kv = max(cells + [0])
+    mask = sum(c * t * (2 if fa else 4) for c in cells)
+    gated = any(".ffn_gate." in n or "_gate_exps" in n for n in plan.used)
+    ffn = (3 if gated else 1) * n_ff * row + 3 * n_embd * row + mask
+    attn = 7 * n_embd * row + mask + (0 if fa or not n_kv else n_kv * t * n_head * 4)
+    d_inner = max(int(getattr(h, "ssm_d_inner", 0) or 0), int(h.n_embd_s() or 0) // max(1, n_embd)
+                  if "recurrent" in est.caches else 0)
+    recr = 4 * max(d_inner, n_embd) * row if "recurrent" in est.caches else 0
+    head = n_vocab * t * 4 + 2 * n_embd * row + (0 if fa else mask)
+    return max(ffn, attn, recr, head)
+
+
+def _used_experts(h: Any) -> int:
+    try:
+        return int(h.n_expert_used_max())
+    except (TypeError, ValueError):
+        return 0
+
+
+def _check_cache_types(plan: LoadPlan, cp: dict, params: ContextParams | None) -> None:
+    """llama_init_from_model's refusals of cache types (ValueError with its reason): MLA models need equal K and
+    V types; a quantized V cache needs flash attention; with flash attention a quantized type's block size must
+    divide every layer's head size."""
+    h = plan.hparams
+    if (h.is_mla() or plan.arch == "deepseek4") and cp["type_k"] != cp["type_v"]:
+        raise ValueError(f"model does not support different K ({cp['type_k']}) and V ({cp['type_v']}) cache types")
+    fa_setting = params.flash_attn if params is not None else None
+    quantized = {name: _types()[cp[name]].block_size > 1 for name in ("type_k", "type_v")}
+    if quantized["type_v"] and fa_setting is False:
+        raise ValueError("quantized V cache requires flash_attn to be enabled")
+    if fa_setting is False:
+        return
+    for name, head in (("type_k", h.n_embd_head_k), ("type_v", h.n_embd_head_v)):
+        if not quantized[name]:
+            continue
+        block = _types()[cp[name]].block_size
+        for il in range(int(h.n_layer())):
+            if int(head(il)) % block:
+                raise ValueError(f"{name[-1].upper()} cache type {cp[name]} with block size {block} does not "
+                                 f"divide the head size {int(head(il))} of layer {il}")
 
 
 def estimate(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], ctx: int,
@@ -319,6 +377,7 @@ def estimate(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], c
     if plan.problems or h is None:
         raise ValueError(f"llama.cpp would not load this model: {plan.problems[0].message}" if plan.problems
                          else "no hyperparameters")
+    _check_cache_types(plan, cp, params)
     n_ctx = int(ctx) if ctx else int(h.n_ctx_train)
     n_ctx = _pad(n_ctx, spec["n_ctx_pad"])
     n_seq = max(1, int(cp["n_seq_max"]))
@@ -360,8 +419,9 @@ def estimate(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], c
         if rules.flag("needs_mem_idx"):
             est.replayed = False
             est.notes.append(f"{arch}: the hybrid memory with an indexer cache is not replayed (indexer omitted)")
-        _attention(plan, rules, cp, est, "filter_attn")
-        _recurrent(plan, cp, lambda il: rules.keep("filter_recr", il), est)
+        defaults = spec.get("hybrid_default_filters") or {}
+        _attention(plan, rules, cp, est, "filter_attn", defaults.get("filter_attn"))
+        _recurrent(plan, cp, lambda il: rules.keep("filter_recr", il, defaults.get("filter_recr")), est)
     else:
         est.memory = "kv"
         _attention(plan, rules, cp, est, "filter")
