@@ -133,17 +133,19 @@ def test_figures_agree_with_libllama(arch, tmp_path):
     import subprocess
     proc = subprocess.run([sys.executable, md.__file__, "--lib", LIB, "--worker", str(path), json.dumps(configs)],
                           capture_output=True, text=True, timeout=600)
-    results = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
-    assert len(results) == len(configs), proc.stderr[-500:]
-    for r in results:
-        cfg = configs[r["index"]]
+    model_lines, results = md.collect(proc.stdout)
+    assert sorted(results) == list(range(len(configs))), proc.stderr[-500:]
+    for index, r in sorted(results.items()):
+        cfg = configs[index]
         params = ContextParams(n_seq_max=cfg.get("seqs"), type_k=cfg.get("type_k"), type_v=cfg.get("type_v"),
                                flash_attn=cfg.get("flash_attn"), swa_full=cfg.get("swa_full"))
+        assert r["ok"] is not None, (cfg, proc.stderr[-300:])  # the context was created or refused, not aborted
         if not r["ok"]:  # llama.cpp refuses the context (a cache type that does not fit the heads): so do we
             with pytest.raises(ValueError):
                 estimate(meta, tensors, cfg["ctx"], params, offsets=offsets)
             continue
         got = md.reported(r["lines"])
+        got["model"] = md.reported(model_lines)["model"]
         mine = md.ours(estimate(meta, tensors, cfg["ctx"], params, offsets=offsets))
         for c in ("model", "kv", "recurrent", "output"):
             assert abs((got[c] or 0.0) - mine[c]) < 0.005, (cfg, c, got, mine)

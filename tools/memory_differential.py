@@ -93,17 +93,19 @@ def loader_requests(lib_path: str, paths: list[str]) -> int:
 
 
 def worker(lib_path: str, model_path: str, configs: list[dict]) -> int:
-    """Load ``model_path`` and create one context per configuration; print one JSON line per configuration with
-    the log lines llama.cpp wrote while creating it."""
+    """Load ``model_path`` and create one context per configuration.  Every log line is printed at once as
+    ``{"index": i, "line": ...}`` (so that a context whose graph reservation aborts the process still shows the
+    buffers allocated before), then ``{"index": i, "ok": ...}`` when the context is created or refused."""
     from gguf_construct.fuzzing.llama_target import _ModelParams
 
     log_t = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
-    lines: list[str] = []
+    current = [-1]
 
     @log_t
     def log(level, text, user):
         if text:
-            lines.append(text.decode("utf-8", "replace"))
+            sys.stdout.write(json.dumps({"index": current[0], "line": text.decode("utf-8", "replace")}) + "\n")
+            sys.stdout.flush()
 
     lib = ctypes.CDLL(lib_path)
     lib.llama_log_set.argtypes = [log_t, ctypes.c_void_p]
@@ -119,12 +121,11 @@ def worker(lib_path: str, model_path: str, configs: list[dict]) -> int:
     mp = lib.llama_model_default_params()
     mp.n_gpu_layers = 0
     model = lib.llama_model_load_from_file(model_path.encode(), mp)
-    model_lines = list(lines)
+    print(json.dumps({"index": -1, "ok": bool(model)}), flush=True)
     if not model:
-        print(json.dumps({"index": -1, "ok": False, "lines": model_lines[-5:]}), flush=True)
         return 1
     for i, cfg in enumerate(configs):
-        del lines[:]
+        current[0] = i
         cp = lib.llama_context_default_params()
         cp.n_ctx = cfg["ctx"]
         cp.n_seq_max = cfg.get("seqs", 1)
@@ -137,11 +138,31 @@ def worker(lib_path: str, model_path: str, configs: list[dict]) -> int:
         cp.kv_unified = bool(cfg.get("kv_unified", False))
         cp.embeddings = bool(cfg.get("embeddings", False))
         ctx = lib.llama_init_from_model(model, cp)
-        print(json.dumps({"index": i, "ok": bool(ctx), "lines": model_lines + lines}), flush=True)
-        model_lines = [x for x in model_lines if "model buffer size" in x]
+        print(json.dumps({"index": i, "ok": bool(ctx)}), flush=True)
         if ctx:
             lib.llama_free(ctx)
     return 0
+
+
+def collect(stdout: str) -> tuple[list[str], dict[int, dict]]:
+    """The worker's output as (model load lines, index -> {"ok": bool or None when it died, "lines": [...]})."""
+    model_lines: list[str] = []
+    out: dict[int, dict] = {}
+    for raw in stdout.splitlines():
+        if not raw.startswith("{"):
+            continue
+        rec = json.loads(raw)
+        i = rec["index"]
+        if i < 0:
+            if "line" in rec:
+                model_lines.append(rec["line"])
+            continue
+        entry = out.setdefault(i, {"ok": None, "lines": []})
+        if "line" in rec:
+            entry["lines"].append(rec["line"])
+        else:
+            entry["ok"] = rec["ok"]
+    return model_lines, out
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -227,7 +248,10 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for name in names:
         try:
-            meta, tensors = minimal_model_parts(name, sizes=sizes or None, n_vocab=args.vocab)
+            try:
+                meta, tensors = minimal_model_parts(name, sizes=sizes or None, n_vocab=args.vocab)
+            except ValueError:  # the architecture's asserts want other sizes: its smallest model
+                meta, tensors = minimal_model_parts(name, n_vocab=args.vocab)
         except Exception as exc:  # noqa: BLE001 - reported
             print(f"{name}: no minimal model ({exc})", file=sys.stderr)
             continue
@@ -239,19 +263,26 @@ def main(argv: list[str] | None = None) -> int:
         try:
             proc = subprocess.run([sys.executable, __file__, "--lib", args.lib, "--worker", str(path),
                                    json.dumps(configs)], capture_output=True, text=True, timeout=args.timeout)
-            results = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
-            crashed = proc.returncode not in (0, 1)
-        except subprocess.TimeoutExpired:
-            results, crashed = [], True
-        by_index = {r["index"]: r for r in results}
+            stdout = proc.stdout
+        except subprocess.TimeoutExpired as exc:
+            stdout = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        model_lines, results = collect(stdout)
+        model_mib = reported(model_lines)["model"]
         for i, cfg in enumerate(configs):
-            r = by_index.get(i)
+            r = results.get(i)
             row = {"arch": name, "family": fam, "config": cfg}
-            if r is None or not r["ok"]:
-                row["llama"] = "crash" if r is None and crashed else "refused"
-                row["error"] = (r or by_index.get(-1) or {}).get("lines", [""])[-3:] if r or -1 in by_index else []
+            if r is None:
+                row["llama"] = "not reached"
+            elif r["ok"] is False:
+                row["llama"] = "refused"
+                row["error"] = [x for x in r["lines"] if "failed" in x or "error" in x.lower()][-2:]
             else:
-                row["llama"] = reported(r["lines"])
+                got = reported(r["lines"])
+                got["model"] = model_mib
+                got["crashed"] = r["ok"] is None  # died creating the context: the buffers before are compared
+                if got["crashed"]:
+                    got["compute"] = None
+                row["llama"] = got
             try:
                 p = Params(n_seq_max=cfg.get("seqs"), type_k=cfg.get("type_k"), type_v=cfg.get("type_v"),
                            flash_attn=cfg.get("flash_attn"), swa_full=cfg.get("swa_full"),
@@ -280,12 +311,14 @@ def report(rows: list[dict]) -> None:
     fams: dict[str, dict] = {}
     disagreements = []
     for r in rows:
-        f = fams.setdefault(r["family"], {"contexts": 0, "refused": 0, "not_replayed": 0,
-                                          **{c: [0, 0] for c in COMPONENTS}, "compute": []})
+        f = fams.setdefault(r["family"], {"contexts": 0, "refused": 0, "agreed_refusals": 0, "crashed": 0,
+                                          "not_replayed": 0, **{c: [0, 0] for c in COMPONENTS}, "compute": []})
         if not isinstance(r.get("llama"), dict):
             f["refused"] += 1
+            f["agreed_refusals"] += r.get("llama") == "refused" and r.get("ours") is None
             continue
         f["contexts"] += 1
+        f["crashed"] += bool(r["llama"].get("crashed"))
         if not r.get("ours") or not r.get("replayed", True):
             f["not_replayed"] += 1
             continue
@@ -302,13 +335,14 @@ def report(rows: list[dict]) -> None:
                 disagreements.append((r["arch"], r["config"], c, got, want))
         if llama.get("compute"):
             f["compute"].append((mine["compute"] - llama["compute"]) / llama["compute"])
-    print(f"{'family':14} {'contexts':>8} {'refused':>7} {'n/r':>4} " +
+    print(f"{'family':14} {'contexts':>8} {'died':>5} {'refused':>7} {'n/r':>4} " +
           " ".join(f"{c:>10}" for c in COMPONENTS) + "  compute err (median |%|, max |%|)")
     for name, f in sorted(fams.items()):
         cells = [f"{f[c][0]}/{f[c][1]}" for c in COMPONENTS]
         errs = sorted(abs(e) * 100 for e in f["compute"])
         comp = f"{errs[len(errs) // 2]:.1f}%, {errs[-1]:.1f}%" if errs else "-"
-        print(f"{name:14} {f['contexts']:8d} {f['refused']:7d} {f['not_replayed']:4d} " +
+        print(f"{name:14} {f['contexts']:8d} {f['crashed']:5d} {f['agreed_refusals']:3d}/{f['refused']:<3d} "
+              f"{f['not_replayed']:4d} " +
               " ".join(f"{x:>10}" for x in cells) + f"  {comp}")
     for arch, cfg, c, got, want in disagreements[:60]:
         print(f"DISAGREE {arch} {json.dumps(cfg)} {c}: ours {got:.2f} MiB, llama.cpp {want:.2f} MiB")
