@@ -150,3 +150,20 @@ def test_figures_agree_with_libllama(arch, tmp_path):
         for c in ("model", "kv", "recurrent", "output"):
             assert abs((got[c] or 0.0) - mine[c]) < 0.005, (cfg, c, got, mine)
         assert abs(mine["compute"] - got["compute"]) <= 0.25 * got["compute"], (cfg, got, mine)
+
+
+def test_sweep_rows_carry_the_estimate(tmp_path):
+    from gguf_construct.model import load
+    from gguf_construct.sweep import sweep_one
+
+    meta, tensors = minimal_model_parts("llama")
+    path = tmp_path / "m.gguf"
+    build_model_file(meta, tensors).save(path)
+    row = sweep_one(str(path))
+    offsets = {t.name: (0, int(t.offset)) for t in load(str(path)).tensors}
+    assert row["memory_bytes"] == {"4096": estimate(meta, tensors, 4096, offsets=offsets).total_bytes,
+                                   "train": estimate(meta, tensors, 0, offsets=offsets).total_bytes}
+    tensors = {n: t for n, t in tensors.items() if n != "output_norm.weight"}
+    bad = tmp_path / "bad.gguf"
+    build_model_file(meta, tensors).save(bad)
+    assert sweep_one(str(bad))["memory_bytes"] == {}

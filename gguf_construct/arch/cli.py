@@ -76,10 +76,9 @@ def _cmd_expect(args) -> int:
         print(f"gguf-construct expect: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps({"arch": e.arch, "loads": e.loads, "quantities": e.quantities,
-                          "tensors": [t.to_json() for t in e.tensors],
-                          "problems": [{"rule": f"MODEL-{p.code}", "message": p.message} for p in e.problems]},
-                         indent=1))
+        print(json.dumps([t.to_json() for t in e.tensors], indent=1))
+        for p in e.problems[:5]:  # the list is the answer; why a file would not load goes to stderr
+            print(f"problem: MODEL-{p.code}: {p.message}", file=sys.stderr)
     else:
         _render_expect(e, sys.stdout)
     bad = any(t.status in ("shape", "unused") or (t.status == "missing" and t.required) for t in e.tensors)
@@ -149,7 +148,8 @@ def add_cli(subparsers) -> None:
                    help="a hyperparameter (KEY without the architecture prefix is the architecture's, e.g. "
                         "attention.head_count=32)")
     p.add_argument("--vocab", type=int, default=None, help="vocabulary size (without FILE)")
-    p.add_argument("--json", action="store_true", help="a JSON object with a list of {name, shape, required, status}")
+    p.add_argument("--json", action="store_true",
+                   help="a JSON list of {name, shape, required, duplicate, status, file_shape}")
     p.set_defaults(func=_cmd_expect)
 
     q = subparsers.add_parser(

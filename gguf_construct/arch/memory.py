@@ -306,7 +306,8 @@ def compute_estimate(plan: LoadPlan, est: Estimate, cp: dict) -> int:
     * attention peak: seven ``n_embd`` rows plus the mask, plus, without flash attention, the scores
       ``n_kv x T x n_head``;
     * output head: ``n_vocab`` logits per output and two ``n_embd`` rows;
-    * recurrent layers: four ``d_inner`` rows (the SSM or WKV projections) in place of the attention;
+    * recurrent layers: about 17 ``n_embd`` rows for RWKV's mixing, 6.5 rows of the inner width for Mamba-style
+      scans;
 
     the estimate is the largest of these."""
     h = plan.hparams
@@ -328,9 +329,13 @@ def compute_estimate(plan: LoadPlan, est: Estimate, cp: dict) -> int:
     gated = any(".ffn_gate." in n or "_gate_exps" in n for n in plan.used)
     ffn = (3 if gated else 1) * n_ff * row + 3 * n_embd * row + mask
     attn = 7 * n_embd * row + mask + (0 if fa or not n_kv else n_kv * t * n_head * 4)
-    d_inner = max(int(getattr(h, "ssm_d_inner", 0) or 0), int(h.n_embd_s() or 0) // max(1, n_embd)
-                  if "recurrent" in est.caches else 0)
-    recr = 4 * max(d_inner, n_embd) * row if "recurrent" in est.caches else 0
+    recr = 0
+    if "recurrent" in est.caches:
+        if int(getattr(h, "wkv_head_size", 0) or 0):  # RWKV time and channel mixing: ~17 rows of n_embd
+            recr = 17 * n_embd * row
+        else:  # Mamba-style: ~6.5 rows of the inner width (x and z projections, convolution, scan)
+            d_inner = int(getattr(h, "ssm_d_inner", 0) or 0) or 2 * n_embd
+            recr = 13 * d_inner * row // 2
     head = n_vocab * t * 4 + 2 * n_embd * row + (0 if fa else mask)
     return max(ffn, attn, recr, head)
 
