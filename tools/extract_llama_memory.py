@@ -186,6 +186,20 @@ def main(argv=None) -> int:
             context_defaults[name] = value == "true"
         elif value in arch_names or value.startswith(("LLAMA_", "GGML_TYPE_")):
             context_defaults[name] = value
+    # llama_init_from_model: architectures whose flash attention is forced off
+    fa_off = [arch_names[a] for a in re.findall(
+        r"params\.flash_attn_type\s*!=\s*LLAMA_FLASH_ATTN_TYPE_DISABLED\s*&&\s*model->arch\s*==\s*(LLM_ARCH_\w+)\s*\)"
+        r"\s*\{[^}]*?flash_attn_type\s*=\s*LLAMA_FLASH_ATTN_TYPE_DISABLED", ctx_cpp)]
+    # llama_context: draft architectures that need another context (ctx_other), always or without their own
+    # token embedding / output tensors
+    needs_other: dict[str, str] = {}
+    for cond, inner in re.findall(r"if\s*\(((?:\s*(?:\|\|)?\s*model\.arch\s*==\s*LLM_ARCH_\w+)+)\s*\)\s*\{(.*?)"
+                                  r"requires ctx_other", ctx_cpp, re.S):
+        when = re.search(r"if\s*\(\s*(model\.tok_embd[^)]*?)\)\s*\{", inner)
+        for a in re.findall(r"LLM_ARCH_\w+", cond):
+            needs_other[arch_names[a]] = ("missing: " + ", ".join(re.findall(r"model\.(\w+)\s*==\s*nullptr",
+                                                                       when.group(1)))) if when else "always"
+
     n_ctx_pad = int(re.search(r"cparams\.n_ctx\s*=\s*GGML_PAD\(cparams\.n_ctx,\s*(\d+)\)", ctx_cpp).group(1))
     n_ctx_seq_pad = int(re.search(r"cparams\.n_ctx_seq\s*=\s*GGML_PAD\(cparams\.n_ctx_seq,\s*(\d+)\)",
                                   ctx_cpp).group(1))
@@ -214,6 +228,8 @@ def main(argv=None) -> int:
         "n_ctx_seq_pad": n_ctx_seq_pad,
         "swa_cache_pad": swa_pad,
         "cpu_buffer_alignment": alignment,
+        "flash_attn_forced_off": fa_off,
+        "needs_ctx_other": needs_other,
         "rs_rollback": rs_rollback,
     }
     args.out.mkdir(parents=True, exist_ok=True)

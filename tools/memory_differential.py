@@ -214,6 +214,30 @@ def configurations(ctxs: list[int], quick: bool) -> list[dict]:
     return out
 
 
+def run_configs(lib: str, path: Path, configs: list[dict], timeout: float) -> tuple[list[str], dict[int, dict]]:
+    """Every configuration through workers: after a context whose creation killed the process, a new worker
+    takes the remaining ones."""
+    pending = list(range(len(configs)))
+    model_lines: list[str] = []
+    results: dict[int, dict] = {}
+    while pending:
+        try:
+            proc = subprocess.run([sys.executable, __file__, "--lib", lib, "--worker", str(path),
+                                   json.dumps([configs[i] for i in pending])], capture_output=True, text=True,
+                                  timeout=timeout)
+            stdout = proc.stdout
+        except subprocess.TimeoutExpired as exc:
+            stdout = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        lines, got = collect(stdout)
+        model_lines = model_lines or lines
+        if not got:
+            break
+        for j, r in got.items():
+            results[pending[j]] = r
+        pending = [i for k, i in enumerate(pending) if k not in got]
+    return model_lines, results
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the differential; print agreement per family."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -260,13 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         f = load(str(path))
         offsets = {t.name: (0, int(t.offset)) for t in f.tensors}
         fam = family(name, meta, tensors)
-        try:
-            proc = subprocess.run([sys.executable, __file__, "--lib", args.lib, "--worker", str(path),
-                                   json.dumps(configs)], capture_output=True, text=True, timeout=args.timeout)
-            stdout = proc.stdout
-        except subprocess.TimeoutExpired as exc:
-            stdout = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        model_lines, results = collect(stdout)
+        model_lines, results = run_configs(args.lib, path, configs, args.timeout)
         model_mib = reported(model_lines)["model"]
         for i, cfg in enumerate(configs):
             r = results.get(i)

@@ -24,6 +24,7 @@ replayed rather than guessed.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -292,7 +293,33 @@ def model_buffer(plan: LoadPlan, tensors: Mapping[str, TensorMeta], offsets: Map
     return sum(_pad(s, alignment) for s in sizes[:-1]) + (sizes[-1] if sizes else 0)
 
 
-def compute_estimate(plan: LoadPlan, est: Estimate, cp: dict) -> int:
+def _ffn_rows(plan: LoadPlan, tensors: Mapping[str, TensorMeta], n_layer: int) -> int:
+    """The widest feed-forward activation of a layer, in values per token, from the tensors the layers use: the
+    up projection's output (dense, shared experts, and each of the ``n_expert_used`` routed experts), three times
+    for a gated unit (gate, up, their product), 1.5 times for a fused gate-up projection."""
+    h = plan.hparams
+    widest = 0
+    for il in range(n_layer):
+        total = 0
+        for kind in ("", "_exps", "_shexp", "_chexps"):
+            up = tensors.get(f"blk.{il}.ffn_up{kind}.weight")
+            if up is None or up.name not in plan.used or len(up.ne) < 2:
+                continue
+            width = int(up.ne[1])
+            if kind in ("_exps", "_chexps"):
+                try:
+                    width *= max(1, int(h.n_expert_used(il)))
+                except (TypeError, ValueError):
+                    pass
+            gate = f"blk.{il}.ffn_gate{kind}.weight" in tensors
+            fused = not gate and int(up.ne[1]) == 2 * int(h.n_ff(il) or 0)
+            total = max(total, 3 * width if gate else (3 * width // 2 if fused else width))
+        widest = max(widest, total)
+    return widest
+
+
+def compute_estimate(plan: LoadPlan, est: Estimate, cp: dict,
+                     tensors: Mapping[str, TensorMeta] | None = None) -> int:
     """An estimate of the CPU compute buffer: ggml's allocator's peak over the prompt-processing graph that
     llama.cpp reserves (``T = min(n_ctx, n_ubatch)`` tokens, ``T`` outputs, a cache of ``n_kv`` cells).
 
@@ -301,8 +328,8 @@ def compute_estimate(plan: LoadPlan, est: Estimate, cp: dict) -> int:
     (tools/memory_differential.py measures the error per family):
 
     * KQ mask: ``n_kv x T`` (F16 with flash attention, F32 without);
-    * feed-forward peak: three ``n_ff`` rows for a gated unit (gate, up, their product; one without a gate) and
-      three ``n_embd`` rows, plus the mask;
+    * feed-forward peak: the widest layer's up-projection output (from its tensors: dense, shared and the used
+      routed experts), three times for a gated unit, and three ``n_embd`` rows, plus the mask;
     * attention peak: seven ``n_embd`` rows plus the mask, plus, without flash attention, the scores
       ``n_kv x T x n_head``;
     * output head: ``n_vocab`` logits per output and two ``n_embd`` rows;
@@ -318,16 +345,14 @@ def compute_estimate(plan: LoadPlan, est: Estimate, cp: dict) -> int:
     n_layer = max(1, int(h.n_layer()))
     heads = [int(h.n_head(il)) for il in range(n_layer)]
     n_head = max(heads + [0])
-    n_ff = max([int(h.n_ff(il)) for il in range(n_layer)] + [0])
-    n_ff = max(n_ff, int(getattr(h, "n_ff_exp", lambda il=0: 0)(0) or 0) * max(1, _used_experts(h)))
+    ffn_rows = _ffn_rows(plan, tensors or {}, n_layer)
     fa = cp["flash_attn"]
     cells = [est.caches[c] for c in ("kv", "swa") if est.buffers.get(c)]
     if not cells and est.memory == "none" and n_head:
         cells = [t]  # no cache (encoders): attention over the batch itself
     n_kv = max(cells + [0])
     mask = sum(c * t * (2 if fa else 4) for c in cells)
-    gated = any(".ffn_gate." in n or "_gate_exps" in n for n in plan.used)
-    ffn = (3 if gated else 1) * n_ff * row + 3 * n_embd * row + mask
+    ffn = ffn_rows * row + 3 * n_embd * row + mask
     attn = 7 * n_embd * row + mask + (0 if fa or not n_kv else n_kv * t * n_head * 4)
     recr = 0
     if "recurrent" in est.caches:
@@ -340,18 +365,20 @@ def compute_estimate(plan: LoadPlan, est: Estimate, cp: dict) -> int:
     return max(ffn, attn, recr, head)
 
 
-def _used_experts(h: Any) -> int:
-    try:
-        return int(h.n_expert_used_max())
-    except (TypeError, ValueError):
-        return 0
-
-
-def _check_cache_types(plan: LoadPlan, cp: dict, params: ContextParams | None) -> None:
-    """llama_init_from_model's refusals of cache types (ValueError with its reason): MLA models need equal K and
-    V types; a quantized V cache needs flash attention; with flash attention a quantized type's block size must
-    divide every layer's head size."""
+def _check_context(plan: LoadPlan, tensors: Mapping[str, TensorMeta], cp: dict,
+                   params: ContextParams | None) -> None:
+    """llama.cpp's refusals to create the context (ValueError with its reason): a draft model without the
+    tensors it borrows from its target's context; MLA models need equal K and V types; a quantized V cache needs
+    flash attention; with flash attention a quantized type's block size must divide every layer's head size."""
     h = plan.hparams
+    other = (memory_spec().get("needs_ctx_other") or {}).get(plan.arch)
+    if other is not None:
+        members = {"tok_embd": "token_embd.weight", "output": "output.weight"}
+        present = {r.name for r in plan.requests if r.name in tensors}
+        lacking = [m for m, t in members.items() if t not in present]
+        if other == "always" or lacking:
+            raise ValueError(f"{plan.arch} requires another context (ctx_other): a draft model "
+                             + ("always" if other == "always" else f"without {', '.join(lacking)}"))
     if (h.is_mla() or plan.arch == "deepseek4") and cp["type_k"] != cp["type_v"]:
         raise ValueError(f"model does not support different K ({cp['type_k']}) and V ({cp['type_v']}) cache types")
     fa_setting = params.flash_attn if params is not None else None
@@ -382,7 +409,11 @@ def estimate(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], c
     if plan.problems or h is None:
         raise ValueError(f"llama.cpp would not load this model: {plan.problems[0].message}" if plan.problems
                          else "no hyperparameters")
-    _check_cache_types(plan, cp, params)
+    params = params or ContextParams()
+    if plan.arch in (spec.get("flash_attn_forced_off") or ()) and params.flash_attn is not False:
+        params = dataclasses.replace(params, flash_attn=False)  # llama_init_from_model forces it off
+        cp["flash_attn"] = False
+    _check_context(plan, tensors, cp, params)
     n_ctx = int(ctx) if ctx else int(h.n_ctx_train)
     n_ctx = _pad(n_ctx, spec["n_ctx_pad"])
     n_seq = max(1, int(cp["n_seq_max"]))
@@ -432,5 +463,5 @@ def estimate(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], c
         _attention(plan, rules, cp, est, "filter")
     if "swa" in est.caches:
         est.memory += "+swa"
-    est.compute_bytes = compute_estimate(plan, est, cp)
+    est.compute_bytes = compute_estimate(plan, est, cp, tensors)
     return est
