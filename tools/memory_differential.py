@@ -214,13 +214,15 @@ def configurations(ctxs: list[int], quick: bool) -> list[dict]:
     return out
 
 
-def run_configs(lib: str, path: Path, configs: list[dict], timeout: float) -> tuple[list[str], dict[int, dict]]:
+def run_configs(lib: str, path: Path, configs: list[dict], timeout: float,
+                max_deaths: int = 2) -> tuple[list[str], dict[int, dict]]:
     """Every configuration through workers: after a context whose creation killed the process, a new worker
-    takes the remaining ones."""
+    takes the remaining ones (up to ``max_deaths`` deaths per model; the rest are then not reached)."""
     pending = list(range(len(configs)))
     model_lines: list[str] = []
     results: dict[int, dict] = {}
-    while pending:
+    deaths = 0
+    while pending and deaths < max_deaths:
         try:
             proc = subprocess.run([sys.executable, __file__, "--lib", lib, "--worker", str(path),
                                    json.dumps([configs[i] for i in pending])], capture_output=True, text=True,
@@ -234,6 +236,7 @@ def run_configs(lib: str, path: Path, configs: list[dict], timeout: float) -> tu
             break
         for j, r in got.items():
             results[pending[j]] = r
+            deaths += r["ok"] is None
         pending = [i for k, i in enumerate(pending) if k not in got]
     return model_lines, results
 

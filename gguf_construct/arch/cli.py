@@ -57,7 +57,9 @@ def _render_expect(e: Expected, out) -> None:
         print(f"{r[0]:{w0}}  {r[1]:{w1}}  {r[2]:9}  {r[3]}", file=out)
     if e.has_file:
         c = e.counts()
-        print(f"{len(e.tensors)} entries: " + ", ".join(f"{v} {k}" for k, v in c.items()), file=out)
+        required = sum(1 for t in e.tensors if t.status == "missing" and t.required)
+        print(f"{len(e.tensors)} entries: {c['present']} present, {required} required missing, "
+              f"{c['missing'] - required} optional absent, {c['shape']} wrong shape, {c['unused']} unused", file=out)
     for p in e.problems[:5]:
         print(f"problem: MODEL-{p.code}: {p.message}", file=out)
 
