@@ -17,7 +17,7 @@ __all__ = ["main", "write_json"]
 
 # modules that register sub-commands with an add_cli(subparsers) function, in help order
 SUBCOMMAND_MODULES = ("checker", "fuzzing", "docgen", "split", "edit", "diff", "hashing", "sweep", "export",
-                      "codecs.warmup")
+                      "codecs.warmup", "arch.cli")
 
 
 def _cmd_dump(args) -> int:

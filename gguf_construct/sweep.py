@@ -52,6 +52,9 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "tensor_types": ("map", "tensor type -> number of tensors"),
     **{_valid_column(p): ("bool", f"no error finding under the {p} profile") for p in PROFILES},
     "findings": ("map", "rule ID -> number of findings (every profile's rules)"),
+    "memory_bytes": ("map", "context size (4096, and train for the training context) -> bytes llama.cpp allocates on "
+                            "the CPU for it (gguf-construct estimate: weights, caches, outputs, compute estimate); "
+                            "empty when llama.cpp would not load the file"),
     "error": ("string", "why the file could not be read (I/O), else null"),
     "summary": ("string", "dump --json of the head, long arrays cut (with --summary)"),
     "bytes_fetched": ("int64", "bytes transferred (URLs; the file size for local files)"),
@@ -65,6 +68,7 @@ def _empty_row(path: str) -> dict:
     row["path"] = path
     row["tensor_types"] = {}
     row["findings"] = {}
+    row["memory_bytes"] = {}
     return row
 
 
@@ -77,6 +81,24 @@ def _shard(gguf) -> str | None:
     if splitset.role(no, count) == splitset.SINGLE or not isinstance(no, int) or isinstance(no, bool):
         return None
     return "-of-".join(splitset.shard_numbers(no, count))
+
+
+def _memory_bytes(gguf) -> dict[str, int]:
+    """``estimate``'s total for 4096 tokens and for the training context; {} when the model would not load."""
+    from .arch import from_file
+    from .arch.loader import plan_load
+    from .arch.memory import estimate
+
+    meta, tensors = from_file(gguf)
+    plan = plan_load(meta, tensors, vocab_only=False)
+    if plan.problems or plan.kind != "model":
+        return {}
+    offsets = {t.name: (id(getattr(t, "file", None)), int(t.offset)) for t in gguf.tensors}
+    try:
+        return {label: estimate(meta, tensors, ctx, offsets=offsets, plan=plan).total_bytes
+                for label, ctx in (("4096", 4096), ("train", 0))}
+    except (ValueError, TypeError, KeyError):  # a special cache, or a context llama.cpp refuses
+        return {}
 
 
 def sweep_one(path: str, profiles: tuple[str, ...] = PROFILES, summary: bool = False,
@@ -122,6 +144,7 @@ def sweep_one(path: str, profiles: tuple[str, ...] = PROFILES, summary: bool = F
             for t in gguf.tensors:
                 types[t.type_name] = types.get(t.type_name, 0) + 1
             row["tensor_types"] = dict(sorted(types.items()))
+            row["memory_bytes"] = _memory_bytes(gguf)
             if summary:
                 head = file_summary(gguf)
                 head.pop("transfer", None)
@@ -187,7 +210,7 @@ def _arrow_schema():
 
 def _normalise(row: dict) -> dict:
     out = {c: row.get(c) for c in COLUMNS}
-    for c in ("tensor_types", "findings"):
+    for c in ("tensor_types", "findings", "memory_bytes"):
         value = out[c] or {}
         out[c] = dict(sorted((dict(value) if not isinstance(value, dict) else value).items()))
     return out

@@ -96,11 +96,15 @@ def struct_fields(src: str, struct: str) -> dict[str, dict]:
     out: dict[str, dict] = {}
     for line in m.group(1).split(";"):
         line = " ".join(line.split())
-        fm = re.match(r"^(?:struct\s+)?(std::array<\s*(\w+)\s*,\s*(\w+)\s*>|[\w:]+(?:\s+[\w:]+)?)\s+(\w+)(?:\s*=\s*(.+))?$",
+        fm = re.match(r"^(?:struct\s+)?(std::array<\s*(\w+)\s*,\s*(\w+)\s*>|std::bitset<\s*\w+\s*>|[\w:]+(?:\s+[\w:]+)?)"
+                      r"\s+(\w+)(?:\s*=\s*(.+))?$",
                       line)
         if not fm or "(" in line:
             continue
         ctype, elem, n, name, default = fm.groups()
+        bits = re.fullmatch(r"std::bitset<\s*(\w+)\s*>", ctype)
+        if bits:  # a bit per layer: an array of bools, all false
+            elem, n = "bool", bits.group(1)
         entry = {"type": elem or ctype}
         if elem:
             entry["array"] = n

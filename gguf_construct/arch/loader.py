@@ -89,6 +89,8 @@ class LoadPlan:
     n_vocab: int | None = None
     approximations: list[str] = field(default_factory=list)
     hparams: Any = None
+    requests: list[ExpectedTensor] = field(default_factory=list)  # every create_tensor call, in order
+    quantities: dict[str, Any] = field(default_factory=dict)  # the loader's derived variables (n_embd_head_k...)
 
     @property
     def loads(self) -> bool:
@@ -513,6 +515,7 @@ def plan_load(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], 
             model.layers = [Struct(_nested_members()) for _ in range(n_layer_all)]
             frame = Frame(model)
             _statement("LLAMA_LOAD_LOCALS", frame, interp)
+            plan.quantities = dict(frame.values)
             interp.call(loader()["load_tensors"], model, {}, frame)
             state.done(n_file_tensors)
     except Fatal as f:
@@ -718,6 +721,8 @@ class _TensorState:
         required = certain and not flags & self.NOT_REQUIRED
         meta = self.tensors.get(name)
         prev = self.plan.expected.get(name)
+        # a request inside try/catch is not required: its absence runs the fallback
+        self.plan.requests.append(ExpectedTensor(name, ne, flags, required and not self.interp.trying, certain))
         if prev is None or (certain and not prev.certain):
             self.plan.expected[name] = ExpectedTensor(name, ne, flags, required, certain)
         if meta is None:

@@ -5,6 +5,7 @@ conditions), from spec/architectures/ and spec/model.yaml through :mod:`gguf_con
 from __future__ import annotations
 
 from ...arch import architectures, model_spec
+from ...arch.derived import derived_quantities
 from ...arch.outline import KeyRead, TensorDecl, common_key_reads, outline
 from ...arch.programs import loader
 from ..context import Ctx, Page, Section, SpecData
@@ -106,9 +107,18 @@ def _sec_common(ctx: Ctx) -> str:
             + table(["key", "GGUF type", "", "default", "when"], rows))
 
 
+def _source_text(src) -> str:
+    field = code(src.field if src.field.startswith("vocab.") else f"hparams.{src.field}")
+    if src.key is not None:
+        absent = f"; absent: {code(src.default)}" if src.default is not None else ""
+        return f"{field} ← {code(src.key)}{absent}"
+    initial = f" (initially {code(src.default)})" if src.default is not None else ""
+    return f"{field}{initial}"
+
+
 def _sec_derived(ctx: Ctx) -> str:
-    rows = [[code(s["let"]), code(s.get("type", "")), code(s.get("value", ""))]
-            for s in loader().get("locals") or () if "let" in s]
+    rows = [[code(d.name), code(d.ctype), code(d.value), "<br>".join(_source_text(s) for s in d.sources)]
+            for d in derived_quantities()]
     fns = loader().get("functions") or {}
     acc = []
     for name in ("hparams.n_embd_head_k", "hparams.n_embd_head_v", "hparams.n_embd_k_gqa", "hparams.n_embd_v_gqa",
@@ -116,9 +126,13 @@ def _sec_derived(ctx: Ctx) -> str:
         body = fns.get(name, {}).get("body") or []
         ret = [s["return"] for s in body if "return" in s]
         if ret:
-            acc.append([code(name + "(il)"), "", code(" / ".join(map(str, ret)))])
-    return ("The variables the tensor shapes are written in, defined once by the loader "
-            "(`hparams` fields are filled from the keys):\n\n" + table(["variable", "C type", "value"], rows + acc))
+            acc.append([code(name + "(il)"), "", code(" / ".join(map(str, ret))), ""])
+    return ("The variables the tensor shapes are written in, defined once by the loader.  `hparams` fields are "
+            "filled from the keys: the last column names, for each field a variable depends on (through the "
+            "accessors it calls), the key the common `load_hparams` reads into it and the value the field keeps "
+            "when the key is absent; a field without a key is set by the architecture's own program (its page "
+            "lists the keys) or computed.  `gguf-construct expect FILE` prints the values for a file.\n\n"
+            + table(["variable", "C type", "value", "from (key; value when absent)"], rows + acc))
 
 
 # --- architectures/<name>.md ---------------------------------------------------------------------------------------

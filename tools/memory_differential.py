@@ -1,0 +1,375 @@
+#!/usr/bin/env python3
+"""``estimate`` against llama.cpp: create contexts with libllama on minimal models of every architecture and
+compare our figures with the sizes llama.cpp reports in its log.
+
+Usage (the oracle is a libllama shared library, e.g. site-packages/llama_cpp/lib/libllama.so of a
+``pip install llama-cpp-python`` build)::
+
+    python tools/memory_differential.py --lib /path/to/libllama.so [--archs a,b] [--ctx 512,4096]
+                                        [--quick] [--json rows.jsonl] [--out DIR]
+
+For each architecture's minimal model (gguf_construct.arch.synth, optionally with larger hyperparameters:
+``--sizes embedding_length=256,...``) and each configuration (context size x cache types x sequences x flash
+attention x full SWA cache) a worker process loads the model (CPU, memory-mapped) and creates a context with
+``llama_init_from_model``; the log lines ``model buffer size``, ``KV buffer size``, ``RS buffer size``,
+``output buffer size`` and ``compute buffer size`` (MiB to 2 decimals) are compared with
+:func:`gguf_construct.arch.memory.estimate` rounded the same way.  Prints agreement per family and component,
+the compute buffer's error per family, and every disagreement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+GGML_TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q8_0": 8, "BF16": 30}
+
+
+class ContextParams(ctypes.Structure):
+    """``struct llama_context_params`` of llama.h (llama.cpp as vendored by llama-cpp-python 0.3.36)."""
+
+    _fields_ = [("n_ctx", ctypes.c_uint32), ("n_batch", ctypes.c_uint32), ("n_ubatch", ctypes.c_uint32),
+                ("n_seq_max", ctypes.c_uint32), ("n_rs_seq", ctypes.c_uint32), ("n_outputs_max", ctypes.c_uint32),
+                ("n_outputs_max_per_seq", ctypes.c_uint32), ("n_threads", ctypes.c_int32),
+                ("n_threads_batch", ctypes.c_int32), ("ctx_type", ctypes.c_int), ("rope_scaling_type", ctypes.c_int),
+                ("pooling_type", ctypes.c_int), ("attention_type", ctypes.c_int), ("flash_attn_type", ctypes.c_int),
+                ("rope_freq_base", ctypes.c_float), ("rope_freq_scale", ctypes.c_float),
+                ("yarn_ext_factor", ctypes.c_float), ("yarn_attn_factor", ctypes.c_float),
+                ("yarn_beta_fast", ctypes.c_float), ("yarn_beta_slow", ctypes.c_float),
+                ("yarn_orig_ctx", ctypes.c_uint32), ("defrag_thold", ctypes.c_float),
+                ("cb_eval", ctypes.c_void_p), ("cb_eval_user_data", ctypes.c_void_p),
+                ("type_k", ctypes.c_int), ("type_v", ctypes.c_int),
+                ("abort_callback", ctypes.c_void_p), ("abort_callback_data", ctypes.c_void_p),
+                ("embeddings", ctypes.c_bool), ("offload_kqv", ctypes.c_bool), ("no_perf", ctypes.c_bool),
+                ("op_offload", ctypes.c_bool), ("swa_full", ctypes.c_bool), ("kv_unified", ctypes.c_bool),
+                ("samplers", ctypes.c_void_p), ("n_samplers", ctypes.c_size_t), ("ctx_other", ctypes.c_void_p)]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the worker: one model, several contexts, every log line
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def loader_requests(lib_path: str, paths: list[str]) -> int:
+    """Load each model and print, one JSON line per file, the tensors llama.cpp's loader asked for in order (its
+    debug lines ``create_tensor: loading tensor NAME``) and whether the load succeeded."""
+    from gguf_construct.fuzzing.llama_target import _ModelParams
+
+    log_t = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
+    lines: list[str] = []
+
+    @log_t
+    def log(level, text, user):
+        if text:
+            lines.append(text.decode("utf-8", "replace"))
+
+    lib = ctypes.CDLL(lib_path)
+    lib.llama_log_set.argtypes = [log_t, ctypes.c_void_p]
+    lib.llama_log_set(log, None)
+    lib.llama_backend_init()
+    lib.llama_model_default_params.restype = _ModelParams
+    lib.llama_model_load_from_file.restype = ctypes.c_void_p
+    lib.llama_model_load_from_file.argtypes = [ctypes.c_char_p, _ModelParams]
+    lib.llama_model_free.argtypes = [ctypes.c_void_p]
+    for path in paths:
+        del lines[:]
+        mp = lib.llama_model_default_params()
+        mp.n_gpu_layers = 0
+        model = lib.llama_model_load_from_file(path.encode(), mp)
+        asked = [m.group(1) for m in re.finditer(r"create_tensor: loading tensor (\S+)", "".join(lines))]
+        print(json.dumps({"path": path, "ok": bool(model), "requests": asked}), flush=True)
+        if model:
+            lib.llama_model_free(model)
+    return 0
+
+
+def worker(lib_path: str, model_path: str, configs: list[dict]) -> int:
+    """Load ``model_path`` and create one context per configuration.  Every log line is printed at once as
+    ``{"index": i, "line": ...}`` (so that a context whose graph reservation aborts the process still shows the
+    buffers allocated before), then ``{"index": i, "ok": ...}`` when the context is created or refused."""
+    from gguf_construct.fuzzing.llama_target import _ModelParams
+
+    log_t = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
+    current = [-1]
+
+    @log_t
+    def log(level, text, user):
+        if text:
+            sys.stdout.write(json.dumps({"index": current[0], "line": text.decode("utf-8", "replace")}) + "\n")
+            sys.stdout.flush()
+
+    lib = ctypes.CDLL(lib_path)
+    lib.llama_log_set.argtypes = [log_t, ctypes.c_void_p]
+    lib.llama_log_set(log, None)
+    lib.llama_backend_init()
+    lib.llama_model_default_params.restype = _ModelParams
+    lib.llama_model_load_from_file.restype = ctypes.c_void_p
+    lib.llama_model_load_from_file.argtypes = [ctypes.c_char_p, _ModelParams]
+    lib.llama_context_default_params.restype = ContextParams
+    lib.llama_init_from_model.restype = ctypes.c_void_p
+    lib.llama_init_from_model.argtypes = [ctypes.c_void_p, ContextParams]
+    lib.llama_free.argtypes = [ctypes.c_void_p]
+    mp = lib.llama_model_default_params()
+    mp.n_gpu_layers = 0
+    model = lib.llama_model_load_from_file(model_path.encode(), mp)
+    print(json.dumps({"index": -1, "ok": bool(model)}), flush=True)
+    if not model:
+        return 1
+    for i, cfg in enumerate(configs):
+        current[0] = i
+        cp = lib.llama_context_default_params()
+        cp.n_ctx = cfg["ctx"]
+        cp.n_seq_max = cfg.get("seqs", 1)
+        cp.n_threads = cp.n_threads_batch = 1
+        cp.type_k = GGML_TYPES[cfg.get("type_k", "F16")]
+        cp.type_v = GGML_TYPES[cfg.get("type_v", "F16")]
+        fa = cfg.get("flash_attn")
+        cp.flash_attn_type = -1 if fa is None else int(bool(fa))
+        cp.swa_full = bool(cfg.get("swa_full", True))
+        cp.kv_unified = bool(cfg.get("kv_unified", False))
+        cp.embeddings = bool(cfg.get("embeddings", False))
+        ctx = lib.llama_init_from_model(model, cp)
+        print(json.dumps({"index": i, "ok": bool(ctx)}), flush=True)
+        if ctx:
+            lib.llama_free(ctx)
+    return 0
+
+
+def collect(stdout: str) -> tuple[list[str], dict[int, dict]]:
+    """The worker's output as (model load lines, index -> {"ok": bool or None when it died, "lines": [...]})."""
+    model_lines: list[str] = []
+    out: dict[int, dict] = {}
+    for raw in stdout.splitlines():
+        if not raw.startswith("{"):
+            continue
+        rec = json.loads(raw)
+        i = rec["index"]
+        if i < 0:
+            if "line" in rec:
+                model_lines.append(rec["line"])
+            continue
+        entry = out.setdefault(i, {"ok": None, "lines": []})
+        if "line" in rec:
+            entry["lines"].append(rec["line"])
+        else:
+            entry["ok"] = rec["ok"]
+    return model_lines, out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# parsing and comparing
+# ----------------------------------------------------------------------------------------------------------------
+
+_PATTERNS = {
+    "model": re.compile(r"model buffer size\s*=\s*([\d.]+) MiB"),
+    "kv": re.compile(r"KV buffer size\s*=\s*([\d.]+) MiB"),
+    "recurrent": re.compile(r"RS buffer size\s*=\s*([\d.]+) MiB"),
+    "output": re.compile(r"output buffer size\s*=\s*([\d.]+) MiB"),
+    "compute": re.compile(r"compute buffer size\s*=\s*([\d.]+) MiB"),
+}
+
+
+def reported(lines: list[str]) -> dict[str, float | None]:
+    """The sizes llama.cpp logged (MiB, summed over buffers of one kind; None when none was logged)."""
+    out: dict[str, float | None] = {}
+    text = "".join(lines)
+    for name, pat in _PATTERNS.items():
+        vals = [float(v) for v in pat.findall(text)]
+        out[name] = round(sum(vals), 2) if vals else None
+    return out
+
+
+def ours(est) -> dict[str, float]:
+    """Our figures in MiB at llama.cpp's precision (2 decimals per buffer)."""
+    def r(n: int) -> float:
+        return round(n / (1024 * 1024), 2)
+    kv = round(sum(r(b) for name, b in est.buffers.items() if name != "recurrent"), 2)
+    return {"model": r(est.model_bytes), "kv": kv,
+            "recurrent": r(est.buffers.get("recurrent", 0)), "output": r(est.output_bytes),
+            "compute": est.compute_bytes / 2**20}
+
+
+def configurations(ctxs: list[int], quick: bool) -> list[dict]:
+    """Context size x cache types x sequences x flash attention x SWA cache size."""
+    out = []
+    for ctx in ctxs:
+        out.append({"ctx": ctx})
+        if quick:
+            continue
+        out += [{"ctx": ctx, "type_k": "Q8_0", "type_v": "Q8_0", "flash_attn": True},
+                {"ctx": ctx, "type_k": "F32", "type_v": "F32", "flash_attn": False},
+                {"ctx": ctx, "seqs": 3},
+                {"ctx": ctx, "seqs": 2, "kv_unified": True},
+                {"ctx": ctx, "swa_full": False, "seqs": 2},
+                {"ctx": ctx, "embeddings": True}]
+    return out
+
+
+def run_configs(lib: str, path: Path, configs: list[dict], timeout: float,
+                max_deaths: int = 2) -> tuple[list[str], dict[int, dict]]:
+    """Every configuration through workers: after a context whose creation killed the process, a new worker
+    takes the remaining ones (up to ``max_deaths`` deaths per model; the rest are then not reached)."""
+    pending = list(range(len(configs)))
+    model_lines: list[str] = []
+    results: dict[int, dict] = {}
+    deaths = 0
+    while pending and deaths < max_deaths:
+        try:
+            proc = subprocess.run([sys.executable, __file__, "--lib", lib, "--worker", str(path),
+                                   json.dumps([configs[i] for i in pending])], capture_output=True, text=True,
+                                  timeout=timeout)
+            stdout = proc.stdout
+        except subprocess.TimeoutExpired as exc:
+            stdout = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        lines, got = collect(stdout)
+        model_lines = model_lines or lines
+        if not got:
+            break
+        for j, r in got.items():
+            results[pending[j]] = r
+            deaths += r["ok"] is None
+        pending = [i for k, i in enumerate(pending) if k not in got]
+    return model_lines, results
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the differential; print agreement per family."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--archs", default=None)
+    ap.add_argument("--ctx", default="512,4096,32768")
+    ap.add_argument("--quick", action="store_true", help="only the default configuration per context size")
+    ap.add_argument("--sizes", default="", help="hyperparameters of the minimal models, e.g. embedding_length=256")
+    ap.add_argument("--vocab", type=int, default=32)
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--worker", nargs=2, metavar=("MODEL", "CONFIGS"), help=argparse.SUPPRESS)
+    ap.add_argument("--requests", nargs="+", metavar="MODEL", help="print the tensors the loader asks for")
+    args = ap.parse_args(argv)
+    if args.requests:
+        return loader_requests(args.lib, args.requests)
+    if args.worker:
+        return worker(args.lib, args.worker[0], json.loads(args.worker[1]))
+
+    from gguf_construct.arch.memory import ContextParams as Params
+    from gguf_construct.arch.memory import estimate
+    from gguf_construct.arch.synth import build_model_file, minimal_model_parts, model_architectures
+    from gguf_construct.model import load
+    from model_differential import family
+
+    out = Path(args.out or tempfile.mkdtemp(prefix="mem-diff-"))
+    out.mkdir(parents=True, exist_ok=True)
+    names = args.archs.split(",") if args.archs else model_architectures()
+    sizes = {k: int(v) for k, v in (x.split("=") for x in args.sizes.split(",") if x)}
+    configs = configurations([int(x) for x in args.ctx.split(",")], args.quick)
+    rows = []
+    for name in names:
+        try:
+            try:
+                meta, tensors = minimal_model_parts(name, sizes=sizes or None, n_vocab=args.vocab)
+            except ValueError:  # the architecture's asserts want other sizes: its smallest model
+                meta, tensors = minimal_model_parts(name, n_vocab=args.vocab)
+        except Exception as exc:  # noqa: BLE001 - reported
+            print(f"{name}: no minimal model ({exc})", file=sys.stderr)
+            continue
+        path = out / f"{name}.gguf"
+        build_model_file(meta, tensors).save(path)
+        f = load(str(path))
+        offsets = {t.name: (0, int(t.offset)) for t in f.tensors}
+        fam = family(name, meta, tensors)
+        model_lines, results = run_configs(args.lib, path, configs, args.timeout)
+        model_mib = reported(model_lines)["model"]
+        for i, cfg in enumerate(configs):
+            r = results.get(i)
+            row = {"arch": name, "family": fam, "config": cfg}
+            if r is None:
+                row["llama"] = "not reached"
+            elif r["ok"] is False:
+                row["llama"] = "refused"
+                row["error"] = [x for x in r["lines"] if "failed" in x or "error" in x.lower()][-2:]
+            else:
+                got = reported(r["lines"])
+                got["model"] = model_mib
+                got["crashed"] = r["ok"] is None  # died creating the context: the buffers before are compared
+                if got["crashed"]:
+                    got["compute"] = None
+                row["llama"] = got
+            try:
+                p = Params(n_seq_max=cfg.get("seqs"), type_k=cfg.get("type_k"), type_v=cfg.get("type_v"),
+                           flash_attn=cfg.get("flash_attn"), swa_full=cfg.get("swa_full"),
+                           kv_unified=cfg.get("kv_unified"), embeddings=cfg.get("embeddings"))
+                est = estimate(meta, tensors, cfg["ctx"], p, offsets=offsets)
+                row["ours"] = ours(est)
+                row["replayed"] = est.replayed
+                row["memory"] = est.memory
+            except Exception as exc:  # noqa: BLE001 - reported
+                row["ours"] = None
+                row["our_error"] = f"{type(exc).__name__}: {exc}"
+            rows.append(row)
+    report(rows)
+    if args.json:
+        with open(args.json, "w") as fh:
+            for r in rows:
+                fh.write(json.dumps(r) + "\n")
+    return 0
+
+
+COMPONENTS = ("model", "kv", "recurrent", "output")
+
+
+def report(rows: list[dict]) -> None:
+    """Agreement per family and component (exact at 2 decimals), compute error per family, disagreements."""
+    fams: dict[str, dict] = {}
+    disagreements = []
+    for r in rows:
+        f = fams.setdefault(r["family"], {"contexts": 0, "refused": 0, "agreed_refusals": 0, "crashed": 0,
+                                          "not_replayed": 0, **{c: [0, 0] for c in COMPONENTS}, "compute": []})
+        if not isinstance(r.get("llama"), dict):
+            f["refused"] += 1
+            f["agreed_refusals"] += r.get("llama") == "refused" and r.get("ours") is None
+            continue
+        f["contexts"] += 1
+        f["crashed"] += bool(r["llama"].get("crashed"))
+        if not r.get("ours") or not r.get("replayed", True):
+            f["not_replayed"] += 1
+            continue
+        llama, mine = r["llama"], r["ours"]
+        for c in COMPONENTS:
+            want = llama.get(c)
+            got = mine.get(c)
+            if want is None:
+                want = 0.0  # llama.cpp logs no buffer it did not create
+            ok = abs(want - got) < 0.005
+            f[c][0] += ok
+            f[c][1] += 1
+            if not ok:
+                disagreements.append((r["arch"], r["config"], c, got, want))
+        if llama.get("compute"):
+            f["compute"].append((mine["compute"] - llama["compute"]) / llama["compute"])
+    print(f"{'family':14} {'contexts':>8} {'died':>5} {'refused':>7} {'n/r':>4} " +
+          " ".join(f"{c:>10}" for c in COMPONENTS) + "  compute err (median |%|, max |%|)")
+    for name, f in sorted(fams.items()):
+        cells = [f"{f[c][0]}/{f[c][1]}" for c in COMPONENTS]
+        errs = sorted(abs(e) * 100 for e in f["compute"])
+        comp = f"{errs[len(errs) // 2]:.1f}%, {errs[-1]:.1f}%" if errs else "-"
+        print(f"{name:14} {f['contexts']:8d} {f['crashed']:5d} {f['agreed_refusals']:3d}/{f['refused']:<3d} "
+              f"{f['not_replayed']:4d} " +
+              " ".join(f"{x:>10}" for x in cells) + f"  {comp}")
+    for arch, cfg, c, got, want in disagreements[:60]:
+        print(f"DISAGREE {arch} {json.dumps(cfg)} {c}: ours {got:.2f} MiB, llama.cpp {want:.2f} MiB")
+    if len(disagreements) > 60:
+        print(f"... {len(disagreements) - 60} more")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
