@@ -2,7 +2,9 @@
 
 ``gguf-construct docs [--out docs/] [--check]`` renders one page per part of the specification (file layout,
 metadata values, tensor types, lookup tables, metadata keys, file types, naming convention, conformance rules,
-errata, ...) plus an index page; each page is a module of :mod:`.pages`.  Generated text sits between splice
+errata, ...) plus an index page; each page is a module of :mod:`.pages`.  The pictures (file layout per version, the
+differences between versions, every tensor type's block) are SVG files in ``pictures/`` written by
+:mod:`.pictures` and checked like the pages.  Generated text sits between splice
 markers::
 
     <!-- BEGIN GENERATED: tensor-types-summary -->
@@ -30,6 +32,7 @@ from .._atomic import atomic_path
 from .context import Ctx, Page, Section, SpecData, definitions, load_spec
 from .markdown import anchor
 from .pages import pages
+from .pictures import PICTURE_DIR, pictures as all_pictures
 
 __all__ = ["Page", "Section", "PAGES", "anchor", "definitions", "render_all", "splice", "write_docs", "check_docs",
            "default_out_dir", "add_cli", "load_spec", "SpecData", "Ctx"]
@@ -81,7 +84,8 @@ def splice(existing: str | None, page: Page, sections: dict[str, str]) -> str:
 
 
 def render_all(out_dir: Path | str) -> dict[Path, str]:
-    """The full text every page of ``out_dir`` should have, given its current hand-written parts."""
+    """The full text every page of ``out_dir`` should have, given its current hand-written parts, and every
+    picture (``pictures/*.svg``)."""
     out_dir = Path(out_dir)
     ctx = Ctx(load_spec(), PAGES)
     result = {}
@@ -89,6 +93,8 @@ def render_all(out_dir: Path | str) -> dict[Path, str]:
         path = out_dir / page.file
         existing = path.read_text(encoding="utf-8") if path.is_file() else _seed(out_dir, page)
         result[path] = splice(existing, page, render_sections(page, ctx))
+    for name, svg in all_pictures().items():
+        result[out_dir / PICTURE_DIR / name] = svg
     return result
 
 
@@ -134,8 +140,13 @@ def check_docs(out_dir: Path | str) -> list[str]:
         current = path.read_text(encoding="utf-8")
         if current != text:
             problems.append(f"{path}: stale")
-        for name in _unknown_markers(current, pages[path.relative_to(out_dir).as_posix()]):
+        page = pages.get(path.relative_to(out_dir).as_posix())
+        for name in _unknown_markers(current, page) if page else ():
             problems.append(f"{path}: unknown generated section {name!r}")
+    expected = {p.name for p in render_all(out_dir) if p.parent == out_dir / PICTURE_DIR}
+    for path in sorted((out_dir / PICTURE_DIR).glob("*.svg")):
+        if path.name not in expected:
+            problems.append(f"{path}: not generated (remove it)")
     return problems
 
 
