@@ -156,7 +156,24 @@ def default_out_dir() -> Path:
     return spec_dir.parent / "docs" if spec_dir.name == "spec" else Path("docs")
 
 
+def _cmd_site(out: str) -> int:
+    from .site import DOCS_EXTRA_HINT, build_site, missing_requirements
+
+    if missing_requirements():
+        print(f"gguf-construct: {DOCS_EXTRA_HINT}", file=sys.stderr)
+        return 2
+    seconds, n = build_site(out)
+    print(f"wrote {out}: {n} pages in {seconds:.1f} s (open {Path(out) / 'index.html'}; search needs it served, "
+          f"e.g. python -m http.server -d {out})")
+    return 0
+
+
 def _cmd_docs(args: argparse.Namespace) -> int:
+    if getattr(args, "site", None):
+        if args.check or args.out is not None:
+            print("gguf-construct: docs --site builds the HTML site only (no --out, no --check)", file=sys.stderr)
+            return 2
+        return _cmd_site(args.site)
     if args.out is None:
         args.out = default_out_dir()
     # the docs of a source checkout: its exports/ too
@@ -196,8 +213,12 @@ def add_cli(subparsers: Any) -> None:
                    help="output directory (default: docs/ beside spec/ in a source checkout, else ./docs)")
     p.add_argument("--check", action="store_true",
                    help="write nothing; exit 1 listing the files that differ from what the spec generates")
+    p.add_argument("--site", metavar="OUT",
+                   help="build the reference as a static HTML site with navigation and search into OUT (MkDocs "
+                        "with the Material theme: pip install \"gguf-construct[docs]\"); docs/ is not touched")
     p.set_defaults(func=_cmd_docs)
 
 
 if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(_cmd_docs(argparse.Namespace(out=sys.argv[1] if len(sys.argv) > 1 else None, check=False)))
+    raise SystemExit(_cmd_docs(argparse.Namespace(out=sys.argv[1] if len(sys.argv) > 1 else None, check=False,
+                                                  site=None)))
