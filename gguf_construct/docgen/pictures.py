@@ -23,7 +23,8 @@ __all__ = ["pictures", "block_picture", "file_layout_picture", "versions_picture
 
 PICTURE_DIR = "pictures"
 VERSIONS_PICTURE = "versions.svg"
-WIDTH = 980
+WIDTH = 980  # the file layout pictures
+BLOCK_WIDTH = 800  # the block pictures: close to a page's text width, so that they are shown near 1:1
 PAD = 10
 
 # fills by what a run of bits drives
@@ -89,8 +90,8 @@ def block_picture(type_name: str) -> str:
     t = codecs.type_spec(type_name)
     dtype = codecs.block_dtype(t.name)
     bits: BlockBits = block_bits(t.name)
-    svg = Svg(WIDTH, f"{t.name} block layout")
-    inner = WIDTH - 2 * PAD
+    svg = Svg(BLOCK_WIDTH, f"{t.name} block layout")
+    inner = BLOCK_WIDTH - 2 * PAD
     svg.text(PAD, 20, f"{t.name}: {t.block_size} weight{'s' if t.block_size > 1 else ''} in {t.type_size} bytes "
                       f"({8 * t.type_size / t.block_size:g} bits per weight)", size=14, bold=True)
     # the fields to scale
@@ -123,11 +124,10 @@ def block_picture(type_name: str) -> str:
         svg.text(PAD, y + 10, f"weights: {n} sub-blocks (s0 … s{n - 1}) of {size}", size=9, fill="#555")
         y += 14
         w = inner / n
+        long_labels = all(text_width(f"s{j}: {a}–{b}", 9) < w - 2 for j, (a, b) in enumerate(bits.sub_blocks))
         for j, (a, b) in enumerate(bits.sub_blocks):
             svg.rect(PAD + j * w, y, w, 20, "#eef3f8" if j % 2 else "#dde7f1", tooltip=f"sub-block {j}: weights {a}–{b}")
-            label = f"s{j}: {a}–{b}"
-            if text_width(label, 9) >= w - 2:
-                label = f"s{j}"
+            label = f"s{j}: {a}–{b}" if long_labels else f"s{j}"
             if text_width(label, 9) < w - 2:
                 svg.text(PAD + j * w + w / 2, y + 14, label, size=9, anchor="middle")
         y += 32
@@ -144,14 +144,14 @@ def block_picture(type_name: str) -> str:
         row_h = 44
         for item in _shown_items(by_field[f.id]):
             if item is None:
-                if x + 30 > WIDTH - PAD:
+                if x + 30 > BLOCK_WIDTH - PAD:
                     x, y = PAD, y + row_h
                 svg.text(x + 10, y + 30, "…", size=14)
                 x += 30
                 continue
             bit_w = 16.0 if item.bits <= 32 else 8.0
             w = bit_w * item.bits
-            if x + w > WIDTH - PAD and x > PAD:
+            if x + w > BLOCK_WIDTH - PAD and x > PAD:
                 x, y = PAD, y + row_h
             svg.text(x, y + 10, f"{item.name} · byte {item.offset}", size=9)
             for run in item.runs:
@@ -171,9 +171,12 @@ def block_picture(type_name: str) -> str:
     # legend
     x = PAD
     for kind, fill in KIND_FILL.items():
+        w = 16 + text_width(KIND_TEXT[kind], 9)
+        if x + w > BLOCK_WIDTH - PAD:
+            x, y = PAD, y + 18
         svg.rect(x, y + 2, 12, 12, fill, stroke="#444")
         svg.text(x + 16, y + 12, KIND_TEXT[kind], size=9)
-        x += 16 + text_width(KIND_TEXT[kind], 9) + 18
+        x += w + 18
     return svg.render()
 
 
