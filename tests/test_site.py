@@ -49,6 +49,8 @@ def test_site_has_every_page_and_picture(built):
     assert (built / "search" / "search_index.json").is_file()
     assert not list(built.rglob("*.md")), "Markdown sources are not part of the site"
     index = (built / "index.html").read_text(encoding="utf-8")
+    assert re.search(r'<li>\s*<a href="tensor-types.html">Tensor types</a>[^<]*<ul>\s*<li>\s*<a href="tensor-types.html#'
+                     r'tensor-types-summary">', index), "the index nests each page's sections"
     assert "fonts.googleapis.com" not in index, "the site makes no third-party requests"
 
 

@@ -70,6 +70,8 @@ def prepare_sources(src: Path) -> list[str]:
         rel = path.relative_to(src).as_posix()
         text = _site_markdown(rel, path.read_text(encoding="utf-8"))
         if rel == "README.md":
+            # Python-Markdown nests a list item under four spaces, GitHub under two (the index's section links)
+            text = re.sub(r"^  - ", "    - ", text, flags=re.M)
             path.unlink()
             rel = "index.md"
             path = src / rel
