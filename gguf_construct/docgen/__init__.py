@@ -2,7 +2,9 @@
 
 ``gguf-construct docs [--out docs/] [--check]`` renders one page per part of the specification (file layout,
 metadata values, tensor types, lookup tables, metadata keys, file types, naming convention, conformance rules,
-errata, ...) plus an index page; each page is a module of :mod:`.pages`.  Generated text sits between splice
+errata, ...) plus an index page; each page is a module of :mod:`.pages`.  The pictures (file layout per version, the
+differences between versions, every tensor type's block) are SVG files in ``pictures/`` written by
+:mod:`.pictures` and checked like the pages.  Generated text sits between splice
 markers::
 
     <!-- BEGIN GENERATED: tensor-types-summary -->
@@ -30,6 +32,7 @@ from .._atomic import atomic_path
 from .context import Ctx, Page, Section, SpecData, definitions, load_spec
 from .markdown import anchor
 from .pages import pages
+from .pictures import PICTURE_DIR, pictures as all_pictures
 
 __all__ = ["Page", "Section", "PAGES", "anchor", "definitions", "render_all", "splice", "write_docs", "check_docs",
            "default_out_dir", "add_cli", "load_spec", "SpecData", "Ctx"]
@@ -81,7 +84,8 @@ def splice(existing: str | None, page: Page, sections: dict[str, str]) -> str:
 
 
 def render_all(out_dir: Path | str) -> dict[Path, str]:
-    """The full text every page of ``out_dir`` should have, given its current hand-written parts."""
+    """The full text every page of ``out_dir`` should have, given its current hand-written parts, and every
+    picture (``pictures/*.svg``)."""
     out_dir = Path(out_dir)
     ctx = Ctx(load_spec(), PAGES)
     result = {}
@@ -89,6 +93,8 @@ def render_all(out_dir: Path | str) -> dict[Path, str]:
         path = out_dir / page.file
         existing = path.read_text(encoding="utf-8") if path.is_file() else _seed(out_dir, page)
         result[path] = splice(existing, page, render_sections(page, ctx))
+    for name, svg in all_pictures().items():
+        result[out_dir / PICTURE_DIR / name] = svg
     return result
 
 
@@ -134,8 +140,13 @@ def check_docs(out_dir: Path | str) -> list[str]:
         current = path.read_text(encoding="utf-8")
         if current != text:
             problems.append(f"{path}: stale")
-        for name in _unknown_markers(current, pages[path.relative_to(out_dir).as_posix()]):
+        page = pages.get(path.relative_to(out_dir).as_posix())
+        for name in _unknown_markers(current, page) if page else ():
             problems.append(f"{path}: unknown generated section {name!r}")
+    expected = {p.name for p in render_all(out_dir) if p.parent == out_dir / PICTURE_DIR}
+    for path in sorted((out_dir / PICTURE_DIR).glob("*.svg")):
+        if path.name not in expected:
+            problems.append(f"{path}: not generated (remove it)")
     return problems
 
 
@@ -145,7 +156,24 @@ def default_out_dir() -> Path:
     return spec_dir.parent / "docs" if spec_dir.name == "spec" else Path("docs")
 
 
+def _cmd_site(out: str) -> int:
+    from .site import DOCS_EXTRA_HINT, build_site, missing_requirements
+
+    if missing_requirements():
+        print(f"gguf-construct: {DOCS_EXTRA_HINT}", file=sys.stderr)
+        return 2
+    seconds, n = build_site(out)
+    print(f"wrote {out}: {n} pages in {seconds:.1f} s (open {Path(out) / 'index.html'}; search needs it served, "
+          f"e.g. python -m http.server -d {out})")
+    return 0
+
+
 def _cmd_docs(args: argparse.Namespace) -> int:
+    if getattr(args, "site", None):
+        if args.check or args.out is not None:
+            print("gguf-construct: docs --site builds the HTML site only (no --out, no --check)", file=sys.stderr)
+            return 2
+        return _cmd_site(args.site)
     if args.check:
         why = _spec.nothing_to_check(args.out, "docs")
         if why:
@@ -190,8 +218,12 @@ def add_cli(subparsers: Any) -> None:
                    help="output directory (default: docs/ beside spec/ in a source checkout, else ./docs)")
     p.add_argument("--check", action="store_true",
                    help="write nothing; exit 1 listing the files that differ from what the spec generates")
+    p.add_argument("--site", metavar="OUT",
+                   help="build the reference as a static HTML site with navigation and search into OUT (MkDocs "
+                        "with the Material theme: pip install \"gguf-construct[docs]\"); docs/ is not touched")
     p.set_defaults(func=_cmd_docs)
 
 
 if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(_cmd_docs(argparse.Namespace(out=sys.argv[1] if len(sys.argv) > 1 else None, check=False)))
+    raise SystemExit(_cmd_docs(argparse.Namespace(out=sys.argv[1] if len(sys.argv) > 1 else None, check=False,
+                                                  site=None)))

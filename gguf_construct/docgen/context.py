@@ -114,7 +114,7 @@ class Ctx:
             terms[r["id"]] = anchor("rule", r["id"])
         self._terms = terms
         self.errata_of: dict[str, list[dict]] = {}
-        kinds = {"tensor_types": "tt", "keys": "key", "rules": "rule"}
+        kinds = {"tensor_types": "tt", "keys": "key", "rules": "rule", "tensor_names": "tensor"}
         for item in (data.errata or {}).get("errata", []):
             for fld, kind in kinds.items():
                 for name in (item.get("related") or {}).get(fld, []):

@@ -6,7 +6,7 @@ import re
 from typing import Any, Iterable
 
 __all__ = ["anchor", "esc", "code", "table", "heading", "mermaid_label", "mermaid", "fence", "num", "bytes_range",
-           "join_nonempty", "intro"]
+           "join_nonempty", "intro", "image"]
 
 
 def anchor(kind: str, *parts: Any) -> str:
@@ -69,6 +69,11 @@ def mermaid_label(text: str) -> str:
 def mermaid(lines: Iterable[str]) -> str:
     """A fenced Mermaid diagram."""
     return "```mermaid\n" + "\n".join(lines) + "\n```\n"
+
+
+def image(alt: str, src: str) -> str:
+    """A picture (Markdown image syntax) on a line of its own."""
+    return f"![{alt}]({src})\n"
 
 
 def fence(text: str, lang: str = "text") -> str:

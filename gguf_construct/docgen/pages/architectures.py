@@ -149,7 +149,8 @@ def _arch_sections(name: str) -> tuple[Section, ...]:
             rows.append(["traits", esc(", ".join(a.traits))])
         if not a.loadable:
             rows.append(["loadable", "no: llama.cpp's model loader refuses this architecture"])
-        return (f'<a id="{anchor("model", name)}"></a>' + table(["", ""], rows)
+        # the anchor on a line of its own: a table must start its line to be a table
+        return (f'<a id="{anchor("model", name)}"></a>\n\n' + table(["", ""], rows)
                 + f"\nBack to [all architectures]({ctx.page_link(_INDEX)}).\n")
 
     def keys(ctx: Ctx) -> str:

@@ -14,13 +14,14 @@ def _sec_errata(ctx: Ctx) -> str:
     sources = {s["id"]: s for s in e.get("sources", [])}
     out = [ctx.prose(e["meta"]["doc"]) + "\n",
            table(["source", "what it is"], [[esc(s["title"]), ctx.prose(s["doc"])] for s in sources.values()])]
-    kinds = {"tensor_types": "tt", "keys": "key", "rules": "rule"}
+    kinds = {"tensor_types": "tt", "keys": "key", "rules": "rule", "tensor_names": "tensor"}
     for item in e["errata"]:
         out.append(heading(3, anchor("erratum", item["id"]), esc(item["title"])))
         rel = []
         for field, kind in kinds.items():
             for name in (item.get("related") or {}).get(field, []):
                 rel.append(ctx.ref(kind, name, name if kind == "rule" else None))
+        rel = list(dict.fromkeys(rel))
         rows = [["claimed by", ", ".join(esc(sources[s]["title"]) if s in sources else esc(s)
                                          for s in item["sources"])],
                 ["claim", ctx.prose(item["claim"])], ["actual", ctx.prose(item["actual"])]]

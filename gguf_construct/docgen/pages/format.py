@@ -6,7 +6,8 @@ import struct
 
 from ... import structs
 from ..context import Ctx, Page, Section, SpecData
-from ..markdown import anchor, bytes_range, code, esc, fence, heading, intro, mermaid, mermaid_label, table
+from ..markdown import anchor, code, esc, fence, heading, image, intro, table
+from ..pictures import PICTURE_DIR, VERSIONS_PICTURE, file_layout_picture_name
 from ..structures import STRUCT_PAGE, group_label, struct_anchors, struct_section, versions_by_layout
 
 
@@ -15,20 +16,6 @@ def _sec_overview(ctx: Ctx) -> str:
     meta = g["meta"]
     alignment = g["layout"]["alignment"]
     seq = g["types"]["file_head"]["seq"]
-    labels = {"header": "header", "metadata_kv": "metadata_kv", "tensor_infos": "tensor_info"}
-    lines = ["flowchart TB"]
-    nodes = []
-    for f in seq:
-        sname = f["type"]
-        fields = " · ".join(x["id"] for x in g["types"][sname]["seq"])
-        count = f" × {f['repeat'].split('.')[-1]}" if "repeat" in f else ""
-        nodes.append((f["id"], mermaid_label(f"{labels.get(f['id'], f['id'])}{count}<br/>{fields}")))
-    nodes.append(("padding", "padding: 0x00 up to a multiple of ALIGNMENT"))
-    nodes.append(("data", "data section: each tensor's data at data_start + offset,<br/>"
-                          "offsets multiples of ALIGNMENT"))
-    for nid, label in nodes:
-        lines.append(f'    {nid}["{label}"]')
-    lines.append("    " + " --> ".join(nid for nid, _ in nodes))
     facts = table(["property", "value"], [
         ["magic", f"{code(meta['magic'])} (bytes {' '.join(f'{b:02X}' for b in meta['magic'].encode())})"],
         ["versions", ", ".join(ctx.link(anchor("version", v), str(v)) for v in structs.versions())
@@ -38,7 +25,12 @@ def _sec_overview(ctx: Ctx) -> str:
          f"{alignment['default']} bytes, overridden by {ctx.ref('key', alignment['key'])}"],
         ["source", esc(meta["doc_ref"])],
     ])
-    return "\n".join([ctx.prose(meta["doc"]) + "\n", facts, "The parts of a file, in order:\n", mermaid(lines),
+    current = meta["current_version"]
+    picture = ctx.page_link(f"{PICTURE_DIR}/{file_layout_picture_name(current)}")
+    return "\n".join([ctx.prose(meta["doc"]) + "\n", facts,
+                      f"The parts of a file, in order, and the records inside them (version {current}; every "
+                      f"version's picture is under {ctx.link('versions', 'Versions')}):\n",
+                      image(f"GGUF v{current} file layout", picture),
                       f"The container structures are defined below ({ctx.link('structures', 'structures')}); "
                       f"metadata values are described in [Metadata values](values.md), tensor data blocks in "
                       f"[Tensor types](tensor-types.md).\n"])
@@ -52,6 +44,8 @@ def _sec_versions(ctx: Ctx) -> str:
         out.append(heading(3, anchor("version", v["version"]), f"Version {v['version']} ({esc(v['status'])})"))
         out.append(ctx.prose(v["doc"]) + "\n")
         out.append(f"Source: {esc(v['doc_ref'])}.\n")
+        out.append(image(f"GGUF v{v['version']} file layout",
+                         ctx.page_link(f"{PICTURE_DIR}/{file_layout_picture_name(v['version'])}")))
     vnums = [v["version"] for v in versions]
     families = {vn: structs.family(vn, "little") for vn in vnums}
     rows = [["status"] + [esc(v["status"]) for v in versions]]
@@ -66,7 +60,9 @@ def _sec_versions(ctx: Ctx) -> str:
     rows.append(["value types added"] + [
         ", ".join(ctx.ref("vt", vt["name"]) for vt in vts if vt["since"] == vn) or "—" for vn in vnums])
     rows.append(["header size"] + [f"{families[vn].layout('header').size} bytes" for vn in vnums])
-    out += ["#### Differences between versions\n", table(["", *(f"v{vn}" for vn in vnums)], rows)]
+    out += ["#### Differences between versions\n",
+            image("Differences between GGUF versions", ctx.page_link(f"{PICTURE_DIR}/{VERSIONS_PICTURE}")),
+            table(["", *(f"v{vn}" for vn in vnums)], rows)]
     out.append("Everything not listed (u32 version, n_dimensions, value and tensor types, u64 tensor offsets, the "
                "order of the parts) is the same in every version.\n")
     return "\n".join(out)
@@ -108,12 +104,8 @@ def _sec_structures(ctx: Ctx) -> str:
                      "relative to the start of the structure; `x.len` is the value of the length field of string "
                      "`x`. Widths that differ between versions come from the version aliases.") + "\n"]
     for vs, lay in versions_by_layout("header"):
-        out.append(f"Header of {group_label(vs)} ({lay.size} bytes):\n")
-        lines = ["flowchart LR"]
-        for i, f in enumerate(lay.fields):
-            lines.append(f'    h{i}["{mermaid_label(f.id)}<br/>{bytes_range(f.offset.fixed, f.size.fixed)}"]')
-        lines.append("    " + " --- ".join(f"h{i}" for i in range(len(lay.fields))))
-        out.append(mermaid(lines))
+        pictured = ", ".join(ctx.link(anchor("version", v), f"version {v}") for v in vs)
+        out.append(f"Header of {group_label(vs)}: {lay.size} bytes (pictured under {pictured}).\n")
     for sname in g["types"]:
         if STRUCT_PAGE.get(sname, "format.md") == "format.md":
             out.append(struct_section(ctx, sname))

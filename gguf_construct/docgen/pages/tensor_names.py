@@ -78,6 +78,19 @@ def _sec_groups(ctx: Ctx) -> str:
     return "\n".join(out)
 
 
+def _sec_gguf_md(ctx: Ctx) -> str:
+    rows = []
+    for item in _names_spec().get("gguf_md_spellings") or ():
+        ours = "<br>".join(ctx.ref("tensor", n) for n in item["llama_cpp"])
+        errata = ctx.errata_of.get(anchor("tensor", item["llama_cpp"][0]), [])
+        rows.append([code(item["gguf_md"]), ours,
+                     ", ".join(ctx.link(anchor("erratum", e["id"]), esc(e["id"])) for e in errata) or "—"])
+    return ("gguf.md spells some names differently from llama.cpp's loader; a tensor named as gguf.md says is not "
+            "found by llama.cpp. The names on the right are the ones to write (`{j}` counts the experts in "
+            "older files with one tensor per expert).\n\n"
+            + table(["gguf.md", "llama.cpp", "erratum"], rows))
+
+
 def _defines(data: SpecData):
     for g in _names_spec()["groups"]:
         yield anchor("tensorgroup", g["id"])
@@ -89,6 +102,7 @@ PAGE = Page("tensor-names.md", "Standardized tensor names",
             "the tensor names llama.cpp's loader looks for: base layers, attention, feed-forward, MoE, SSM, RWKV",
             intro("Standardized tensor names", "The names tensors must have for llama.cpp to find them."),
             (Section("tensor-names-overview", "Overview", _sec_overview),
-             Section("tensor-name-groups", "Names by group", _sec_groups)),
+             Section("tensor-name-groups", "Names by group", _sec_groups),
+             Section("tensor-names-gguf-md", "gguf.md's spellings", _sec_gguf_md)),
             defines=_defines,
             count=lambda d: f"{sum(len(v) for v in name_groups().values())} names")

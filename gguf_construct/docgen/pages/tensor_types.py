@@ -6,7 +6,8 @@ from typing import Any
 
 from ... import codecs
 from ..context import Ctx, Page, Section, SpecData
-from ..markdown import anchor, bytes_range, code, esc, fence, heading, intro, mermaid, mermaid_label, num, table
+from ..markdown import anchor, code, esc, fence, heading, image, intro, num, table
+from ..pictures import PICTURE_DIR, block_picture_name
 from .tables import table_users
 
 
@@ -36,7 +37,9 @@ def _sec_tt_blocks(ctx: Ctx) -> str:
     for tab, types in table_users(ctx.data).items():
         for name in types:
             uses.setdefault(name, []).append(tab)
-    out = []
+    out = ["Each type's picture shows its block's fields to scale (widths from the spec), its sub-blocks, and for "
+           "every field the weights that each group of its bits decodes into, measured on the decoder by flipping "
+           "one bit at a time (hover a box for its bits). Long fields show their first items and their last.\n"]
     for t in ctx.data.tensor_types:
         if not t.is_current:
             continue
@@ -49,7 +52,7 @@ def _sec_tt_blocks(ctx: Ctx) -> str:
             facts.append(f"importance matrix {_IMATRIX[t.imatrix]}")
         out.append(ctx.prose(t.doc) + "\n")
         out.append(" · ".join(facts) + "\n")
-        rows, boxes = [], []
+        rows = []
         block = codecs.block_dtype(t.name)
         for f in t.fields:
             dt, off = block.fields[f.id][:2]
@@ -60,14 +63,11 @@ def _sec_tt_blocks(ctx: Ctx) -> str:
                 meaning += f" C: {code(f.c_decl)}."
             rows.append([f'<a id="{anchor("ttf", t.name, f.id)}"></a>{code(f.id)}', str(off), str(size), typ,
                          meaning])
-            arr = f"[{f.count}]" if f.count > 1 else ""
-            boxes.append(f"{f.id}: {f.type}{arr}<br/>{bytes_range(off, size)}")
         out.append(table(["field", "offset", "bytes", "type", "meaning"], rows, "lrrll"))
-        if boxes:
-            lines = ["flowchart LR"] + [f'    {t.name.lower()}_{i}["{mermaid_label(b)}"]'
-                                        for i, b in enumerate(boxes)]
-            lines.append("    " + " --- ".join(f"{t.name.lower()}_{i}" for i in range(len(boxes))))
-            out.append(mermaid(lines))
+        if t.fields and codecs.has_decoder(t.name):
+            out.append(image(f"{t.name} block layout",
+                             ctx.page_link(f"{PICTURE_DIR}/{block_picture_name(t.name)}")))
+
         decode = t.extra.get("decode")
         if decode:
             out.append("Decoding (y = the block's output values):\n")

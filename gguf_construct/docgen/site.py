@@ -1,0 +1,138 @@
+"""``gguf-construct docs --site OUT``: the reference as a static HTML site with navigation and search.
+
+The pages are rendered into a scratch folder exactly as ``docs/`` is (hand-written prose kept in a source
+checkout), links that leave the reference (to ``spec/``, ``exports/``) become plain text, and MkDocs with the
+Material theme (the ``[docs]`` extra) builds the site: a navigation of every page (the architectures as one
+section), a client-side search index, no web fonts or other requests to third parties (the site works offline).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import posixpath
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+__all__ = ["DOCS_EXTRA_HINT", "missing_requirements", "site_config", "prepare_sources", "build_site"]
+
+DOCS_EXTRA_HINT = 'the site needs the [docs] extra: pip install "gguf-construct[docs]"'
+_LINK_RE = re.compile(r"(!?)\[((?:\\.|[^\]\\])*)\]\(([^)\s]+)\)")
+_SITE_MARKERS = ("sitemap.xml", "search/search_index.json")
+
+
+def missing_requirements() -> list[str]:
+    """The Python packages of the ``[docs]`` extra that are not installed."""
+    return [name for module, name in (("mkdocs", "mkdocs"), ("material", "mkdocs-material"))
+            if importlib.util.find_spec(module) is None]
+
+
+def _local_target(page: str, target: str) -> str | None:
+    """The docs-relative path a link of ``page`` points to, or None for URLs and anchors of the same page."""
+    if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
+        return None
+    path = target.split("#", 1)[0]
+    return posixpath.normpath(posixpath.join(posixpath.dirname(page), path))
+
+
+def _site_markdown(page: str, text: str) -> str:
+    """A page's Markdown for the site: links out of the reference become their text; README.md is index.md."""
+
+    def repl(m: re.Match) -> str:
+        bang, label, target = m.groups()
+        resolved = _local_target(page, target)
+        if resolved is None:
+            return m.group(0)
+        if resolved == ".." or resolved.startswith("../"):
+            return label if not bang else m.group(0)
+        if resolved == "README.md":
+            rel = posixpath.relpath("index.md", posixpath.dirname(page) or ".")
+            anchor = target[len(target.split("#", 1)[0]):]
+            return f"{bang}[{label}]({rel}{anchor})"
+        return m.group(0)
+
+    return _LINK_RE.sub(repl, text)
+
+
+def prepare_sources(src: Path) -> list[str]:
+    """Render the reference into ``src`` (Markdown and pictures) ready for MkDocs; returns the pages' paths."""
+    from . import write_docs
+
+    write_docs(src)
+    pages = []
+    for path in sorted(src.rglob("*.md")):
+        rel = path.relative_to(src).as_posix()
+        text = _site_markdown(rel, path.read_text(encoding="utf-8"))
+        if rel == "README.md":
+            # Python-Markdown nests a list item under four spaces, GitHub under two (the index's section links)
+            text = re.sub(r"^  - ", "    - ", text, flags=re.M)
+            path.unlink()
+            rel = "index.md"
+            path = src / rel
+        path.write_text(text, encoding="utf-8", newline="\n")
+        pages.append(rel)
+    return pages
+
+
+def site_config(docs_dir: Path, site_dir: Path) -> dict:
+    """The MkDocs configuration: Material theme without web fonts, search, and the navigation in index order."""
+    from . import PAGES
+
+    nav: list = [{"Reference": "index.md"}]
+    archs = []
+    for page in PAGES:
+        if page.file == "README.md":
+            continue
+        if page.file.startswith("architectures/"):
+            archs.append({page.title: page.file})
+        elif page.file == "architectures.md":
+            nav.append({page.title: [{"All architectures": page.file}]})
+        else:
+            nav.append({page.title: page.file})
+    for entry in nav:
+        if "Architectures" in entry:
+            entry["Architectures"] += archs
+    return {
+        "site_name": "GGUF reference",
+        "site_description": "The GGUF model-file format, generated from gguf-construct's executable spec",
+        "docs_dir": str(docs_dir), "site_dir": str(site_dir), "use_directory_urls": False,
+        "theme": {"name": "material", "font": False,
+                  "features": ["navigation.top", "navigation.tracking", "search.highlight", "search.suggest",
+                               "toc.follow"]},
+        "plugins": ["search"],
+        "markdown_extensions": ["tables", "attr_list", "md_in_html", {"toc": {"permalink": True}}],
+        "nav": nav,
+    }
+
+
+def _is_previous_site(out: Path) -> bool:
+    return any((out / m).is_file() for m in _SITE_MARKERS)
+
+
+def build_site(out: Path | str, quiet: bool = True) -> tuple[float, int]:
+    """Build the HTML site into ``out`` (replaced when it holds an earlier site; refused when it holds other
+    files); returns (seconds taken, number of pages).  Raises ``OSError`` with the reason on failure."""
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not _is_previous_site(out))):
+        raise OSError(f"{out}: exists and is not an earlier site; give an empty or new directory")
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="gguf-site-") as tmp:
+        src, built = Path(tmp) / "docs", Path(tmp) / "site"
+        pages = prepare_sources(src)
+        config = Path(tmp) / "mkdocs.yml"
+        config.write_text(json.dumps(site_config(src, built), indent=1), encoding="utf-8")  # JSON is YAML
+        cmd = [sys.executable, "-m", "mkdocs", "build", "--config-file", str(config)] + (["--quiet"] if quiet else [])
+        run = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+        if run.returncode != 0:
+            raise OSError(f"mkdocs build failed:\n{run.stderr.strip() or run.stdout.strip()}")
+        if out.exists():
+            shutil.rmtree(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(built), str(out))  # built whole in the scratch folder, then put in place
+    return time.monotonic() - start, len(pages)

@@ -1,0 +1,192 @@
+"""``gguf-construct docs --site``: the HTML site builds, every internal link and anchor resolves, and in a real
+browser (Chromium through Playwright) the pictures render and search finds what a reader types.
+
+Needs the ``[docs]`` extra (mkdocs, mkdocs-material); the browser part also needs ``playwright`` (the
+``[docs-test]`` extra) and a Chromium (Debian: ``apt-get install chromium``; or ``GGUF_CONSTRUCT_CHROMIUM=PATH``),
+and skips naming what is missing.  Screenshots go to ``GGUF_CONSTRUCT_SCREENSHOTS`` (a folder) when set, else
+next to the built site.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import http.server
+import importlib.util
+import os
+import re
+import shutil
+import threading
+from pathlib import Path
+from urllib.parse import unquote, urljoin, urlsplit
+
+import pytest
+
+from gguf_construct import cli
+from gguf_construct.docgen import site
+
+pytestmark = pytest.mark.skipif(bool(site.missing_requirements()),
+                                reason="needs the [docs] extra: pip install -e \".[docs]\"")
+
+HREF_RE = re.compile(r'<(?:a|link)\b[^>]*\bhref="([^"]*)"')
+SRC_RE = re.compile(r'<(?:img|script)\b[^>]*\bsrc="([^"]*)"')
+ID_RE = re.compile(r'\bid="([^"]*)"')
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("site") / "site"
+    assert cli.main(["docs", "--site", str(out)]) == 0
+    return out
+
+
+def test_site_has_every_page_and_picture(built):
+    assert (built / "index.html").is_file()
+    assert (built / "tensor-types.html").is_file()
+    assert (built / "architectures" / "qwen2.html").is_file()
+    assert len(list((built / "architectures").glob("*.html"))) >= 150
+    assert (built / "pictures" / "block-q4_k.svg").is_file()
+    assert (built / "search" / "search_index.json").is_file()
+    assert not list(built.rglob("*.md")), "Markdown sources are not part of the site"
+    index = (built / "index.html").read_text(encoding="utf-8")
+    assert re.search(r'<li>\s*<a href="tensor-types.html">Tensor types</a>[^<]*<ul>\s*<li>\s*<a href="tensor-types.html#'
+                     r'tensor-types-summary">', index), "the index nests each page's sections"
+    assert "fonts.googleapis.com" not in index, "the site makes no third-party requests"
+
+
+def test_every_internal_link_and_anchor_resolves(built):
+    ids: dict[Path, set[str]] = {}
+
+    def anchors(path: Path) -> set[str]:
+        if path not in ids:
+            ids[path] = set(ID_RE.findall(path.read_text(encoding="utf-8")))
+        return ids[path]
+
+    broken = []
+    pages = sorted(built.rglob("*.html"))
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        for raw in HREF_RE.findall(text) + SRC_RE.findall(text):
+            target = html.unescape(raw)
+            parts = urlsplit(target)
+            if parts.scheme or parts.netloc or target.startswith("mailto:"):
+                continue
+            if not parts.path:
+                path = page
+            elif parts.path.startswith("/"):  # 404.html links from the site's root
+                path = (built / unquote(parts.path).lstrip("/")).resolve()
+            else:
+                path = (page.parent / unquote(parts.path)).resolve()
+            if path.is_dir():
+                path = path / "index.html"
+            if not path.is_file():
+                broken.append(f"{page.relative_to(built)}: {raw}")
+            elif parts.fragment and path.suffix == ".html" and unquote(parts.fragment) not in anchors(path):
+                broken.append(f"{page.relative_to(built)}: {raw} (no such anchor)")
+    assert len(pages) > 160
+    assert not broken, broken[:20]
+
+
+def test_every_markdown_table_renders_as_a_table():
+    """Python-Markdown (what MkDocs renders with) sees every table of docs/ as one (a table must start its line)."""
+    import markdown
+
+    docs = Path(__file__).resolve().parent.parent / "docs"
+    wrong = []
+    for path in sorted(docs.rglob("*.md")):
+        text = path.read_text(encoding="utf-8")
+        rendered = markdown.markdown(text, extensions=["tables", "attr_list", "md_in_html"]).count("<table>")
+        expected = sum(1 for line in text.splitlines() if re.match(r"^\|:?---", line))
+        if rendered != expected:
+            wrong.append(f"{path.name}: {rendered} of {expected}")
+    assert not wrong, wrong
+
+
+def test_site_refuses_a_folder_with_other_files(tmp_path, capsys):
+    (tmp_path / "keep.txt").write_text("mine", encoding="utf-8")
+    assert cli.main(["docs", "--site", str(tmp_path)]) == 2
+    assert "not an earlier site" in capsys.readouterr().err
+    assert (tmp_path / "keep.txt").read_text(encoding="utf-8") == "mine"
+
+
+def _chromium() -> str | None:
+    return os.environ.get("GGUF_CONSTRUCT_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def browser_page(built):
+    if importlib.util.find_spec("playwright") is None:
+        pytest.skip("needs playwright: pip install -e \".[docs-test]\"")
+    executable = _chromium()
+    if executable is None:
+        pytest.skip("needs Chromium (apt-get install chromium, or GGUF_CONSTRUCT_CHROMIUM=PATH)")
+    from playwright.sync_api import sync_playwright
+
+    handler = functools.partial(_QuietHandler, directory=str(built))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            yield page, f"http://127.0.0.1:{server.server_port}/"
+            browser.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 (the base class's name)
+        pass
+
+
+def _shots(built: Path) -> Path:
+    folder = Path(os.environ.get("GGUF_CONSTRUCT_SCREENSHOTS") or built.parent / "screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.mark.parametrize("url, name, pictures", [
+    ("index.html", "index", 0),
+    ("tensor-types.html#tt-q4_k", "tensor-type", 35),
+    ("format.html", "format", 5),  # v3 in the overview, each version, the differences
+    ("architectures/qwen2.html", "architecture", 0),
+])
+def test_pages_render_in_chromium(browser_page, built, url, name, pictures):
+    page, base = browser_page
+    failed: list[str] = []
+    page.on("requestfailed", lambda r: failed.append(r.url))
+    response = page.goto(base + url)
+    assert response is not None and response.status == 200
+    page.wait_for_load_state("networkidle")
+    assert "GGUF reference" in page.title()
+    images = page.eval_on_selector_all(
+        "article img", "els => els.map(e => [e.getAttribute('src'), e.complete && e.naturalWidth, e.naturalHeight])")
+    assert len([i for i in images if "pictures/" in i[0]]) == pictures
+    not_rendered = [src for src, width, height in images if not width or height < 50]
+    assert not not_rendered, not_rendered
+    nav = page.eval_on_selector_all("nav.md-nav a.md-nav__link", "els => els.map(e => e.href)")
+    assert len(nav) > 10
+    shot = _shots(built) / f"{name}.png"
+    page.screenshot(path=str(shot))
+    assert shot.stat().st_size > 10_000
+    if name == "architecture":
+        assert page.locator("article table").count() >= 2  # its keys and its tensors
+    assert not failed, failed
+
+
+@pytest.mark.parametrize("query, page_file", [("Q4_K", "tensor-types.html"), ("qwen2", "architectures/qwen2.html")])
+def test_search_finds(browser_page, built, query, page_file):
+    page, base = browser_page
+    page.goto(base + "index.html")
+    page.wait_for_load_state("networkidle")
+    page.keyboard.press("/")  # Material's shortcut to the search box
+    page.fill("input.md-search__input", query)
+    page.wait_for_selector(".md-search-result__item", timeout=30_000)
+    hits = page.eval_on_selector_all(".md-search-result__item a", "els => els.map(e => e.href)")
+    assert any(urlsplit(h).path.endswith("/" + page_file) for h in hits), hits[:10]
+    page.screenshot(path=str(_shots(built) / f"search-{query}.png"))
+    first = urljoin(base, urlsplit(hits[0]).path)
+    assert page.request.get(first).status == 200
