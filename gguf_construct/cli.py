@@ -15,7 +15,8 @@ from .errors import GGUFError
 __all__ = ["main", "write_json"]
 
 # modules that register sub-commands with an add_cli(subparsers) function, in help order
-SUBCOMMAND_MODULES = ("checker", "fuzzing", "docgen", "split", "edit", "diff", "hashing", "sweep", "export")
+SUBCOMMAND_MODULES = ("checker", "fuzzing", "docgen", "split", "edit", "diff", "hashing", "sweep", "export",
+                      "suite")
 
 
 def _cmd_dump(args) -> int:
