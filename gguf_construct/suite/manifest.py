@@ -35,7 +35,7 @@ from . import SCHEMA_VERSION
 from .cases import LIMITED_BREAKAGES, Case, all_cases
 from .expect import EITHER, PROFILES, outcome
 
-__all__ = ["PROFILE_DOCS", "case_entry", "build_manifest", "write_suite", "manifest_json"]
+__all__ = ["PROFILE_DOCS", "case_entry", "build_manifest", "write_suite", "manifest_json", "cases_tsv"]
 
 PROFILE_DOCS = {
     "spec": "gguf.md as the project's spec/ encodes it: what any conforming reader must accept or refuse",
@@ -176,4 +176,14 @@ def write_suite(directory: str | os.PathLike, cases: list[Case] | None = None) -
             out.write(data)
     with atomic_path(os.path.join(root, "manifest.json")) as tmp, open(tmp, "w", encoding="ascii") as out:
         out.write(manifest_json(manifest))
+    with atomic_path(os.path.join(root, "cases.tsv")) as tmp, open(tmp, "w", encoding="ascii") as out:
+        out.write(cases_tsv(manifest))
     return manifest
+
+
+def cases_tsv(manifest: dict) -> str:
+    """The verdicts alone, for consumers without a JSON parser: a header line, then per case its file and the
+    expected outcome under each profile, tab-separated."""
+    lines = ["file\t" + "\t".join(PROFILES)]
+    lines += [c["file"] + "\t" + "\t".join(c["expect"][p] for p in PROFILES) for c in manifest["cases"]]
+    return "\n".join(lines) + "\n"

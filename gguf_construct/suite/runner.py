@@ -110,6 +110,21 @@ def _data_differences(expected: dict, got: dict) -> list[dict]:
     return out
 
 
+def _with_types(case: dict, summary: dict) -> dict:
+    """The reader's answer with the manifest's value types filled in where it reports none (readers that return
+    plain values, not GGUF types): then only their values are compared."""
+    types = {m["key"]: m for m in case["metadata"]}
+    metadata = []
+    for m in summary.get("metadata") or []:
+        if isinstance(m, dict) and "type" not in m and m.get("key") in types:
+            ours = types[m["key"]]
+            m = dict(m, type=ours["type"])
+            if ours["type"] == "ARRAY":
+                m.setdefault("item_type", ours["item_type"])
+        metadata.append(m)
+    return dict(summary, metadata=metadata)
+
+
 def score_case(case: dict, outcome: Outcome, profile: str) -> CaseResult:
     """Compare a reader's outcome on one case with the manifest."""
     expected = case["expect"][profile]
@@ -122,8 +137,9 @@ def score_case(case: dict, outcome: Outcome, profile: str) -> CaseResult:
             result.result = "false-accept"
             return result
         if outcome.summary and "metadata" in case:
-            diffs = compare({"metadata": case["metadata"], "tensors": case["tensors"]}, outcome.summary)
-            diffs += _data_differences(case, outcome.summary)
+            answer = _with_types(case, outcome.summary)
+            diffs = compare({"metadata": case["metadata"], "tensors": case["tensors"]}, answer)
+            diffs += _data_differences(case, answer)
             if diffs:
                 result.result = "wrong-values"
                 result.differences = diffs

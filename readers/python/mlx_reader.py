@@ -1,0 +1,73 @@
+"""MLX's GGUF loader (``mlx.core.load``, which reads GGUF with its own C library) as a suite target:
+``python:readers.python.mlx_reader:read``.
+
+MLX returns metadata as arrays (typed by their dtype) and strings, and tensors converted to its own arrays:
+F32/F16/BF16 as float arrays, Q4_0/Q4_1/Q8_0 as MLX quantized weights with ``.scales`` and ``.biases``
+companions, which are dequantized here so that the decoded values can be compared.  Any exception of
+``mx.load`` is its refusal of the file.
+"""
+
+from __future__ import annotations
+
+import math
+
+_DTYPES = {"uint8": "UINT8", "int8": "INT8", "uint16": "UINT16", "int16": "INT16", "uint32": "UINT32",
+           "int32": "INT32", "float32": "FLOAT32", "bool": "BOOL", "uint64": "UINT64", "int64": "INT64",
+           "float64": "FLOAT64"}
+
+
+def _num(v):
+    if isinstance(v, float) and not math.isfinite(v):
+        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    return v
+
+
+def _entry(key, v) -> dict:
+    import mlx.core as mx
+
+    if isinstance(v, str):
+        return {"key": key, "type": "STRING", "value": v}
+    if isinstance(v, list):
+        return {"key": key, "type": "ARRAY", "item_type": "STRING", "value": v}
+    if isinstance(v, mx.array):
+        vtype = _DTYPES.get(str(v.dtype).rsplit(".", 1)[-1])
+        value = v.tolist()
+        if v.ndim == 0:
+            out = {"key": key, "value": _num(value)}
+            if vtype:
+                out["type"] = vtype
+            return out
+        out = {"key": key, "type": "ARRAY", "value": [_num(x) for x in value]}
+        if vtype:
+            out["item_type"] = vtype
+        return out
+    return {"key": key, "value": v}
+
+
+def read(path: str) -> dict:
+    """Load ``path`` with ``mlx.core.load`` and answer in the runner's shape."""
+    import mlx.core as mx
+
+    try:
+        arrays, metadata = mx.load(path, format="gguf", return_metadata=True)
+    except (MemoryError, RecursionError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - mx.load's way to refuse a file
+        raise ValueError(f"{type(exc).__name__}: {exc}") from None
+    tensors = []
+    companions = {k for k in arrays if k.endswith((".scales", ".biases"))}
+    for name, a in arrays.items():
+        if name in companions:
+            continue
+        entry = {"name": name}
+        scales = arrays.get(name[:-7] + ".scales") if name.endswith(".weight") else None
+        scales = scales if scales is not None else arrays.get(name[:-7] + ".scales")
+        if a.dtype == mx.uint32 and scales is not None:
+            biases = arrays.get(name[:-7] + ".biases")
+            bits = 32 * a.shape[-1] // (scales.shape[-1] * 32)
+            a = mx.dequantize(a, scales, biases, group_size=32, bits=bits)
+        entry["shape"] = list(reversed(a.shape))
+        if a.size <= 4096:
+            entry["values"] = [_num(x) for x in a.astype(mx.float32).reshape(-1).tolist()]
+        tensors.append(entry)
+    return {"metadata": [_entry(k, v) for k, v in metadata.items()], "tensors": tensors}
