@@ -3,15 +3,20 @@
 # docs/readers.md and docs/readers.svg.  Usage (from the repository root, after readers/install.sh):
 #   sh readers/run_all.sh SUITE_DIR [LIBGGML_BASE_SO LIBLLAMA_SO]
 # Readers that are not installed are skipped; an earlier run of a reader is replaced.  Set
-# LLAMA_CPP_PYTHON_VERSION to the release the two libraries come from.
+# LLAMA_CPP_PYTHON_VERSION to the release the two libraries come from, DETAILS to a folder for each run's
+# per-case JSON (messages and value differences, for triage).
 set -u
 SUITE=${1:?usage: run_all.sh SUITE_DIR [LIBGGML_BASE_SO LIBLLAMA_SO]}
 GC=${GGUF_CONSTRUCT:-.venv/bin/gguf-construct}
 PY=${PYTHON:-.venv/bin/python}
 run() {  # name version adapter profile target
   echo "== $1 $2" >&2
-  "$GC" suite run "$SUITE" --quiet --show 0 --record "$1" --reader-version "$2" --adapter "$3" --profile "$4" \
-    --target "$5" --timeout "${TIMEOUT:-20}"
+  out=/dev/null
+  [ -n "${DETAILS:-}" ] && out="$DETAILS/$1.json"
+  "$GC" suite run "$SUITE" --quiet --json --record "$1" --reader-version "$2" --adapter "$3" --profile "$4" \
+    --target "$5" --timeout "${TIMEOUT:-20}" > "$out"
+  "$PY" -c "import json, sys; from gguf_construct.suite.matrix import counts_line; \
+print(counts_line(json.load(open(sys.argv[1]))['readers'][sys.argv[2]]['summary']))" readers/results.json "$1" >&2
 }
 pyver() { "$PY" -c "import importlib.metadata as m; print(m.version('$1'))" 2>/dev/null; }
 npmver() { node -p "require('./readers/node_modules/$1/package.json').version" 2>/dev/null; }

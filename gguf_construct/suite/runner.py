@@ -110,6 +110,18 @@ def _data_differences(expected: dict, got: dict) -> list[dict]:
     return out
 
 
+def _typed_items(ours: dict, value):
+    """Plain nested lists of an untyped reader as the typed items of the manifest's nested array."""
+    if ours.get("item_type") != "ARRAY" or not isinstance(value, list) or len(value) != len(ours["value"]):
+        return value
+    out = []
+    for inner, got in zip(ours["value"], value):
+        if isinstance(got, list):
+            got = {"type": "ARRAY", "item_type": inner.get("item_type"), "value": _typed_items(inner, got)}
+        out.append(got)
+    return out
+
+
 def _with_types(case: dict, summary: dict) -> dict:
     """The reader's answer with the manifest's value types filled in where it reports none (readers that return
     plain values, not GGUF types): then only their values are compared."""
@@ -121,6 +133,8 @@ def _with_types(case: dict, summary: dict) -> dict:
             m = dict(m, type=ours["type"])
             if ours["type"] == "ARRAY":
                 m.setdefault("item_type", ours["item_type"])
+                if "value" in m:
+                    m["value"] = _typed_items(ours, m["value"])
         metadata.append(m)
     return dict(summary, metadata=metadata)
 

@@ -1,7 +1,8 @@
 """gguf-parser (PyPI) as a suite target: ``python:readers.python.gguf_parser_reader:read``.
 
-Every exception the parser raises is its way of refusing a file (it has no other), so it becomes a rejection;
-only MemoryError and RecursionError (resource exhaustion) are left to count as crashes.
+The parser refuses a file by raising ``GGUFParseError`` (or a ``ValueError`` such as ``UnicodeDecodeError``);
+any other exception escaping it (``struct.error`` when it reads past the end, ``MemoryError`` ...) is an
+uncaught error of the reader, which the runner counts as a crash, as it does for every Python reader.
 """
 
 from __future__ import annotations
@@ -19,15 +20,13 @@ def _value(v):
 
 def read(path: str) -> dict:
     """Parse ``path`` with ``gguf_parser.GGUFParser`` and answer in the runner's shape (values without types)."""
-    from gguf_parser import GGUFParser
+    from gguf_parser import GGUFParseError, GGUFParser
 
     parser = GGUFParser(path)
     try:
         parser.parse()
-    except (MemoryError, RecursionError):
-        raise
-    except Exception as exc:  # noqa: BLE001 - the parser's only way to refuse a file
-        raise ValueError(f"{type(exc).__name__}: {exc}") from None
+    except GGUFParseError as exc:
+        raise ValueError(f"GGUFParseError: {exc}") from None
     metadata = [{"key": k, "value": _value(v)} for k, v in parser.metadata.items()]
     tensors = [{"name": t["name"], "type": t["type"], "shape": list(t["dimensions"]), "offset": t["offset"]}
                for t in parser.tensors_info]
