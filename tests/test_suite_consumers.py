@@ -70,3 +70,23 @@ def test_c_scoring_script(small_suite, tmp_path):
                           cwd=ROOT)
     assert proc.stdout.strip().splitlines()[-1] == "3 passed, 0 failed", proc.stdout
     assert proc.returncode == 0
+
+
+def test_reader_reproducers_are_what_their_generator_writes(tmp_path):
+    """fuzz/findings/readers/ is written by fuzz/make_reader_findings.py, and its labels hold for our checker."""
+    import importlib.util
+
+    from gguf_construct import check
+
+    spec = importlib.util.spec_from_file_location("make_reader_findings", ROOT / "fuzz/make_reader_findings.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    manifest = module.write(str(tmp_path))
+    committed = ROOT / "fuzz/findings/readers"
+    assert (committed / "manifest.json").read_bytes() == (tmp_path / "manifest.json").read_bytes()
+    for case in manifest["cases"]:
+        assert (committed / case["file"]).read_bytes() == (tmp_path / case["file"]).read_bytes()
+        for profile in ("spec", "ggml"):
+            if case["expect"][profile] != "either":
+                valid = check(str(tmp_path / case["file"]), profile=profile).valid
+                assert valid == (case["expect"][profile] == "accept"), (case["file"], profile)

@@ -59,17 +59,22 @@ def read(path: str) -> dict:
         if name in companions:
             continue
         entry = {"name": name}
-        scales = arrays.get(name[:-7] + ".scales") if name.endswith(".weight") else None
-        scales = scales if scales is not None else arrays.get(name[:-7] + ".scales")
-        if a.dtype == mx.uint32 and scales is not None:
-            biases = arrays.get(name[:-7] + ".biases")
-            bits = 32 * a.shape[-1] // (scales.shape[-1] * 32)
-            try:
-                a = mx.dequantize(a, scales.astype(mx.float32), biases.astype(mx.float32), group_size=32,
-                                  bits=bits)
-            except (ValueError, RuntimeError):  # not a layout this adapter can undo: report the name only
-                tensors.append(entry)
-                continue
+        base = name[:-len(".weight")] if name.endswith(".weight") else name
+        if a.dtype == mx.uint32:
+            # MLX names the companions of a quantized tensor by cutting 7 characters (".weight") off any name;
+            # a companion found only under that cut name is reported as the extra tensor it is
+            found = next((b for b in (base, name[:-7]) if b + ".scales" in arrays), None)
+            if found is not None:
+                if found != base:
+                    tensors += [{"name": found + ".scales"}, {"name": found + ".biases"}]
+                scales, biases = arrays[found + ".scales"], arrays[found + ".biases"]
+                bits = 32 * a.shape[-1] // (scales.shape[-1] * 32)
+                try:
+                    a = mx.dequantize(a, scales.astype(mx.float32), biases.astype(mx.float32), group_size=32,
+                                      bits=bits)
+                except (ValueError, RuntimeError):  # not a layout this adapter can undo: report the name only
+                    tensors.append(entry)
+                    continue
         entry["shape"] = list(reversed(a.shape))
         if a.size <= 4096:
             entry["values"] = [_num(x) for x in a.astype(mx.float32).reshape(-1).tolist()]
