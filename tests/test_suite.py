@@ -156,6 +156,10 @@ def test_untyped_nested_arrays_are_compared_by_value(suite):
     plain = [{"key": m["key"], "value": _plain(m["value"])} for m in case["metadata"]]
     answer = {"metadata": plain, "tensors": case["tensors"]}
     assert score_case(case, Outcome("accept", summary=answer), "spec").result == "pass"
+    typed = [dict(p, type=m["type"], item_type=m["item_type"]) if m["type"] == "ARRAY" else p
+             for p, m in zip(plain, case["metadata"])]
+    assert score_case(case, Outcome("accept", summary={"metadata": typed, "tensors": case["tensors"]}),
+                      "spec").result == "pass"
     plain[-1]["value"][0][0] = "x"
     assert score_case(case, Outcome("accept", summary=answer), "spec").result == "wrong-values"
 

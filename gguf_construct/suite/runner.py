@@ -124,17 +124,20 @@ def _typed_items(ours: dict, value):
 
 def _with_types(case: dict, summary: dict) -> dict:
     """The reader's answer with the manifest's value types filled in where it reports none (readers that return
-    plain values, not GGUF types): then only their values are compared."""
+    plain values, not GGUF types: then only their values are compared), and nested arrays given as plain lists
+    taken as the typed items of the manifest's."""
     types = {m["key"]: m for m in case["metadata"]}
     metadata = []
     for m in summary.get("metadata") or []:
-        if isinstance(m, dict) and "type" not in m and m.get("key") in types:
-            ours = types[m["key"]]
-            m = dict(m, type=ours["type"])
-            if ours["type"] == "ARRAY":
-                m.setdefault("item_type", ours["item_type"])
-                if "value" in m:
-                    m["value"] = _typed_items(ours, m["value"])
+        ours = types.get(m.get("key")) if isinstance(m, dict) else None
+        if ours is not None:
+            m = dict(m)
+            if "type" not in m:
+                m["type"] = ours["type"]
+                if ours["type"] == "ARRAY":
+                    m.setdefault("item_type", ours["item_type"])
+            if ours["type"] == "ARRAY" and "value" in m:
+                m["value"] = _typed_items(ours, m["value"])
         metadata.append(m)
     return dict(summary, metadata=metadata)
 
