@@ -58,6 +58,7 @@ def reproducers() -> list[tuple[str, tuple[str, ...], str, bytes]]:
     q = _file()
     q.append_tensor("q8_1", "Q8_1", [256, 2], bytes(576))
     add("valid-q8_1-tensor.gguf", [], "One Q8_1 tensor of two rows of 256 (sixteen 36-byte blocks), the last bytes of the file.", q)
+    add("valid-utf8-string.gguf", [], "A STRING value of two-byte UTF-8 (\u00e9).", _file(("a.b", "STRING", "\u00e9")))
     add("valid-version-1.gguf", ["HDR-V1-UNSUPPORTED", "HDR-VER-LEGACY"], "A version 1 file with one key.",
         _file(version=1))
     add("valid-big-endian.gguf", ["HDR-ENDIAN"], "A big-endian version 3 file with one key.",
