@@ -24,8 +24,8 @@ LAYERS: list[tuple[int, tuple[str, ...]]] = [
     (2, ("reader", "rulebook", "model", "dump", "demo", "arch", "inputs", "modelinfo")),
     (3, ("checker", "breaking", "docgen", "export")),
     (4, ("strategies",)),
-    (5, ("fuzzing", "diff", "edit", "split", "hashing", "sweep")),
-    (6, ("cli", "__main__", "checker.cli", "fuzzing.__init__", "__init__")),
+    (5, ("fuzzing", "diff", "edit", "split", "hashing", "sweep", "suite")),
+    (6, ("cli", "__main__", "checker.cli", "fuzzing.__init__", "__init__", "suite.cli")),
 ]
 LAYER_NAMES = ["spec", "generator/codecs", "reader/model", "checker/breaking", "strategies", "fuzzer", "CLI"]
 CLI_GLUE = {"add_cli", "cli_main"}

@@ -1,0 +1,62 @@
+"""The project's own reader as a suite target: ``python:gguf_construct.suite.reference:read_spec`` (and
+``read_ggml``, ``read_llama_cpp``) accepts a file exactly when the checker finds no error under that profile,
+and reports what :func:`gguf_construct.load` reads, with each tensor's data hash and, for tiny tensors, its
+decoded values."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+
+from ..checker import check
+from ..dump import value_to_json
+from ..errors import GGUFError
+from ..model import load
+
+__all__ = ["read", "read_spec", "read_ggml", "read_llama_cpp"]
+
+DECODE_LIMIT = 4096  # elements: tensors up to this size report decoded values
+
+
+def _f(v):
+    if isinstance(v, float) and not math.isfinite(v):
+        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    return v
+
+
+def read(path: str, profile: str = "spec") -> dict:
+    """Accept (return the answer shape) or reject (raise ValueError) ``path`` as the checker does under
+    ``profile``."""
+    report = check(path, profile=profile, data=True)
+    if not report.valid:
+        raise ValueError("; ".join(sorted({f.rule for f in report.errors()})))
+    try:
+        f = load(path, lazy=False, shards=False)
+    except GGUFError as exc:
+        raise ValueError(f"load refuses what check accepts: {exc}") from exc
+    tensors = []
+    for t in f.tensors:
+        entry = {"name": t.name, "type": t.type_name, "shape": list(t.shape), "offset": t.offset,
+                 "sha256": hashlib.sha256(bytes(t.raw())).hexdigest()}
+        n = 1
+        for d in t.shape:
+            n *= d
+        if n <= DECODE_LIMIT and not t.opaque:
+            entry["values"] = [_f(v) for v in t.numpy().ravel().tolist()]
+        tensors.append(entry)
+    return {"metadata": [dict(key=k, **value_to_json(v)) for k, v in f.metadata.typed_items()], "tensors": tensors}
+
+
+def read_spec(path: str) -> dict:
+    """:func:`read` under the spec profile."""
+    return read(path, "spec")
+
+
+def read_ggml(path: str) -> dict:
+    """:func:`read` under the ggml profile."""
+    return read(path, "ggml")
+
+
+def read_llama_cpp(path: str) -> dict:
+    """:func:`read` under the llama.cpp profile."""
+    return read(path, "llama.cpp")
