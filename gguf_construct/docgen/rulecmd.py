@@ -43,7 +43,6 @@ def example(rule_id: str) -> dict | None:
     """The first crafted file that breaks ``rule_id``, checked: its breakage, the profile and the rule's findings."""
     from ..breaking import crafting
     from ..checker import check
-    from ..checker.shards import check_sets
 
     breakages = crafting.breakages_for(rule_id)
     if not breakages:
@@ -55,8 +54,8 @@ def example(rule_id: str) -> dict | None:
         for name, data in files.items():
             (Path(tmp) / name).write_bytes(data)
             paths.append(str(Path(tmp) / name))
-        reports = [check(p, profile=crafted.profile, data=crafted.check_data) for p in paths]
-        reports += check_sets(reports, crafted.profile)
+        reports = [check(p, profile=crafted.profile, data=crafted.check_data) for p in paths]  # a first shard
+        # reads its siblings itself and carries the set's findings
     findings = [f.to_dict() for r in reports for f in r.findings if f.rule == rule_id]
     command = "gguf-construct check" + (f" --profile {crafted.profile}" if crafted.profile != "spec" else "") + \
         (" --data" if crafted.check_data else "") + " " + " ".join(files)
