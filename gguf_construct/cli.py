@@ -16,7 +16,7 @@ from .errors import GGUFError
 __all__ = ["main", "write_json"]
 
 # modules that register sub-commands with an add_cli(subparsers) function, in help order
-SUBCOMMAND_MODULES = ("checker", "fuzzing", "suite", "docgen", "docgen.rulecmd", "split", "edit", "diff", "hashing",
+SUBCOMMAND_MODULES = ("checker", "fuzzing", "suite.cli", "docgen", "docgen.rulecmd", "split", "edit", "diff", "hashing",
                       "sweep", "export", "codecs.warmup", "arch.cli", "docgen.shellhelp")
 
 

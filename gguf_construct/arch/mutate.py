@@ -221,6 +221,8 @@ def _block_count(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated | 
     if v is None or v.type == "ARRAY":
         return None
     n = int(v.value)
+    if not any(name.startswith(f"blk.{n - 1}.") for name in tensors):
+        return None  # no tensors per layer (an assistant or MTP head): the layer count decides no tensor
     delta = rng.choice((1, -1)) if n > 1 else 1
     new = dict(meta)
     new[key] = MetaValue(v.type, n + delta)

@@ -30,7 +30,9 @@ import importlib
 import importlib.util
 import inspect
 import os
-from typing import Callable, Union
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterable, Union
 
 import numpy as np
 
@@ -42,6 +44,7 @@ TypeLike = Union[int, str, "object"]
 BACKEND_ENV = "GGUF_CONSTRUCT_CODECS"
 _BACKENDS = ("auto", "numba", "numpy")
 _backend_choice: str | None = None  # set by use(); None: the environment variable decides
+_FAST_MISSING = "the compiled codecs need numba: pip install \"gguf-construct[fast]\""
 
 
 def use(name: str) -> None:
@@ -51,7 +54,7 @@ def use(name: str) -> None:
     if name not in _BACKENDS:
         raise ValueError(f"codec backend must be one of {_BACKENDS}, not {name!r}")
     if name == "numba" and _compiled_module() is None:
-        raise ImportError("the compiled codecs need numba: pip install \"gguf-construct[fast]\"")
+        raise ImportError(_FAST_MISSING)
     _backend_choice = name
 
 
@@ -93,11 +96,62 @@ def _compiled():
     return _compiled_module()
 
 
-def warm_up(types=None, *, decode: bool = True, encode: bool = True) -> list:
-    """Compile the compiled kernels of ``types`` (default: all) now rather than on first use, for services and CI;
-    see :func:`gguf_construct.codecs.warmup.warm_up`.  ``ImportError`` without numba (the ``fast`` extra)."""
-    from .warmup import warm_up as run
-    return run(types, decode=decode, encode=encode)
+@dataclass(frozen=True)
+class WarmedKernel:
+    """One kernel made ready: ``type`` name, ``direction`` (``decode``/``encode``), ``seconds`` it took, and
+    whether it was ``compiled`` now (False: loaded from numba's on-disk cache)."""
+
+    type: str
+    direction: str
+    seconds: float
+    compiled: bool
+
+
+def _sample_rows(t) -> tuple[np.ndarray, np.ndarray | None]:
+    """One row of one block of varied values, and an importance matrix where the type takes one."""
+    x = np.linspace(-1.0, 1.0, t.block_size, dtype=np.float32).reshape(1, -1)
+    imatrix = None if t.imatrix == "ignored" else np.linspace(0.5, 1.5, t.block_size, dtype=np.float32)
+    return x, imatrix
+
+
+def warm_up(types: Iterable | None = None, *, decode: bool = True, encode: bool = True) -> list[WarmedKernel]:
+    """Compile (or load from the on-disk cache) the compiled decoders and encoders of ``types`` (names, ids or
+    enum members; default: every type with a compiled kernel), so that their first real use costs nothing.
+
+    Returns one :class:`WarmedKernel` per kernel, in spec order.  Raises ``ImportError`` naming the extra to
+    install when numba is missing, ``ValueError`` for an unknown type.
+    """
+    compiled = _compiled_module()
+    if compiled is None:
+        raise ImportError(_FAST_MISSING)
+    if types is None:
+        wanted = [t for t in _spec.tensor_types() if t.is_current and t.codec]
+    else:
+        wanted = [type_spec(t) for t in types]
+    done: list[WarmedKernel] = []
+    with using("numba"), np.errstate(all="ignore"):
+        for t in wanted:
+            if decode and compiled_decoder(t.id):
+                done.append(_timed(compiled, t, "decode", lambda: decode_blocks(t.id, bytes(t.type_size),
+                                                                                 threads=1)))
+            if encode and compiled_encoder(t.id):
+                x, imatrix = _sample_rows(t)
+                done.append(_timed(compiled, t, "encode", lambda: encode_blocks(t.id, x, imatrix=imatrix,
+                                                                                 threads=1)))
+    return done
+
+
+def _timed(compiled, t, direction: str, run) -> WarmedKernel:
+    """Run one kernel's first call and say what it cost."""
+    label = f"{t.name} {direction}r"
+    before = label in compiled.compiled_kernels()
+    start = time.perf_counter()
+    try:
+        run()
+    except ValueError:  # an IQ encoder refusing the sample as ggml aborts: the kernel is compiled all the same
+        pass
+    seconds = time.perf_counter() - start
+    return WarmedKernel(t.name, direction, seconds, not before and label in compiled.compiled_kernels())
 
 
 def type_spec(ggml_type: TypeLike) -> _spec.TensorTypeSpec:

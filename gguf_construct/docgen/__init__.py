@@ -162,7 +162,7 @@ def _cmd_site(out: str) -> int:
     if missing_requirements():
         print(f"gguf-construct: {DOCS_EXTRA_HINT}", file=sys.stderr)
         return 2
-    seconds, n = build_site(out)
+    seconds, n = build_site(out, write_docs)
     print(f"wrote {out}: {n} pages in {seconds:.1f} s (open {Path(out) / 'index.html'}; search needs it served, "
           f"e.g. python -m http.server -d {out})")
     return 0

@@ -19,6 +19,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
+
+from .pages import pages as reference_pages
 
 __all__ = ["DOCS_EXTRA_HINT", "missing_requirements", "site_config", "prepare_sources", "build_site"]
 
@@ -60,10 +63,9 @@ def _site_markdown(page: str, text: str) -> str:
     return _LINK_RE.sub(repl, text)
 
 
-def prepare_sources(src: Path) -> list[str]:
-    """Render the reference into ``src`` (Markdown and pictures) ready for MkDocs; returns the pages' paths."""
-    from . import write_docs
-
+def prepare_sources(src: Path, write_docs: Callable[[Path], object]) -> list[str]:
+    """Render the reference into ``src`` with ``write_docs`` (Markdown and pictures) ready for MkDocs; returns the
+    pages' paths."""
     write_docs(src)
     pages = []
     for path in sorted(src.rglob("*.md")):
@@ -82,11 +84,9 @@ def prepare_sources(src: Path) -> list[str]:
 
 def site_config(docs_dir: Path, site_dir: Path) -> dict:
     """The MkDocs configuration: Material theme without web fonts, search, and the navigation in index order."""
-    from . import PAGES
-
     nav: list = [{"Reference": "index.md"}]
     archs = []
-    for page in PAGES:
+    for page in reference_pages():
         if page.file == "README.md":
             continue
         if page.file.startswith("architectures/"):
@@ -115,16 +115,17 @@ def _is_previous_site(out: Path) -> bool:
     return any((out / m).is_file() for m in _SITE_MARKERS)
 
 
-def build_site(out: Path | str, quiet: bool = True) -> tuple[float, int]:
+def build_site(out: Path | str, write_docs: Callable[[Path], object], quiet: bool = True) -> tuple[float, int]:
     """Build the HTML site into ``out`` (replaced when it holds an earlier site; refused when it holds other
-    files); returns (seconds taken, number of pages).  Raises ``OSError`` with the reason on failure."""
+    files) from the reference ``write_docs`` renders into a folder; returns (seconds taken, number of pages).
+    Raises ``OSError`` with the reason on failure."""
     out = Path(out)
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not _is_previous_site(out))):
         raise OSError(f"{out}: exists and is not an earlier site; give an empty or new directory")
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="gguf-site-") as tmp:
         src, built = Path(tmp) / "docs", Path(tmp) / "site"
-        pages = prepare_sources(src)
+        pages = prepare_sources(src, write_docs)
         config = Path(tmp) / "mkdocs.yml"
         config.write_text(json.dumps(site_config(src, built), indent=1), encoding="utf-8")  # JSON is YAML
         cmd = [sys.executable, "-m", "mkdocs", "build", "--config-file", str(config)] + (["--quiet"] if quiet else [])

@@ -12,11 +12,4 @@ Python needed to consume it (``gguf-construct suite write DIR``; docs in README 
 
 SCHEMA_VERSION = 1
 
-__all__ = ["SCHEMA_VERSION", "add_cli"]
-
-
-def add_cli(subparsers) -> None:
-    """Register the ``suite`` sub-command."""
-    from .cli import add_cli as _add
-
-    _add(subparsers)
+__all__ = ["SCHEMA_VERSION"]
