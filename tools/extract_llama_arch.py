@@ -181,6 +181,15 @@ def clean(stmts):
     return out
 
 
+def name_tables(root: Path) -> tuple[str, dict[str, str], dict[str, str], dict[str, str], "Renamer"]:
+    """llama-arch.cpp's text, its architecture, key and tensor name tables, and the renamer over them."""
+    arch_cpp = read(root, "src/llama-arch.cpp")
+    arch_names = map_entries(arch_cpp, "LLM_ARCH_NAMES")
+    kv_names = map_entries(arch_cpp, "LLM_KV_NAMES")
+    tensor_names = map_entries(arch_cpp, "LLM_TENSOR_NAMES")
+    return arch_cpp, arch_names, kv_names, tensor_names, Renamer(kv_names, tensor_names, arch_names)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("llama_cpp", type=Path, help="a llama.cpp source tree (the folder holding src/ and include/)")
@@ -188,11 +197,7 @@ def main(argv=None) -> int:
     ap.add_argument("--source", default="llama-cpp-python 0.3.36 vendor/llama.cpp")
     args = ap.parse_args(argv)
     root = args.llama_cpp
-    arch_cpp = read(root, "src/llama-arch.cpp")
-    arch_names = map_entries(arch_cpp, "LLM_ARCH_NAMES")
-    kv_names = map_entries(arch_cpp, "LLM_KV_NAMES")
-    tensor_names = map_entries(arch_cpp, "LLM_TENSOR_NAMES")
-    rename = Renamer(kv_names, tensor_names, arch_names)
+    arch_cpp, arch_names, kv_names, tensor_names, rename = name_tables(root)
 
     hparams_h = (root / "src/llama-hparams.h").read_text()
     loader_h = (root / "src/llama-model-loader.h").read_text()
