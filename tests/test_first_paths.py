@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -213,26 +212,40 @@ def test_interrupted_split_leaves_no_shard(tmp_path, monkeypatch, capsys):
     assert os.listdir(tmp_path / "s") == []
 
 
-def test_ctrl_c_is_one_line_and_status_130(tmp_path):
-    proc = subprocess.Popen(CLI + ["fuzz", "--target", "python:test_first_paths:_slow_reader",
-                                   "--count", "100000", "--out", str(tmp_path / "out")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, PYTHONPATH=os.path.dirname(__file__)),
-                            # a shell's background job starts with SIGINT ignored, and Python then keeps it so
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and not (tmp_path / "out").exists():
-        time.sleep(0.2)
-    time.sleep(1.0)
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, (out, err)
-    assert "Traceback" not in err and err.strip().splitlines()[-1] == "gguf-construct: interrupted", err
-    assert not (tmp_path / "out").exists()  # an interrupted fuzz leaves no empty --out
+@pytest.mark.parametrize("command", [["check", "--jobs", "2"], ["hash"], ["set", "llama.block_count", "2"],
+                                     ["convert", "OUT"], ["dump"]])
+def test_ctrl_c_is_one_line_and_status_130(tmp_path, monkeypatch, capsys, command):
+    """Wherever the interrupt lands inside a command, the command line says so in one line and exits 130."""
+    path = _small(tmp_path / "m.gguf")
+    others = [_small(tmp_path / f"o{i}.gguf") for i in range(2)]
+    import gguf_construct.inputs as inputs_module
+    monkeypatch.setattr(inputs_module, "load", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
+    from gguf_construct.checker import core
+    monkeypatch.setattr(core, "check_buffer", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
+    args = [command[0], path, *(others if command[0] == "check" else []),
+            *[str(tmp_path / "x.gguf") if a == "OUT" else a for a in command[1:]]]
+    assert main(args) == 130
+    assert capsys.readouterr().err == "gguf-construct: interrupted\n"
 
 
-def _slow_reader(path):
-    time.sleep(0.05)
+def test_an_interrupted_fuzz_leaves_no_empty_out(tmp_path, monkeypatch, capsys):
+    from gguf_construct.fuzzing import runner
+
+    def interrupted(*args, **kw):
+        assert (tmp_path / "out").is_dir()  # prepared before the run
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "run", interrupted)
+    assert main(["fuzz", "--target", "python:json:loads", "--count", "5", "--out", str(tmp_path / "out")]) == 130
+    assert capsys.readouterr().err.strip().splitlines()[-1] == "gguf-construct: interrupted"
+    assert not (tmp_path / "out").exists()
+
+
+def test_worker_pools_leave_ctrl_c_to_the_parent():
+    from gguf_construct._processes import worker_pool
+
+    with worker_pool(1) as pool:
+        assert pool.submit(signal.getsignal, signal.SIGINT).result(timeout=120) == signal.SIG_IGN
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
