@@ -59,18 +59,10 @@ class ContextParams(ctypes.Structure):
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def loader_requests(lib_path: str, paths: list[str]) -> int:
-    """Load each model and print, one JSON line per file, the tensors llama.cpp's loader asked for in order (its
-    debug lines ``create_tensor: loading tensor NAME``) and whether the load succeeded."""
+def _open_llama(lib_path: str, log_t, log) -> ctypes.CDLL:
+    """libllama with ``log`` (a ``log_t`` callback) receiving its log, the backend started and the model-loading
+    functions typed."""
     from gguf_construct.fuzzing.llama_target import _ModelParams
-
-    log_t = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
-    lines: list[str] = []
-
-    @log_t
-    def log(level, text, user):
-        if text:
-            lines.append(text.decode("utf-8", "replace"))
 
     lib = ctypes.CDLL(lib_path)
     lib.llama_log_set.argtypes = [log_t, ctypes.c_void_p]
@@ -79,6 +71,21 @@ def loader_requests(lib_path: str, paths: list[str]) -> int:
     lib.llama_model_default_params.restype = _ModelParams
     lib.llama_model_load_from_file.restype = ctypes.c_void_p
     lib.llama_model_load_from_file.argtypes = [ctypes.c_char_p, _ModelParams]
+    return lib
+
+
+def loader_requests(lib_path: str, paths: list[str]) -> int:
+    """Load each model and print, one JSON line per file, the tensors llama.cpp's loader asked for in order (its
+    debug lines ``create_tensor: loading tensor NAME``) and whether the load succeeded."""
+    log_t = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
+    lines: list[str] = []
+
+    @log_t
+    def log(level, text, user):
+        if text:
+            lines.append(text.decode("utf-8", "replace"))
+
+    lib = _open_llama(lib_path, log_t, log)
     lib.llama_model_free.argtypes = [ctypes.c_void_p]
     for path in paths:
         del lines[:]
@@ -96,8 +103,6 @@ def worker(lib_path: str, model_path: str, configs: list[dict]) -> int:
     """Load ``model_path`` and create one context per configuration.  Every log line is printed at once as
     ``{"index": i, "line": ...}`` (so that a context whose graph reservation aborts the process still shows the
     buffers allocated before), then ``{"index": i, "ok": ...}`` when the context is created or refused."""
-    from gguf_construct.fuzzing.llama_target import _ModelParams
-
     log_t = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
     current = [-1]
 
@@ -107,13 +112,7 @@ def worker(lib_path: str, model_path: str, configs: list[dict]) -> int:
             sys.stdout.write(json.dumps({"index": current[0], "line": text.decode("utf-8", "replace")}) + "\n")
             sys.stdout.flush()
 
-    lib = ctypes.CDLL(lib_path)
-    lib.llama_log_set.argtypes = [log_t, ctypes.c_void_p]
-    lib.llama_log_set(log, None)
-    lib.llama_backend_init()
-    lib.llama_model_default_params.restype = _ModelParams
-    lib.llama_model_load_from_file.restype = ctypes.c_void_p
-    lib.llama_model_load_from_file.argtypes = [ctypes.c_char_p, _ModelParams]
+    lib = _open_llama(lib_path, log_t, log)
     lib.llama_context_default_params.restype = ContextParams
     lib.llama_init_from_model.restype = ctypes.c_void_p
     lib.llama_init_from_model.argtypes = [ctypes.c_void_p, ContextParams]
