@@ -25,7 +25,10 @@ For every tensor type with a decoder or encoder (or only the TYPES named), print
   exported ``dequantize_row_<name>`` when the traits have none -- as ``C`` (into a freshly allocated output
   array, as ``codecs.dequantize`` must produce one) and ``C-pre`` (into one output array reused by every run:
   no page faults, the speed of ggml decoding into an existing tensor), with the ratios ``ours/C`` and
-  ``ours/C-pre`` and their geometric means.  Ratios from the same run are what to compare on a loaded machine.
+  ``ours/C-pre`` and their geometric means; and ``fill/C``: a fresh output array of the same size merely filled
+  with a constant, against C -- the most any decoder that returns a new array can lead C by, since first writes
+  to fresh pages (page faults, zeroing) cost the same whoever writes them.  Ratios from the same run are what to
+  compare on a loaded machine.
 
 Single-threaded numpy; ``--cpu`` times process CPU time instead of wall time (steadier on a loaded machine;
 the default with ``--ggml-lib``).  ``--decode-only`` skips the encoders.
@@ -219,7 +222,8 @@ def requires_imatrix(t) -> bool:
 
 
 def bench_type(t, args, clock, ggml=None) -> list[tuple]:
-    """[(direction, ours, gguf-py, C, C-pre, numpy path, ours into a reused output (all MiB/s), first call s)]
+    """[(direction, ours, gguf-py, C, C-pre, numpy path, ours into a reused output, a fresh output array filled
+    with a constant (all MiB/s), first call s)]
     (nan where there is no comparison)"""
     results = []
     qt = gguf_type(t)
@@ -256,10 +260,13 @@ def bench_type(t, args, clock, ggml=None) -> list[tuple]:
             if not same:
                 print(f"{t.name}: decoded values differ from ggml's", file=sys.stderr)
             fns["C"], fns["C-pre"] = c_fns
+            n_out = len(raw) // t.type_size * t.block_size
+            fns["fill"] = lambda: np.empty(n_out, np.float32).fill(1.0)
         times = race(fns, args.repeat, clock)
         rate = len(raw) / MIB
         results.append(("decode",) + tuple(rate / times.get(k, math.nan)
-                                           for k in ("ours", "gguf-py", "C", "C-pre", "numpy", "pre")) + (jit,))
+                                           for k in ("ours", "gguf-py", "C", "C-pre", "numpy", "pre", "fill"))
+                       + (jit,))
     if codecs.has_encoder(t.id) and not args.decode_only:
         compiled = codecs.backend() == "numba" and codecs.compiled_encoder(t.id)
         c_quantize = ggml.quantizer(t) if ggml is not None else None
@@ -302,7 +309,7 @@ def bench_type(t, args, clock, ggml=None) -> list[tuple]:
         rate = out_bytes / MIB
         results.append(("encode", rate / times["ours"], rate / times.get("gguf-py", math.nan),
                         rate / times.get("C", math.nan), math.nan, rate / times.get("numpy", math.nan), math.nan,
-                        jit))
+                        math.nan, jit))
     return results
 
 
@@ -451,12 +458,13 @@ def main(argv=None) -> int:
     print(f"codec path: {codecs.backend()}")
     head = f"{'type':8s} {'dir':6s} {'ours MiB/s':>11s} {'gguf-py':>9s} {'ratio':>7s}"
     if ggml is not None:
-        head += f" {'C':>9s} {'ours/C':>7s} {'C-pre':>9s} {'ours/pre':>8s}"
+        head += f" {'C':>9s} {'ours/C':>7s} {'fill/C':>7s} {'C-pre':>9s} {'ours/pre':>8s}"
     if fast:
         head += f" {'numpy':>9s} {'ours/np':>7s} {'pre':>9s}"
         head += (f" {'pre/C-pre':>9s}" if ggml else "") + f" {'jit s':>6s}"
     print(head)
-    ratios: dict[str, list[float]] = {"gguf-py": [], "C": [], "C-pre": [], "numpy": [], "pre/C-pre": []}
+    ratios: dict[str, list[float]] = {"gguf-py": [], "C": [], "fill/C": [], "C-pre": [], "numpy": [],
+                                      "pre/C-pre": []}
 
     def cell(v, width, fmt, name=None):
         if v != v:
@@ -468,11 +476,13 @@ def main(argv=None) -> int:
     for t in types:
         if not (codecs.has_decoder(t.id) or codecs.has_encoder(t.id)):
             continue
-        for direction, ours, theirs, c_fresh, c_reused, numpy_path, pre, jit in bench_type(t, args, clock, ggml):
+        for direction, ours, theirs, c_fresh, c_reused, numpy_path, pre, fill, jit in bench_type(t, args, clock,
+                                                                                                ggml):
             line = f"{t.name:8s} {direction:6s} {ours:11.1f}"
             line += cell(theirs, 9, ".1f") + cell(ours / theirs, 7, ".2f", "gguf-py")
             if ggml is not None:
                 line += cell(c_fresh, 9, ".1f") + cell(ours / c_fresh, 7, ".2f", "C")
+                line += cell(fill / c_fresh, 7, ".2f", "fill/C")
                 line += cell(c_reused, 9, ".1f") + cell(ours / c_reused, 8, ".2f", "C-pre")
             if fast:
                 line += cell(numpy_path, 9, ".1f") + cell(ours / numpy_path, 7, ".2f", "numpy") + cell(pre, 9, ".1f")
@@ -483,7 +493,8 @@ def main(argv=None) -> int:
     for name, rs in ratios.items():
         if rs:
             gmean = math.exp(sum(math.log(r) for r in rs) / len(rs))
-            print(f"geometric mean ratio (ours / {name}) over {len(rs)} measurements: {gmean:.2f}")
+            label = name if "/" in name else f"ours / {name}"
+            print(f"geometric mean ratio ({label}) over {len(rs)} measurements: {gmean:.2f}")
     return 0
 
 

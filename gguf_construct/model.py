@@ -95,12 +95,14 @@ class Tensor:
             self._remote.ensure(self._source_offset, self._source_offset + self.nbytes)
         return memoryview(self._source)[self._source_offset:self._source_offset + self.nbytes]
 
-    def numpy(self, threads: int | None = None) -> np.ndarray:
+    def numpy(self, threads: int | None = None, out: np.ndarray | None = None) -> np.ndarray:
         """Decoded values in numpy order (the reverse of :attr:`shape`), decoded in chunks.
 
         float32 for float and quantized types, the type's own dtype for F64 and integer types.  Peak memory is
         the output plus a small constant: the data is read from the (mapped) source chunk by chunk.
         ``threads``: cores the compiled codecs may use (see :func:`gguf_construct.codecs.decode_blocks`).
+        ``out``: an existing C-contiguous array of that dtype and element count (any shape) to decode into,
+        returned as given (see :func:`gguf_construct.codecs.dequantize`).
         """
         if self.opaque:
             state = "a removed" if isinstance(self.ggml_type, GGMLType) else "an unknown"
@@ -111,17 +113,21 @@ class Tensor:
         t = tensor_type_by_id()[int(self.ggml_type)]
         raw = self.raw()
         n_blocks = self.nbytes // t.type_size
-        first = codecs.decode_blocks(t.id, raw[: min(n_blocks, 1) * t.type_size], byte_order=self.byte_order)
-        span = first.dtype.itemsize  # numpy refuses shapes whose nonzero sizes multiply past its index range
+        dtype = codecs.decoded_dtype(t.id)
+        span = dtype.itemsize  # numpy refuses shapes whose nonzero sizes multiply past its index range
         for d in self.shape:
             span *= d or 1
         if span > np.iinfo(np.intp).max:
             raise GGUFError(f"tensor {self.name!r}: shape {self.shape} is too large for a numpy array (a zero "
                             "dimension makes it empty, the others still overflow numpy's index range)",
                             path=f"{self.info_path}.dimensions" if self.info_path else "", rule="TI-DIM-ZERO")
-        out = np.empty((n_blocks, t.block_size), dtype=first.dtype)
-        codecs.decode_blocks(t.id, raw, byte_order=self.byte_order, out=out, threads=threads)  # straight into out
-        return out.reshape(tuple(reversed(self.shape)) if self.shape else ())
+        if out is not None:
+            blocks = codecs.blocks_view(t.id, out, n_blocks * t.type_size)
+            codecs.decode_blocks(t.id, raw, byte_order=self.byte_order, out=blocks, threads=threads)
+            return out
+        blocks = np.empty((n_blocks, t.block_size), dtype=dtype)
+        codecs.decode_blocks(t.id, raw, byte_order=self.byte_order, out=blocks, threads=threads)  # straight in
+        return blocks.reshape(tuple(reversed(self.shape)) if self.shape else ())
 
 
 class GGUFFile:

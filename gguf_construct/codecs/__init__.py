@@ -299,14 +299,47 @@ def _decode_compiled(compiled, t: _spec.TensorTypeSpec, blocks: np.ndarray, byte
     return out
 
 
-def dequantize(ggml_type: TypeLike, raw, *, byte_order: str = "little", threads: int | None = None) -> np.ndarray:
+def dequantize(ggml_type: TypeLike, raw, *, byte_order: str = "little", threads: int | None = None,
+               out: np.ndarray | None = None) -> np.ndarray:
     """Decode raw tensor bytes of ``ggml_type`` to a flat array, bit-identical to ggml's ``dequantize_row_*``.
 
     The result is float32 for quantized and float types, and the type's own dtype for F64 and integer types.
     The element count follows from ``len(raw)``, the block size and the bytes per block.  ``threads``: as in
-    :func:`decode_blocks`.
+    :func:`decode_blocks`.  ``out``: an existing C-contiguous array of that dtype and element count (any shape)
+    to decode into, returned as given; reusing one spares the page faults of a new array, which cost a large
+    tensor's decode about as much as the decoding itself.
     """
-    return decode_blocks(ggml_type, raw, byte_order=byte_order, threads=threads).reshape(-1)
+    if out is None:
+        return decode_blocks(ggml_type, raw, byte_order=byte_order, threads=threads).reshape(-1)
+    decode_blocks(ggml_type, raw, byte_order=byte_order, threads=threads,
+                  out=blocks_view(ggml_type, out, len(memoryview(raw).cast("B")) if not isinstance(raw, np.ndarray)
+                                  else raw.nbytes))
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _decoded_dtype(type_id: int) -> np.dtype:
+    return decode_blocks(type_id, bytes(type_spec(type_id).type_size), threads=1).dtype
+
+
+def decoded_dtype(ggml_type: TypeLike) -> np.dtype:
+    """The dtype ``ggml_type`` decodes to: float32, or the type's own for F64 and the integer types."""
+    return _decoded_dtype(type_spec(ggml_type).id)
+
+
+def blocks_view(ggml_type: TypeLike, out: np.ndarray, n_bytes: int) -> np.ndarray:
+    """``out`` seen as the ``(n_blocks, block_size)`` array that :func:`decode_blocks` writes ``n_bytes`` of
+    ``ggml_type`` into; ``ValueError`` unless it is C-contiguous, writeable, of the decoded dtype and of that
+    many elements."""
+    t = type_spec(ggml_type)
+    n_blocks = n_bytes // t.type_size
+    dtype = decoded_dtype(t.id)
+    if not isinstance(out, np.ndarray) or not out.flags.c_contiguous or not out.flags.writeable:
+        raise ValueError("out must be a writeable C-contiguous numpy array")
+    if out.dtype != dtype or out.size != n_blocks * t.block_size:
+        raise ValueError(f"{t.name}: out must hold {n_blocks * t.block_size} values of {dtype}, not {out.size} "
+                         f"of {out.dtype}")
+    return out.reshape(n_blocks, t.block_size)
 
 
 def quantize(ggml_type: TypeLike, values, *, imatrix=None, byte_order: str = "little",
