@@ -15,7 +15,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from ..keyregistry import lookup
 from ..spec import tensor_types
+from ..splitset import SINGLE, SPLIT_COUNT, SPLIT_NO, role
 from ..stringlist import StringList
 from .interp import UNKNOWN, Fatal, Frame, Interpreter, Struct, normalize_ctype
 from .programs import Architecture, architecture, loader, model_spec
@@ -437,6 +439,32 @@ def _ggml_type_ids() -> dict[str, int]:
     return {f"GGML_TYPE_{t.name}": t.id for t in tensor_types()}
 
 
+def _split_keys_refused(meta: Mapping[str, MetaValue], plan: LoadPlan) -> bool:
+    """llama_model_loader's constructor reads ``split.count`` (optional) and, when it says the model is split,
+    ``split.no`` (required), both typed as the key registry declares them; a wrong type or a missing ``split.no``
+    ends the load there.  Adds that problem to ``plan`` and says whether there was one."""
+    count = meta.get(SPLIT_COUNT)
+    reads = [(SPLIT_COUNT, False)]
+    if count is not None and count.type == _registry_type(SPLIT_COUNT) and role(0, count.value) != SINGLE:
+        reads.append((SPLIT_NO, True))
+    for key, required in reads:
+        value, expected = meta.get(key), _registry_type(key)
+        if value is None:
+            if required:
+                plan.problems.append(Problem("KEY-MISSING", f"key not found in model: {key}", key=key,
+                                             phase="split"))
+                return True
+        elif value.type != expected:
+            plan.problems.append(Problem("KEY-TYPE", f"key {key} has wrong type {value.type} but expected type "
+                                         f"{expected}", key=key, expected=expected, got=value.type, phase="split"))
+            return True
+    return False
+
+
+def _registry_type(key: str) -> str:
+    return lookup(key, None)["type"]
+
+
 def plan_load(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], *, vocab_only: bool | None = None,
               n_tensors: int | None = None) -> LoadPlan:
     """Replay llama.cpp's model load over ``meta`` (key -> :class:`MetaValue`) and ``tensors`` (name ->
@@ -452,6 +480,8 @@ def plan_load(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], 
         return plan
     if kind == "imatrix":
         _plan_imatrix(meta, tensors, plan)
+        return plan
+    if _split_keys_refused(meta, plan):
         return plan
     if arch_value is None:
         plan.problems.append(Problem("KEY-MISSING", "key not found in model: general.architecture",
