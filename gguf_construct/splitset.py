@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from . import spec as _spec
 
-__all__ = ["SPLIT_NO", "SPLIT_COUNT", "SPLIT_TENSORS", "SPLIT_KEYS", "SINGLE", "FIRST", "LATER", "ShardFacts",
+__all__ = ["SPLIT_NO", "SPLIT_COUNT", "SPLIT_TENSORS", "SPLIT_KEYS", "split_key_type", "SINGLE", "FIRST", "LATER", "ShardFacts",
            "Problem", "role", "split_from", "shard_path", "shard_numbers", "parse_shard_path", "shard_set_paths",
            "member_paths", "set_label", "first_shard_path", "later_shard_params", "set_problems"]
 
@@ -34,6 +34,13 @@ _SUFFIX = re.compile(r"-(\d+)-of-(\d+)\.gguf\Z", re.IGNORECASE)
 @functools.lru_cache(maxsize=None)
 def _shard_spec() -> dict:
     return _spec.load_yaml("naming.yaml")["shard"]
+
+
+@functools.lru_cache(maxsize=None)
+def split_key_type(key: str) -> str:
+    """The value type spec/keys.yaml declares for one of :data:`SPLIT_KEYS` (what gguf-split writes and
+    llama.cpp's typed reads demand)."""
+    return next(e["type"] for e in _spec.load_yaml("keys.yaml")["keys"] if e["key"] == key)
 
 
 def split_from() -> int:
@@ -131,6 +138,7 @@ class ShardFacts:
     present: bool = True
     readable: bool = True
     split_no: int | None = None
+    split_no_type: str | None = None  # the value type split.no is stored as (UINT16 as written), None when absent
     split_count: int | None = None
     split_tensors: int | None = None
     tensor_names: list[str] = field(default_factory=list)
@@ -184,6 +192,10 @@ def set_problems(first: ShardFacts, others: list[ShardFacts]) -> list[Problem]:
         if shard.split_no is None:
             out.append(Problem("META-SPLIT-COUNT", {"set": label, "problem": (
                 f"shard {number} has no split.no (llama.cpp: \"missing key split.no in GGUF split\")")}))
+        elif shard.split_no_type not in (None, split_key_type(SPLIT_NO)):
+            out.append(Problem("META-SPLIT-COUNT", {"set": label, "problem": (
+                f"shard {number} stores split.no as {shard.split_no_type}; llama.cpp reads it with "
+                f"gguf_get_val_u16, whose type assertion aborts the process")}))
         elif shard.split_no != place:
             out.append(Problem("META-SPLIT-COUNT", {"set": label, "problem": (
                 f"shard {number} holds split.no = {shard.split_no}, expected {place} (llama.cpp: \"invalid split "

@@ -15,9 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from ..keyregistry import lookup
 from ..spec import tensor_types
-from ..splitset import SINGLE, SPLIT_COUNT, SPLIT_NO, role
+from ..splitset import SINGLE, SPLIT_COUNT, SPLIT_NO, SPLIT_TENSORS, role, split_key_type
 from ..stringlist import StringList
 from .interp import UNKNOWN, Fatal, Frame, Interpreter, Struct, normalize_ctype
 from .programs import Architecture, architecture, loader, model_spec
@@ -441,14 +440,15 @@ def _ggml_type_ids() -> dict[str, int]:
 
 def _split_keys_refused(meta: Mapping[str, MetaValue], plan: LoadPlan) -> bool:
     """llama_model_loader's constructor reads ``split.count`` (optional) and, when it says the model is split,
-    ``split.no`` (required), both typed as the key registry declares them; a wrong type or a missing ``split.no``
-    ends the load there.  Adds that problem to ``plan`` and says whether there was one."""
+    ``split.no`` and (after the other shards) ``split.tensors.count`` (both required), each typed as spec/keys.yaml
+    declares it; a wrong type or a missing key ends the load there.  Adds that problem to ``plan`` and
+    says whether there was one (the values are the split set's rules: :mod:`gguf_construct.splitset`)."""
     count = meta.get(SPLIT_COUNT)
     reads = [(SPLIT_COUNT, False)]
-    if count is not None and count.type == _registry_type(SPLIT_COUNT) and role(0, count.value) != SINGLE:
-        reads.append((SPLIT_NO, True))
+    if count is not None and count.type == split_key_type(SPLIT_COUNT) and role(0, count.value) != SINGLE:
+        reads += [(SPLIT_NO, True), (SPLIT_TENSORS, True)]
     for key, required in reads:
-        value, expected = meta.get(key), _registry_type(key)
+        value, expected = meta.get(key), split_key_type(key)
         if value is None:
             if required:
                 plan.problems.append(Problem("KEY-MISSING", f"key not found in model: {key}", key=key,
@@ -459,10 +459,6 @@ def _split_keys_refused(meta: Mapping[str, MetaValue], plan: LoadPlan) -> bool:
                                          f"{expected}", key=key, expected=expected, got=value.type, phase="split"))
             return True
     return False
-
-
-def _registry_type(key: str) -> str:
-    return lookup(key, None)["type"]
 
 
 def plan_load(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], *, vocab_only: bool | None = None,

@@ -14,7 +14,7 @@ from ..reader import open_source
 from ..remote import exists, is_url, remote_of
 from ..rulebook import read_head
 from ..rulebook.catalog import Hit, across_files, catalog
-from ..rulebook.walk import Context, TensorInfo
+from ..rulebook.walk import Context, TensorInfo, type_name
 
 __all__ = ["SplitView", "split_view", "model_scope", "shard_siblings"]
 
@@ -64,7 +64,9 @@ def _int(ctx: Context, key: str) -> int | None:
 
 
 def _facts(ctx: Context, path: str) -> splitset.ShardFacts:
+    no = ctx.first(splitset.SPLIT_NO)
     return splitset.ShardFacts(path, readable=ctx.head_complete, split_no=_int(ctx, splitset.SPLIT_NO),
+                               split_no_type=type_name(no.vtype) if no is not None else None,
                                split_count=_int(ctx, splitset.SPLIT_COUNT),
                                split_tensors=_int(ctx, splitset.SPLIT_TENSORS),
                                tensor_names=[t.name for t in ctx.tensors])
