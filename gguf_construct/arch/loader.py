@@ -15,6 +15,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+import numpy as np
+
+from ..keyregistry import lookup
 from ..spec import tensor_types
 from ..splitset import SINGLE, SPLIT_COUNT, SPLIT_NO, SPLIT_TENSORS, role, split_key_type
 from ..stringlist import StringList
@@ -861,8 +864,27 @@ def _load_vocab(meta: Mapping[str, MetaValue], ml: MetaReader, arch: str, vocab:
     for key, ctype in typed.items():
         if key.endswith(("_id", "_token")):
             _typed_key(ml, key, ctype)
+    if model.get("byte_tokens") == "required":
+        unset = _unset_byte(tokens.value, meta.get(spec["token_types"]["key"]), spec)
+        if unset is not None:
+            raise Fatal("VOCAB", f"Byte token for <0x{unset}> is not set", key=spec["tokens_key"])
     object.__setattr__(vocab, "n_tokens", lambda: n)
     return n
+
+
+def _unset_byte(tokens, token_types: MetaValue | None, vocab_spec: dict) -> int | None:
+    """The first byte value no token of type "byte" (the token types of spec/keys.yaml) spells as the vocabulary
+    spec's ``byte_token_pattern``, or None; token id 0 spells none (the tokenizer's table starts as zeros)."""
+    types_key = vocab_spec["token_types"]["key"]
+    byte_type = next(k for k, v in lookup(types_key, None)["values"].items() if v == "byte")
+    spelled = set()
+    if token_types is not None:
+        rx = re.compile(vocab_spec["byte_token_pattern"] + r"\Z")
+        for i in np.flatnonzero(np.asarray(token_types.value)[: len(tokens)] == int(byte_type)).tolist():
+            m = rx.match(tokens[i]) if i else None
+            if m:
+                spelled.add(int(m.group(1), 16))
+    return next((b for b in range(256) if b not in spelled), None)
 
 
 class _Slot(Ref):
