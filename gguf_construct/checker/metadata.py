@@ -127,9 +127,12 @@ def _outside(data: np.ndarray, allowed: list[int]) -> np.ndarray:
     """Mask of the elements of an integer array that are not in ``allowed`` (small non-negative values: one
     table lookup per element instead of a sort)."""
     if allowed and min(allowed) >= 0 and max(allowed) < 4096:
+        lo, hi = int(data.min()), int(data.max())
+        if len(set(allowed)) == max(allowed) - min(allowed) + 1 and min(allowed) <= lo and hi <= max(allowed):
+            return np.zeros(data.shape, dtype=bool)  # allowed is a range holding every element: no lookup pass
         table = np.zeros(max(allowed) + 2, dtype=bool)
         table[allowed] = True
-        if int(data.min()) >= 0 and int(data.max()) < len(table):  # the usual case: no clipping pass needed
+        if lo >= 0 and hi < len(table):  # the usual case: no clipping pass needed
             return ~table[data]
         return ~table[np.clip(data, 0, len(table) - 1)] | (data < 0)
     return ~np.isin(data, np.array(allowed, dtype=np.int64))
