@@ -395,8 +395,9 @@ class StmtParser(_Cursor):
             return [{text: True}]
         if text == "throw":
             self.take()
+            start = self.i
             msg = self._message()
-            return [{"fail": msg}]
+            return [self._fail(msg, start)]
         if text in ("GGML_ASSERT", "assert"):
             self.take()
             self.take("(")
@@ -405,7 +406,8 @@ class StmtParser(_Cursor):
             self.take(";")
             return [{"assert": cond}]
         if text == "GGML_ABORT":
-            return [{"fail": "GGML_ABORT " + self._skip_statement()}]
+            start = self.i
+            return [self._fail("GGML_ABORT " + self._skip_statement(), start)]
         if tok.kind == "id" and any(text.startswith(p) for p in _SKIP_CALLS):
             self._skip_statement()
             return []
@@ -441,6 +443,25 @@ class StmtParser(_Cursor):
         body = self.block_or_stmt()
         self.take(";")
         return {"def": name, "params": params, "body": body}
+
+    def _fail(self, message: str, start: int) -> dict:
+        """A ``fail`` statement; with ``args`` (expressions) when the statement from token ``start`` passes its
+        first string literal to printf-style formatting (``format("... %u", a)``, ``GGML_ABORT("%s", b)``)."""
+        node = {"fail": message}
+        lit = next((k for k in range(start, self.i) if self.t[k].kind == "str"), None)
+        if lit is None or lit + 1 >= self.i or self.t[lit + 1].text != ",":
+            return node
+        args, pos = [], lit + 1
+        try:
+            while pos < self.i and self.t[pos].text == ",":
+                p = ExprParser(self.t, pos + 1, self.rename)
+                args.append(p.expr(0))
+                pos = p.i
+        except (Unreadable, IndexError, AttributeError):
+            return node
+        if args:
+            node["args"] = args
+        return node
 
     def _message(self) -> str:
         raw = self._skip_statement()

@@ -205,6 +205,14 @@ class Interpreter:
         self.statements_run = 0
 
     # expressions ------------------------------------------------------------------------------------------
+    def _known(self, text: str, frame: Frame) -> Any:
+        """The value of ``text`` for a message, or None when it cannot be evaluated here."""
+        try:
+            value = self.eval(text, frame)
+        except Exception:  # noqa: BLE001 - a message argument must not change the verdict
+            return None
+        return None if value is UNKNOWN else value
+
     def eval(self, text: Any, frame: Frame) -> Any:
         """Evaluate an expression string; UNKNOWN when it cannot be evaluated."""
         if text is None:
@@ -291,7 +299,7 @@ class Interpreter:
                 raise Fatal("ASSERT", f"GGML_ASSERT({s['assert']}) failed", condition=s["assert"])
         elif "fail" in s:
             if not self.uncertain:
-                raise Fatal("FAIL", _fail_text(s["fail"]))
+                raise Fatal("FAIL", _printf(_fail_text(s["fail"]), [self._known(a, frame) for a in s.get("args", ())]))
         elif "return" in s:
             raise _Return(self.eval(s["return"], frame) if s["return"] is not None else None)
         elif "break" in s:
@@ -451,6 +459,31 @@ def _c_value(text: str) -> str:
     if m:
         return f"({m.group(2)} if {m.group(1)} else {m.group(3)})"
     return t
+
+
+_CONVERSION = re.compile(r"%([-+ 0#]*\d*(?:\.\d+)?)(?:hh|h|ll|l|z|j|t|L)?([diouxXfFeEgGcs%])")
+
+
+def _printf(fmt: str, values: list) -> str:
+    """``fmt`` (C text: a trailing ``\\n`` escape is dropped) with its printf conversions replaced by ``values`` in
+    order; a conversion whose value is None (not known here) stays as written."""
+    it = iter(values)
+
+    def one(m: re.Match) -> str:
+        if m.group(2) == "%":
+            return "%"
+        value = next(it, None)
+        if value is None:
+            return m.group(0)
+        if m.group(2) in "cs":
+            return str(value)
+        try:
+            return f"%{m.group(1)}{m.group(2)}" % (value,)
+        except (TypeError, ValueError):
+            return str(value)
+
+    text = fmt[:-2] if fmt.endswith("\\n") else fmt
+    return _CONVERSION.sub(one, text)
 
 
 def _fail_text(text: str) -> str:
