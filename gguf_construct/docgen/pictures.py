@@ -202,7 +202,7 @@ def _expanded(fam: structs.StructFamily, g: dict, sname: str) -> list[tuple[str,
             note = f'"{f["contents"]}"'
         elif "switch_on" in f:
             note = f"{f['repeat']} × " if "repeat" in f else ""
-            note += f"a value of type {f['switch_on']}"
+            note += f"a value chosen by {f['switch_on']}"
         out.append((f["id"], fl.offset, fl.size, note))
     return out
 
