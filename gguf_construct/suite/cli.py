@@ -15,10 +15,11 @@ def _cmd_write(args: argparse.Namespace) -> int:
     from .manifest import write_suite
 
     os.makedirs(args.dir, exist_ok=True)
-    manifest = write_suite(args.dir)
+    manifest = write_suite(args.dir, large=args.large)
     n = len(manifest["cases"])
-    print(f"{n} cases, {manifest['total_bytes']:,} bytes of GGUF files, digest {manifest['digest'][:16]} "
-          f"in {args.dir}")
+    large = sum(1 for c in manifest["cases"] if c.get("large"))
+    print(f"{n} cases{f' ({large} large)' if large else ''}, {manifest['total_bytes']:,} bytes of GGUF files, "
+          f"digest {manifest['digest'][:16]} in {args.dir}")
     return 0
 
 
@@ -77,6 +78,9 @@ def add_cli(subparsers: Any) -> None:
     sub = p.add_subparsers(dest="suite_command", required=True)
     w = sub.add_parser("write", help="write the suite's files and manifest.json into DIR")
     w.add_argument("dir")
+    w.add_argument("--large", action="store_true",
+                   help="also write the four files at and one past ggml's 2^30 limits (4 GiB, the arrays sparse; "
+                        "marked \"large\": true in the manifest)")
     w.set_defaults(func=_cmd_write)
     r = sub.add_parser("run", help="score a reader on a written suite")
     r.add_argument("dir")
