@@ -60,6 +60,28 @@ def test_javascript_scoring_script(small_suite):
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"pass": 3}
 
 
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node")
+def test_javascript_scoring_script_with_a_reader_module(small_suite, tmp_path):
+    """A reader given as a module runs in the scoring process: it accepts by returning (values compared) and
+    refuses by throwing."""
+    root, manifest = small_suite
+    accepted = {c["file"]: c for c in manifest["cases"] if c["expect"]["spec"] == "accept"}
+    answers = {f: {"metadata": [{"key": m["key"], "value": m["value"]} for m in c["metadata"]]}
+               for f, c in accepted.items()}
+    first = sorted(answers)[0]
+    answers[first]["metadata"][0]["value"] = "not what the file says"
+    module = tmp_path / "reader.mjs"
+    module.write_text("const answers = " + json.dumps({str(root / f): a for f, a in answers.items()}) + ";\n"
+                      "export default (path) => { if (!(path in answers)) throw new Error('refused'); "
+                      "return answers[path]; };\n")
+    proc = subprocess.run(["node", str(ROOT / "readers/examples/score.mjs"), str(root), "spec", str(module)],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert json.loads(lines[-1]) == {"pass": len(manifest["cases"]) - 1, "wrong-values": 1}
+    assert lines[0].startswith("wrong-values\t" + first)
+
+
 @pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler (cc)")
 def test_c_scoring_script(small_suite, tmp_path):
     root, _ = small_suite

@@ -58,8 +58,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_matrix(args: argparse.Namespace) -> int:
-    from .matrix import check_matrix, write_matrix
+    from .matrix import check_matrix, compare_results, load_results, write_matrix
 
+    if args.compare:
+        differences = compare_results(load_results(args.results), load_results(args.compare))
+        for line in differences:
+            print(line)
+        print(f"{len(differences)} differences from {args.results}" if differences else
+              f"every reader gives the results recorded in {args.results}")
+        return 1 if differences else 0
     if args.check:
         stale = check_matrix(args.results, args.out)
         for path in stale:
@@ -103,4 +110,6 @@ def add_cli(subparsers: Any) -> None:
     m.add_argument("--results", default="readers/results.json")
     m.add_argument("--out", default="docs")
     m.add_argument("--check", action="store_true", help="fail when the pages differ from the recorded results")
+    m.add_argument("--compare", metavar="RERUN_JSON",
+                   help="fail when the readers recorded in RERUN_JSON (a fresh run_all.sh) differ from --results")
     m.set_defaults(func=_cmd_matrix)
