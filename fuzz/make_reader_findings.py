@@ -109,6 +109,10 @@ def reproducers() -> list[tuple[str, tuple[str, ...], str, bytes]]:
     hc = _file()
     hc.kv_count = 2**40
     add("kv-count-huge.gguf", ["HDR-COUNT"], "A KV count of 2^40 in a 50-byte file.", hc)
+    tc = RawFile()
+    tc.tensor_count = 1000
+    add("tensor-count-past-end.gguf", ["HDR-COUNT"], "A header alone (24 bytes) declaring 1000 tensors and no "
+        "keys.", tc)
     s = _file()
     full = s.to_bytes()
     add("string-past-end.gguf", ["STR-EOF"], "The last string declares 2^40 bytes.",

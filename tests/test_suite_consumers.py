@@ -112,3 +112,28 @@ def test_reader_reproducers_are_what_their_generator_writes(tmp_path):
             if case["expect"][profile] != "either":
                 valid = check(str(tmp_path / case["file"]), profile=profile).valid
                 assert valid == (case["expect"][profile] == "accept"), (case["file"], profile)
+
+
+def test_upstream_reports_are_what_their_generator_writes(tmp_path):
+    """fuzz/reports/ is written by fuzz/make_reports.py, names only committed reproducers, and the file each
+    report embeds (base64 of gzip) is byte for byte the committed one."""
+    import base64
+    import gzip
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_reports", ROOT / "fuzz/make_reports.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    names = module.write(str(tmp_path))
+    committed = ROOT / "fuzz/reports"
+    assert sorted(names) == sorted(p.name for p in committed.glob("*.md"))
+    embedded = 0
+    for name in names:
+        text = (tmp_path / name).read_text()
+        assert (committed / name).read_text() == text, name
+        assert "Status: ready to file, not yet filed" in text
+        for packed, file in re.findall(r"^echo '([A-Za-z0-9+/=]+)' \| base64 -d \| gunzip > (\S+)", text, re.M):
+            data = gzip.decompress(base64.b64decode(packed))
+            assert data == (ROOT / "fuzz/findings/readers" / file).read_bytes(), (name, file)
+            embedded += 1
+    assert embedded >= len(names) - 1  # every report but MLX's versions 0 and 4 (the suite's files) embeds one

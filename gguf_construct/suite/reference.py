@@ -48,6 +48,7 @@ def read(path: str, profile: str = "spec") -> dict:
     report = check(path, profile=profile, data=True)
     if not report.valid:
         raise ValueError("; ".join(sorted({f.rule for f in report.errors()})))
+    del report  # what the checker read is not kept while the file is loaded again (a large case's 1 GiB value)
     try:
         f = load(path, lazy=False, shards=False)
     except GGUFError as exc:
