@@ -117,6 +117,9 @@ def reproducers() -> list[tuple[str, tuple[str, ...], str, bytes]]:
     full = s.to_bytes()
     add("string-past-end.gguf", ["STR-EOF"], "The last string declares 2^40 bytes.",
         full[:-9] + (2**40).to_bytes(8, "little") + full[-1:])
+    add("string-declared-1-gib.gguf", ["STR-EOF", "STR-MAXLEN"], "The last string declares 2^30 + 1 bytes (one "
+        "past ggml's limit); 16 follow.", _raw_kv(_file(), b"a.b", "STRING", (2**30 + 1).to_bytes(8, "little") +
+                                                  b"x" * 16))
     arr = _raw_kv(_file(), b"a.b", "ARRAY", VT["UINT8"].to_bytes(4, "little") + (2**60).to_bytes(8, "little"))
     add("array-past-end.gguf", ["ARR-EOF"], "A UINT8 array declaring 2^60 items, none present.", arr)
     # -- models llama.cpp's loader aborts on (minimised from the suite's model cases) ---------------------------

@@ -188,6 +188,14 @@ BUGS = [
      "Throw for each file.", ["key-duplicate.gguf", "bool-2.gguf", "string-invalid-utf8.gguf",
                               "array-unknown-item-type.gguf", "alignment-zero.gguf", "five-dimensions.gguf",
                               "tensor-past-end.gguf"], "41 cases of the suite"),
+    ("node-llama-cpp", "readGgufFileInfo allocates a string's declared length before checking the file",
+     ["STR-EOF", "STR-MAXLEN"],
+     "For a 104-byte file whose last string declares 2^30 + 1 bytes, it allocates a buffer of that size (peak "
+     "memory 1.1 GB) and then fails with `Error: Cannot create a string longer than 0x1fffffe8 characters`; a "
+     "length of 2^40 fails earlier with `RangeError: The value of \"size\" is out of range`.  A file of a few "
+     "hundred bytes with several such strings can exhaust the memory of the process that inspects it.",
+     "Compare a string's length with the bytes left in the file before allocating, and throw.",
+     ["string-declared-1-gib.gguf"], "`edge/STR-MAXLEN/string-declared-past-limit.gguf`"),
     ("llama.cpp", "Model load aborts (GGML_ASSERT) on a vocabulary with two equal tokens", ["MODEL-VOCAB"],
      "`llama_model_load_from_file` aborts the process: `GGML_ASSERT(id_to_token.size() == token_to_id.size())` in "
      "`llama_vocab::impl::load` (src/llama-vocab.cpp:2544 in that source) when two tokens of `tokenizer.ggml.tokens` have the same "
