@@ -19,9 +19,9 @@ from gguf_construct.suite.manifest import write_suite
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "findings", "readers")
 
 
-def _file(*kvs, version: int = 3, byte_order: str = "little") -> RawFile:
+def _file(*kvs, version: int = 3, byte_order: str = "little", arch: str = "x") -> RawFile:
     raw = RawFile(version, byte_order)
-    raw.set("general.architecture", "STRING", "x")
+    raw.set("general.architecture", "STRING", arch)
     for kv in kvs:
         raw.set(*kv)
     return raw
@@ -109,18 +109,35 @@ def reproducers() -> list[tuple[str, tuple[str, ...], str, bytes]]:
     hc = _file()
     hc.kv_count = 2**40
     add("kv-count-huge.gguf", ["HDR-COUNT"], "A KV count of 2^40 in a 50-byte file.", hc)
+    tc = RawFile()
+    tc.tensor_count = 1000
+    add("tensor-count-past-end.gguf", ["HDR-COUNT"], "A header alone (24 bytes) declaring 1000 tensors and no "
+        "keys.", tc)
     s = _file()
     full = s.to_bytes()
     add("string-past-end.gguf", ["STR-EOF"], "The last string declares 2^40 bytes.",
         full[:-9] + (2**40).to_bytes(8, "little") + full[-1:])
+    add("string-declared-1-gib.gguf", ["STR-EOF", "STR-MAXLEN"], "The last string declares 2^30 + 1 bytes (one "
+        "past ggml's limit); 16 follow.", _raw_kv(_file(), b"a.b", "STRING", (2**30 + 1).to_bytes(8, "little") +
+                                                  b"x" * 16))
     arr = _raw_kv(_file(), b"a.b", "ARRAY", VT["UINT8"].to_bytes(4, "little") + (2**60).to_bytes(8, "little"))
     add("array-past-end.gguf", ["ARR-EOF"], "A UINT8 array declaring 2^60 items, none present.", arr)
+    # -- models llama.cpp's loader aborts on (minimised from the suite's model cases) ---------------------------
+    add("llama-duplicate-token.gguf", ["MODEL-VOCAB"], "A llama vocabulary of two tokens with the same text "
+        "(no tensors: loaded vocabulary-only).", _file(("tokenizer.ggml.model", "STRING", "llama"),
+                                                       ("tokenizer.ggml.tokens", "ARRAY", ["a", "a"], "STRING"),
+                                                       arch="llama"))
+    hp = _file(("llama.context_length", "UINT32", 128), ("llama.embedding_length", "UINT32", 32),
+               ("llama.block_count", "UINT32", 1), ("llama.expert_used_count", "UINT32", 1), arch="llama")
+    add("llama-expert-used-without-experts.gguf", ["MODEL-HPARAM-RANGE"], "A llama model whose "
+        "llama.expert_used_count is 1 with no llama.expert_count (0 experts), and one F32 tensor.", _with_f32(hp))
     return out
 
 
 def write(out: str = OUT) -> dict:
     """Write the reproducers, manifest.json and cases.tsv into ``out``; returns the manifest."""
-    cases = [Case(name, "findings", rules, doc, {name: data}) for name, rules, doc, data in reproducers()]
+    cases = [Case(name, "findings", rules, doc, {name: data}, model=any(r.startswith("MODEL-") for r in rules))
+             for name, rules, doc, data in reproducers()]
     os.makedirs(out, exist_ok=True)
     return write_suite(out, cases)
 

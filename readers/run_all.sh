@@ -4,8 +4,10 @@
 #   sh readers/run_all.sh SUITE_DIR [LIBGGML_BASE_SO LIBLLAMA_SO]
 # Readers that are not installed are skipped; an earlier run of a reader is replaced.  Set
 # LLAMA_CPP_PYTHON_VERSION to the release the two libraries come from, DETAILS to a folder for each run's
-# per-case JSON (messages and value differences, for triage).
+# per-case JSON (messages and value differences, for triage), RESULTS to record elsewhere than
+# readers/results.json (then docs/readers.md is not rendered; .ci/readers does this).
 set -u
+RESULTS=${RESULTS:-readers/results.json}
 SUITE=${1:?usage: run_all.sh SUITE_DIR [LIBGGML_BASE_SO LIBLLAMA_SO]}
 GC=${GGUF_CONSTRUCT:-.venv/bin/gguf-construct}
 PY=${PYTHON:-.venv/bin/python}
@@ -13,10 +15,10 @@ run() {  # name version adapter profile target
   echo "== $1 $2" >&2
   out=/dev/null
   [ -n "${DETAILS:-}" ] && out="$DETAILS/$1.json"
-  "$GC" suite run "$SUITE" --quiet --json --record "$1" --reader-version "$2" --adapter "$3" --profile "$4" \
+  "$GC" suite run "$SUITE" --quiet --json --record "$1" --results "$RESULTS" --reader-version "$2" --adapter "$3" --profile "$4" \
     --target "$5" --timeout "${TIMEOUT:-20}" > "$out"
   "$PY" -c "import json, sys; from gguf_construct.suite.matrix import counts_line; \
-print(counts_line(json.load(open(sys.argv[1]))['readers'][sys.argv[2]]['summary']))" readers/results.json "$1" >&2
+print(counts_line(json.load(open(sys.argv[1]))['readers'][sys.argv[2]]['summary']))" "$RESULTS" "$1" >&2
 }
 pyver() { "$PY" -c "import importlib.metadata as m; print(m.version('$1'))" 2>/dev/null; }
 npmver() { node -p "require('./readers/node_modules/$1/package.json').version" 2>/dev/null; }
@@ -38,4 +40,5 @@ if [ $# -ge 3 ]; then
   run llama.cpp "llama-cpp-python $v" "llama_model_load_from_file of libllama, vocab and weights (gguf_construct.fuzzing.llama_target)" \
     llama.cpp "llama:$3"
 fi
-"$GC" suite matrix
+[ "$RESULTS" = readers/results.json ] && "$GC" suite matrix
+exit 0

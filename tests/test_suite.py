@@ -57,8 +57,10 @@ def test_manifest_shape(suite):
 def test_every_rule_is_covered_on_both_sides(suite):
     _, manifest = suite
     broken = {r for c in manifest["cases"] for r in c["rules"]}
-    uncovered = {r for n in NOT_COVERED for r in n["rules"]}
-    assert set(catalog()) - uncovered <= broken, sorted(set(catalog()) - uncovered - broken)
+    assert set(catalog()) <= broken, sorted(set(catalog()) - broken)
+    # the 2^30 limits are broken here by counts declared in short files; their "at the limit" side is in the
+    # opt-in large cases (tests/test_suite_large.py), which is what not_covered says
+    assert {r for n in NOT_COVERED for r in n["rules"]} == {"STR-MAXLEN", "ARR-MAXLEN"}
     for rid in LIMIT_RULES:
         at = [c for c in manifest["cases"] if rid in c.get("limit_of", ()) and c["expect"]["spec"] == "accept"]
         past = [c for c in manifest["cases"] if rid in c["rules"]]

@@ -3,12 +3,14 @@ against the recorded results, never by running readers), and the renderer draws 
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
-from gguf_construct.suite.matrix import COLOURS, check_matrix, load_results, render_page, render_svg
+from gguf_construct.suite.matrix import (COLOURS, check_matrix, compare_results, load_results, render_page,
+                                         render_svg)
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "readers" / "results.json"
@@ -56,3 +58,16 @@ def test_page_lists_every_reader_with_its_counts():
     page = render_page(_fake())
     assert "| one | 1.0 | spec | 4 | 1/1 | 0/2 | 1/1 | 1 | 0 | 0 | 1 | 0 |" in page
     assert "a reader <&>" in page and "readers.svg" in page
+
+
+def test_a_rerun_is_compared_with_the_recorded_results():
+    recorded = _fake()
+    assert compare_results(recorded, json.loads(json.dumps(recorded))) == []
+    rerun = json.loads(json.dumps(recorded))
+    rerun["readers"]["one"]["results"]["b/y.gguf"] = ["container", "reject", "reject", "pass"]
+    rerun["readers"]["one"]["version"] = "1.1"
+    del rerun["readers"]["two"]
+    rerun["readers"]["three"] = rerun["readers"]["one"]
+    assert compare_results(recorded, rerun) == [
+        "one: version 1.0 -> 1.1", "one: b/y.gguf: accept (false-accept) -> reject (pass)",
+        "two: not run (is it installed?)", "three: not in the recorded results"]

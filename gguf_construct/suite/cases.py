@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import random
+import struct
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
@@ -20,7 +21,8 @@ import numpy as np
 
 from .. import spec as _spec
 from ..breaking import crafting
-from ..breaking.crafting import RawFile, RawKV
+from ..breaking.crafting import VT, RawFile, RawKV
+from ..rulebook.container import LIMITS
 
 __all__ = ["Case", "all_cases", "MODEL_ARCHITECTURES", "LIMITED_BREAKAGES"]
 
@@ -31,7 +33,7 @@ MODEL_ARCHITECTURES = ("llama", "qwen2", "gemma2", "phi3", "falcon", "mamba", "b
 # architectures whose labelled breakages are in the suite (every mutation kind, one seed each)
 MUTATED_ARCHITECTURES = ("llama", "qwen2", "mamba")
 # crafted breakages that fire only with an implementation limit lowered in the checker: their real files are
-# at least 1 GiB, far beyond the suite's size (STR-MAXLEN, ARR-MAXLEN are covered by the limit's text only)
+# at least 1 GiB (the suite's files at and past these limits are .large's, written by `suite write --large`)
 LIMITED_BREAKAGES = ("string-over-limit", "array-over-limit")
 
 
@@ -376,10 +378,41 @@ def model_cases() -> Iterator[Case]:
                        {path: build_model_file(done.meta, done.tensors).to_bytes()}, model=True)
 
 
+# -- ggml's limits of 2^30: a count one past them, in a short file (the files at them: .large) -------------------
+BIG_KEY = {"STRING": "suite.long_string", "ARRAY": "suite.long_array"}
+FILL = {"STRING": b"x", "ARRAY": b"\0"}  # a string of 'x', an array of UINT8 zeros
+
+
+def declared(raw: RawFile, vtype: str, length: int, present: int) -> bytes:
+    """The payload of the big key: its length prefix (and item type) and ``present`` bytes of its value."""
+    le = "<" if raw.byte_order == "little" else ">"
+    head = struct.pack(le + "Q", length)
+    if vtype == "ARRAY":
+        head = struct.pack(le + "I", VT["UINT8"]) + head
+    return head + FILL[vtype] * present
+
+
+def declared_past_limit_cases() -> Iterator[Case]:
+    """A string and an array declared one past ggml's limit, in files of a few hundred bytes."""
+    specs = (
+        ("STRING", "STR-MAXLEN", ("STR-MAXLEN", "STR-EOF"), "string", "bytes", LIMITS["string_bytes"]),
+        ("ARRAY", "ARR-MAXLEN", ("ARR-MAXLEN", "ARR-EOF"), "UINT8 array", "elements", LIMITS["array_elements"]),
+    )
+    for vtype, limit_rule, rules, what, unit, limit in specs:
+        raw = crafting.carrier()
+        raw.set_raw(BIG_KEY[vtype], vtype, declared(raw, vtype, limit + 1, 16))
+        path = f"edge/{limit_rule}/{'string' if vtype == 'STRING' else 'array'}-declared-past-limit.gguf"
+        doc = (f"The last key declares a {what} of {limit + 1} {unit}, one past ggml's limit, and the file ends "
+               f"a few hundred bytes later: a reader must refuse it (the value runs past the end of the file) "
+               f"without allocating what the count asks for; ggml refuses it for the limit first.")
+        yield Case(path, "edge", rules, doc, {path: raw.to_bytes()})
+
+
 def all_cases() -> list[Case]:
     """Every case of the suite, in a fixed order."""
     out: list[Case] = []
-    for source in (value_cases, tensor_type_cases, edge_cases, crafted_cases, split_cases, model_cases):
+    for source in (value_cases, tensor_type_cases, edge_cases, declared_past_limit_cases, crafted_cases, split_cases,
+                   model_cases):
         out.extend(source())
     seen: set[str] = set()
     for c in out:

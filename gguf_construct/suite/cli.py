@@ -15,10 +15,11 @@ def _cmd_write(args: argparse.Namespace) -> int:
     from .manifest import write_suite
 
     os.makedirs(args.dir, exist_ok=True)
-    manifest = write_suite(args.dir)
+    manifest = write_suite(args.dir, large=args.large)
     n = len(manifest["cases"])
-    print(f"{n} cases, {manifest['total_bytes']:,} bytes of GGUF files, digest {manifest['digest'][:16]} "
-          f"in {args.dir}")
+    large = sum(1 for c in manifest["cases"] if c.get("large"))
+    print(f"{n} cases{f' ({large} large)' if large else ''}, {manifest['total_bytes']:,} bytes of GGUF files, "
+          f"digest {manifest['digest'][:16]} in {args.dir}")
     return 0
 
 
@@ -57,8 +58,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_matrix(args: argparse.Namespace) -> int:
-    from .matrix import check_matrix, write_matrix
+    from .matrix import check_matrix, compare_results, load_results, write_matrix
 
+    if args.compare:
+        differences = compare_results(load_results(args.results), load_results(args.compare))
+        for line in differences:
+            print(line)
+        print(f"{len(differences)} differences from {args.results}" if differences else
+              f"every reader gives the results recorded in {args.results}")
+        return 1 if differences else 0
     if args.check:
         stale = check_matrix(args.results, args.out)
         for path in stale:
@@ -77,6 +85,9 @@ def add_cli(subparsers: Any) -> None:
     sub = p.add_subparsers(dest="suite_command", required=True)
     w = sub.add_parser("write", help="write the suite's files and manifest.json into DIR")
     w.add_argument("dir")
+    w.add_argument("--large", action="store_true",
+                   help="also write the four files at and one past ggml's 2^30 limits (4 GiB, the arrays sparse; "
+                        "marked \"large\": true in the manifest)")
     w.set_defaults(func=_cmd_write)
     r = sub.add_parser("run", help="score a reader on a written suite")
     r.add_argument("dir")
@@ -99,4 +110,6 @@ def add_cli(subparsers: Any) -> None:
     m.add_argument("--results", default="readers/results.json")
     m.add_argument("--out", default="docs")
     m.add_argument("--check", action="store_true", help="fail when the pages differ from the recorded results")
+    m.add_argument("--compare", metavar="RERUN_JSON",
+                   help="fail when the readers recorded in RERUN_JSON (a fresh run_all.sh) differ from --results")
     m.set_defaults(func=_cmd_matrix)

@@ -6,14 +6,16 @@ The manifest's shape (``SCHEMA_VERSION``)::
 
     {"schema": 1, "generator": "gguf-construct 0.1.0", "profiles": {...}, "rules": {ID: {title, doc, doc_ref}},
      "not_covered": [{"rules", "why"}], "digest": sha256 over the case files,
-     "cases": [{"file", "files", "group", "doc", "rules", "limit_of", "advisories",
+     "cases": [{"file", "files", "group", ("large": true), "doc", "rules", "limit_of", "advisories",
                 "expect": {"spec": "accept|reject|either", "ggml": ..., "llama.cpp": ...}, "why": {...},
                 "spec_text": [{"rule", "text", "doc_ref"}], "sha256", "size",
                 "metadata": [{"key", "type", "value", ("item_type", "length")}],
                 "tensors": [{"name", "type", "shape", "offset", "nbytes", "sha256", ("values")}]}]}
 
 ``shape`` is in ggml order (ne[0] first), ``offset`` relative to the start of the data section; floats JSON
-cannot hold are the strings ``"nan"``, ``"inf"``, ``"-inf"``.
+cannot hold are the strings ``"nan"``, ``"inf"``, ``"-inf"``.  A large case (``suite write --large``: the files
+at and one past ggml's limits of 2^30, see :mod:`.large`) gives its big key as ``{"key", "type", ("item_type"),
+"length", "sha256"}`` (the SHA-256 of the value's bytes) with no ``value``.
 """
 
 from __future__ import annotations
@@ -33,10 +35,11 @@ from ..errors import GGUFError
 from ..model import load
 from ..rulebook.catalog import catalog
 from . import SCHEMA_VERSION
-from .cases import LIMITED_BREAKAGES, Case, all_cases
+from .cases import BIG_KEY, Case, all_cases
 from .expect import EITHER, PROFILES, outcome
+from .large import LargeCase, large_cases
 
-__all__ = ["PROFILE_DOCS", "case_entry", "build_manifest", "write_suite", "manifest_json", "cases_tsv"]
+__all__ = ["PROFILE_DOCS", "case_entry", "large_entry", "build_manifest", "write_suite", "manifest_json", "cases_tsv"]
 
 PROFILE_DOCS = {
     "spec": "gguf.md as the project's spec/ encodes it: what any conforming reader must accept or refuse",
@@ -44,11 +47,15 @@ PROFILE_DOCS = {
     "llama.cpp": "llama.cpp's model loader (llama_model_load_from_file): the container as ggml reads it, plus the "
                  "model's keys and tensors",
 }
+# what the default suite leaves out; `suite write --large` adds it (then nothing is left out)
 NOT_COVERED = [
     {"rules": ["STR-MAXLEN", "ARR-MAXLEN"],
-     "why": "the limits are 2^30 bytes and 2^30 elements: a file at or past them is at least 1 GiB, beyond the "
-            "suite's size; the project's own tests cross them with the limits lowered (crafted breakages "
-            + ", ".join(LIMITED_BREAKAGES) + ")"},
+     "why": "ggml's limits are 2^30 bytes and 2^30 elements: a complete file at or one past them is at least 1 GiB, "
+            "beyond the default suite's size.  The default suite has a string and an array declared one past the "
+            "limit in a short file (edge/STR-MAXLEN, edge/ARR-MAXLEN: refused by every reader for running past the "
+            "end of the file, without allocating what the count asks for); `gguf-construct suite write DIR "
+            "--large` adds the four boundary files (strings of 2^30 and 2^30 + 1 bytes, UINT8 arrays of 2^30 and "
+            "2^30 + 1 elements; 4 GiB, the arrays' zeros written sparse), marked \"large\": true"},
 ]
 
 
@@ -100,12 +107,7 @@ def _valid_text(case: Case) -> list[dict]:
 
 def case_entry(case: Case) -> dict:
     """The manifest entry of one case."""
-    expect, why = {}, {}
-    for profile in PROFILES:
-        verdict, reason = outcome(case.rules, profile, model=case.model)
-        expect[profile] = verdict
-        if reason:
-            why[profile] = reason
+    expect, why = _verdicts(case)
     entry: dict[str, Any] = {"file": case.path}
     if len(case.files) > 1:
         entry["files"] = sorted(case.files)
@@ -130,17 +132,52 @@ def case_entry(case: Case) -> dict:
     return entry
 
 
-def build_manifest(cases: list[Case] | None = None) -> tuple[dict, dict[str, bytes]]:
-    """The manifest and the files (relative path -> bytes) of the suite."""
+def _verdicts(case: Case | LargeCase) -> tuple[dict, dict]:
+    expect, why = {}, {}
+    for profile in PROFILES:
+        verdict, reason = outcome(case.rules, profile, model=case.model)
+        expect[profile] = verdict
+        if reason:
+            why[profile] = reason
+    return expect, why
+
+
+def large_entry(case: LargeCase) -> dict:
+    """The manifest entry of a large case: its size and SHA-256 streamed, the values of its small twin with the
+    big key given by its ``length`` and the ``sha256`` of its bytes instead of a ``value``."""
+    expect, why = _verdicts(case)
+    entry: dict[str, Any] = {"file": case.path, "group": case.group, "large": True, "doc": case.doc,
+                             "rules": list(case.rules)}
+    if case.near:
+        entry["limit_of"] = list(case.near)
+    entry.update(expect=expect, why=why, spec_text=_spec_text(list(case.rules) + list(case.near)),
+                 sha256=case.sha256(), size=case.size)
+    twin = Case(case.path, case.group, case.rules, case.doc, {case.path: case.small_twin()})
+    values = _expected_values(twin)
+    key = BIG_KEY[case.vtype]
+    big = {"key": key, "type": case.vtype, "length": case.length, "sha256": case.value_sha256()}
+    if case.vtype == "ARRAY":
+        big["item_type"] = "UINT8"
+    values["metadata"] = [big if m["key"] == key else m for m in values["metadata"]]
+    entry.update(values)
+    return entry
+
+
+def build_manifest(cases: list[Case] | None = None, large: list[LargeCase] = ()) -> tuple[dict, dict[str, bytes]]:
+    """The manifest and the files (relative path -> bytes) of the suite; ``large`` cases are in the manifest
+    but not among the files (:meth:`LargeCase.write` streams them)."""
     cases = all_cases() if cases is None else cases
     files: dict[str, bytes] = {}
     for c in cases:
         files.update(c.files)
+    entries = [case_entry(c) for c in cases] + [large_entry(c) for c in large]
+    hashes = {path: hashlib.sha256(data).digest() for path, data in files.items()}
+    hashes.update({e["file"]: bytes.fromhex(e["sha256"]) for e in entries if e.get("large")})
     digest = hashlib.sha256()
-    for path in sorted(files):
-        digest.update(path.encode() + b"\0" + hashlib.sha256(files[path]).digest())
+    for path in sorted(hashes):
+        digest.update(path.encode() + b"\0" + hashes[path])
     cat = catalog()
-    used = sorted({r for c in cases for r in (*c.rules, *c.near)}, key=list(cat).index)
+    used = sorted({r for c in [*cases, *large] for r in (*c.rules, *c.near)}, key=list(cat).index)
     manifest = {
         "schema": SCHEMA_VERSION,
         "generator": f"gguf-construct {__version__}",
@@ -151,10 +188,10 @@ def build_manifest(cases: list[Case] | None = None) -> tuple[dict, dict[str, byt
         "either_rules": [{"rule": r, "profile": p, "why": w} for (r, p), w in EITHER.items()],
         "rules": {r: {"title": cat[r].title, "severity": {p: cat[r].severity(p) for p in PROFILES},
                       "doc": cat[r].doc, "doc_ref": cat[r].raw.get("doc_ref", "")} for r in used},
-        "not_covered": NOT_COVERED,
+        "not_covered": [] if large else NOT_COVERED,
         "digest": digest.hexdigest(),
-        "total_bytes": sum(len(d) for d in files.values()),
-        "cases": [case_entry(c) for c in cases],
+        "total_bytes": sum(len(d) for d in files.values()) + sum(e["size"] for e in entries if e.get("large")),
+        "cases": entries,
     }
     return manifest, files
 
@@ -164,10 +201,13 @@ def manifest_json(manifest: dict) -> str:
     return json.dumps(manifest, ensure_ascii=True, allow_nan=False, indent=1) + "\n"
 
 
-def write_suite(directory: str | os.PathLike, cases: list[Case] | None = None) -> dict:
+def write_suite(directory: str | os.PathLike, cases: list[Case] | None = None, *,
+                large: bool | list[LargeCase] = False) -> dict:
     """Write the suite's files and ``manifest.json`` into ``directory`` (each file atomically); returns the
-    manifest.  Files of an earlier suite that the new one does not have are left alone."""
-    manifest, files = build_manifest(cases)
+    manifest.  ``large`` adds the boundary files of ggml's 2^30 limits (True: :func:`.large.large_cases`), each
+    streamed to disk.  Files of an earlier suite that the new one does not have are left alone."""
+    big = (large_cases() if large is True else list(large)) if large else []
+    manifest, files = build_manifest(cases, big)
     root = os.fspath(directory)
     for rel, data in sorted(files.items()):
         path = os.path.join(root, *rel.split("/"))
@@ -180,6 +220,11 @@ def write_suite(directory: str | os.PathLike, cases: list[Case] | None = None) -
             pass
         with atomic_path(path) as tmp, open(tmp, "wb") as out:
             out.write(data)
+    for case in big:
+        path = os.path.join(root, *case.path.split("/"))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with atomic_path(path) as tmp:
+            case.write(tmp)
     with atomic_path(os.path.join(root, "manifest.json")) as tmp, open(tmp, "w", encoding="ascii") as out:
         out.write(manifest_json(manifest))
     with atomic_path(os.path.join(root, "cases.tsv")) as tmp, open(tmp, "w", encoding="ascii") as out:

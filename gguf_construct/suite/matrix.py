@@ -193,6 +193,31 @@ def check_matrix(results_path: str, out_dir: str) -> list[str]:
     return stale
 
 
+def compare_results(recorded: dict, rerun: dict) -> list[str]:
+    """What differs between two recordings of the matrix, reader by reader (a reader missing from ``rerun``, its
+    version, the suite it ran, each case's outcome and result), one line each; empty when they agree."""
+    out = []
+    for name, old in recorded["readers"].items():
+        new = rerun["readers"].get(name)
+        if new is None:
+            out.append(f"{name}: not run (is it installed?)")
+            continue
+        for field_ in ("version", "profile", "suite_digest"):
+            if old[field_] != new[field_]:
+                out.append(f"{name}: {field_} {old[field_]} -> {new[field_]}")
+        if old["suite_digest"] != new["suite_digest"]:
+            out.append(f"{name}: the suite changed; record the readers again (readers/run_all.sh)")
+        for f in sorted(old["results"].keys() | new["results"].keys()):
+            a, b = old["results"].get(f), new["results"].get(f)
+            if a is None or b is None or a[2:] != b[2:]:
+                was = f"{a[2]} ({a[3]})" if a else "absent"
+                now = f"{b[2]} ({b[3]})" if b else "absent"
+                out.append(f"{name}: {f}: {was} -> {now}")
+    for name in rerun["readers"].keys() - recorded["readers"].keys():
+        out.append(f"{name}: not in the recorded results")
+    return out
+
+
 def counts_line(summary: dict[str, Any]) -> str:
     """One line of counts for the console."""
     c = summary["counts"]
@@ -202,4 +227,4 @@ def counts_line(summary: dict[str, Any]) -> str:
             f"values correct {_frac(summary['values_correct'])}")
 
 
-__all__ += ["counts_line", "RESULTS"]
+__all__ += ["counts_line", "compare_results", "RESULTS"]
