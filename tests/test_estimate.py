@@ -80,13 +80,44 @@ def test_hybrid_splits_layers_between_caches():
     assert len(kinds) == len(e.layers)  # each layer in one cache
 
 
-def test_encoders_have_no_cache_and_special_caches_say_so():
+def test_encoders_have_no_cache():
     meta, tensors = minimal_model_parts("bert")
     e = estimate(meta, tensors, 512)
     assert e.memory == "none" and e.kv_bytes == e.recurrent_bytes == 0 and e.replayed
+
+
+def test_dsa_cache_adds_a_k_only_indexer_cache():
+    """llama_kv_cache_dsa: the MLA cache (K only) plus an indexer cache of one head of indexer_head_size."""
     meta, tensors = minimal_model_parts("deepseek32")
     e = estimate(meta, tensors, 512)
-    assert not e.replayed and e.notes
+    assert e.replayed and e.memory == "kv_cache_dsa" and set(e.caches) == {"kv", "lid"}
+    lid = [x for x in e.layers if x.cache == "lid"]
+    head = int(meta["deepseek32.attention.indexer.key_length"].value)
+    assert lid and all(x.k_width == head and x.v_bytes == 0 for x in lid)
+    assert e.buffers["lid"] == sum(x.k_bytes for x in lid) == len(lid) * head * 2 * 512
+
+
+@pytest.mark.parametrize("arch", ["deepseek4", "dots3note", "glm-dsa", "glm5-next", "hy_v4", "minimax-m3",
+                                  "qwen4exp"])
+def test_special_memory_classes_are_replayed(arch):
+    meta, tensors = minimal_model_parts(arch)
+    e = estimate(meta, tensors, 4096)
+    assert e.replayed and not e.notes and e.kv_bytes + e.recurrent_bytes > 0
+
+
+def test_context_checks_come_from_the_spec():
+    """llama_init_from_model's refusals, run from the spec: their messages are llama.cpp's."""
+    checks = str(memory_spec()["context_checks"])
+    assert "quantized V cache requires flash_attn to be enabled" in checks
+    meta, tensors = minimal_model_parts("llama")
+    with pytest.raises(ValueError, match="quantized V cache requires flash_attn"):
+        estimate(meta, tensors, 512, ContextParams(type_v="Q8_0", flash_attn=False))
+    with pytest.raises(ValueError, match="K cache type q4_0 with block size 32 does not divide n_embd_head_k=16"):
+        estimate(meta, tensors, 512, ContextParams(type_k="Q4_0"))
+    assert estimate(meta, tensors, 512, ContextParams(type_k="Q4_0", flash_attn=False)).kv_bytes > 0
+    meta, tensors = minimal_model_parts("deepseek32")
+    with pytest.raises(ValueError, match=r"does not support different K \(f16\) and V \(f32\)"):
+        estimate(meta, tensors, 512, ContextParams(type_v="F32"))
 
 
 def test_cli_sweep_json(tmp_path, capsys):

@@ -170,7 +170,7 @@ def collect(stdout: str) -> tuple[list[str], dict[int, dict]]:
 
 _PATTERNS = {
     "model": re.compile(r"model buffer size\s*=\s*([\d.]+) MiB"),
-    "kv": re.compile(r"KV buffer size\s*=\s*([\d.]+) MiB"),
+    "kv": re.compile(r"(?:KV|DSV4 \w+ state) buffer size\s*=\s*([\d.]+) MiB"),
     "recurrent": re.compile(r"RS buffer size\s*=\s*([\d.]+) MiB"),
     "output": re.compile(r"output buffer size\s*=\s*([\d.]+) MiB"),
     "compute": re.compile(r"compute buffer size\s*=\s*([\d.]+) MiB"),
@@ -198,7 +198,8 @@ def ours(est) -> dict[str, float]:
 
 
 def configurations(ctxs: list[int], quick: bool) -> list[dict]:
-    """Context size x cache types x sequences x flash attention x SWA cache size."""
+    """Context size x cache types x sequences x flash attention x SWA cache size; the last three are there for
+    llama.cpp's refusals (a quantized V cache without flash attention, different K and V types for MLA)."""
     out = []
     for ctx in ctxs:
         out.append({"ctx": ctx})
@@ -209,14 +210,19 @@ def configurations(ctxs: list[int], quick: bool) -> list[dict]:
                 {"ctx": ctx, "seqs": 3},
                 {"ctx": ctx, "seqs": 2, "kv_unified": True},
                 {"ctx": ctx, "swa_full": False, "seqs": 2},
-                {"ctx": ctx, "embeddings": True}]
+                {"ctx": ctx, "embeddings": True},
+                {"ctx": ctx, "type_k": "Q4_0", "type_v": "F16", "flash_attn": False},
+                {"ctx": ctx, "type_k": "F16", "type_v": "Q4_0", "flash_attn": False},
+                {"ctx": ctx, "type_k": "F32", "type_v": "F16"}]
     return out
 
 
 def run_configs(lib: str, path: Path, configs: list[dict], timeout: float,
-                max_deaths: int = 2) -> tuple[list[str], dict[int, dict]]:
-    """Every configuration through workers: after a context whose creation killed the process, a new worker
-    takes the remaining ones (up to ``max_deaths`` deaths per model; the rest are then not reached)."""
+                max_deaths: int | None = None) -> tuple[list[str], dict[int, dict]]:
+    """Every configuration through workers: after a context whose creation killed the process (the buffers it
+    logged before dying are still compared), a new worker takes the remaining ones (up to ``max_deaths`` deaths
+    per model, default one per configuration; the rest are then not reached)."""
+    max_deaths = len(configs) if max_deaths is None else max_deaths
     pending = list(range(len(configs)))
     model_lines: list[str] = []
     results: dict[int, dict] = {}
@@ -295,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
                 row["llama"] = "not reached"
             elif r["ok"] is False:
                 row["llama"] = "refused"
-                row["error"] = [x for x in r["lines"] if "failed" in x or "error" in x.lower()][-2:]
+                row["error"] = [x.strip() for x in r["lines"] if x.startswith("llama_init_from_model:")][-1:]
             else:
                 got = reported(r["lines"])
                 got["model"] = model_mib
@@ -314,6 +320,7 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as exc:  # noqa: BLE001 - reported
                 row["ours"] = None
                 row["our_error"] = f"{type(exc).__name__}: {exc}"
+                row["our_refusal"] = str(exc) if isinstance(exc, ValueError) else None
             rows.append(row)
     report(rows)
     if args.json:
@@ -333,9 +340,23 @@ def report(rows: list[dict]) -> None:
     for r in rows:
         f = fams.setdefault(r["family"], {"contexts": 0, "refused": 0, "agreed_refusals": 0, "crashed": 0,
                                           "not_replayed": 0, **{c: [0, 0] for c in COMPONENTS}, "compute": []})
-        if not isinstance(r.get("llama"), dict):
+        llama_refused = r.get("llama") == "refused"
+        if (r.get("our_refusal") or "").startswith("ggml aborts") and isinstance(r.get("llama"), dict) \
+                and r["llama"].get("crashed"):
+            llama_refused = True  # both abort creating the cache
+            r["error"] = [r["our_refusal"]]
+        if llama_refused or r.get("our_refusal"):  # refusals compared both ways, with llama.cpp's message
+            if r.get("llama") == "not reached":
+                continue
             f["refused"] += 1
-            f["agreed_refusals"] += r.get("llama") == "refused" and r.get("ours") is None
+            same = llama_refused and bool(r.get("our_refusal")) and any(
+                r["our_refusal"] in line for line in r.get("error") or [])
+            f["agreed_refusals"] += same
+            if not same:
+                disagreements.append((r["arch"], r["config"], "refusal", r.get("our_refusal") or "created",
+                                      (r.get("error") or ["created"])[0] if llama_refused else "created"))
+            continue
+        if not isinstance(r.get("llama"), dict):
             continue
         f["contexts"] += 1
         f["crashed"] += bool(r["llama"].get("crashed"))
@@ -365,7 +386,10 @@ def report(rows: list[dict]) -> None:
               f"{f['not_replayed']:4d} " +
               " ".join(f"{x:>10}" for x in cells) + f"  {comp}")
     for arch, cfg, c, got, want in disagreements[:60]:
-        print(f"DISAGREE {arch} {json.dumps(cfg)} {c}: ours {got:.2f} MiB, llama.cpp {want:.2f} MiB")
+        if c == "refusal":
+            print(f"DISAGREE {arch} {json.dumps(cfg)} refusal: ours {got!r}, llama.cpp {want!r}")
+        else:
+            print(f"DISAGREE {arch} {json.dumps(cfg)} {c}: ours {got:.2f} MiB, llama.cpp {want:.2f} MiB")
     if len(disagreements) > 60:
         print(f"... {len(disagreements) - 60} more")
 

@@ -291,6 +291,8 @@ class Interpreter:
                 raise Fatal("ASSERT", f"GGML_ASSERT({s['assert']}) failed", condition=s["assert"])
         elif "fail" in s:
             if not self.uncertain:
+                if "args" in s:  # a printf-style message and its arguments
+                    raise Fatal("FAIL", _printf(s["fail"], [self.eval(a, frame) for a in s["args"]]))
                 raise Fatal("FAIL", _fail_text(s["fail"]))
         elif "return" in s:
             raise _Return(self.eval(s["return"], frame) if s["return"] is not None else None)
@@ -451,6 +453,12 @@ def _c_value(text: str) -> str:
     if m:
         return f"({m.group(2)} if {m.group(1)} else {m.group(3)})"
     return t
+
+
+def _printf(fmt: str, values: list) -> str:
+    """``fmt`` with its printf conversions replaced by ``values`` in order."""
+    it = iter(values)
+    return re.sub(r"%[-+ 0#]*\d*(?:\.\d+)?(?:hh|h|ll|l|z)?[sdiufxXc]", lambda m: str(next(it, "?")), fmt)
 
 
 def _fail_text(text: str) -> str:
