@@ -260,7 +260,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--worker", nargs=2, metavar=("MODEL", "CONFIGS"), help=argparse.SUPPRESS)
     ap.add_argument("--requests", nargs="+", metavar="MODEL", help="print the tensors the loader asks for")
+    ap.add_argument("--results", default=None, metavar="FILE",
+                    help="write the note's results (per-family agreement of --summarize's rows and the side by "
+                         "side with gguf-parser-go's method) to FILE (JSON)")
+    ap.add_argument("--summarize", default=None, metavar="ROWS",
+                    help="with --results: the rows (--json output) of a full run to summarise")
     args = ap.parse_args(argv)
+    if args.results:
+        out = Path(args.out or tempfile.mkdtemp(prefix="mem-note-"))
+        out.mkdir(parents=True, exist_ok=True)
+        rows = [json.loads(x) for x in open(args.summarize)] if args.summarize else []
+        result = {"generated_by": "tools/memory_differential.py --results",
+                  "llama_cpp": "llama-cpp-python 0.3.36 (vendored llama.cpp), CPU backend",
+                  "agreement": summary(rows), "side_by_side": side_by_side(args.lib, out, args.timeout)}
+        from gguf_construct._atomic import atomic_path
+        with atomic_path(args.results) as tmp:
+            Path(tmp).write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+        return 0
     if args.requests:
         return loader_requests(args.lib, args.requests)
     if args.worker:
@@ -331,6 +347,99 @@ def main(argv: list[str] | None = None) -> int:
 
 
 COMPONENTS = ("model", "kv", "recurrent", "output")
+
+# the side-by-side note (docs/memory.md): models large enough that 2 decimals of MiB discriminate
+NOTE_ARCHS = ("llama", "qwen2", "gemma2", "cohere2", "deepseek2", "mamba", "rwkv7", "jamba", "bert")
+NOTE_CONFIGS = ({"ctx": 4096}, {"ctx": 32768}, {"ctx": 4096, "seqs": 4}, {"ctx": 4096, "swa_full": False},
+                {"ctx": 4096, "type_k": "Q8_0", "type_v": "Q8_0", "flash_attn": True})
+
+
+def _plain(meta) -> dict:
+    return {k: (list(v.value) if isinstance(v.value, (list, tuple)) else v.value) for k, v in meta.items()}
+
+
+def side_by_side(lib: str, out: Path, timeout: float) -> list[dict]:
+    """Our figures, llama.cpp's logged ones and gguf-parser-go's method on the note's models and configurations."""
+    from gguf_parser_method import SOURCE, method
+
+    from gguf_construct.arch.memory import ContextParams as Params
+    from gguf_construct.arch.memory import estimate, row_size
+    from gguf_construct.arch.synth import build_model_file, minimal_model_parts
+    from gguf_construct.model import load, tensor_nbytes
+
+    rows = []
+    for name in NOTE_ARCHS:
+        try:
+            meta, tensors = minimal_model_parts(name, sizes=None if name.startswith("rwkv") else {
+                "embedding_length": 256, "feed_forward_length": 1024}, n_vocab=1000)
+        except ValueError:
+            meta, tensors = minimal_model_parts(name, n_vocab=1000)
+        path = out / f"note-{name}.gguf"
+        build_model_file(meta, tensors).save(path)
+        offsets = {t.name: (0, int(t.offset)) for t in load(str(path)).tensors}
+        model_lines, results = run_configs(lib, path, list(NOTE_CONFIGS), timeout)
+        for i, cfg in enumerate(NOTE_CONFIGS):
+            r = results.get(i) or {"ok": None, "lines": []}
+            row = {"arch": name, "config": cfg, "source": SOURCE}
+            if r["ok"] is False:
+                row["llama"] = "refused"
+            elif r["lines"]:  # created, or died reserving the graph after allocating its buffers
+                got = reported(r["lines"])
+                got["model"] = reported(model_lines)["model"]
+                row["llama"] = {c: got.get(c) or 0.0 for c in COMPONENTS + ("compute",)}
+                row["llama"]["died"] = r["ok"] is None
+            else:
+                row["llama"] = "not reached"
+            p = Params(n_seq_max=cfg.get("seqs"), type_k=cfg.get("type_k"), type_v=cfg.get("type_v"),
+                       flash_attn=cfg.get("flash_attn"), swa_full=cfg.get("swa_full"))
+            try:
+                row["ours"] = ours(estimate(meta, tensors, cfg["ctx"], p, offsets=offsets))
+            except ValueError as exc:
+                row["ours"] = f"refused: {exc}"
+            pg = method(_plain(meta), tensors, cfg["ctx"], seqs=cfg.get("seqs", 1),
+                        type_k=cfg.get("type_k", "F16"), type_v=cfg.get("type_v", "F16"),
+                        flash_attn=cfg.get("flash_attn", True) is not False, swa_full=cfg.get("swa_full", True),
+                        row_size=row_size, tensor_bytes=lambda t: tensor_nbytes(t.type, t.ne))
+            row["gguf_parser"] = {c: round(v / 2**20, 2) for c, v in pg.items()}
+            rows.append(row)
+    return rows
+
+
+def summary(rows: list[dict]) -> dict:
+    """Per family: contexts compared, agreement per component, refusals agreed, compute error."""
+    fams: dict[str, dict] = {}
+    for r in rows:
+        f = fams.setdefault(r["family"], {"archs": set(), "contexts": 0, "died": 0, "refusals": 0,
+                                          "refusals_agreed": 0, **{c: [0, 0] for c in COMPONENTS},
+                                          "compute_errors": []})
+        f["archs"].add(r["arch"])
+        if r.get("llama") == "not reached":
+            continue
+        llama_refused = r.get("llama") == "refused" or (
+            (r.get("our_refusal") or "").startswith("ggml aborts") and isinstance(r.get("llama"), dict)
+            and r["llama"].get("crashed"))
+        if llama_refused or r.get("our_refusal"):
+            f["refusals"] += 1
+            f["refusals_agreed"] += bool(llama_refused and r.get("our_refusal") and (
+                r["our_refusal"].startswith("ggml aborts") or any(r["our_refusal"] in x for x in r.get("error") or [])))
+            continue
+        if not isinstance(r.get("llama"), dict) or not r.get("ours"):
+            continue
+        f["contexts"] += 1
+        f["died"] += bool(r["llama"].get("crashed"))
+        for c in COMPONENTS:
+            f[c][1] += 1
+            f[c][0] += abs((r["llama"].get(c) or 0.0) - r["ours"][c]) < 0.005
+        if r["llama"].get("compute"):
+            f["compute_errors"].append(abs(r["ours"]["compute"] - r["llama"]["compute"]) / r["llama"]["compute"])
+    out = {}
+    for name, f in sorted(fams.items()):
+        errs = sorted(f.pop("compute_errors"))
+        f["archs"] = len(f["archs"])
+        f["compute"] = {"n": len(errs), "median": round(errs[len(errs) // 2], 4) if errs else None,
+                        "within_10": sum(e <= 0.10 for e in errs)}
+        out[name] = f
+    return out
 
 
 def report(rows: list[dict]) -> None:
