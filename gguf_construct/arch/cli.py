@@ -136,6 +136,16 @@ def _render_estimate(results: list[Estimate], out, layers: bool) -> None:
                   file=out)
 
 
+def _model_arguments(p) -> None:
+    """The arguments that name the model: a file, or an architecture with --set values and a vocabulary size."""
+    p.add_argument("file", nargs="?", help="a GGUF model file")
+    p.add_argument("--arch", help="an architecture (without FILE)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="a hyperparameter (KEY without the architecture prefix is the architecture's, e.g. "
+                        "attention.head_count=32)")
+    p.add_argument("--vocab", type=int, default=None, help="vocabulary size (without FILE)")
+
+
 def add_cli(subparsers) -> None:
     """Register the ``expect`` and ``estimate`` sub-commands."""
     p = subparsers.add_parser(
@@ -144,12 +154,7 @@ def add_cli(subparsers) -> None:
                     "architecture and --set values, without a file): its shape in ggml order, required / optional "
                     "/ duplicate, and with a file present / missing / shape (wrong shape) / unused.  Exit 1 when a "
                     "file misses a required tensor, has a wrong shape or an unused tensor.")
-    p.add_argument("file", nargs="?", help="a GGUF model file")
-    p.add_argument("--arch", help="an architecture (without FILE)")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE",
-                   help="a hyperparameter (KEY without the architecture prefix is the architecture's, e.g. "
-                        "attention.head_count=32)")
-    p.add_argument("--vocab", type=int, default=None, help="vocabulary size (without FILE)")
+    _model_arguments(p)
     p.add_argument("--json", action="store_true",
                    help="a JSON list of {name, shape, required, duplicate, status, file_shape}")
     p.set_defaults(func=_cmd_expect)
@@ -160,10 +165,7 @@ def add_cli(subparsers) -> None:
                     "weights), the KV cache (per layer; SWA caches), recurrent state, the output buffer (replayed "
                     "from llama.cpp's sizing rules, spec/architectures/_memory.yaml) and the compute buffer "
                     "(estimated).  --ctx may repeat (a sweep); 0 is the training context.")
-    q.add_argument("file", nargs="?", help="a GGUF model file")
-    q.add_argument("--arch", help="an architecture (without FILE)")
-    q.add_argument("--set", action="append", metavar="KEY=VALUE", help="a hyperparameter, as for expect")
-    q.add_argument("--vocab", type=int, default=None, help="vocabulary size (without FILE)")
+    _model_arguments(q)
     q.add_argument("--ctx", type=int, action="append", help="context size (repeat for a sweep; default: training)")
     q.add_argument("--batch", type=int, default=None, help="n_batch (default 2048)")
     q.add_argument("--ubatch", type=int, default=None, help="n_ubatch (default 512)")
