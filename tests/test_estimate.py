@@ -198,3 +198,63 @@ def test_sweep_rows_carry_the_estimate(tmp_path):
     bad = tmp_path / "bad.gguf"
     build_model_file(meta, tensors).save(bad)
     assert sweep_one(str(bad))["memory_bytes"] == {}
+
+
+def _quantized(arch: str, type_name: str):
+    import dataclasses
+
+    from gguf_construct.spec import tensor_types
+
+    t = {x.name: x for x in tensor_types()}[type_name]
+    meta, tensors = minimal_model_parts(arch, sizes={"embedding_length": 256, "feed_forward_length": 1024},
+                                        n_vocab=1000)
+    return meta, {n: dataclasses.replace(m, type=t.id) if len(m.ne) >= 2 and n.endswith(".weight")
+                  and "norm" not in n and int(m.ne[0]) % t.block_size == 0 else m for n, m in tensors.items()}
+
+
+def test_cpu_repack_takes_matmul_weights_of_the_repacked_types():
+    """ggml-cpu repacks Q4_0 on AVX2 (rows a multiple of 8) but Q8_0 only on ARM: the CPU_REPACK buffer holds the
+    matrix weights (and the tied output), the mapped range the rest."""
+    from gguf_construct.arch.loader import plan_load
+    from gguf_construct.arch.memory import repacked
+
+    meta, tensors = _quantized("llama", "Q4_0")
+    plan = plan_load(meta, tensors, vocab_only=False)
+    moved = repacked(plan, tensors, {"avx2"})
+    names = {n for n, _, _ in moved}
+    assert "blk.0.attn_q.weight" in names and "blk.0.ffn_down.weight" in names
+    assert not any("norm" in n for n in names)
+    assert any(dup for n, dup, _ in moved if n == "token_embd.weight")  # the tied output is a repacked copy
+    x86 = estimate(meta, tensors, 512, ContextParams(cpu_features=frozenset({"avx2"})))
+    plain = estimate(meta, tensors, 512, ContextParams(cpu_features=frozenset()))
+    assert x86.repack_bytes == sum((b + 31) // 32 * 32 for _, _, b in moved) > 0 and plain.repack_bytes == 0
+    assert x86.notes and "CPU_REPACK" in x86.notes[0]
+    meta, tensors = _quantized("llama", "Q8_0")
+    plan = plan_load(meta, tensors, vocab_only=False)
+    assert repacked(plan, tensors, {"avx2"}) == []
+    assert repacked(plan, tensors, {"neon", "dotprod"})
+
+
+@pytest.mark.skipif(not LIB, reason="set GGUF_CONSTRUCT_LLAMA_LIB to a libllama to ask llama.cpp")
+@pytest.mark.parametrize("type_name", ["Q4_0", "Q4_K", "IQ4_NL", "Q8_0"])
+def test_cpu_repack_agrees_with_libllama(type_name, tmp_path):
+    """The model buffers (mapped + CPU_REPACK) as libllama logs them on this machine's CPU."""
+    import subprocess
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+    import memory_differential as md
+
+    from gguf_construct.model import load
+
+    meta, tensors = _quantized("qwen2", type_name)
+    path = tmp_path / "q.gguf"
+    build_model_file(meta, tensors).save(path)
+    offsets = {t.name: (0, int(t.offset)) for t in load(str(path)).tensors}
+    proc = subprocess.run([sys.executable, md.__file__, "--lib", LIB, "--worker", str(path), '[{"ctx": 512}]'],
+                          capture_output=True, text=True, timeout=600)
+    model_lines, _ = md.collect(proc.stdout)
+    logged = {m.group(1): float(m.group(2)) for m in (
+        __import__("re").search(r"(\w+) model buffer size\s*=\s*([\d.]+) MiB", x) for x in model_lines) if m}
+    e = estimate(meta, tensors, 512, offsets=offsets)
+    assert logged.get("CPU_REPACK", 0.0) == round(e.repack_bytes / MiB, 2)
+    assert logged["CPU_Mapped"] == round((e.model_bytes - e.repack_bytes) / MiB, 2)

@@ -182,6 +182,26 @@ def _hparams_overrides(root: Path, rename) -> dict:
     return out
 
 
+def _repack_rules(root: Path) -> dict:
+    """ggml-cpu's CPU_REPACK buffer (ggml-cpu/repack.cpp, ``ggml_repack_get_optimal_repack_type``): per weight
+    type, the CPU-feature conditions (in order) under which it is repacked and the multiple of rows (``ne[1]``)
+    each needs; and the shapes it accepts (2-D for MUL_MAT, 3-D for MUL_MAT_ID, F32 activations)."""
+    src = read(root, "ggml/src/ggml-cpu/repack.cpp")
+    body = src[src.index("ggml_repack_get_optimal_repack_type(const struct ggml_tensor * cur) {"):]
+    body = body[:body.index("\n    return nullptr;\n}")]
+    branches = re.split(r"(?:else\s+)?if\s*\(cur->type\s*==\s*GGML_TYPE_(\w+)\)\s*\{", body)
+    rules: dict[str, list] = {}
+    for name, text in zip(branches[1::2], branches[2::2]):
+        text = re.sub(r"#if\s+defined\s+__riscv_zvfh.*?#endif", "", text, flags=re.S)
+        for cond, rows in re.findall(r"if\s*\((ggml_cpu_has_[^{]*?)\)\s*\{\s*if\s*\(cur->ne\[1\]\s*%\s*(\d+)\s*==\s*0\)",
+                                     text):
+            rules.setdefault(name, []).append({"when": _translate(cond.strip(), lambda n: n), "rows_multiple": int(rows)})
+    dims = {op: int(n) for op, n in re.findall(
+        r"op->op\s*==\s*GGML_OP_(MUL_MAT(?:_ID)?)\s*&&\s*op->src\[0\]->buffer\s*&&\s*\(ggml_n_dims\(op->src\[0\]\)"
+        r"\s*==\s*(\d)\)", src)}
+    return {"types": rules, "weight_dims": dims, "buffer": "CPU_REPACK"}
+
+
 def _context_checks(ctx_cpp: str, rename) -> list:
     """``llama_init_from_model``'s checks of the context parameters against the model, up to the pooling
     type: a statement list over ``params`` and ``model`` where each refusal (``LLAMA_LOG_ERROR(...); return
@@ -220,7 +240,7 @@ def main(argv=None) -> int:
     ap.add_argument("--source", default="llama-cpp-python 0.3.36 vendor/llama.cpp")
     args = ap.parse_args(argv)
     root = args.llama_cpp
-    arch_cpp, arch_names, _, _, rename = name_tables(root)
+    arch_cpp, arch_names, _, tensor_names, rename = name_tables(root)
     model_cpp = read(root, "src/llama-model.cpp")
     body = find_function(model_cpp, "llama_memory_i * llama_model::create_memory")
     switch = body[body.index("switch (arch)"):]
@@ -299,6 +319,14 @@ def main(argv=None) -> int:
         "return true")[0])] if rollback else []
 
     hparams_overrides = _hparams_overrides(root, rename)
+    # the op each weight feeds (LLM_TENSOR_INFOS): the loader picks a buffer type that supports it
+    infos = {t: op for t, _, op in re.findall(
+        r"\{(LLM_TENSOR_\w+),\s*\{(LLM_TENSOR_LAYER_\w+),\s*GGML_OP_(\w+)\}\}", arch_cpp)}
+    matmul: dict[str, list[str]] = {"MUL_MAT": [], "MUL_MAT_ID": []}
+    for t, pattern in tensor_names.items():
+        if infos.get(t) in matmul and pattern not in matmul[infos[t]]:
+            matmul[infos[t]].append(pattern)
+    repack = _repack_rules(root)
     dsv4 = read(root, "src/llama-kv-cache-dsv4.cpp")
     dsv4_facts = {name.lower(): int(v) for name, v in re.findall(
         r"static\s+constexpr\s+uint32_t\s+(DSV4_(?:CSA|HCA)_RATIO)\s*=\s*(\d+)\s*;", dsv4)}
@@ -326,6 +354,9 @@ def main(argv=None) -> int:
         "hparams_overrides": hparams_overrides,
         "dsv4": dsv4_facts,
         "context_checks": _context_checks(ctx_cpp, rename),
+        "matmul_weights": {op: sorted(v) for op, v in matmul.items()},
+        "output_pattern": tensor_names["LLM_TENSOR_OUTPUT"],
+        "cpu_repack": repack,
         "hybrid_default_filters": hybrid_defaults,
         "lambdas": lambdas,
         "context_defaults": context_defaults,

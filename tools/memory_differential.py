@@ -217,6 +217,23 @@ def configurations(ctxs: list[int], quick: bool) -> list[dict]:
     return out
 
 
+def quantized(tensors: dict, type_name: str) -> dict:
+    """The model with every 2-D or larger ``.weight`` but the norms in ``type_name`` where its rows are whole
+    blocks (zero bytes decode to zero in every type)."""
+    import dataclasses
+
+    from gguf_construct.spec import tensor_types
+
+    t = {x.name: x for x in tensor_types()}[type_name]
+    out = {}
+    for name, meta in tensors.items():
+        if len(meta.ne) >= 2 and int(meta.ne[0]) % t.block_size == 0 and name.endswith(".weight") \
+                and "norm" not in name:
+            meta = dataclasses.replace(meta, type=t.id)
+        out[name] = meta
+    return out
+
+
 def run_configs(lib: str, path: Path, configs: list[dict], timeout: float,
                 max_deaths: int | None = None) -> tuple[list[str], dict[int, dict]]:
     """Every configuration through workers: after a context whose creation killed the process (the buffers it
@@ -255,6 +272,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="only the default configuration per context size")
     ap.add_argument("--sizes", default="", help="hyperparameters of the minimal models, e.g. embedding_length=256")
     ap.add_argument("--vocab", type=int, default=32)
+    ap.add_argument("--quant", default=None, metavar="TYPES",
+                    help="also each model with its matrix weights in these types (e.g. Q4_0,Q4_K,IQ4_NL,Q8_0): the "
+                         "CPU_REPACK buffer ggml-cpu repacks some of them into (family 'weights TYPE')")
     ap.add_argument("--json", default=None)
     ap.add_argument("--out", default=None)
     ap.add_argument("--timeout", type=float, default=600)
@@ -294,7 +314,8 @@ def main(argv: list[str] | None = None) -> int:
     sizes = {k: int(v) for k, v in (x.split("=") for x in args.sizes.split(",") if x)}
     configs = configurations([int(x) for x in args.ctx.split(",")], args.quick)
     rows = []
-    for name in names:
+    quant = [q for q in (args.quant or "").split(",") if q]
+    for name, qt in [(n, None) for n in names] + [(n, q) for n in names for q in quant]:
         try:
             try:
                 meta, tensors = minimal_model_parts(name, sizes=sizes or None, n_vocab=args.vocab)
@@ -303,16 +324,18 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:  # noqa: BLE001 - reported
             print(f"{name}: no minimal model ({exc})", file=sys.stderr)
             continue
-        path = out / f"{name}.gguf"
+        fam = family(name, meta, tensors)
+        if qt:
+            tensors, fam = quantized(tensors, qt), f"weights {qt}"
+        path = out / f"{name}{'@' + qt if qt else ''}.gguf"
         build_model_file(meta, tensors).save(path)
         f = load(str(path))
         offsets = {t.name: (0, int(t.offset)) for t in f.tensors}
-        fam = family(name, meta, tensors)
         model_lines, results = run_configs(args.lib, path, configs, args.timeout)
         model_mib = reported(model_lines)["model"]
         for i, cfg in enumerate(configs):
             r = results.get(i)
-            row = {"arch": name, "family": fam, "config": cfg}
+            row = {"arch": name + (f"@{qt}" if qt else ""), "family": fam, "config": cfg}
             if r is None:
                 row["llama"] = "not reached"
             elif r["ok"] is False:

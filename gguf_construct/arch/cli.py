@@ -90,7 +90,9 @@ def _cmd_expect(args) -> int:
 def _params(args) -> ContextParams:
     return ContextParams(n_batch=args.batch, n_ubatch=args.ubatch, n_seq_max=args.seqs, type_k=args.type_k,
                          type_v=args.type_v, flash_attn=args.flash_attn, swa_full=args.swa_full,
-                         kv_unified=args.kv_unified, embeddings=args.embeddings or None)
+                         kv_unified=args.kv_unified, embeddings=args.embeddings or None,
+                         cpu_features=None if args.cpu_features is None else frozenset(
+                             f.strip() for f in args.cpu_features.split(",") if f.strip()))
 
 
 def _cmd_estimate(args) -> int:
@@ -178,6 +180,9 @@ def add_cli(subparsers) -> None:
     q.add_argument("--no-swa-full", dest="swa_full", action="store_false", help="window-sized SWA cache")
     q.add_argument("--kv-unified", action="store_true", default=None, help="one KV stream for all sequences")
     q.add_argument("--embeddings", action="store_true", help="the context also returns embeddings")
+    q.add_argument("--cpu-features", default=None, metavar="LIST",
+                   help="ggml CPU features deciding which weights go to the CPU_REPACK buffer (avx2, avx512, neon, "
+                        "dotprod, matmul_int8, sve; '' for none; default: this machine's)")
     q.add_argument("--layers", action="store_true", help="print the per-layer cache table")
     q.add_argument("--json", action="store_true", help="one JSON object per context size")
     q.set_defaults(func=_cmd_estimate)

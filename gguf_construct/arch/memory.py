@@ -28,7 +28,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ..spec import tensor_types
+from ..spec import tensor_type_by_id, tensor_types
 from .interp import UNKNOWN, Frame, Interpreter
 from .loader import LoadPlan, MetaValue, TensorMeta, plan_load
 from .programs import architecture, c_div, c_mod, loader
@@ -81,6 +81,7 @@ class ContextParams:
     kv_unified: bool | None = None
     embeddings: bool | None = None
     n_rs_seq: int | None = None
+    cpu_features: frozenset[str] | None = None  # ggml_cpu_has_* features for CPU_REPACK; None: this machine's
 
     def resolved(self) -> dict[str, Any]:
         """Every field with llama.cpp's default filled in."""
@@ -130,6 +131,7 @@ class Estimate:
     recurrent_bytes: int
     output_bytes: int
     compute_bytes: int
+    repack_bytes: int = 0  # of model_bytes: the weights ggml-cpu repacks into its CPU_REPACK buffer
     layers: list[CacheLayer] = field(default_factory=list)
     caches: dict[str, int] = field(default_factory=dict)  # cache name -> cells
     buffers: dict[str, int] = field(default_factory=dict)  # cache name -> bytes of its buffer (as llama.cpp logs)
@@ -145,7 +147,7 @@ class Estimate:
         """The figures as a JSON object (bytes), with the per-layer cache table."""
         return {"ctx": self.ctx, "n_ctx": self.n_ctx, "n_ctx_seq": self.n_ctx_seq, "n_batch": self.n_batch,
                 "n_ubatch": self.n_ubatch, "n_seq_max": self.n_seq_max, "memory": self.memory,
-                "model_bytes": self.model_bytes, "kv_bytes": self.kv_bytes, "kv_size_bytes": self.kv_size_bytes,
+                "model_bytes": self.model_bytes, "repack_bytes": self.repack_bytes, "kv_bytes": self.kv_bytes, "kv_size_bytes": self.kv_size_bytes,
                 "recurrent_bytes": self.recurrent_bytes, "output_bytes": self.output_bytes,
                 "compute_bytes": self.compute_bytes, "compute_estimated": True, "total_bytes": self.total_bytes,
                 "replayed": self.replayed, "caches": self.caches, "buffers": self.buffers, "notes": self.notes,
@@ -390,14 +392,83 @@ def _memory(plan: LoadPlan, rules: _Rules, cls: str, cp: dict, est: Estimate) ->
         raise ValueError(f"{plan.arch}: create_memory builds {cls}, which estimate does not know")
 
 
-def model_buffer(plan: LoadPlan, tensors: Mapping[str, TensorMeta], offsets: Mapping[str, tuple] | None,
-                 alignment: int = 32) -> int:
-    """Bytes of the CPU model buffers: with ``offsets`` (name -> (file, offset of the data)) the mapped range
-    over the tensors the loader uses, one range per file of a split model; without, their sizes each padded to
-    ``alignment`` (as a file lays them out)."""
+# /proc/cpuinfo flags -> the ggml_cpu_has_* feature they stand for (x86 and AArch64 spellings)
+_CPUINFO_FEATURES = {"avx2": "avx2", "avx512f": "avx512", "asimd": "neon", "asimddp": "dotprod",
+                     "i8mm": "matmul_int8", "sve": "sve"}
+
+
+@functools.lru_cache(maxsize=None)
+def host_cpu_features() -> frozenset[str]:
+    """The ``ggml_cpu_has_*`` features of this machine's CPU (from /proc/cpuinfo; empty where it is not
+    readable).  A ggml built for the native CPU (llama.cpp's default) has exactly these."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            text = fh.read(1 << 20)
+    except OSError:
+        return frozenset()
+    flags: set[str] = set()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features"):
+            flags.update(value.split())
+    return frozenset(f for flag, f in _CPUINFO_FEATURES.items() if flag in flags)
+
+
+def _weight_pattern(name: str) -> tuple[str, str]:
+    """A tensor name as its llama-arch name pattern (``blk.%d.attn_q``) and suffix (``weight``)."""
+    import re
+
+    base, _, suffix = name.rpartition(".")
+    return re.sub(r"(?<=\.)\d+(?=\.|$)", "%d", base), suffix
+
+
+def repacked(plan: LoadPlan, tensors: Mapping[str, TensorMeta], features: frozenset[str] | set[str]) -> list:
+    """The weight requests ggml-cpu's extra buffer (CPU_REPACK) takes, as ``(name, duplicated, bytes)``: a
+    weight feeding a matrix multiplication (LLM_TENSOR_INFOS: MUL_MAT with 2 dimensions, MUL_MAT_ID with 3; a
+    duplicated token embedding is the output's), of a type repack.cpp repacks on a CPU with ``features`` and a
+    row count that is a multiple of what it needs (``spec: cpu_repack``)."""
     from ..model import tensor_nbytes
 
-    used = [n for n in plan.used if n in tensors]
+    spec = memory_spec()
+    rules = spec["cpu_repack"]
+    ops = {p: op for op, patterns in spec["matmul_weights"].items() for p in patterns}
+    dup = loader()["tensor_flags"]["TENSOR_DUPLICATED"]
+    interp = Interpreter({})
+    interp.globals.update({f"ggml_cpu_has_{f}": (lambda f=f: f in features) for f in (
+        "avx2", "avx512", "neon", "dotprod", "matmul_int8", "sve", "vxe", "riscv_v")})
+    interp.globals.update({"ggml_cpu_get_sve_cnt": lambda: 0, "QK8_0": _types()["Q8_0"].block_size})
+    out = []
+    for r in plan.requests:
+        t = tensors.get(r.name)
+        if t is None or r.name not in plan.used:
+            continue
+        pattern, suffix = _weight_pattern(r.name)
+        if suffix == "bias":
+            continue
+        if r.flags & dup and pattern == "token_embd":
+            pattern = spec["output_pattern"]
+        op = ops.get(pattern)
+        ne = [int(x) for x in t.ne]
+        while len(ne) > 1 and ne[-1] == 1:
+            ne.pop()
+        if op is None or len(ne) != rules["weight_dims"][op]:
+            continue
+        type_name = tensor_type_by_id()[int(t.type)].name if str(t.type).isdigit() else str(t.type).upper()
+        for rule in rules["types"].get(type_name, ()):
+            if interp.eval(rule["when"], Frame(None)) is True and ne[1] % rule["rows_multiple"] == 0:
+                out.append((r.name, bool(r.flags & dup), tensor_nbytes(t.type, t.ne)))
+                break
+    return out
+
+
+def model_buffer(plan: LoadPlan, tensors: Mapping[str, TensorMeta], offsets: Mapping[str, tuple] | None,
+                 alignment: int = 32, exclude: set[str] | frozenset[str] = frozenset()) -> int:
+    """Bytes of the CPU model buffers: with ``offsets`` (name -> (file, offset of the data)) the mapped range
+    over the tensors the loader uses (but ``exclude``: those another buffer holds), one range per file of a split
+    model; without, their sizes each padded to ``alignment`` (as a file lays them out)."""
+    from ..model import tensor_nbytes
+
+    used = [n for n in plan.used if n in tensors and n not in exclude]
     if offsets:
         ranges: dict[Any, list[int]] = {}
         for n in used:
@@ -548,9 +619,17 @@ def estimate(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], c
     causal = bool(h.causal_attn)
     n_batch = min(n_ctx, cp["n_batch"]) if causal else cp["n_batch"]
     n_ubatch = min(n_batch, cp["n_ubatch"] or n_batch)
+    features = host_cpu_features() if params.cpu_features is None else frozenset(params.cpu_features)
+    repack = repacked(plan, tensors, features)
+    moved = {name for name, duplicated, _ in repack if not duplicated}
+    repack_bytes = sum(_pad(b, spec["cpu_buffer_alignment"]) for _, _, b in repack)
     est = Estimate(ctx=int(ctx), n_ctx=n_ctx, n_ctx_seq=n_ctx_seq, n_batch=n_batch, n_ubatch=n_ubatch,
-                   n_seq_max=n_seq, memory="", model_bytes=model_buffer(plan, tensors, offsets), kv_bytes=0,
-                   kv_size_bytes=0, recurrent_bytes=0, output_bytes=0, compute_bytes=0)
+                   n_seq_max=n_seq, memory="", model_bytes=model_buffer(plan, tensors, offsets, exclude=moved)
+                   + repack_bytes, kv_bytes=0, kv_size_bytes=0, recurrent_bytes=0, output_bytes=0, compute_bytes=0,
+                   repack_bytes=repack_bytes)
+    if repack:
+        est.notes.append(f"{len(repack)} weights ({repack_bytes / MiB:.2f} MiB) in the CPU_REPACK buffer for CPU "
+                         f"features {', '.join(sorted(features)) or 'none'}")
     # the output buffer, reserved for n_seq_max outputs when the context is created
     n_out = n_seq
     floats = int(plan.n_vocab or 0) * n_out
