@@ -192,7 +192,8 @@ def ours(est) -> dict[str, float]:
     def r(n: int) -> float:
         return round(n / (1024 * 1024), 2)
     kv = round(sum(r(b) for name, b in est.buffers.items() if name != "recurrent"), 2)
-    return {"model": r(est.model_bytes), "kv": kv,
+    model = round(r(est.model_bytes - est.repack_bytes) + r(est.repack_bytes), 2)  # logged per buffer
+    return {"model": model, "kv": kv,
             "recurrent": r(est.buffers.get("recurrent", 0)), "output": r(est.output_bytes),
             "compute": est.compute_bytes / 2**20}
 
@@ -215,6 +216,10 @@ def configurations(ctxs: list[int], quick: bool) -> list[dict]:
                 {"ctx": ctx, "type_k": "F16", "type_v": "Q4_0", "flash_attn": False},
                 {"ctx": ctx, "type_k": "F32", "type_v": "F16"}]
     return out
+
+
+# variants of a minimal model that reach layers it has none of (``--set`` values, by variant name)
+VARIANTS = {"deepseek4": {"compressed": ["attention.compress_ratios=[4,128]"]}}
 
 
 def quantized(tensors: dict, type_name: str) -> dict:
@@ -270,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--archs", default=None)
     ap.add_argument("--ctx", default="512,4096,32768")
     ap.add_argument("--quick", action="store_true", help="only the default configuration per context size")
+    ap.add_argument("--configs", default=None, metavar="N,M,...",
+                    help="only these of the configurations per context size (indexes into the list)")
     ap.add_argument("--sizes", default="", help="hyperparameters of the minimal models, e.g. embedding_length=256")
     ap.add_argument("--vocab", type=int, default=32)
     ap.add_argument("--quant", default=None, metavar="TYPES",
@@ -313,19 +320,30 @@ def main(argv: list[str] | None = None) -> int:
     names = args.archs.split(",") if args.archs else model_architectures()
     sizes = {k: int(v) for k, v in (x.split("=") for x in args.sizes.split(",") if x)}
     configs = configurations([int(x) for x in args.ctx.split(",")], args.quick)
+    if args.configs:
+        per = len(configurations([0], args.quick))
+        keep = {int(x) for x in args.configs.split(",")}
+        configs = [c for i, c in enumerate(configs) if i % per in keep]
     rows = []
+    sink = open(args.json, "w") if args.json else None  # noqa: SIM115 - rows as they come (a long run)
     quant = [q for q in (args.quant or "").split(",") if q]
-    for name, qt in [(n, None) for n in names] + [(n, q) for n in names for q in quant]:
+    todo = [(n, None) for n in names] + [(n, q) for n in names for q in quant] + [
+        (n, v) for n in names for v in VARIANTS.get(n, ())]
+    for name, qt in todo:
         try:
-            try:
-                meta, tensors = minimal_model_parts(name, sizes=sizes or None, n_vocab=args.vocab)
-            except ValueError:  # the architecture's asserts want other sizes: its smallest model
-                meta, tensors = minimal_model_parts(name, n_vocab=args.vocab)
+            if qt in VARIANTS.get(name, ()):
+                from gguf_construct.arch.expect import architecture_parts
+                meta, tensors = architecture_parts(name, VARIANTS[name][qt], n_vocab=args.vocab)
+            else:
+                try:
+                    meta, tensors = minimal_model_parts(name, sizes=sizes or None, n_vocab=args.vocab)
+                except ValueError:  # the architecture's asserts want other sizes: its smallest model
+                    meta, tensors = minimal_model_parts(name, n_vocab=args.vocab)
         except Exception as exc:  # noqa: BLE001 - reported
             print(f"{name}: no minimal model ({exc})", file=sys.stderr)
             continue
         fam = family(name, meta, tensors)
-        if qt:
+        if qt and qt not in VARIANTS.get(name, ()):
             tensors, fam = quantized(tensors, qt), f"weights {qt}"
         path = out / f"{name}{'@' + qt if qt else ''}.gguf"
         build_model_file(meta, tensors).save(path)
@@ -361,11 +379,10 @@ def main(argv: list[str] | None = None) -> int:
                 row["our_error"] = f"{type(exc).__name__}: {exc}"
                 row["our_refusal"] = str(exc) if isinstance(exc, ValueError) else None
             rows.append(row)
+            if sink:
+                sink.write(json.dumps(row) + "\n")
+                sink.flush()
     report(rows)
-    if args.json:
-        with open(args.json, "w") as fh:
-            for r in rows:
-                fh.write(json.dumps(r) + "\n")
     return 0
 
 
