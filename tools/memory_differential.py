@@ -291,12 +291,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="write the note's results (per-family agreement of --summarize's rows and the side by "
                          "side with gguf-parser-go's method) to FILE (JSON)")
     ap.add_argument("--summarize", default=None, metavar="ROWS",
-                    help="with --results: the rows (--json output) of a full run to summarise")
+                    help="with --results: the rows (--json output) of runs to summarise (comma-separated files)")
     args = ap.parse_args(argv)
     if args.results:
         out = Path(args.out or tempfile.mkdtemp(prefix="mem-note-"))
         out.mkdir(parents=True, exist_ok=True)
-        rows = [json.loads(x) for x in open(args.summarize)] if args.summarize else []
+        rows = [json.loads(x) for path in (args.summarize or "").split(",") if path for x in open(path)]
+        rows = list({(r["arch"], json.dumps(r["config"], sort_keys=True)): r for r in rows}.values())
         result = {"generated_by": "tools/memory_differential.py --results",
                   "llama_cpp": "llama-cpp-python 0.3.36 (vendored llama.cpp), CPU backend",
                   "agreement": summary(rows), "side_by_side": side_by_side(args.lib, out, args.timeout)}
