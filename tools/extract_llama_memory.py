@@ -298,12 +298,19 @@ def main(argv=None) -> int:
     # llama_context: draft architectures that need another context (ctx_other), always or without their own
     # token embedding / output tensors
     needs_other: dict[str, str] = {}
-    for cond, inner in re.findall(r"if\s*\(((?:\s*(?:\|\|)?\s*model\.arch\s*==\s*LLM_ARCH_\w+)+)\s*\)\s*\{(.*?)"
-                                  r"requires ctx_other", ctx_cpp, re.S):
+    other_messages: dict[str, str] = {}
+    for cond, inner, message in re.findall(
+            r"if\s*\(((?:\s*(?:\|\|)?\s*model\.arch\s*==\s*LLM_ARCH_\w+)+)\s*\)\s*\{(.*?)"
+            r"throw\s+std::runtime_error\(([^;]*?requires ctx_other[^;]*?)\);", ctx_cpp, re.S):
         when = re.search(r"if\s*\(\s*(model\.tok_embd[^)]*?)\)\s*\{", inner)
+        text = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', message))
         for a in re.findall(r"LLM_ARCH_\w+", cond):
             needs_other[arch_names[a]] = ("missing: " + ", ".join(re.findall(r"model\.(\w+)\s*==\s*nullptr",
                                                                        when.group(1)))) if when else "always"
+            # the message, after the architecture's name when the source prefixes it (model.arch_name() + "...")
+            other_messages[arch_names[a]] = (arch_names[a] if "arch_name()" in message else "") + text
+    failure = re.search(r'LLAMA_LOG_ERROR\("%s: (failed to initialize the context: )%s\\n", __func__, err\.what\(\)\)',
+                        ctx_cpp).group(1)
 
     n_ctx_pad = int(re.search(r"cparams\.n_ctx\s*=\s*GGML_PAD\(cparams\.n_ctx,\s*(\d+)\)", ctx_cpp).group(1))
     n_ctx_seq_pad = int(re.search(r"cparams\.n_ctx_seq\s*=\s*GGML_PAD\(cparams\.n_ctx_seq,\s*(\d+)\)",
@@ -365,6 +372,8 @@ def main(argv=None) -> int:
         "swa_cache_pad": swa_pad,
         "cpu_buffer_alignment": alignment,
         "needs_ctx_other": needs_other,
+        "ctx_other_messages": other_messages,
+        "context_failure": "llama_init_from_model: " + failure,
         "rs_rollback": rs_rollback,
     }
     args.out.mkdir(parents=True, exist_ok=True)

@@ -565,14 +565,7 @@ def _check_context(plan: LoadPlan, tensors: Mapping[str, TensorMeta], cp: dict, 
     from .interp import Fatal
 
     h = plan.hparams
-    other = (memory_spec().get("needs_ctx_other") or {}).get(plan.arch)
-    if other is not None:
-        members = {"tok_embd": "token_embd.weight", "output": "output.weight"}
-        present = {r.name for r in plan.requests if r.name in tensors}
-        lacking = [m for m, t in members.items() if t not in present]
-        if other == "always" or lacking:
-            raise ValueError(f"{plan.arch} requires another context (ctx_other): a draft model "
-                             + ("always" if other == "always" else f"without {', '.join(lacking)}"))
+    spec = memory_spec()
     constants = loader()["constants"]
     fa = {None: "AUTO", True: "ENABLED", False: "DISABLED"}[params.flash_attn]
     p = SimpleNamespace(n_ctx=n_ctx, n_batch=cp["n_batch"], n_ubatch=cp["n_ubatch"], type_k=cp["type_k"],
@@ -587,9 +580,17 @@ def _check_context(plan: LoadPlan, tensors: Mapping[str, TensorMeta], cp: dict, 
                            "ggml_blck_size": lambda t: _types()[t].block_size,
                            "ggml_type_name": lambda t: str(t).lower()})
     try:
-        interp.run(memory_spec()["context_checks"], Frame(None))
+        interp.run(spec["context_checks"], Frame(None))
     except Fatal as exc:
         raise ValueError(exc.message) from None
+    # then the llama_context constructor: a draft model without what it borrows from its target's context
+    other = (spec.get("needs_ctx_other") or {}).get(plan.arch)
+    if other is not None:
+        members = {"tok_embd": "token_embd.weight", "output": "output.weight"}
+        present = {r.name for r in plan.requests if r.name in tensors}
+        lacking = [m for m, t in members.items() if t not in present]
+        if other == "always" or lacking:
+            raise ValueError(spec["context_failure"] + spec["ctx_other_messages"][plan.arch])
     return p.flash_attn_type != constants["LLAMA_FLASH_ATTN_TYPE_DISABLED"]
 
 
