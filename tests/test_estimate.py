@@ -258,3 +258,14 @@ def test_cpu_repack_agrees_with_libllama(type_name, tmp_path):
     e = estimate(meta, tensors, 512, offsets=offsets)
     assert logged.get("CPU_REPACK", 0.0) == round(e.repack_bytes / MiB, 2)
     assert logged["CPU_Mapped"] == round((e.model_bytes - e.repack_bytes) / MiB, 2)
+
+
+def test_a_graph_without_cache_attention_has_a_batch_sized_mask():
+    """llama-embed allocates a KV cache but its graph attends over the batch only (extracted from llama.cpp's
+    graph templates): the compute estimate does not grow with the context, the KV cache does."""
+    assert memory_spec()["no_cache_attention"] == ["llama-embed"]
+    meta, tensors = minimal_model_parts("llama-embed")
+    small, large = estimate(meta, tensors, 512), estimate(meta, tensors, 32768)
+    assert small.compute_bytes == large.compute_bytes and large.kv_bytes == 64 * small.kv_bytes
+    meta, tensors = minimal_model_parts("llama")
+    assert estimate(meta, tensors, 32768).compute_bytes > estimate(meta, tensors, 512).compute_bytes

@@ -202,6 +202,31 @@ def _repack_rules(root: Path) -> dict:
     return {"types": rules, "weight_dims": dims, "buffer": "CPU_REPACK"}
 
 
+def _no_cache_graphs(root: Path, model_cpp: str, arch_names: dict) -> list[str]:
+    """Architectures that allocate a KV cache but whose graph attends over the batch only: their model class
+    builds the ``graph<true>`` of a base class whose graph template takes ``build_attn_inp_no_cache()`` when
+    its ``embed`` parameter is true (llama's graph for llama-embed)."""
+    models = root / "src" / "models"
+    embed_bases = set()
+    for path in sorted(models.glob("*.cpp")):
+        text = path.read_text()
+        m = re.search(r"(llama_model_\w+)::graph<embed>::graph\(", text)
+        if m and re.search(r"if\s+constexpr\s*\(\s*embed\s*\)\s*\{\s*inp_attn\s*=\s*build_attn_inp_no_cache\(\)", text):
+            embed_bases.add(m.group(1))
+    header = (models / "models.h").read_text()
+    derived = {c for c, base in re.findall(r"struct\s+(llama_model_\w+)\s*:\s*public\s+(llama_model_\w+)", header)
+               if base in embed_bases}
+    classes = set()
+    for path in sorted(models.glob("*.cpp")):
+        text = path.read_text()
+        for c in derived:
+            m = re.search(rf"{c}::build_arch_graph\([^)]*\)\s*const\s*\{{(.*?)\n\}}", text, re.S)
+            if m and "graph<true>" in m.group(1) and "graph<false>" not in m.group(1):
+                classes.add(c)
+    return sorted(arch_names[a] for a, c in re.findall(r"case\s+(LLM_ARCH_\w+):\s*return\s+new\s+(llama_model_\w+)\(",
+                                                        model_cpp) if c in classes and a in arch_names)
+
+
 def _context_checks(ctx_cpp: str, rename) -> list:
     """``llama_init_from_model``'s checks of the context parameters against the model, up to the pooling
     type: a statement list over ``params`` and ``model`` where each refusal (``LLAMA_LOG_ERROR(...); return
@@ -364,6 +389,7 @@ def main(argv=None) -> int:
         "matmul_weights": {op: sorted(v) for op, v in matmul.items()},
         "output_pattern": tensor_names["LLM_TENSOR_OUTPUT"],
         "cpu_repack": repack,
+        "no_cache_attention": _no_cache_graphs(root, model_cpp, arch_names),
         "hybrid_default_filters": hybrid_defaults,
         "lambdas": lambdas,
         "context_defaults": context_defaults,

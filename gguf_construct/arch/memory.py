@@ -536,8 +536,8 @@ def compute_estimate(plan: LoadPlan, est: Estimate, cp: dict,
     ffn_rows = _ffn_rows(plan, tensors or {}, n_layer)
     fa = cp["flash_attn"]
     cells = [est.caches[c] for c in ("kv", "swa") if est.buffers.get(c)]
-    if not cells and est.memory == "none" and n_head:
-        cells = [t]  # no cache (encoders): attention over the batch itself
+    if (not cells and est.memory == "none" and n_head) or plan.arch in (memory_spec().get("no_cache_attention") or ()):
+        cells = [t]  # no cache (encoders), or a graph that attends without it: attention over the batch itself
     n_kv = max(cells + [0])
     mask = sum(c * t * (2 if fa else 4) for c in cells)
     ffn = ffn_rows * row + 3 * n_embd * row + mask
