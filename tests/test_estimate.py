@@ -269,3 +269,12 @@ def test_a_graph_without_cache_attention_has_a_batch_sized_mask():
     assert small.compute_bytes == large.compute_bytes and large.kv_bytes == 64 * small.kv_bytes
     meta, tensors = minimal_model_parts("llama")
     assert estimate(meta, tensors, 32768).compute_bytes > estimate(meta, tensors, 512).compute_bytes
+
+
+def test_compute_has_no_attention_or_scan_term_without_such_layers():
+    """nemotron_h's minimal model has feed-forward layers only: no attention mask, no recurrent scan in the
+    compute estimate (llama.cpp logs 0.63 MiB for it at 512 tokens)."""
+    meta, tensors = minimal_model_parts("nemotron_h")
+    e = estimate(meta, tensors, 512)
+    assert not e.buffers.get("recurrent") and not e.kv_bytes
+    assert abs(e.compute_bytes / MiB - 0.63) <= 0.1 * 0.63

@@ -541,9 +541,9 @@ def compute_estimate(plan: LoadPlan, est: Estimate, cp: dict,
     n_kv = max(cells + [0])
     mask = sum(c * t * (2 if fa else 4) for c in cells)
     ffn = ffn_rows * row + 3 * n_embd * row + mask
-    attn = 7 * n_embd * row + mask + (0 if fa or not n_kv else n_kv * t * n_head * 4)
+    attn = 7 * n_embd * row + mask + (0 if fa or not n_kv else n_kv * t * n_head * 4) if cells else 0
     recr = 0
-    if "recurrent" in est.caches:
+    if est.buffers.get("recurrent"):  # some layer keeps a recurrent state
         if int(getattr(h, "wkv_head_size", 0) or 0):  # RWKV time and channel mixing: ~17 rows of n_embd
             recr = 17 * n_embd * row
         else:  # Mamba-style: ~6.5 rows of the inner width (x and z projections, convolution, scan)
