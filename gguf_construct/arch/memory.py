@@ -14,12 +14,18 @@ accessors from ``spec/architectures/_loader.yaml`` through the replayed load):
   CPU buffer alignment;
 * the **recurrent state** (``llama_memory_recurrent``): per layer, ``n_embd_r()`` and ``n_embd_s()`` F32 values
   per row, ``max(1, n_seq_max) * (1 + n_rs_seq)`` rows;
+* the **special caches** create_memory builds for some architectures (DSA and MSA caches with their indexer
+  cache, the DSA cache beside a SWA cache, DSV4's raw, compressed and indexer caches with its compressor state,
+  the hybrid memory with an indexer cache): the class create_memory constructs, its layer filters and the
+  hyperparameter copies it gives its sub-caches come from the spec;
+* the **CPU_REPACK buffer**: the matrix weights ggml-cpu repacks for the CPU's features leave the mapped range
+  for a buffer of their own (:func:`repacked`);
 * the **output buffer**: logits (``n_vocab`` floats) for ``n_seq_max`` outputs, plus the embeddings when asked;
 * the **compute buffer**: the graph allocator's peak cannot be replayed without building the graph; it is
   *estimated* (:func:`compute_estimate` says how), and the differential tool measures the error per family.
 
-Architectures whose memory is a special class (DSA/MSA/DSV4 caches, the hybrid indexer) are reported as not
-replayed rather than guessed.
+``llama_init_from_model``'s checks (``context_checks`` in the spec) run first: a context llama.cpp refuses is a
+ValueError with llama.cpp's message.
 """
 
 from __future__ import annotations
@@ -33,7 +39,8 @@ from .interp import UNKNOWN, Frame, Interpreter
 from .loader import LoadPlan, MetaValue, TensorMeta, plan_load
 from .programs import architecture, c_div, c_mod, loader
 
-__all__ = ["ContextParams", "CacheLayer", "Estimate", "estimate", "memory_spec", "mib", "compute_estimate"]
+__all__ = ["ContextParams", "CacheLayer", "Estimate", "estimate", "memory_spec", "mib", "compute_estimate", "repacked",
+           "host_cpu_features"]
 
 MiB = 1024 * 1024
 
