@@ -97,7 +97,10 @@ def _sec_side_by_side(ctx: Ctx) -> str:
         "The same models (minimal models of the architecture, 256-wide where it allows, 1000-token vocabulary) "
         "and configurations through the three: MiB as *weights / KV cache / recurrent state / output buffer*.  "
         "gguf-parser-go's column is its method computed here by `tools/gguf_parser_method.py` from its source "
-        f"({code(r['side_by_side'][0]['source'])}); it is a CPU-only total (its device split does not change these sums).\n",
+        f"({code(r['side_by_side'][0]['source'])}); it is a CPU-only total (its device split does not change these sums).  "
+        "The minimal models carry only the keys llama.cpp's loader needs: gguf-parser-go decides whether a model "
+        "is causal from `attention.causal` and `pooling_type`, which the minimal `bert` lacks, so it gives it a "
+        "KV cache; llama.cpp gives BERT none whatever the keys say (a converted BERT file also sets them).\n",
         table(["arch", "configuration", "estimate", "llama.cpp (logged)", "gguf-parser-go's method",
                "estimate = llama.cpp", "gguf-parser-go - llama.cpp (MiB)"], rows)])
 
