@@ -80,13 +80,44 @@ def test_hybrid_splits_layers_between_caches():
     assert len(kinds) == len(e.layers)  # each layer in one cache
 
 
-def test_encoders_have_no_cache_and_special_caches_say_so():
+def test_encoders_have_no_cache():
     meta, tensors = minimal_model_parts("bert")
     e = estimate(meta, tensors, 512)
     assert e.memory == "none" and e.kv_bytes == e.recurrent_bytes == 0 and e.replayed
+
+
+def test_dsa_cache_adds_a_k_only_indexer_cache():
+    """llama_kv_cache_dsa: the MLA cache (K only) plus an indexer cache of one head of indexer_head_size."""
     meta, tensors = minimal_model_parts("deepseek32")
     e = estimate(meta, tensors, 512)
-    assert not e.replayed and e.notes
+    assert e.replayed and e.memory == "kv_cache_dsa" and set(e.caches) == {"kv", "lid"}
+    lid = [x for x in e.layers if x.cache == "lid"]
+    head = int(meta["deepseek32.attention.indexer.key_length"].value)
+    assert lid and all(x.k_width == head and x.v_bytes == 0 for x in lid)
+    assert e.buffers["lid"] == sum(x.k_bytes for x in lid) == len(lid) * head * 2 * 512
+
+
+@pytest.mark.parametrize("arch", ["deepseek4", "dots3note", "glm-dsa", "glm5-next", "hy_v4", "minimax-m3",
+                                  "qwen4exp"])
+def test_special_memory_classes_are_replayed(arch):
+    meta, tensors = minimal_model_parts(arch)
+    e = estimate(meta, tensors, 4096)
+    assert e.replayed and not e.notes and e.kv_bytes + e.recurrent_bytes > 0
+
+
+def test_context_checks_come_from_the_spec():
+    """llama_init_from_model's refusals, run from the spec: their messages are llama.cpp's."""
+    checks = str(memory_spec()["context_checks"])
+    assert "quantized V cache requires flash_attn to be enabled" in checks
+    meta, tensors = minimal_model_parts("llama")
+    with pytest.raises(ValueError, match="quantized V cache requires flash_attn"):
+        estimate(meta, tensors, 512, ContextParams(type_v="Q8_0", flash_attn=False))
+    with pytest.raises(ValueError, match="K cache type q4_0 with block size 32 does not divide n_embd_head_k=16"):
+        estimate(meta, tensors, 512, ContextParams(type_k="Q4_0"))
+    assert estimate(meta, tensors, 512, ContextParams(type_k="Q4_0", flash_attn=False)).kv_bytes > 0
+    meta, tensors = minimal_model_parts("deepseek32")
+    with pytest.raises(ValueError, match=r"does not support different K \(f16\) and V \(f32\)"):
+        estimate(meta, tensors, 512, ContextParams(type_v="F32"))
 
 
 def test_cli_sweep_json(tmp_path, capsys):
@@ -167,3 +198,83 @@ def test_sweep_rows_carry_the_estimate(tmp_path):
     bad = tmp_path / "bad.gguf"
     build_model_file(meta, tensors).save(bad)
     assert sweep_one(str(bad))["memory_bytes"] == {}
+
+
+def _quantized(arch: str, type_name: str):
+    import dataclasses
+
+    from gguf_construct.spec import tensor_types
+
+    t = {x.name: x for x in tensor_types()}[type_name]
+    meta, tensors = minimal_model_parts(arch, sizes={"embedding_length": 256, "feed_forward_length": 1024},
+                                        n_vocab=1000)
+    return meta, {n: dataclasses.replace(m, type=t.id) if len(m.ne) >= 2 and n.endswith(".weight")
+                  and "norm" not in n and int(m.ne[0]) % t.block_size == 0 else m for n, m in tensors.items()}
+
+
+def test_cpu_repack_takes_matmul_weights_of_the_repacked_types():
+    """ggml-cpu repacks Q4_0 on AVX2 (rows a multiple of 8) but Q8_0 only on ARM: the CPU_REPACK buffer holds the
+    matrix weights (and the tied output), the mapped range the rest."""
+    from gguf_construct.arch.loader import plan_load
+    from gguf_construct.arch.memory import repacked
+
+    meta, tensors = _quantized("llama", "Q4_0")
+    plan = plan_load(meta, tensors, vocab_only=False)
+    moved = repacked(plan, tensors, {"avx2"})
+    names = {n for n, _, _ in moved}
+    assert "blk.0.attn_q.weight" in names and "blk.0.ffn_down.weight" in names
+    assert not any("norm" in n for n in names)
+    assert any(dup for n, dup, _ in moved if n == "token_embd.weight")  # the tied output is a repacked copy
+    x86 = estimate(meta, tensors, 512, ContextParams(cpu_features=frozenset({"avx2"})))
+    plain = estimate(meta, tensors, 512, ContextParams(cpu_features=frozenset()))
+    assert x86.repack_bytes == sum((b + 31) // 32 * 32 for _, _, b in moved) > 0 and plain.repack_bytes == 0
+    assert x86.notes and "CPU_REPACK" in x86.notes[0]
+    meta, tensors = _quantized("llama", "Q8_0")
+    plan = plan_load(meta, tensors, vocab_only=False)
+    assert repacked(plan, tensors, {"avx2"}) == []
+    assert repacked(plan, tensors, {"neon", "dotprod"})
+
+
+@pytest.mark.skipif(not LIB, reason="set GGUF_CONSTRUCT_LLAMA_LIB to a libllama to ask llama.cpp")
+@pytest.mark.parametrize("type_name", ["Q4_0", "Q4_K", "IQ4_NL", "Q8_0"])
+def test_cpu_repack_agrees_with_libllama(type_name, tmp_path):
+    """The model buffers (mapped + CPU_REPACK) as libllama logs them on this machine's CPU."""
+    import subprocess
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+    import memory_differential as md
+
+    from gguf_construct.model import load
+
+    meta, tensors = _quantized("qwen2", type_name)
+    path = tmp_path / "q.gguf"
+    build_model_file(meta, tensors).save(path)
+    offsets = {t.name: (0, int(t.offset)) for t in load(str(path)).tensors}
+    proc = subprocess.run([sys.executable, md.__file__, "--lib", LIB, "--worker", str(path), '[{"ctx": 512}]'],
+                          capture_output=True, text=True, timeout=600)
+    model_lines, _ = md.collect(proc.stdout)
+    logged = {m.group(1): float(m.group(2)) for m in (
+        __import__("re").search(r"(\w+) model buffer size\s*=\s*([\d.]+) MiB", x) for x in model_lines) if m}
+    e = estimate(meta, tensors, 512, offsets=offsets)
+    assert logged.get("CPU_REPACK", 0.0) == round(e.repack_bytes / MiB, 2)
+    assert logged["CPU_Mapped"] == round((e.model_bytes - e.repack_bytes) / MiB, 2)
+
+
+def test_a_graph_without_cache_attention_has_a_batch_sized_mask():
+    """llama-embed allocates a KV cache but its graph attends over the batch only (extracted from llama.cpp's
+    graph templates): the compute estimate does not grow with the context, the KV cache does."""
+    assert memory_spec()["no_cache_attention"] == ["llama-embed"]
+    meta, tensors = minimal_model_parts("llama-embed")
+    small, large = estimate(meta, tensors, 512), estimate(meta, tensors, 32768)
+    assert small.compute_bytes == large.compute_bytes and large.kv_bytes == 64 * small.kv_bytes
+    meta, tensors = minimal_model_parts("llama")
+    assert estimate(meta, tensors, 32768).compute_bytes > estimate(meta, tensors, 512).compute_bytes
+
+
+def test_compute_has_no_attention_or_scan_term_without_such_layers():
+    """nemotron_h's minimal model has feed-forward layers only: no attention mask, no recurrent scan in the
+    compute estimate (llama.cpp logs 0.63 MiB for it at 512 tokens)."""
+    meta, tensors = minimal_model_parts("nemotron_h")
+    e = estimate(meta, tensors, 512)
+    assert not e.buffers.get("recurrent") and not e.kv_bytes
+    assert abs(e.compute_bytes / MiB - 0.63) <= 0.1 * 0.63

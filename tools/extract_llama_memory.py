@@ -68,9 +68,10 @@ def _translate(cond: str, rename) -> str:
     return ExprParser(tokenize(cond), 0, rename).expr()
 
 
-def _lambdas(text: str, rename) -> list[dict]:
+def _lambdas(text: str, rename, classes: list | None = None) -> list[dict]:
     """``NAME = [&](T il) { BODY };`` in ``text``, in source order, each with the conditions of the ``if`` /
-    ``else if`` / ``else`` blocks enclosing it (outermost first; an ``else`` is the negation of its chain)."""
+    ``else if`` / ``else`` blocks enclosing it (outermost first; an ``else`` is the negation of its chain).
+    The memory classes the text constructs (``new llama_X(...)``) are appended to ``classes`` with theirs."""
     out = []
     stack: list[list[str]] = [[]]  # conditions in force inside each open block
     chains: dict[int, list[str]] = {}  # depth -> conditions of the if-chain just closed at that depth
@@ -79,12 +80,16 @@ def _lambdas(text: str, rename) -> list[dict]:
     while i < len(text):
         c = text[i]
         if c == ";":
+            made = re.search(r"\bnew\s+(llama_\w+)\s*\(", text[boundary:i])
+            if made and classes is not None:
+                classes.append({"class": made.group(1), "when": [w for w in stack[-1] if w]})
             chains.pop(len(stack), None)
             boundary = i + 1
         elif c == "{":
             header = " ".join(text[boundary:i].split())
             depth = len(stack)
-            lam = re.match(r"(\w+)\s*=\s*\[&\]\s*\(\s*(?:const\s+)?u?int32_t\s*(\w*)\s*\)$", header)
+            lam = re.match(r"(?:const\s+)?(?:[\w:]+\s+)?(\w+)\s*=\s*\[&\]\s*\(\s*(?:const\s+)?u?int32_t\s*(\w*)\s*\)$",
+                           header)
             if lam and lam.group(1).startswith(("filter", "reuse", "share")):
                 depth_count, k = 0, i
                 while True:
@@ -124,6 +129,135 @@ def _lambdas(text: str, rename) -> list[dict]:
     return out
 
 
+def _split_args(text: str) -> list[str]:
+    """A call's argument list split at its top-level commas."""
+    out, depth, cur = [], 0, ""
+    for c in text:
+        depth += c in "([{"
+        depth -= c in ")]}"
+        if c == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += c
+    return out + [cur] if cur.strip() else out
+
+
+def _constructor(src: str, cls: str) -> str:
+    """The text of ``cls::cls(...)`` (initializer list and body) in ``src``."""
+    start = src.index(f"{cls}::{cls}(")
+    return src[start:src.index("\n}\n", start)]
+
+
+def _hparams_overrides(root: Path, rename) -> dict:
+    """The hyperparameter copies the special cache classes give their sub-caches: per class and copy, in source
+    order, ``{fill: array, value}`` (std::fill over a per-layer array) and ``{set: field, value}``; a call of a
+    helper that sets fields (``dsv4_make_k_only``) is replaced by its assignments."""
+    helpers: dict[str, list[dict]] = {}
+    out: dict[str, dict] = {}
+    for cls, file in (("llama_kv_cache_dsa", "src/llama-kv-cache-dsa.cpp"),
+                      ("llama_kv_cache_msa", "src/llama-kv-cache-msa.cpp"),
+                      ("llama_memory_hybrid_idx", "src/llama-memory-hybrid-idx.cpp"),
+                      ("llama_kv_cache_dsv4", "src/llama-kv-cache-dsv4.cpp")):
+        src = read(root, file)
+        for name, param, body in re.findall(r"static\s+void\s+(\w+)\s*\(\s*llama_hparams\s*&\s*(\w+)\s*\)\s*\{(.*?)\n\}",
+                                            src, re.S):
+            helpers[name] = [{"set": f, "value": _translate(v.replace(f"{param}.", "hparams.").strip(), rename)}
+                             for f, v in re.findall(rf"\b{param}\.(\w+)\s*=\s*([^;]+);", body)]
+        text = _constructor(src, cls)
+        copies: dict[str, list] = {}
+        pattern = re.compile(r"std::fill\((hparams_\w+)\.(\w+)\.begin\(\),\s*\1\.\2\.end\(\),\s*([^)]+)\)"
+                             r"|\b(hparams_\w+)\.(\w+)\s*=\s*([^;]+);|\b(\w+)\((hparams_\w+)\)\s*;")
+        for m in pattern.finditer(text):
+            if m.group(1):
+                copies.setdefault(m.group(1), []).append({"fill": m.group(2), "value": _translate(m.group(3), rename)})
+            elif m.group(4):
+                copies.setdefault(m.group(4), []).append({"set": m.group(5),
+                                                          "value": _translate(m.group(6).strip(), rename)})
+            elif m.group(7) in helpers:
+                copies.setdefault(m.group(8), []).extend(helpers[m.group(7)])
+        for name in re.findall(r"\b(hparams_\w+)\(model\.hparams\)", text):
+            copies.setdefault(name, [])
+        out[cls] = copies
+    return out
+
+
+def _repack_rules(root: Path) -> dict:
+    """ggml-cpu's CPU_REPACK buffer (ggml-cpu/repack.cpp, ``ggml_repack_get_optimal_repack_type``): per weight
+    type, the CPU-feature conditions (in order) under which it is repacked and the multiple of rows (``ne[1]``)
+    each needs; and the shapes it accepts (2-D for MUL_MAT, 3-D for MUL_MAT_ID, F32 activations)."""
+    src = read(root, "ggml/src/ggml-cpu/repack.cpp")
+    body = src[src.index("ggml_repack_get_optimal_repack_type(const struct ggml_tensor * cur) {"):]
+    body = body[:body.index("\n    return nullptr;\n}")]
+    branches = re.split(r"(?:else\s+)?if\s*\(cur->type\s*==\s*GGML_TYPE_(\w+)\)\s*\{", body)
+    rules: dict[str, list] = {}
+    for name, text in zip(branches[1::2], branches[2::2]):
+        text = re.sub(r"#if\s+defined\s+__riscv_zvfh.*?#endif", "", text, flags=re.S)
+        for cond, rows in re.findall(r"if\s*\((ggml_cpu_has_[^{]*?)\)\s*\{\s*if\s*\(cur->ne\[1\]\s*%\s*(\d+)\s*==\s*0\)",
+                                     text):
+            rules.setdefault(name, []).append({"when": _translate(cond.strip(), lambda n: n), "rows_multiple": int(rows)})
+    dims = {op: int(n) for op, n in re.findall(
+        r"op->op\s*==\s*GGML_OP_(MUL_MAT(?:_ID)?)\s*&&\s*op->src\[0\]->buffer\s*&&\s*\(ggml_n_dims\(op->src\[0\]\)"
+        r"\s*==\s*(\d)\)", src)}
+    return {"types": rules, "weight_dims": dims, "buffer": "CPU_REPACK"}
+
+
+def _no_cache_graphs(root: Path, model_cpp: str, arch_names: dict) -> list[str]:
+    """Architectures that allocate a KV cache but whose graph attends over the batch only: their model class
+    builds the ``graph<true>`` of a base class whose graph template takes ``build_attn_inp_no_cache()`` when
+    its ``embed`` parameter is true (llama's graph for llama-embed)."""
+    models = root / "src" / "models"
+    embed_bases = set()
+    for path in sorted(models.glob("*.cpp")):
+        text = path.read_text()
+        m = re.search(r"(llama_model_\w+)::graph<embed>::graph\(", text)
+        if m and re.search(r"if\s+constexpr\s*\(\s*embed\s*\)\s*\{\s*inp_attn\s*=\s*build_attn_inp_no_cache\(\)", text):
+            embed_bases.add(m.group(1))
+    header = (models / "models.h").read_text()
+    derived = {c for c, base in re.findall(r"struct\s+(llama_model_\w+)\s*:\s*public\s+(llama_model_\w+)", header)
+               if base in embed_bases}
+    classes = set()
+    for path in sorted(models.glob("*.cpp")):
+        text = path.read_text()
+        for c in derived:
+            m = re.search(rf"{c}::build_arch_graph\([^)]*\)\s*const\s*\{{(.*?)\n\}}", text, re.S)
+            if m and "graph<true>" in m.group(1) and "graph<false>" not in m.group(1):
+                classes.add(c)
+    return sorted(arch_names[a] for a, c in re.findall(r"case\s+(LLM_ARCH_\w+):\s*return\s+new\s+(llama_model_\w+)\(",
+                                                        model_cpp) if c in classes and a in arch_names)
+
+
+def _context_checks(ctx_cpp: str, rename) -> list:
+    """``llama_init_from_model``'s checks of the context parameters against the model, up to the pooling
+    type: a statement list over ``params`` and ``model`` where each refusal (``LLAMA_LOG_ERROR(...); return
+    nullptr;``) is ``{fail: format, args: [...]}`` and the parameters it adjusts are ``set`` statements."""
+    body = find_function(ctx_cpp, "llama_context * llama_init_from_model")
+    body = body[:body.index("params.pooling_type")]
+    body = body[:body.rindex("if")]
+    messages: list[tuple[str, list[str]]] = []
+
+    def refusal(m: re.Match) -> str:
+        args = _split_args(m.group(1))
+        fmt = re.sub(r'"\s*"', "", args[0].strip()).strip('"')
+        messages.append((fmt.replace("\\n", ""), [a.strip() for a in args[1:]]))
+        return f'throw std::runtime_error("REFUSAL_{len(messages) - 1}");'
+
+    body = re.sub(r"LLAMA_LOG_ERROR\((.*?)\);\s*return\s+nullptr\s*;", refusal, body, flags=re.S)
+    stmts = parse_body(body, rename)
+
+    def fix(node):
+        if isinstance(node, list):
+            return [fix(x) for x in node]
+        if isinstance(node, dict):
+            if isinstance(node.get("fail"), str) and node["fail"].startswith("REFUSAL_"):
+                fmt, args = messages[int(node["fail"].split("_")[1])]
+                return {"fail": fmt, "args": [_translate(a, rename) if a != "__func__" else "'llama_init_from_model'"
+                                              for a in args]}
+            return {k: fix(v) for k, v in node.items()}
+        return node
+    return fix(stmts)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("llama_cpp", type=Path, help="a llama.cpp source tree (the folder holding src/ and ggml/)")
@@ -131,7 +265,7 @@ def main(argv=None) -> int:
     ap.add_argument("--source", default="llama-cpp-python 0.3.36 vendor/llama.cpp")
     args = ap.parse_args(argv)
     root = args.llama_cpp
-    arch_cpp, arch_names, _, _, rename = name_tables(root)
+    arch_cpp, arch_names, _, tensor_names, rename = name_tables(root)
     model_cpp = read(root, "src/llama-model.cpp")
     body = find_function(model_cpp, "llama_memory_i * llama_model::create_memory")
     switch = body[body.index("switch (arch)"):]
@@ -155,10 +289,14 @@ def main(argv=None) -> int:
         m = re.search(r"if\s*\(([^{}]*)\)\s*\{[^{}]*?new\s+llama_\w+", text)
         if entry["falls_through"] and m:
             entry["own_when"] = _translate(m.group(1).strip(), rename)
+        made: list[dict] = []
+        entry["lambdas"] = _lambdas(text, rename, made)
+        entry["constructs"] = made
         for n in names:
             special[n] = entry
 
-    lambdas = _lambdas(default_text, rename)
+    default_constructs: list[dict] = []
+    lambdas = _lambdas(default_text, rename, default_constructs)
     flags = {}
     for name, cond in re.findall(r"const\s+bool\s+(\w+)\s*=\s*([^;]*);", default_text):
         flags[name] = _translate(cond, rename)
@@ -182,19 +320,22 @@ def main(argv=None) -> int:
             context_defaults[name] = value == "true"
         elif value in arch_names or value.startswith(("LLAMA_", "GGML_TYPE_")):
             context_defaults[name] = value
-    # llama_init_from_model: architectures whose flash attention is forced off
-    fa_off = [arch_names[a] for a in re.findall(
-        r"params\.flash_attn_type\s*!=\s*LLAMA_FLASH_ATTN_TYPE_DISABLED\s*&&\s*model->arch\s*==\s*(LLM_ARCH_\w+)\s*\)"
-        r"\s*\{[^}]*?flash_attn_type\s*=\s*LLAMA_FLASH_ATTN_TYPE_DISABLED", ctx_cpp)]
     # llama_context: draft architectures that need another context (ctx_other), always or without their own
     # token embedding / output tensors
     needs_other: dict[str, str] = {}
-    for cond, inner in re.findall(r"if\s*\(((?:\s*(?:\|\|)?\s*model\.arch\s*==\s*LLM_ARCH_\w+)+)\s*\)\s*\{(.*?)"
-                                  r"requires ctx_other", ctx_cpp, re.S):
+    other_messages: dict[str, str] = {}
+    for cond, inner, message in re.findall(
+            r"if\s*\(((?:\s*(?:\|\|)?\s*model\.arch\s*==\s*LLM_ARCH_\w+)+)\s*\)\s*\{(.*?)"
+            r"throw\s+std::runtime_error\(([^;]*?requires ctx_other[^;]*?)\);", ctx_cpp, re.S):
         when = re.search(r"if\s*\(\s*(model\.tok_embd[^)]*?)\)\s*\{", inner)
+        text = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', message))
         for a in re.findall(r"LLM_ARCH_\w+", cond):
             needs_other[arch_names[a]] = ("missing: " + ", ".join(re.findall(r"model\.(\w+)\s*==\s*nullptr",
                                                                        when.group(1)))) if when else "always"
+            # the message, after the architecture's name when the source prefixes it (model.arch_name() + "...")
+            other_messages[arch_names[a]] = (arch_names[a] if "arch_name()" in message else "") + text
+    failure = re.search(r'LLAMA_LOG_ERROR\("%s: (failed to initialize the context: )%s\\n", __func__, err\.what\(\)\)',
+                        ctx_cpp).group(1)
 
     n_ctx_pad = int(re.search(r"cparams\.n_ctx\s*=\s*GGML_PAD\(cparams\.n_ctx,\s*(\d+)\)", ctx_cpp).group(1))
     n_ctx_seq_pad = int(re.search(r"cparams\.n_ctx_seq\s*=\s*GGML_PAD\(cparams\.n_ctx_seq,\s*(\d+)\)",
@@ -209,6 +350,30 @@ def main(argv=None) -> int:
     rs_rollback = [arch_names[a] for a in re.findall(r"case\s+(LLM_ARCH_\w+)\s*:", rollback.group(1).split(
         "return true")[0])] if rollback else []
 
+    hparams_overrides = _hparams_overrides(root, rename)
+    # the op each weight feeds (LLM_TENSOR_INFOS): the loader picks a buffer type that supports it
+    infos = {t: op for t, _, op in re.findall(
+        r"\{(LLM_TENSOR_\w+),\s*\{(LLM_TENSOR_LAYER_\w+),\s*GGML_OP_(\w+)\}\}", arch_cpp)}
+    matmul: dict[str, list[str]] = {"MUL_MAT": [], "MUL_MAT_ID": []}
+    for t, pattern in tensor_names.items():
+        if infos.get(t) in matmul and pattern not in matmul[infos[t]]:
+            matmul[infos[t]].append(pattern)
+    repack = _repack_rules(root)
+    dsv4 = read(root, "src/llama-kv-cache-dsv4.cpp")
+    dsv4_facts = {name.lower(): int(v) for name, v in re.findall(
+        r"static\s+constexpr\s+uint32_t\s+(DSV4_(?:CSA|HCA)_RATIO)\s*=\s*(\d+)\s*;", dsv4)}
+    dsv4_facts["compressed_pad"] = int(re.search(
+        r"GGML_PAD\(dsv4_comp_size\(kv_size,\s*DSV4_CSA_RATIO\),\s*(\d+)u?\)", dsv4).group(1))
+    state_calls = re.findall(r"(\w+)_state\s*=\s*std::make_unique<llama_dsv4_comp_state>\(([^;]*)\);", dsv4)
+    dsv4_facts["states"] = {}
+    for name, call in state_calls:
+        call_args = [a.strip() for a in _split_args(call)]
+        # (model, offload, unified, n_seq_max, ratio, state_size, n_embd_state, n_rs_seq, name, filter)
+        dsv4_facts["states"][name] = {"ratio": _translate(call_args[4], rename).lower(),
+                                      "state_size": _translate(call_args[5], rename).lower(),
+                                      "n_embd_state": _translate(call_args[6], rename),
+                                      "filter": call_args[9]}
+
     out = {
         "doc": "Which memory llama_model::create_memory builds for each architecture (the default branch: a "
                "recurrent state for recurrent architectures, attention plus recurrent state for hybrids, else a "
@@ -217,6 +382,14 @@ def main(argv=None) -> int:
         "no_memory": no_memory,
         "special": special,
         "flags": flags,
+        "default_constructs": default_constructs,
+        "hparams_overrides": hparams_overrides,
+        "dsv4": dsv4_facts,
+        "context_checks": _context_checks(ctx_cpp, rename),
+        "matmul_weights": {op: sorted(v) for op, v in matmul.items()},
+        "output_pattern": tensor_names["LLM_TENSOR_OUTPUT"],
+        "cpu_repack": repack,
+        "no_cache_attention": _no_cache_graphs(root, model_cpp, arch_names),
         "hybrid_default_filters": hybrid_defaults,
         "lambdas": lambdas,
         "context_defaults": context_defaults,
@@ -224,8 +397,9 @@ def main(argv=None) -> int:
         "n_ctx_seq_pad": n_ctx_seq_pad,
         "swa_cache_pad": swa_pad,
         "cpu_buffer_alignment": alignment,
-        "flash_attn_forced_off": fa_off,
         "needs_ctx_other": needs_other,
+        "ctx_other_messages": other_messages,
+        "context_failure": "llama_init_from_model: " + failure,
         "rs_rollback": rs_rollback,
     }
     args.out.mkdir(parents=True, exist_ok=True)

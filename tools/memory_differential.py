@@ -170,7 +170,7 @@ def collect(stdout: str) -> tuple[list[str], dict[int, dict]]:
 
 _PATTERNS = {
     "model": re.compile(r"model buffer size\s*=\s*([\d.]+) MiB"),
-    "kv": re.compile(r"KV buffer size\s*=\s*([\d.]+) MiB"),
+    "kv": re.compile(r"(?:KV|DSV4 \w+ state) buffer size\s*=\s*([\d.]+) MiB"),
     "recurrent": re.compile(r"RS buffer size\s*=\s*([\d.]+) MiB"),
     "output": re.compile(r"output buffer size\s*=\s*([\d.]+) MiB"),
     "compute": re.compile(r"compute buffer size\s*=\s*([\d.]+) MiB"),
@@ -192,13 +192,15 @@ def ours(est) -> dict[str, float]:
     def r(n: int) -> float:
         return round(n / (1024 * 1024), 2)
     kv = round(sum(r(b) for name, b in est.buffers.items() if name != "recurrent"), 2)
-    return {"model": r(est.model_bytes), "kv": kv,
+    model = round(r(est.model_bytes - est.repack_bytes) + r(est.repack_bytes), 2)  # logged per buffer
+    return {"model": model, "kv": kv,
             "recurrent": r(est.buffers.get("recurrent", 0)), "output": r(est.output_bytes),
             "compute": est.compute_bytes / 2**20}
 
 
 def configurations(ctxs: list[int], quick: bool) -> list[dict]:
-    """Context size x cache types x sequences x flash attention x SWA cache size."""
+    """Context size x cache types x sequences x flash attention x SWA cache size; the last three are there for
+    llama.cpp's refusals (a quantized V cache without flash attention, different K and V types for MLA)."""
     out = []
     for ctx in ctxs:
         out.append({"ctx": ctx})
@@ -209,14 +211,40 @@ def configurations(ctxs: list[int], quick: bool) -> list[dict]:
                 {"ctx": ctx, "seqs": 3},
                 {"ctx": ctx, "seqs": 2, "kv_unified": True},
                 {"ctx": ctx, "swa_full": False, "seqs": 2},
-                {"ctx": ctx, "embeddings": True}]
+                {"ctx": ctx, "embeddings": True},
+                {"ctx": ctx, "type_k": "Q4_0", "type_v": "F16", "flash_attn": False},
+                {"ctx": ctx, "type_k": "F16", "type_v": "Q4_0", "flash_attn": False},
+                {"ctx": ctx, "type_k": "F32", "type_v": "F16"}]
+    return out
+
+
+# variants of a minimal model that reach layers it has none of (``--set`` values, by variant name)
+VARIANTS = {"deepseek4": {"compressed": ["attention.compress_ratios=[4,128]"]}}
+
+
+def quantized(tensors: dict, type_name: str) -> dict:
+    """The model with every 2-D or larger ``.weight`` but the norms in ``type_name`` where its rows are whole
+    blocks (zero bytes decode to zero in every type)."""
+    import dataclasses
+
+    from gguf_construct.spec import tensor_types
+
+    t = {x.name: x for x in tensor_types()}[type_name]
+    out = {}
+    for name, meta in tensors.items():
+        if len(meta.ne) >= 2 and int(meta.ne[0]) % t.block_size == 0 and name.endswith(".weight") \
+                and "norm" not in name:
+            meta = dataclasses.replace(meta, type=t.id)
+        out[name] = meta
     return out
 
 
 def run_configs(lib: str, path: Path, configs: list[dict], timeout: float,
-                max_deaths: int = 2) -> tuple[list[str], dict[int, dict]]:
-    """Every configuration through workers: after a context whose creation killed the process, a new worker
-    takes the remaining ones (up to ``max_deaths`` deaths per model; the rest are then not reached)."""
+                max_deaths: int | None = None) -> tuple[list[str], dict[int, dict]]:
+    """Every configuration through workers: after a context whose creation killed the process (the buffers it
+    logged before dying are still compared), a new worker takes the remaining ones (up to ``max_deaths`` deaths
+    per model, default one per configuration; the rest are then not reached)."""
+    max_deaths = len(configs) if max_deaths is None else max_deaths
     pending = list(range(len(configs)))
     model_lines: list[str] = []
     results: dict[int, dict] = {}
@@ -247,14 +275,36 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--archs", default=None)
     ap.add_argument("--ctx", default="512,4096,32768")
     ap.add_argument("--quick", action="store_true", help="only the default configuration per context size")
+    ap.add_argument("--configs", default=None, metavar="N,M,...",
+                    help="only these of the configurations per context size (indexes into the list)")
     ap.add_argument("--sizes", default="", help="hyperparameters of the minimal models, e.g. embedding_length=256")
     ap.add_argument("--vocab", type=int, default=32)
+    ap.add_argument("--quant", default=None, metavar="TYPES",
+                    help="also each model with its matrix weights in these types (e.g. Q4_0,Q4_K,IQ4_NL,Q8_0): the "
+                         "CPU_REPACK buffer ggml-cpu repacks some of them into (family 'weights TYPE')")
     ap.add_argument("--json", default=None)
     ap.add_argument("--out", default=None)
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--worker", nargs=2, metavar=("MODEL", "CONFIGS"), help=argparse.SUPPRESS)
     ap.add_argument("--requests", nargs="+", metavar="MODEL", help="print the tensors the loader asks for")
+    ap.add_argument("--results", default=None, metavar="FILE",
+                    help="write the note's results (per-family agreement of --summarize's rows and the side by "
+                         "side with gguf-parser-go's method) to FILE (JSON)")
+    ap.add_argument("--summarize", default=None, metavar="ROWS",
+                    help="with --results: the rows (--json output) of runs to summarise (comma-separated files)")
     args = ap.parse_args(argv)
+    if args.results:
+        out = Path(args.out or tempfile.mkdtemp(prefix="mem-note-"))
+        out.mkdir(parents=True, exist_ok=True)
+        rows = [json.loads(x) for path in (args.summarize or "").split(",") if path for x in open(path)]
+        rows = list({(r["arch"], json.dumps(r["config"], sort_keys=True)): r for r in rows}.values())
+        result = {"generated_by": "tools/memory_differential.py --results",
+                  "llama_cpp": "llama-cpp-python 0.3.36 (vendored llama.cpp), CPU backend",
+                  "agreement": summary(rows), "side_by_side": side_by_side(args.lib, out, args.timeout)}
+        from gguf_construct._atomic import atomic_path
+        with atomic_path(args.results) as tmp:
+            Path(tmp).write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+        return 0
     if args.requests:
         return loader_requests(args.lib, args.requests)
     if args.worker:
@@ -271,31 +321,45 @@ def main(argv: list[str] | None = None) -> int:
     names = args.archs.split(",") if args.archs else model_architectures()
     sizes = {k: int(v) for k, v in (x.split("=") for x in args.sizes.split(",") if x)}
     configs = configurations([int(x) for x in args.ctx.split(",")], args.quick)
+    if args.configs:
+        per = len(configurations([0], args.quick))
+        keep = {int(x) for x in args.configs.split(",")}
+        configs = [c for i, c in enumerate(configs) if i % per in keep]
     rows = []
-    for name in names:
+    sink = open(args.json, "w") if args.json else None  # noqa: SIM115 - rows as they come (a long run)
+    quant = [q for q in (args.quant or "").split(",") if q]
+    todo = [(n, None) for n in names] + [(n, q) for n in names for q in quant] + [
+        (n, v) for n in names for v in VARIANTS.get(n, ())]
+    for name, qt in todo:
         try:
-            try:
-                meta, tensors = minimal_model_parts(name, sizes=sizes or None, n_vocab=args.vocab)
-            except ValueError:  # the architecture's asserts want other sizes: its smallest model
-                meta, tensors = minimal_model_parts(name, n_vocab=args.vocab)
+            if qt in VARIANTS.get(name, ()):
+                from gguf_construct.arch.expect import architecture_parts
+                meta, tensors = architecture_parts(name, VARIANTS[name][qt], n_vocab=args.vocab)
+            else:
+                try:
+                    meta, tensors = minimal_model_parts(name, sizes=sizes or None, n_vocab=args.vocab)
+                except ValueError:  # the architecture's asserts want other sizes: its smallest model
+                    meta, tensors = minimal_model_parts(name, n_vocab=args.vocab)
         except Exception as exc:  # noqa: BLE001 - reported
             print(f"{name}: no minimal model ({exc})", file=sys.stderr)
             continue
-        path = out / f"{name}.gguf"
+        fam = family(name, meta, tensors)
+        if qt and qt not in VARIANTS.get(name, ()):
+            tensors, fam = quantized(tensors, qt), f"weights {qt}"
+        path = out / f"{name}{'@' + qt if qt else ''}.gguf"
         build_model_file(meta, tensors).save(path)
         f = load(str(path))
         offsets = {t.name: (0, int(t.offset)) for t in f.tensors}
-        fam = family(name, meta, tensors)
         model_lines, results = run_configs(args.lib, path, configs, args.timeout)
         model_mib = reported(model_lines)["model"]
         for i, cfg in enumerate(configs):
             r = results.get(i)
-            row = {"arch": name, "family": fam, "config": cfg}
+            row = {"arch": name + (f"@{qt}" if qt else ""), "family": fam, "config": cfg}
             if r is None:
                 row["llama"] = "not reached"
             elif r["ok"] is False:
                 row["llama"] = "refused"
-                row["error"] = [x for x in r["lines"] if "failed" in x or "error" in x.lower()][-2:]
+                row["error"] = [x.strip() for x in r["lines"] if x.startswith("llama_init_from_model:")][-1:]
             else:
                 got = reported(r["lines"])
                 got["model"] = model_mib
@@ -314,16 +378,109 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as exc:  # noqa: BLE001 - reported
                 row["ours"] = None
                 row["our_error"] = f"{type(exc).__name__}: {exc}"
+                row["our_refusal"] = str(exc) if isinstance(exc, ValueError) else None
             rows.append(row)
+            if sink:
+                sink.write(json.dumps(row) + "\n")
+                sink.flush()
     report(rows)
-    if args.json:
-        with open(args.json, "w") as fh:
-            for r in rows:
-                fh.write(json.dumps(r) + "\n")
     return 0
 
 
 COMPONENTS = ("model", "kv", "recurrent", "output")
+
+# the side-by-side note (docs/memory.md): models large enough that 2 decimals of MiB discriminate
+NOTE_ARCHS = ("llama", "qwen2", "gemma2", "cohere2", "deepseek2", "mamba", "rwkv7", "jamba", "bert")
+NOTE_CONFIGS = ({"ctx": 4096}, {"ctx": 32768}, {"ctx": 4096, "seqs": 4}, {"ctx": 4096, "swa_full": False},
+                {"ctx": 4096, "type_k": "Q8_0", "type_v": "Q8_0", "flash_attn": True})
+
+
+def _plain(meta) -> dict:
+    return {k: (list(v.value) if isinstance(v.value, (list, tuple)) else v.value) for k, v in meta.items()}
+
+
+def side_by_side(lib: str, out: Path, timeout: float) -> list[dict]:
+    """Our figures, llama.cpp's logged ones and gguf-parser-go's method on the note's models and configurations."""
+    from gguf_parser_method import SOURCE, method
+
+    from gguf_construct.arch.memory import ContextParams as Params
+    from gguf_construct.arch.memory import estimate, row_size
+    from gguf_construct.arch.synth import build_model_file, minimal_model_parts
+    from gguf_construct.model import load, tensor_nbytes
+
+    rows = []
+    for name in NOTE_ARCHS:
+        try:
+            meta, tensors = minimal_model_parts(name, sizes=None if name.startswith("rwkv") else {
+                "embedding_length": 256, "feed_forward_length": 1024}, n_vocab=1000)
+        except ValueError:
+            meta, tensors = minimal_model_parts(name, n_vocab=1000)
+        path = out / f"note-{name}.gguf"
+        build_model_file(meta, tensors).save(path)
+        offsets = {t.name: (0, int(t.offset)) for t in load(str(path)).tensors}
+        model_lines, results = run_configs(lib, path, list(NOTE_CONFIGS), timeout)
+        for i, cfg in enumerate(NOTE_CONFIGS):
+            r = results.get(i) or {"ok": None, "lines": []}
+            row = {"arch": name, "config": cfg, "source": SOURCE}
+            if r["ok"] is False:
+                row["llama"] = "refused"
+            elif r["lines"]:  # created, or died reserving the graph after allocating its buffers
+                got = reported(r["lines"])
+                got["model"] = reported(model_lines)["model"]
+                row["llama"] = {c: got.get(c) or 0.0 for c in COMPONENTS + ("compute",)}
+                row["llama"]["died"] = r["ok"] is None
+            else:
+                row["llama"] = "not reached"
+            p = Params(n_seq_max=cfg.get("seqs"), type_k=cfg.get("type_k"), type_v=cfg.get("type_v"),
+                       flash_attn=cfg.get("flash_attn"), swa_full=cfg.get("swa_full"))
+            try:
+                row["ours"] = ours(estimate(meta, tensors, cfg["ctx"], p, offsets=offsets))
+            except ValueError as exc:
+                row["ours"] = f"refused: {exc}"
+            pg = method(_plain(meta), tensors, cfg["ctx"], seqs=cfg.get("seqs", 1),
+                        type_k=cfg.get("type_k", "F16"), type_v=cfg.get("type_v", "F16"),
+                        flash_attn=cfg.get("flash_attn", True) is not False, swa_full=cfg.get("swa_full", True),
+                        row_size=row_size, tensor_bytes=lambda t: tensor_nbytes(t.type, t.ne))
+            row["gguf_parser"] = {c: round(v / 2**20, 2) for c, v in pg.items()}
+            rows.append(row)
+    return rows
+
+
+def summary(rows: list[dict]) -> dict:
+    """Per family: contexts compared, agreement per component, refusals agreed, compute error."""
+    fams: dict[str, dict] = {}
+    for r in rows:
+        f = fams.setdefault(r["family"], {"archs": set(), "contexts": 0, "died": 0, "refusals": 0,
+                                          "refusals_agreed": 0, **{c: [0, 0] for c in COMPONENTS},
+                                          "compute_errors": []})
+        f["archs"].add(r["arch"])
+        if r.get("llama") == "not reached":
+            continue
+        llama_refused = r.get("llama") == "refused" or (
+            (r.get("our_refusal") or "").startswith("ggml aborts") and isinstance(r.get("llama"), dict)
+            and r["llama"].get("crashed"))
+        if llama_refused or r.get("our_refusal"):
+            f["refusals"] += 1
+            f["refusals_agreed"] += bool(llama_refused and r.get("our_refusal") and (
+                r["our_refusal"].startswith("ggml aborts") or any(r["our_refusal"] in x for x in r.get("error") or [])))
+            continue
+        if not isinstance(r.get("llama"), dict) or not r.get("ours"):
+            continue
+        f["contexts"] += 1
+        f["died"] += bool(r["llama"].get("crashed"))
+        for c in COMPONENTS:
+            f[c][1] += 1
+            f[c][0] += abs((r["llama"].get(c) or 0.0) - r["ours"][c]) < 0.005
+        if r["llama"].get("compute"):
+            f["compute_errors"].append(abs(r["ours"]["compute"] - r["llama"]["compute"]) / r["llama"]["compute"])
+    out = {}
+    for name, f in sorted(fams.items()):
+        errs = sorted(f.pop("compute_errors"))
+        f["archs"] = len(f["archs"])
+        f["compute"] = {"n": len(errs), "median": round(errs[len(errs) // 2], 4) if errs else None,
+                        "within_10": sum(e <= 0.10 for e in errs)}
+        out[name] = f
+    return out
 
 
 def report(rows: list[dict]) -> None:
@@ -333,9 +490,23 @@ def report(rows: list[dict]) -> None:
     for r in rows:
         f = fams.setdefault(r["family"], {"contexts": 0, "refused": 0, "agreed_refusals": 0, "crashed": 0,
                                           "not_replayed": 0, **{c: [0, 0] for c in COMPONENTS}, "compute": []})
-        if not isinstance(r.get("llama"), dict):
+        llama_refused = r.get("llama") == "refused"
+        if (r.get("our_refusal") or "").startswith("ggml aborts") and isinstance(r.get("llama"), dict) \
+                and r["llama"].get("crashed"):
+            llama_refused = True  # both abort creating the cache
+            r["error"] = [r["our_refusal"]]
+        if llama_refused or r.get("our_refusal"):  # refusals compared both ways, with llama.cpp's message
+            if r.get("llama") == "not reached":
+                continue
             f["refused"] += 1
-            f["agreed_refusals"] += r.get("llama") == "refused" and r.get("ours") is None
+            same = llama_refused and bool(r.get("our_refusal")) and any(
+                r["our_refusal"] in line for line in r.get("error") or [])
+            f["agreed_refusals"] += same
+            if not same:
+                disagreements.append((r["arch"], r["config"], "refusal", r.get("our_refusal") or "created",
+                                      (r.get("error") or ["created"])[0] if llama_refused else "created"))
+            continue
+        if not isinstance(r.get("llama"), dict):
             continue
         f["contexts"] += 1
         f["crashed"] += bool(r["llama"].get("crashed"))
@@ -365,7 +536,10 @@ def report(rows: list[dict]) -> None:
               f"{f['not_replayed']:4d} " +
               " ".join(f"{x:>10}" for x in cells) + f"  {comp}")
     for arch, cfg, c, got, want in disagreements[:60]:
-        print(f"DISAGREE {arch} {json.dumps(cfg)} {c}: ours {got:.2f} MiB, llama.cpp {want:.2f} MiB")
+        if c == "refusal":
+            print(f"DISAGREE {arch} {json.dumps(cfg)} refusal: ours {got!r}, llama.cpp {want!r}")
+        else:
+            print(f"DISAGREE {arch} {json.dumps(cfg)} {c}: ours {got:.2f} MiB, llama.cpp {want:.2f} MiB")
     if len(disagreements) > 60:
         print(f"... {len(disagreements) - 60} more")
 

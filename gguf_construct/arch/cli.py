@@ -90,7 +90,9 @@ def _cmd_expect(args) -> int:
 def _params(args) -> ContextParams:
     return ContextParams(n_batch=args.batch, n_ubatch=args.ubatch, n_seq_max=args.seqs, type_k=args.type_k,
                          type_v=args.type_v, flash_attn=args.flash_attn, swa_full=args.swa_full,
-                         kv_unified=args.kv_unified, embeddings=args.embeddings or None)
+                         kv_unified=args.kv_unified, embeddings=args.embeddings or None,
+                         cpu_features=None if args.cpu_features is None else frozenset(
+                             f.strip() for f in args.cpu_features.split(",") if f.strip()))
 
 
 def _cmd_estimate(args) -> int:
@@ -136,6 +138,16 @@ def _render_estimate(results: list[Estimate], out, layers: bool) -> None:
                   file=out)
 
 
+def _model_arguments(p) -> None:
+    """The arguments that name the model: a file, or an architecture with --set values and a vocabulary size."""
+    p.add_argument("file", nargs="?", help="a GGUF model file")
+    p.add_argument("--arch", help="an architecture (without FILE)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="a hyperparameter (KEY without the architecture prefix is the architecture's, e.g. "
+                        "attention.head_count=32)")
+    p.add_argument("--vocab", type=int, default=None, help="vocabulary size (without FILE)")
+
+
 def add_cli(subparsers) -> None:
     """Register the ``expect`` and ``estimate`` sub-commands."""
     p = subparsers.add_parser(
@@ -144,12 +156,7 @@ def add_cli(subparsers) -> None:
                     "architecture and --set values, without a file): its shape in ggml order, required / optional "
                     "/ duplicate, and with a file present / missing / shape (wrong shape) / unused.  Exit 1 when a "
                     "file misses a required tensor, has a wrong shape or an unused tensor.")
-    p.add_argument("file", nargs="?", help="a GGUF model file")
-    p.add_argument("--arch", help="an architecture (without FILE)")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE",
-                   help="a hyperparameter (KEY without the architecture prefix is the architecture's, e.g. "
-                        "attention.head_count=32)")
-    p.add_argument("--vocab", type=int, default=None, help="vocabulary size (without FILE)")
+    _model_arguments(p)
     p.add_argument("--json", action="store_true",
                    help="a JSON list of {name, shape, required, duplicate, status, file_shape}")
     p.set_defaults(func=_cmd_expect)
@@ -160,10 +167,7 @@ def add_cli(subparsers) -> None:
                     "weights), the KV cache (per layer; SWA caches), recurrent state, the output buffer (replayed "
                     "from llama.cpp's sizing rules, spec/architectures/_memory.yaml) and the compute buffer "
                     "(estimated).  --ctx may repeat (a sweep); 0 is the training context.")
-    q.add_argument("file", nargs="?", help="a GGUF model file")
-    q.add_argument("--arch", help="an architecture (without FILE)")
-    q.add_argument("--set", action="append", metavar="KEY=VALUE", help="a hyperparameter, as for expect")
-    q.add_argument("--vocab", type=int, default=None, help="vocabulary size (without FILE)")
+    _model_arguments(q)
     q.add_argument("--ctx", type=int, action="append", help="context size (repeat for a sweep; default: training)")
     q.add_argument("--batch", type=int, default=None, help="n_batch (default 2048)")
     q.add_argument("--ubatch", type=int, default=None, help="n_ubatch (default 512)")
@@ -176,6 +180,9 @@ def add_cli(subparsers) -> None:
     q.add_argument("--no-swa-full", dest="swa_full", action="store_false", help="window-sized SWA cache")
     q.add_argument("--kv-unified", action="store_true", default=None, help="one KV stream for all sequences")
     q.add_argument("--embeddings", action="store_true", help="the context also returns embeddings")
+    q.add_argument("--cpu-features", default=None, metavar="LIST",
+                   help="ggml CPU features deciding which weights go to the CPU_REPACK buffer (avx2, avx512, neon, "
+                        "dotprod, matmul_int8, sve; '' for none; default: this machine's)")
     q.add_argument("--layers", action="store_true", help="print the per-layer cache table")
     q.add_argument("--json", action="store_true", help="one JSON object per context size")
     q.set_defaults(func=_cmd_estimate)

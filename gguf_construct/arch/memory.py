@@ -14,27 +14,33 @@ accessors from ``spec/architectures/_loader.yaml`` through the replayed load):
   CPU buffer alignment;
 * the **recurrent state** (``llama_memory_recurrent``): per layer, ``n_embd_r()`` and ``n_embd_s()`` F32 values
   per row, ``max(1, n_seq_max) * (1 + n_rs_seq)`` rows;
+* the **special caches** create_memory builds for some architectures (DSA and MSA caches with their indexer
+  cache, the DSA cache beside a SWA cache, DSV4's raw, compressed and indexer caches with its compressor state,
+  the hybrid memory with an indexer cache): the class create_memory constructs, its layer filters and the
+  hyperparameter copies it gives its sub-caches come from the spec;
+* the **CPU_REPACK buffer**: the matrix weights ggml-cpu repacks for the CPU's features leave the mapped range
+  for a buffer of their own (:func:`repacked`);
 * the **output buffer**: logits (``n_vocab`` floats) for ``n_seq_max`` outputs, plus the embeddings when asked;
 * the **compute buffer**: the graph allocator's peak cannot be replayed without building the graph; it is
   *estimated* (:func:`compute_estimate` says how), and the differential tool measures the error per family.
 
-Architectures whose memory is a special class (DSA/MSA/DSV4 caches, the hybrid indexer) are reported as not
-replayed rather than guessed.
+``llama_init_from_model``'s checks (``context_checks`` in the spec) run first: a context llama.cpp refuses is a
+ValueError with llama.cpp's message.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ..spec import tensor_types
+from ..spec import tensor_type_by_id, tensor_types
 from .interp import UNKNOWN, Frame, Interpreter
 from .loader import LoadPlan, MetaValue, TensorMeta, plan_load
-from .programs import architecture, loader
+from .programs import architecture, c_div, c_mod, loader
 
-__all__ = ["ContextParams", "CacheLayer", "Estimate", "estimate", "memory_spec", "mib", "compute_estimate"]
+__all__ = ["ContextParams", "CacheLayer", "Estimate", "estimate", "memory_spec", "mib", "compute_estimate", "repacked",
+           "host_cpu_features"]
 
 MiB = 1024 * 1024
 
@@ -82,6 +88,7 @@ class ContextParams:
     kv_unified: bool | None = None
     embeddings: bool | None = None
     n_rs_seq: int | None = None
+    cpu_features: frozenset[str] | None = None  # ggml_cpu_has_* features for CPU_REPACK; None: this machine's
 
     def resolved(self) -> dict[str, Any]:
         """Every field with llama.cpp's default filled in."""
@@ -131,6 +138,7 @@ class Estimate:
     recurrent_bytes: int
     output_bytes: int
     compute_bytes: int
+    repack_bytes: int = 0  # of model_bytes: the weights ggml-cpu repacks into its CPU_REPACK buffer
     layers: list[CacheLayer] = field(default_factory=list)
     caches: dict[str, int] = field(default_factory=dict)  # cache name -> cells
     buffers: dict[str, int] = field(default_factory=dict)  # cache name -> bytes of its buffer (as llama.cpp logs)
@@ -146,7 +154,7 @@ class Estimate:
         """The figures as a JSON object (bytes), with the per-layer cache table."""
         return {"ctx": self.ctx, "n_ctx": self.n_ctx, "n_ctx_seq": self.n_ctx_seq, "n_batch": self.n_batch,
                 "n_ubatch": self.n_ubatch, "n_seq_max": self.n_seq_max, "memory": self.memory,
-                "model_bytes": self.model_bytes, "kv_bytes": self.kv_bytes, "kv_size_bytes": self.kv_size_bytes,
+                "model_bytes": self.model_bytes, "repack_bytes": self.repack_bytes, "kv_bytes": self.kv_bytes, "kv_size_bytes": self.kv_size_bytes,
                 "recurrent_bytes": self.recurrent_bytes, "output_bytes": self.output_bytes,
                 "compute_bytes": self.compute_bytes, "compute_estimated": True, "total_bytes": self.total_bytes,
                 "replayed": self.replayed, "caches": self.caches, "buffers": self.buffers, "notes": self.notes,
@@ -157,9 +165,10 @@ class Estimate:
 
 
 class _Rules:
-    """create_memory's default branch over one model: its flags, filters and the truth of their conditions."""
+    """One branch of create_memory over one model: its flags, layer filters and the truth of their conditions
+    (``lambdas``: the branch's, default: the default branch's)."""
 
-    def __init__(self, plan: LoadPlan, ctx_type: str = "LLAMA_CONTEXT_TYPE_DEFAULT"):
+    def __init__(self, plan: LoadPlan, lambdas: list | None = None, ctx_type: str = "LLAMA_CONTEXT_TYPE_DEFAULT"):
         spec = memory_spec()
         constants = dict(loader()["constants"])
         self.hparams = plan.hparams
@@ -173,16 +182,23 @@ class _Rules:
         interp = Interpreter({})
         interp.globals.update(constants)
         interp.globals.update({"hparams": self.hparams, "arch": plan.arch, "params": params, "True": True,
-                               "False": False, "int": int, "max": max, "min": min,
+                               "False": False, "int": int, "max": max, "min": min, "_div": c_div, "_mod": c_mod,
                                "llm_arch_is_recurrent": lambda a: "recurrent" in traits,
                                "llm_arch_is_hybrid": lambda a: "hybrid" in traits})
         for name, expr in (spec.get("flags") or {}).items():
             interp.globals[name] = interp.eval(expr, Frame(None))
         self.interp = interp
         self.functions: dict[str, Any] = {}
-        for lam in spec.get("lambdas") or ():
+        for lam in (spec.get("lambdas") if lambdas is None else lambdas) or ():
             if all(self._true(w) for w in lam.get("when") or ()):
                 self.functions[lam["name"]] = lam  # in source order: a later assignment replaces an earlier one
+
+    def construct(self, constructs: list) -> str | None:
+        """The memory class the branch constructs for this model (the first whose conditions hold)."""
+        for c in constructs or ():
+            if all(self._true(w) for w in c.get("when") or ()):
+                return c["class"]
+        return None
 
     def _true(self, expr: str) -> bool:
         v = self.interp.eval(expr, Frame(None))
@@ -211,11 +227,12 @@ def _h(plan: LoadPlan, name: str, *args: Any) -> Any:
     return value(*args) if callable(value) else value
 
 
-def _kv_cache(plan: LoadPlan, rules: _Rules, cp: dict, kv_size: int, name: str, keep, est: Estimate) -> None:
-    """``llama_kv_cache``'s tensors for the layers ``keep`` accepts."""
-    h = plan.hparams
+def _kv_cache(h: Any, cp: dict, kv_size: int, name: str, keep, est: Estimate, *,
+              unified: bool | None = None) -> None:
+    """``llama_kv_cache``'s tensors over the hyperparameters ``h`` (the model's, or a special cache's copy) for the
+    layers ``keep`` accepts; ``unified`` overrides the context's KV-unified setting (one stream)."""
     align = memory_spec()["cpu_buffer_alignment"]
-    n_stream = 1 if cp["kv_unified"] else cp["n_seq_max"]
+    n_stream = 1 if (cp["kv_unified"] if unified is None else unified) else cp["n_seq_max"]
     v_trans = not cp["flash_attn"]
     is_mla = bool(h.is_mla())
     v_max = int(h.n_embd_v_gqa_max()) if v_trans else None
@@ -224,6 +241,11 @@ def _kv_cache(plan: LoadPlan, rules: _Rules, cp: dict, kv_size: int, name: str, 
             continue
         kw = int(h.n_embd_k_gqa(il))
         vw = 0 if is_mla else (v_max if v_trans else int(h.n_embd_v_gqa(il)))
+        for side, type_name, width in (("K", cp["type_k"], kw), ("V", cp["type_v"], vw)):
+            block = _types()[type_name].block_size
+            if width % block:  # ggml_new_tensor asserts that a row is whole blocks: the process aborts
+                raise ValueError(f"ggml aborts creating the {name} cache: layer {il}'s {side} row of {width} values "
+                                 f"is not a multiple of {type_name}'s block size {block}")
         kb = row_size(cp["type_k"], kw) * kv_size * n_stream
         vb = row_size(cp["type_v"], vw) * kv_size * n_stream if not is_mla else 0
         est.layers.append(CacheLayer(il, name, kv_size, kw, vw, kb, vb))
@@ -232,6 +254,26 @@ def _kv_cache(plan: LoadPlan, rules: _Rules, cp: dict, kv_size: int, name: str, 
         est.kv_bytes += padded
         est.buffers[name] = est.buffers.get(name, 0) + padded
     est.caches[name] = kv_size
+
+
+def _hparams_copy(plan: LoadPlan, cls: str, copy_name: str) -> Any:
+    """The copy of the model's hyperparameters a special cache class gives one of its sub-caches (the overrides
+    extracted into the spec, applied in source order)."""
+    import copy as _copy
+
+    h = _copy.copy(plan.hparams)
+    interp = object.__getattribute__(plan.hparams, "_interp")
+
+    class _Model:
+        hparams = plan.hparams
+    for step in memory_spec()["hparams_overrides"][cls][copy_name]:
+        frame = Frame(None, None, {"model": _Model, "hparams": h})
+        value = interp.eval(str(step["value"]), frame)
+        if "fill" in step:
+            object.__setattr__(h, step["fill"], [value] * len(getattr(h, step["fill"])))
+        else:
+            object.__setattr__(h, step["set"], value)
+    return h
 
 
 def _recurrent(plan: LoadPlan, cp: dict, keep, est: Estimate) -> None:
@@ -255,32 +297,185 @@ def _recurrent(plan: LoadPlan, cp: dict, keep, est: Estimate) -> None:
     est.caches["recurrent"] = rows
 
 
-def _attention(plan: LoadPlan, rules: _Rules, cp: dict, est: Estimate, filter_name: str,
-               default: str | None = None) -> None:
-    """A KV cache, split into base and SWA caches (llama_kv_cache_iswa) when the model has SWA layers."""
-    h = plan.hparams
-    keep = functools.partial(rules.keep, filter_name, default=default)
+def _attention(plan: LoadPlan, cp: dict, est: Estimate, keep, *, h: Any = None, split: bool = True,
+               unified: bool | None = None, prefix: str = "") -> None:
+    """A KV cache over ``h`` (default: the model's hyperparameters), split into base and SWA caches
+    (llama_kv_cache_iswa) when ``split`` and the model has SWA layers."""
+    h = plan.hparams if h is None else h
     spec = memory_spec()
     none = loader()["constants"]["LLAMA_SWA_TYPE_NONE"]
     base = est.n_ctx_seq
-    if h.swa_type != none:
+    uni = cp["kv_unified"] if unified is None else unified
+    if split and plan.hparams.swa_type != none:
         swa = base if cp["swa_full"] else _pad(
-            min(base, int(h.n_swa) * (cp["n_seq_max"] if cp["kv_unified"] else 1) + est.n_ubatch),
+            min(base, int(plan.hparams.n_swa) * (cp["n_seq_max"] if uni else 1) + est.n_ubatch),
             spec["swa_cache_pad"])
-        _kv_cache(plan, rules, cp, base, "kv", lambda il: keep(il) and not h.is_swa(il), est)
-        _kv_cache(plan, rules, cp, swa, "swa", lambda il: keep(il) and bool(h.is_swa(il)), est)
+        _kv_cache(h, cp, base, prefix + "kv", lambda il: keep(il) and not plan.hparams.is_swa(il), est,
+                  unified=unified)
+        _kv_cache(h, cp, swa, prefix + "swa", lambda il: keep(il) and bool(plan.hparams.is_swa(il)), est,
+                  unified=unified)
     else:
-        _kv_cache(plan, rules, cp, base, "kv", keep, est)
+        _kv_cache(h, cp, base, prefix + "kv", keep, est, unified=unified)
+
+
+def _dsv4_state(plan: LoadPlan, cp: dict, est: Estimate, name: str, keep) -> None:
+    """``llama_dsv4_comp_state``: per layer ``keep`` accepts, two F32 tensors (state and score) of
+    ``n_embd_state x state_size`` per stream and roll-back plane; one stream per sequence."""
+    facts = memory_spec()["dsv4"]
+    state = facts["states"][name]
+    align = memory_spec()["cpu_buffer_alignment"]
+    interp = object.__getattribute__(plan.hparams, "_interp")
+
+    class _Model:
+        hparams = plan.hparams
+    frame = Frame(None, None, {"model": _Model, **{k: v for k, v in facts.items() if isinstance(v, int)}})
+    size = int(interp.eval(state["state_size"], frame))
+    width = int(interp.eval(state["n_embd_state"], frame))
+    rs_seq = cp["n_rs_seq"] if plan.arch in (memory_spec().get("rs_rollback") or ()) else 0
+    planes = cp["n_seq_max"] * (1 + rs_seq)
+    for il in range(int(plan.hparams.n_layer())):
+        if not keep(il):
+            continue
+        b = 4 * width * size * planes
+        est.layers.append(CacheLayer(il, f"dsv4_{name}", size * planes, width, width, b, b))
+        est.kv_bytes += 2 * _pad(b, align)
+        est.kv_size_bytes += 2 * b
+        est.buffers[f"dsv4_{name}"] = est.buffers.get(f"dsv4_{name}", 0) + 2 * _pad(b, align)
+
+
+def _memory(plan: LoadPlan, rules: _Rules, cls: str, cp: dict, est: Estimate) -> None:
+    """The caches of the memory class ``cls`` (the constructor arguments create_memory passes: its layer filters
+    by name; the sub-caches each class builds, with the hyperparameter copies of the spec)."""
+    h = plan.hparams
+    spec = memory_spec()
+    defaults = spec.get("hybrid_default_filters") or {}
+
+    def keep(name: str, default: str | None = None):
+        return functools.partial(rules.keep, name, default=default)
+
+    def kept(name: str):  # a filter that is nullptr when the branch sets none: every layer
+        return keep(name) if name in rules.functions else (lambda il: True)
+
+    if cls == "llama_memory_recurrent":
+        _recurrent(plan, cp, lambda il: True, est)
+    elif cls in ("llama_memory_hybrid", "llama_memory_hybrid_iswa", "llama_memory_hybrid_idx"):
+        _attention(plan, cp, est, keep("filter_attn", defaults.get("filter_attn")),
+                   split=cls == "llama_memory_hybrid_iswa")
+        _recurrent(plan, cp, keep("filter_recr", defaults.get("filter_recr")), est)
+        if cls == "llama_memory_hybrid_idx" and "filter_idx" in rules.functions:
+            _kv_cache(_hparams_copy(plan, cls, "hparams_idx"), cp, est.n_ctx_seq, "idx", keep("filter_idx"), est)
+    elif cls in ("llama_kv_cache", "llama_kv_cache_iswa"):
+        name = next((n for n in ("filter", "filter_mtp") if n in rules.functions), "filter")
+        _attention(plan, cp, est, kept(name), split=cls == "llama_kv_cache_iswa")
+    elif cls == "llama_kv_cache_dsa":
+        _kv_cache(h, cp, est.n_ctx_seq, "kv", kept("filter_mla"), est)
+        _kv_cache(_hparams_copy(plan, cls, "hparams_lid"), cp, est.n_ctx_seq, "lid", kept("filter_lid"), est)
+    elif cls == "llama_kv_cache_msa":
+        _kv_cache(h, cp, est.n_ctx_seq, "kv", kept("filter"), est)
+        _kv_cache(_hparams_copy(plan, cls, "hparams_idx"), cp, est.n_ctx_seq, "idx", kept("filter_idx"), est)
+    elif cls == "llama_kv_cache_dsa_iswa":  # a DSA cache for the full-attention layers, a KV cache for the SWA ones
+        mla = kept("filter_mla")
+        _kv_cache(h, cp, est.n_ctx_seq, "kv", lambda il: mla(il) and not h.is_swa(il), est)
+        _kv_cache(_hparams_copy(plan, "llama_kv_cache_dsa", "hparams_lid"), cp, est.n_ctx_seq, "lid",
+                  kept("filter_lid"), est)
+        swa = est.n_ctx_seq if cp["swa_full"] else _pad(min(est.n_ctx_seq, int(h.n_swa) * (
+            cp["n_seq_max"] if cp["kv_unified"] else 1) + est.n_ubatch), spec["swa_cache_pad"])
+        _kv_cache(h, cp, swa, "swa", lambda il: mla(il) and bool(h.is_swa(il)), est)
+    elif cls == "llama_kv_cache_dsv4":  # streams per sequence whatever kv_unified says
+        facts = spec["dsv4"]
+        _attention(plan, cp, est, lambda il: True, h=_hparams_copy(plan, cls, "hparams_raw"), unified=False)
+        ratio = {"filter_csa": facts["dsv4_csa_ratio"], "filter_hca": facts["dsv4_hca_ratio"]}
+
+        def by_ratio(f: str):
+            return lambda il: int(h.dsv4_compress_ratios[il]) == ratio[f]
+        for name, copy_name, f in (("csa", "hparams_csa", "filter_csa"), ("hca", "hparams_hca", "filter_hca"),
+                                   ("lid", "hparams_lid", "filter_csa")):
+            r = ratio[f]
+            cells = _pad(max(1, (est.n_ctx_seq + r - 1) // r), facts["compressed_pad"])
+            _kv_cache(_hparams_copy(plan, cls, copy_name), cp, cells, name, by_ratio(f), est, unified=False)
+        for name, state in facts["states"].items():
+            _dsv4_state(plan, cp, est, name, by_ratio(state["filter"]))
+    else:
+        raise ValueError(f"{plan.arch}: create_memory builds {cls}, which estimate does not know")
+
+
+# /proc/cpuinfo flags -> the ggml_cpu_has_* feature they stand for (x86 and AArch64 spellings)
+_CPUINFO_FEATURES = {"avx2": "avx2", "avx512f": "avx512", "asimd": "neon", "asimddp": "dotprod",
+                     "i8mm": "matmul_int8", "sve": "sve"}
+
+
+@functools.lru_cache(maxsize=None)
+def host_cpu_features() -> frozenset[str]:
+    """The ``ggml_cpu_has_*`` features of this machine's CPU (from /proc/cpuinfo; empty where it is not
+    readable).  A ggml built for the native CPU (llama.cpp's default) has exactly these."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            text = fh.read(1 << 20)
+    except OSError:
+        return frozenset()
+    flags: set[str] = set()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features"):
+            flags.update(value.split())
+    return frozenset(f for flag, f in _CPUINFO_FEATURES.items() if flag in flags)
+
+
+def _weight_pattern(name: str) -> tuple[str, str]:
+    """A tensor name as its llama-arch name pattern (``blk.%d.attn_q``) and suffix (``weight``)."""
+    import re
+
+    base, _, suffix = name.rpartition(".")
+    return re.sub(r"(?<=\.)\d+(?=\.|$)", "%d", base), suffix
+
+
+def repacked(plan: LoadPlan, tensors: Mapping[str, TensorMeta], features: frozenset[str] | set[str]) -> list:
+    """The weight requests ggml-cpu's extra buffer (CPU_REPACK) takes, as ``(name, duplicated, bytes)``: a
+    weight feeding a matrix multiplication (LLM_TENSOR_INFOS: MUL_MAT with 2 dimensions, MUL_MAT_ID with 3; a
+    duplicated token embedding is the output's), of a type repack.cpp repacks on a CPU with ``features`` and a
+    row count that is a multiple of what it needs (``spec: cpu_repack``)."""
+    from ..model import tensor_nbytes
+
+    spec = memory_spec()
+    rules = spec["cpu_repack"]
+    ops = {p: op for op, patterns in spec["matmul_weights"].items() for p in patterns}
+    dup = loader()["tensor_flags"]["TENSOR_DUPLICATED"]
+    interp = Interpreter({})
+    interp.globals.update({f"ggml_cpu_has_{f}": (lambda f=f: f in features) for f in (
+        "avx2", "avx512", "neon", "dotprod", "matmul_int8", "sve", "vxe", "riscv_v")})
+    interp.globals.update({"ggml_cpu_get_sve_cnt": lambda: 0, "QK8_0": _types()["Q8_0"].block_size})
+    out = []
+    for r in plan.requests:
+        t = tensors.get(r.name)
+        if t is None or r.name not in plan.used:
+            continue
+        pattern, suffix = _weight_pattern(r.name)
+        if suffix == "bias":
+            continue
+        if r.flags & dup and pattern == "token_embd":
+            pattern = spec["output_pattern"]
+        op = ops.get(pattern)
+        ne = [int(x) for x in t.ne]
+        while len(ne) > 1 and ne[-1] == 1:
+            ne.pop()
+        if op is None or len(ne) != rules["weight_dims"][op]:
+            continue
+        type_name = tensor_type_by_id()[int(t.type)].name if str(t.type).isdigit() else str(t.type).upper()
+        for rule in rules["types"].get(type_name, ()):
+            if interp.eval(rule["when"], Frame(None)) is True and ne[1] % rule["rows_multiple"] == 0:
+                out.append((r.name, bool(r.flags & dup), tensor_nbytes(t.type, t.ne)))
+                break
+    return out
 
 
 def model_buffer(plan: LoadPlan, tensors: Mapping[str, TensorMeta], offsets: Mapping[str, tuple] | None,
-                 alignment: int = 32) -> int:
+                 alignment: int = 32, exclude: set[str] | frozenset[str] = frozenset()) -> int:
     """Bytes of the CPU model buffers: with ``offsets`` (name -> (file, offset of the data)) the mapped range
-    over the tensors the loader uses, one range per file of a split model; without, their sizes each padded to
-    ``alignment`` (as a file lays them out)."""
+    over the tensors the loader uses (but ``exclude``: those another buffer holds), one range per file of a split
+    model; without, their sizes each padded to ``alignment`` (as a file lays them out)."""
     from ..model import tensor_nbytes
 
-    used = [n for n in plan.used if n in tensors]
+    used = [n for n in plan.used if n in tensors and n not in exclude]
     if offsets:
         ranges: dict[Any, list[int]] = {}
         for n in used:
@@ -348,14 +543,14 @@ def compute_estimate(plan: LoadPlan, est: Estimate, cp: dict,
     ffn_rows = _ffn_rows(plan, tensors or {}, n_layer)
     fa = cp["flash_attn"]
     cells = [est.caches[c] for c in ("kv", "swa") if est.buffers.get(c)]
-    if not cells and est.memory == "none" and n_head:
-        cells = [t]  # no cache (encoders): attention over the batch itself
+    if (not cells and est.memory == "none" and n_head) or plan.arch in (memory_spec().get("no_cache_attention") or ()):
+        cells = [t]  # no cache (encoders), or a graph that attends without it: attention over the batch itself
     n_kv = max(cells + [0])
     mask = sum(c * t * (2 if fa else 4) for c in cells)
     ffn = ffn_rows * row + 3 * n_embd * row + mask
-    attn = 7 * n_embd * row + mask + (0 if fa or not n_kv else n_kv * t * n_head * 4)
+    attn = 7 * n_embd * row + mask + (0 if fa or not n_kv else n_kv * t * n_head * 4) if cells else 0
     recr = 0
-    if "recurrent" in est.caches:
+    if est.buffers.get("recurrent"):  # some layer keeps a recurrent state
         if int(getattr(h, "wkv_head_size", 0) or 0):  # RWKV time and channel mixing: ~17 rows of n_embd
             recr = 17 * n_embd * row
         else:  # Mamba-style: ~6.5 rows of the inner width (x and z projections, convolution, scan)
@@ -365,36 +560,45 @@ def compute_estimate(plan: LoadPlan, est: Estimate, cp: dict,
     return max(ffn, attn, recr, head)
 
 
-def _check_context(plan: LoadPlan, tensors: Mapping[str, TensorMeta], cp: dict,
-                   params: ContextParams | None) -> None:
-    """llama.cpp's refusals to create the context (ValueError with its reason): a draft model without the
-    tensors it borrows from its target's context; MLA models need equal K and V types; a quantized V cache needs
-    flash attention; with flash attention a quantized type's block size must divide every layer's head size."""
+def _check_context(plan: LoadPlan, tensors: Mapping[str, TensorMeta], cp: dict, params: ContextParams,
+                   n_ctx: int) -> bool:
+    """llama.cpp's refusals to create the context (ValueError with its message): a draft model without the
+    tensors it borrows from its target's context, then ``llama_init_from_model``'s checks as extracted into the
+    spec (``context_checks``: equal K and V types for MLA, flash attention for a quantized V cache, cache block
+    sizes that divide the head sizes...), which also adjust flash attention (forced off for some architectures,
+    on for a quantized V cache).  Returns whether flash attention ends up enabled (*auto* enables it on the CPU)."""
+    from types import SimpleNamespace
+
+    from .interp import Fatal
+
     h = plan.hparams
-    other = (memory_spec().get("needs_ctx_other") or {}).get(plan.arch)
+    spec = memory_spec()
+    constants = loader()["constants"]
+    fa = {None: "AUTO", True: "ENABLED", False: "DISABLED"}[params.flash_attn]
+    p = SimpleNamespace(n_ctx=n_ctx, n_batch=cp["n_batch"], n_ubatch=cp["n_ubatch"], type_k=cp["type_k"],
+                        type_v=cp["type_v"], flash_attn_type=constants[f"LLAMA_FLASH_ATTN_TYPE_{fa}"])
+    # one CPU device: any split mode but the tensor split
+    model = SimpleNamespace(hparams=h, arch=plan.arch, split_mode=lambda: constants["LLAMA_SPLIT_MODE_LAYER"])
+    interp = Interpreter({})
+    interp.globals.update(constants)
+    interp.globals.update({"params": p, "model": model, "True": True, "False": False, "int": int, "_div": c_div,
+                           "_mod": c_mod,
+                           "ggml_is_quantized": lambda t: _types()[t].block_size > 1,
+                           "ggml_blck_size": lambda t: _types()[t].block_size,
+                           "ggml_type_name": lambda t: str(t).lower()})
+    try:
+        interp.run(spec["context_checks"], Frame(None))
+    except Fatal as exc:
+        raise ValueError(exc.message) from None
+    # then the llama_context constructor: a draft model without what it borrows from its target's context
+    other = (spec.get("needs_ctx_other") or {}).get(plan.arch)
     if other is not None:
         members = {"tok_embd": "token_embd.weight", "output": "output.weight"}
         present = {r.name for r in plan.requests if r.name in tensors}
         lacking = [m for m, t in members.items() if t not in present]
         if other == "always" or lacking:
-            raise ValueError(f"{plan.arch} requires another context (ctx_other): a draft model "
-                             + ("always" if other == "always" else f"without {', '.join(lacking)}"))
-    if (h.is_mla() or plan.arch == "deepseek4") and cp["type_k"] != cp["type_v"]:
-        raise ValueError(f"model does not support different K ({cp['type_k']}) and V ({cp['type_v']}) cache types")
-    fa_setting = params.flash_attn if params is not None else None
-    quantized = {name: _types()[cp[name]].block_size > 1 for name in ("type_k", "type_v")}
-    if quantized["type_v"] and fa_setting is False:
-        raise ValueError("quantized V cache requires flash_attn to be enabled")
-    if fa_setting is False:
-        return
-    for name, head in (("type_k", h.n_embd_head_k), ("type_v", h.n_embd_head_v)):
-        if not quantized[name]:
-            continue
-        block = _types()[cp[name]].block_size
-        for il in range(int(h.n_layer())):
-            if int(head(il)) % block:
-                raise ValueError(f"{name[-1].upper()} cache type {cp[name]} with block size {block} does not "
-                                 f"divide the head size {int(head(il))} of layer {il}")
+            raise ValueError(spec["context_failure"] + spec["ctx_other_messages"][plan.arch])
+    return p.flash_attn_type != constants["LLAMA_FLASH_ATTN_TYPE_DISABLED"]
 
 
 def estimate(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], ctx: int,
@@ -410,10 +614,7 @@ def estimate(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], c
         raise ValueError(f"llama.cpp would not load this model: {plan.problems[0].message}" if plan.problems
                          else "no hyperparameters")
     params = params or ContextParams()
-    if plan.arch in (spec.get("flash_attn_forced_off") or ()) and params.flash_attn is not False:
-        params = dataclasses.replace(params, flash_attn=False)  # llama_init_from_model forces it off
-        cp["flash_attn"] = False
-    _check_context(plan, tensors, cp, params)
+    cp["flash_attn"] = _check_context(plan, tensors, cp, params, int(ctx))
     n_ctx = int(ctx) if ctx else int(h.n_ctx_train)
     n_ctx = _pad(n_ctx, spec["n_ctx_pad"])
     n_seq = max(1, int(cp["n_seq_max"]))
@@ -426,9 +627,17 @@ def estimate(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], c
     causal = bool(h.causal_attn)
     n_batch = min(n_ctx, cp["n_batch"]) if causal else cp["n_batch"]
     n_ubatch = min(n_batch, cp["n_ubatch"] or n_batch)
+    features = host_cpu_features() if params.cpu_features is None else frozenset(params.cpu_features)
+    repack = repacked(plan, tensors, features)
+    moved = {name for name, duplicated, _ in repack if not duplicated}
+    repack_bytes = sum(_pad(b, spec["cpu_buffer_alignment"]) for _, _, b in repack)
     est = Estimate(ctx=int(ctx), n_ctx=n_ctx, n_ctx_seq=n_ctx_seq, n_batch=n_batch, n_ubatch=n_ubatch,
-                   n_seq_max=n_seq, memory="", model_bytes=model_buffer(plan, tensors, offsets), kv_bytes=0,
-                   kv_size_bytes=0, recurrent_bytes=0, output_bytes=0, compute_bytes=0)
+                   n_seq_max=n_seq, memory="", model_bytes=model_buffer(plan, tensors, offsets, exclude=moved)
+                   + repack_bytes, kv_bytes=0, kv_size_bytes=0, recurrent_bytes=0, output_bytes=0, compute_bytes=0,
+                   repack_bytes=repack_bytes)
+    if repack:
+        est.notes.append(f"{len(repack)} weights ({repack_bytes / MiB:.2f} MiB) in the CPU_REPACK buffer for CPU "
+                         f"features {', '.join(sorted(features)) or 'none'}")
     # the output buffer, reserved for n_seq_max outputs when the context is created
     n_out = n_seq
     floats = int(plan.n_vocab or 0) * n_out
@@ -436,31 +645,19 @@ def estimate(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], c
         floats += int(h.n_embd_out()) * n_out
     est.output_bytes = floats * 4
     arch = plan.arch
-    traits = set(getattr(architecture(arch), "traits", None) or ())
-    rules = _Rules(plan)
     special = (spec.get("special") or {}).get(arch)
-    if special is not None and special.get("falls_through") and not rules._true(special.get("own_when", "True")):
+    if special is not None and special.get("falls_through") and not _Rules(plan)._true(special.get("own_when", "True")):
         special = None  # e.g. dflash without hyper-connections: the default branch
-    if arch in (spec.get("no_memory") or ()):
+    rules = _Rules(plan, special["lambdas"] if special is not None else None)
+    cls = None if arch in (spec.get("no_memory") or ()) else rules.construct(
+        special["constructs"] if special is not None else spec["default_constructs"])
+    if cls is None:
         est.memory = "none"
-    elif special is not None:
-        est.memory = "+".join(special["classes"])
-        est.replayed = False
-        est.notes.append(f"{arch}: create_memory builds {', '.join(special['classes'])}; its size is not replayed")
-    elif "recurrent" in traits:
-        est.memory = "recurrent"
-        _recurrent(plan, cp, lambda il: True, est)
-    elif "hybrid" in traits and not rules.flag("mtp_on_hybrid_qwen") and not rules.flag("mtp_on_hybrid_nemotron"):
-        est.memory = "hybrid"
-        if rules.flag("needs_mem_idx"):
-            est.replayed = False
-            est.notes.append(f"{arch}: the hybrid memory with an indexer cache is not replayed (indexer omitted)")
-        defaults = spec.get("hybrid_default_filters") or {}
-        _attention(plan, rules, cp, est, "filter_attn", defaults.get("filter_attn"))
-        _recurrent(plan, cp, lambda il: rules.keep("filter_recr", il, defaults.get("filter_recr")), est)
     else:
-        est.memory = "kv"
-        _attention(plan, rules, cp, est, "filter")
+        est.memory = {"llama_memory_recurrent": "recurrent", "llama_memory_hybrid": "hybrid",
+                      "llama_memory_hybrid_iswa": "hybrid", "llama_kv_cache": "kv",
+                      "llama_kv_cache_iswa": "kv"}.get(cls, cls.replace("llama_", ""))
+        _memory(plan, rules, cls, cp, est)
     if "swa" in est.caches:
         est.memory += "+swa"
     est.compute_bytes = compute_estimate(plan, est, cp, tensors)
