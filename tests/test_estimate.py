@@ -149,16 +149,8 @@ def test_figures_agree_with_libllama(arch, tmp_path):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
     import memory_differential as md
 
-    from gguf_construct.model import load
-
-    try:  # larger than the minimal model where the architecture allows, so that 2 decimals of MiB discriminate
-        meta, tensors = minimal_model_parts(arch, sizes=None if arch.startswith("rwkv") else {
-            "embedding_length": 256, "feed_forward_length": 1024}, n_vocab=1000)
-    except ValueError:
-        meta, tensors = minimal_model_parts(arch, n_vocab=1000)
     path = tmp_path / f"{arch}.gguf"
-    build_model_file(meta, tensors).save(path)
-    offsets = {t.name: (0, int(t.offset)) for t in load(str(path)).tensors}
+    meta, tensors, offsets = md.wide_model(arch, path)
     configs = [{"ctx": 4096}, {"ctx": 8192, "seqs": 2, "flash_attn": False, "type_k": "F32", "type_v": "F32"},
                {"ctx": 4096, "swa_full": False, "type_k": "Q8_0", "type_v": "Q8_0", "flash_attn": True}]
     import subprocess

@@ -399,25 +399,34 @@ def _plain(meta) -> dict:
     return {k: (list(v.value) if isinstance(v.value, (list, tuple)) else v.value) for k, v in meta.items()}
 
 
+def wide_model(name: str, path: Path) -> tuple[dict, dict, dict]:
+    """Save at ``path`` the minimal model of ``name`` made 256 wide (1024 feed-forward, 1000 tokens) where the
+    architecture allows, so that llama.cpp's 2 decimals of MiB discriminate; returns its metadata, its tensor
+    infos and their data offsets (as the estimate takes them)."""
+    from gguf_construct.arch.synth import build_model_file, minimal_model_parts
+    from gguf_construct.model import load
+
+    try:
+        meta, tensors = minimal_model_parts(name, sizes=None if name.startswith("rwkv") else {
+            "embedding_length": 256, "feed_forward_length": 1024}, n_vocab=1000)
+    except ValueError:
+        meta, tensors = minimal_model_parts(name, n_vocab=1000)
+    build_model_file(meta, tensors).save(path)
+    return meta, tensors, {t.name: (0, int(t.offset)) for t in load(str(path)).tensors}
+
+
 def side_by_side(lib: str, out: Path, timeout: float) -> list[dict]:
     """Our figures, llama.cpp's logged ones and gguf-parser-go's method on the note's models and configurations."""
     from gguf_parser_method import SOURCE, method
 
     from gguf_construct.arch.memory import ContextParams as Params
     from gguf_construct.arch.memory import estimate, row_size
-    from gguf_construct.arch.synth import build_model_file, minimal_model_parts
-    from gguf_construct.model import load, tensor_nbytes
+    from gguf_construct.model import tensor_nbytes
 
     rows = []
     for name in NOTE_ARCHS:
-        try:
-            meta, tensors = minimal_model_parts(name, sizes=None if name.startswith("rwkv") else {
-                "embedding_length": 256, "feed_forward_length": 1024}, n_vocab=1000)
-        except ValueError:
-            meta, tensors = minimal_model_parts(name, n_vocab=1000)
         path = out / f"note-{name}.gguf"
-        build_model_file(meta, tensors).save(path)
-        offsets = {t.name: (0, int(t.offset)) for t in load(str(path)).tensors}
+        meta, tensors, offsets = wide_model(name, path)
         model_lines, results = run_configs(lib, path, list(NOTE_CONFIGS), timeout)
         for i, cfg in enumerate(NOTE_CONFIGS):
             r = results.get(i) or {"ok": None, "lines": []}
