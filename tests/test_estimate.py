@@ -270,3 +270,9 @@ def test_compute_has_no_attention_or_scan_term_without_such_layers():
     e = estimate(meta, tensors, 512)
     assert not e.buffers.get("recurrent") and not e.kv_bytes
     assert abs(e.compute_bytes / MiB - 0.63) <= 0.1 * 0.63
+
+
+def test_a_vocabulary_only_file_has_no_context_to_estimate():
+    meta, _ = minimal_model_parts("llama")
+    with pytest.raises(ValueError, match="vocabulary only"):
+        estimate(meta, {}, 4096)

@@ -610,6 +610,9 @@ def estimate(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], c
         plan = plan_load(meta, tensors, vocab_only=False)
     spec = memory_spec()
     h = plan.hparams
+    if plan.kind != "model":
+        raise ValueError(f"this file is {'a vocabulary only (no tensors)' if plan.kind == 'vocab' else 'an ' + plan.kind}"
+                         ": llama.cpp creates no context for it, so there is no memory to estimate")
     if plan.problems or h is None:
         raise ValueError(f"llama.cpp would not load this model: {plan.problems[0].message}" if plan.problems
                          else "no hyperparameters")
