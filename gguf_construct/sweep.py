@@ -196,6 +196,14 @@ def _url_glob(pattern: str) -> list[str]:
 
 
 # -- output ----------------------------------------------------------------------------------------------------
+def _output_problem(out: str) -> str | None:
+    """Why ``out`` cannot be a sweep's output (a spreadsheet format, which it does not write), or None."""
+    if out.lower().endswith((".csv", ".tsv", ".xlsx")):
+        return (f"{out}: sweep writes JSON Lines (results.jsonl) or Parquet (results.parquet), not "
+                f"{out.rsplit('.', 1)[1].upper()}")
+    return None
+
+
 def _is_parquet(out: str) -> bool:
     return out.lower().endswith((".parquet", ".pq"))
 
@@ -318,6 +326,9 @@ def run_sweep(inputs: Iterable[str], out: str, *, engine: str = "local", jobs: i
     Files already in ``out`` without an error are skipped; the others are (re)done and the output rewritten."""
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {sorted(ENGINES)}")
+    problem = _output_problem(out)
+    if problem:
+        raise ValueError(problem)
     if _is_parquet(out):
         require("cluster", ("pyarrow",), "a Parquet output (.parquet)")
     if engine == "dask":
@@ -393,6 +404,10 @@ def _run_cli(args) -> int:
     if bad or not profiles or args.jobs < 1:
         print(f"gguf-construct sweep: profiles must be among {','.join(PROFILES)} and --jobs at least 1",
               file=sys.stderr)
+        return 2
+    problem = _output_problem(args.out)
+    if problem:
+        print(f"gguf-construct sweep: {problem}", file=sys.stderr)
         return 2
     totals = run_sweep(args.inputs, args.out, engine=args.engine, jobs=args.jobs, scheduler=args.scheduler,
                        profiles=profiles, summary=args.summary,

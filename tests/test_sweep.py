@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import gguf_construct as g
+from gguf_construct.cli import main
 from gguf_construct.sweep import COLUMNS, comparable, expand_inputs, read_rows, run_sweep, sweep_one
 
 from conftest import corpus_files
@@ -111,3 +112,11 @@ def test_dask_cluster_over_http_matches_local_pool(folder, tmp_path):
         assert _comparable(ok) == _comparable(read_rows(local_out))
         again = run_sweep(urls + [server.url("absent.gguf")], http_out, engine="dask", jobs=2)
         assert (again["done"], again["skipped"]) == (1, len(urls))  # only the failed one is tried again
+
+
+def test_a_spreadsheet_output_is_refused_before_any_work(folder, tmp_path, capsys):
+    out = tmp_path / "rows.csv"
+    assert main(["sweep", str(folder), "--out", str(out)]) == 2
+    assert "JSON Lines" in capsys.readouterr().err and not out.exists()
+    with pytest.raises(ValueError, match="not TSV"):
+        run_sweep([str(folder)], str(tmp_path / "rows.tsv"))
