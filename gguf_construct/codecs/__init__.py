@@ -245,6 +245,11 @@ def _writes_into(type_id: int) -> bool:
 _OUT_CHUNK_VALUES = 1 << 18  # values per call of a decoder without ``out``: its temporaries stay small
 
 
+def _byte_view(raw):
+    """``raw`` (bytes-like or a numpy array) as a flat sequence of its bytes, without copying."""
+    return memoryview(raw).cast("B") if not isinstance(raw, np.ndarray) else raw.reshape(-1).view(np.uint8)
+
+
 def decode_blocks(ggml_type: TypeLike, raw, *, byte_order: str = "little", out: np.ndarray | None = None,
                   threads: int | None = None) -> np.ndarray:
     """Decode whole blocks to an array of shape ``(n_blocks, block_size)``.
@@ -259,7 +264,7 @@ def decode_blocks(ggml_type: TypeLike, raw, *, byte_order: str = "little", out: 
     decode = _codec_function(t.id, "decode")
     if decode is None:
         raise NotImplementedError(f"no decoder for ggml type {t.name}")
-    buf = memoryview(raw).cast("B") if not isinstance(raw, np.ndarray) else raw.reshape(-1).view(np.uint8)
+    buf = _byte_view(raw)
     if len(buf) % t.type_size:
         raise ValueError(f"{t.name}: {len(buf)} bytes is not a whole number of {t.type_size}-byte blocks")
     blocks = np.frombuffer(buf, dtype=block_dtype(t.id, byte_order))
@@ -311,9 +316,8 @@ def dequantize(ggml_type: TypeLike, raw, *, byte_order: str = "little", threads:
     """
     if out is None:
         return decode_blocks(ggml_type, raw, byte_order=byte_order, threads=threads).reshape(-1)
-    decode_blocks(ggml_type, raw, byte_order=byte_order, threads=threads,
-                  out=blocks_view(ggml_type, out, len(memoryview(raw).cast("B")) if not isinstance(raw, np.ndarray)
-                                  else raw.nbytes))
+    buf = _byte_view(raw)
+    decode_blocks(ggml_type, buf, byte_order=byte_order, threads=threads, out=blocks_view(ggml_type, out, len(buf)))
     return out
 
 
