@@ -73,6 +73,15 @@ def test_without_numba_every_type_decodes_on_the_numpy_path():
     assert int(proc.stdout.strip()) > 20
 
 
+def test_without_numba_warm_up_names_the_extra():
+    code = ("import sys; sys.modules['numba'] = None\n"
+            "from gguf_construct.cli import main\n"
+            "sys.exit(main(['warm-up', 'Q8_0']))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2
+    _one_line_error(proc, "gguf-construct[fast]")
+
+
 def test_without_numba_asking_for_the_compiled_path_names_the_extra(monkeypatch):
     monkeypatch.setattr(codecs, "_compiled_module", lambda: None)
     with pytest.raises(ImportError, match=r"gguf-construct\[fast\]"):

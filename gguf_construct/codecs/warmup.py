@@ -11,14 +11,15 @@ import sys
 
 from . import warm_up
 
-def _cmd_warm_up(args) -> int:
-    from .compiled._jit import cache_folder  # only after warm_up found numba
 
+def _cmd_warm_up(args) -> int:
     try:
         done = warm_up(args.types or None, decode=not args.encode_only, encode=not args.decode_only)
     except (ImportError, ValueError) as exc:
         print(f"gguf-construct: {exc}", file=sys.stderr)
         return 2
+    from .compiled._jit import cache_folder  # only now that warm_up found numba
+
     for k in done:
         if not args.quiet:
             print(f"{k.type:8s} {k.direction:6s} {k.seconds:7.2f} s  {'compiled' if k.compiled else 'cached'}")
