@@ -41,6 +41,7 @@ def _index(arch: str | None) -> tuple[dict[str, dict], tuple[tuple[re.Pattern, d
     return exact, tuple(patterns)
 
 
+@functools.lru_cache(maxsize=8192)
 def lookup(key: str, arch: str | None) -> dict | None:
     """The registry entry of ``key`` (an alias counts; {arch} is the file's architecture), or None."""
     exact, patterns = _index(arch)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import traceback
 from typing import Callable, Iterable
@@ -69,6 +70,12 @@ def selected(rule_id: str, profile: str, select: Iterable[str] | None = None,
     return not (ignore and matches(rule_id, ignore))
 
 
+@functools.lru_cache(maxsize=64)
+def _selected_predicates(profile: str, select: tuple[str, ...], ignore: tuple[str, ...],
+                         registered: tuple) -> tuple:
+    return tuple((rule_id, fn) for rule_id, fn in registered if selected(rule_id, profile, select, ignore))
+
+
 def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, profile: str = "spec",
                  data: bool = False, remote: RemoteFile | None = None, select: Iterable[str] | None = None,
                  ignore: Iterable[str] | None = None, max_per_rule: int | None = MAX_FINDINGS_PER_RULE,
@@ -80,7 +87,7 @@ def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, 
     model are looked for.  The other arguments are those of :func:`check`."""
     if max_per_rule is not None and max_per_rule < 1:
         raise ValueError("max_per_rule must be at least 1 (None: no limit)")
-    select, ignore = list(select or ()), list(ignore or ())
+    select, ignore = tuple(select or ()), tuple(ignore or ())
     view = memoryview(buf).cast("B") if not isinstance(buf, bytes) else buf
     fields = {"file": file, "file_name": file_name, "profile": profile, "data": data,
               "cache": {"progress": progress} if progress is not None else {}}
@@ -100,11 +107,12 @@ def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, 
     skip = split.skip if split is not None else frozenset()
     if split is not None:
         hits.extend(split.hits)
-    for rule_id, fn in predicates():
-        if rule_id in skip or not selected(rule_id, profile, select, ignore):
+    for rule_id, fn in _selected_predicates(profile, select, ignore, tuple(predicates())):
+        if rule_id in skip:
             continue
         try:
-            hits.extend((rule_id, h) for h in fn(ctx))
+            for h in fn(ctx):
+                hits.append((rule_id, h))
         except Exception:  # noqa: BLE001
             report.internal_errors.append(f"{rule_id}: " + traceback.format_exc(limit=3))
     known = catalog()

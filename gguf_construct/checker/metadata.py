@@ -13,7 +13,8 @@ import numpy as np
 from .. import spec as _spec
 from .. import splitset
 from ..rulebook.keys import (HYPHENATED_ARCHITECTURES, UNWRITTEN_KEYS, allowed_types, documented_architectures,
-                       entries_required_by, known_architectures, lookup, type_label, unwritten_keys)
+                       file_architecture, known_architectures, lookup, registry_entries, required_spellings,
+                       type_label, unwritten_keys)
 from ..rulebook.catalog import Hit, rule
 from ..rulebook.walk import ALIGNMENT_KEY, ARRAY, STRING, KV, Context, _VT
 from ..stringlist import StringList
@@ -29,11 +30,6 @@ _ARCH_CHARSET = re.compile(r"[a-z0-9]+\Z")
 _TOKEN_ID = re.compile(r"tokenizer\.ggml\.[a-z0-9_]+_token_id\Z")
 _INTEGER_TYPES = {vt["id"] for vt in _spec.load_yaml("gguf.yaml")["value_types"]
                   if vt.get("encoding", "").startswith(("u", "i"))} - {_VT["BOOL"]}
-
-
-def _arch(ctx: Context) -> str | None:
-    value = ctx.scalar(ARCH_KEY, STRING)
-    return value if isinstance(value, str) and value else None
 
 
 def _int(ctx: Context, key: str) -> int | None:
@@ -83,12 +79,8 @@ def _special_types(key: str) -> bool:
 
 @rule("META-KEY-TYPE")
 def _key_type(ctx: Context) -> Iterator[Hit]:
-    arch = _arch(ctx)
-    for kv in ctx.kvs:
+    for kv, entry in registry_entries(ctx):
         if _special_types(kv.key):
-            continue
-        entry = lookup(kv.key, arch)
-        if entry is None:
             continue
         allowed = allowed_types(entry)
         if (kv.vtype, kv.item_type) not in allowed:
@@ -140,10 +132,8 @@ def _outside(data: np.ndarray, allowed: list[int]) -> np.ndarray:
 
 @rule("META-KEY-VALUE")
 def _key_value(ctx: Context) -> Iterator[Hit]:
-    arch = _arch(ctx)
-    for kv in ctx.kvs:
-        entry = lookup(kv.key, arch)
-        values = _documented_values(entry) if entry else None
+    for kv, entry in registry_entries(ctx):
+        values = _documented_values(entry)
         if not values:
             continue
         expected = ", ".join(map(str, values))
@@ -179,13 +169,12 @@ def _qv_missing(ctx: Context) -> Iterator[Hit]:
 
 @rule("META-ARCH-KEYS")
 def _arch_keys(ctx: Context) -> Iterator[Hit]:
-    arch = _arch(ctx)
+    arch = file_architecture(ctx)
     if not ctx.kv_complete or arch not in documented_architectures():
         return
     present = {kv.key for kv in ctx.kvs}
-    for entry in entries_required_by(arch):
-        spellings = [s.replace("{arch}", arch) for s in [entry["key"], *entry.get("aliases", [])]]
-        if not present.intersection(spellings):
+    for entry, spellings in required_spellings(arch):
+        if present.isdisjoint(spellings):
             hit = Hit(None, "metadata_kv", arch=arch, key=spellings[0])
             if entry["key"] in unwritten_keys():
                 hit.on_purpose(UNWRITTEN_KEYS)
@@ -194,7 +183,7 @@ def _arch_keys(ctx: Context) -> Iterator[Hit]:
 
 @rule("META-LLM-PLACEHOLDER")
 def _llm_placeholder(ctx: Context) -> Iterator[Hit]:
-    arch = _arch(ctx)
+    arch = file_architecture(ctx)
     if arch == "llm":
         return
     for kv in ctx.kvs:
@@ -225,7 +214,7 @@ def _token_id(ctx: Context) -> Iterator[Hit]:
     if n is None:
         return
     for kv in ctx.kvs:
-        if _TOKEN_ID.match(kv.key) and kv.vtype in _INTEGER_TYPES and int(kv.value) >= n:
+        if kv.key.endswith("_token_id") and _TOKEN_ID.match(kv.key) and kv.vtype in _INTEGER_TYPES and int(kv.value) >= n:
             yield _value_hit(kv, value=int(kv.value), expected=n)
 
 

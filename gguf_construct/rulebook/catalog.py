@@ -158,6 +158,7 @@ def rule(rule_id: str) -> Callable[[Predicate], Predicate]:
             raise ValueError(f"rule {rule_id} already has a predicate")
         _PREDICATES[rule_id] = fn
         fn.rule_id = rule_id  # type: ignore[attr-defined]
+        _ordered_predicates.cache_clear()
         return fn
 
     return deco
@@ -191,9 +192,13 @@ def catalog_order() -> dict[str, int]:
 
 def predicates() -> Iterator[tuple[str, Predicate]]:
     """Registered predicates in catalog order (unknown IDs last, so a typo still shows up in tests)."""
+    return iter(_ordered_predicates())
+
+
+@functools.lru_cache(maxsize=1)
+def _ordered_predicates() -> tuple[tuple[str, Predicate], ...]:
     order = catalog_order()
-    for rid in sorted(_PREDICATES, key=lambda r: order.get(r, len(order))):
-        yield rid, _PREDICATES[rid]
+    return tuple((rid, _PREDICATES[rid]) for rid in sorted(_PREDICATES, key=lambda r: order.get(r, len(order))))
 
 
 def structural_rules() -> frozenset[str]:

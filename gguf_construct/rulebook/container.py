@@ -3,8 +3,9 @@ alignment.  Arrays are checked vectorized (numpy for numbers and bools, one join
 
 from __future__ import annotations
 
+import functools
 import re
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -13,7 +14,7 @@ from .._stringscan import scan_string_offsets
 from ..constructs import encode_text
 from ..reader import MAX_KEY_BYTES
 from ..stringlist import StringList
-from .keys import HYPHENATED_ARCHITECTURES, known_architectures, lookup, standard_namespaces
+from .keys import HYPHENATED_ARCHITECTURES, known_architectures, registry_entries, standard_namespaces
 from .catalog import Hit, rule
 from .walk import ALIGNMENT_KEY, ALIGNMENT_TYPE, ARRAY, BOOL, KV, STRING, Context, type_name
 
@@ -70,8 +71,16 @@ def _key_len(ctx: Context) -> Iterator[Hit]:
             yield _key_hit(kv, length=len(kv.key_bytes))
 
 
+def _keys_joined(ctx: Context) -> bytes:
+    """Every key's bytes joined with '.' (once per file): a rule about the bytes of keys that finds nothing in
+    the joined keys finds nothing in any one of them."""
+    return ctx.derived("keys_joined", lambda c: b".".join(kv.key_bytes for kv in c.kvs))
+
+
 @rule("KV-KEY-ASCII")
 def _key_ascii(ctx: Context) -> Iterator[Hit]:
+    if _keys_joined(ctx).isascii():
+        return
     for kv in ctx.kvs:
         if not kv.key_bytes.isascii():
             pos = next(i for i, b in enumerate(kv.key_bytes) if b >= 0x80)
@@ -79,10 +88,13 @@ def _key_ascii(ctx: Context) -> Iterator[Hit]:
 
 
 _SEGMENT_OK = re.compile(rb"[a-z0-9_\-\x80-\xff]*\Z")
+_KEY_OK = re.compile(rb"[a-z0-9_.\-\x80-\xff]*\Z")  # a key of such segments
 
 
 @rule("KV-KEY-CHARSET")
 def _key_charset(ctx: Context) -> Iterator[Hit]:
+    if _KEY_OK.match(_keys_joined(ctx)):
+        return
     for kv in ctx.kvs:
         for seg in kv.key_bytes.split(b"."):
             if not _SEGMENT_OK.match(seg):  # non-ASCII bytes are KV-KEY-ASCII's, '-' is KV-KEY-HYPHEN's
@@ -93,12 +105,15 @@ def _key_charset(ctx: Context) -> Iterator[Hit]:
 @rule("KV-KEY-SEGMENT")
 def _key_segment(ctx: Context) -> Iterator[Hit]:
     for kv in ctx.kvs:
-        if kv.key_bytes and b"" in kv.key_bytes.split(b"."):
+        key = kv.key_bytes
+        if key and (b".." in key or key[:1] == b"." or key[-1:] == b"."):
             yield _key_hit(kv)
 
 
 @rule("KV-KEY-HYPHEN")
 def _key_hyphen(ctx: Context) -> Iterator[Hit]:
+    if b"-" not in _keys_joined(ctx):
+        return
     arch = ctx.scalar("general.architecture", STRING)
     prefix = f"{arch}.".encode() if isinstance(arch, str) and "-" in arch and arch in known_architectures() else None
     for kv in ctx.kvs:
@@ -128,10 +143,10 @@ def _key_dup(ctx: Context) -> Iterator[Hit]:
 
 @rule("KV-NAMESPACE")
 def _namespace(ctx: Context) -> Iterator[Hit]:
-    arch = ctx.scalar("general.architecture", STRING)
     reserved = standard_namespaces()
+    known = {kv.index for kv, _ in registry_entries(ctx)}
     for kv in ctx.kvs:
-        if kv.key.split(".")[0] in reserved and lookup(kv.key, arch) is None:
+        if kv.index not in known and kv.key.partition(".")[0] in reserved:
             yield _key_hit(kv)
 
 
@@ -148,33 +163,49 @@ def _array_kvs(ctx: Context) -> Iterator[KV]:
     return (kv for kv in ctx.kvs if kv.vtype == ARRAY)
 
 
+def _array_entries(ctx: Context) -> list[tuple[KV, Any, str, int]]:
+    """(kv, array, path, depth) of every array of the metadata, nested ones after their parent (once per file)."""
+    return ctx.derived("arrays", lambda c: [(kv, *entry) for kv in _array_kvs(c)
+                                            for entry in _arrays(kv.value, f"{kv.path}.value")])
+
+
+@functools.lru_cache(maxsize=None)
+def _types_after(version: int) -> frozenset[int]:
+    """Value types a file of ``version`` cannot have (introduced by a later version)."""
+    return frozenset(vt for vt, spec in structs.value_types().items() if spec.get("since", 1) > version)
+
+
 @rule("KV-TYPE-V1")
 def _type_v1(ctx: Context) -> Iterator[Hit]:
     if ctx.version is None:
         return
-    vts = structs.value_types()
+    later = _types_after(ctx.version)
+    if not later:
+        return
+    in_arrays: dict[int, list[int]] = {}
+    for kv, arr, _, _ in _array_entries(ctx):
+        in_arrays.setdefault(kv.index, []).append(arr.type)
     for kv in ctx.kvs:
-        used = [kv.vtype] + ([a.type for a, _, _ in _arrays(kv.value, "")] if kv.vtype == ARRAY else [])
-        for vt in used:
-            if vts[vt].get("since", 1) > ctx.version:
-                yield Hit(kv.at("value_type"), f"{kv.path}.value_type", key=kv.key, type=type_name(vt))
-                break
+        used = [kv.vtype, *in_arrays.get(kv.index, ())]
+        late = next((vt for vt in used if vt in later), None)
+        if late is not None:
+            yield Hit(kv.at("value_type"), f"{kv.path}.value_type", key=kv.key, type=type_name(late))
 
 
 @rule("KV-BOOL")
 def _bool(ctx: Context) -> Iterator[Hit]:
+    bool_arrays: dict[int, list[tuple[Any, str, int]]] = {}
+    for kv, arr, path, depth in _array_entries(ctx):
+        if arr.type == BOOL and len(arr.data):
+            bool_arrays.setdefault(kv.index, []).append((arr, path, depth))
     for kv in ctx.kvs:
-        if kv.vtype == BOOL:
-            if int(kv.value) not in (0, 1):
-                yield Hit(kv.value_offset, f"{kv.path}.value", key=kv.key, value=int(kv.value))
-        elif kv.vtype == ARRAY:
-            for arr, path, depth in _arrays(kv.value, f"{kv.path}.value"):
-                if arr.type != BOOL or not len(arr.data):
-                    continue
-                raw = np.asarray(arr.data).view(np.uint8)
-                for j in np.flatnonzero(raw > 1).tolist():
-                    off = kv.at(f"value.data[{j}]") if depth == 1 else kv.value_offset
-                    yield Hit(off, f"{path}.data[{j}]", key=kv.key, value=int(raw[j]))
+        if kv.vtype == BOOL and int(kv.value) not in (0, 1):
+            yield Hit(kv.value_offset, f"{kv.path}.value", key=kv.key, value=int(kv.value))
+        for arr, path, depth in bool_arrays.get(kv.index, ()):
+            raw = np.asarray(arr.data).view(np.uint8)
+            for j in np.flatnonzero(raw > 1).tolist():
+                off = kv.at(f"value.data[{j}]") if depth == 1 else kv.value_offset
+                yield Hit(off, f"{path}.data[{j}]", key=kv.key, value=int(raw[j]))
 
 
 @rule("ARR-NESTED")
@@ -186,18 +217,19 @@ def _nested(ctx: Context) -> Iterator[Hit]:
 
 @rule("ARR-DEPTH")
 def _depth(ctx: Context) -> Iterator[Hit]:
-    for kv in _array_kvs(ctx):
-        depth = max(d for _, _, d in _arrays(kv.value, ""))
-        if depth > 2:
-            yield Hit(kv.value_offset, f"{kv.path}.value", key=kv.key, depth=depth)
+    deepest: dict[int, tuple[KV, int]] = {}
+    for kv, _, _, depth in _array_entries(ctx):
+        if depth > 2 and depth > deepest.get(kv.index, (kv, 0))[1]:
+            deepest[kv.index] = (kv, depth)
+    for kv, depth in deepest.values():
+        yield Hit(kv.value_offset, f"{kv.path}.value", key=kv.key, depth=depth)
 
 
 @rule("ARR-MAXLEN")
 def _arr_maxlen(ctx: Context) -> Iterator[Hit]:
-    for kv in _array_kvs(ctx):
-        for arr, path, _ in _arrays(kv.value, f"{kv.path}.value"):
-            if len(arr.data) > LIMITS["array_elements"]:
-                yield Hit(kv.value_offset, path, key=kv.key, length=len(arr.data))
+    for kv, arr, path, _ in _array_entries(ctx):
+        if len(arr.data) > LIMITS["array_elements"]:
+            yield Hit(kv.value_offset, path, key=kv.key, length=len(arr.data))
 
 
 # -- strings -----------------------------------------------------------------------------------------------------
@@ -217,24 +249,39 @@ def _bad_utf8(s: str) -> str | None:
     return "invalid byte sequence"  # pragma: no cover - surrogates always fail the strict decode
 
 
-def _scalar_strings(ctx: Context) -> Iterator[tuple[int, str, str, int]]:
-    """(offset of the length field, path, text, length width) of every key, string value and tensor name."""
-    strw = ctx.family.primitive_width("strlen_t") if ctx.family else 8
-    for kv in ctx.kvs:
-        yield kv.offset, f"{kv.path}.key", kv.key, strw
-        if kv.vtype == STRING:
-            yield kv.value_offset, f"{kv.path}.value", kv.value, strw
-    for t in ctx.tensors:
-        yield t.offset, f"{t.path}.name", t.name, strw
+class _ScalarStrings:
+    """Every key, string value and tensor name of a file as (record, field, text), with what the string rules
+    ask of all of them at once: are they all ASCII, does any hold a NUL, how long is the longest."""
+
+    def __init__(self, ctx: Context):
+        self.items: list[tuple[Any, str, str]] = []
+        for kv in ctx.kvs:
+            self.items.append((kv, "key", kv.key))
+            if kv.vtype == STRING:
+                self.items.append((kv, "value", kv.value))
+        self.items.extend((t, "name", t.name) for t in ctx.tensors)
+        joined = "".join(text for _, _, text in self.items)
+        self.ascii = joined.isascii()
+        self.has_nul = "\x00" in joined
+        self.longest = max((len(text) for _, _, text in self.items), default=0)
+
+    @staticmethod
+    def where(record: Any, field_name: str) -> tuple[int, str]:
+        """(offset of the string's length field, field path) of one item."""
+        off = record.value_offset if field_name == "value" else record.offset
+        return off, f"{record.path}.{field_name}"
+
+
+def _scalar_strings(ctx: Context) -> _ScalarStrings:
+    return ctx.derived("scalar_strings", _ScalarStrings)
 
 
 def _string_arrays(ctx: Context) -> Iterator[tuple[KV, StringList, str, bool]]:
     """(kv, items, path, top level) of every non-empty string array, nested ones included."""
-    for kv in _array_kvs(ctx):
-        for arr, path, depth in _arrays(kv.value, f"{kv.path}.value"):
-            if arr.type == STRING and len(arr.data):
-                data = arr.data if isinstance(arr.data, StringList) else StringList(arr.data)
-                yield kv, data, path, depth == 1
+    for kv, arr, path, depth in _array_entries(ctx):
+        if arr.type == STRING and len(arr.data):
+            data = arr.data if isinstance(arr.data, StringList) else StringList(arr.data)
+            yield kv, data, path, depth == 1
 
 
 def _element_offsets(ctx: Context, kv: KV, count: int):
@@ -245,9 +292,11 @@ def _element_offsets(ctx: Context, kv: KV, count: int):
 
 @rule("STR-UTF8")
 def _utf8(ctx: Context) -> Iterator[Hit]:
-    for off, path, text, _ in _scalar_strings(ctx):
+    strings = _scalar_strings(ctx)
+    for record, field_name, text in [] if strings.ascii else strings.items:
         reason = _bad_utf8(text)
         if reason:
+            off, path = strings.where(record, field_name)
             yield Hit(off, path, offset=off, reason=reason)
     for kv, items, path, top in _string_arrays(ctx):
         if items.valid_utf8:  # decided when the array was read (see StringList)
@@ -261,9 +310,11 @@ def _utf8(ctx: Context) -> Iterator[Hit]:
 
 @rule("STR-NUL")
 def _nul(ctx: Context) -> Iterator[Hit]:
-    for off, path, text, _ in _scalar_strings(ctx):
+    strings = _scalar_strings(ctx)
+    for record, field_name, text in strings.items if strings.has_nul else []:
         pos = text.find("\x00")
         if pos >= 0:
+            off, path = strings.where(record, field_name)
             yield Hit(off, path, offset=off, position=len(encode_text(text[:pos])))
     for kv, items, path, top in _string_arrays(ctx):
         if not items.has_nul:  # decided when the array was read (see StringList)
@@ -277,11 +328,13 @@ def _nul(ctx: Context) -> Iterator[Hit]:
 @rule("STR-MAXLEN")
 def _str_maxlen(ctx: Context) -> Iterator[Hit]:
     limit = LIMITS["string_bytes"]
-    for off, path, text, _ in _scalar_strings(ctx):
+    strings = _scalar_strings(ctx)
+    for record, field_name, text in strings.items if strings.longest > limit // 4 else []:
         if len(text) > limit // 4 and len(encode_text(text)) > limit:
+            off, path = strings.where(record, field_name)
             yield Hit(off, path, offset=off, length=len(encode_text(text)))
     for kv, items, path, _ in _string_arrays(ctx):
-        if kv.end - kv.value_offset <= limit:
+        if kv.end - kv.offset <= limit:  # the whole record is shorter than one string may be
             continue
         lengths = items.lengths()
         for j in np.flatnonzero(lengths > limit).tolist():

@@ -7,26 +7,36 @@ from typing import Iterable
 
 from .. import spec as _spec
 from ..keyregistry import keys_spec, lookup
-from .walk import ARRAY, KV, _VT
+from .walk import ARRAY, KV, STRING, Context, _VT
 
 __all__ = ["keys_spec", "lookup", "allowed_types", "type_label", "documented_architectures",
            "known_architectures", "standard_namespaces", "entries_required_by", "HYPHENATED_ARCHITECTURES",
-           "UNWRITTEN_KEYS", "unwritten_keys"]
+           "UNWRITTEN_KEYS", "unwritten_keys", "file_architecture", "registry_entries", "required_spellings"]
 
 # errata (spec/errata.yaml) recording deviations from gguf.md that llama.cpp makes on purpose
 HYPHENATED_ARCHITECTURES = "hyphenated-architectures"
 UNWRITTEN_KEYS = "unwritten-required-keys"
 
 
-def allowed_types(entry: dict) -> set[tuple[int, int | None]]:
+def allowed_types(entry: dict) -> frozenset[tuple[int, int | None]]:
     """(value type, element type or None) pairs the entry allows: its type and its alt_types."""
+    got = _ALLOWED.get(id(entry))
+    if got is None or got[0] is not entry:
+        got = _ALLOWED[id(entry)] = (entry, _allowed_types(entry))
+    return got[1]
+
+
+_ALLOWED: dict[int, tuple[dict, frozenset]] = {}  # registry entries live as long as the parsed keys.yaml
+
+
+def _allowed_types(entry: dict) -> frozenset[tuple[int, int | None]]:
     out = {(_VT[entry["type"]], _VT[entry["item_type"]] if entry.get("item_type") else None)}
     for alt in entry.get("alt_types", []):
         if isinstance(alt, str):
             out.add((_VT[alt], None))
         else:
             out.add((_VT[alt["type"]], _VT[alt["item_type"]] if alt.get("item_type") else None))
-    return out
+    return frozenset(out)
 
 
 def type_label(pairs: Iterable[tuple[int, int | None]]) -> str:
@@ -41,17 +51,19 @@ def kv_type(kv: KV) -> tuple[int, int | None]:
     return kv.vtype, kv.item_type
 
 
-def documented_architectures() -> set[str]:
+@functools.lru_cache(maxsize=1)
+def documented_architectures() -> frozenset[str]:
     """Architectures gguf.md documents (keys.yaml architectures)."""
-    return {a["id"] for a in keys_spec()["architectures"]}
+    return frozenset(a["id"] for a in keys_spec()["architectures"])
 
 
-def known_architectures() -> set[str]:
+@functools.lru_cache(maxsize=1)
+def known_architectures() -> frozenset[str]:
     """Every architecture name the spec knows: documented by gguf.md or loaded by llama.cpp
     (spec/architectures/)."""
     from ..arch import architectures
 
-    return documented_architectures() | set(architectures())
+    return documented_architectures() | frozenset(architectures())
 
 
 @functools.lru_cache(maxsize=1)
@@ -60,9 +72,10 @@ def standard_namespaces() -> frozenset[str]:
     return frozenset(e["key"].split(".")[0] for e in keys_spec()["keys"] if not e["key"].startswith("{"))
 
 
-def entries_required_by(arch: str) -> list[dict]:
+@functools.lru_cache(maxsize=64)
+def entries_required_by(arch: str) -> tuple[dict, ...]:
     """Registry entries whose required_by names ``arch``."""
-    return [e for e in keys_spec()["keys"] if arch in e.get("required_by", [])]
+    return tuple(e for e in keys_spec()["keys"] if arch in e.get("required_by", []))
 
 
 @functools.lru_cache(maxsize=None)
@@ -72,3 +85,26 @@ def unwritten_keys() -> frozenset[str]:
         if e["id"] == UNWRITTEN_KEYS:
             return frozenset(e["related"]["keys"])
     return frozenset()
+
+
+def file_architecture(ctx: Context) -> str | None:
+    """The file's general.architecture when it is a non-empty string (the {arch} of its keys), else None."""
+    value = ctx.scalar("general.architecture", STRING)
+    return value if isinstance(value, str) and value else None
+
+
+def registry_entries(ctx: Context) -> list[tuple[KV, dict]]:
+    """(KV pair, registry entry) of every pair whose key the registry knows, {arch} being the file's
+    architecture; computed once per file for the rules that judge keys against the registry."""
+    def build(c: Context) -> list[tuple[KV, dict]]:
+        arch = file_architecture(c)
+        return [(kv, entry) for kv in c.kvs if (entry := lookup(kv.key, arch)) is not None]
+
+    return ctx.derived("registry_entries", build)
+
+
+@functools.lru_cache(maxsize=64)
+def required_spellings(arch: str) -> tuple[tuple[dict, tuple[str, ...]], ...]:
+    """(entry, its spellings with {arch} filled in, main one first) of every registry entry ``arch`` requires."""
+    return tuple((e, tuple(s.replace("{arch}", arch) for s in [e["key"], *e.get("aliases", [])]))
+                 for e in entries_required_by(arch))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from .. import structs
 from ..constructs import BufferStream, encode_text
@@ -147,6 +147,13 @@ class Context:
         """Record a finding of the structural walk (``offset`` and ``path`` locate it; ``params`` fill the
         message template, which may have an ``offset`` field of its own)."""
         self.hits.append((rule_id, Hit(offset, path, **params)))
+
+    def derived(self, name: str, build: Callable[["Context"], Any]) -> Any:
+        """A fact several predicates share (``build(self)``), computed once per file and kept in :attr:`cache`."""
+        got = self.cache.get(name, self.cache)
+        if got is self.cache:
+            got = self.cache[name] = build(self)
+        return got
 
     def first(self, key: str) -> KV | None:
         """The first KV pair with this key (None when absent)."""
