@@ -2,9 +2,9 @@
 
 Usage: python benchmarks/bench_check.py FILES_OR_FOLDERS... [--repeat N] [--profile spec|ggml]
 
-Prints, per file, the best load time, the best check time and their ratio, then their geometric mean (the
-target is at most 1.05, issue #27: load and check read a file the same way, check runs every rule, load only those it
-refuses a file for).
+Prints, per file, the best load time, the best check time and their ratio, then their geometric mean (issue
+#27's target is at most 1.05: load and check read a file the same way, check runs every rule, load only those
+it refuses a file for).
 """
 
 from __future__ import annotations
