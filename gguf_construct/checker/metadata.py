@@ -214,7 +214,8 @@ def _token_id(ctx: Context) -> Iterator[Hit]:
     if n is None:
         return
     for kv in ctx.kvs:
-        if kv.key.endswith("_token_id") and _TOKEN_ID.match(kv.key) and kv.vtype in _INTEGER_TYPES and int(kv.value) >= n:
+        if (kv.key.endswith("_token_id") and _TOKEN_ID.match(kv.key) and kv.vtype in _INTEGER_TYPES
+                and int(kv.value) >= n):
             yield _value_hit(kv, value=int(kv.value), expected=n)
 
 
