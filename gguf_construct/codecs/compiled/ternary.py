@@ -25,28 +25,31 @@ def trit(b, p):
     return ((q * 3) >> 8) - 1
 
 
+@helper
+def put_trits(out, o, step, v, d, five):
+    """Write the trits of byte ``v`` (most significant first) times ``d`` to ``out[o]``, ``out[o + step]``, ...:
+    five of them, or the first four when ``five`` is False.  One byte read feeding every multiplier lets the
+    byte loop vectorize (a loop per multiplier re-reads the bytes and checks them for aliasing each time)."""
+    out[o] = np.float32(trit(v, 1)) * d
+    out[o + step] = np.float32(trit(v, 3)) * d
+    out[o + 2 * step] = np.float32(trit(v, 9)) * d
+    out[o + 3 * step] = np.float32(trit(v, 27)) * d
+    if five:
+        out[o + 4 * step] = np.float32(trit(v, 81)) * d
+
+
 @kernel
 def decode_tq1_0(x, y, f16):
     # qs[48] @0 (32 bytes of five trits, then 16), qh[4] @48 (four trits each), d @52
-    qk = y.shape[1]
     for i in range(x.shape[0]):
         b, out = x[i], y[i]
         d = f16[u16(b, 52)]
-        p = np.int32(1)
-        for n in range(5):
-            for m in range(qk // 8):
-                out[32 * n + m] = np.float32(trit(b[m], p)) * d
-            p *= 3
-        p = np.int32(1)
-        for n in range(5):
-            for m in range(qk // 16):
-                out[160 + 16 * n + m] = np.float32(trit(b[32 + m], p)) * d
-            p *= 3
-        p = np.int32(1)
-        for n in range(4):
-            for j in range(4):
-                out[240 + 4 * n + j] = np.float32(trit(b[48 + j], p)) * d
-            p *= 3
+        for m in range(32):  # byte m: weights m + 32n
+            put_trits(out, m, 32, np.int32(b[m]), d, True)
+        for m in range(16):  # byte 32 + m: weights 160 + m + 16n
+            put_trits(out, 160 + m, 16, np.int32(b[32 + m]), d, True)
+        for j in range(4):  # qh[j]: weights 240 + j + 4n (its fifth trit is padding)
+            put_trits(out, 240 + j, 4, np.int32(b[48 + j]), d, False)
 
 
 @kernel
