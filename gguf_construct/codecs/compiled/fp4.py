@@ -111,13 +111,18 @@ def encode_mxfp4(x, y, qw, scales, kv):
 @kernel
 def encode_nvfp4(x, y, qw, scales, kv):
     # d[4] @0 (UE4M3 scale per 16 weights), qs[32] @4
+    # The codes of a block are searched in one loop over its 64 weights, each with its sub-block's scale from
+    # ``ds``: a loop that long vectorizes (one of 8 per sub-block did not, and ran 9x slower).
+    ds = np.empty(x.shape[1], np.float32)
+    codes = np.empty(x.shape[1], np.int32)
     for i in range(x.shape[0]):
         xb, out = x[i], y[i]
         for s in range(4):
-            xs = xb[16 * s:16 * s + 16]
-            ue = fp32_to_ue4m3(abs_max(xs) / np.float32(6.0))
+            ue = fp32_to_ue4m3(abs_max(xb[16 * s:16 * s + 16]) / np.float32(6.0))
             out[s] = np.uint8(ue)
-            d = scales[ue]
+            ds[16 * s:16 * s + 16] = scales[ue]
+        for j in range(64):
+            codes[j] = best_index_mxfp4(xb[j], ds[j], kv)
+        for s in range(4):
             for j in range(8):
-                lo = best_index_mxfp4(xs[j], d, kv)
-                out[4 + 8 * s + j] = np.uint8(lo | (best_index_mxfp4(xs[8 + j], d, kv) << 4))
+                out[4 + 8 * s + j] = np.uint8(codes[16 * s + j] | (codes[16 * s + 8 + j] << 4))
