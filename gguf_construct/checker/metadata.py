@@ -13,8 +13,8 @@ import numpy as np
 from .. import spec as _spec
 from .. import splitset
 from ..rulebook.keys import (HYPHENATED_ARCHITECTURES, UNWRITTEN_KEYS, allowed_types, documented_architectures,
-                       file_architecture, known_architectures, lookup, registry_entries, required_spellings,
-                       type_label, unwritten_keys)
+                       entry_fact, file_architecture, known_architectures, lookup, registry_entries,
+                       required_spellings, type_label, unwritten_keys)
 from ..rulebook.catalog import Hit, rule
 from ..rulebook.walk import ALIGNMENT_KEY, ARRAY, STRING, KV, Context, _VT
 from ..stringlist import StringList
@@ -115,7 +115,12 @@ def _documented_values(entry: dict) -> dict | None:
     return values if isinstance(values, dict) else None
 
 
-def _outside(data: np.ndarray, allowed: list[int]) -> np.ndarray:
+def _int_values(entry: dict) -> tuple[int, ...]:
+    """The integer values a registry entry documents."""
+    return tuple(v for v in entry["values"] if isinstance(v, int))
+
+
+def _outside(data: np.ndarray, allowed: tuple[int, ...]) -> np.ndarray:
     """Mask of the elements of an integer array that are not in ``allowed`` (small non-negative values: one
     table lookup per element instead of a sort)."""
     if allowed and min(allowed) >= 0 and max(allowed) < 4096:
@@ -123,7 +128,7 @@ def _outside(data: np.ndarray, allowed: list[int]) -> np.ndarray:
         if len(set(allowed)) == max(allowed) - min(allowed) + 1 and min(allowed) <= lo and hi <= max(allowed):
             return np.zeros(data.shape, dtype=bool)  # allowed is a range holding every element: no lookup pass
         table = np.zeros(max(allowed) + 2, dtype=bool)
-        table[allowed] = True
+        table[list(allowed)] = True
         if lo >= 0 and hi < len(table):  # the usual case: no clipping pass needed
             return ~table[data]
         return ~table[np.clip(data, 0, len(table) - 1)] | (data < 0)
@@ -140,7 +145,7 @@ def _key_value(ctx: Context) -> Iterator[Hit]:
         if kv.vtype == ARRAY:
             data = kv.value.data
             if isinstance(data, np.ndarray) and data.dtype.kind in "iu" and len(data):
-                bad = _outside(data, [v for v in values if isinstance(v, int)])
+                bad = _outside(data, entry_fact(entry, _int_values))
                 if bad.any():
                     j = int(np.flatnonzero(bad)[0])
                     yield Hit(kv.value_offset, f"{kv.path}.value.data[{j}]", key=kv.key, value=int(data[j]),

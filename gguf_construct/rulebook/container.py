@@ -105,6 +105,10 @@ def _key_charset(ctx: Context) -> Iterator[Hit]:
 
 @rule("KV-KEY-SEGMENT")
 def _key_segment(ctx: Context) -> Iterator[Hit]:
+    keys = _key_bytes(ctx)
+    if not (any(map(bytes.__contains__, keys, repeat(b".."))) or any(map(bytes.startswith, keys, repeat(b".")))
+            or any(map(bytes.endswith, keys, repeat(b".")))):
+        return
     for kv in ctx.kvs:
         key = kv.key_bytes
         if key and (b".." in key or key[:1] == b"." or key[-1:] == b"."):
@@ -127,6 +131,8 @@ def _key_hyphen(ctx: Context) -> Iterator[Hit]:
 
 @rule("KV-KEY-FLAT")
 def _key_flat(ctx: Context) -> Iterator[Hit]:
+    if all(map(bytes.__contains__, _key_bytes(ctx), repeat(b"."))):
+        return
     for kv in ctx.kvs:
         if kv.key_bytes and b"." not in kv.key_bytes:
             yield _key_hit(kv)
@@ -164,6 +170,11 @@ def _array_kvs(ctx: Context) -> Iterator[KV]:
     return (kv for kv in ctx.kvs if kv.vtype == ARRAY)
 
 
+def _value_types(ctx: Context) -> set[int]:
+    """The value types of the file's KV pairs (once per file)."""
+    return ctx.derived("value_types", lambda c: {kv.vtype for kv in c.kvs})
+
+
 def _array_entries(ctx: Context) -> list[tuple[KV, Any, str, int]]:
     """(kv, array, path, depth) of every array of the metadata, nested ones after their parent (once per file)."""
     return ctx.derived("arrays", lambda c: [(kv, *entry) for kv in _array_kvs(c)
@@ -199,6 +210,8 @@ def _bool(ctx: Context) -> Iterator[Hit]:
     for kv, arr, path, depth in _array_entries(ctx):
         if arr.type == BOOL and len(arr.data):
             bool_arrays.setdefault(kv.index, []).append((arr, path, depth))
+    if not bool_arrays and BOOL not in _value_types(ctx):
+        return
     for kv in ctx.kvs:
         if kv.vtype == BOOL and int(kv.value) not in (0, 1):
             yield Hit(kv.value_offset, f"{kv.path}.value", key=kv.key, value=int(kv.value))

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import functools
-from typing import Iterable
+from typing import Any, Callable, Iterable
 
 from .. import spec as _spec
 from ..keyregistry import keys_spec, lookup
 from .walk import ARRAY, KV, STRING, Context, _VT
 
-__all__ = ["keys_spec", "lookup", "allowed_types", "type_label", "documented_architectures",
+__all__ = ["keys_spec", "lookup", "allowed_types", "entry_fact", "type_label", "documented_architectures",
            "known_architectures", "standard_namespaces", "entries_required_by", "HYPHENATED_ARCHITECTURES",
            "UNWRITTEN_KEYS", "unwritten_keys", "file_architecture", "registry_entries", "required_spellings"]
 
@@ -18,15 +18,22 @@ HYPHENATED_ARCHITECTURES = "hyphenated-architectures"
 UNWRITTEN_KEYS = "unwritten-required-keys"
 
 
-def allowed_types(entry: dict) -> frozenset[tuple[int, int | None]]:
-    """(value type, element type or None) pairs the entry allows: its type and its alt_types."""
-    got = _ALLOWED.get(id(entry))
+def entry_fact(entry: dict, build: Callable[[dict], Any]) -> Any:
+    """``build(entry)`` for a registry entry, computed once per entry (entries live as long as the parsed
+    keys.yaml; ``build`` names the fact)."""
+    key = (id(entry), build)
+    got = _ENTRY_FACTS.get(key)
     if got is None or got[0] is not entry:
-        got = _ALLOWED[id(entry)] = (entry, _allowed_types(entry))
+        got = _ENTRY_FACTS[key] = (entry, build(entry))
     return got[1]
 
 
-_ALLOWED: dict[int, tuple[dict, frozenset]] = {}  # registry entries live as long as the parsed keys.yaml
+_ENTRY_FACTS: dict[tuple[int, Callable], tuple[dict, Any]] = {}
+
+
+def allowed_types(entry: dict) -> frozenset[tuple[int, int | None]]:
+    """(value type, element type or None) pairs the entry allows: its type and its alt_types."""
+    return entry_fact(entry, _allowed_types)
 
 
 def _allowed_types(entry: dict) -> frozenset[tuple[int, int | None]]:
