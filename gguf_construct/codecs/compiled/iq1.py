@@ -264,8 +264,6 @@ def encode_iq1_m(x, y, qw, f16, levels, kmap, nb_start, nb_count, nb_flat, delta
     shifts = np.empty(16, dtype=np.int32)
     gi = np.empty(32, dtype=np.int32)
     ls = np.empty(16, dtype=np.int32)
-    qx = np.empty((2, 2), dtype=np.float32)  # [x_p / x_m, half]
-    q2 = np.empty((2, 2), dtype=np.float32)
     delta = deltas[1]
     xpm[0, 0] = np.float32(-1.0) + delta
     xpm[0, 1] = delta
@@ -323,17 +321,26 @@ def encode_iq1_m(x, y, qw, f16, levels, kmap, nb_start, nb_count, nb_flat, delta
             sel2 = -1
             best_k = 0
             scale = np.float32(0.0)
+            # the search over every split (i1, i2) and shift pattern k, with qx[s, h] and q2[s, h] (s: x_p or
+            # x_m, h: half) held in locals and their split-independent products computed once per group
+            px_p0, px_m0 = px[0, 16] * xpm[0, 2], px[0, 16] * xpm[1, 2]
+            px_p1, px_m1 = px[1, 16] * xpm[0, 2], px[1, 16] * xpm[1, 2]
+            pw_p0, pw_m0 = (pw[0, 16] * xpm[0, 2]) * xpm[0, 2], (pw[0, 16] * xpm[1, 2]) * xpm[1, 2]
+            pw_p1, pw_m1 = (pw[1, 16] * xpm[0, 2]) * xpm[0, 2], (pw[1, 16] * xpm[1, 2]) * xpm[1, 2]
+            c1p, c1m, c2p, c2m = c1[0], c1[1], c2[0], c2[1]
             for i1 in range(17):
                 for i2 in range(i1, 17):
-                    for h in range(2):
-                        sx = px[h, i1] + px[h, i2]
-                        for s in range(2):
-                            top = xpm[s, 2]
-                            qx[s, h] = px[h, 16] * top - sx
-                            q2[s, h] = ((pw[h, 16] * top) * top + pw[h, i1] * c1[s]) + pw[h, i2] * c2[s]
-                    for k in range(4):
-                        sqx = qx[k >> 1, 0] + qx[k & 1, 1]
-                        sq2 = q2[k >> 1, 0] + q2[k & 1, 1]
+                    sx0 = px[0, i1] + px[0, i2]
+                    sx1 = px[1, i1] + px[1, i2]
+                    qx_p0, qx_m0 = px_p0 - sx0, px_m0 - sx0
+                    qx_p1, qx_m1 = px_p1 - sx1, px_m1 - sx1
+                    q2_p0 = (pw_p0 + pw[0, i1] * c1p) + pw[0, i2] * c2p
+                    q2_m0 = (pw_m0 + pw[0, i1] * c1m) + pw[0, i2] * c2m
+                    q2_p1 = (pw_p1 + pw[1, i1] * c1p) + pw[1, i2] * c2p
+                    q2_m1 = (pw_m1 + pw[1, i1] * c1m) + pw[1, i2] * c2m
+                    for k in range(4):  # k >> 1 picks the first half's pattern, k & 1 the second's
+                        sqx = (qx_m0 if k >> 1 else qx_p0) + (qx_m1 if k & 1 else qx_p1)
+                        sq2 = (q2_m0 if k >> 1 else q2_p0) + (q2_m1 if k & 1 else q2_p1)
                         if sq2 > 0 and sqx * sqx > best * sq2:
                             best = (sqx / sq2) * sqx
                             scale = sqx / sq2
