@@ -63,8 +63,8 @@ def kv_offsets(gguf: GGUFFile) -> list[int] | None:
         return None
     fam = structs.family(gguf.version, gguf.byte_order)
     stream = BufferStream(gguf._buf)
-    fam.compiled_types["header"].parse_stream(stream)
-    parse = fam.compiled_types["metadata_kv"].parse_stream
+    fam.record_parser("header")(stream)
+    parse = fam.record_parser("metadata_kv")
     out = []
     for _ in range(len(gguf.metadata)):
         out.append(stream.pos)

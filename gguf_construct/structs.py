@@ -60,6 +60,14 @@ class StructFamily(FamilyShape):
         prim = self._resolve_primitive(name) if name in container_spec()["aliases"] else name
         return _spec.primitives()[prim].size if prim in _spec.primitives() else self.min_sizes[name]
 
+    def record_parser(self, type_name: str) -> Callable[[Any], Any]:
+        """The compiled parser of one ``type_name`` record from a stream at its position.  It names a root of its
+        own (``_root=None``): construct's default makes each record's context its own root, a reference cycle
+        that would keep the parsed values, and the file's memory map they view, alive until the garbage
+        collector runs, after the file was closed."""
+        parse = self.compiled_types[type_name].parse_stream
+        return lambda stream: parse(stream, _root=None)
+
     def read(self, type_name: str, buf, start: int = 0, path: str = ""):
         """The located, tolerant read of one ``type_name`` at ``start`` (see :func:`gguf_construct.fieldtree.read`)."""
         return fieldtree.read(self, type_name, buf, start, path)

@@ -552,6 +552,9 @@ def plan_load(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], 
         plan.problems.append(Problem(_code(f), f.message, key=detail.get("key"), tensor=detail.get("tensor"),
                                      expected=detail.get("expected"), got=detail.get("got"), phase=phase))
     plan.approximations = interp.approximations
+    # the interpreter stays reachable from the plan (its hparams methods run on it) and its globals form cycles
+    # with it: keep no array of the file there, which would hold the file's memory map until a collection
+    ml.meta = {key: value for key, value in meta.items() if value.type != "ARRAY"}
     return plan
 
 

@@ -255,7 +255,7 @@ def walk(ctx: Context) -> None:
 
 def _walk_kvs(ctx: Context, stream: BufferStream) -> bool:
     fam = ctx.family
-    parse = fam.compiled_types["metadata_kv"].parse_stream
+    parse = fam.record_parser("metadata_kv")
     for i in range(ctx.kv_count):
         start = stream.pos
         try:
@@ -319,7 +319,7 @@ def _explain_kv(ctx: Context, start: int, index: int, too_deep: bool = False) ->
 
 def _walk_tensor_infos(ctx: Context, stream: BufferStream) -> None:
     fam = ctx.family
-    parse = fam.compiled_types["tensor_info"].parse_stream
+    parse = fam.record_parser("tensor_info")
     for i in range(ctx.tensor_count):
         start = stream.pos
         try:
