@@ -187,6 +187,21 @@ def test_missing_shard_is_a_finding_of_its_own(tmp_path):
     assert [f.rule for f in later.findings if f.rule.startswith("META-SPLIT")] == ["META-SPLIT-MISSING"]
 
 
+def test_first_shard_read_without_a_location_leaves_the_model_unjudged_and_says_so(tmp_path, capsys, monkeypatch):
+    shards = _split_copy(tmp_path)
+    with open(shards[0], "rb") as fh:
+        data = fh.read()
+    alone = check(data, profile="llama.cpp")
+    assert not [f for f in alone.findings if f.rule.startswith("MODEL-")]  # its tensors are only a fifth
+    assert [n for n in alone.notes if "first shard of a split model" in n and f"of {len(shards)} shards" in n]
+    by_path = check(shards[0], profile="llama.cpp")
+    assert not [n for n in by_path.notes if "first shard" in n]
+    # the same from the command line's standard input
+    monkeypatch.setattr("sys.stdin", type("In", (), {"buffer": __import__("io").BytesIO(data)})())
+    rc, reports = _cli_json(capsys, "--profile", "llama.cpp", "-")
+    assert [n for n in reports[0]["notes"] if "first shard of a split model" in n]
+
+
 def test_inconsistent_shards_are_findings_of_the_first(tmp_path):
     shards = _split_copy(tmp_path)
     f = g.load(shards[1], shards=False)

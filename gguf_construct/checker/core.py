@@ -139,7 +139,7 @@ def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, 
         report.counts[rule_id] = report.counts.get(rule_id, 0) + len(group)
         report.findings.append(_once_per_file(rule_id, profile, group))
     report.sort()
-    report.notes = notes(ctx)
+    report.notes = notes(ctx) + (split.notes if split is not None else [])
     ctx.buf = None
     if remote is not None:
         report.transfer = remote.stats()

@@ -34,6 +34,12 @@ class SplitView:
     role: str
     skip: frozenset = frozenset()
     hits: list = dataclasses.field(default_factory=list)
+    notes: list = dataclasses.field(default_factory=list)
+
+
+UNSEEN_SHARDS = ("first shard of a split model of {count} shards, read without a location (bytes or standard "
+                 "input): its other shards cannot be looked for, so the model (its tensors, the rules of scope "
+                 "model) was not judged; check it by path or URL to judge the set")
 
 
 @dataclass
@@ -137,7 +143,7 @@ def split_view(ctx: Context, location: str | None, *, as_member: bool = False) -
                                                  **splitset.later_shard_params(location or "", no, count))))
         return SplitView(role, model_scope(), hits)
     if location is None:
-        return SplitView(role)
+        return SplitView(role, model_scope(), notes=[UNSEEN_SHARDS.format(count=count)])
     members = splitset.member_paths(location, count)
     siblings = [_read_sibling(p) for p in members[1:]] if members else []
     ctx.shard_tensors = [t for _, tensors in siblings for t in tensors]
