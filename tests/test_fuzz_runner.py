@@ -181,3 +181,17 @@ def test_ggml_target_agrees_with_the_ggml_profile(tmp_path, capsys):
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert rc in (0, 1)
     assert summary["per_class"].get("false_accept", 0) == 0 and summary["per_class"].get("false_reject", 0) == 0
+
+
+def test_a_file_in_the_current_folder_named_like_a_library_module_does_not_break_a_target(tmp_path, monkeypatch):
+    # ntpath imports ``nt`` when it can (Windows); a stray nt.py where the fuzzer runs used to be imported by
+    # every worker, which then never answered
+    (tmp_path / "nt.py").write_text("raise SystemExit('a stray nt.py was imported')\n")
+    (tmp_path / "mytarget.py").write_text("import ntpath\n\ndef read(path):\n    raise ValueError('no')\n")
+    monkeypatch.chdir(tmp_path)
+    target = PythonTarget("mytarget:read", timeout=20)  # found in the current folder, after everything else
+    try:
+        target.start()
+        assert target.run(str(tmp_path / "x.gguf")).status == "reject"
+    finally:
+        target.close()

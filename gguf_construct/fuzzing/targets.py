@@ -22,6 +22,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from .worker import TARGET_PATH_ENV
+
 __all__ = ["Outcome", "Target", "TargetError", "CmdTarget", "PythonTarget", "make_target", "gguf_py_reader"]
 
 DEFAULT_MEMORY = 2 << 30
@@ -144,8 +146,12 @@ class PythonTarget(Target):
     def _start(self) -> None:
         env = dict(os.environ, **self.extra_env)
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env["PYTHONPATH"] = os.pathsep.join([root, os.getcwd()] + [p for p in env.get("PYTHONPATH", "").split(
-            os.pathsep) if p])
+        env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        # the current folder is looked in for the target's module only, when it is not found elsewhere: first on
+        # the path (as ``python -m`` puts it; PYTHONSAFEPATH, Python 3.11+, stops that), a stray file there named
+        # like a module the interpreter imports later (nt.py, ...) would break every import after it
+        env["PYTHONSAFEPATH"] = "1"
+        env[TARGET_PATH_ENV] = os.getcwd()
         self.proc = subprocess.Popen([sys.executable, "-m", "gguf_construct.fuzzing.worker", self.spec,
                                       str(self.memory)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=None if os.environ.get("GGUF_FUZZ_DEBUG") else subprocess.DEVNULL, env=env,
@@ -158,7 +164,8 @@ class PythonTarget(Target):
             hello = {}
         if hello.get("status") != "ready":
             self.close()
-            why = hello.get("error") or "it did not answer"
+            why = hello.get("error") or ("it did not answer (its error output is shown with "
+                                         "GGUF_FUZZ_DEBUG=1)")
             raise TargetError(f"python target {self.spec} cannot be used: {why}")
 
     def start(self) -> None:

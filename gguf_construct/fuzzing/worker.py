@@ -20,15 +20,25 @@ from typing import Any
 
 from ..stringlist import StringList
 
-__all__ = ["load_callable", "jsonable", "main"]
+__all__ = ["load_callable", "jsonable", "main", "TARGET_PATH_ENV"]
+
+TARGET_PATH_ENV = "GGUF_FUZZ_TARGET_PATH"
 
 
 def load_callable(spec: str):
-    """``module:function`` (dots allowed in both) to the callable."""
+    """``module:function`` (dots allowed in both) to the callable.  A module found nowhere on the path is looked
+    for in the folder ``$GGUF_FUZZ_TARGET_PATH`` names (the folder the fuzzer was started in)."""
     module, _, name = spec.partition(":")
     if not module or not name:
         raise ValueError(f"python target must be module:function, got {spec!r}")
-    obj = importlib.import_module(module)
+    try:
+        obj = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        folder = os.environ.get(TARGET_PATH_ENV)
+        if not folder or exc.name != module.split(".")[0] or folder in sys.path:
+            raise
+        sys.path.append(folder)
+        obj = importlib.import_module(module)
     for part in name.split("."):
         obj = getattr(obj, part)
     return obj
