@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from . import spec as _spec
 
 __all__ = ["SPLIT_NO", "SPLIT_COUNT", "SPLIT_TENSORS", "SPLIT_KEYS", "split_key_type", "SINGLE", "FIRST", "LATER",
-           "ShardFacts", "Problem", "role", "split_from", "shard_path", "shard_numbers", "parse_shard_path", "shard_set_paths",
-           "member_paths", "set_label", "first_shard_path", "later_shard_params", "set_problems"]
+           "ShardFacts", "Problem", "role", "split_from", "shard_path", "shard_numbers", "parse_shard_path",
+           "shard_set_paths", "member_paths", "set_label", "first_shard_path", "later_shard_params", "set_problems"]
 
 SPLIT_NO, SPLIT_COUNT, SPLIT_TENSORS = "split.no", "split.count", "split.tensors.count"
 SPLIT_KEYS = (SPLIT_NO, SPLIT_COUNT, SPLIT_TENSORS)

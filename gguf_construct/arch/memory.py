@@ -30,9 +30,12 @@ ValueError with llama.cpp's message.
 
 from __future__ import annotations
 
+import copy
 import functools
+import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from types import SimpleNamespace
+from typing import Any, Callable, Mapping
 
 from ..spec import tensor_type_by_id, tensor_types
 from .interp import UNKNOWN, Frame, Interpreter
@@ -154,7 +157,8 @@ class Estimate:
         """The figures as a JSON object (bytes), with the per-layer cache table."""
         return {"ctx": self.ctx, "n_ctx": self.n_ctx, "n_ctx_seq": self.n_ctx_seq, "n_batch": self.n_batch,
                 "n_ubatch": self.n_ubatch, "n_seq_max": self.n_seq_max, "memory": self.memory,
-                "model_bytes": self.model_bytes, "repack_bytes": self.repack_bytes, "kv_bytes": self.kv_bytes, "kv_size_bytes": self.kv_size_bytes,
+                "model_bytes": self.model_bytes, "repack_bytes": self.repack_bytes, "kv_bytes": self.kv_bytes,
+                "kv_size_bytes": self.kv_size_bytes,
                 "recurrent_bytes": self.recurrent_bytes, "output_bytes": self.output_bytes,
                 "compute_bytes": self.compute_bytes, "compute_estimated": True, "total_bytes": self.total_bytes,
                 "replayed": self.replayed, "caches": self.caches, "buffers": self.buffers, "notes": self.notes,
@@ -256,19 +260,21 @@ def _kv_cache(h: Any, cp: dict, kv_size: int, name: str, keep, est: Estimate, *,
     est.caches[name] = kv_size
 
 
+def _model_eval(plan: LoadPlan, **names: Any) -> Callable[[Any], Any]:
+    """An evaluator of the spec's expressions as llama.cpp's memory code sees them: ``model.hparams`` is the
+    model's hyperparameters (run on the replay's interpreter), ``names`` further local variables."""
+    interp = object.__getattribute__(plan.hparams, "_interp")
+    frame = Frame(None, None, {"model": SimpleNamespace(hparams=plan.hparams), **names})
+    return lambda expr: interp.eval(str(expr), frame)
+
+
 def _hparams_copy(plan: LoadPlan, cls: str, copy_name: str) -> Any:
     """The copy of the model's hyperparameters a special cache class gives one of its sub-caches (the overrides
     extracted into the spec, applied in source order)."""
-    import copy as _copy
-
-    h = _copy.copy(plan.hparams)
-    interp = object.__getattribute__(plan.hparams, "_interp")
-
-    class _Model:
-        hparams = plan.hparams
+    h = copy.copy(plan.hparams)
+    evaluate = _model_eval(plan, hparams=h)
     for step in memory_spec()["hparams_overrides"][cls][copy_name]:
-        frame = Frame(None, None, {"model": _Model, "hparams": h})
-        value = interp.eval(str(step["value"]), frame)
+        value = evaluate(step["value"])
         if "fill" in step:
             object.__setattr__(h, step["fill"], [value] * len(getattr(h, step["fill"])))
         else:
@@ -302,14 +308,10 @@ def _attention(plan: LoadPlan, cp: dict, est: Estimate, keep, *, h: Any = None, 
     """A KV cache over ``h`` (default: the model's hyperparameters), split into base and SWA caches
     (llama_kv_cache_iswa) when ``split`` and the model has SWA layers."""
     h = plan.hparams if h is None else h
-    spec = memory_spec()
     none = loader()["constants"]["LLAMA_SWA_TYPE_NONE"]
     base = est.n_ctx_seq
-    uni = cp["kv_unified"] if unified is None else unified
     if split and plan.hparams.swa_type != none:
-        swa = base if cp["swa_full"] else _pad(
-            min(base, int(plan.hparams.n_swa) * (cp["n_seq_max"] if uni else 1) + est.n_ubatch),
-            spec["swa_cache_pad"])
+        swa = _swa_cells(plan, cp, est, cp["kv_unified"] if unified is None else unified)
         _kv_cache(h, cp, base, prefix + "kv", lambda il: keep(il) and not plan.hparams.is_swa(il), est,
                   unified=unified)
         _kv_cache(h, cp, swa, prefix + "swa", lambda il: keep(il) and bool(plan.hparams.is_swa(il)), est,
@@ -318,19 +320,24 @@ def _attention(plan: LoadPlan, cp: dict, est: Estimate, keep, *, h: Any = None, 
         _kv_cache(h, cp, base, prefix + "kv", keep, est, unified=unified)
 
 
+def _swa_cells(plan: LoadPlan, cp: dict, est: Estimate, unified: bool) -> int:
+    """Cells of a SWA cache (llama_kv_cache_iswa): the context's unless ``swa_full`` is off, then the window
+    times the sequences sharing a stream, plus a micro-batch, padded."""
+    if cp["swa_full"]:
+        return est.n_ctx_seq
+    window = int(plan.hparams.n_swa) * (cp["n_seq_max"] if unified else 1) + est.n_ubatch
+    return _pad(min(est.n_ctx_seq, window), memory_spec()["swa_cache_pad"])
+
+
 def _dsv4_state(plan: LoadPlan, cp: dict, est: Estimate, name: str, keep) -> None:
     """``llama_dsv4_comp_state``: per layer ``keep`` accepts, two F32 tensors (state and score) of
     ``n_embd_state x state_size`` per stream and roll-back plane; one stream per sequence."""
     facts = memory_spec()["dsv4"]
     state = facts["states"][name]
     align = memory_spec()["cpu_buffer_alignment"]
-    interp = object.__getattribute__(plan.hparams, "_interp")
-
-    class _Model:
-        hparams = plan.hparams
-    frame = Frame(None, None, {"model": _Model, **{k: v for k, v in facts.items() if isinstance(v, int)}})
-    size = int(interp.eval(state["state_size"], frame))
-    width = int(interp.eval(state["n_embd_state"], frame))
+    evaluate = _model_eval(plan, **{k: v for k, v in facts.items() if isinstance(v, int)})
+    size = int(evaluate(state["state_size"]))
+    width = int(evaluate(state["n_embd_state"]))
     rs_seq = cp["n_rs_seq"] if plan.arch in (memory_spec().get("rs_rollback") or ()) else 0
     planes = cp["n_seq_max"] * (1 + rs_seq)
     for il in range(int(plan.hparams.n_layer())):
@@ -378,9 +385,8 @@ def _memory(plan: LoadPlan, rules: _Rules, cls: str, cp: dict, est: Estimate) ->
         _kv_cache(h, cp, est.n_ctx_seq, "kv", lambda il: mla(il) and not h.is_swa(il), est)
         _kv_cache(_hparams_copy(plan, "llama_kv_cache_dsa", "hparams_lid"), cp, est.n_ctx_seq, "lid",
                   kept("filter_lid"), est)
-        swa = est.n_ctx_seq if cp["swa_full"] else _pad(min(est.n_ctx_seq, int(h.n_swa) * (
-            cp["n_seq_max"] if cp["kv_unified"] else 1) + est.n_ubatch), spec["swa_cache_pad"])
-        _kv_cache(h, cp, swa, "swa", lambda il: mla(il) and bool(h.is_swa(il)), est)
+        _kv_cache(h, cp, _swa_cells(plan, cp, est, cp["kv_unified"]), "swa",
+                  lambda il: mla(il) and bool(h.is_swa(il)), est)
     elif cls == "llama_kv_cache_dsv4":  # streams per sequence whatever kv_unified says
         facts = spec["dsv4"]
         _attention(plan, cp, est, lambda il: True, h=_hparams_copy(plan, cls, "hparams_raw"), unified=False)
@@ -421,12 +427,13 @@ def host_cpu_features() -> frozenset[str]:
     return frozenset(f for flag, f in _CPUINFO_FEATURES.items() if flag in flags)
 
 
+_LAYER_NUMBER = re.compile(r"(?<=\.)\d+(?=\.|$)")
+
+
 def _weight_pattern(name: str) -> tuple[str, str]:
     """A tensor name as its llama-arch name pattern (``blk.%d.attn_q``) and suffix (``weight``)."""
-    import re
-
     base, _, suffix = name.rpartition(".")
-    return re.sub(r"(?<=\.)\d+(?=\.|$)", "%d", base), suffix
+    return _LAYER_NUMBER.sub("%d", base), suffix
 
 
 def repacked(plan: LoadPlan, tensors: Mapping[str, TensorMeta], features: frozenset[str] | set[str]) -> list:
@@ -567,8 +574,6 @@ def _check_context(plan: LoadPlan, tensors: Mapping[str, TensorMeta], cp: dict, 
     spec (``context_checks``: equal K and V types for MLA, flash attention for a quantized V cache, cache block
     sizes that divide the head sizes...), which also adjust flash attention (forced off for some architectures,
     on for a quantized V cache).  Returns whether flash attention ends up enabled (*auto* enables it on the CPU)."""
-    from types import SimpleNamespace
-
     from .interp import Fatal
 
     h = plan.hparams
@@ -611,8 +616,9 @@ def estimate(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], c
     spec = memory_spec()
     h = plan.hparams
     if plan.kind != "model":
-        raise ValueError(f"this file is {'a vocabulary only (no tensors)' if plan.kind == 'vocab' else 'an ' + plan.kind}"
-                         ": llama.cpp creates no context for it, so there is no memory to estimate")
+        what = "a vocabulary only (no tensors)" if plan.kind == "vocab" else "an " + plan.kind
+        raise ValueError(f"this file is {what}: llama.cpp creates no context for it, so there is no memory "
+                         "to estimate")
     if plan.problems or h is None:
         raise ValueError(f"llama.cpp would not load this model: {plan.problems[0].message}" if plan.problems
                          else "no hyperparameters")
