@@ -107,7 +107,7 @@ def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, 
     skip = split.skip if split is not None else frozenset()
     if split is not None:
         hits.extend(split.hits)
-    for rule_id, fn in _selected_predicates(profile, select, ignore, tuple(predicates())):
+    for rule_id, fn in _selected_predicates(profile, select, ignore, predicates()):
         if rule_id in skip:
             continue
         try:

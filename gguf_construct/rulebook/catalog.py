@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable
 
 from .. import spec as _spec
 from .._text import printable
@@ -158,7 +158,7 @@ def rule(rule_id: str) -> Callable[[Predicate], Predicate]:
             raise ValueError(f"rule {rule_id} already has a predicate")
         _PREDICATES[rule_id] = fn
         fn.rule_id = rule_id  # type: ignore[attr-defined]
-        _ordered_predicates.cache_clear()
+        predicates.cache_clear()
         return fn
 
     return deco
@@ -190,13 +190,9 @@ def catalog_order() -> dict[str, int]:
     return {rid: i for i, rid in enumerate(catalog())}
 
 
-def predicates() -> Iterator[tuple[str, Predicate]]:
-    """Registered predicates in catalog order (unknown IDs last, so a typo still shows up in tests)."""
-    return iter(_ordered_predicates())
-
-
 @functools.lru_cache(maxsize=1)
-def _ordered_predicates() -> tuple[tuple[str, Predicate], ...]:
+def predicates() -> tuple[tuple[str, Predicate], ...]:
+    """Registered predicates in catalog order (unknown IDs last, so a typo still shows up in tests)."""
     order = catalog_order()
     return tuple((rid, _PREDICATES[rid]) for rid in sorted(_PREDICATES, key=lambda r: order.get(r, len(order))))
 

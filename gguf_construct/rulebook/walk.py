@@ -113,6 +113,9 @@ class TensorInfo:
         return f"tensor_infos[{self.index}]"
 
 
+_ABSENT = object()  # a fact not yet in Context.cache (None is a fact)
+
+
 @dataclass
 class Context:
     """Everything known about one file while it is checked."""
@@ -150,8 +153,8 @@ class Context:
 
     def derived(self, name: str, build: Callable[["Context"], Any]) -> Any:
         """A fact several predicates share (``build(self)``), computed once per file and kept in :attr:`cache`."""
-        got = self.cache.get(name, self.cache)
-        if got is self.cache:
+        got = self.cache.get(name, _ABSENT)
+        if got is _ABSENT:
             got = self.cache[name] = build(self)
         return got
 
