@@ -135,13 +135,18 @@ def _outside(data: np.ndarray, allowed: tuple[int, ...]) -> np.ndarray:
     return ~np.isin(data, np.array(allowed, dtype=np.int64))
 
 
+def _values_text(entry: dict) -> str:
+    """The values a registry entry documents, as a finding lists them."""
+    return ", ".join(map(str, entry["values"]))
+
+
 @rule("META-KEY-VALUE")
 def _key_value(ctx: Context) -> Iterator[Hit]:
     for kv, entry in registry_entries(ctx):
         values = _documented_values(entry)
         if not values:
             continue
-        expected = ", ".join(map(str, values))
+        expected = entry_fact(entry, _values_text)
         if kv.vtype == ARRAY:
             data = kv.value.data
             if isinstance(data, np.ndarray) and data.dtype.kind in "iu" and len(data):

@@ -21,8 +21,8 @@ __all__ = ["template_values", "MAX_PIECES"]
 MAX_PIECES = 64
 
 
-def _is_template_key(key: str) -> bool:
-    keys = _spec.load_yaml("templates.yaml")["keys"]
+def _is_template_key(key: str, keys: dict) -> bool:
+    """``key`` names a chat template (``keys``: templates.yaml's ``keys`` section)."""
     return key in keys["exact"] or key.startswith(keys["prefix"])
 
 
@@ -31,9 +31,10 @@ def template_values(ctx: Context) -> list[tuple[KV, list[str], bool]]:
     if "templates" in ctx.cache:
         return ctx.cache["templates"]
     out = []
-    marker = _spec.load_yaml("templates.yaml")["keys"]["statement_marker"]
+    keys = _spec.load_yaml("templates.yaml")["keys"]
+    marker = keys["statement_marker"]
     for kv in ctx.kvs:
-        if _is_template_key(kv.key):
+        if _is_template_key(kv.key, keys):
             if kv.vtype == STRING:
                 out.append((kv, [kv.value], True))
             elif kv.vtype == ARRAY and kv.value.type == STRING and kv.value.data:
