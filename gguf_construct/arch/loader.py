@@ -68,6 +68,17 @@ class Problem:
     phase: str = ""
 
 
+def missing_key(key: str, phase: str = "") -> Problem:
+    """llama_model_loader's refusal of a required key that is absent."""
+    return Problem("KEY-MISSING", f"key not found in model: {key}", key=key, phase=phase)
+
+
+def wrong_key_type(key: str, got: str, expected: str, phase: str = "") -> Problem:
+    """llama_model_loader's refusal of a key whose value type is not the one it reads."""
+    return Problem("KEY-TYPE", f"key {key} has wrong type {got} but expected type {expected}", key=key,
+                   expected=expected, got=got, phase=phase)
+
+
 @dataclass
 class ExpectedTensor:
     """A tensor the loader asks for: its shape (ggml order; UNKNOWN entries where not computable) and flags."""
@@ -273,11 +284,16 @@ class MetaReader:
             return False
         raise Fatal(code, message, key=key, **detail)
 
+    def _refuse(self, problem: Problem) -> bool:
+        """:meth:`_fail` with one of the problems built by :func:`missing_key` / :func:`wrong_key_type`."""
+        detail = {k: v for k, v in (("expected", problem.expected), ("got", problem.got)) if v is not None}
+        return self._fail(problem.code, problem.message, problem.key, **detail)
+
     def _read(self, key: str, ref: Any, required: bool) -> MetaValue | None:
         self.plan.keys_read.setdefault(key, getattr(ref, "ctype", "") or "")
         v = self.meta.get(key)
         if v is None and required:
-            self._fail("KEY-MISSING", f"key not found in model: {key}", key)
+            self._refuse(missing_key(key))
         return v
 
     def get_arch(self) -> str:
@@ -294,8 +310,7 @@ class MetaReader:
             return True
         want = self.types["scalar"].get(ref.ctype)
         if want is not None and v.type != want:
-            return self._fail("KEY-TYPE", f"key {key} has wrong type {v.type} but expected type {want}", key,
-                              expected=want, got=v.type)
+            return self._refuse(wrong_key_type(key, v.type, want))
         if v.type == "ARRAY":
             ref.set(list(v.value))
         else:
@@ -325,8 +340,7 @@ class MetaReader:
             return self.get_arr(key, ref, required)
         want = self.types["scalar"].get(ref.ctype)
         if want is not None and v.type != want:
-            return self._fail("KEY-TYPE", f"key {key} has wrong type {v.type} but expected type {want}", key,
-                              expected=want, got=v.type)
+            return self._refuse(wrong_key_type(key, v.type, want))
         target = ref.get()
         if isinstance(target, list):
             for i in range(min(int(n), len(target))):
@@ -369,8 +383,7 @@ class MetaReader:
         if v is None:
             return False
         if v.type != "ARRAY":
-            return self._fail("KEY-TYPE", f"key {key} has wrong type {v.type} but expected type ARRAY", key,
-                              expected="ARRAY", got=v.type)
+            return self._refuse(wrong_key_type(key, v.type, "ARRAY"))
         if isinstance(ref, Ref):
             ref.set(len(v))
         return True
@@ -454,12 +467,10 @@ def _split_keys_refused(meta: Mapping[str, MetaValue], plan: LoadPlan) -> bool:
         value, expected = meta.get(key), split_key_type(key)
         if value is None:
             if required:
-                plan.problems.append(Problem("KEY-MISSING", f"key not found in model: {key}", key=key,
-                                             phase="split"))
+                plan.problems.append(missing_key(key, "split"))
                 return True
         elif value.type != expected:
-            plan.problems.append(Problem("KEY-TYPE", f"key {key} has wrong type {value.type} but expected type "
-                                         f"{expected}", key=key, expected=expected, got=value.type, phase="split"))
+            plan.problems.append(wrong_key_type(key, value.type, expected, "split"))
             return True
     return False
 
@@ -472,7 +483,8 @@ def plan_load(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], 
     kind = file_kind(meta, n_file_tensors)
     if vocab_only is None:
         vocab_only = kind == "vocab"
-    arch_value = meta.get(model_spec()["architecture_key"])
+    arch_key = model_spec()["architecture_key"]
+    arch_value = meta.get(arch_key)
     plan = LoadPlan(arch=None, kind=kind)
     if kind == "adapter":
         _plan_adapter(meta, tensors, plan)
@@ -483,20 +495,17 @@ def plan_load(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], 
     if _split_keys_refused(meta, plan):
         return plan
     if arch_value is None:
-        plan.problems.append(Problem("KEY-MISSING", "key not found in model: general.architecture",
-                                     key="general.architecture", phase="arch"))
+        plan.problems.append(missing_key(arch_key, "arch"))
         return plan
     if arch_value.type != "STRING":
-        plan.problems.append(Problem("KEY-TYPE", f"key general.architecture has wrong type {arch_value.type} but "
-                                     "expected type STRING", key="general.architecture", expected="STRING",
-                                     got=arch_value.type, phase="arch"))
+        plan.problems.append(wrong_key_type(arch_key, arch_value.type, "STRING", "arch"))
         return plan
     name = str(arch_value.value)
     plan.arch = name
     arch = architecture(name)
     if arch is None or not arch.loadable:
         plan.problems.append(Problem("ARCH-UNKNOWN", f"unknown model architecture: '{name}'",
-                                     key="general.architecture", got=name, phase="arch"))
+                                     key=arch_key, got=name, phase="arch"))
         return plan
 
     constants = dict(loader()["constants"])
@@ -565,7 +574,8 @@ def _plan_adapter(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMet
     def problem(message: str, key: str | None = None, tensor: str | None = None) -> None:
         plan.problems.append(Problem("ADAPTER", message, key=key, tensor=tensor, phase="adapter"))
 
-    arch_value = meta.get(model_spec()["architecture_key"])
+    arch_key = model_spec()["architecture_key"]
+    arch_value = meta.get(arch_key)
     name = str(arch_value.value) if arch_value is not None and arch_value.type == "STRING" else ""
     plan.arch = name or None
     a = architecture(name)
