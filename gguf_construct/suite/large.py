@@ -79,21 +79,17 @@ class LargeCase:
             yield block[:min(n, len(block))]
             n -= len(block)
 
-    def sha256(self) -> str:
-        """The SHA-256 of the whole file, streamed."""
+    def sha256s(self) -> tuple[str, str]:
+        """(SHA-256 of the whole file, SHA-256 of the big key's value bytes: a string's bytes or the array's
+        elements), both from one streamed pass over the fill."""
         head, n, tail = self.parts()
-        h = hashlib.sha256(head)
+        whole, value = hashlib.sha256(head), hashlib.sha256()
         for chunk in self._chunks(n):
-            h.update(chunk)
-        h.update(tail)
-        return h.hexdigest()
-
-    def value_sha256(self) -> str:
-        """The SHA-256 of the big key's value bytes (a string's bytes, or the array's elements)."""
-        h = hashlib.sha256()
-        for chunk in self._chunks(self.length):
-            h.update(chunk)
-        return h.hexdigest()
+            whole.update(chunk)
+            value.update(chunk)
+        whole.update(tail)
+        value.update(tail[:self.length - n])  # the value's kept bytes open the tail
+        return whole.hexdigest(), value.hexdigest()
 
     def write(self, path: str) -> None:
         """Write the file to ``path`` (an already-open temporary path) without holding it: zeros are skipped

@@ -150,12 +150,13 @@ def large_entry(case: LargeCase) -> dict:
                              "rules": list(case.rules)}
     if case.near:
         entry["limit_of"] = list(case.near)
+    file_sha256, value_sha256 = case.sha256s()
     entry.update(expect=expect, why=why, spec_text=_spec_text(list(case.rules) + list(case.near)),
-                 sha256=case.sha256(), size=case.size)
+                 sha256=file_sha256, size=case.size)
     twin = Case(case.path, case.group, case.rules, case.doc, {case.path: case.small_twin()})
     values = _expected_values(twin)
     key = BIG_KEY[case.vtype]
-    big = {"key": key, "type": case.vtype, "length": case.length, "sha256": case.value_sha256()}
+    big = {"key": key, "type": case.vtype, "length": case.length, "sha256": value_sha256}
     if case.vtype == "ARRAY":
         big["item_type"] = "UINT8"
     values["metadata"] = [big if m["key"] == key else m for m in values["metadata"]]
