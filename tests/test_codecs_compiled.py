@@ -388,3 +388,52 @@ def test_chunked_run_covers_every_block_once_and_passes_statuses_and_errors():
 
     with pytest.raises(ZeroDivisionError):
         _run.run_blocks(failing, x, y, (), threads=2)
+
+
+def _clamp_loop(x, out):
+    for i in range(x.shape[0]):
+        out[i] = min(max(np.int64(x[i] * np.float32(3.7)), -4), 3)
+
+
+def _compile_as(module_name: str) -> None:
+    """A fresh compile of :func:`_clamp_loop` as if defined in ``module_name`` (min and max compile nested)."""
+    import numba
+
+    fn = type(_clamp_loop)(_clamp_loop.__code__, dict(_clamp_loop.__globals__), "_clamp_loop")
+    fn.__module__ = module_name
+    numba.njit(fn)(np.linspace(-2, 2, 8, dtype=np.float32), np.zeros(8, np.int64))
+
+
+def test_kernels_compile_keeping_conditional_moves_and_other_code_as_before(monkeypatch):
+    """A real compile of a function of the compiled codecs switches the option off at its start and back on at
+    its end, once (min and max are compiled inside it); other code compiles without touching it."""
+    from gguf_construct.codecs.compiled import _jit
+
+    calls = []
+    real = _jit._llvm.set_option
+    monkeypatch.setattr(_jit._llvm, "set_option", lambda name, option: (calls.append(option), real(name, option)))
+    _compile_as("someone_else")
+    assert calls == []
+    _compile_as("gguf_construct.codecs.compiled._probe")
+    assert calls == ["-x86-cmov-converter=false", "-x86-cmov-converter=true"]
+
+
+def test_the_codegen_option_is_set_once_around_nested_compiles(monkeypatch):
+    from types import SimpleNamespace
+
+    from gguf_construct.codecs.compiled import _jit, kquants
+
+    calls = []
+    monkeypatch.setattr(_jit._llvm, "set_option", lambda name, option: calls.append(option))
+    listener = _jit._KernelCodegen()
+    ours = SimpleNamespace(data={"dispatcher": kquants.encode_q3_k})
+    other = SimpleNamespace(data={"dispatcher": SimpleNamespace(py_func=np.add)})
+    listener.on_start(other)
+    listener.on_end(other)
+    assert calls == []
+    listener.on_start(ours)
+    listener.on_start(ours)  # a helper compiled for the kernel
+    listener.on_end(ours)
+    assert calls == ["-x86-cmov-converter=false"]
+    listener.on_end(ours)
+    assert calls == ["-x86-cmov-converter=false", "-x86-cmov-converter=true"]

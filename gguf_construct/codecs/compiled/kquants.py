@@ -557,11 +557,13 @@ def encode_q3_k(x, y, qw, f16):
                 continue
             for ii in range(16):
                 L[16 * j + ii] = min(max(nearest_int(xb[16 * j + ii] / dl), -4), 3) + 4
-        for k in range(8):  # L is 0..7: its bit 2 (L > 3) goes to bit k of hmask[l] for L[32k + l], then L -= 4
-            for l in range(32):
+        for l in range(32):  # L is 0..7: its bit 2 (L > 3) goes to bit k of hmask[l] for L[32k + l], then L -= 4
+            m = np.int32(0)
+            for k in range(8):
                 v = L[32 * k + l]
-                out[l] |= np.uint8((v >> 2) << k)
+                m |= (v >> 2) << k
                 L[32 * k + l] = v & 3
+            out[l] = np.uint8(m)
         for j in range(0, 256, 128):
             for l in range(32):
                 out[32 + j // 4 + l] = np.uint8(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4)
