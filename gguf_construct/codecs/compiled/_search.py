@@ -62,10 +62,53 @@ def make_qx_quants(x, nmax, L, w):
     return scale
 
 
+@helper
+def _qkx_levels(x, w, mn, iscale, nmax, Lx, WL, WL2, WXL):
+    """One step's levels and the terms of its sums, element by element (a loop LLVM vectorizes: the sums,
+    whose order counts, are added up apart from it)."""
+    for i in range(x.shape[0]):
+        l = min(max(nearest_int(iscale * (x[i] - mn)), 0), nmax)
+        Lx[i] = l
+        wl = w[i] * np.float32(l)
+        WL[i] = wl
+        WL2[i] = wl * np.float32(l)
+        WXL[i] = wl * x[i]
+
+
+@helper
+def _qkx_errors(x, w, Lx, scale, mn, use_mad, E):
+    """The weighted error terms of the levels ``Lx`` with this scale and minimum (``|d|`` or ``d * d``)."""
+    for i in range(x.shape[0]):
+        diff = scale * np.float32(Lx[i]) + mn - x[i]
+        diff = abs(diff) if use_mad else diff * diff
+        E[i] = w[i] * diff
+
+
+@helper
+def _qkx_fit(sum_w, sum_x, sum_l, sum_l2, sum_xl):
+    """(fits, scale, min) of one step from its sums: the least-squares line, its minimum clipped to 0."""
+    D = sum_w * sum_l2 - sum_l * sum_l
+    if not D > 0:
+        return False, np.float32(0.0), np.float32(0.0)
+    this_scale = (sum_w * sum_xl - sum_x * sum_l) / D
+    this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D
+    if this_min > 0:
+        this_min = np.float32(0.0)
+        this_scale = sum_xl / sum_l2
+    return True, this_scale, this_min
+
+
 @routine
-def make_qkx_quants(x, w, L, Laux, nmax, rmin, rdelta, nstep, use_mad, v3):
-    """``make_qkx2_quants`` (``v3`` False) / ``make_qkx3_quants`` with weights ``w``: returns (scale, -min)."""
+def make_qkx_quants(x, w, L, Laux, F, nmax, rmin, rdelta, nstep, use_mad, v3):
+    """``make_qkx2_quants`` (``v3`` False) / ``make_qkx3_quants`` with weights ``w``: returns (scale, -min).
+
+    Scratch: ``Laux`` 2n levels, ``F`` 6n floats.  Every step's floats are ggml's, in ggml's order; what is
+    done per element apart from the sums runs vectorized, and steps run two at a time, so that the second's
+    chains of additions overlap the first's.  The second step is computed with the minimum the first started
+    from; when the first is taken and moves the minimum, the second is done again."""
     n = x.shape[0]
+    if Laux.shape[0] < 2 * n or F.shape[0] < 6 * n:
+        raise ValueError("make_qkx_quants: Laux must hold 2n levels and F 6n floats")
     mn = x[0]
     mx = x[0]
     sum_w = w[0]
@@ -92,36 +135,64 @@ def make_qkx_quants(x, w, L, Laux, nmax, rmin, rdelta, nstep, use_mad, v3):
         diff = scale * np.float32(L[i]) + mn - x[i]
         diff = abs(diff) if use_mad else diff * diff
         best += w[i] * diff
-    for i_s in range(nstep + 1):
-        iscale = (rmin + rdelta * np.float32(i_s) + fnmax) / (mx - mn)
-        sum_l = np.float32(0.0)
-        sum_l2 = np.float32(0.0)
-        sum_xl = np.float32(0.0)
-        for i in range(n):
-            l = min(max(nearest_int(iscale * (x[i] - mn)), 0), nmax)
-            Laux[i] = l
-            wl = w[i] * np.float32(l)
-            sum_l += wl
-            sum_l2 += wl * np.float32(l)
-            sum_xl += wl * x[i]
-        D = sum_w * sum_l2 - sum_l * sum_l
-        if D > 0:
-            this_scale = (sum_w * sum_xl - sum_x * sum_l) / D
-            this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D
-            if this_min > 0:
-                this_min = np.float32(0.0)
-                this_scale = sum_xl / sum_l2
-            cur = np.float32(0.0)
+    La, Lb = Laux[:n], Laux[n:2 * n]
+    WLa, WL2a, WXLa = F[:n], F[n:2 * n], F[2 * n:3 * n]
+    WLb, WL2b, WXLb = F[3 * n:4 * n], F[4 * n:5 * n], F[5 * n:6 * n]
+    i_s = 0
+    while i_s <= nstep:
+        two = i_s < nstep
+        _qkx_levels(x, w, mn, (rmin + rdelta * np.float32(i_s) + fnmax) / (mx - mn), nmax, La, WLa, WL2a, WXLa)
+        if two:
+            _qkx_levels(x, w, mn, (rmin + rdelta * np.float32(i_s + 1) + fnmax) / (mx - mn), nmax, Lb, WLb,
+                        WL2b, WXLb)
+        sla = sl2a = sxla = slb = sl2b = sxlb = np.float32(0.0)
+        if two:
             for i in range(n):
-                diff = this_scale * np.float32(Laux[i]) + this_min - x[i]
-                diff = abs(diff) if use_mad else diff * diff
-                cur += w[i] * diff
-            if cur < best:
-                for i in range(n):
-                    L[i] = Laux[i]
-                best = cur
-                scale = this_scale
-                mn = this_min
+                sla += WLa[i]
+                sl2a += WL2a[i]
+                sxla += WXLa[i]
+                slb += WLb[i]
+                sl2b += WL2b[i]
+                sxlb += WXLb[i]
+        else:
+            for i in range(n):
+                sla += WLa[i]
+                sl2a += WL2a[i]
+                sxla += WXLa[i]
+        fa, scale_a, min_a = _qkx_fit(sum_w, sum_x, sla, sl2a, sxla)
+        fb, scale_b, min_b = _qkx_fit(sum_w, sum_x, slb, sl2b, sxlb)
+        fb = fb and two
+        cur_a = cur_b = np.float32(0.0)
+        if fa:
+            _qkx_errors(x, w, La, scale_a, min_a, use_mad, WLa)
+        if fb:
+            _qkx_errors(x, w, Lb, scale_b, min_b, use_mad, WLb)
+        if fa and fb:
+            for i in range(n):
+                cur_a += WLa[i]
+                cur_b += WLb[i]
+        elif fa:
+            for i in range(n):
+                cur_a += WLa[i]
+        elif fb:
+            for i in range(n):
+                cur_b += WLb[i]
+        if fa and cur_a < best:
+            for i in range(n):
+                L[i] = La[i]
+            best = cur_a
+            scale = scale_a
+            if min_a != mn:  # the second step started from another minimum: it runs again
+                mn = min_a
+                i_s += 1
+                continue
+        if fb and cur_b < best:
+            for i in range(n):
+                L[i] = Lb[i]
+            best = cur_b
+            scale = scale_b
+            mn = min_b
+        i_s += 2
     return scale, -mn
 
 

@@ -218,7 +218,8 @@ def decode_q8_k(x, y, f16):
 def encode_q2_k(x, y, qw, f16):
     # scales[16] @0, qs[64] @16, d @80, dmin @82
     L = np.empty(256, dtype=np.int32)
-    Laux = np.empty(16, dtype=np.int32)
+    Laux = np.empty(32, dtype=np.int32)  # make_qkx_quants' scratch
+    F = np.empty(96, dtype=np.float32)
     w = np.empty(16, dtype=np.float32)
     scales = np.empty(16, dtype=np.float32)
     mins = np.empty(16, dtype=np.float32)
@@ -235,7 +236,7 @@ def encode_q2_k(x, y, qw, f16):
                 xs = xb[16 * j:16 * j + 16]
                 for l in range(16):
                     w[l] = abs(xs[l])
-                scales[j], mins[j] = make_qkx_quants(xs, w, L[16 * j:16 * j + 16], Laux, 3, np.float32(-0.5),
+                scales[j], mins[j] = make_qkx_quants(xs, w, L[16 * j:16 * j + 16], Laux, F, 3, np.float32(-0.5),
                                                      np.float32(0.1), 15, True, False)
                 if scales[j] > max_scale:
                     max_scale = scales[j]
@@ -265,7 +266,7 @@ def encode_q2_k(x, y, qw, f16):
                     w[l] = q[16 * j + l] * np.sqrt(sigma2 + xs[l] * xs[l])
                     s += w[l]
                 sw[j] = s
-                scales[j], mins[j] = make_qkx_quants(xs, w, L[16 * j:16 * j + 16], Laux, 3, np.float32(-0.9),
+                scales[j], mins[j] = make_qkx_quants(xs, w, L[16 * j:16 * j + 16], Laux, F, 3, np.float32(-0.9),
                                                      np.float32(0.05), 36, False, True)
             dm = make_qp_quants(scales, 15, Ls, sw)
             mm = make_qp_quants(mins, 15, Lm, sw)
@@ -287,7 +288,7 @@ def encode_q2_k(x, y, qw, f16):
 
 
 @routine
-def encode_k45_block(xb, out, q, nmax, L, Laux, w, scales, mins, sw, Ls, Lm, f16):
+def encode_k45_block(xb, out, q, nmax, L, Laux, F, w, scales, mins, sw, Ls, Lm, f16):
     """One block of Q4_K (``nmax`` 15) or Q5_K (31) up to the requantized ``L`` (scales, d, dmin written);
     ``q``: the block's importance weights or an empty array."""
     if q.shape[0] == 0:
@@ -299,10 +300,10 @@ def encode_k45_block(xb, out, q, nmax, L, Laux, w, scales, mins, sw, Ls, Lm, f16
             for l in range(32):
                 w[l] = av_x + abs(xs[l])
             if nmax == 15:
-                scales[j], mins[j] = make_qkx_quants(xs, w, L[32 * j:32 * j + 32], Laux, 15, np.float32(-1.0),
+                scales[j], mins[j] = make_qkx_quants(xs, w, L[32 * j:32 * j + 32], Laux, F, 15, np.float32(-1.0),
                                                      np.float32(0.1), 20, False, False)
             else:
-                scales[j], mins[j] = make_qkx_quants(xs, w, L[32 * j:32 * j + 32], Laux, 31, np.float32(-0.5),
+                scales[j], mins[j] = make_qkx_quants(xs, w, L[32 * j:32 * j + 32], Laux, F, 31, np.float32(-0.5),
                                                      np.float32(0.1), 15, False, False)
             if scales[j] > max_scale:
                 max_scale = scales[j]
@@ -324,7 +325,7 @@ def encode_k45_block(xb, out, q, nmax, L, Laux, w, scales, mins, sw, Ls, Lm, f16
                 w[l] = q[32 * j + l] * np.sqrt(sigma2 + xs[l] * xs[l])
                 s += w[l]
             sw[j] = s
-            scales[j], mins[j] = make_qkx_quants(xs, w, L[32 * j:32 * j + 32], Laux, nmax, np.float32(-0.9),
+            scales[j], mins[j] = make_qkx_quants(xs, w, L[32 * j:32 * j + 32], Laux, F, nmax, np.float32(-0.9),
                                                  np.float32(0.05), 36, False, True)
         d_block = make_qp_quants(scales[:8], 63, Ls, sw[:8])
         m_block = make_qp_quants(mins[:8], 63, Lm, sw[:8])
@@ -359,7 +360,8 @@ def encode_k45_block(xb, out, q, nmax, L, Laux, w, scales, mins, sw, Ls, Lm, f16
 def encode_q4_k(x, y, qw, f16):
     # d @0, dmin @2, scales[12] @4, qs[128] @16
     L = np.empty(256, dtype=np.int32)
-    Laux = np.empty(32, dtype=np.int32)
+    Laux = np.empty(64, dtype=np.int32)  # make_qkx_quants' scratch
+    F = np.empty(192, dtype=np.float32)
     w = np.empty(32, dtype=np.float32)
     scales = np.empty(8, dtype=np.float32)
     mins = np.empty(8, dtype=np.float32)
@@ -371,7 +373,7 @@ def encode_q4_k(x, y, qw, f16):
         out = y[i]
         out[:] = 0
         q = qw[i % qw.shape[0]] if qw.shape[0] else none
-        encode_k45_block(x[i], out, q, 15, L, Laux, w, scales, mins, sw, Ls, Lm, f16)
+        encode_k45_block(x[i], out, q, 15, L, Laux, F, w, scales, mins, sw, Ls, Lm, f16)
         for c in range(4):
             for l in range(32):
                 out[16 + 32 * c + l] = np.uint8(L[64 * c + l] | (L[64 * c + 32 + l] << 4))
@@ -381,7 +383,8 @@ def encode_q4_k(x, y, qw, f16):
 def encode_q5_k(x, y, qw, f16):
     # d @0, dmin @2, scales[12] @4, qh[32] @16, qs[128] @48
     L = np.empty(256, dtype=np.int32)
-    Laux = np.empty(32, dtype=np.int32)
+    Laux = np.empty(64, dtype=np.int32)  # make_qkx_quants' scratch
+    F = np.empty(192, dtype=np.float32)
     w = np.empty(32, dtype=np.float32)
     scales = np.empty(8, dtype=np.float32)
     mins = np.empty(8, dtype=np.float32)
@@ -393,7 +396,7 @@ def encode_q5_k(x, y, qw, f16):
         out = y[i]
         out[:] = 0
         q = qw[i % qw.shape[0]] if qw.shape[0] else none
-        encode_k45_block(x[i], out, q, 31, L, Laux, w, scales, mins, sw, Ls, Lm, f16)
+        encode_k45_block(x[i], out, q, 31, L, Laux, F, w, scales, mins, sw, Ls, Lm, f16)
         m1 = 1
         m2 = 2
         for c in range(4):

@@ -196,14 +196,15 @@ def encode_q4_0(x, y, qw, f16):
 @kernel
 def encode_q4_1(x, y, qw, f16):
     L = np.empty(32, dtype=np.int32)
-    Laux = np.empty(32, dtype=np.int32)
+    Laux = np.empty(64, dtype=np.int32)  # make_qkx_quants' scratch
+    F = np.empty(192, dtype=np.float32)
     w = np.empty(32, dtype=np.float32)
     sigma2 = np.float32(0.0)
     for i in range(x.shape[0]):
         xb, out = x[i], y[i]
         if qw.shape[0]:
             sigma2 = row_weights(x, i, qw, w, sigma2)
-            d, the_min = make_qkx_quants(xb, w, L, Laux, 15, np.float32(-0.9), np.float32(0.05), 36, False, True)
+            d, the_min = make_qkx_quants(xb, w, L, Laux, F, 15, np.float32(-0.9), np.float32(0.05), 36, False, True)
             put_fp16(out, 0, d, f16)
             put_fp16(out, 2, -the_min, f16)
         else:
@@ -243,14 +244,15 @@ def encode_q5_0(x, y, qw, f16):
 @kernel
 def encode_q5_1(x, y, qw, f16):
     L = np.empty(32, dtype=np.int32)
-    Laux = np.empty(32, dtype=np.int32)
+    Laux = np.empty(64, dtype=np.int32)  # make_qkx_quants' scratch
+    F = np.empty(192, dtype=np.float32)
     w = np.empty(32, dtype=np.float32)
     sigma2 = np.float32(0.0)
     for i in range(x.shape[0]):
         xb, out = x[i], y[i]
         if qw.shape[0]:
             sigma2 = row_weights(x, i, qw, w, sigma2)
-            d, the_min = make_qkx_quants(xb, w, L, Laux, 31, np.float32(-0.9), np.float32(0.05), 36, False, True)
+            d, the_min = make_qkx_quants(xb, w, L, Laux, F, 31, np.float32(-0.9), np.float32(0.05), 36, False, True)
             put_fp16(out, 0, d, f16)
             put_fp16(out, 2, -the_min, f16)
         else:
