@@ -43,7 +43,10 @@ with every core, and prints the speed-up.  ``--threads-test MIB`` times decoders
 encoders with one thread, with every core and with the default count, alone and with a competing CPU-bound
 process, in turns, and prints medians, the ratios to one thread and the counts the default chose.
 ``--compile-cost [TYPES...]`` prints each kernel's first-use cost: compiled into an empty cache, then loaded
-from it, each in a fresh process.
+from it, each in a fresh process.  ``--kernels KIB[,KIB...] --ggml-lib PATH`` times only the compiled decode
+kernels against ggml's C decode functions, both called directly on KIB KiB of blocks into outputs they reuse,
+in turns (no Python wrapper, no page faults): the speed of the decoding itself, in the caches (small KIB) and
+from memory (large KIB), where the write bandwidth bounds both.
 """
 
 from __future__ import annotations
@@ -426,6 +429,45 @@ def compile_cost(names: list[str]) -> int:
     return 0
 
 
+def kernels(sizes_kib: list[int], ggml: "GgmlDecoder", wanted: set[str], repeat: int) -> int:
+    """Compiled decode kernel against ggml's C decode function, each called directly on the same blocks into
+    an output array it reuses, in turns; prints the time of each and their ratio per type and size."""
+    from gguf_construct.codecs import compiled
+
+    print(f"{'type':8s} {'KiB':>6s} {'kernel us':>10s} {'C us':>10s} {'kernel/C':>8s}  (speed ratio; best of "
+          f"{repeat} turns)")
+    ratios: dict[int, list[float]] = {k: [] for k in sizes_kib}
+    for t in spec.tensor_types():
+        if not (t.is_current and t.codec) or (wanted and t.name not in wanted):
+            continue
+        found = compiled.decoder(t.id)
+        c_fn = ggml.to_float(t)
+        if found is None or c_fn is None:
+            continue
+        kernel, tables = found
+        im = np.random.default_rng(3).random(ROW).astype(np.float32) + np.float32(0.1) if requires_imatrix(t) else None
+        for kib in sizes_kib:
+            x = np.frombuffer(sample_blocks(t, kib * 1024, im), np.uint8).reshape(-1, t.type_size)
+            x.flags.writeable = False
+            ours = np.empty((x.shape[0], t.block_size), np.float32)
+            theirs = np.empty_like(ours)
+            kernel(x, ours, *tables)
+            c_fn(x.ctypes.data, theirs.ctypes.data, theirs.size)
+            if not np.array_equal(ours.view(np.uint32), theirs.view(np.uint32)):
+                print(f"{t.name}: decoded values differ from ggml's", file=sys.stderr)
+            times = race({"kernel": lambda: kernel(x, ours, *tables),
+                          "C": lambda: c_fn(x.ctypes.data, theirs.ctypes.data, theirs.size)}, repeat,
+                         time.perf_counter, budget=0.5)
+            ratios[kib].append(times["C"] / times["kernel"])
+            print(f"{t.name:8s} {kib:6d} {times['kernel'] * 1e6:10.1f} {times['C'] * 1e6:10.1f} "
+                  f"{ratios[kib][-1]:8.2f}")
+    for kib, r in ratios.items():
+        if r:
+            mean = math.exp(sum(map(math.log, r)) / len(r))
+            print(f"geometric mean kernel/C at {kib} KiB over {len(r)} types: {mean:.2f}")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("types", nargs="*", help="type names (default: every type with a codec)")
@@ -439,6 +481,8 @@ def main(argv=None) -> int:
     ap.add_argument("--scaling", type=float, metavar="MIB", help="only time Tensor.numpy() threads scaling")
     ap.add_argument("--threads-test", type=float, metavar="MIB",
                     help="only time the default thread count against one thread, alone and with a competing process")
+    ap.add_argument("--kernels", metavar="KIB[,KIB...]",
+                    help="only the decode kernels against ggml's C functions, called directly (needs --ggml-lib)")
     ap.add_argument("--compile-cost", action="store_true",
                     help="only the first-use cost per type: compile (empty cache) and load from the cache")
     args = ap.parse_args(argv)
@@ -451,6 +495,11 @@ def main(argv=None) -> int:
     if args.threads_test:
         return threads_test(args.threads_test, args.repeat)
     ggml = GgmlDecoder(args.ggml_lib) if args.ggml_lib else None
+    if args.kernels:
+        if ggml is None or codecs.backend() != "numba":
+            ap.error("--kernels needs --ggml-lib and the compiled codecs (the [fast] extra)")
+        return kernels([int(k) for k in args.kernels.split(",")], ggml, {n.upper() for n in args.types},
+                       max(args.repeat, 50))
     clock = timer(args.cpu or ggml is not None)
     wanted = {n.upper() for n in args.types}
     types = [t for t in spec.tensor_types() if t.is_current and t.codec and (not wanted or t.name in wanted)]
