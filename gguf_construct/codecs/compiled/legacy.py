@@ -213,8 +213,11 @@ def encode_q4_1(x, y, qw, f16):
             idv = inverse(d)
             put_fp16(out, 0, d, f16)
             put_fp16(out, 2, mn, f16)
-            for j in range(32):
-                L[j] = min(15, c_int8((xb[j] - mn) * idv + np.float32(0.5))) & 0xFF
+            for j in range(16):  # straight into the nibbles (one vectorized pass, no scratch)
+                lo = min(15, c_int8((xb[j] - mn) * idv + np.float32(0.5))) & 0xFF
+                hi = min(15, c_int8((xb[j + 16] - mn) * idv + np.float32(0.5))) & 0xFF
+                out[4 + j] = np.uint8((lo | (hi << 4)) & 0xFF)
+            continue
         for j in range(16):
             out[4 + j] = np.uint8((L[j] | (L[j + 16] << 4)) & 0xFF)
 
@@ -273,11 +276,10 @@ def min_max(xb):
     """``min = FLT_MAX, max = -FLT_MAX; for v: if (v < min) min = v; if (v > max) max = v;``."""
     mn = np.float32(3.4028234663852886e38)
     mx = -mn
-    for j in range(xb.shape[0]):
-        if xb[j] < mn:
-            mn = xb[j]
-        if xb[j] > mx:
-            mx = xb[j]
+    for j in range(xb.shape[0]):  # as selects: x86's minss / maxss are exactly these, no branch to mispredict
+        v = xb[j]
+        mn = v if v < mn else mn
+        mx = v if v > mx else mx
     return mn, mx
 
 
