@@ -404,6 +404,10 @@ def _compile_as(module_name: str) -> None:
     numba.njit(fn)(np.linspace(-2, 2, 8, dtype=np.float32), np.zeros(8, np.int64))
 
 
+_X86 = __import__("platform").machine().lower() in ("x86_64", "amd64", "i386", "i686")
+
+
+@pytest.mark.skipif(not _X86, reason="an option of LLVM's x86 back end, set on x86 hosts only")
 def test_kernels_compile_keeping_conditional_moves_and_other_code_as_before(monkeypatch):
     """A real compile of a function of the compiled codecs switches the option off at its start and back on at
     its end, once (min and max are compiled inside it); other code compiles without touching it."""

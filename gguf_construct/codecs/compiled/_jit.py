@@ -13,7 +13,8 @@ While one of these kernels compiles, LLVM's x86 pass that turns conditional move
 (:class:`_KernelCodegen`): the clamps of the quantization searches depend on the data, so those branches
 mispredict.  With it on, Q3_K's encoder ran at 0.94x the speed of ggml's C (built by gcc, which keeps the
 conditional moves), with it off at 1.55x; the other kernels are unchanged.  The option is process-wide in
-LLVM, so it is set for the compile of these kernels only and set back to LLVM's default after.
+LLVM, so it is set for the compile of these kernels only and set back to LLVM's default after; other hosts
+than x86 have no such pass and are left alone.
 
 numba checks a cached kernel against its own source file only: after editing a helper module (``_scalar``,
 ``_search``, ``legacy``'s word readers) delete ``__pycache__/*.nbi`` / ``*.nbc`` here (an installed release
@@ -119,7 +120,9 @@ class _KernelCodegen(_event.Listener):
                 _llvm.set_option("", f"{self._OPTION}=true")
 
 
-_event.register("numba:compile", _KernelCodegen())
+# Only on x86 hosts, where LLVM has the option: an option LLVM does not know ends the process (exit(1)).
+if _llvm.get_process_triple().startswith(("x86_64", "i386", "i586", "i686")):
+    _event.register("numba:compile", _KernelCodegen())
 
 kernel = _numba_decorator()
 #: small helpers (word reads, conversions, a value's code): inlined into the kernel at numba's level
