@@ -27,9 +27,11 @@ def _is_template_key(key: str, keys: dict) -> bool:
 
 
 def template_values(ctx: Context) -> list[tuple[KV, list[str], bool]]:
-    """(KV pair, texts to scan, is a chat-template key) for every template of the file (cached on ``ctx``)."""
-    if "templates" in ctx.cache:
-        return ctx.cache["templates"]
+    """(KV pair, texts to scan, is a chat-template key) for every template of the file (once per file)."""
+    return ctx.derived("templates", _find_templates)
+
+
+def _find_templates(ctx: Context) -> list[tuple[KV, list[str], bool]]:
     out = []
     keys = _spec.load_yaml("templates.yaml")["keys"]
     marker = keys["statement_marker"]
@@ -45,7 +47,6 @@ def template_values(ctx: Context) -> list[tuple[KV, list[str], bool]]:
                 out.append((kv, texts, True))
         elif kv.vtype == STRING and marker in kv.value and jinja_scan.is_template(kv.value):
             out.append((kv, [kv.value], False))
-    ctx.cache["templates"] = out
     return out
 
 

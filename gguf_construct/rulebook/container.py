@@ -15,7 +15,8 @@ from .._stringscan import scan_string_offsets
 from ..constructs import encode_text
 from ..reader import MAX_KEY_BYTES
 from ..stringlist import StringList
-from .keys import HYPHENATED_ARCHITECTURES, known_architectures, registry_entries, standard_namespaces
+from .keys import (HYPHENATED_ARCHITECTURES, file_architecture, known_architectures, registry_entries,
+                   standard_namespaces)
 from .catalog import Hit, rule
 from .walk import ALIGNMENT_KEY, ALIGNMENT_TYPE, ARRAY, BOOL, KV, STRING, Context, type_name
 
@@ -119,8 +120,8 @@ def _key_segment(ctx: Context) -> Iterator[Hit]:
 def _key_hyphen(ctx: Context) -> Iterator[Hit]:
     if not any(map(bytes.__contains__, _key_bytes(ctx), repeat(b"-"))):
         return
-    arch = ctx.scalar("general.architecture", STRING)
-    prefix = f"{arch}.".encode() if isinstance(arch, str) and "-" in arch and arch in known_architectures() else None
+    arch = file_architecture(ctx)
+    prefix = f"{arch}.".encode() if arch and "-" in arch and arch in known_architectures() else None
     for kv in ctx.kvs:
         if b"-" in kv.key_bytes:
             hit = _key_hit(kv)
