@@ -98,14 +98,23 @@ def _qkx_fit(sum_w, sum_x, sum_l, sum_l2, sum_xl):
     return True, this_scale, this_min
 
 
+@helper
+def qkx_scratch(n):
+    """(Laux, F): the scratch :func:`make_qkx_quants` takes for groups of ``n`` weights, allocated once per
+    kernel call."""
+    return np.empty(2 * n, dtype=np.int32), np.empty(6 * n, dtype=np.float32)
+
+
 @routine
 def make_qkx_quants(x, w, L, Laux, F, nmax, rmin, rdelta, nstep, use_mad, v3):
     """``make_qkx2_quants`` (``v3`` False) / ``make_qkx3_quants`` with weights ``w``: returns (scale, -min).
 
-    Scratch: ``Laux`` 2n levels, ``F`` 6n floats.  Every step's floats are ggml's, in ggml's order; what is
-    done per element apart from the sums runs vectorized, and steps run two at a time, so that the second's
-    chains of additions overlap the first's.  The second step is computed with the minimum the first started
-    from; when the first is taken and moves the minimum, the second is done again."""
+    Scratch (:func:`qkx_scratch`): ``Laux`` 2n levels, ``F`` 6n floats.  Every step's floats are ggml's, in
+    ggml's order; what is done per element apart from the sums runs vectorized, and steps run two at a time,
+    so that the second's chains of additions overlap the first's.  The second step is computed with the minimum
+    the first started from; when the first is taken and moves the minimum, the second is done again.  Sums of
+    a step that does not take part (no second step left, or no fit) are computed over stale scratch and
+    ignored."""
     n = x.shape[0]
     if Laux.shape[0] < 2 * n or F.shape[0] < 6 * n:
         raise ValueError("make_qkx_quants: Laux must hold 2n levels and F 6n floats")
@@ -146,37 +155,24 @@ def make_qkx_quants(x, w, L, Laux, F, nmax, rmin, rdelta, nstep, use_mad, v3):
             _qkx_levels(x, w, mn, (rmin + rdelta * np.float32(i_s + 1) + fnmax) / (mx - mn), nmax, Lb, WLb,
                         WL2b, WXLb)
         sla = sl2a = sxla = slb = sl2b = sxlb = np.float32(0.0)
-        if two:
-            for i in range(n):
-                sla += WLa[i]
-                sl2a += WL2a[i]
-                sxla += WXLa[i]
-                slb += WLb[i]
-                sl2b += WL2b[i]
-                sxlb += WXLb[i]
-        else:
-            for i in range(n):
-                sla += WLa[i]
-                sl2a += WL2a[i]
-                sxla += WXLa[i]
+        for i in range(n):
+            sla += WLa[i]
+            sl2a += WL2a[i]
+            sxla += WXLa[i]
+            slb += WLb[i]
+            sl2b += WL2b[i]
+            sxlb += WXLb[i]
         fa, scale_a, min_a = _qkx_fit(sum_w, sum_x, sla, sl2a, sxla)
         fb, scale_b, min_b = _qkx_fit(sum_w, sum_x, slb, sl2b, sxlb)
         fb = fb and two
-        cur_a = cur_b = np.float32(0.0)
         if fa:
             _qkx_errors(x, w, La, scale_a, min_a, use_mad, WLa)
         if fb:
             _qkx_errors(x, w, Lb, scale_b, min_b, use_mad, WLb)
-        if fa and fb:
-            for i in range(n):
-                cur_a += WLa[i]
-                cur_b += WLb[i]
-        elif fa:
-            for i in range(n):
-                cur_a += WLa[i]
-        elif fb:
-            for i in range(n):
-                cur_b += WLb[i]
+        cur_a = cur_b = np.float32(0.0)
+        for i in range(n):
+            cur_a += WLa[i]
+            cur_b += WLb[i]
         if fa and cur_a < best:
             for i in range(n):
                 L[i] = La[i]

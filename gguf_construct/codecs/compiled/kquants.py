@@ -11,7 +11,7 @@ from . import _tables
 from ._jit import helper, kernel, routine
 from ._scalar import nearest_int, put_fp16
 from ._search import (_EPS, first_abs_max, make_qkx_quants, make_qp_quants, make_qx_quants, make_qx_quants_lanes,
-                      sum_squares)
+                      qkx_scratch, sum_squares)
 from .legacy import u16, u32
 
 
@@ -218,8 +218,7 @@ def decode_q8_k(x, y, f16):
 def encode_q2_k(x, y, qw, f16):
     # scales[16] @0, qs[64] @16, d @80, dmin @82
     L = np.empty(256, dtype=np.int32)
-    Laux = np.empty(32, dtype=np.int32)  # make_qkx_quants' scratch
-    F = np.empty(96, dtype=np.float32)
+    Laux, F = qkx_scratch(16)
     w = np.empty(16, dtype=np.float32)
     scales = np.empty(16, dtype=np.float32)
     mins = np.empty(16, dtype=np.float32)
@@ -360,8 +359,7 @@ def encode_k45_block(xb, out, q, nmax, L, Laux, F, w, scales, mins, sw, Ls, Lm, 
 def encode_q4_k(x, y, qw, f16):
     # d @0, dmin @2, scales[12] @4, qs[128] @16
     L = np.empty(256, dtype=np.int32)
-    Laux = np.empty(64, dtype=np.int32)  # make_qkx_quants' scratch
-    F = np.empty(192, dtype=np.float32)
+    Laux, F = qkx_scratch(32)
     w = np.empty(32, dtype=np.float32)
     scales = np.empty(8, dtype=np.float32)
     mins = np.empty(8, dtype=np.float32)
@@ -383,8 +381,7 @@ def encode_q4_k(x, y, qw, f16):
 def encode_q5_k(x, y, qw, f16):
     # d @0, dmin @2, scales[12] @4, qh[32] @16, qs[128] @48
     L = np.empty(256, dtype=np.int32)
-    Laux = np.empty(64, dtype=np.int32)  # make_qkx_quants' scratch
-    F = np.empty(192, dtype=np.float32)
+    Laux, F = qkx_scratch(32)
     w = np.empty(32, dtype=np.float32)
     scales = np.empty(8, dtype=np.float32)
     mins = np.empty(8, dtype=np.float32)

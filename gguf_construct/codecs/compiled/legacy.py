@@ -15,7 +15,7 @@ import numpy as np
 from . import _tables
 from ._jit import helper, kernel
 from ._scalar import c_int, put_fp16, roundf
-from ._search import first_abs_max, make_qkx_quants, make_qx_quants
+from ._search import first_abs_max, make_qkx_quants, make_qx_quants, qkx_scratch
 
 
 def tables(name: str) -> tuple:
@@ -196,8 +196,7 @@ def encode_q4_0(x, y, qw, f16):
 @kernel
 def encode_q4_1(x, y, qw, f16):
     L = np.empty(32, dtype=np.int32)
-    Laux = np.empty(64, dtype=np.int32)  # make_qkx_quants' scratch
-    F = np.empty(192, dtype=np.float32)
+    Laux, F = qkx_scratch(32)
     w = np.empty(32, dtype=np.float32)
     sigma2 = np.float32(0.0)
     for i in range(x.shape[0]):
@@ -247,8 +246,7 @@ def encode_q5_0(x, y, qw, f16):
 @kernel
 def encode_q5_1(x, y, qw, f16):
     L = np.empty(32, dtype=np.int32)
-    Laux = np.empty(64, dtype=np.int32)  # make_qkx_quants' scratch
-    F = np.empty(192, dtype=np.float32)
+    Laux, F = qkx_scratch(32)
     w = np.empty(32, dtype=np.float32)
     sigma2 = np.float32(0.0)
     for i in range(x.shape[0]):
