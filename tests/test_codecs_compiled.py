@@ -441,3 +441,31 @@ def test_the_codegen_option_is_set_once_around_nested_compiles(monkeypatch):
     assert calls == ["-x86-cmov-converter=false"]
     listener.on_end(ours)
     assert calls == ["-x86-cmov-converter=false", "-x86-cmov-converter=true"]
+
+
+@pytest.mark.parametrize("name", ["IQ1_S", "IQ2_XXS", "IQ2_XS", "IQ2_S"])
+def test_packed_neighbour_lists_hold_the_numpy_codecs_lists(name):
+    """Every code the encoders can make (8 levels 0..2) finds through ``slot`` / ``lists`` the grid index or the
+    neighbour list (same entries, same order) of the numpy codec's lattice."""
+    from gguf_construct.codecs.compiled import iq1, iq2
+    if name == "IQ1_S":
+        from gguf_construct.codecs.iq1 import _grid
+        g = _grid()
+        slot, lists = iq1.encode_tables(name)[2:4]
+        grid_of, listed = g.kmap, lambda c: g.nb_flat[g.nb_start[c]:g.nb_start[c] + g.nb_count[c]]
+    else:
+        from gguf_construct.codecs.iq2 import _lattice
+        g = _lattice(iq2._GRIDS[name])
+        slot, lists = iq2.encode_tables(name)[2:4]
+        grid_of = g.map
+        listed = lambda c: g.flat[g.starts[g.row[c]]:g.starts[g.row[c]] + g.counts[g.row[c]]]  # noqa: E731
+    digits = (np.arange(3 ** 8)[:, None] // 3 ** np.arange(8)) % 3
+    codes = (digits << (2 * np.arange(8))).sum(axis=1)
+    assert codes.max() < len(slot)
+    on = grid_of[codes] >= 0
+    assert np.array_equal(slot[codes[on]], grid_of[codes[on]])
+    assert (slot[codes[~on]] < 0).all()
+    for c in codes[~on]:
+        o = -1 - slot[c]
+        assert lists[o] > 0
+        assert np.array_equal(lists[o + 1:o + 1 + lists[o]], listed(c))

@@ -66,3 +66,28 @@ def sign_factors() -> np.ndarray:
     kmask = small("kmask_iq2xs")
     hit = (np.arange(256)[:, None] & kmask[None, :]) != 0
     return np.where(hit, np.float32(-1.0), np.float32(1.0)).astype(np.float32)
+
+
+def neighbour_slots(kmap: np.ndarray, list_of_code: np.ndarray, starts: np.ndarray, counts: np.ndarray,
+                    flat: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """An IQ grid's code map and neighbour lists packed for one lookup per code: ``(slot, lists)``.
+
+    ``slot[code]`` (the first ``size`` codes) is the grid index ``kmap[code]`` of an on-grid code and ``-1 - o``
+    for an off-grid one, whose list is ``lists[o]`` (its length) followed by that many grid indices (int16).
+    Codes without a list point at ``lists[0]``, an empty list.  The input is the numpy codec's form: list
+    ``list_of_code[code]`` (-1: none) is ``flat[starts[r]:starts[r] + counts[r]]``.  A fifth of the bytes of the
+    numpy form, so the encoders' scale searches keep their tables in the cache.
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    offsets = 1 + np.concatenate(([0], np.cumsum(counts + 1)[:-1]))
+    lists = np.zeros(1 + int((counts + 1).sum()), dtype=np.int16)
+    lists[offsets] = counts
+    within = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    lists[np.repeat(offsets + 1, counts) + within] = flat[np.repeat(np.asarray(starts, dtype=np.int64), counts)
+                                                          + within]
+    rows = np.asarray(list_of_code[:size])
+    slot = np.full(size, -1, dtype=np.int32)
+    slot[rows >= 0] = -1 - offsets[rows[rows >= 0]]
+    on = kmap[:size] >= 0
+    slot[on] = kmap[:size][on]
+    return slot, lists

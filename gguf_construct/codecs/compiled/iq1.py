@@ -69,15 +69,19 @@ def decode_iq1_m(x, y, f16, grid, deltas):
 
 ABORT_NO_NEIGHBOUR = 1
 ABORT_NAN_SCALE = 2
+_CODES = 0xAAAA + 1  # the codes of 8 levels 0..2 (2 bits each) run from 0 to 0xAAAA
 
 
 def encode_tables(name: str) -> tuple:
-    """fp16, grid levels (2048, 8), code map, neighbour list starts, counts, entries, the two deltas."""
+    """fp16, grid levels (2048, 8), the code map and neighbour lists (:func:`_tables.neighbour_slots`), the two
+    deltas."""
     from ..iq1 import _grid
     g = _grid()
-    return (_tables.fp16(), np.ascontiguousarray(g.levels), np.ascontiguousarray(g.kmap),
-            np.ascontiguousarray(g.nb_start), np.ascontiguousarray(g.nb_count), np.ascontiguousarray(g.nb_flat),
-            _tables.floats("iq1_delta"))
+    has_list = g.nb_count > 0
+    list_of_code = np.where(has_list, np.cumsum(has_list) - 1, -1)
+    slot, lists = _tables.neighbour_slots(g.kmap, list_of_code, g.nb_start[has_list], g.nb_count[has_list],
+                                          g.nb_flat, _CODES)
+    return (_tables.fp16(), np.ascontiguousarray(g.levels), slot, lists, _tables.floats("iq1_delta"))
 
 
 @routine
@@ -96,18 +100,20 @@ def stable_order(xs, idx):
 
 
 @routine
-def vector_index(xv, wv, L, scale, xx, levels, kmap, nb_start, nb_count, nb_flat):
+def vector_index(xv, wv, L, scale, xx, levels, slot, lists):
     """Grid index of the 8 levels ``L`` (0..2); off the grid ``iq1_find_best_neighbour2``: the neighbour
     minimising ``sum (w * diff) * diff``, ``diff = scale * xx[level] - x``.  (index, on grid, ok)."""
     code = 0
     for j in range(8):
         code |= L[j] << (2 * j)
-    g = kmap[code]
+    g = slot[code]
     if g >= 0:
         return g, True, True
+    o = -1 - g
+    g = -1
     best = np.float32(3.4028234663852886e38)
-    for c in range(nb_start[code], nb_start[code] + nb_count[code]):
-        p = nb_flat[c]
+    for c in range(o + 1, o + 1 + lists[o]):
+        p = lists[c]
         d2 = np.float32(0.0)
         for j in range(8):
             diff = scale * xx[levels[p, j]] - xv[j]
@@ -119,7 +125,7 @@ def vector_index(xv, wv, L, scale, xx, levels, kmap, nb_start, nb_count, nb_flat
 
 
 @kernel
-def encode_iq1_s(x, y, qw, f16, levels, kmap, nb_start, nb_count, nb_flat, deltas):
+def encode_iq1_s(x, y, qw, f16, levels, slot, lists, deltas):
     # d @0, qs[32] @2, qh (8 u16) @34
     weight = np.empty(256, dtype=np.float32)
     idx = np.empty(32, dtype=np.int64)
@@ -208,7 +214,7 @@ def encode_iq1_s(x, y, qw, f16, levels, kmap, nb_start, nb_count, nb_flat, delta
             all_on = True
             for k in range(4):
                 g, on, ok = vector_index(xs[8 * k:8 * k + 8], ws[8 * k:8 * k + 8], L[8 * k:8 * k + 8], scale, xx,
-                                         levels, kmap, nb_start, nb_count, nb_flat)
+                                         levels, slot, lists)
                 if not ok:
                     return ABORT_NO_NEIGHBOUR
                 gi[k] = g
@@ -251,7 +257,7 @@ def encode_iq1_s(x, y, qw, f16, levels, kmap, nb_start, nb_count, nb_flat, delta
 
 
 @kernel
-def encode_iq1_m(x, y, qw, f16, levels, kmap, nb_start, nb_count, nb_flat, deltas):
+def encode_iq1_m(x, y, qw, f16, levels, slot, lists, deltas):
     # qs[32] @0, qh[16] @32, scales (4 u16) @48 (the fp16 d spread over their top nibbles); per 16 weights
     # a 3-bit scale, per 8 a delta sign (shift patterns 0..3: x_p/x_m for the first and second half)
     weight = np.empty(256, dtype=np.float32)
@@ -360,7 +366,7 @@ def encode_iq1_m(x, y, qw, f16, levels, kmap, nb_start, nb_count, nb_flat, delta
             for k in range(2):
                 xx = xpm[best_k >> 1] if k == 0 else xpm[best_k & 1]
                 g, on, ok = vector_index(xs[8 * k:8 * k + 8], ws[8 * k:8 * k + 8], L[8 * k:8 * k + 8], scale, xx,
-                                         levels, kmap, nb_start, nb_count, nb_flat)
+                                         levels, slot, lists)
                 if not ok:
                     return ABORT_NO_NEIGHBOUR
                 gi[2 * ib + k] = g

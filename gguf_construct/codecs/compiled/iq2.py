@@ -94,12 +94,13 @@ _KMAP_SIZE = 43692  # ggml's kmap_q2xs size: codes from here on are read out of 
 
 
 def encode_tables(name: str) -> tuple:
-    """fp16, grid positions (n, 8), code map, code -> neighbour list row, list starts, counts, entries."""
+    """fp16, grid positions (n, 8) int8, the code map and the neighbour lists in one int16 array.
+
+    The code map and lists are :func:`_tables.neighbour_slots` of the numpy codec's lattice (ggml's order)."""
     from ..iq2 import _lattice
     g = _lattice(_GRIDS[name])
-    return (_tables.fp16(), np.ascontiguousarray(g.pos, dtype=np.float32), np.ascontiguousarray(g.map),
-            np.ascontiguousarray(g.row), np.ascontiguousarray(g.starts, dtype=np.int64),
-            np.ascontiguousarray(g.counts), np.ascontiguousarray(g.flat))
+    slot, lists = _tables.neighbour_slots(g.map, g.row, g.starts, g.counts, g.flat, _KMAP_SIZE)
+    return _tables.fp16(), np.ascontiguousarray(g.pos, dtype=np.float32), slot, lists
 
 
 @routine
@@ -146,7 +147,7 @@ def signs_of(xs, w, xval, parity):
 
 
 @helper
-def levels_of(xv, wa, idv, scale, L, pos, kmap, row, starts, counts, flat):
+def levels_of(xv, wa, idv, scale, L, pos, slot, lists):
     """Levels ``clamp(nearest_int(0.5 * (id * x - 1)), 0, 2)`` of 8 weights into ``L``; an off-grid code takes
     its best neighbour at ``scale`` (``iq2_find_best_neighbour``, errors weighted by ``wa``).  Returns
     (on the grid, status)."""
@@ -154,13 +155,14 @@ def levels_of(xv, wa, idv, scale, L, pos, kmap, row, starts, counts, flat):
     for k in range(8):
         L[k] = min(max(nearest_int(np.float32(0.5) * (idv * xv[k] - np.float32(1.0))), 0), 2)
         code |= L[k] << (2 * k)
-    if kmap[code] >= 0:
+    s = slot[code]
+    if s >= 0:
         return True, 0
-    r = row[code]
+    o = -1 - s
     best_d2 = np.float32(3.4028234663852886e38)
     g = -1
-    for j in range(starts[r], starts[r] + counts[r]):
-        p = flat[j]
+    for j in range(o + 1, o + 1 + lists[o]):
+        p = lists[j]
         d2 = np.float32(0.0)
         for k in range(8):
             diff = scale * pos[p, k] - xv[k]
@@ -188,7 +190,7 @@ def level_sums(w, xval, L):
 
 
 @helper
-def grid_index(L, kmap):
+def grid_index(L, slot):
     """ggml's final lookup: ``u = sum((int8)L[i] << 2i)`` as uint16, ``kmap[u]``; (index, status)."""
     u = 0
     for k in range(8):
@@ -196,14 +198,14 @@ def grid_index(L, kmap):
     u &= 0xFFFF
     if u >= _KMAP_SIZE:
         return 0, ABORT_OUT_OF_MAP
-    g = kmap[u]
+    g = slot[u]
     if g < 0:
         return 0, ABORT_OFF_GRID
     return g, 0
 
 
 @routine
-def search_16(xval, w, wa, gmax, L, Laux, on, on_aux, pos, kmap, row, starts, counts, flat):
+def search_16(xval, w, wa, gmax, L, Laux, on, on_aux, pos, slot, lists):
     """The scale search of quantize_row_iq2_xs_impl / _s_impl for 16 weights (two vectors): (scale, status)."""
     best = np.float32(0.0)
     scale = gmax / np.float32(5.0)  # 2 * kMaxQ - 1
@@ -216,7 +218,7 @@ def search_16(xval, w, wa, gmax, L, Laux, on, on_aux, pos, kmap, row, starts, co
         this_scale = np.float32(1.0) / idv
         for k in range(2):
             on_aux[k], st = levels_of(xval[8 * k:8 * k + 8], wa[8 * k:8 * k + 8], idv, this_scale,
-                                      Laux[8 * k:8 * k + 8], pos, kmap, row, starts, counts, flat)
+                                      Laux[8 * k:8 * k + 8], pos, slot, lists)
             if st:
                 return scale, st
         sumqx, sumq2 = level_sums(w, xval, Laux)
@@ -232,7 +234,7 @@ def search_16(xval, w, wa, gmax, L, Laux, on, on_aux, pos, kmap, row, starts, co
         for k in range(2):
             if not on[k]:
                 _, st = levels_of(xval[8 * k:8 * k + 8], wa[8 * k:8 * k + 8], np.float32(1.0) / sc, sc,
-                                  L[8 * k:8 * k + 8], pos, kmap, row, starts, counts, flat)
+                                  L[8 * k:8 * k + 8], pos, slot, lists)
                 if st:
                     return scale, st
         sumqx, sumq2 = level_sums(w, xval, L)
@@ -258,7 +260,7 @@ def finish_scales(scales, fudge, f16, out):
 
 
 @kernel
-def encode_iq2_xxs(x, y, qw, f16, pos, kmap, row, starts, counts, flat):
+def encode_iq2_xxs(x, y, qw, f16, pos, slot, lists):
     # d @0, qs (16 words) @2: per 32 weights a word of four grid indices and a word of signs and scale
     weight = np.empty(256, dtype=np.float32)
     waux = np.empty(256, dtype=np.float32)
@@ -297,7 +299,7 @@ def encode_iq2_xxs(x, y, qw, f16, pos, kmap, row, starts, counts, flat):
                 this_scale = np.float32(1.0) / idv
                 for k in range(4):
                     _, st = levels_of(xval[8 * k:8 * k + 8], wa[8 * k:8 * k + 8], idv, this_scale,
-                                      Laux[8 * k:8 * k + 8], pos, kmap, row, starts, counts, flat)
+                                      Laux[8 * k:8 * k + 8], pos, slot, lists)
                     if st:
                         return st
                 sumqx, sumq2 = level_sums(w, xval, Laux)
@@ -310,7 +312,7 @@ def encode_iq2_xxs(x, y, qw, f16, pos, kmap, row, starts, counts, flat):
                 idv = np.float32(1.0) / scale
                 for k in range(4):
                     _, st = levels_of(xval[8 * k:8 * k + 8], wa[8 * k:8 * k + 8], idv, scale,
-                                      L[8 * k:8 * k + 8], pos, kmap, row, starts, counts, flat)
+                                      L[8 * k:8 * k + 8], pos, slot, lists)
                     if st:
                         return st
                 sumqx, sumq2 = level_sums(w, xval, L)
@@ -322,7 +324,7 @@ def encode_iq2_xxs(x, y, qw, f16, pos, kmap, row, starts, counts, flat):
                     sg[k] = ~sg[k] & 127
             lo = np.uint32(0)
             for k in range(4):
-                g, st = grid_index(L[8 * k:8 * k + 8], kmap)
+                g, st = grid_index(L[8 * k:8 * k + 8], slot)
                 if st:
                     return st
                 lo |= np.uint32(g) << (8 * k)
@@ -343,8 +345,8 @@ def encode_iq2_xxs(x, y, qw, f16, pos, kmap, row, starts, counts, flat):
 
 
 @routine
-def encode_16(xb, out, q, iq2s, f16, weight, waux, xval, L, Laux, on, on_aux, scales, gidx, signs, pos, kmap,
-              row, starts, counts, flat):
+def encode_16(xb, out, q, iq2s, f16, weight, waux, xval, L, Laux, on, on_aux, scales, gidx, signs, pos, slot,
+              lists):
     """IQ2_XS / IQ2_S up to the per-16 grid indices, signs and 4-bit scales; returns (max_scale, status)."""
     block_weights(xb, q, weight, waux, 2 if iq2s else 1)
     for ib in range(16):
@@ -363,7 +365,7 @@ def encode_16(xb, out, q, iq2s, f16, weight, waux, xval, L, Laux, on, on_aux, sc
             gmax = gmax if gmax > xval[j] else xval[j]
         if gmax < (np.float32(1e-8) if iq2s else np.float32(1e-15)):  # GROUP_MAX_EPS(_IQ2_S)
             continue
-        scale, st = search_16(xval, w, wa, gmax, L, Laux, on, on_aux, pos, kmap, row, starts, counts, flat)
+        scale, st = search_16(xval, w, wa, gmax, L, Laux, on, on_aux, pos, slot, lists)
         if st:
             return scale, st
         if scale < 0:
@@ -371,7 +373,7 @@ def encode_16(xb, out, q, iq2s, f16, weight, waux, xval, L, Laux, on, on_aux, sc
             s0 = ~s0 & (255 if iq2s else 127)
             s1 = ~s1 & (255 if iq2s else 127)
         for k in range(2):
-            g, st = grid_index(L[8 * k:8 * k + 8], kmap)
+            g, st = grid_index(L[8 * k:8 * k + 8], slot)
             if st:
                 return scale, st
             gidx[2 * ib + k] = g
@@ -385,7 +387,7 @@ def encode_16(xb, out, q, iq2s, f16, weight, waux, xval, L, Laux, on, on_aux, sc
 
 
 @kernel
-def encode_iq2_xs(x, y, qw, f16, pos, kmap, row, starts, counts, flat):
+def encode_iq2_xs(x, y, qw, f16, pos, slot, lists):
     # d @0, qs (32 u16: 9-bit grid index, 7-bit sign index) @2, scales[8] @66
     weight = np.empty(256, dtype=np.float32)
     waux = np.empty(256, dtype=np.float32)
@@ -402,8 +404,7 @@ def encode_iq2_xs(x, y, qw, f16, pos, kmap, row, starts, counts, flat):
         xb, out = x[i], y[i]
         out[:] = 0
         max_scale, st = encode_16(xb, out, qw[i % qw.shape[0]] if qw.shape[0] else none, False, f16, weight, waux,
-                                  xval, L, Laux, on, on_aux, scales, gidx, signs, pos, kmap, row, starts, counts,
-                                  flat)
+                                  xval, L, Laux, on, on_aux, scales, gidx, signs, pos, slot, lists)
         if st:
             return st
         if max_scale == 0:
@@ -418,7 +419,7 @@ def encode_iq2_xs(x, y, qw, f16, pos, kmap, row, starts, counts, flat):
 
 
 @kernel
-def encode_iq2_s(x, y, qw, f16, pos, kmap, row, starts, counts, flat):
+def encode_iq2_s(x, y, qw, f16, pos, slot, lists):
     # d @0, qs[64] @2 (32 grid index bytes, then 32 sign bytes), qh[8] @66, scales[8] @74
     weight = np.empty(256, dtype=np.float32)
     waux = np.empty(256, dtype=np.float32)
@@ -435,8 +436,7 @@ def encode_iq2_s(x, y, qw, f16, pos, kmap, row, starts, counts, flat):
         xb, out = x[i], y[i]
         out[:] = 0
         max_scale, st = encode_16(xb, out, qw[i % qw.shape[0]] if qw.shape[0] else none, True, f16, weight, waux,
-                                  xval, L, Laux, on, on_aux, scales, gidx, signs, pos, kmap, row, starts, counts,
-                                  flat)
+                                  xval, L, Laux, on, on_aux, scales, gidx, signs, pos, slot, lists)
         if st:
             return st
         for k in range(32):  # kept even when max_scale == 0 (d and the scales stay 0)
