@@ -115,24 +115,29 @@ def _documented_values(entry: dict) -> dict | None:
     return values if isinstance(values, dict) else None
 
 
-def _int_values(entry: dict) -> tuple[int, ...]:
-    """The integer values a registry entry documents."""
-    return tuple(v for v in entry["values"] if isinstance(v, int))
+def _int_values(entry: dict) -> tuple[tuple[int, ...], bool]:
+    """The integer values a registry entry documents, and whether they are every integer from the least to the
+    greatest."""
+    values = tuple(v for v in entry["values"] if isinstance(v, int))
+    return values, bool(values) and len(set(values)) == max(values) - min(values) + 1
 
 
-def _outside(data: np.ndarray, allowed: tuple[int, ...]) -> np.ndarray:
-    """Mask of the elements of an integer array that are not in ``allowed`` (small non-negative values: one
-    table lookup per element instead of a sort)."""
-    if allowed and min(allowed) >= 0 and max(allowed) < 4096:
-        lo, hi = int(data.min()), int(data.max())
-        if len(set(allowed)) == max(allowed) - min(allowed) + 1 and min(allowed) <= lo and hi <= max(allowed):
-            return np.zeros(data.shape, dtype=bool)  # allowed is a range holding every element: no lookup pass
+def _first_outside(data: np.ndarray, allowed: tuple[int, ...], is_range: bool) -> int | None:
+    """Index of the first element of an integer array that is not in ``allowed`` (None: there is none).  Small
+    non-negative values take one table lookup per element instead of a sort; a range holding the array's least
+    and greatest element needs no pass beyond those two."""
+    if not allowed:
+        return 0
+    lo, hi = int(data.min()), int(data.max())
+    if is_range and min(allowed) <= lo and hi <= max(allowed):
+        return None
+    if min(allowed) >= 0 and max(allowed) < 4096:
         table = np.zeros(max(allowed) + 2, dtype=bool)
         table[list(allowed)] = True
-        if lo >= 0 and hi < len(table):  # the usual case: no clipping pass needed
-            return ~table[data]
-        return ~table[np.clip(data, 0, len(table) - 1)] | (data < 0)
-    return ~np.isin(data, np.array(allowed, dtype=np.int64))
+        bad = ~table[data] if lo >= 0 and hi < len(table) else ~table[np.clip(data, 0, len(table) - 1)] | (data < 0)
+    else:
+        bad = ~np.isin(data, np.array(allowed, dtype=np.int64))
+    return int(np.argmax(bad)) if bad.any() else None
 
 
 def _values_text(entry: dict) -> str:
@@ -150,9 +155,8 @@ def _key_value(ctx: Context) -> Iterator[Hit]:
         if kv.vtype == ARRAY:
             data = kv.value.data
             if isinstance(data, np.ndarray) and data.dtype.kind in "iu" and len(data):
-                bad = _outside(data, entry_fact(entry, _int_values))
-                if bad.any():
-                    j = int(np.flatnonzero(bad)[0])
+                j = _first_outside(data, *entry_fact(entry, _int_values))
+                if j is not None:
                     yield Hit(kv.value_offset, f"{kv.path}.value.data[{j}]", key=kv.key, value=int(data[j]),
                               expected=expected)
             elif isinstance(data, (list, StringList)):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import re
-from itertools import repeat
 from typing import Any, Iterator
 
 import numpy as np
@@ -73,15 +72,16 @@ def _key_len(ctx: Context) -> Iterator[Hit]:
             yield _key_hit(kv, length=len(kv.key_bytes))
 
 
-def _key_bytes(ctx: Context) -> list[bytes]:
-    """Every key's bytes (once per file): the key rules first ask all of them at once, at C speed, whether there
-    is anything to find, and look at each pair only when there is."""
-    return ctx.derived("key_bytes", lambda c: [kv.key_bytes for kv in c.kvs])
+def _key_text(ctx: Context) -> bytes:
+    """Every key's bytes, each between NUL bytes (once per file): the key rules first ask all keys at once, in one
+    search at C speed, whether there is anything to find, and look at each pair only when there may be.  A key
+    holding a NUL only sends a rule to that closer look."""
+    return ctx.derived("key_text", lambda c: b"\0" + b"\0".join(kv.key_bytes for kv in c.kvs) + b"\0")
 
 
 @rule("KV-KEY-ASCII")
 def _key_ascii(ctx: Context) -> Iterator[Hit]:
-    if all(map(bytes.isascii, _key_bytes(ctx))):
+    if _key_text(ctx).isascii():
         return
     for kv in ctx.kvs:
         if not kv.key_bytes.isascii():
@@ -90,12 +90,13 @@ def _key_ascii(ctx: Context) -> Iterator[Hit]:
 
 
 _SEGMENT_OK = re.compile(rb"[a-z0-9_\-\x80-\xff]*\Z")
-_KEY_OK = re.compile(rb"[a-z0-9_.\-\x80-\xff]*\Z")  # a key of such segments only
+_KEY_CHARSET = bytes(range(0x80, 0x100)) + b"abcdefghijklmnopqrstuvwxyz0123456789_.-"  # what _SEGMENT_OK allows, '.'
+_NOT_DOT_OR_NUL = bytes(b for b in range(256) if b not in b".\0")
 
 
 @rule("KV-KEY-CHARSET")
 def _key_charset(ctx: Context) -> Iterator[Hit]:
-    if all(map(_KEY_OK.match, _key_bytes(ctx))):
+    if len(_key_text(ctx).translate(None, _KEY_CHARSET)) == len(ctx.kvs) + 1:  # nothing left but the NULs
         return
     for kv in ctx.kvs:
         for seg in kv.key_bytes.split(b"."):
@@ -106,9 +107,8 @@ def _key_charset(ctx: Context) -> Iterator[Hit]:
 
 @rule("KV-KEY-SEGMENT")
 def _key_segment(ctx: Context) -> Iterator[Hit]:
-    keys = _key_bytes(ctx)
-    if not (any(map(bytes.__contains__, keys, repeat(b".."))) or any(map(bytes.startswith, keys, repeat(b".")))
-            or any(map(bytes.endswith, keys, repeat(b".")))):
+    text = _key_text(ctx)
+    if not (b".." in text or b"\0." in text or b".\0" in text):
         return
     for kv in ctx.kvs:
         key = kv.key_bytes
@@ -118,7 +118,7 @@ def _key_segment(ctx: Context) -> Iterator[Hit]:
 
 @rule("KV-KEY-HYPHEN")
 def _key_hyphen(ctx: Context) -> Iterator[Hit]:
-    if not any(map(bytes.__contains__, _key_bytes(ctx), repeat(b"-"))):
+    if b"-" not in _key_text(ctx):
         return
     arch = file_architecture(ctx)
     prefix = f"{arch}.".encode() if arch and "-" in arch and arch in known_architectures() else None
@@ -132,7 +132,7 @@ def _key_hyphen(ctx: Context) -> Iterator[Hit]:
 
 @rule("KV-KEY-FLAT")
 def _key_flat(ctx: Context) -> Iterator[Hit]:
-    if all(map(bytes.__contains__, _key_bytes(ctx), repeat(b"."))):
+    if b"\0\0" not in _key_text(ctx).translate(None, _NOT_DOT_OR_NUL):  # no key without a dot
         return
     for kv in ctx.kvs:
         if kv.key_bytes and b"." not in kv.key_bytes:
@@ -276,8 +276,9 @@ class _ScalarStrings:
                 self.items.append((kv, "value", kv.value))
         self.items.extend((t, "name", t.name) for t in ctx.tensors)
         texts = [text for _, _, text in self.items]
-        self.ascii = all(map(str.isascii, texts))
-        self.has_nul = any(map(str.__contains__, texts, repeat("\x00")))
+        joined = "".join(texts)
+        self.ascii = joined.isascii()
+        self.has_nul = "\x00" in joined
         self.longest = max(map(len, texts), default=0)
 
     @staticmethod
