@@ -443,24 +443,35 @@ def test_the_codegen_option_is_set_once_around_nested_compiles(monkeypatch):
     assert calls == ["-x86-cmov-converter=false", "-x86-cmov-converter=true"]
 
 
-@pytest.mark.parametrize("name", ["IQ1_S", "IQ2_XXS", "IQ2_XS", "IQ2_S"])
-def test_packed_neighbour_lists_hold_the_numpy_codecs_lists(name):
-    """Every code the encoders can make (8 levels 0..2) finds through ``slot`` / ``lists`` the grid index or the
-    neighbour list (same entries, same order) of the numpy codec's lattice."""
-    from gguf_construct.codecs.compiled import iq1, iq2
+def _numpy_lattice(name: str):
+    """(grid index of every code, the neighbour list of an off-grid code, the codes the encoder can make) of the
+    numpy codec's lattice for ``name``."""
     if name == "IQ1_S":
         from gguf_construct.codecs.iq1 import _grid
         g = _grid()
-        slot, lists = iq1.encode_tables(name)[2:4]
-        grid_of, listed = g.kmap, lambda c: g.nb_flat[g.nb_start[c]:g.nb_start[c] + g.nb_count[c]]
-    else:
-        from gguf_construct.codecs.iq2 import _lattice
-        g = _lattice(iq2._GRIDS[name])
-        slot, lists = iq2.encode_tables(name)[2:4]
-        grid_of = g.map
-        listed = lambda c: g.flat[g.starts[g.row[c]]:g.starts[g.row[c]] + g.counts[g.row[c]]]  # noqa: E731
+        digits = (np.arange(3 ** 8)[:, None] // 3 ** np.arange(8)) % 3
+        return (g.kmap, lambda c: g.nb_flat[g.nb_start[c]:g.nb_start[c] + g.nb_count[c]],
+                (digits << (2 * np.arange(8))).sum(axis=1))
+    if name.startswith("IQ3"):
+        from gguf_construct.codecs.iq3 import _grid
+        g = _grid("iq3xxs_grid" if name == "IQ3_XXS" else "iq3s_grid")
+        return g.kmap, lambda c: g.nb_flat[g.nb_start[c]:g.nb_start[c] + g.nb_count[c]], np.arange(4096)
+    from gguf_construct.codecs.compiled import iq2
+    from gguf_construct.codecs.iq2 import _lattice
+    g = _lattice(iq2._GRIDS[name])
     digits = (np.arange(3 ** 8)[:, None] // 3 ** np.arange(8)) % 3
-    codes = (digits << (2 * np.arange(8))).sum(axis=1)
+    return (g.map, lambda c: g.flat[g.starts[g.row[c]]:g.starts[g.row[c]] + g.counts[g.row[c]]],
+            (digits << (2 * np.arange(8))).sum(axis=1))
+
+
+@pytest.mark.parametrize("name", ["IQ1_S", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S"])
+def test_packed_neighbour_lists_hold_the_numpy_codecs_lists(name):
+    """Every code the encoders can make finds through ``slot`` / ``lists`` the grid index or the neighbour list
+    (same entries, same order) of the numpy codec's lattice."""
+    from gguf_construct.codecs import compiled
+    t = next(t for t in spec.tensor_types() if t.name == name)
+    slot, lists = compiled.encoder(t.id)[1][2:4]
+    grid_of, listed, codes = _numpy_lattice(name)
     assert codes.max() < len(slot)
     on = grid_of[codes] >= 0
     assert np.array_equal(slot[codes[on]], grid_of[codes[on]])

@@ -72,15 +72,18 @@ ABORT_NAN_SCALE = 2
 
 
 def encode_tables(name: str) -> tuple:
-    """fp16, grid positions (n, 4), code map, neighbour list starts, counts and entries."""
+    """fp16, grid positions (n, 4), the code map and neighbour lists (:func:`_tables.neighbour_slots`)."""
     from ..iq3 import _grid
     g = _grid("iq3xxs_grid" if name == "IQ3_XXS" else "iq3s_grid")
-    return (_tables.fp16(), np.ascontiguousarray(g.q, dtype=np.float32), np.ascontiguousarray(g.kmap),
-            np.ascontiguousarray(g.nb_start), np.ascontiguousarray(g.nb_count), np.ascontiguousarray(g.nb_flat))
+    has_list = g.nb_count > 0
+    list_of_code = np.where(has_list, np.cumsum(has_list) - 1, -1)
+    slot, lists = _tables.neighbour_slots(g.kmap, list_of_code, g.nb_start[has_list], g.nb_count[has_list],
+                                          g.nb_flat, len(g.kmap))
+    return _tables.fp16(), np.ascontiguousarray(g.q, dtype=np.float32), slot, lists
 
 
 @routine
-def grid_indices(xval, waux, idv, scale, gi, on, q, kmap, nb_start, nb_count, nb_flat):
+def grid_indices(xval, waux, idv, scale, gi, on, q, slot, lists):
     """Levels ``clamp(nearest_int(0.5 * (id * xval - 1)), 0, 7)`` of the 8 vectors of a group, as grid indices
     (``gi``; ``on[k]``: on the grid); an off-grid vector takes ``iq3_find_best_neighbour`` at ``scale``.
     Returns False where ggml aborts (no neighbour with an error below FLT_MAX)."""
@@ -90,12 +93,14 @@ def grid_indices(xval, waux, idv, scale, gi, on, q, kmap, nb_start, nb_count, nb
         for i in range(4):
             l = min(max(nearest_int(np.float32(0.5) * (idv * xval[4 * k + i] - np.float32(1.0))), 0), 7)
             code |= l << (3 * i)
-        g = kmap[code]
+        g = slot[code]
         on[k] = g >= 0
         if g < 0:
+            o = -1 - g
+            g = -1
             best_d2 = flt_max
-            for j in range(nb_start[code], nb_start[code] + nb_count[code]):
-                p = nb_flat[j]
+            for j in range(o + 1, o + 1 + lists[o]):
+                p = lists[j]
                 d2 = np.float32(0.0)
                 for i in range(4):
                     diff = scale * q[p, i] - xval[4 * k + i]
@@ -124,7 +129,7 @@ def group_sums(gi, wx, weight, q):
 
 @routine
 def search_group(xval, weight, gmax, n_candidates, init_on_grid, recheck_all, gi_best, waux, wx, gi, on,
-                 on_best, q, kmap, nb_start, nb_count, nb_flat):
+                 on_best, q, slot, lists):
     """The scale search of one group (see the numpy codec's ``_search_groups``): fills ``gi_best`` and returns
     (scale, ok)."""
     for j in range(32):
@@ -133,12 +138,12 @@ def search_group(xval, weight, gmax, n_candidates, init_on_grid, recheck_all, gi
     best = np.float32(0.0)
     scale = gmax / np.float32(15.0)  # 2 * kMaxQ - 1
     for k in range(8):
-        gi_best[k] = kmap[0]
+        gi_best[k] = slot[0] if slot[0] >= 0 else -1  # the grid index of code 0 (ggml: kmap[0])
         on_best[k] = init_on_grid
     for i_s in range(-n_candidates, n_candidates + 1):
         idv = (np.float32(15.0) + np.float32(i_s) * np.float32(0.2)) / gmax
         this_scale = np.float32(1.0) / idv
-        if not grid_indices(xval, waux, idv, this_scale, gi, on, q, kmap, nb_start, nb_count, nb_flat):
+        if not grid_indices(xval, waux, idv, this_scale, gi, on, q, slot, lists):
             return scale, False
         sumqx, sumq2 = group_sums(gi, wx, weight, q)
         if sumq2 > 0 and sumqx * sumqx > best * sumq2:
@@ -152,7 +157,7 @@ def search_group(xval, weight, gmax, n_candidates, init_on_grid, recheck_all, gi
         all_on = all_on and on_best[k]
     if not all_on and scale > 0:
         sc = scale
-        if not grid_indices(xval, waux, np.float32(1.0) / sc, sc, gi, on, q, kmap, nb_start, nb_count, nb_flat):
+        if not grid_indices(xval, waux, np.float32(1.0) / sc, sc, gi, on, q, slot, lists):
             return scale, False
         for k in range(8):
             if recheck_all or not on_best[k]:
@@ -178,7 +183,7 @@ def block_weights(xb, q, weight):
 
 
 @kernel
-def encode_iq3_xxs(x, y, qw, f16, q, kmap, nb_start, nb_count, nb_flat):
+def encode_iq3_xxs(x, y, qw, f16, q, slot, lists):
     # d @0, qs[64] @2, scales_and_signs (8 words) @66
     weight = np.empty(256, dtype=np.float32)
     xval = np.empty(32, dtype=np.float32)
@@ -231,7 +236,7 @@ def encode_iq3_xxs(x, y, qw, f16, q, kmap, nb_start, nb_count, nb_flat):
                     gi_best[ib, k] = 0
                 continue
             scale, ok = search_group(xval, w, gmax, 15, True, False, gi_best[ib], waux, wx, gi, on, on_best, q,
-                                     kmap, nb_start, nb_count, nb_flat)
+                                     slot, lists)
             if not ok:
                 return ABORT_NO_NEIGHBOUR
             if scale < 0:
@@ -262,7 +267,7 @@ def encode_iq3_xxs(x, y, qw, f16, q, kmap, nb_start, nb_count, nb_flat):
 
 
 @kernel
-def encode_iq3_s(x, y, qw, f16, q, kmap, nb_start, nb_count, nb_flat):
+def encode_iq3_s(x, y, qw, f16, q, slot, lists):
     # d @0, qs[64] @2, qh[8] @66, signs[32] @74, scales[4] @106.  ggml advances its qs / signs pointers only
     # past the groups it did not skip (max == 0): the live groups' data is packed to the front of the block.
     weight = np.empty(256, dtype=np.float32)
@@ -281,7 +286,7 @@ def encode_iq3_s(x, y, qw, f16, q, kmap, nb_start, nb_count, nb_flat):
         xb, out = x[i], y[i]
         out[:] = 0
         block_weights(xb, qw[i % qw.shape[0]] if qw.shape[0] else none, weight)
-        slot = 0
+        stored = 0  # groups written so far (a zero group is skipped)
         for ib in range(8):
             xs = xb[32 * ib:32 * ib + 32]
             w = weight[32 * ib:32 * ib + 32]
@@ -302,7 +307,7 @@ def encode_iq3_s(x, y, qw, f16, q, kmap, nb_start, nb_count, nb_flat):
                 scales[ib] = 0
                 continue
             scale, ok = search_group(xval, w, gmax, 9, False, True, gi_best, waux, wx, gi, on, on_best, q,
-                                     kmap, nb_start, nb_count, nb_flat)
+                                     slot, lists)
             if not ok:
                 return ABORT_NO_NEIGHBOUR
             if scale < 0:
@@ -314,12 +319,12 @@ def encode_iq3_s(x, y, qw, f16, q, kmap, nb_start, nb_count, nb_flat):
             scales[ib] = scale
             qh = 0
             for k in range(8):
-                out[2 + 8 * slot + k] = np.uint8(gi_best[k] & 0xFF)
+                out[2 + 8 * stored + k] = np.uint8(gi_best[k] & 0xFF)
                 qh |= ((gi_best[k] >> 8) & 1) << k
             out[66 + ib] = np.uint8(qh)
             for k in range(4):
-                out[74 + 4 * slot + k] = sg[k]
-            slot += 1
+                out[74 + 4 * stored + k] = sg[k]
+            stored += 1
         if status:
             return status
         max_scale = scales[0]
