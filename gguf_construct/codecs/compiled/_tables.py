@@ -78,6 +78,8 @@ def neighbour_slots(kmap: np.ndarray, list_of_code: np.ndarray, starts: np.ndarr
     ``list_of_code[code]`` (-1: none) is ``flat[starts[r]:starts[r] + counts[r]]``.  A fifth of the bytes of the
     numpy form, so the encoders' scale searches keep their tables in the cache.
     """
+    if flat.size and int(flat.max()) > np.iinfo(np.int16).max:
+        raise ValueError("grid indices beyond int16")
     counts = np.asarray(counts, dtype=np.int64)
     offsets = 1 + np.concatenate(([0], np.cumsum(counts + 1)[:-1]))
     lists = np.zeros(1 + int((counts + 1).sum()), dtype=np.int16)
@@ -91,3 +93,12 @@ def neighbour_slots(kmap: np.ndarray, list_of_code: np.ndarray, starts: np.ndarr
     on = kmap[:size] >= 0
     slot[on] = kmap[:size][on]
     return slot, lists
+
+
+def code_neighbour_slots(kmap: np.ndarray, starts: np.ndarray, counts: np.ndarray, flat: np.ndarray,
+                         size: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`neighbour_slots` of lists kept per code: code c's list is ``flat[starts[c]:starts[c] + counts[c]]``
+    (``counts[c] == 0``: none)."""
+    has_list = counts > 0
+    list_of_code = np.where(has_list, np.cumsum(has_list) - 1, -1)
+    return neighbour_slots(kmap, list_of_code, starts[has_list], counts[has_list], flat, size)

@@ -73,14 +73,11 @@ _CODES = 0xAAAA + 1  # the codes of 8 levels 0..2 (2 bits each) run from 0 to 0x
 
 
 def encode_tables(name: str) -> tuple:
-    """fp16, grid levels (2048, 8), the code map and neighbour lists (:func:`_tables.neighbour_slots`), the two
+    """fp16, grid levels (2048, 8), the code map and neighbour lists (:func:`_tables.code_neighbour_slots`), the two
     deltas."""
     from ..iq1 import _grid
     g = _grid()
-    has_list = g.nb_count > 0
-    list_of_code = np.where(has_list, np.cumsum(has_list) - 1, -1)
-    slot, lists = _tables.neighbour_slots(g.kmap, list_of_code, g.nb_start[has_list], g.nb_count[has_list],
-                                          g.nb_flat, _CODES)
+    slot, lists = _tables.code_neighbour_slots(g.kmap, g.nb_start, g.nb_count, g.nb_flat, _CODES)
     return (_tables.fp16(), np.ascontiguousarray(g.levels), slot, lists, _tables.floats("iq1_delta"))
 
 

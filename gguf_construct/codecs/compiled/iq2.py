@@ -94,9 +94,8 @@ _KMAP_SIZE = 43692  # ggml's kmap_q2xs size: codes from here on are read out of 
 
 
 def encode_tables(name: str) -> tuple:
-    """fp16, grid positions (n, 8) int8, the code map and the neighbour lists in one int16 array.
-
-    The code map and lists are :func:`_tables.neighbour_slots` of the numpy codec's lattice (ggml's order)."""
+    """fp16, grid positions (n, 8) float32, the code map and neighbour lists (:func:`_tables.neighbour_slots` of
+    the numpy codec's lattice, in ggml's order)."""
     from ..iq2 import _lattice
     g = _lattice(_GRIDS[name])
     slot, lists = _tables.neighbour_slots(g.map, g.row, g.starts, g.counts, g.flat, _KMAP_SIZE)

@@ -72,13 +72,10 @@ ABORT_NAN_SCALE = 2
 
 
 def encode_tables(name: str) -> tuple:
-    """fp16, grid positions (n, 4), the code map and neighbour lists (:func:`_tables.neighbour_slots`)."""
+    """fp16, grid positions (n, 4), the code map and neighbour lists (:func:`_tables.code_neighbour_slots`)."""
     from ..iq3 import _grid
     g = _grid("iq3xxs_grid" if name == "IQ3_XXS" else "iq3s_grid")
-    has_list = g.nb_count > 0
-    list_of_code = np.where(has_list, np.cumsum(has_list) - 1, -1)
-    slot, lists = _tables.neighbour_slots(g.kmap, list_of_code, g.nb_start[has_list], g.nb_count[has_list],
-                                          g.nb_flat, len(g.kmap))
+    slot, lists = _tables.code_neighbour_slots(g.kmap, g.nb_start, g.nb_count, g.nb_flat, len(g.kmap))
     return _tables.fp16(), np.ascontiguousarray(g.q, dtype=np.float32), slot, lists
 
 
