@@ -70,3 +70,23 @@ def test_ue4m3_table_and_encoder():
     assert fp4.fp32_to_ue4m3(x).tolist() == [0, 0, 0, 0x7E, 0x7E, 0x7E, 0x7E, 1, 0]  # 2^-10 * 512 + 0.5 -> 1
 
 
+
+
+_SPECIAL = [0.0, -0.0, float("nan"), float("inf"), -float("inf"), 1e-45, 1e-39, 3e38, 0.5, 1.5, 2.5, 3.5, 5.0, 7.0,
+            10.0, 12.0, 13.0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(e=st.lists(st.integers(0, 255), min_size=1, max_size=4),
+       q=st.lists(st.one_of(st.floats(-16, 16, width=32), st.sampled_from(_SPECIAL),
+                            st.floats(width=32, allow_nan=True, allow_infinity=True)), min_size=32, max_size=32),
+       nudge=st.integers(-2, 2))
+def test_power_of_two_scales_pick_the_codes_the_error_search_picks(e, q, nudge):
+    """MXFP4's midpoint rule gives the codes of the candidate-by-candidate error search (the first smallest
+    error) for values on, next to and between the grid points of any scale, and for NaN, infinities, zeros."""
+    d = fp4.e8m0_half(np.array(e, dtype=np.uint8))
+    with np.errstate(all="ignore"):
+        x = (np.array(q, dtype=np.float32)[None, :] * d[:, None]).astype(np.float32)
+        for _ in range(abs(nudge)):
+            x = np.nextafter(x, np.float32(np.inf if nudge > 0 else -np.inf)).astype(np.float32)
+    assert np.array_equal(fp4._best_index_pow2(x, d), fp4._best_index(x, d))
