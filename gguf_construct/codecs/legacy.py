@@ -487,10 +487,15 @@ def _fast_x0(name: str, nmax: int):
         iv = _finite_inverse(d)
         if iv is None:
             return False
-        if "qh" in out.dtype.names:  # Q5_0: the fifth bits, from the same values in block order
+        if "qh" in out.dtype.names:  # Q5_0: in block order, where the fifth bits pack without a transposition
             v = np.multiply(x.reshape(-1), np.repeat(iv, QK))
-            v += bias
+            v += bias  # in [0, 2*nmax + 0.5]: truncation is the C conversion
             _put_qh(out, v)
+            q = v.astype(np.uint8).reshape(x.shape)
+            np.minimum(q, cap, out=q)
+            out["qs"] = (q[:, :16] & np.uint8(15)) | (q[:, 16:] << np.uint8(4))
+            out["d"] = fp32_to_fp16(d)
+            return True
         np.multiply(xt, iv, out=xt)
         xt += bias  # in [0, 2*nmax + 0.5]: truncation is the C conversion
         q = xt.astype(np.uint8)
