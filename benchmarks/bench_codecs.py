@@ -41,7 +41,8 @@ directory so that it is the compile time); encode lines show ``numpy``, ``ours/n
 instead times ``Tensor.numpy()`` of a Q4_K tensor of MIB MiB (written to a temporary file) with 1 thread and
 with every core, and prints the speed-up.  ``--threads-test MIB`` times decoders (MIB and MIB/8 of blocks) and
 encoders with one thread, with every core and with the default count, alone and with a competing CPU-bound
-process, in turns, and prints medians, the ratios to one thread and the counts the default chose.
+process, in turns (at least 5 runs each), and prints medians, the ratios to one thread and the counts the
+default chose.
 ``--compile-cost [TYPES...]`` prints each kernel's first-use cost: compiled into an empty cache, then loaded
 from it, each in a fresh process.  ``--kernels KIB[,KIB...] --ggml-lib PATH`` times only the compiled decode
 kernels against ggml's C decode functions, both called directly on KIB KiB of blocks into outputs they reuse,
@@ -352,6 +353,7 @@ def threads_test(mib: float, repeat: int) -> int:
     ratios to one thread, and which counts the default chose."""
     from gguf_construct.codecs.compiled import _run
 
+    repeat = max(repeat, 5)  # beside the rival a run swings by a third: a median of 3 gave 0.67 for one code path
     cores = _run.cpu_count()
     cases = []  # (label, MiB of quantized data, values, callable taking threads, default's threshold)
     for name, size in (("Q4_K", mib), ("Q8_0", mib), ("BF16", mib), ("Q4_K", mib / 8)):
