@@ -1,7 +1,7 @@
 """Compiled decoders of the K-quants (Q2_K .. Q8_K, 256-weight super-blocks), written as ggml's
 ``dequantize_row_q*_K`` loops.  Kernels take ``x`` (n_blocks, type_size) uint8 little-endian blocks, ``y``
 (n_blocks, 256) float32 and the tables :func:`tables` names; loop lengths come from ``qk = y.shape[1]`` (see
-:mod:`.legacy`)."""
+:mod:`.legacy`), except in Q4_K's and Q5_K's (see the comment above them)."""
 
 from __future__ import annotations
 
