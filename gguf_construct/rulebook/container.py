@@ -90,7 +90,7 @@ def _key_ascii(ctx: Context) -> Iterator[Hit]:
 
 
 _SEGMENT_OK = re.compile(rb"[a-z0-9_\-\x80-\xff]*\Z")
-_KEY_CHARSET = bytes(range(0x80, 0x100)) + b"abcdefghijklmnopqrstuvwxyz0123456789_.-"  # what _SEGMENT_OK allows, '.'
+_KEY_CHARSET = bytes(b for b in range(256) if _SEGMENT_OK.match(bytes([b])) or b == ord("."))  # bytes of keys
 _NOT_DOT_OR_NUL = bytes(b for b in range(256) if b not in b".\0")
 
 
