@@ -443,15 +443,17 @@ def test_the_codegen_option_is_set_once_around_nested_compiles(monkeypatch):
     assert calls == ["-x86-cmov-converter=false", "-x86-cmov-converter=true"]
 
 
+# every code of 8 levels 0..2 (2 bits each): what the IQ1 and IQ2 encoders can look up
+_LEVEL_CODES = ((np.arange(3 ** 8)[:, None] // 3 ** np.arange(8)) % 3 << (2 * np.arange(8))).sum(axis=1)
+
+
 def _numpy_lattice(name: str):
     """(grid index of every code, the neighbour list of an off-grid code, the codes the encoder can make) of the
     numpy codec's lattice for ``name``."""
     if name == "IQ1_S":
         from gguf_construct.codecs.iq1 import _grid
         g = _grid()
-        digits = (np.arange(3 ** 8)[:, None] // 3 ** np.arange(8)) % 3
-        return (g.kmap, lambda c: g.nb_flat[g.nb_start[c]:g.nb_start[c] + g.nb_count[c]],
-                (digits << (2 * np.arange(8))).sum(axis=1))
+        return g.kmap, lambda c: g.nb_flat[g.nb_start[c]:g.nb_start[c] + g.nb_count[c]], _LEVEL_CODES
     if name.startswith("IQ3"):
         from gguf_construct.codecs.iq3 import _grid
         g = _grid("iq3xxs_grid" if name == "IQ3_XXS" else "iq3s_grid")
@@ -459,9 +461,7 @@ def _numpy_lattice(name: str):
     from gguf_construct.codecs.compiled import iq2
     from gguf_construct.codecs.iq2 import _lattice
     g = _lattice(iq2._GRIDS[name])
-    digits = (np.arange(3 ** 8)[:, None] // 3 ** np.arange(8)) % 3
-    return (g.map, lambda c: g.flat[g.starts[g.row[c]]:g.starts[g.row[c]] + g.counts[g.row[c]]],
-            (digits << (2 * np.arange(8))).sum(axis=1))
+    return g.map, lambda c: g.flat[g.starts[g.row[c]]:g.starts[g.row[c]] + g.counts[g.row[c]]], _LEVEL_CODES
 
 
 @pytest.mark.parametrize("name", ["IQ1_S", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S"])

@@ -70,8 +70,6 @@ def test_ue4m3_table_and_encoder():
     assert fp4.fp32_to_ue4m3(x).tolist() == [0, 0, 0, 0x7E, 0x7E, 0x7E, 0x7E, 1, 0]  # 2^-10 * 512 + 0.5 -> 1
 
 
-
-
 _SPECIAL = [0.0, -0.0, float("nan"), float("inf"), -float("inf"), 1e-45, 1e-39, 3e38, 0.5, 1.5, 2.5, 3.5, 5.0, 7.0,
             10.0, 12.0, 13.0]
 

@@ -493,7 +493,7 @@ def _fast_x0(name: str, nmax: int):
             _put_qh(out, v)
             q = v.astype(np.uint8).reshape(x.shape)
             np.minimum(q, cap, out=q)
-            out["qs"] = (q[:, :16] & np.uint8(15)) | (q[:, 16:] << np.uint8(4))
+            out["qs"] = _pack_nibbles(q)
             out["d"] = fp32_to_fp16(d)
             return True
         np.multiply(xt, iv, out=xt)

@@ -138,15 +138,14 @@ def make_qkx_quants(x, w, L, Laux, F, nmax, rmin, rdelta, nstep, use_mad, v3):
     fnmax = np.float32(nmax)
     iscale = fnmax / (mx - mn)
     scale = np.float32(1.0) / iscale
-    best = np.float32(0.0)
-    for i in range(n):
-        L[i] = min(max(nearest_int(iscale * (x[i] - mn)), 0), nmax)
-        diff = scale * np.float32(L[i]) + mn - x[i]
-        diff = abs(diff) if use_mad else diff * diff
-        best += w[i] * diff
     La, Lb = Laux[:n], Laux[n:2 * n]
     WLa, WL2a, WXLa = F[:n], F[n:2 * n], F[2 * n:3 * n]
     WLb, WL2b, WXLb = F[3 * n:4 * n], F[4 * n:5 * n], F[5 * n:6 * n]
+    _qkx_levels(x, w, mn, iscale, nmax, L, WLa, WL2a, WXLa)  # the start: levels at nmax / (max - min)
+    _qkx_errors(x, w, L, scale, mn, use_mad, WLa)
+    best = np.float32(0.0)
+    for i in range(n):
+        best += WLa[i]
     i_s = 0
     while i_s <= nstep:
         two = i_s < nstep

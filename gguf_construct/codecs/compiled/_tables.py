@@ -12,6 +12,7 @@ import numpy as np
 
 from ... import spec
 from .._common import fp16_to_fp32
+from ._jit import helper
 
 
 def _bytes(name: str, width: int, dtype) -> np.ndarray:
@@ -93,6 +94,14 @@ def neighbour_slots(kmap: np.ndarray, list_of_code: np.ndarray, starts: np.ndarr
     on = kmap[:size] >= 0
     slot[on] = kmap[:size][on]
     return slot, lists
+
+
+@helper
+def neighbour_list(slot, lists):
+    """``(start, stop)`` in ``lists`` of the neighbour list of an off-grid code whose slot (< 0) is ``slot``
+    (the layout :func:`neighbour_slots` builds)."""
+    o = -1 - slot
+    return o + 1, o + 1 + lists[o]
 
 
 def code_neighbour_slots(kmap: np.ndarray, starts: np.ndarray, counts: np.ndarray, flat: np.ndarray,

@@ -69,7 +69,6 @@ def decode_iq1_m(x, y, f16, grid, deltas):
 
 ABORT_NO_NEIGHBOUR = 1
 ABORT_NAN_SCALE = 2
-_CODES = 0xAAAA + 1  # the codes of 8 levels 0..2 (2 bits each) run from 0 to 0xAAAA
 
 
 def encode_tables(name: str) -> tuple:
@@ -77,7 +76,7 @@ def encode_tables(name: str) -> tuple:
     deltas."""
     from ..iq1 import _grid
     g = _grid()
-    slot, lists = _tables.code_neighbour_slots(g.kmap, g.nb_start, g.nb_count, g.nb_flat, _CODES)
+    slot, lists = _tables.code_neighbour_slots(g.kmap, g.nb_start, g.nb_count, g.nb_flat, len(g.kmap))
     return (_tables.fp16(), np.ascontiguousarray(g.levels), slot, lists, _tables.floats("iq1_delta"))
 
 
@@ -106,10 +105,10 @@ def vector_index(xv, wv, L, scale, xx, levels, slot, lists):
     g = slot[code]
     if g >= 0:
         return g, True, True
-    o = -1 - g
+    start, stop = _tables.neighbour_list(g, lists)
     g = -1
     best = np.float32(3.4028234663852886e38)
-    for c in range(o + 1, o + 1 + lists[o]):
+    for c in range(start, stop):
         p = lists[c]
         d2 = np.float32(0.0)
         for j in range(8):

@@ -157,10 +157,10 @@ def levels_of(xv, wa, idv, scale, L, pos, slot, lists):
     s = slot[code]
     if s >= 0:
         return True, 0
-    o = -1 - s
     best_d2 = np.float32(3.4028234663852886e38)
     g = -1
-    for j in range(o + 1, o + 1 + lists[o]):
+    start, stop = _tables.neighbour_list(s, lists)
+    for j in range(start, stop):
         p = lists[j]
         d2 = np.float32(0.0)
         for k in range(8):

@@ -93,10 +93,10 @@ def grid_indices(xval, waux, idv, scale, gi, on, q, slot, lists):
         g = slot[code]
         on[k] = g >= 0
         if g < 0:
-            o = -1 - g
+            start, stop = _tables.neighbour_list(g, lists)
             g = -1
             best_d2 = flt_max
-            for j in range(o + 1, o + 1 + lists[o]):
+            for j in range(start, stop):
                 p = lists[j]
                 d2 = np.float32(0.0)
                 for i in range(4):
