@@ -433,11 +433,14 @@ def compile_cost(names: list[str]) -> int:
 
 def kernels(sizes_kib: list[int], ggml: "GgmlDecoder", wanted: set[str], repeat: int) -> int:
     """Compiled decode kernel against ggml's C decode function, each called directly on the same blocks into
-    an output array it reuses, in turns; prints the time of each and their ratio per type and size."""
+    an output array it reuses, in turns; prints the time of each and their ratio per type and size.  Kernels
+    that can write with streaming stores (``compiled._stream``) are also timed that way (``stream``), into a
+    64-byte aligned output; the decoders use it from ``_common.STREAM_MIN_BYTES`` of output on."""
     from gguf_construct.codecs import compiled
+    from gguf_construct.codecs import _common
 
-    print(f"{'type':8s} {'KiB':>6s} {'kernel us':>10s} {'C us':>10s} {'kernel/C':>8s}  (speed ratio; best of "
-          f"{repeat} turns)")
+    print(f"{'type':8s} {'KiB':>6s} {'kernel us':>10s} {'C us':>10s} {'kernel/C':>8s} {'stream us':>10s} "
+          f"{'stream/C':>8s} {'used':>6s}  (speed ratio; best of {repeat} turns)")
     ratios: dict[int, list[float]] = {k: [] for k in sizes_kib}
     for t in spec.tensor_types():
         if not (t.is_current and t.codec) or (wanted and t.name not in wanted):
@@ -447,26 +450,35 @@ def kernels(sizes_kib: list[int], ggml: "GgmlDecoder", wanted: set[str], repeat:
         if found is None or c_fn is None:
             continue
         kernel, tables = found
+        streams = compiled._streaming(t.id)
         im = np.random.default_rng(3).random(ROW).astype(np.float32) + np.float32(0.1) if requires_imatrix(t) else None
         for kib in sizes_kib:
             x = np.frombuffer(sample_blocks(t, kib * 1024, im), np.uint8).reshape(-1, t.type_size)
             x.flags.writeable = False
-            ours = np.empty((x.shape[0], t.block_size), np.float32)
+            ours = codecs.empty_blocks(x.shape[0], t.block_size)
             theirs = np.empty_like(ours)
-            kernel(x, ours, *tables)
-            c_fn(x.ctypes.data, theirs.ctypes.data, theirs.size)
-            if not np.array_equal(ours.view(np.uint32), theirs.view(np.uint32)):
+            fns = {"kernel": lambda: kernel(x, ours, *tables),
+                   "C": lambda: c_fn(x.ctypes.data, theirs.ctypes.data, theirs.size)}
+            if streams:
+                streamed = codecs.empty_blocks(x.shape[0], t.block_size, aligned=True)
+                fns["stream"] = lambda: kernel(x, streamed, *tables, True)
+            for fn in fns.values():
+                fn()
+            if not np.array_equal(ours.view(np.uint32), theirs.view(np.uint32)) or (
+                    streams and not np.array_equal(streamed.view(np.uint32), theirs.view(np.uint32))):
                 print(f"{t.name}: decoded values differ from ggml's", file=sys.stderr)
-            times = race({"kernel": lambda: kernel(x, ours, *tables),
-                          "C": lambda: c_fn(x.ctypes.data, theirs.ctypes.data, theirs.size)}, repeat,
-                         time.perf_counter, budget=0.5)
-            ratios[kib].append(times["C"] / times["kernel"])
-            print(f"{t.name:8s} {kib:6d} {times['kernel'] * 1e6:10.1f} {times['C'] * 1e6:10.1f} "
-                  f"{ratios[kib][-1]:8.2f}")
+            times = race(fns, repeat, time.perf_counter, budget=0.5)
+            used = "stream" if streams and ours.nbytes >= _common.STREAM_MIN_BYTES else "kernel"
+            ratios[kib].append(times["C"] / times[used])
+            line = (f"{t.name:8s} {kib:6d} {times['kernel'] * 1e6:10.1f} {times['C'] * 1e6:10.1f} "
+                    f"{times['C'] / times['kernel']:8.2f}")
+            if streams:
+                line += f" {times['stream'] * 1e6:10.1f} {times['C'] / times['stream']:8.2f} {used:>6s}"
+            print(line)
     for kib, r in ratios.items():
         if r:
             mean = math.exp(sum(map(math.log, r)) / len(r))
-            print(f"geometric mean kernel/C at {kib} KiB over {len(r)} types: {mean:.2f}")
+            print(f"geometric mean (the store the decoder uses)/C at {kib} KiB over {len(r)} types: {mean:.2f}")
     return 0
 
 

@@ -177,6 +177,50 @@ def test_any_thread_count_gives_the_same_bytes(name):
         assert np.array_equal(bits(codecs.dequantize(name, raw, threads=2)), one.reshape(-1))
 
 
+STREAMING = ["Q8_0", "Q4_K", "Q5_K", "BF16", "F16"]
+
+
+@pytest.mark.parametrize("name", STREAMING)
+def test_streaming_stores_write_the_same_values(name, monkeypatch):
+    """The decoders that write large outputs with streaming stores (``compiled._stream``), here made to from
+    the first byte on: the values of the numpy path into new arrays, into ``out`` arrays at every 4-byte
+    offset from a cache line (streaming needs 32 bytes: the others take the normal stores, and none may fault),
+    on 1 and 3 threads, and for F16/BF16 a count that leaves a tail after the rows of 64."""
+    from gguf_construct.codecs import _common, compiled
+
+    assert compiled._streaming(codecs.type_spec(name).id)
+    t = codecs.type_spec(name)
+    n_blocks = 1001 if t.block_size == 1 else 37
+    raw = np.random.default_rng(5).integers(0, 256, n_blocks * t.type_size, dtype=np.uint8)
+    if name in ("Q4_K", "Q5_K"):  # finite scales, so that the values are not all NaN
+        raw.reshape(n_blocks, t.type_size)[:, 1] &= 0x3B
+        raw.reshape(n_blocks, t.type_size)[:, 3] &= 0x3B
+    raw = raw.tobytes()
+    want = bits(decode(name, raw, "numpy"))
+    monkeypatch.setattr(_common, "STREAM_MIN_BYTES", 0)
+    for threads in (1, 3):
+        fresh = decode(name, raw, "numba", threads=threads)
+        assert fresh.ctypes.data % 64 == 0
+        assert np.array_equal(bits(fresh), want), threads
+        for skip in range(8):
+            buf = codecs.empty_blocks(1, want.size + 8, aligned=True).reshape(-1)
+            out = buf[skip:skip + want.size].reshape(want.shape)
+            decode(name, raw, "numba", threads=threads, out=out)
+            assert np.array_equal(bits(out), want), (threads, skip)
+
+
+def test_empty_blocks_aligns_what_may_be_streamed(monkeypatch):
+    from gguf_construct.codecs import _common
+
+    monkeypatch.setattr(_common, "STREAM_MIN_BYTES", 1 << 12)
+    for n_blocks, size, dtype in ((4096, 1, np.float32), (5, 256, np.float32), (300, 32, np.float64)):
+        a = codecs.empty_blocks(n_blocks, size, dtype)
+        assert a.shape == (n_blocks, size) and a.dtype == dtype and a.flags.c_contiguous and a.flags.writeable
+        assert a.ctypes.data % 64 == 0
+    assert codecs.empty_blocks(3, 32).shape == (3, 32)  # small: numpy's own array
+    assert codecs.empty_blocks(0, 32, aligned=True).shape == (0, 32)
+
+
 def test_threads_must_be_positive():
     with codecs.using("numba"), pytest.raises(ValueError):
         codecs.dequantize("Q8_0", bytes(34), threads=0)

@@ -37,6 +37,7 @@ from typing import Callable, Iterable, Union
 import numpy as np
 
 from .. import spec as _spec
+from . import _common
 from ._common import decode_chunks
 
 TypeLike = Union[int, str, "object"]
@@ -154,15 +155,19 @@ def _timed(compiled, t, direction: str, run) -> WarmedKernel:
     return WarmedKernel(t.name, direction, seconds, not before and label in compiled.compiled_kernels())
 
 
+@functools.lru_cache(maxsize=None)
+def _types_by_name() -> dict[str, _spec.TensorTypeSpec]:
+    return {t.name: t for t in _spec.tensor_type_by_id().values()}
+
+
 def type_spec(ggml_type: TypeLike) -> _spec.TensorTypeSpec:
     """Resolve a tensor type given as enum member, int id or name (case-insensitive)."""
     by_id = _spec.tensor_type_by_id()
     if isinstance(ggml_type, str):
-        wanted = ggml_type.upper()
-        for t in by_id.values():
-            if t.name == wanted:
-                return t
-        raise ValueError(f"unknown ggml type name {ggml_type!r}")
+        found = _types_by_name().get(ggml_type.upper())
+        if found is None:
+            raise ValueError(f"unknown ggml type name {ggml_type!r}")
+        return found
     try:
         return by_id[int(ggml_type)]
     except (KeyError, TypeError, ValueError):
@@ -290,7 +295,7 @@ def _decode_compiled(compiled, t: _spec.TensorTypeSpec, blocks: np.ndarray, byte
     swapped chunk by chunk)."""
     n = blocks.shape[0]
     if out is None:
-        out = np.empty((n, t.block_size), dtype=np.float32)
+        out = empty_blocks(n, t.block_size)
     elif out.dtype != np.float32:
         raise ValueError(f"{t.name} decodes to float32, out is {out.dtype}")
     threads = compiled.resolve_threads(threads, n * t.block_size)
@@ -302,6 +307,22 @@ def _decode_compiled(compiled, t: _spec.TensorTypeSpec, blocks: np.ndarray, byte
         x = blocks[s:e].astype(little).view(np.uint8).reshape(e - s, t.type_size)
         compiled.decode(t.id, x, out[s:e], threads)
     return out
+
+
+_OUTPUT_ALIGN = 64  # bytes: the decoder outputs this package allocates to be streamed start on a cache line
+
+
+def empty_blocks(n_blocks: int, block_size: int, dtype=np.float32, *, aligned: bool | None = None) -> np.ndarray:
+    """``np.empty((n_blocks, block_size), dtype)`` starting on a 64-byte boundary when ``aligned`` (numpy's own
+    arrays: 16 bytes); ``aligned=None``: when it is large enough for the compiled decoders to write it with
+    streaming stores (``compiled._stream``)."""
+    dtype = np.dtype(dtype)
+    n = n_blocks * block_size
+    if not (n * dtype.itemsize >= _common.STREAM_MIN_BYTES if aligned is None else aligned):
+        return np.empty((n_blocks, block_size), dtype)
+    buf = np.empty(n + _OUTPUT_ALIGN // dtype.itemsize, dtype)
+    skip = (-buf.ctypes.data % _OUTPUT_ALIGN) // dtype.itemsize
+    return buf[skip:skip + n].reshape(n_blocks, block_size)
 
 
 def dequantize(ggml_type: TypeLike, raw, *, byte_order: str = "little", threads: int | None = None,

@@ -6,7 +6,8 @@ and is cached on disk.  The numpy codecs stay the reference: the tests hold thes
 
 One module per codec family, named like the numpy module it mirrors (``codec:`` in spec/tensor_types).  Each
 defines ``decode_<name>(x, y, *tables)`` over ``x`` (n_blocks, type_size) uint8 little-endian blocks into ``y``
-(n_blocks, block_size) float32, and ``tables(name)`` with the lookup tables that kernel takes; some also define
+(n_blocks, block_size) float32, and ``tables(name)`` with the lookup tables that kernel takes (the decoders of
+the most used types take a last flag ``stream`` besides, see :mod:`._stream`); some also define
 ``encode_<name>(x, y, qw, *encode_tables(name))`` from ``x`` (n_blocks, block_size) float32 into ``y``
 (n_blocks, type_size) uint8, with ``qw`` the importance weights per block position of a row ((0, block_size):
 none).
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 import logging
 import sys
 import threading
@@ -24,6 +26,7 @@ import numpy as np
 from numba.core import event as _event
 
 from ... import spec as _spec
+from .. import _common
 from ._jit import cache_folder
 from ._run import ENCODE_PARALLEL_MIN_VALUES, resolve_threads, run_blocks
 
@@ -129,5 +132,14 @@ def decode(type_id: int, x: np.ndarray, out: np.ndarray, threads: int) -> np.nda
     if x.flags.writeable:  # one compiled signature per kernel: read-only input (as from bytes or a mapped file)
         x = x.view()
         x.flags.writeable = False
+    if _streaming(type_id):
+        tables = tables + (out.nbytes >= _common.STREAM_MIN_BYTES,)
     run_blocks(kernel, x, out, tables, threads)
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def _streaming(type_id: int) -> bool:
+    """The decoder of ``type_id`` takes the ``stream`` flag of :mod:`._stream` after its tables."""
+    kernel, _ = decoder(type_id)
+    return "stream" in inspect.signature(kernel.py_func).parameters

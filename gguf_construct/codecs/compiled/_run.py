@@ -71,9 +71,9 @@ def run_blocks(kernel, x: np.ndarray, y: np.ndarray, tables: tuple, threads: int
     ``threads - 1`` of a pool) taking chunks of whole multiples of ``unit`` blocks in turn; returns the largest
     status a chunk returned (kernels without one: 0)."""
     units = x.shape[0] // unit
-    threads = max(1, min(threads, units, _MAX_THREADS_PER_CORE * cpu_count()))
-    if threads == 1:
+    if threads <= 1 or units <= 1:
         return kernel(x, y, *tables) or 0
+    threads = min(threads, units, _MAX_THREADS_PER_CORE * cpu_count())
     unit_bytes = unit * max(x[0].nbytes, y[0].nbytes)
     per_chunk = max(1, min(CHUNK_BYTES // unit_bytes, units // (threads * CHUNKS_PER_THREAD)))
     return _Shared(kernel, x, y, tables, unit, units, per_chunk).run(threads)

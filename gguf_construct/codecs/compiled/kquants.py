@@ -12,6 +12,7 @@ from ._jit import helper, kernel, routine
 from ._scalar import nearest_int, put_fp16
 from ._search import (_EPS, first_abs_max, make_qkx_quants, make_qp_quants, make_qx_quants, make_qx_quants_lanes,
                       qkx_scratch, sum_squares)
+from ._stream import store_fence, stream_store, streams
 from .legacy import u16, u32
 
 
@@ -102,43 +103,55 @@ def k4_scales(b, f16, dl, ml):
         ml[j] = dmin * np.float32(m)
 
 
-@kernel
-def decode_q4_k(x, y, f16):
-    # d @0, dmin @2, scales[12] @4, qs[128] @16; per 64 outputs 32 bytes: low nibbles first, then high ones
-    dl = np.empty(8, dtype=np.float32)
-    ml = np.empty(8, dtype=np.float32)
-    for i in range(x.shape[0]):
-        b, out = x[i], y[i]
-        k4_scales(b, f16, dl, ml)
-        for c in range(4):
-            d1, n1, d2, n2 = dl[2 * c], ml[2 * c], dl[2 * c + 1], ml[2 * c + 1]
-            q = b[16 + 32 * c:48 + 32 * c]
-            y1 = out[64 * c:64 * c + 32]
-            y2 = out[64 * c + 32:64 * c + 64]
+@helper
+def k4_block(b, out, f16, dl, ml, fifth_bit):
+    """One Q4_K block (``fifth_bit`` False, a constant) or Q5_K block ``b`` into ``out``.  Q4_K: d @0, dmin @2,
+    scales[12] @4, qs[128] @16; Q5_K the same but qh[32] @16 and qs[128] @48.  Per 64 outputs 32 bytes of qs:
+    the low nibbles, then the high ones; Q5_K's fifth bit of output l of half c is bit 2c (first 32) or 2c + 1
+    (next 32) of qh[l]."""
+    k4_scales(b, f16, dl, ml)
+    qh = b[16:48]
+    at = 48 if fifth_bit else 16
+    for c in range(4):
+        d1, n1, d2, n2 = dl[2 * c], ml[2 * c], dl[2 * c + 1], ml[2 * c + 1]
+        q = b[at + 32 * c:at + 32 + 32 * c]
+        y1 = out[64 * c:64 * c + 32]
+        y2 = out[64 * c + 32:64 * c + 64]
+        if fifth_bit:
+            for l in range(32):
+                y1[l] = d1 * np.float32((np.int32(q[l]) & 0xF) | (((np.int32(qh[l]) >> (2 * c)) & 1) << 4)) - n1
+            for l in range(32):
+                y2[l] = d2 * np.float32((np.int32(q[l]) >> 4) | (((np.int32(qh[l]) >> (2 * c + 1)) & 1) << 4)) - n2
+        else:
             for l in range(32):
                 y1[l] = d1 * np.float32(np.int32(q[l]) & 0xF) - n1
                 y2[l] = d2 * np.float32(np.int32(q[l]) >> 4) - n2
 
 
-@kernel
-def decode_q5_k(x, y, f16):
-    # d @0, dmin @2, scales[12] @4, qh[32] @16, qs[128] @48; the fifth bit of output l of half c is bit 2c
-    # (first 32) or 2c + 1 (next 32) of qh[l]
+@helper
+def k4_rows(x, y, f16, stream, fifth_bit):
+    """Q4_K's or Q5_K's blocks ``x`` into ``y`` (:func:`k4_block`), with streaming stores when ``stream``."""
     dl = np.empty(8, dtype=np.float32)
     ml = np.empty(8, dtype=np.float32)
-    for i in range(x.shape[0]):
-        b, out = x[i], y[i]
-        k4_scales(b, f16, dl, ml)
-        qh = b[16:48]
-        for c in range(4):
-            d1, n1, d2, n2 = dl[2 * c], ml[2 * c], dl[2 * c + 1], ml[2 * c + 1]
-            q = b[48 + 32 * c:80 + 32 * c]
-            y1 = out[64 * c:64 * c + 32]
-            y2 = out[64 * c + 32:64 * c + 64]
-            for l in range(32):
-                y1[l] = d1 * np.float32((np.int32(q[l]) & 0xF) | (((np.int32(qh[l]) >> (2 * c)) & 1) << 4)) - n1
-            for l in range(32):
-                y2[l] = d2 * np.float32((np.int32(q[l]) >> 4) | (((np.int32(qh[l]) >> (2 * c + 1)) & 1) << 4)) - n2
+    if streams(y, stream):
+        row = np.empty(y.shape[1], dtype=np.float32)
+        for i in range(x.shape[0]):
+            k4_block(x[i], row, f16, dl, ml, fifth_bit)
+            stream_store(y[i], row)
+        store_fence()
+    else:
+        for i in range(x.shape[0]):
+            k4_block(x[i], y[i], f16, dl, ml, fifth_bit)
+
+
+@kernel
+def decode_q4_k(x, y, f16, stream=False):
+    k4_rows(x, y, f16, stream, False)
+
+
+@kernel
+def decode_q5_k(x, y, f16, stream=False):
+    k4_rows(x, y, f16, stream, True)
 
 
 @kernel

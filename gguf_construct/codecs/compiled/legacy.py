@@ -16,6 +16,7 @@ from . import _tables
 from ._jit import helper, kernel
 from ._scalar import c_int, put_fp16, roundf
 from ._search import first_abs_max, make_qkx_quants, make_qx_quants, qkx_scratch
+from ._stream import store_fence, stream_store, streams
 
 
 def tables(name: str) -> tuple:
@@ -102,14 +103,26 @@ def decode_q5_1(x, y, f16):
             out[j + qk // 2] = add(np.float32((q >> 4) | h1) * d, m)
 
 
+@helper
+def q8_0_block(b, out, f16, qk):
+    """One Q8_0 block ``b`` (d @0, qs int8[qk] @2) into ``out``."""
+    d = f16[u16(b, 0)]
+    for j in range(qk):
+        out[j] = np.float32(np.int8(b[2 + j])) * d
+
+
 @kernel
-def decode_q8_0(x, y, f16):
+def decode_q8_0(x, y, f16, stream=False):
     qk = y.shape[1]
-    for i in range(x.shape[0]):
-        b, out = x[i], y[i]
-        d = f16[u16(b, 0)]
-        for j in range(qk):
-            out[j] = np.float32(np.int8(b[2 + j])) * d
+    if streams(y, stream):
+        row = np.empty(qk, dtype=np.float32)
+        for i in range(x.shape[0]):
+            q8_0_block(x[i], row, f16, qk)
+            stream_store(y[i], row)
+        store_fence()
+    else:
+        for i in range(x.shape[0]):
+            q8_0_block(x[i], y[i], f16, qk)
 
 
 @kernel

@@ -10,6 +10,7 @@ import numpy as np
 from . import _tables
 from ._jit import kernel
 from ._scalar import fp16_bits
+from ._stream import store_fence, stream_store, streams
 
 
 def tables(name: str) -> tuple:
@@ -17,20 +18,49 @@ def tables(name: str) -> tuple:
     return (_tables.fp16(),) if name == "F16" else ()
 
 
+_STREAM_ROW = 64  # values per streamed row (streaming stores take 8)
+
+
 @kernel
-def decode_f16(x, y, f16):
+def decode_f16(x, y, f16, stream=False):
     h = x.view(np.uint16).reshape(-1)  # little-endian host: the bytes as 16-bit words
     out = y.reshape(-1)
-    for i in range(out.shape[0]):
-        out[i] = f16[h[i]]
+    n = out.shape[0]
+    if streams(y, stream):  # rows of _STREAM_ROW through a scratch row, then the rest
+        row = np.empty(_STREAM_ROW, dtype=np.float32)
+        done = n - n % _STREAM_ROW
+        for s in range(0, done, _STREAM_ROW):
+            for j in range(row.shape[0]):
+                row[j] = f16[h[s + j]]
+            stream_store(out[s:s + _STREAM_ROW], row)
+        store_fence()
+        for i in range(done, n):
+            out[i] = f16[h[i]]
+    else:
+        for i in range(n):
+            out[i] = f16[h[i]]
 
 
 @kernel
-def decode_bf16(x, y):
+def decode_bf16(x, y, stream=False):
     h = x.view(np.uint16).reshape(-1)
-    bits = y.view(np.uint32).reshape(-1)  # the 16 bits become the upper half of the float32
-    for i in range(bits.shape[0]):
-        bits[i] = np.uint32(h[i]) << 16
+    out = y.reshape(-1)
+    bits = out.view(np.uint32)  # the 16 bits become the upper half of the float32
+    n = bits.shape[0]
+    if streams(y, stream):
+        row = np.empty(_STREAM_ROW, dtype=np.float32)
+        row_bits = row.view(np.uint32)
+        done = n - n % _STREAM_ROW
+        for s in range(0, done, _STREAM_ROW):
+            for j in range(row.shape[0]):
+                row_bits[j] = np.uint32(h[s + j]) << 16
+            stream_store(out[s:s + _STREAM_ROW], row)
+        store_fence()
+        for i in range(done, n):
+            bits[i] = np.uint32(h[i]) << 16
+    else:
+        for i in range(n):
+            bits[i] = np.uint32(h[i]) << 16
 
 
 # ------------------------------------------------------------------------------------------------ encoders
