@@ -183,12 +183,11 @@ STREAMING = ["Q8_0", "Q4_K", "Q5_K", "BF16", "F16"]
 @pytest.mark.parametrize("name", STREAMING)
 def test_streaming_stores_write_the_same_values(name, monkeypatch):
     """The decoders that write large outputs with streaming stores (``compiled._stream``), here made to from
-    the first byte on: the values of the numpy path into new arrays, into ``out`` arrays at every 4-byte
-    offset from a cache line (streaming needs 32 bytes: the others take the normal stores, and none may fault),
-    on 1 and 3 threads, and for F16/BF16 a count that leaves a tail after the rows of 64."""
+    the first byte on: the values of the numpy path into new arrays and into ``out`` arrays at every 4-byte
+    offset from a cache line (32-byte stores, 16-byte ones, and normal stores where a streaming one would
+    fault), on 1 and 3 threads, and for F16/BF16 a count that leaves a tail after the rows of 64."""
     from gguf_construct.codecs import _common, compiled
 
-    assert compiled._streaming(codecs.type_spec(name).id)
     t = codecs.type_spec(name)
     n_blocks = 1001 if t.block_size == 1 else 37
     raw = np.random.default_rng(5).integers(0, 256, n_blocks * t.type_size, dtype=np.uint8)
@@ -197,16 +196,44 @@ def test_streaming_stores_write_the_same_values(name, monkeypatch):
         raw.reshape(n_blocks, t.type_size)[:, 3] &= 0x3B
     raw = raw.tobytes()
     want = bits(decode(name, raw, "numpy"))
+    flags = []
+    run_blocks = compiled.run_blocks
+
+    def recorded(kernel, x, y, tables, threads, unit=1):
+        flags.append(tables[-1])
+        return run_blocks(kernel, x, y, tables, threads, unit)
+
+    monkeypatch.setattr(compiled, "run_blocks", recorded)
     monkeypatch.setattr(_common, "STREAM_MIN_BYTES", 0)
     for threads in (1, 3):
-        fresh = decode(name, raw, "numba", threads=threads)
-        assert fresh.ctypes.data % 64 == 0
-        assert np.array_equal(bits(fresh), want), threads
         for skip in range(8):
             buf = codecs.empty_blocks(1, want.size + 8, aligned=True).reshape(-1)
+            buf[:] = 0  # in memory: streamed (a new array's pages are not, see the next test)
             out = buf[skip:skip + want.size].reshape(want.shape)
             decode(name, raw, "numba", threads=threads, out=out)
             assert np.array_equal(bits(out), want), (threads, skip)
+        monkeypatch.setattr(compiled, "resident", lambda address, nbytes: True)
+        assert np.array_equal(bits(decode(name, raw, "numba", threads=threads)), want), threads
+        monkeypatch.undo()
+        monkeypatch.setattr(compiled, "run_blocks", recorded)
+        monkeypatch.setattr(_common, "STREAM_MIN_BYTES", 0)
+    assert compiled._streaming(t.id) and flags == [True] * 18
+
+
+def test_only_outputs_in_memory_are_streamed():
+    """New memory's pages are not in memory until written (each first write faults, and the kernel zeroes the
+    page into the cache, where normal stores are cheaper): ``resident`` says so, and so they are not streamed."""
+    import mmap
+
+    from gguf_construct.codecs.compiled._stream import resident
+
+    fresh = np.frombuffer(mmap.mmap(-1, 16 << 20), np.uint8)  # np.empty may reuse memory the process freed
+    assert not resident(fresh.ctypes.data, fresh.nbytes)
+    fresh[: 8 << 20] = 1
+    assert not resident(fresh.ctypes.data, fresh.nbytes)  # the end is still untouched
+    fresh[:] = 1
+    assert resident(fresh.ctypes.data, fresh.nbytes)
+    assert not resident(fresh.ctypes.data, 0)
 
 
 def test_empty_blocks_aligns_what_may_be_streamed(monkeypatch):

@@ -29,6 +29,7 @@ from ... import spec as _spec
 from .. import _common
 from ._jit import cache_folder
 from ._run import ENCODE_PARALLEL_MIN_VALUES, resolve_threads, run_blocks
+from ._stream import resident
 
 __all__ = ["decoder", "decode", "encoder", "encode", "resolve_threads", "compiled_kernels"]
 
@@ -133,7 +134,7 @@ def decode(type_id: int, x: np.ndarray, out: np.ndarray, threads: int) -> np.nda
         x = x.view()
         x.flags.writeable = False
     if _streaming(type_id):
-        tables = tables + (out.nbytes >= _common.STREAM_MIN_BYTES,)
+        tables = tables + (out.nbytes >= _common.STREAM_MIN_BYTES and resident(out.ctypes.data, out.nbytes),)
     run_blocks(kernel, x, out, tables, threads)
     return out
 
