@@ -19,12 +19,15 @@ def tables(name: str) -> tuple:
 
 @kernel
 def decode_q1_0(x, y, f16):
-    # d @0, qs[16] @2: bit j set gives d, clear gives -d
+    # d @0, qs[16] @2: bit j set gives d, clear gives -d, which is d with its sign bit flipped (NaN too); as bit
+    # operations, so that they vectorize (a select per value ran at a quarter of the numpy path's speed)
+    qk = y.shape[1]
+    words = y.view(np.uint32)
     for i in range(x.shape[0]):
-        b, out = x[i], y[i]
-        d = f16[u16(b, 0)]
-        for j in range(128):
-            out[j] = d if (b[2 + j // 8] >> (j % 8)) & 1 else -d
+        b, out = x[i], words[i]
+        d = np.float32(f16[u16(b, 0)]).view(np.uint32)
+        for j in range(qk):
+            out[j] = d ^ ((np.uint32(~b[2 + j // 8] >> (j % 8)) & np.uint32(1)) << np.uint32(31))
 
 
 @kernel
