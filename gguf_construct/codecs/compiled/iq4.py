@@ -57,28 +57,37 @@ def encode_tables(name: str) -> tuple:
     """The lookup tables the encoder of ``name`` takes after ``x, y, qw``: fp16, the value table and the
     decision thresholds of ``best_index_int8`` (from the numpy codec, which derives them from the table)."""
     from ..iq4 import _THR
+    if len(_THR) != 15:
+        raise AssertionError("spec error: best_indices compares with the 15 thresholds of a 16-value table")
     return (_tables.fp16(), _tables.floats("kvalues_iq4nl"), np.ascontiguousarray(_THR, dtype=np.float32))
 
 
 @helper
-def best_index(thr, x):
-    """ggml's ``best_index_int8(16, kvalues, x)``: the entry whose decision interval holds x, i.e. the number
-    of thresholds <= x (the numpy codec proves this equal to ggml's bisection for every float32); NaN: 15."""
-    if x != x:
-        return thr.shape[0]
-    k = 0
-    for t in range(thr.shape[0]):
-        k += x >= thr[t]
-    return k
+def best_indices(xb, idv, thr, idx):
+    """``idx[j]`` = ggml's ``best_index_int8(16, kvalues, idv * xb[j])``: the entry whose decision interval holds
+    the value, i.e. the number of thresholds <= it (the numpy codec proves this equal to ggml's bisection for
+    every float32); NaN: the last entry.  The 15 thresholds are named one by one so that they stay in registers
+    and LLVM vectorizes the loop over j (a loop over them, or over a tuple, kept it scalar: 2.8-10x slower)."""
+    t0, t1, t2, t3, t4, t5, t6, t7 = thr[0], thr[1], thr[2], thr[3], thr[4], thr[5], thr[6], thr[7]
+    t8, t9, t10, t11, t12, t13, t14 = thr[8], thr[9], thr[10], thr[11], thr[12], thr[13], thr[14]
+    for j in range(xb.shape[0]):
+        v = idv * xb[j]
+        k = (np.int32(v >= t0) + np.int32(v >= t1) + np.int32(v >= t2) + np.int32(v >= t3) + np.int32(v >= t4)
+             + np.int32(v >= t5) + np.int32(v >= t6) + np.int32(v >= t7) + np.int32(v >= t8) + np.int32(v >= t9)
+             + np.int32(v >= t10) + np.int32(v >= t11) + np.int32(v >= t12) + np.int32(v >= t13)
+             + np.int32(v >= t14))
+        idx[j] = k if v == v else np.int32(15)
 
 
 @routine
-def group_sums(xb, w, kv, thr, idv):
-    """(sum w*q*x, sum w*q*q) of the group quantized with 1/scale ``idv``."""
+def group_sums(xb, w, kv, thr, idv, idx):
+    """(sum w*q*x, sum w*q*q) of the group quantized with 1/scale ``idv`` (``idx``: int32 scratch for the
+    codes, found in one vectorized pass before the sums, which C's order keeps serial)."""
+    best_indices(xb, idv, thr, idx)
     sumqx = np.float32(0.0)
     sumq2 = np.float32(0.0)
     for j in range(xb.shape[0]):
-        q = kv[best_index(thr, idv * xb[j])]
+        q = kv[idx[j]]
         wq = w[j] * q
         sumqx += wq * xb[j]
         sumq2 += wq * q
@@ -86,8 +95,8 @@ def group_sums(xb, w, kv, thr, idv):
 
 
 @routine
-def group_scale(xb, w, kv, thr):
-    """The scale search of ``quantize_row_iq4_nl_impl`` for one group of 32 weights."""
+def group_scale(xb, w, kv, thr, idx):
+    """The scale search of ``quantize_row_iq4_nl_impl`` for one group of 32 weights (``idx``: int32 scratch)."""
     amax = np.float32(0.0)
     mx = np.float32(0.0)
     for j in range(xb.shape[0]):
@@ -98,11 +107,11 @@ def group_scale(xb, w, kv, thr):
     if amax < np.float32(1e-15):  # GROUP_MAX_EPS
         return np.float32(0.0)
     d = -mx / kv[0]
-    sumqx, sumq2 = group_sums(xb, w, kv, thr, np.float32(1.0) / d)
+    sumqx, sumq2 = group_sums(xb, w, kv, thr, np.float32(1.0) / d, idx)
     d = sumqx / sumq2 if sumq2 > 0 else np.float32(0.0)
     best = d * sumqx
     for itry in range(-_NTRY, _NTRY + 1):
-        sumqx, sumq2 = group_sums(xb, w, kv, thr, np.float32(itry + np.int32(kv[0])) / mx)
+        sumqx, sumq2 = group_sums(xb, w, kv, thr, np.float32(itry + np.int32(kv[0])) / mx, idx)
         if sumq2 > 0 and sumqx * sumqx > best * sumq2:
             d = sumqx / sumq2
             best = d * sumqx
@@ -118,18 +127,18 @@ def group_weights(xb, q, sigma2, w):
 
 
 @helper
-def put_codes(out, o, xb, idl, thr):
+def put_codes(out, o, xb, idl, thr, idx):
     """The 32 codes of a group, byte j holding codes j (low nibble) and j + 16 (high), at byte ``o``."""
+    best_indices(xb, idl, thr, idx)
     for j in range(16):
-        lo = best_index(thr, idl * xb[j])
-        hi = best_index(thr, idl * xb[j + 16])
-        out[o + j] = np.uint8(lo | (hi << 4))
+        out[o + j] = np.uint8(idx[j] | (idx[j + 16] << 4))
 
 
 @kernel
 def encode_iq4_nl(x, y, qw, f16, kv, thr):
     # d @0, qs[16] @2
     w = np.empty(32, dtype=np.float32)
+    idx = np.empty(32, dtype=np.int32)
     none = np.empty(0, dtype=np.float32)
     for i in range(x.shape[0]):
         xb, out = x[i], y[i]
@@ -138,15 +147,16 @@ def encode_iq4_nl(x, y, qw, f16, kv, thr):
         for j in range(32):
             s += xb[j] * xb[j]
         group_weights(xb, q, s * np.float32(2.0 / 32), w)
-        scale = group_scale(xb, w, kv, thr)
+        scale = group_scale(xb, w, kv, thr, idx)
         put_fp16(out, 0, scale, f16)
-        put_codes(out, 2, xb, np.float32(1.0) / scale if scale != 0 else np.float32(0.0), thr)
+        put_codes(out, 2, xb, np.float32(1.0) / scale if scale != 0 else np.float32(0.0), thr, idx)
 
 
 @kernel
 def encode_iq4_xs(x, y, qw, f16, kv, thr):
     # d @0, scales_h (u16) @2, scales_l[4] @4, qs[128] @8
     w = np.empty(32, dtype=np.float32)
+    idx = np.empty(32, dtype=np.int32)
     scales = np.empty(8, dtype=np.float32)
     none = np.empty(0, dtype=np.float32)
     for i in range(x.shape[0]):
@@ -162,7 +172,7 @@ def encode_iq4_xs(x, y, qw, f16, kv, thr):
         for ib in range(8):
             xs = xb[32 * ib:32 * ib + 32]
             group_weights(xs, q[32 * ib:32 * ib + 32] if q.shape[0] else none, sigma2, w)
-            scales[ib] = group_scale(xs, w, kv, thr)
+            scales[ib] = group_scale(xs, w, kv, thr, idx)
             if abs(scales[ib]) > amax:
                 amax = abs(scales[ib])
                 max_scale = scales[ib]
@@ -174,7 +184,7 @@ def encode_iq4_xs(x, y, qw, f16, kv, thr):
             ls = min(max(nearest_int(idv * scales[ib]), -32), 31)
             dl = d * np.float32(ls)
             idl = np.float32(1.0) / dl if dl != 0 else np.float32(0.0)
-            put_codes(out, 8 + 16 * ib, xb[32 * ib:32 * ib + 32], idl, thr)
+            put_codes(out, 8 + 16 * ib, xb[32 * ib:32 * ib + 32], idl, thr, idx)
             u = ls + 32
             out[4 + ib // 2] |= np.uint8((u & 0xF) << (4 * (ib % 2)))
             sh |= (u >> 4) << (2 * ib)
