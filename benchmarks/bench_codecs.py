@@ -435,9 +435,9 @@ def kernels(sizes_kib: list[int], ggml: "GgmlDecoder", wanted: set[str], repeat:
     """Compiled decode kernel against ggml's C decode function, each called directly on the same blocks into
     an output array it reuses, in turns; prints the time of each and their ratio per type and size.  Kernels
     that can write with streaming stores (``compiled._stream``) are also timed that way (``stream``), into a
-    64-byte aligned output; the decoders use it from ``_common.STREAM_MIN_BYTES`` of output on."""
+    64-byte aligned output; the decoders use it for reused ``out=`` arrays from ``_stream.STREAM_MIN_BYTES`` on."""
     from gguf_construct.codecs import compiled
-    from gguf_construct.codecs import _common
+    from gguf_construct.codecs.compiled import _stream
 
     print(f"{'type':8s} {'KiB':>6s} {'kernel us':>10s} {'C us':>10s} {'kernel/C':>8s} {'stream us':>10s} "
           f"{'stream/C':>8s} {'used':>6s}  (speed ratio; best of {repeat} turns)")
@@ -460,7 +460,7 @@ def kernels(sizes_kib: list[int], ggml: "GgmlDecoder", wanted: set[str], repeat:
             fns = {"kernel": lambda: kernel(x, ours, *tables),
                    "C": lambda: c_fn(x.ctypes.data, theirs.ctypes.data, theirs.size)}
             if streams:
-                streamed = codecs.empty_blocks(x.shape[0], t.block_size, aligned=True)
+                streamed = codecs.empty_blocks(x.shape[0], t.block_size)
                 fns["stream"] = lambda: kernel(x, streamed, *tables, True)
             for fn in fns.values():
                 fn()
@@ -468,7 +468,7 @@ def kernels(sizes_kib: list[int], ggml: "GgmlDecoder", wanted: set[str], repeat:
                     streams and not np.array_equal(streamed.view(np.uint32), theirs.view(np.uint32))):
                 print(f"{t.name}: decoded values differ from ggml's", file=sys.stderr)
             times = race(fns, repeat, time.perf_counter, budget=0.5)
-            used = "stream" if streams and ours.nbytes >= _common.STREAM_MIN_BYTES else "kernel"
+            used = "stream" if streams and ours.nbytes >= _stream.STREAM_MIN_BYTES else "kernel"
             ratios[kib].append(times["C"] / times[used])
             line = (f"{t.name:8s} {kib:6d} {times['kernel'] * 1e6:10.1f} {times['C'] * 1e6:10.1f} "
                     f"{times['C'] / times['kernel']:8.2f}")

@@ -125,8 +125,8 @@ class Tensor:
             blocks = codecs.blocks_view(t.id, out, n_blocks * t.type_size)
             codecs.decode_blocks(t.id, raw, byte_order=self.byte_order, out=blocks, threads=threads)
             return out
-        blocks = codecs.empty_blocks(n_blocks, t.block_size, dtype)
-        codecs.decode_blocks(t.id, raw, byte_order=self.byte_order, out=blocks, threads=threads)  # straight in
+        blocks = np.empty((n_blocks, t.block_size), dtype=dtype)  # new memory: normal stores, straight in
+        codecs.decode_blocks(t.id, raw, byte_order=self.byte_order, out=blocks, threads=threads, stream=False)
         return blocks.reshape(tuple(reversed(self.shape)) if self.shape else ())
 
 

@@ -37,7 +37,6 @@ from typing import Callable, Iterable, Union
 import numpy as np
 
 from .. import spec as _spec
-from . import _common
 from ._common import decode_chunks
 
 TypeLike = Union[int, str, "object"]
@@ -256,14 +255,16 @@ def _byte_view(raw):
 
 
 def decode_blocks(ggml_type: TypeLike, raw, *, byte_order: str = "little", out: np.ndarray | None = None,
-                  threads: int | None = None) -> np.ndarray:
+                  threads: int | None = None, stream: bool = True) -> np.ndarray:
     """Decode whole blocks to an array of shape ``(n_blocks, block_size)``.
 
     ``out``: a C-contiguous array of that shape and the decoded dtype to write into (returned).  Decoders that
     take ``out`` fill it directly; the others decode chunks of about 256K values whose results are copied there,
     so the memory needed beyond ``out`` stays small either way.  ``threads``: cores the compiled path may use
     (default: 1 for small inputs; for large ones 1 plus one per core idle at the call; the result is the same
-    for any count; the numpy path uses one).
+    for any count; the numpy path uses one).  ``stream``: the compiled decoders that have them may write a
+    large ``out`` whose memory is in use already with streaming stores (``compiled._stream``; False: never,
+    as for a new array, which they never stream into).
     """
     t = type_spec(ggml_type)
     decode = _codec_function(t.id, "decode")
@@ -277,7 +278,7 @@ def decode_blocks(ggml_type: TypeLike, raw, *, byte_order: str = "little", out: 
         raise ValueError(f"out must be C-contiguous of shape {(blocks.shape[0], t.block_size)}, not {out.shape}")
     compiled = _compiled()
     if compiled is not None and compiled.decoder(t.id) is not None:
-        return _decode_compiled(compiled, t, blocks, byte_order, out, threads)
+        return _decode_compiled(compiled, t, blocks, byte_order, out, threads, stream and out is not None)
     if out is None:
         return decode(blocks)
     if _writes_into(t.id):
@@ -290,36 +291,34 @@ def decode_blocks(ggml_type: TypeLike, raw, *, byte_order: str = "little", out: 
 
 
 def _decode_compiled(compiled, t: _spec.TensorTypeSpec, blocks: np.ndarray, byte_order: str,
-                     out: np.ndarray | None, threads: int | None) -> np.ndarray:
+                     out: np.ndarray | None, threads: int | None, stream: bool) -> np.ndarray:
     """:func:`decode_blocks` on the compiled path (kernels read little-endian bytes: big-endian blocks are
     swapped chunk by chunk)."""
     n = blocks.shape[0]
     if out is None:
-        out = empty_blocks(n, t.block_size)
+        out = np.empty((n, t.block_size), dtype=np.float32)
     elif out.dtype != np.float32:
         raise ValueError(f"{t.name} decodes to float32, out is {out.dtype}")
     threads = compiled.resolve_threads(threads, n * t.block_size)
     if byte_order == "little":
-        compiled.decode(t.id, blocks.view(np.uint8).reshape(n, t.type_size), out, threads)
+        compiled.decode(t.id, blocks.view(np.uint8).reshape(n, t.type_size), out, threads, stream)
         return out
     little = block_dtype(t.id, "little")
     for s, e in decode_chunks(n, t.block_size, _OUT_CHUNK_VALUES * max(1, threads)):
         x = blocks[s:e].astype(little).view(np.uint8).reshape(e - s, t.type_size)
-        compiled.decode(t.id, x, out[s:e], threads)
+        compiled.decode(t.id, x, out[s:e], threads, stream)
     return out
 
 
-_OUTPUT_ALIGN = 64  # bytes: the decoder outputs this package allocates to be streamed start on a cache line
+_OUTPUT_ALIGN = 64  # bytes: empty_blocks' arrays start on a cache line
 
 
-def empty_blocks(n_blocks: int, block_size: int, dtype=np.float32, *, aligned: bool | None = None) -> np.ndarray:
-    """``np.empty((n_blocks, block_size), dtype)`` starting on a 64-byte boundary when ``aligned`` (numpy's own
-    arrays: 16 bytes); ``aligned=None``: when it is large enough for the compiled decoders to write it with
-    streaming stores (``compiled._stream``)."""
+def empty_blocks(n_blocks: int, block_size: int, dtype=np.float32) -> np.ndarray:
+    """``np.empty((n_blocks, block_size), dtype)`` starting on a 64-byte boundary (numpy's own arrays: 16
+    bytes): an ``out`` array to reuse, which the compiled decoders that have streaming stores fill 32 bytes a
+    store once it is large (``compiled._stream``; 16 into other arrays)."""
     dtype = np.dtype(dtype)
     n = n_blocks * block_size
-    if not (n * dtype.itemsize >= _common.STREAM_MIN_BYTES if aligned is None else aligned):
-        return np.empty((n_blocks, block_size), dtype)
     buf = np.empty(n + _OUTPUT_ALIGN // dtype.itemsize, dtype)
     skip = (-buf.ctypes.data % _OUTPUT_ALIGN) // dtype.itemsize
     return buf[skip:skip + n].reshape(n_blocks, block_size)

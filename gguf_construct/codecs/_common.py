@@ -305,9 +305,6 @@ def _first_abs_max_general(x: np.ndarray, axis: int):
 
 # ------------------------------------------------------------------------------------ decoder building blocks
 
-STREAM_MIN_BYTES = 4 << 20  # decoded outputs from this size on, when in memory already, are written with streaming
-#                              stores by the compiled decoders that have them (compiled/_stream.py); codecs'
-#                              own outputs this large start on a cache line
 DECODE_CHUNK_VALUES = 1 << 17  # decoded float32 values per chunk (512 KiB): temporaries stay in L2
 _LO4 = np.uint64(0x0F0F0F0F0F0F0F0F)
 _FOUR = np.uint64(4)

@@ -26,10 +26,9 @@ import numpy as np
 from numba.core import event as _event
 
 from ... import spec as _spec
-from .. import _common
 from ._jit import cache_folder
 from ._run import ENCODE_PARALLEL_MIN_VALUES, resolve_threads, run_blocks
-from ._stream import resident
+from . import _stream
 
 __all__ = ["decoder", "decode", "encoder", "encode", "resolve_threads", "compiled_kernels"]
 
@@ -126,15 +125,17 @@ _ABORTS = {  # the statuses of IQ encoder kernels: where ggml hits a GGML_ASSERT
 }
 
 
-def decode(type_id: int, x: np.ndarray, out: np.ndarray, threads: int) -> np.ndarray:
+def decode(type_id: int, x: np.ndarray, out: np.ndarray, threads: int, stream: bool = False) -> np.ndarray:
     """Decode the little-endian blocks ``x`` (n_blocks, type_size) uint8 into ``out`` (n_blocks, block_size)
-    float32 on ``threads`` threads."""
+    float32 on ``threads`` threads; ``stream``: with streaming stores where the kernel has them, ``out`` is
+    large and its memory in use already (:mod:`._stream`)."""
     kernel, tables = decoder(type_id)
     if x.flags.writeable:  # one compiled signature per kernel: read-only input (as from bytes or a mapped file)
         x = x.view()
         x.flags.writeable = False
     if _streaming(type_id):
-        tables = tables + (out.nbytes >= _common.STREAM_MIN_BYTES and resident(out.ctypes.data, out.nbytes),)
+        tables = tables + (stream and out.nbytes >= _stream.STREAM_MIN_BYTES
+                           and _stream.resident(out.ctypes.data, out.nbytes),)
     run_blocks(kernel, x, out, tables, threads)
     return out
 

@@ -7,18 +7,22 @@ MiB are bound by that write traffic, ggml's C decoders too: filling 128 MiB took
 and 6.9 ms with streaming ones, and with them the Q8_0, Q4_K, Q5_K and BF16 kernels went from 0.9-1.1x to
 1.3-1.8x the speed of ggml's C at 4-16 MiB of blocks (``bench_codecs --kernels``, column ``stream``).
 
-``compiled.decode`` streams an output when both hold:
+``compiled.decode`` streams an output only where ``codecs.decode_blocks`` was given it (``out=``, and not
+``stream=False``): a new array's pages fault on their first write and the kernel zeroes each one, which leaves
+its lines dirty in the cache, where writing over them is cheaper than evicting them to stream past; memory
+the allocator recycles may hold such lines too (measured into new 60 MiB arrays: 0.98x ggml's C streaming,
+1.18x with normal stores).  And then when both hold:
 
-* it is at least ``STREAM_MIN_BYTES`` (``.._common``).  Outputs that fit in the caches are written as fast or
-  faster by normal stores, which also leave them in the cache for whatever reads them next (measured here:
-  streaming was slower at 2-4 MiB of output, faster from 7 MiB on);
-* its pages are in memory already (:func:`resident`): a reused array, or memory the allocator recycles.  A new
-  array's pages fault on their first write and the kernel zeroes each one, which leaves its lines dirty in the
-  cache: writing over them there is cheaper than evicting them to stream past.
+* it is at least :data:`STREAM_MIN_BYTES`, the size of the machine's last-level cache.  Outputs that fit in
+  the caches are written as fast or faster by normal stores, which also leave them in the cache for whatever
+  reads them next.  Measured here (32 MiB L3) decoding into a reused array and then summing it, streaming
+  against normal stores: 0.74-0.93x at 8 MiB of output, 0.92-1.12x at 16, 1.09-1.17x at 32, 1.05-1.37x at
+  64-128 MiB;
+* its pages are in memory already (:func:`resident`): not an ``out`` array made but not yet written.
 
 Kernels that can stream take a last argument ``stream`` (default False).  They then decode each block into a
 scratch row, which stays in L1, and copy it out with :func:`stream_store`: 32 bytes a store where the output
-row starts on a 32-byte boundary (``codecs.empty_blocks`` allocates such outputs), else 16 (numpy's arrays
+row starts on a 32-byte boundary (``codecs.empty_blocks`` makes such arrays), else 16 (numpy's arrays
 are 16-byte aligned; :func:`streams` falls back to normal stores for any other address, where a streaming
 store would fault).  They end with :func:`store_fence`, so that the stores are visible to any thread before
 the kernel returns.  The bytes are those of the normal stores.  Each kernel has its loop of each store kind on
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import glob
 import os
 
 from llvmlite import ir
@@ -36,6 +41,25 @@ from numba import types
 from numba.extending import intrinsic
 
 from ._jit import helper
+
+def last_level_cache_bytes(cpu_caches: str = "/sys/devices/system/cpu/cpu0/cache") -> int:
+    """The size of the largest cache of this machine's first CPU (Linux's sysfs), or 32 MiB where the system
+    does not say."""
+    sizes = []
+    for index in glob.glob(os.path.join(cpu_caches, "index*")):
+        try:
+            with open(os.path.join(index, "size")) as fh:
+                text = fh.read().strip().upper()
+        except OSError:
+            continue
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        digits = text.rstrip("KMG")
+        if digits.isdigit():
+            sizes.append(int(digits) * scale)
+    return max(sizes, default=32 << 20)
+
+
+STREAM_MIN_BYTES = max(4 << 20, last_level_cache_bytes())  # out arrays from this size on may be streamed
 
 WIDE, NARROW = 8, 4  # float32 per streaming store: 32 bytes (AVX) where the output allows, else 16 (SSE)
 
@@ -113,10 +137,7 @@ def _mincore():
 
 
 def resident(address: int, nbytes: int) -> bool:
-    """Whether the pages at the start, middle and end of ``nbytes`` from ``address`` are in memory (``mincore``).
-
-    Streaming pays only where they are (measured on new 60 MiB arrays: 0.98x ggml's C streaming, 1.18x with
-    normal stores; into a reused one 1.4-1.7x streaming)."""
+    """Whether the pages at the start, middle and end of ``nbytes`` from ``address`` are in memory (``mincore``)."""
     found = _mincore()
     if found is None or nbytes <= 0:
         return False
