@@ -262,9 +262,9 @@ def decode_blocks(ggml_type: TypeLike, raw, *, byte_order: str = "little", out: 
     take ``out`` fill it directly; the others decode chunks of about 256K values whose results are copied there,
     so the memory needed beyond ``out`` stays small either way.  ``threads``: cores the compiled path may use
     (default: 1 for small inputs; for large ones 1 plus one per core idle at the call; the result is the same
-    for any count; the numpy path uses one).  ``stream``: the compiled decoders that have them may write a
-    large ``out`` whose memory is in use already with streaming stores (``compiled._stream``; False: never,
-    as for a new array, which they never stream into).
+    for any count; the numpy path uses one).  ``stream``: whether the compiled decoders that have streaming
+    stores may write ``out`` with them (they do so only when it is larger than the last-level cache and in
+    memory already, see ``compiled._stream``; a new array is never streamed into).
     """
     t = type_spec(ggml_type)
     decode = _codec_function(t.id, "decode")

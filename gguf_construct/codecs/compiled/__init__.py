@@ -26,9 +26,9 @@ import numpy as np
 from numba.core import event as _event
 
 from ... import spec as _spec
+from . import _stream
 from ._jit import cache_folder
 from ._run import ENCODE_PARALLEL_MIN_VALUES, resolve_threads, run_blocks
-from . import _stream
 
 __all__ = ["decoder", "decode", "encoder", "encode", "resolve_threads", "compiled_kernels"]
 
