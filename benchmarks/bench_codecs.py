@@ -47,7 +47,9 @@ default chose.
 from it, each in a fresh process.  ``--kernels KIB[,KIB...] --ggml-lib PATH`` times only the compiled decode
 kernels against ggml's C decode functions, both called directly on KIB KiB of blocks into outputs they reuse,
 in turns (no Python wrapper, no page faults): the speed of the decoding itself, in the caches (small KIB) and
-from memory (large KIB), where the write bandwidth bounds both.
+from memory (large KIB), where the write bandwidth bounds both; the kernels that have streaming stores are also
+timed with them (``stream``), and ``used`` says which store ``decode_blocks`` takes for a reused ``out=`` array
+of that size.
 """
 
 from __future__ import annotations
