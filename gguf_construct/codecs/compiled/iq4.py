@@ -9,6 +9,7 @@ import numpy as np
 from . import _tables
 from ._jit import helper, kernel, routine
 from ._scalar import nearest_int, put_fp16
+from ._search import first_abs_max
 from .legacy import u16
 
 
@@ -97,13 +98,7 @@ def group_sums(xb, w, kv, thr, idv, idx):
 @routine
 def group_scale(xb, w, kv, thr, idx):
     """The scale search of ``quantize_row_iq4_nl_impl`` for one group of 32 weights (``idx``: int32 scratch)."""
-    amax = np.float32(0.0)
-    mx = np.float32(0.0)
-    for j in range(xb.shape[0]):
-        ax = abs(xb[j])
-        if ax > amax:
-            amax = ax
-            mx = xb[j]
+    amax, mx = first_abs_max(xb)
     if amax < np.float32(1e-15):  # GROUP_MAX_EPS
         return np.float32(0.0)
     d = -mx / kv[0]

@@ -18,7 +18,7 @@ def tables(name: str) -> tuple:
     return (_tables.fp16(),) if name == "F16" else ()
 
 
-_STREAM_ROW = 64  # values per streamed row (streaming stores take 8)
+_STREAM_ROW = 64  # values per streamed row (a multiple of the 8 of the widest streaming store)
 
 
 @kernel
