@@ -211,15 +211,21 @@ class _Walker(_values.Evaluator):
         n = self.n
         if isinstance(node, (n.Add, n.Mod, n.Mul)):  # arithmetic unless a string literal takes part
             return any(isinstance(c.value, str) for c in node.find_all(n.Const))
-        return isinstance(node, n.Concat) or (
-            isinstance(node, n.Filter) and node.name in ("join", "format", "reverse", "replace", "string")) or (
-            isinstance(node, n.Call) and isinstance(node.node, n.Getattr)
-            and node.node.attr in ("join", "format", "replace"))
+        if isinstance(node, n.Concat) or (
+                isinstance(node, n.Filter) and node.name in ("join", "format", "reverse", "replace", "string")) or (
+                isinstance(node, n.Call) and isinstance(node.node, n.Getattr)
+                and node.node.attr in ("join", "format", "replace")):
+            return True
+        # made of constants alone, yet not folded: a filter or method the analysis does not model
+        return next(node.find_all(n.Name), None) is None and any(
+            isinstance(c.value, str) for c in node.find_all(n.Const))
 
     def _attribute(self, name: str, how: str, construct: str, subscript: bool = False) -> None:
         """An attribute (or subscript key) ``name`` reached from the template."""
         if _DUNDER.match(name) or (name.startswith("_") and not subscript):
             self.issues.append(Issue(ESCAPE, f"private attribute {name} reached by {how}", construct))
+        elif name in _names("internal_attributes"):
+            self.issues.append(Issue(ESCAPE, f"internal attribute {name} reached by {how}", construct))
         elif name in _names("modules"):
             kind = SUSPICIOUS if subscript else ESCAPE
             self.issues.append(Issue(kind, f"module {name} reached by {how}", construct))
@@ -262,6 +268,9 @@ class _Walker(_values.Evaluator):
                 else None
             if name in _names("calls") and not (isinstance(callee, n.Name) and name in self.bound):
                 self.issues.append(Issue(ESCAPE, f"call of {name}", f"{name}(...)"))
+            if isinstance(callee, n.Getitem):  # f_builtins['eval'](...)
+                for key in sorted(self._strings(callee.arg) & _names("calls")):
+                    self.issues.append(Issue(ESCAPE, f"call of {key}", f"[{key!r}](...)"))
             if isinstance(callee, n.Getattr) and name in ("format", "format_map"):
                 self._format_fields(callee.node)
             for kw in node.kwargs:

@@ -1,9 +1,9 @@
 """What each expression of a Jinja template can evaluate to, found without rendering it: an abstract interpretation
 over jinja2's syntax tree, used by :mod:`.jinja_scan` to see the key a subscript or ``|attr`` really gets.
 
-A value is a frozenset of *atoms*, the things it may be: constant strings, integers and tuples (folded through
-concatenation, ``+``, ``*``, ``%``, indexing and slicing, and the string filters and methods of
-spec/templates.yaml); :class:`Route`, an object that leads to Python internals (an escape global such as
+A value is a frozenset of *atoms*, the things it may be: constant strings, integers (booleans among them) and
+tuples (folded through concatenation, ``+``, ``*``, ``%``, indexing and slicing, and the filters and ``str``
+methods spec/templates.yaml declares foldable, computed by :mod:`.jinja_folds`); :class:`Route`, an object that leads to Python internals (an escape global such as
 ``lipsum``, or anything reached through a private attribute); :class:`Slots`, a namespace or dict whose members
 are tracked; :class:`Seq`, a sequence known only by its elements; :class:`Callable`, a macro or a ``caller``; and
 ``TOP``, anything else (the render context, a filter not modelled, a value past a budget).
@@ -23,9 +23,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from . import jinja_folds as _folds
+
 __all__ = ["TOP", "Route", "Slots", "Seq", "Callable", "Evaluator", "is_constant"]
 
-_SAFE_FORMAT = re.compile(r"\A(?:[^{}%]|\{\d*\}|%[sdrc%])*\Z")
 _PRIVATE = re.compile(r"\A(__\w+__|_[A-Za-z]\w*__\w+)\Z")
 
 
@@ -87,11 +88,7 @@ class _Slice:
     step: int | None
 
 
-class _Unknown:
-    """A fold that gives no constant."""
-
-
-UNKNOWN = _Unknown()
+UNKNOWN = _folds.UNKNOWN
 
 
 class _NoneBound:
@@ -102,13 +99,14 @@ _NONE = _NoneBound()
 
 
 def is_constant(atom) -> bool:
-    """True for the atoms folding computes with: str, int, tuple (and constant slices)."""
-    return (isinstance(atom, (str, int, tuple, _Slice)) and not isinstance(atom, bool)) or atom is _NONE
+    """True for the atoms folding computes with: str, int (bool among them), tuple (and constant slices)."""
+    return isinstance(atom, (str, int, tuple, _Slice)) or atom is _NONE
 
 
-def is_private(name) -> bool:
-    """A dunder name (``__class__``) or a name-mangled private attribute (``_TemplateReference__context``)."""
-    return isinstance(name, str) and bool(_PRIVATE.match(name))
+def is_private(name, internal: frozenset = frozenset()) -> bool:
+    """A dunder name (``__class__``), a name-mangled private attribute (``_TemplateReference__context``), or one of
+    the ``internal`` attributes (spec/templates.yaml ``internal_attributes``: ``gi_frame``, ``f_globals`` ...)."""
+    return isinstance(name, str) and (bool(_PRIVATE.match(name)) or name in internal)
 
 
 def _index(target, index):
@@ -121,33 +119,6 @@ def _plain(values: tuple) -> bool:
     return all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in values)
 
 
-def apply(name: str, target, args: tuple, method: bool):
-    """A string filter or method applied to constant values (UNKNOWN for anything else)."""
-    if name == "join":
-        if method and isinstance(target, str) and len(args) == 1 and isinstance(args[0], tuple) \
-                and _plain(args[0]):
-            return target.join(map(str, args[0]))
-        if not method and isinstance(target, tuple) and _plain(target):
-            sep = args[0] if args and isinstance(args[0], str) else ""
-            return sep.join(map(str, target))
-    if name == "format" and isinstance(target, str) and _SAFE_FORMAT.match(target) and _plain(args):
-        return target.format(*args) if method else target % args
-    if name == "reverse" and isinstance(target, (str, tuple)):
-        return target[::-1]
-    if name in ("lower", "upper", "title", "capitalize", "strip", "trim") and isinstance(target, str) \
-            and not args:
-        return getattr(target, "strip" if name == "trim" else name)()
-    if name == "replace" and isinstance(target, str) and len(args) == 2 and all(isinstance(a, str) for a in args):
-        return target.replace(*args)
-    if name in ("string", "e", "escape", "safe") and isinstance(target, str):
-        return target
-    if name == "list" and isinstance(target, (str, tuple)):
-        return tuple(target)
-    if name in ("first", "last") and isinstance(target, (str, tuple)) and target:
-        return target[0 if name == "first" else -1]
-    return UNKNOWN
-
-
 def binary(op: str, left, right, fold_length: int):
     """``left op right`` on constants (UNKNOWN when it is not a fold the analysis makes)."""
     if op == "Add":
@@ -157,10 +128,8 @@ def binary(op: str, left, right, fold_length: int):
         s, k = (left, right) if isinstance(left, (str, tuple)) else (right, left)
         if isinstance(s, (str, tuple)) and isinstance(k, int) and 0 <= k * max(len(s), 1) <= fold_length:
             return s * k
-    if op == "Mod" and isinstance(left, str) and _SAFE_FORMAT.match(left):
-        args = right if isinstance(right, tuple) else (right,)
-        if _plain(args):
-            return left % args
+    if op == "Mod" and isinstance(left, str):
+        return _folds.fold_filter("format", left, right if isinstance(right, tuple) else (right,), {}, fold_length)
     return UNKNOWN
 
 
@@ -174,6 +143,7 @@ class Evaluator:
         self.n = nodes
         self.limits = limits
         self.routes: dict = facts["names"]["escape_globals"]
+        self.internal = frozenset(facts["names"]["internal_attributes"])
         filters = facts["values"]["filters"]
         self.filter_kinds: dict[str, set] = {}
         for kind, names in filters.items():
@@ -346,7 +316,10 @@ class Evaluator:
                 r = combine(c)
             except Exception:  # noqa: BLE001 - a combination that fails at render time gives nothing
                 continue
-            out.add(TOP if r is UNKNOWN else r)
+            if isinstance(r, _folds.AnyOf):
+                out |= set(r.values)
+            else:
+                out.add(TOP if r is UNKNOWN else r)
         return self.cap(out)
 
     def elements(self, value: frozenset) -> frozenset:
@@ -368,7 +341,7 @@ class Evaluator:
     def member(self, obj: frozenset, keys: frozenset) -> frozenset:
         """``obj[key]`` / ``obj.key`` for every pair of atoms (a private key always gives a route)."""
         out: set = set()
-        if any(is_private(k) for k in keys):
+        if any(is_private(k, self.internal) for k in keys):
             out.add(Route("private"))
         for a in obj:
             if isinstance(a, Route):
@@ -509,12 +482,20 @@ class Evaluator:
             pairs = {(k, v) for a in target if isinstance(a, Slots) for k in self.members.get(a, ())
                      for v in self.slots.get((a, k), EMPTY)}
             return self.cap(out | {Seq(self.cap(pairs))} if pairs else out | ANY)
-        if "fold" in kinds and not any(k.key for k in node.kwargs):
+        if "fold" in kinds and node.dyn_args is None and node.dyn_kwargs is None:
             folded = frozenset(self.as_constant(a) for a in target if not (isinstance(a, Seq) and "element" in kinds))
             if not folded:
                 return self.cap(out)
-            return self.cap(out | self.product([folded, *args], lambda p: apply(node.name, p[0], p[1:], False)))
+            return self.cap(out | self._fold(_folds.fold_filter, node.name, folded, args, node.kwargs))
         return self.cap(out | ANY)
+
+    def _fold(self, fold, name: str, target: frozenset, args: list, kwargs: list) -> frozenset:
+        """Every value ``fold(name, ...)`` gives for the combinations of the constant values of the target, the
+        positional arguments and the keyword arguments (``kwargs``: their nodes)."""
+        keys = [kw.key for kw in kwargs]
+        n, limit = len(args), self.limits["fold_length"]
+        return self.product([target, *args, *(self.v(kw.value) for kw in kwargs)],
+                            lambda p: fold(name, p[0], p[1:1 + n], dict(zip(keys, p[1 + n:])), limit))
 
     def _call_value(self, node) -> frozenset:
         n = self.n
@@ -527,8 +508,8 @@ class Evaluator:
             out |= {a for a in target if isinstance(a, Route)}
             kind = self.methods.get(callee.attr)
             args = [self.v(a) for a in node.args]
-            if kind == "fold" and not node.kwargs:
-                out |= self.product([target, *args], lambda p: apply(callee.attr, p[0], p[1:], True))
+            if kind == "fold" and node.dyn_args is None and node.dyn_kwargs is None:
+                out |= self._fold(_folds.fold_method, callee.attr, target, args, node.kwargs)
             elif kind in ("items", "values", "keys", "get"):
                 out |= self._mapping_method(kind, target, args)
             else:
