@@ -253,3 +253,23 @@ def test_a_constant_key_that_does_not_fold_is_suspicious():
 ])
 def test_ordinary_uses_of_the_folded_filters_are_silent(text):
     assert jinja_scan.scan(text) == ()
+
+
+@pytest.mark.parametrize("text", [
+    "{{ ''[('a' * 4096)|list|map('center', 4096)|join] }}",
+    "{{ ''[((('x' * 4096),) * 4096)|tojson] }}",
+    "{{ ''[((('x' * 4096),) * 4096)|map('upper')|first] }}",
+    "{{ ''[('a' * 4096)|list|batch(4096)|map('join')|first] }}",
+])
+def test_folding_builds_nothing_past_the_budget(text):
+    """Each of these would build megabytes of strings; they fold to unknown keys instead (made of constants:
+    suspicious), within the budget of spec/templates.yaml."""
+    import tracemalloc
+    tracemalloc.start()
+    try:
+        issues = jinja_scan.scan(text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [i.kind for i in issues] == [jinja_scan.SUSPICIOUS]
+    assert peak < 4 << 20, peak

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 from urllib.parse import quote_from_bytes
 
-__all__ = ["UNKNOWN", "AnyOf", "fold_filter", "fold_method", "FILTERS", "METHODS", "safe_format"]
+__all__ = ["UNKNOWN", "AnyOf", "fold_filter", "fold_method", "FILTERS", "METHODS", "safe_format", "size"]
 
 
 class _Unknown:
@@ -89,6 +89,15 @@ def _plain(items: tuple) -> tuple:
     if not all(isinstance(i, (str, int)) for i in items):
         raise Unfoldable
     return items
+
+
+def size(value) -> int:
+    """The characters of a constant, its strings counted whole however often a sequence repeats them."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, tuple):
+        return len(value) + sum(map(size, value))
+    return 1
 
 
 def _within(length: int, limit: int) -> None:
@@ -223,7 +232,7 @@ def _urlencode(limit, value):
 def _tojson(limit, value, indent=None):
     if indent is not None:
         _count(indent, limit)
-    _within(6 * len(json.dumps(value)), 4 * limit)
+    _within(6 * size(value) + 2, 4 * limit)  # at most 6 characters of JSON per character
     out = json.dumps(value, sort_keys=True, indent=indent)
     for char, code in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("'", "\\u0027")):
         out = out.replace(char, code)
@@ -301,10 +310,15 @@ def _length(limit, value):
 def _map(limit, value, name=None, *args, **kwargs):
     if not isinstance(name, str) or name not in FILTERS or name == "map" or "attribute" in kwargs:
         raise Unfoldable
-    out = tuple(fold_filter(name, item, args, kwargs, limit) for item in _items(value))
-    if any(v is UNKNOWN or isinstance(v, AnyOf) for v in out):
-        raise Unfoldable
-    return out
+    out, total = [], 0
+    for item in _items(value):
+        folded = fold_filter(name, item, args, kwargs, limit)
+        if folded is UNKNOWN or isinstance(folded, AnyOf):
+            raise Unfoldable
+        total += size(folded)
+        _within(total, limit)
+        out.append(folded)
+    return tuple(out)
 
 
 def _lower(limit, value):

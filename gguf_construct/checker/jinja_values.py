@@ -126,7 +126,7 @@ def binary(op: str, left, right, fold_length: int):
             return left + right
     if op == "Mul":
         s, k = (left, right) if isinstance(left, (str, tuple)) else (right, left)
-        if isinstance(s, (str, tuple)) and isinstance(k, int) and 0 <= k * max(len(s), 1) <= fold_length:
+        if isinstance(s, (str, tuple)) and isinstance(k, int) and 0 <= k * max(_folds.size(s), 1) <= fold_length:
             return s * k
     if op == "Mod" and isinstance(left, str):
         return _folds.fold_filter("format", left, right if isinstance(right, tuple) else (right,), {}, fold_length)
@@ -287,7 +287,7 @@ class Evaluator:
         """Values within the budgets: long strings and too many constants become TOP."""
         out, consts = set(), 0
         for a in values:
-            if isinstance(a, (str, tuple)) and len(a) > self.limits["fold_length"]:
+            if isinstance(a, (str, tuple)) and _folds.size(a) > self.limits["fold_length"]:
                 out.add(TOP)
                 continue
             if is_constant(a) or isinstance(a, Seq):
