@@ -4,7 +4,8 @@ Usage: python benchmarks/bench_templates.py [--files N] [--repeat R] [--corpus D
 
 Prints the best check time of the carrier file without a template, with a real-sized template, with a 1 MiB
 template, with a deeply nested one and with templates at the size limit that make the value analysis work hardest
-(many tags; a long chain of names; a dict of many members looked up with unknown keys), with the time of jinja2's
+(many tags; a long chain of names; a dict of many members looked up with unknown keys; thousands of costly
+folds of 4096-character strings, which the fold_work budget bounds), with the time of jinja2's
 parse of the same text for scale; the time to check N small files that each carry a chat template (written to a
 temporary folder, checked one by one as ``gguf-construct check DIR`` does); and the verdicts on the held-out
 templates and the followed-value payloads and benign forms of tests/template_corpus.py, on the chat templates of
@@ -79,7 +80,9 @@ def main() -> int:
              "128 KiB: chain of 3000 names": "".join(f"{{% set v{i} = v{i - 1} ~ 'x' %}}"
                                                      for i in range(1, 3000))[:limit - 40] + "{{ lipsum[v99] }}",
              "128 KiB: dict, unknown keys": ("{% set d = {" + ",".join(f"'k{i}': 'v{i}'" for i in range(4000))
-                                            + "} %}" + "{{ d[x] }}" * 5000)[:limit]}
+                                            + "} %}" + "{{ d[x] }}" * 5000)[:limit],
+             "128 KiB: 4096-char wordwraps": "".join(f"{{{{ ('a b' * {1365 - i % 7})|wordwrap(1) }}}}"
+                                                      for i in range(limit // 40))}
     cases.update(heavy)
     print(f"{'case':32s} {'first check':>12s} {'best of ' + str(args.repeat):>12s} {'cached':>10s} "
           f"{'jinja2 parse':>12s}")

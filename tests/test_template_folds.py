@@ -273,3 +273,23 @@ def test_folding_builds_nothing_past_the_budget(text):
         tracemalloc.stop()
     assert [i.kind for i in issues] == [jinja_scan.SUSPICIOUS]
     assert peak < 4 << 20, peak
+
+
+def test_folding_work_is_bounded_and_cannot_hide_a_key():
+    """Folds are computed once per template, within the fold_work budget of spec/templates.yaml; a template
+    that spends the budget first gets TPL-LIMIT, and a key made of constants that is left unfolded past it is an
+    escape (no real template comes near the budget)."""
+    burn = "{{ ('a b' * 1365)|wordwrap(1) }}" * 40
+    walker = jinja_scan._Walker(jinja_scan._facts()["limits"])
+    walker.run(jinja_scan._environment().parse(burn))
+    assert walker.work_exhausted and walker.work <= jinja_scan._facts()["limits"]["fold_work"]
+    issues = jinja_scan.scan(burn)
+    assert [(i.kind, i.problem) for i in issues] == [(jinja_scan.LIMIT, "folding work past its budget")]
+    hidden = burn + _frame_payload("'gi_frame'|center(8)", "'f_globals'|center(9)")
+    kinds = {i.kind for i in jinja_scan.scan(hidden)}
+    assert kinds == {jinja_scan.LIMIT, jinja_scan.ESCAPE}
+    # each fold is computed once, whatever the number of passes: a template within the budget folds every key
+    settled = "{% set k = 'x' %}" * 3 + ("{{ ('a b' * 1365)|wordwrap(1) }}" * 4) + _frame_payload(
+        "'gi_frame'|center(8)", "'f_globals'|center(9)")
+    constructs = {i.construct for i in jinja_scan.scan(settled)}
+    assert "[...] = 'gi_frame'" in constructs

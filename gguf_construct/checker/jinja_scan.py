@@ -154,6 +154,8 @@ def scan(text: str) -> tuple[Issue, ...]:
     except RecursionError:
         walker.issues.append(Issue(LIMIT, "expression too deep to fold", "", limits["depth"]))
         walker.exhausted = True
+    if walker.work_exhausted:
+        walker.issues.append(Issue(LIMIT, "folding work past its budget", "", limits["fold_work"]))
     if walker.exhausted:
         walker.issues += _lexical(text)
     return tuple(dict.fromkeys(walker.issues))
@@ -211,12 +213,14 @@ class _Walker(_values.Evaluator):
         n = self.n
         if isinstance(node, (n.Add, n.Mod, n.Mul)):  # arithmetic unless a string literal takes part
             return any(isinstance(c.value, str) for c in node.find_all(n.Const))
-        if isinstance(node, n.Concat) or (
-                isinstance(node, n.Filter) and node.name in ("join", "format", "reverse", "replace", "string")) or (
-                isinstance(node, n.Call) and isinstance(node.node, n.Getattr)
-                and node.node.attr in ("join", "format", "replace")):
-            return True
-        # made of constants alone, yet not folded: a filter or method the analysis does not model
+        return isinstance(node, n.Concat) or (
+            isinstance(node, n.Filter) and node.name in ("join", "format", "reverse", "replace", "string")) or (
+            isinstance(node, n.Call) and isinstance(node.node, n.Getattr)
+            and node.node.attr in ("join", "format", "replace")) or self._of_constants(node)
+
+    def _of_constants(self, node) -> bool:
+        """``node`` is computed from string constants alone (no name of the render context or the template)."""
+        n = self.n
         return next(node.find_all(n.Name), None) is None and any(
             isinstance(c.value, str) for c in node.find_all(n.Const))
 
@@ -244,6 +248,9 @@ class _Walker(_values.Evaluator):
                                              f"by {how}", construct))
         elif how == "the attr filter":
             self.issues.append(Issue(ESCAPE, f"attribute name computed at render time, by {how}", construct))
+        elif self.work_exhausted and self._of_constants(node):  # a template that spent the budget to hide a key
+            self.issues.append(Issue(ESCAPE, f"attribute name made of constants and not folded (folding work past "
+                                             f"its budget), by {how}", construct))
         elif self._is_string_building(node):
             self.issues.append(Issue(SUSPICIOUS, f"attribute name computed at render time, by {how}", construct))
 

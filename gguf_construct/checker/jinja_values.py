@@ -89,6 +89,7 @@ class _Slice:
 
 
 UNKNOWN = _folds.UNKNOWN
+_NOT_YET, _FAILS = object(), object()  # a combination not computed yet / one that fails at render time
 
 
 class _NoneBound:
@@ -162,6 +163,9 @@ class Evaluator:
         self.val: dict[int, frozenset] = {}
         self.changed = False
         self.widening = False
+        self.work = 0  # characters folding read and built (fold_work)
+        self.work_exhausted = False
+        self.memo: dict = {}  # (operation, ids of the constants) -> (the constants, result), across passes
         self.unsettled = EMPTY  # what a name or macro output not reached yet stands for (ANY once passes run out)
 
     # -- the passes ----------------------------------------------------------------------------------------------
@@ -297,8 +301,11 @@ class Evaluator:
             out = {a for a in out if not is_constant(a) and not isinstance(a, Seq)} | SATURATED
         return frozenset(out)
 
-    def product(self, parts: list, combine) -> frozenset:
-        """Every combination of the constant values of ``parts`` combined; TOP stands for the rest."""
+    def product(self, parts: list, combine, tag, cost: int = 1) -> frozenset:
+        """Every combination of the constant values of ``parts`` combined; TOP stands for the rest.  A combination
+        is computed once per template (``tag`` names the operation) and spends its characters (read and built,
+        times ``cost``) from the ``fold_work`` budget; once that is spent, a new combination gives TOP and
+        ``work_exhausted`` is set."""
         if any(not p for p in parts):
             return EMPTY
         if len(parts) > self.limits["fold_values"] ** 2:
@@ -312,15 +319,32 @@ class Evaluator:
             if len(combos) > self.limits["fold_values"]:
                 return frozenset(out | {TOP})
         for c in combos:
-            try:
-                r = combine(c)
-            except Exception:  # noqa: BLE001 - a combination that fails at render time gives nothing
+            key = (tag, tuple(map(id, c)))  # the same objects on every pass (kept alive by the memo)
+            _, r = self.memo.get(key, (None, _NOT_YET))
+            if r is _NOT_YET:
+                r = self._combine(combine, c, cost)
+                self.memo[key] = (c, r)
+            if r is _FAILS:  # a combination that fails at render time gives nothing
                 continue
             if isinstance(r, _folds.AnyOf):
                 out |= set(r.values)
             else:
                 out.add(TOP if r is UNKNOWN else r)
         return self.cap(out)
+
+    def _combine(self, combine, c: tuple, cost: int):
+        read = sum(map(_folds.size, c))
+        # a fold builds at most its inputs again (a sort, a batch) or four times fold_length (a wordwrap)
+        if self.work + cost * (2 * read + 4 * self.limits["fold_length"]) > self.limits["fold_work"]:
+            self.work_exhausted = True
+            return UNKNOWN
+        spent = cost * read
+        try:
+            r = combine(c)
+        except Exception:  # noqa: BLE001 - whatever the renderer would raise
+            return _FAILS
+        self.work += spent + cost * _folds.size(r)
+        return r
 
     def elements(self, value: frozenset) -> frozenset:
         """What iterating over ``value`` gives."""
@@ -407,7 +431,7 @@ class Evaluator:
             return frozenset((Route(node.name),)) if node.name in self.routes else ANY
         if isinstance(node, (n.List, n.Tuple)):
             items = [self.v(i) for i in node.items]
-            value = self.product(items, tuple)
+            value = self.product(items, tuple, "tuple")
             if TOP in value:  # too many combinations, or non-constant items: keep what the elements may be
                 value = (value - {TOP}) | {Seq(self.cap(frozenset().union(*items)))}
             return value
@@ -423,13 +447,13 @@ class Evaluator:
             a, b = (node.expr1, node.expr2) if isinstance(node, n.CondExpr) else (node.left, node.right)
             return self.cap(self.v(a) | (self.v(b) if b is not None else frozenset(("",))))
         if isinstance(node, n.Neg):
-            return self.product([self.v(node.node)], lambda p: -p[0] if isinstance(p[0], int) else UNKNOWN)
+            return self.product([self.v(node.node)], lambda p: -p[0] if isinstance(p[0], int) else UNKNOWN, "neg")
         if isinstance(node, (n.Add, n.Mul, n.Mod)):
             op, length = type(node).__name__, self.limits["fold_length"]
-            return self.product([self.v(node.left), self.v(node.right)], lambda lr: binary(op, *lr, length))
+            return self.product([self.v(node.left), self.v(node.right)], lambda lr: binary(op, *lr, length), op)
         if isinstance(node, n.Slice):
             parts = [self.v(x) if x is not None else frozenset((_NONE,)) for x in (node.start, node.stop, node.step)]
-            return self.product(parts, lambda p: _slice(*p))
+            return self.product(parts, lambda p: _slice(*p), "slice")
         if isinstance(node, n.Getitem):
             return self.member(self.v(node.node), self.v(node.arg))
         if isinstance(node, n.Getattr):
@@ -495,7 +519,8 @@ class Evaluator:
         keys = [kw.key for kw in kwargs]
         n, limit = len(args), self.limits["fold_length"]
         return self.product([target, *args, *(self.v(kw.value) for kw in kwargs)],
-                            lambda p: fold(name, p[0], p[1:1 + n], dict(zip(keys, p[1 + n:])), limit))
+                            lambda p: fold(name, p[0], p[1:1 + n], dict(zip(keys, p[1 + n:])), limit),
+                            (fold.__name__, name, n, tuple(keys)), _folds.cost(fold, name))
 
     def _call_value(self, node) -> frozenset:
         n = self.n
