@@ -293,3 +293,14 @@ def test_folding_work_is_bounded_and_cannot_hide_a_key():
         "'gi_frame'|center(8)", "'f_globals'|center(9)")
     constructs = {i.construct for i in jinja_scan.scan(settled)}
     assert "[...] = 'gi_frame'" in constructs
+
+
+def test_a_key_built_around_a_dunder_stem_is_an_escape():
+    """The underscore comes from the text of an object (a generator's repr), the rest is written out: the key is
+    unknown to the analysis, but a piece that is a dunder stem says what it is for."""
+    payload = "{% set u = (()|select|string)[24] %}{{ ()[u*2 ~ 'class' ~ u*2] }}"
+    assert jinja2.Environment().from_string(payload).render() == "<class 'tuple'>"
+    assert [i.kind for i in jinja_scan.scan(payload)] == [jinja_scan.ESCAPE]
+    # ordinary keys built at render time are only suspicious, and keys from the context are silent
+    assert [i.kind for i in jinja_scan.scan("{{ m['tool_' ~ x] }}")] == [jinja_scan.SUSPICIOUS]
+    assert jinja_scan.scan("{% for m in messages %}{{ m[m.role] }}{% endfor %}") == ()

@@ -24,8 +24,6 @@ ESCAPE, SUSPICIOUS, UNPARSED, LIMIT = "escape", "suspicious", "unparsed", "limit
 
 # a dunder name (__class__) or a name-mangled private attribute (_TemplateReference__context)
 _DUNDER = re.compile(r"\A(__\w+__|_[A-Za-z]\w*__\w+)\Z")
-_DUNDER_IN_TEXT = re.compile(r"__(?:class|mro|base|bases|subclasses|globals|builtins|import|init|dict|getattribute"
-                             r"|reduce|reduce_ex|code|func|self|module|loader|spec|call)__")
 _TOKENS = re.compile(r"\{\{|\{%-?\s*(end)?(\w*)|%\}|\}\}|[()\[\]{}]")
 # statements that nest (set has no end tag unless it captures a block, so it does not count)
 _BLOCK_WORDS = frozenset(("if", "for", "macro", "call", "filter", "with", "block", "autoescape", "trans"))
@@ -50,6 +48,18 @@ def _facts() -> dict:
 @functools.lru_cache(maxsize=None)
 def _names(field: str) -> frozenset:
     return frozenset(_facts()["names"][field])
+
+
+@functools.lru_cache(maxsize=1)
+def _dunder_in_text() -> re.Pattern:
+    """A dunder name of ``dunder_stems`` anywhere in a text."""
+    return re.compile(r"__(?:%s)__" % "|".join(sorted(_names("dunder_stems"), key=len, reverse=True)))
+
+
+@functools.lru_cache(maxsize=1)
+def _key_stem() -> re.Pattern:
+    """A string piece that is one of ``key_stems``, with or without underscores around it."""
+    return re.compile(r"\A_*(?:%s)_*\Z" % "|".join(_names("key_stems")))
 
 
 @functools.lru_cache(maxsize=1)
@@ -126,7 +136,7 @@ def _lexical(text: str) -> list[Issue]:
     """Dunder names inside the tags of the raw text: what is left to check when the template cannot be parsed
     (plain text and comments are not rendered as code, so they do not count)."""
     code = _inside_tags(text)
-    seen = sorted(set(_DUNDER_IN_TEXT.findall(code)) | set(re.findall(r"_TemplateReference__\w+", code)))
+    seen = sorted(set(_dunder_in_text().findall(code)) | set(re.findall(r"_TemplateReference__\w+", code)))
     return [Issue(ESCAPE, "dunder name in a template that was not parsed", name) for name in seen[:10]]
 
 
@@ -252,7 +262,14 @@ class _Walker(_values.Evaluator):
             self.issues.append(Issue(ESCAPE, f"attribute name made of constants and not folded (folding work past "
                                              f"its budget), by {how}", construct))
         elif self._is_string_building(node):
-            self.issues.append(Issue(SUSPICIOUS, f"attribute name computed at render time, by {how}", construct))
+            stems = sorted({c.value for c in node.find_all(self.n.Const)
+                            if isinstance(c.value, str) and _key_stem().match(c.value)})
+            if stems:
+                self.issues.append(Issue(ESCAPE, f"attribute name built at render time around {stems[0]!r}, by {how}",
+                                         construct))
+            else:
+                self.issues.append(Issue(SUSPICIOUS, f"attribute name computed at render time, by {how}",
+                                         construct))
 
     def check(self, node) -> None:
         """Check one node (its value and its children's are known)."""
@@ -289,7 +306,7 @@ class _Walker(_values.Evaluator):
             elif node.name in _names("modules"):
                 self.issues.append(Issue(SUSPICIOUS, "reference to an undefined module", node.name))
         elif isinstance(node, n.Const) and isinstance(node.value, str):
-            if _DUNDER.match(node.value) or _DUNDER_IN_TEXT.search(node.value):
+            if _DUNDER.match(node.value) or _dunder_in_text().search(node.value):
                 self.issues.append(Issue(SUSPICIOUS, "dunder name in a string", repr(node.value)[:80]))
         elif type(node).__name__ in _names("loading_statements"):
             self.issues.append(Issue(SUSPICIOUS, "statement that loads another template", type(node).__name__))
