@@ -304,3 +304,34 @@ def test_a_key_built_around_a_dunder_stem_is_an_escape():
     # ordinary keys built at render time are only suspicious, and keys from the context are silent
     assert [i.kind for i in jinja_scan.scan("{{ m['tool_' ~ x] }}")] == [jinja_scan.SUSPICIOUS]
     assert jinja_scan.scan("{% for m in messages %}{{ m[m.role] }}{% endfor %}") == ()
+
+
+# -- property: any chain of value-preserving folds around a split name still shows the name ---------------------------
+_WRAPS = [
+    "(@)|center(3)", "(@)|trim", "(@).strip()", "(@)|string", "(@)|list|join", "(@)|reverse|reverse",
+    "((@)|tojson)[1:-1]", "(@).split()|first", "[@]|first", "[@]|random", "[@, @]|unique|first",
+    "['a', @]|sort|last", "[@]|max", "(@)|lower", "(@)|truncate(300, true, '', 0)", "(@)|indent",
+    "(@)|wordwrap(300)", "(@)|urlencode", "(@).rjust(2)", "(@)|replace('Q', 'q')", "[@]|batch(1)|first|first",
+    "'%s'|format(@)", "'{}'.format(@)", "(@)|map('string')|join", "(@).partition('|')[0]",
+    "[@]|slice(1)|first|first", "(@).removesuffix('Q')", "(@).ljust(4)",
+]
+
+
+@st.composite
+def _folded_name(draw, name: str):
+    cuts = sorted(draw(st.sets(st.integers(1, len(name) - 1), max_size=3)))
+    pieces = [name[a:b] for a, b in zip([0, *cuts], [*cuts, len(name)])]
+    expr = " ~ ".join(repr(p) for p in pieces)
+    for wrap in draw(st.lists(st.sampled_from(_WRAPS), max_size=4)):
+        expr = wrap.replace("@", expr)
+    return expr
+
+
+@settings(max_examples=60, deadline=None)
+@given(first=_folded_name("gi_frame"), second=_folded_name("f_globals"))
+def test_any_chain_of_folds_keeps_the_key(first, second):
+    env = jinja2.Environment()
+    assert env.compile_expression(first)() == "gi_frame" and env.compile_expression(second)() == "f_globals"
+    issues = jinja_scan.scan(_frame_payload(first, second))
+    constructs = {i.construct for i in issues if i.kind == jinja_scan.ESCAPE}
+    assert {"[...] = 'gi_frame'", "[...] = 'f_globals'"} <= constructs, (first, second, issues)
