@@ -178,6 +178,13 @@ def _(raw):
     raw.set("tokenizer.chat_template", "STRING", "{{ " + "(" * 500 + "1" + ")" * 500 + " }}")
 
 
+@_breakage("template-resource", "TPL-RESOURCE", carrier_only=False)
+def _(raw):
+    """A template whose loop runs a billion times (range(10**9))."""
+    raw.set("tokenizer.chat_template", "STRING",
+            template_with("{% for i in range(10**9) %}{{ i }}{% endfor %}"))
+
+
 @_breakage("template-stray", "TPL-STRAY", carrier_only=False)
 def _(raw):
     """general.description holds a Jinja template with a loop."""

@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from .. import spec as _spec
+from . import jinja_folds as _folds
 from . import jinja_values as _values
 
-__all__ = ["Issue", "scan", "ESCAPE", "SUSPICIOUS", "UNPARSED", "LIMIT", "is_template"]
+__all__ = ["Issue", "scan", "ESCAPE", "SUSPICIOUS", "UNPARSED", "LIMIT", "RESOURCE", "is_template"]
 
-ESCAPE, SUSPICIOUS, UNPARSED, LIMIT = "escape", "suspicious", "unparsed", "limit"
+ESCAPE, SUSPICIOUS, UNPARSED, LIMIT, RESOURCE = "escape", "suspicious", "unparsed", "limit", "resource"
 
 # a dunder name (__class__) or a name-mangled private attribute (_TemplateReference__context)
 _DUNDER = re.compile(r"\A(__\w+__|_[A-Za-z]\w*__\w+)\Z")
@@ -214,6 +215,60 @@ class _Walker(_values.Evaluator):
         if not self.evaluate(tree, nodes):
             self.issues.append(Issue(LIMIT, f"values still changing after {self.limits['passes']} passes", "",
                                      self.limits["passes"]))
+        self._nested_loops(tree)
+
+    # -- render cost -------------------------------------------------------------------------------------------
+    def _range_length(self, call) -> int | None:
+        """The most items a call of the global range can give (None: not a range call, or its bounds unknown)."""
+        n = self.n
+        if not (isinstance(call, n.Call) and isinstance(call.node, n.Name) and call.node.name == "range"
+                and call.node.name not in self.bound and not call.kwargs and 1 <= len(call.args) <= 3):
+            return None
+        lengths = self.product([self.v(a) for a in call.args], _range_items, "range")
+        counts = [c for c in lengths if type(c) is int]
+        return max(counts) if counts and len(counts) == len(lengths) else None
+
+    def _loop_length(self, loop) -> int | None:
+        """The most times a for loop runs its body (None: unknown, as over the messages)."""
+        count = self._range_length(loop.iter)
+        if count is not None:
+            return count
+        values = self.v(loop.iter)
+        if values and all(isinstance(a, (str, tuple)) for a in values):
+            return max(len(a) for a in values)
+        return None
+
+    def _nested_loops(self, tree) -> None:
+        """Loops inside loops whose known lengths multiply past ``render_items`` (TPL-RESOURCE)."""
+        n, most = self.n, self.limits["render_items"]
+        stack = [(tree, 1)]
+        while stack:
+            node, times = stack.pop()
+            if isinstance(node, n.For):
+                count = self._loop_length(node)
+                inner = times * (count or 1)
+                if count is not None and times > 1 and inner > most >= times:
+                    self.issues.append(Issue(RESOURCE, f"nested loops run their body {inner} times", "{% for %}",
+                                             most))
+                stack.extend((c, inner if c in node.body or c is node.test else times)
+                             for c in node.iter_child_nodes())
+            else:
+                stack.extend((c, times) for c in node.iter_child_nodes())
+
+    def _render_cost(self, node) -> None:
+        """A range or a repetition too large for a renderer to finish (TPL-RESOURCE)."""
+        n = self.n
+        if isinstance(node, n.Call):
+            count = self._range_length(node)
+            if count is not None and count > self.limits["render_items"]:
+                self.issues.append(Issue(RESOURCE, f"range of {count} items", "range(...)",
+                                         self.limits["render_items"]))
+        elif isinstance(node, n.Mul):
+            sizes = [_folds.size(s) * k for s in self.v(node.left) | self.v(node.right)
+                     if isinstance(s, (str, tuple)) for k in self.v(node.left) | self.v(node.right) if type(k) is int]
+            if sizes and max(sizes) > self.limits["render_chars"]:
+                self.issues.append(Issue(RESOURCE, f"repetition builds {max(sizes)} characters", "... * ...",
+                                         self.limits["render_chars"]))
 
     # -- checks --------------------------------------------------------------------------------------------------
     def _strings(self, node) -> set:
@@ -274,6 +329,8 @@ class _Walker(_values.Evaluator):
     def check(self, node) -> None:
         """Check one node (its value and its children's are known)."""
         n = self.n
+        if isinstance(node, (n.Call, n.Mul)):
+            self._render_cost(node)
         if isinstance(node, n.Getattr):
             self._attribute(node.attr, "attribute access", f".{node.attr}")
             if isinstance(node.node, n.Name) and node.node.name in _names("escape_globals") \
@@ -336,6 +393,14 @@ class _Walker(_values.Evaluator):
             if kw.key == "attribute" or kw.key == spec:
                 self._key(self.elements(target), kw.value, f"the {node.name} filter",
                           f"|{node.name}(attribute=...)")
+
+
+def _range_items(bounds: tuple):
+    """How many items ``range(*bounds)`` gives (bounds past 64 bits included, which ``len`` refuses)."""
+    if not all(type(b) is int for b in bounds):
+        return _values.UNKNOWN
+    r = range(*bounds)  # ValueError for a step of 0, as when rendered
+    return max(0, -(-(r.stop - r.start) // r.step))
 
 
 def _show(construct: str, value: str) -> str:

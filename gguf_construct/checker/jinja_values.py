@@ -120,10 +120,29 @@ def _plain(values: tuple) -> bool:
     return all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in values)
 
 
+INT_CAP = 1 << 64  # integer folds saturate here: what a template does with a larger number is not modelled
+
+
+def _int_op(op: str, left: int, right: int):
+    if op == "Pow":
+        if right < 0:
+            return UNKNOWN
+        if abs(left) > 1 and right * (abs(left).bit_length() - 1) > 64:
+            return -INT_CAP if left < 0 and right % 2 else INT_CAP
+        result = left ** right
+    elif op == "FloorDiv" or op == "Mod":
+        result = left // right if op == "FloorDiv" else left % right
+    else:
+        result = {"Add": left + right, "Sub": left - right, "Mul": left * right}[op]
+    return max(-INT_CAP, min(INT_CAP, result))
+
+
 def binary(op: str, left, right, fold_length: int):
     """``left op right`` on constants (UNKNOWN when it is not a fold the analysis makes)."""
+    if type(left) is int and type(right) is int:
+        return _int_op(op, left, right)
     if op == "Add":
-        if type(left) is type(right) and isinstance(left, (str, int, tuple)) and not isinstance(left, bool):
+        if type(left) is type(right) and isinstance(left, (str, tuple)):
             return left + right
     if op == "Mul":
         s, k = (left, right) if isinstance(left, (str, tuple)) else (right, left)
@@ -448,7 +467,7 @@ class Evaluator:
             return self.cap(self.v(a) | (self.v(b) if b is not None else frozenset(("",))))
         if isinstance(node, n.Neg):
             return self.product([self.v(node.node)], lambda p: -p[0] if isinstance(p[0], int) else UNKNOWN, "neg")
-        if isinstance(node, (n.Add, n.Mul, n.Mod)):
+        if isinstance(node, (n.Add, n.Sub, n.Mul, n.Mod, n.Pow, n.FloorDiv)):
             op, length = type(node).__name__, self.limits["fold_length"]
             return self.product([self.v(node.left), self.v(node.right)], lambda lr: binary(op, *lr, length), op)
         if isinstance(node, n.Slice):

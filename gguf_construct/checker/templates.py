@@ -83,6 +83,11 @@ def _limit(ctx: Context) -> Iterator[Hit]:
     return _issues(ctx, jinja_scan.LIMIT)
 
 
+@rule("TPL-RESOURCE")
+def _resource(ctx: Context) -> Iterator[Hit]:
+    return _issues(ctx, jinja_scan.RESOURCE)
+
+
 @rule("TPL-STRAY")
 def _stray(ctx: Context) -> Iterator[Hit]:
     for kv, texts, is_chat_key in template_values(ctx):

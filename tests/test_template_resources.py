@@ -1,0 +1,60 @@
+"""TPL-RESOURCE: chat templates whose rendering has no useful bound (a huge range, loops nested past the sandbox's
+range limit, a repetition of megabytes), found without rendering; ordinary loops and repetitions are silent."""
+
+from __future__ import annotations
+
+import jinja2.sandbox
+import pytest
+
+from gguf_construct.breaking import crafting
+from gguf_construct.breaking.crafting_security import template_with
+from gguf_construct.checker import check, jinja_scan
+
+LIMITS = jinja_scan._facts()["limits"]
+
+COSTLY = {
+    "range": "{% for i in range(10**9) %}{{ i }}{% endfor %}",
+    "range-start-stop-step": "{% for i in range(-5, 2 ** 40, 3) %}x{% endfor %}",
+    "range-past-64-bits": "{% set n = 10 ** 30 %}{{ range(n)|list|length }}",
+    "nested": "{% for i in range(1000) %}{% for j in range(1000) %}x{% endfor %}{% endfor %}",
+    "nested-three": ("{% for a in range(100) %}{% for b in range(100) %}{% for c in range(100) %}x"
+                     "{% endfor %}{% endfor %}{% endfor %}"),
+    "nested-over-a-list": "{% for c in 'abcdefghij' * 50 %}{% for i in range(1000) %}x{% endfor %}{% endfor %}",
+    "repetition": "{{ 'x' * 10 ** 7 }}",
+    "repetition-of-a-list": "{% set l = ['abc'] * 10 ** 6 %}{{ l|length }}",
+}
+CHEAP = {
+    "small-range": "{% for i in range(3) %}{{ i }}{% endfor %}",
+    "nested-below-the-limit": "{% for i in range(300) %}{% for j in range(300) %}x{% endfor %}{% endfor %}",
+    "range-over-messages": "{% for i in range(messages|length) %}{{ messages[i].content }}{% endfor %}",
+    "empty-range": "{% for i in range(10**9, 0) %}x{% endfor %}",
+    "ruler": "{{ '=' * 80 }}{{ '  ' * 4 }}",
+    "loops-side-by-side": "{% for i in range(90000) %}{% endfor %}{% for j in range(90000) %}{% endfor %}",
+}
+
+
+@pytest.mark.parametrize("name", sorted(COSTLY))
+def test_costly_templates_are_reported(name):
+    issues = jinja_scan.scan(COSTLY[name])
+    assert [i.kind for i in issues] and {i.kind for i in issues} == {jinja_scan.RESOURCE}, issues
+
+
+@pytest.mark.parametrize("name", sorted(CHEAP))
+def test_ordinary_loops_and_repetitions_are_silent(name):
+    assert jinja_scan.scan(CHEAP[name]) == ()
+
+
+def test_the_range_limit_is_the_sandboxes():
+    assert LIMITS["render_items"] == jinja2.sandbox.MAX_RANGE
+    env = jinja2.sandbox.SandboxedEnvironment()
+    with pytest.raises(OverflowError):
+        env.from_string("{% for i in range(10**9) %}{% endfor %}").render()
+
+
+def test_the_rule_is_a_warning_in_the_file_report():
+    raw = crafting.carrier()
+    raw.set("tokenizer.chat_template", "STRING", template_with(COSTLY["nested"]))
+    report = check(raw.to_bytes())
+    found = [f for f in report.findings if f.rule == "TPL-RESOURCE"]
+    assert found and found[0].severity == "warning" and "1000000 times" in found[0].message
+    assert report.valid
