@@ -505,3 +505,17 @@ FOLLOWED_BENIGN = {
     "self-block": ("{% block preamble %}U{% endblock %}{% for m in messages %}{{ m.content }}{% endfor %}"
                    "{{ self.preamble() }}"),
 }
+
+
+class PopenProbe:
+    """Stands in for os.popen in the tests that render payloads: records the call, runs nothing."""
+
+    def __init__(self) -> None:
+        self.calls: list = []
+
+    def __call__(self, *args, **kwargs):
+        self.calls.append(args)
+        return self
+
+    def read(self) -> str:
+        return "probe-output"

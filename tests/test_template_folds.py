@@ -18,6 +18,8 @@ from gguf_construct import spec
 from gguf_construct.breaking import crafting
 from gguf_construct.checker import check, jinja_folds, jinja_scan
 
+from template_corpus import PopenProbe
+
 LIMIT = 4096
 
 # -- every fold against jinja2's own evaluation ----------------------------------------------------------------------
@@ -95,34 +97,30 @@ def _fold_or_raise(fold, name, value, args, kwargs):
         return exc
 
 
+def _check_calls(fold, name: str, expression: str, calls: list, value) -> None:
+    """Each call of ``calls`` folds as jinja2 evaluates ``expression`` (``v``, ``a``, ``k``: value, arguments)."""
+    for call in calls:
+        args, kwargs = _split(call)
+        ours = _fold_or_raise(fold, name, value, tuple(tuple(a) if isinstance(a, list) else a for a in args), kwargs)
+        theirs = _jinja(expression, value, args, kwargs)
+        if isinstance(ours, Exception):
+            assert isinstance(theirs, Exception), (expression, value, call, ours, theirs)
+            continue
+        _agrees(ours, theirs, (expression, value, call))
+
+
 @pytest.mark.parametrize("name", sorted(FILTER_CALLS))
 @settings(max_examples=25, deadline=None)
 @given(value=_VALUE)
 def test_each_filter_folds_as_jinja2_evaluates(name, value):
-    for call in FILTER_CALLS[name]:
-        args, kwargs = _split(call)
-        args = tuple(tuple(a) if isinstance(a, list) else a for a in args)
-        ours = _fold_or_raise(jinja_folds.fold_filter, name, value, args, kwargs)
-        theirs = _jinja(f"v|{name}(*a, **k)", value, args, kwargs)
-        if isinstance(ours, Exception):
-            assert isinstance(theirs, Exception), (name, value, call, ours, theirs)
-            continue
-        _agrees(ours, theirs, (name, value, call))
+    _check_calls(jinja_folds.fold_filter, name, f"v|{name}(*a, **k)", FILTER_CALLS[name], value)
 
 
 @pytest.mark.parametrize("name", sorted(METHOD_CALLS))
 @settings(max_examples=25, deadline=None)
 @given(value=_TEXT)
 def test_each_str_method_folds_as_python_evaluates(name, value):
-    for call in METHOD_CALLS[name]:
-        args, kwargs = _split(call)
-        ours = _fold_or_raise(jinja_folds.fold_method, name, value,
-                              tuple(tuple(a) if isinstance(a, list) else a for a in args), kwargs)
-        theirs = _jinja(f"v.{name}(*a, **k)", value, args, kwargs)
-        if isinstance(ours, Exception):
-            assert isinstance(theirs, Exception), (name, value, call, ours, theirs)
-            continue
-        _agrees(ours, theirs, (name, value, call))
+    _check_calls(jinja_folds.fold_method, name, f"v.{name}(*a, **k)", METHOD_CALLS[name], value)
 
 
 def test_the_fold_tables_are_the_spec_lists():
@@ -175,22 +173,8 @@ def _frame_payload(first: str, second: str) -> str:
     return "{{ (()|select)[" + first + "][" + second + "]" + _TAIL + " }}"
 
 
-class _Probe:
-    """Stands in for os.popen: records the call, runs nothing."""
-
-    def __init__(self) -> None:
-        self.calls: list = []
-
-    def __call__(self, *args, **kwargs):
-        self.calls.append(args)
-        return self
-
-    def read(self) -> str:
-        return "probe-output"
-
-
 def _renders_popen(env, text: str, monkeypatch) -> bool:
-    probe = _Probe()
+    probe = PopenProbe()
     monkeypatch.setattr(os, "popen", probe)
     try:
         env.from_string(text).render(messages=[{"role": "user", "content": "hi"}])

@@ -21,7 +21,7 @@ from gguf_construct.breaking import crafting
 from gguf_construct.breaking.crafting_security import template_with
 from gguf_construct.checker import check, jinja_scan
 
-from template_corpus import FOLLOWED, FOLLOWED_BENIGN
+from template_corpus import FOLLOWED, FOLLOWED_BENIGN, PopenProbe
 
 _LOCATIONS = ("tokenizer.chat_template", "tokenizer.chat_template.tool_use", "array of string")
 
@@ -75,20 +75,6 @@ def test_benign_binding_forms_are_silent(name, location):
 
 
 # -- the renderer decides: each payload escapes a plain Environment, and the sandbox stops it ------------------------
-class _Probe:
-    """Stands in for os.popen: records the call, runs nothing."""
-
-    def __init__(self) -> None:
-        self.calls: list = []
-
-    def __call__(self, *args, **kwargs):
-        self.calls.append(args)
-        return self
-
-    def read(self) -> str:
-        return "probe-output"
-
-
 _CONTEXT = {"messages": [{"role": "user", "content": "hi"}], "add_generation_prompt": False}
 
 
@@ -102,7 +88,7 @@ def _render(env, text: str, context: dict) -> str | None:
 @pytest.mark.parametrize("name", sorted(FOLLOWED))
 def test_payload_escapes_a_plain_environment_and_not_the_sandbox(name, monkeypatch):
     payload, context = FOLLOWED[name]
-    probe = _Probe()
+    probe = PopenProbe()
     monkeypatch.setattr(os, "popen", probe)
     out = _render(jinja2.Environment(), payload, context)
     assert probe.calls == [("id",)] and "probe-output" in out
@@ -231,7 +217,7 @@ def _nest(kinds: list, expr: str, use) -> str:
 @given(st.lists(st.sampled_from(_KINDS), min_size=1, max_size=3))
 def test_nested_bindings_carry_the_key(kinds):
     payload = _nest(kinds, "'__glo' ~ 'bals__'", lambda key: "{{ lipsum[" + key + "]['os']['popen']('id').read() }}")
-    probe = _Probe()
+    probe = PopenProbe()
     saved, os.popen = os.popen, probe
     try:
         _render(jinja2.Environment(), payload, {})

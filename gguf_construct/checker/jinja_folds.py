@@ -166,18 +166,13 @@ def _escape(limit, value):
     return s
 
 
-def _first(limit, value):
-    items = _items(value)
-    if not items:
-        raise Unfoldable
-    return items[0]
-
-
-def _last(limit, value):
-    items = _items(value)
-    if not items:
-        raise Unfoldable
-    return items[-1]
+def _end(index: int):
+    def fold(limit, value):
+        items = _items(value)
+        if not items:
+            raise Unfoldable  # undefined when rendered
+        return items[index]
+    return fold
 
 
 def _center(limit, value, width=80):
@@ -348,8 +343,8 @@ def _list(limit, value):
 FILTERS: dict[str, Callable[..., Any]] = {
     "join": _join, "format": _format_filter, "reverse": _reverse, "lower": _lower, "upper": _upper,
     "title": _title, "capitalize": _capitalize, "trim": _trim, "replace": _replace, "string": _string_filter,
-    "e": _escape, "escape": _escape, "forceescape": _escape, "safe": _safe, "list": _list, "first": _first,
-    "last": _last, "center": _center, "truncate": _truncate, "indent": _indent, "wordwrap": _wordwrap,
+    "e": _escape, "escape": _escape, "forceescape": _escape, "safe": _safe, "list": _list, "first": _end(0),
+    "last": _end(-1), "center": _center, "truncate": _truncate, "indent": _indent, "wordwrap": _wordwrap,
     "striptags": _striptags, "urlencode": _urlencode, "tojson": _tojson, "sort": _sort, "unique": _unique,
     "min": _extreme(min), "max": _extreme(max), "batch": _batch, "slice": _slice, "random": _random,
     "pprint": _pprint, "length": _length, "count": _length, "map": _map,
@@ -405,12 +400,6 @@ METHODS: dict[str, Callable[..., Any]] = {
 }
 
 
-def _result(value):
-    if isinstance(value, list):
-        return tuple(value)
-    return value
-
-
 # work per character of the folds that cost more than a pass over their input and output (measured: a wordwrap
 # takes about as long per character as 64 replaces); the template analysis spends its fold_work budget by them
 _FILTER_COST = {"wordwrap": 64, "title": 16, "map": 64}  # map: the dearest filter it may apply
@@ -422,23 +411,22 @@ def cost(fold, name: str) -> int:
     return (_FILTER_COST if fold is fold_filter else _METHOD_COST).get(name, 1)
 
 
-def fold_filter(name: str, value, args: tuple, kwargs: dict, limit: int):
-    """``value|name(*args, **kwargs)`` on constants (``limit``: the longest string or sequence to build)."""
-    fold = FILTERS.get(name)
+def _apply(table: dict, name: str, value, args: tuple, kwargs: dict, limit: int):
+    fold = table.get(name)
     if fold is None:
         return UNKNOWN
     try:
-        return _result(fold(limit, value, *args, **kwargs))
+        result = fold(limit, value, *args, **kwargs)
     except Unfoldable:
         return UNKNOWN
+    return tuple(result) if isinstance(result, list) else result
+
+
+def fold_filter(name: str, value, args: tuple, kwargs: dict, limit: int):
+    """``value|name(*args, **kwargs)`` on constants (``limit``: the longest string or sequence to build)."""
+    return _apply(FILTERS, name, value, args, kwargs, limit)
 
 
 def fold_method(name: str, value, args: tuple, kwargs: dict, limit: int):
     """``value.name(*args, **kwargs)`` on constants, for the ``str`` methods of :data:`METHODS`."""
-    fold = METHODS.get(name)
-    if fold is None:
-        return UNKNOWN
-    try:
-        return _result(fold(limit, value, *args, **kwargs))
-    except Unfoldable:
-        return UNKNOWN
+    return _apply(METHODS, name, value, args, kwargs, limit)
