@@ -3,6 +3,8 @@ range limit, a repetition of megabytes), found without rendering; ordinary loops
 
 from __future__ import annotations
 
+import re
+
 import jinja2.sandbox
 import pytest
 
@@ -58,3 +60,35 @@ def test_the_rule_is_a_warning_in_the_file_report():
     found = [f for f in report.findings if f.rule == "TPL-RESOURCE"]
     assert found and found[0].severity == "warning" and "1000000 times" in found[0].message
     assert report.valid
+
+
+def _key(finding) -> str:
+    return re.match(r"key '([^']+)'", finding.message).group(1)
+
+
+def test_a_file_of_many_large_templates_analyses_only_its_budget(monkeypatch):
+    """Templates are analysed in full up to file_bytes per file; the rest get the lexical scan (TPL-LIMIT), which
+    still finds a dunder name -- so a file of hundreds of large templates cannot make the checker run for minutes."""
+    analysed = []
+    run = jinja_scan._Walker.run
+    monkeypatch.setattr(jinja_scan._Walker, "run", lambda self, tree: (analysed.append(1), run(self, tree))[1])
+    jinja_scan.scan.cache_clear()
+    size = LIMITS["bytes"] - 100
+    raw = crafting.carrier()
+    n = LIMITS["file_bytes"] // size + 3
+    for i in range(n):
+        payload = "{{ lipsum.__globals__ }}" if i == n - 1 else ""
+        text = f"{{# template {i} #}}{payload}" + "{% for m in messages %}{{ m.content }}{% endfor %}" * (size // 52)
+        raw.set(f"tokenizer.chat_template.t{i}", "STRING", text[:size])
+    report = check(raw.to_bytes())
+    assert len(analysed) == LIMITS["file_bytes"] // size
+    limited = {_key(f) for f in report.findings if f.rule == "TPL-LIMIT"}
+    assert limited == {f"tokenizer.chat_template.t{i}" for i in range(len(analysed), n)}
+    assert [_key(f) for f in report.errors() if f.rule == "TPL-ESCAPE"] == [f"tokenizer.chat_template.t{n - 1}"]
+    # small templates fit the budget: every one is analysed
+    analysed.clear()
+    jinja_scan.scan.cache_clear()
+    raw = crafting.carrier()
+    for i in range(20):
+        raw.set(f"tokenizer.chat_template.t{i}", "STRING", f"{{% for m in messages %}}{{{{ m.content }}}}{i}{{% endfor %}}")
+    assert not [f for f in check(raw.to_bytes()).findings if f.rule.startswith("TPL-")] and len(analysed) == 20

@@ -19,7 +19,8 @@ from .. import spec as _spec
 from . import jinja_folds as _folds
 from . import jinja_values as _values
 
-__all__ = ["Issue", "scan", "ESCAPE", "SUSPICIOUS", "UNPARSED", "LIMIT", "RESOURCE", "is_template"]
+__all__ = ["Issue", "scan", "scan_lexically", "limit", "ESCAPE", "SUSPICIOUS", "UNPARSED", "LIMIT", "RESOURCE",
+           "is_template"]
 
 ESCAPE, SUSPICIOUS, UNPARSED, LIMIT, RESOURCE = "escape", "suspicious", "unparsed", "limit", "resource"
 
@@ -139,6 +140,17 @@ def _lexical(text: str) -> list[Issue]:
     code = _inside_tags(text)
     seen = sorted(set(_dunder_in_text().findall(code)) | set(re.findall(r"_TemplateReference__\w+", code)))
     return [Issue(ESCAPE, "dunder name in a template that was not parsed", name) for name in seen[:10]]
+
+
+def limit(name: str) -> int:
+    """A limit of spec/templates.yaml."""
+    return _facts()["limits"][name]
+
+
+def scan_lexically(text: str, problem: str, bound: int) -> tuple[Issue, ...]:
+    """The issues of a template that is not analysed (``problem`` says why, ``bound`` is the limit it passed):
+    TPL-LIMIT and the dunder names inside its tags."""
+    return (Issue(LIMIT, problem, "", bound), *_lexical(text))
 
 
 @functools.lru_cache(maxsize=256)

@@ -50,13 +50,33 @@ def _find_templates(ctx: Context) -> list[tuple[KV, list[str], bool]]:
     return out
 
 
+def _scans(ctx: Context) -> dict[str, tuple]:
+    """The issues of every template text of the file, each text scanned once.  Texts are analysed in full in file
+    order while their total stays within ``file_bytes`` (spec/templates.yaml); past it a text gets the lexical scan
+    only, so a file of many large templates costs no more than a few."""
+    budget = jinja_scan.limit("file_bytes")
+    out: dict[str, tuple] = {}
+    for _, texts, _ in template_values(ctx):
+        for text in texts:
+            if text in out:
+                continue
+            if len(text) <= budget or len(text) > jinja_scan.limit("bytes"):
+                out[text] = jinja_scan.scan(text)
+                budget -= min(len(text), budget)
+            else:
+                out[text] = jinja_scan.scan_lexically(text, "the file's templates are past the characters analysed "
+                                                            "per file", jinja_scan.limit("file_bytes"))
+    return out
+
+
 def _issues(ctx: Context, kind: str) -> Iterator[Hit]:
+    scans = ctx.derived("template_scans", _scans)
     for kv, texts, _ in template_values(ctx):
         seen = set()
         for i, text in enumerate(texts):
             if i and kind in (jinja_scan.UNPARSED, jinja_scan.LIMIT):
                 break  # the pieces of an ARRAY template need not parse on their own
-            for issue in jinja_scan.scan(text):
+            for issue in scans[text]:
                 if issue.kind == kind and (issue.problem, issue.construct) not in seen:
                     seen.add((issue.problem, issue.construct))
                     yield Hit(kv.value_offset, f"{kv.path}.value", key=kv.key, problem=issue.problem,
