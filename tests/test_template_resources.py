@@ -92,3 +92,18 @@ def test_a_file_of_many_large_templates_analyses_only_its_budget(monkeypatch):
     for i in range(20):
         raw.set(f"tokenizer.chat_template.t{i}", "STRING", f"{{% for m in messages %}}{{{{ m.content }}}}{i}{{% endfor %}}")
     assert not [f for f in check(raw.to_bytes()).findings if f.rule.startswith("TPL-")] and len(analysed) == 20
+
+
+def test_many_values_with_statements_are_parsed_within_the_budget(monkeypatch):
+    """Other STRING values holding '{%' are parsed to tell templates (TPL-STRAY) only within file_bytes."""
+    parsed = []
+    is_template = jinja_scan.is_template
+    monkeypatch.setattr(jinja_scan, "is_template", lambda text: (parsed.append(len(text)), is_template(text))[1])
+    raw = crafting.carrier()
+    text = "{% for m in messages %}{{ m.content }}{% endfor %}" * 2000
+    for i in range(12):
+        raw.set(f"general.note{i}", "STRING", text + str(i))
+    report = check(raw.to_bytes())
+    assert sum(parsed) <= LIMITS["file_bytes"]
+    stray = {_key(f) for f in report.findings if f.rule == "TPL-STRAY"}
+    assert stray == {f"general.note{i}" for i in range(12)}

@@ -27,7 +27,9 @@ def _is_template_key(key: str, keys: dict) -> bool:
 
 
 def template_values(ctx: Context) -> list[tuple[KV, list[str], bool]]:
-    """(KV pair, texts to scan, is a chat-template key) for every template of the file (once per file)."""
+    """(KV pair, texts to scan, is a chat-template key) for every template of the file (once per file).  Another
+    STRING value with statements is a template when jinja2 parses it; past ``file_bytes`` of such values the
+    rest are taken as templates unparsed (and scanned lexically), so their number does not make a file slow."""
     return ctx.derived("templates", _find_templates)
 
 
@@ -35,6 +37,7 @@ def _find_templates(ctx: Context) -> list[tuple[KV, list[str], bool]]:
     out = []
     keys = _spec.load_yaml("templates.yaml")["keys"]
     marker = keys["statement_marker"]
+    parse_budget = jinja_scan.limit("file_bytes")  # characters of other values jinja2 parses to tell templates
     for kv in ctx.kvs:
         if _is_template_key(kv.key, keys):
             if kv.vtype == STRING:
@@ -45,8 +48,12 @@ def _find_templates(ctx: Context) -> list[tuple[KV, list[str], bool]]:
                 if 1 < len(pieces) <= MAX_PIECES:
                     texts += pieces
                 out.append((kv, texts, True))
-        elif kv.vtype == STRING and marker in kv.value and jinja_scan.is_template(kv.value):
-            out.append((kv, [kv.value], False))
+        elif kv.vtype == STRING and marker in kv.value:
+            if len(kv.value) > parse_budget:  # past the budget, a value with statements counts as a template
+                out.append((kv, [kv.value], False))
+            elif jinja_scan.is_template(kv.value):
+                out.append((kv, [kv.value], False))
+            parse_budget -= min(len(kv.value), parse_budget)
     return out
 
 
