@@ -91,12 +91,19 @@ def _sec_templates(ctx: Ctx) -> str:
     scanned = table(["what", "value"], [
         ["template keys", ", ".join(code(k) for k in keys["exact"]) + f", {code(keys['prefix'] + '<name>')}; "
          "STRING, or ARRAY of STRING (the pieces joined, and each piece on its own)"],
-        ["other keys", f"any STRING value containing {code(keys['statement_marker'])} that jinja2 parses"],
+        ["other keys", f"any STRING value containing {code(keys['statement_marker'])} that jinja2 parses "
+                       f"(past {limits['file_bytes']} characters of such values per file, any)"],
         ["limits", f"{limits['bytes']} bytes, nesting depth {limits['depth']}, {limits['nodes']} syntax-tree "
                    f"nodes, syntax-tree depth {limits['tree_depth']}; folding keeps at most "
                    f"{limits['fold_values']} values of at most {limits['fold_length']} characters, "
-                   f"{limits['members']} members per namespace or dict; {limits['passes']} passes, widening from "
-                   f"pass {limits['widen_after'] + 1}"],
+                   f"{limits['members']} members per namespace or dict, and does at most {limits['fold_work']} "
+                   f"characters of work; {limits['passes']} passes, widening from pass {limits['widen_after'] + 1}; "
+                   f"{limits['file_bytes']} characters of template text analysed per file"],
+        ["render cost", f"a range or nested loops of more than {limits['render_items']} items, a repetition of "
+                        f"more than {limits['render_chars']} characters"],
+        ["internal attributes", ", ".join(code(n) for n in names["internal_attributes"])],
+        ["dunder stems (key stems)", ", ".join(code(n) for n in names["dunder_stems"]) + " ("
+         + ", ".join(code(n) for n in names["key_stems"]) + ")"],
         ["escape globals (what a call gives)",
          ", ".join(f"{code(n)} ({g})" for n, g in names["escape_globals"].items())],
         ["modules", ", ".join(code(n) for n in names["modules"])],
@@ -131,10 +138,14 @@ def _sec_template_values(ctx: Ctx) -> str:
         "`{% call(args) %}` parameters bound by each `caller(...)`. Names are followed regardless of scope "
         "and order (every binding of a name adds to one value), which can only add values.\n",
         "**Judgement.** A subscript, `attr` filter or attribute-name argument whose key may be a private name "
-        "(`__globals__`, `_TemplateReference__context`) is " + escape + ", as is one whose key may be unknown when "
+        "(`__globals__`, `_TemplateReference__context`) or an internal attribute (`gi_frame`, `f_globals`: "
+        "`(()|select)` is a generator, whose frame leads to the globals of jinja2's own modules) is " + escape
+        + ", as is one whose key may be unknown when "
         "the object it applies to may be an escape route: no real template indexes a function object or a "
         "Python internal with a computed key. An unknown key on ordinary data (`ns.roles[m.role]`, `msg[k]` in a "
-        "macro) is silent; an `attr` filter with an unknown name is " + escape + " on anything.\n",
+        "macro) is silent, a key built at render time from strings only warns, unless one of its pieces is a "
+        "dunder stem (`u*2 ~ 'class' ~ u*2`, an escape); an `attr` filter with an unknown name is " + escape
+        + " on anything.\n",
         f"**Where it gives up, and what it then assumes.** A value keeps at most {lim['fold_values']} constants "
         f"of at most {lim['fold_length']} characters; past that it becomes unknown for good (it absorbs further "
         f"constants). At most {lim['members']} members of one namespace or dict are followed one by one; the "
@@ -145,7 +156,11 @@ def _sec_template_values(ctx: Ctx) -> str:
         f"over {lim['bytes']} bytes, nested deeper than {lim['depth']}, with more than {lim['nodes']} syntax-tree "
         f"nodes or a tree deeper than {lim['tree_depth']} is not analysed ({limit}) and only scanned lexically "
         "for dunder names. Every pass walks the tree without recursion, so the work is at most the number of "
-        "passes times the nodes.\n"])
+        f"passes times the nodes. Each fold is computed once per template, and folding does at most "
+        f"{lim['fold_work']} characters of work (read and built, weighted by each filter's cost); past it, what "
+        f"is left is unknown ({limit}), and a key made only of constants that is left unfolded is {escape}, so "
+        f"spending the budget hides nothing. A file's templates are analysed in file order up to "
+        f"{lim['file_bytes']} characters in all; the rest are scanned lexically ({limit}).\n"])
 
 
 def _count(data: SpecData) -> str:
