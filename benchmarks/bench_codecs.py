@@ -47,9 +47,10 @@ default chose.
 from it, each in a fresh process.  ``--kernels KIB[,KIB...] --ggml-lib PATH`` times only the compiled decode
 kernels against ggml's C decode functions, both called directly on KIB KiB of blocks into outputs they reuse,
 in turns (no Python wrapper, no page faults): the speed of the decoding itself, in the caches (small KIB) and
-from memory (large KIB), where the write bandwidth bounds both; the kernels that have streaming stores are also
-timed with them (``stream``), and ``used`` says which store ``decode_blocks`` takes for a reused ``out=`` array
-of that size.
+from memory (large KIB), where the write bandwidth bounds both; ``fill/C`` is a third contender that only fills
+an output of the same size with a constant (normal stores), against C: the most a decoder with normal stores can
+lead C by at that size; the kernels that have streaming stores are also timed with them (``stream``), and
+``used`` says which store ``decode_blocks`` takes for a reused ``out=`` array of that size.
 """
 
 from __future__ import annotations
@@ -441,8 +442,8 @@ def kernels(sizes_kib: list[int], ggml: "GgmlDecoder", wanted: set[str], repeat:
     from gguf_construct.codecs import compiled
     from gguf_construct.codecs.compiled import _stream
 
-    print(f"{'type':8s} {'KiB':>6s} {'kernel us':>10s} {'C us':>10s} {'kernel/C':>8s} {'stream us':>10s} "
-          f"{'stream/C':>8s} {'used':>6s}  (speed ratio; best of {repeat} turns)")
+    print(f"{'type':8s} {'KiB':>6s} {'kernel us':>10s} {'C us':>10s} {'kernel/C':>8s} {'fill/C':>7s} "
+          f"{'stream us':>10s} {'stream/C':>8s} {'used':>6s}  (speed ratio; best of {repeat} turns)")
     ratios: dict[int, list[float]] = {k: [] for k in sizes_kib}
     for t in spec.tensor_types():
         if not (t.is_current and t.codec) or (wanted and t.name not in wanted):
@@ -459,8 +460,10 @@ def kernels(sizes_kib: list[int], ggml: "GgmlDecoder", wanted: set[str], repeat:
             x.flags.writeable = False
             ours = codecs.empty_blocks(x.shape[0], t.block_size)
             theirs = np.empty_like(ours)
+            filled = np.empty_like(ours)
             fns = {"kernel": lambda: kernel(x, ours, *tables),
-                   "C": lambda: c_fn(x.ctypes.data, theirs.ctypes.data, theirs.size)}
+                   "C": lambda: c_fn(x.ctypes.data, theirs.ctypes.data, theirs.size),
+                   "fill": lambda: filled.fill(1.0)}
             if streams:
                 streamed = codecs.empty_blocks(x.shape[0], t.block_size)
                 fns["stream"] = lambda: kernel(x, streamed, *tables, True)
@@ -473,7 +476,7 @@ def kernels(sizes_kib: list[int], ggml: "GgmlDecoder", wanted: set[str], repeat:
             used = "stream" if streams and ours.nbytes >= _stream.STREAM_MIN_BYTES else "kernel"
             ratios[kib].append(times["C"] / times[used])
             line = (f"{t.name:8s} {kib:6d} {times['kernel'] * 1e6:10.1f} {times['C'] * 1e6:10.1f} "
-                    f"{times['C'] / times['kernel']:8.2f}")
+                    f"{times['C'] / times['kernel']:8.2f} {times['C'] / times['fill']:7.2f}")
             if streams:
                 line += f" {times['stream'] * 1e6:10.1f} {times['C'] / times['stream']:8.2f} {used:>6s}"
             print(line)
