@@ -59,7 +59,7 @@ def _text(value) -> str:
     """What Jinja's soft_str makes of a constant (a list's repr is not modelled)."""
     if isinstance(value, str):
         return value
-    if isinstance(value, (int, bool)):
+    if isinstance(value, int):  # bool among them: str(True) is 'True', as in jinja
         return str(value)
     raise Unfoldable
 
@@ -123,18 +123,19 @@ def _join(limit, value, d="", attribute=None):
     return sep.join(parts)
 
 
-def _percent(template: str, args: tuple, limit: int) -> str:
+def _formatted(template: str, args: tuple, limit: int, field: str) -> str:
+    """``template % args`` (``field`` ``%``) or ``template.format(*args)`` (``field`` ``{``), within ``limit``."""
     if not safe_format(template):
         raise Unfoldable
     _plain(args)
-    _within(len(template) + template.count("%") * max((len(_text(a)) for a in args), default=0), limit)
-    return template % args
+    _within(len(template) + template.count(field) * max((len(_text(a)) for a in args), default=0), limit)
+    return template % args if field == "%" else template.format(*args)
 
 
 def _format_filter(limit, value, *args, **kwargs):
     if kwargs:
         raise Unfoldable
-    return _percent(_text(value), args, limit)
+    return _formatted(_text(value), args, limit, "%")
 
 
 def _reverse(limit, value):
@@ -316,24 +317,11 @@ def _map(limit, value, name=None, *args, **kwargs):
     return tuple(out)
 
 
-def _lower(limit, value):
-    return _text(value).lower()
-
-
-def _upper(limit, value):
-    return _text(value).upper()
-
-
-def _capitalize(limit, value):
-    return _text(value).capitalize()
-
-
-def _string_filter(limit, value):
-    return _text(value)
-
-
-def _safe(limit, value):
-    return _text(value)
+def _on_text(transform):
+    """A filter that applies ``transform`` to what soft_str makes of the value."""
+    def fold(limit, value):
+        return transform(_text(value))
+    return fold
 
 
 def _list(limit, value):
@@ -341,13 +329,14 @@ def _list(limit, value):
 
 
 FILTERS: dict[str, Callable[..., Any]] = {
-    "join": _join, "format": _format_filter, "reverse": _reverse, "lower": _lower, "upper": _upper,
-    "title": _title, "capitalize": _capitalize, "trim": _trim, "replace": _replace, "string": _string_filter,
-    "e": _escape, "escape": _escape, "forceescape": _escape, "safe": _safe, "list": _list, "first": _end(0),
-    "last": _end(-1), "center": _center, "truncate": _truncate, "indent": _indent, "wordwrap": _wordwrap,
-    "striptags": _striptags, "urlencode": _urlencode, "tojson": _tojson, "sort": _sort, "unique": _unique,
-    "min": _extreme(min), "max": _extreme(max), "batch": _batch, "slice": _slice, "random": _random,
-    "pprint": _pprint, "length": _length, "count": _length, "map": _map,
+    "join": _join, "format": _format_filter, "reverse": _reverse, "lower": _on_text(str.lower),
+    "upper": _on_text(str.upper), "title": _title, "capitalize": _on_text(str.capitalize), "trim": _trim,
+    "replace": _replace, "string": _on_text(str), "e": _escape, "escape": _escape, "forceescape": _escape,
+    "safe": _on_text(str), "list": _list, "first": _end(0), "last": _end(-1), "center": _center,
+    "truncate": _truncate, "indent": _indent, "wordwrap": _wordwrap, "striptags": _striptags,
+    "urlencode": _urlencode, "tojson": _tojson, "sort": _sort, "unique": _unique, "min": _extreme(min),
+    "max": _extreme(max), "batch": _batch, "slice": _slice, "random": _random, "pprint": _pprint,
+    "length": _length, "count": _length, "map": _map,
 }
 
 
@@ -373,12 +362,9 @@ def _join_method(limit, value, iterable, /):
 
 
 def _format_method(limit, value, *args, **kwargs):
-    template = _string(value)
-    if kwargs or not safe_format(template):
+    if kwargs:
         raise Unfoldable
-    _plain(args)
-    _within(len(template) + template.count("{") * max((len(_text(a)) for a in args), default=0), limit)
-    return template.format(*args)
+    return _formatted(_string(value), args, limit, "{")
 
 
 def _replace_method(limit, value, old, new, count=-1, /):

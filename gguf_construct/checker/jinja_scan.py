@@ -262,8 +262,8 @@ class _Walker(_values.Evaluator):
                 if count is not None and times > 1 and inner > most >= times:
                     self.issues.append(Issue(RESOURCE, f"nested loops run their body {inner} times", "{% for %}",
                                              most))
-                stack.extend((c, inner if c in node.body or c is node.test else times)
-                             for c in node.iter_child_nodes())
+                repeated = {id(c) for c in node.body} | {id(node.test)}
+                stack.extend((c, inner if id(c) in repeated else times) for c in node.iter_child_nodes())
             else:
                 stack.extend((c, times) for c in node.iter_child_nodes())
 
@@ -276,8 +276,9 @@ class _Walker(_values.Evaluator):
                 self.issues.append(Issue(RESOURCE, f"range of {count} items", "range(...)",
                                          self.limits["render_items"]))
         elif isinstance(node, n.Mul):
-            sizes = [_folds.size(s) * k for s in self.v(node.left) | self.v(node.right)
-                     if isinstance(s, (str, tuple)) for k in self.v(node.left) | self.v(node.right) if type(k) is int]
+            operands = self.v(node.left) | self.v(node.right)
+            sizes = [_folds.size(s) * k for s in operands if isinstance(s, (str, tuple))
+                     for k in operands if type(k) is int]
             if sizes and max(sizes) > self.limits["render_chars"]:
                 self.issues.append(Issue(RESOURCE, f"repetition builds {max(sizes)} characters", "... * ...",
                                          self.limits["render_chars"]))

@@ -3,8 +3,9 @@ over jinja2's syntax tree, used by :mod:`.jinja_scan` to see the key a subscript
 
 A value is a frozenset of *atoms*, the things it may be: constant strings, integers (booleans among them) and
 tuples (folded through concatenation, ``+``, ``*``, ``%``, indexing and slicing, and the filters and ``str``
-methods spec/templates.yaml declares foldable, computed by :mod:`.jinja_folds`); :class:`Route`, an object that leads to Python internals (an escape global such as
-``lipsum``, or anything reached through a private attribute); :class:`Slots`, a namespace or dict whose members
+methods spec/templates.yaml declares foldable, computed by :mod:`.jinja_folds`); :class:`Route`, an object that
+leads to Python internals (an escape global such as ``lipsum``, or anything reached through a private or
+internal attribute); :class:`Slots`, a namespace or dict whose members
 are tracked; :class:`Seq`, a sequence known only by its elements; :class:`Callable`, a macro or a ``caller``; and
 ``TOP``, anything else (the render context, a filter not modelled, a value past a budget).
 
@@ -130,7 +131,7 @@ def _int_op(op: str, left: int, right: int):
         if abs(left) > 1 and right * (abs(left).bit_length() - 1) > 64:
             return -INT_CAP if left < 0 and right % 2 else INT_CAP
         result = left ** right
-    elif op == "FloorDiv" or op == "Mod":
+    elif op in ("FloorDiv", "Mod"):
         result = left // right if op == "FloorDiv" else left % right
     else:
         result = {"Add": left + right, "Sub": left - right, "Mul": left * right}[op]

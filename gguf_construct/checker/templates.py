@@ -49,9 +49,8 @@ def _find_templates(ctx: Context) -> list[tuple[KV, list[str], bool]]:
                     texts += pieces
                 out.append((kv, texts, True))
         elif kv.vtype == STRING and marker in kv.value:
-            if len(kv.value) > parse_budget:  # past the budget, a value with statements counts as a template
-                out.append((kv, [kv.value], False))
-            elif jinja_scan.is_template(kv.value):
+            # past the budget, a value with statements counts as a template without being parsed
+            if len(kv.value) > parse_budget or jinja_scan.is_template(kv.value):
                 out.append((kv, [kv.value], False))
             parse_budget -= min(len(kv.value), parse_budget)
     return out

@@ -42,6 +42,7 @@ from numba.extending import intrinsic
 
 from ._jit import helper
 
+
 def last_level_cache_bytes(cpu_caches: str = "/sys/devices/system/cpu/cpu0/cache") -> int:
     """The size of the largest cache of this machine's first CPU (Linux's sysfs), or 32 MiB where the system
     does not say."""
