@@ -107,3 +107,25 @@ def test_many_values_with_statements_are_parsed_within_the_budget(monkeypatch):
     assert sum(parsed) <= LIMITS["file_bytes"]
     stray = {_key(f) for f in report.findings if f.rule == "TPL-STRAY"}
     assert stray == {f"general.note{i}" for i in range(12)}
+
+
+def test_a_template_too_large_to_analyse_spends_none_of_the_budget():
+    """An oversized template only gets the lexical scan, so it does not use up the file's budget: the template
+    after it is still analysed in full (its dunder-free escape found)."""
+    raw = crafting.carrier()
+    raw.set("tokenizer.chat_template.padding", "STRING", "{# " + "x" * (2 * LIMITS["file_bytes"]) + " #}")
+    raw.set("tokenizer.chat_template", "STRING", "{{ (()|select).gi_frame.f_globals }}")
+    report = check(raw.to_bytes())
+    escapes = [f.message for f in report.errors() if f.rule == "TPL-ESCAPE"]
+    assert any("internal attribute gi_frame reached by attribute access" in m for m in escapes), escapes
+
+
+def test_the_lexical_scan_finds_internal_attributes():
+    """A template past the size limit is scanned lexically: the frame attributes are found like dunder names."""
+    payload = "{{ (()|select).gi_frame.f_globals['random']['_os']['popen']('id').read() }}"
+    issues = jinja_scan.scan(payload + "{# " + "x" * LIMITS["bytes"] + " #}")
+    assert {(i.kind, i.construct) for i in issues if i.kind == jinja_scan.ESCAPE} == {
+        (jinja_scan.ESCAPE, "f_globals"), (jinja_scan.ESCAPE, "gi_frame")}
+    # plain text and comments are not code
+    assert [i.kind for i in jinja_scan.scan("gi_frame {# f_globals #}" + "x" * LIMITS["bytes"])] == [
+        jinja_scan.LIMIT]

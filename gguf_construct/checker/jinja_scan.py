@@ -135,11 +135,13 @@ def _inside_tags(text: str) -> str:
 
 
 def _lexical(text: str) -> list[Issue]:
-    """Dunder names inside the tags of the raw text: what is left to check when the template cannot be parsed
-    (plain text and comments are not rendered as code, so they do not count)."""
+    """Dunder names and internal attributes inside the tags of the raw text: what is left to check when the
+    template is not analysed (plain text and comments are not rendered as code, so they do not count)."""
     code = _inside_tags(text)
     seen = sorted(set(_dunder_in_text().findall(code)) | set(re.findall(r"_TemplateReference__\w+", code)))
-    return [Issue(ESCAPE, "dunder name in a template that was not parsed", name) for name in seen[:10]]
+    internal = sorted(_names("internal_attributes") & set(re.findall(r"\b[a-z]\w*\b", code)))
+    return [Issue(ESCAPE, "dunder name in a template that was not parsed", name) for name in seen[:10]] + [
+        Issue(ESCAPE, "internal attribute in a template that was not parsed", name) for name in internal[:10]]
 
 
 def limit(name: str) -> int:
@@ -149,7 +151,7 @@ def limit(name: str) -> int:
 
 def scan_lexically(text: str, problem: str, bound: int) -> tuple[Issue, ...]:
     """The issues of a template that is not analysed (``problem`` says why, ``bound`` is the limit it passed):
-    TPL-LIMIT and the dunder names inside its tags."""
+    TPL-LIMIT and what :func:`_lexical` finds inside its tags."""
     return (Issue(LIMIT, problem, "", bound), *_lexical(text))
 
 

@@ -66,9 +66,10 @@ def _scans(ctx: Context) -> dict[str, tuple]:
         for text in texts:
             if text in out:
                 continue
-            if len(text) <= budget or len(text) > jinja_scan.limit("bytes"):
+            analysed = len(text) <= jinja_scan.limit("bytes")  # scan() looks at a larger one lexically: no cost
+            if not analysed or len(text) <= budget:
                 out[text] = jinja_scan.scan(text)
-                budget -= min(len(text), budget)
+                budget -= len(text) if analysed else 0
             else:
                 out[text] = jinja_scan.scan_lexically(text, "the file's templates are past the characters analysed "
                                                             "per file", jinja_scan.limit("file_bytes"))

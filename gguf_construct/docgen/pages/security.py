@@ -155,12 +155,14 @@ def _sec_template_values(ctx: Ctx) -> str:
         f"unknown ({limit} is reported, and an escape route indexed with it is still {escape}). A template "
         f"over {lim['bytes']} bytes, nested deeper than {lim['depth']}, with more than {lim['nodes']} syntax-tree "
         f"nodes or a tree deeper than {lim['tree_depth']} is not analysed ({limit}) and only scanned lexically "
-        "for dunder names. Every pass walks the tree without recursion, so the work is at most the number of "
+        "for dunder names and internal attributes. Every pass walks the tree without recursion, so the work is "
+        "at most the number of "
         f"passes times the nodes. Each fold is computed once per template, and folding does at most "
         f"{lim['fold_work']} characters of work (read and built, weighted by each filter's cost); past it, what "
         f"is left is unknown ({limit}), and a key made only of constants that is left unfolded is {escape}, so "
         f"spending the budget hides nothing. A file's templates are analysed in file order up to "
-        f"{lim['file_bytes']} characters in all; the rest are scanned lexically ({limit}).\n"])
+        f"{lim['file_bytes']} characters in all (one too large to analyse spends none of them); the rest are "
+        f"scanned lexically ({limit}).\n"])
 
 
 def _count(data: SpecData) -> str:
