@@ -69,7 +69,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from gguf_construct import codecs, spec  # noqa: E402
+from gguf_construct import codecs
+from gguf_construct.format import spec  # noqa: E402
 
 try:
     import gguf.quants as gq

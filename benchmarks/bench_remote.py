@@ -7,7 +7,7 @@ FOLDER defaults to ../shared/corpus/vocab when present.  ``--big N`` (default 8)
 whose tensor data dwarfs their head (about 48 MiB each, 200 tensors), to show that an HTTP check fetches the head
 only.  Each configuration sweeps every file once into a fresh output and prints files/s (overall, and "steady": from the
 first result on, without the engine's start-up), bytes fetched per file, requests per file (the size lookup
-included) and the mean task time.  The HTTP server is gguf_construct.rangeserver on loopback (no network
+included) and the mean task time.  The HTTP server is gguf_construct.base.rangeserver on loopback (no network
 latency: add the round trips of a real server yourself, see the README's "Checking a hub").
 """
 
@@ -25,8 +25,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import numpy as np  # noqa: E402
 
 import gguf_construct as g  # noqa: E402
-from gguf_construct.rangeserver import RangeServer  # noqa: E402
-from gguf_construct.sweep import read_rows, run_sweep  # noqa: E402
+from gguf_construct.base.rangeserver import RangeServer  # noqa: E402
+from gguf_construct.operations.sweep import read_rows, run_sweep  # noqa: E402
 
 DEFAULT_CORPUS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "corpus", "vocab")
 

@@ -63,8 +63,9 @@ def write_model_seeds(out: str) -> None:
     """Tiny whole models (I8 tensors, 16-token vocabulary; a few KiB each) of a few architectures in ``out``, so
     that byte edits reach the model layer's replay (the llama.cpp profile)."""
     from gguf_construct.arch.loader import TensorMeta
-    from gguf_construct.arch.synth import build_model_file, minimal_model_parts
-    from gguf_construct.enums import GGMLType
+    from gguf_construct.arch.synth import minimal_model_parts
+    from gguf_construct.breaking.models import build_model_file
+    from gguf_construct.format.enums import GGMLType
 
     os.makedirs(out, exist_ok=True)
     for name in MODEL_SEEDS:

@@ -35,15 +35,15 @@ import numpy as np
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from . import spec as _spec
-from . import structs
+from .format import spec as _spec
+from .format import structs
 from .breaking.intent import Labels, compose
 from .breaking.mutations import HypothesisPick, Skip, mutations_for
 from .breaking.rawfile import from_document
 from .rulebook.catalog import PROFILES, catalog
-from .enums import GGMLType, GGUFValueType
-from .model import GGUFFile, tensor_nbytes
-from .values import GGUFValue, numpy_dtype_of
+from .format.enums import GGMLType, GGUFValueType
+from .filemodel.gguffile import GGUFFile, tensor_nbytes
+from .format.values import GGUFValue, numpy_dtype_of
 
 __all__ = ["Document", "gguf_files", "invalid_gguf_files", "documents", "metadata_values", "metadata_keys",
            "tensor_specs", "violations", "model_files", "invalid_model_files", "MODEL_TENSOR_TYPES",
@@ -308,7 +308,7 @@ def model_files(*, architectures: Sequence[str] | None = None, versions: Sequenc
     shape it computes, stored in types that fit (``tensor_types``, default :data:`MODEL_TENSOR_TYPES`; data is
     zeros).  llama.cpp's loader accepts each (``check --profile llama.cpp`` says so, and the differential test
     holds it against libllama)."""
-    from .arch.synth import build_model_file
+    from .breaking.models import build_model_file
 
     @st.composite
     def draw_file(draw):
@@ -329,7 +329,7 @@ def invalid_model_files(*, rules: Sequence[str] | None = None, architectures: Se
     import random
 
     from .arch.mutate import MUTATIONS
-    from .arch.synth import build_model_file
+    from .breaking.models import build_model_file
     from hypothesis import assume
 
     wanted = frozenset(rules) if rules is not None else None

@@ -7,7 +7,7 @@ import json
 import jsonschema
 import pytest
 
-from gguf_construct import spec
+from gguf_construct.format import spec
 from gguf_construct.breaking import crafting
 from gguf_construct.checker import check
 from gguf_construct.rulebook.catalog import catalog, implemented

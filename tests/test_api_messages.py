@@ -8,7 +8,7 @@ import os
 import pytest
 
 import gguf_construct as g
-from gguf_construct.enums import GGUFValueType as VT
+from gguf_construct.format.enums import GGUFValueType as VT
 from gguf_construct.fuzzing.report import Disagreement, Results
 
 

@@ -7,7 +7,7 @@ import ast
 import pytest
 import yaml
 
-from gguf_construct import spec
+from gguf_construct.format import spec
 
 ARCH_DIR = spec.spec_dir() / "architectures"
 ARCH_FILES = sorted(p for p in ARCH_DIR.glob("*.yaml") if not p.name.startswith("_"))

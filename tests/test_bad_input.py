@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import gguf_construct as g
-from gguf_construct.demo import example_file
+from gguf_construct.operations.demo import example_file
 
 
 def small_file(version=3, byte_order="little"):

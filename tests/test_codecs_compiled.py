@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 pytest.importorskip("numba", reason="the compiled codecs need the [fast] extra (numba)")
 
-from gguf_construct import GGUFFile, codecs, load, spec  # noqa: E402
+from gguf_construct import GGUFFile, codecs, load
+from gguf_construct.format import spec  # noqa: E402
 
 from codec_golden import SHARED_GOLDEN  # noqa: E402
 
@@ -408,7 +409,7 @@ def test_warm_up_reports_every_kernel(capsys):
     assert [k.direction for k in codecs.warm_up(["Q4_K"], encode=False)] == ["decode"]
     with pytest.raises(ValueError):
         codecs.warm_up(["Q9_K"])
-    from gguf_construct.cli import main
+    from gguf_construct.commands.main import main
     assert main(["warm-up", "Q8_0", "--decode-only"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].split()[:2] == ["Q8_0", "decode"] and out[-1].startswith("1 kernels ready")

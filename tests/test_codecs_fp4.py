@@ -18,7 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gguf_construct import codecs, spec
+from gguf_construct import codecs
+from gguf_construct.format import spec
 from gguf_construct.codecs import fp4
 
 NAMES = ["MXFP4", "NVFP4"]

@@ -5,7 +5,7 @@ The committed cases in tests/golden/ run everywhere; the larger set in ../shared
 
 import pytest
 
-from gguf_construct import spec
+from gguf_construct.format import spec
 
 from codec_golden import LOCAL_GOLDEN, SHARED_GOLDEN, check_golden
 

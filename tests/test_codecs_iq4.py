@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gguf_construct import codecs, spec
+from gguf_construct import codecs
+from gguf_construct.format import spec
 from gguf_construct.codecs import iq4
 
 

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gguf_construct import codecs, spec
+from gguf_construct import codecs
+from gguf_construct.format import spec
 
 from codec_golden import assert_same
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import gguf_construct as g
-from gguf_construct.cli import build_parser, main
+from gguf_construct.commands.main import build_parser, main
 
 
 def small(path, *, unknown_type: int | None = None) -> str:

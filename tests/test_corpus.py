@@ -3,8 +3,8 @@
 import pytest
 
 import gguf_construct as g
-from gguf_construct import structs
-from gguf_construct.constructs import BufferStream
+from gguf_construct.format import structs
+from gguf_construct.format.constructs import BufferStream
 
 from conftest import corpus_files
 
@@ -51,7 +51,7 @@ def test_corpus_vocab_files_load_in_llama_cpp_as_vocabularies(path):
     report = g.check(str(path), profile="llama.cpp")
     assert report.valid, [f"{f.rule}: {f.message}" for f in report.errors()][:3]
     info = g.load(str(path))
-    from gguf_construct.modelinfo import model_info
+    from gguf_construct.filemodel.modelinfo import model_info
 
     facts = model_info(info)
     assert facts["kind"] == "vocab" and facts["llama_cpp"]["loads"] is True

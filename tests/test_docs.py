@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gguf_construct import docgen, spec
+from gguf_construct import docgen
+from gguf_construct.format import spec
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -107,7 +108,7 @@ def test_cli_check(capsys):
 
 def test_gguf_construct_docs_check():
     """The real command line: `gguf-construct docs --check` exits 0."""
-    from gguf_construct.cli import main
+    from gguf_construct.commands.main import main
 
     assert main(["docs", "--check", "--out", str(DOCS)]) == 0
 

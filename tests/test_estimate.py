@@ -12,8 +12,9 @@ import pytest
 
 from gguf_construct.arch.expect import architecture_parts
 from gguf_construct.arch.memory import ContextParams, estimate, memory_spec, row_size
-from gguf_construct.arch.synth import build_model_file, minimal_model_parts
-from gguf_construct.cli import main
+from gguf_construct.arch.synth import minimal_model_parts
+from gguf_construct.breaking.models import build_model_file
+from gguf_construct.commands.main import main
 
 MiB = 1 << 20
 QWEN2_05B = ["embedding_length=896", "attention.head_count=14", "attention.head_count_kv=2",
@@ -176,8 +177,8 @@ def test_figures_agree_with_libllama(arch, tmp_path):
 
 
 def test_sweep_rows_carry_the_estimate(tmp_path):
-    from gguf_construct.model import load
-    from gguf_construct.sweep import sweep_one
+    from gguf_construct.filemodel.gguffile import load
+    from gguf_construct.operations.sweep import sweep_one
 
     meta, tensors = minimal_model_parts("llama")
     path = tmp_path / "m.gguf"
@@ -195,7 +196,7 @@ def test_sweep_rows_carry_the_estimate(tmp_path):
 def _quantized(arch: str, type_name: str):
     import dataclasses
 
-    from gguf_construct.spec import tensor_types
+    from gguf_construct.format.spec import tensor_types
 
     t = {x.name: x for x in tensor_types()}[type_name]
     meta, tensors = minimal_model_parts(arch, sizes={"embedding_length": 256, "feed_forward_length": 1024},
@@ -236,7 +237,7 @@ def test_cpu_repack_agrees_with_libllama(type_name, tmp_path):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
     import memory_differential as md
 
-    from gguf_construct.model import load
+    from gguf_construct.filemodel.gguffile import load
 
     meta, tensors = _quantized("qwen2", type_name)
     path = tmp_path / "q.gguf"

@@ -10,8 +10,9 @@ import pytest
 
 from gguf_construct.arch.expect import STATUSES, expect, expect_architecture, parse_setting
 from gguf_construct.arch.loader import TensorMeta
-from gguf_construct.arch.synth import build_model_file, minimal_model_parts, model_architectures
-from gguf_construct.cli import main
+from gguf_construct.arch.synth import minimal_model_parts, model_architectures
+from gguf_construct.breaking.models import build_model_file
+from gguf_construct.commands.main import main
 
 QWEN2_05B = ["embedding_length=896", "attention.head_count=14", "attention.head_count_kv=2",
              "feed_forward_length=4864", "block_count=24"]

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gguf_construct import GGUFFile, export, spec, structs
-from gguf_construct.cli import main
+from gguf_construct import GGUFFile, export
+from gguf_construct.format import spec, structs
+from gguf_construct.commands.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPORTS = ROOT / "exports"

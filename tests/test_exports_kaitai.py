@@ -22,7 +22,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from gguf_construct import GGUFFile, codecs, export, load, spec, structs
+from gguf_construct import GGUFFile, codecs, export, load
+from gguf_construct.format import spec, structs
 from gguf_construct.export import kaitai
 from gguf_construct.strategies import gguf_files
 

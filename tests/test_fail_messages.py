@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gguf_construct
 from gguf_construct.arch.interp import _printf
-from gguf_construct.arch.synth import minimal_model
+from gguf_construct.breaking.models import minimal_model
 
 
 def test_printf_fills_conversions_in_order():

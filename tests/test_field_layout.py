@@ -1,4 +1,4 @@
-"""The symbolic layout of the spec types (:mod:`gguf_construct.fieldlayout`) agrees with what the permissive build and
+"""The symbolic layout of the spec types (:mod:`gguf_construct.format.fieldlayout`) agrees with what the permissive build and
 the located read report for concrete records, in every family, for every spec type."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gguf_construct import fieldlayout, structs
-from gguf_construct.fieldlayout import Extent
-from gguf_construct.fieldtree import Node
+from gguf_construct.format import fieldlayout, structs
+from gguf_construct.format.fieldlayout import Extent
+from gguf_construct.format.fieldtree import Node
 
 TYPES = list(structs.container_spec()["types"])
 VALUE_TYPES = sorted(structs.value_types())

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gguf_construct import fieldrules, structs
-from gguf_construct.constructs import BufferStream, FieldError
-from gguf_construct.reader import bootstrap
+from gguf_construct.format import fieldrules, structs
+from gguf_construct.format.constructs import BufferStream, FieldError
+from gguf_construct.format.reader import bootstrap
 from gguf_construct.rulebook.catalog import catalog, structural_rules
 from gguf_construct.strategies import gguf_files
 
@@ -125,8 +125,8 @@ def test_a_cut_file_fails_under_one_rule_in_both_reads(file, data):
         raise AssertionError("the compiled read accepted a cut file")
 
 
-READS = ["constructs.py", "structs.py", "fieldtree.py", "fieldlayout.py", "reader.py", "containerspec.py",
-         "fieldrules.py"]
+READS = ["format/constructs.py", "format/structs.py", "format/fieldtree.py", "format/fieldlayout.py",
+         "format/reader.py", "format/containerspec.py", "format/fieldrules.py"]
 
 
 @pytest.mark.parametrize("name", READS)
@@ -143,7 +143,7 @@ def test_no_read_names_a_rule_itself(name):
 
 
 def test_a_construct_made_without_a_rule_takes_the_spec_rule_of_what_it_stands_for():
-    from gguf_construct.constructs import Float32Field, GGUFString, NumericArray, StringArray
+    from gguf_construct.format.constructs import Float32Field, GGUFString, NumericArray, StringArray
 
     assert GGUFString(8, "little").rule == fieldrules.truncated_rule("gguf_string")
     assert StringArray(1, 8, "little").rule == fieldrules.field_rule("gguf_array", "data", "count")

@@ -6,8 +6,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gguf_construct as g
-from gguf_construct import structs
-from gguf_construct.constructs import BufferStream
+from gguf_construct.format import structs
+from gguf_construct.format.constructs import BufferStream
 from gguf_construct.strategies import gguf_files
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))

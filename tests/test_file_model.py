@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import gguf_construct as g
-from gguf_construct import structs
-from gguf_construct.reader import align_offset
+from gguf_construct.format import structs
+from gguf_construct.format.reader import align_offset
 
 
 def sparse_file(path, n_elements=2**31):

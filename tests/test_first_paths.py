@@ -13,11 +13,12 @@ import numpy as np
 import pytest
 
 import gguf_construct as g
-from gguf_construct import codecs, structs
-from gguf_construct.arch.synth import minimal_model
+from gguf_construct import codecs
+from gguf_construct.format import structs
+from gguf_construct.breaking.models import minimal_model
 from gguf_construct.checker import check
-from gguf_construct.cli import main
-from gguf_construct.edit import set_key
+from gguf_construct.commands.main import main
+from gguf_construct.operations.edit import set_key
 
 CLI = [sys.executable, "-m", "gguf_construct"]
 
@@ -75,7 +76,7 @@ def test_without_numba_every_type_decodes_on_the_numpy_path():
 
 def test_without_numba_warm_up_names_the_extra():
     code = ("import sys; sys.modules['numba'] = None\n"
-            "from gguf_construct.cli import main\n"
+            "from gguf_construct.commands.main import main\n"
             "sys.exit(main(['warm-up', 'Q8_0']))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2
@@ -91,7 +92,7 @@ def test_without_numba_asking_for_the_compiled_path_names_the_extra(monkeypatch)
 @pytest.mark.parametrize("out,engine,extra_module", [("rows.parquet", "local", "pyarrow"),
                                                       ("rows.jsonl", "dask", "dask.distributed")])
 def test_sweep_names_a_missing_extra_before_any_work(tmp_path, monkeypatch, capsys, out, engine, extra_module):
-    from gguf_construct import _extras
+    from gguf_construct.base import extras as _extras
 
     real = _extras._importable
     monkeypatch.setattr(_extras, "_importable", lambda m: False if m == extra_module else real(m))
@@ -227,7 +228,7 @@ def test_ctrl_c_is_one_line_and_status_130(tmp_path, monkeypatch, capsys, comman
     """Wherever the interrupt lands inside a command, the command line says so in one line and exits 130."""
     path = _small(tmp_path / "m.gguf")
     others = [_small(tmp_path / f"o{i}.gguf") for i in range(2)]
-    import gguf_construct.inputs as inputs_module
+    import gguf_construct.filemodel.inputs as inputs_module
     monkeypatch.setattr(inputs_module, "load", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
     from gguf_construct.checker import core
     monkeypatch.setattr(core, "check_buffer", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
@@ -251,7 +252,7 @@ def test_an_interrupted_fuzz_leaves_no_empty_out(tmp_path, monkeypatch, capsys):
 
 
 def test_worker_pools_leave_ctrl_c_to_the_parent():
-    from gguf_construct._processes import worker_pool
+    from gguf_construct.base.processes import worker_pool
 
     with worker_pool(1) as pool:
         assert pool.submit(signal.getsignal, signal.SIGINT).result(timeout=120) == signal.SIG_IGN
@@ -317,7 +318,7 @@ def test_messages_name_the_file_in_the_project_words(tmp_path, capsys):
 
 
 def test_docs_check_outside_a_checkout_says_so(monkeypatch, capsys):
-    from gguf_construct import spec
+    from gguf_construct.format import spec
 
     monkeypatch.setattr(spec, "in_checkout", lambda: False)
     for command in (["docs", "--check"], ["export", "all", "--check"]):

@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from gguf_construct.cli import main
+from gguf_construct.commands.main import main
 from gguf_construct.fuzzing.minimize import ddmin
 from gguf_construct.fuzzing.oracle import compare, expect
 from gguf_construct.fuzzing.runner import run
@@ -30,7 +30,7 @@ def _module(tmp_path, body: str) -> str:
 def test_our_own_reader_agrees_with_the_oracle(tmp_path):
     mod = _module(tmp_path, """
         import gguf_construct as g
-        from gguf_construct.dump import file_summary
+        from gguf_construct.filemodel.dump import file_summary
 
         def read(path):
             if not g.check(path).valid:

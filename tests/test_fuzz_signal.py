@@ -9,8 +9,8 @@ import os
 
 import pytest
 
-from gguf_construct import structs
-from gguf_construct.cli import main
+from gguf_construct.format import structs
+from gguf_construct.commands.main import main
 from gguf_construct.fuzzing.oracle import expect
 from gguf_construct.fuzzing.report import Disagreement, OutDirError, Results, prepare_out
 from gguf_construct.fuzzing.runner import carriers, generate, normalize, run, signature, supported

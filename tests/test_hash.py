@@ -8,9 +8,9 @@ import random
 import pytest
 
 import gguf_construct as g
-from gguf_construct import hashing
-from gguf_construct.cli import main
-from gguf_construct.xxh64 import XXH64
+from gguf_construct.operations import hashing
+from gguf_construct.commands.main import main
+from gguf_construct.base.xxh64 import XXH64
 from test_split import INPUT_SHA, model, sha
 
 # What llama.cpp's gguf-hash (built from the llama-cpp-python 0.3.36 sdist against libggml-base) printed for

@@ -32,7 +32,7 @@ def test_gguf_md_spellings_are_not_llama_cpp_names():
 
 # -- gguf-construct rule -------------------------------------------------------------------------------------------
 def _run(argv, capsys):
-    from gguf_construct import cli
+    from gguf_construct.commands import main as cli
 
     code = cli.main(argv)
     out = capsys.readouterr()
@@ -74,7 +74,7 @@ def test_rule_example_of_a_model_rule_runs_under_its_profile(capsys):
 
 
 def test_every_rule_has_an_example_with_its_finding():
-    from gguf_construct.docgen.rulecmd import example
+    from gguf_construct.commands.rule import example
     from gguf_construct.rulebook.catalog import catalog
 
     missing = [rid for rid in catalog() if not (example(rid) or {}).get("findings")]
@@ -92,8 +92,8 @@ def test_rule_unknown_id_suggests_and_lists(capsys):
 
 # -- man page and completions --------------------------------------------------------------------------------------
 def test_man_page_and_completions_cover_every_sub_command(capsys):
-    from gguf_construct.cli import build_parser
-    from gguf_construct.docgen import shellhelp
+    from gguf_construct.commands.main import build_parser
+    from gguf_construct.commands import completion as shellhelp
 
     parser = build_parser()
     names = list(shellhelp._subparsers(parser).choices)
@@ -113,8 +113,8 @@ def test_man_page_and_completions_cover_every_sub_command(capsys):
 
 def test_man_and_completion_follow_the_parser():
     """A sub-command added to the parser is in the output without touching the generator."""
-    from gguf_construct.cli import build_parser
-    from gguf_construct.docgen import shellhelp
+    from gguf_construct.commands.main import build_parser
+    from gguf_construct.commands import completion as shellhelp
 
     parser = build_parser()
     sub = shellhelp._subparsers(parser)
@@ -138,8 +138,8 @@ def _shell(cmd: list[str], script: str, tmp_path) -> str:
 def test_bash_completion_completes_commands_options_and_choices(tmp_path):
     import shutil
 
-    from gguf_construct.cli import build_parser
-    from gguf_construct.docgen import shellhelp
+    from gguf_construct.commands.main import build_parser
+    from gguf_construct.commands import completion as shellhelp
 
     if shutil.which("bash") is None:
         import pytest
@@ -158,8 +158,8 @@ def test_zsh_and_fish_scripts_parse(tmp_path):
 
     import pytest
 
-    from gguf_construct.cli import build_parser
-    from gguf_construct.docgen import shellhelp
+    from gguf_construct.commands.main import build_parser
+    from gguf_construct.commands import completion as shellhelp
 
     shells = [s for s in ("zsh", "fish") if shutil.which(s)]
     if not shells:

@@ -1,8 +1,9 @@
-"""Imports run downward: spec <- generator/codecs <- reader/model <- checker/breaking <- strategies <- fuzzer <- CLI.
+"""Imports run downward through the layers that ``gguf_construct/layers.py`` declares (one folder a layer).
 
 Every import of the package's modules (at module level or inside a function) is parsed with ``ast``; a module may
-import only modules of its own layer or below.  The sub-command registration glue (functions named ``add_cli`` or
-``cli_main``) belongs to the CLI layer wherever it is defined.
+import modules of its own folder and of the layers below it, never of a folder beside it or above it.  The
+sub-command registration glue (functions named ``add_cli`` or ``cli_main``) belongs to the command layer wherever
+it is defined.
 """
 
 from __future__ import annotations
@@ -15,37 +16,31 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "gguf_construct"
 
-# (layer, module-name prefixes); the longest matching prefix decides
-LAYERS: list[tuple[int, tuple[str, ...]]] = [
-    (0, ("_version", "_json", "_text", "_atomic", "_extras", "_processes", "_stringscan", "errors", "spec", "remote",
-         "rangeserver", "splitset", "xxh64", "stringlist")),
-    (1, ("constructs", "structs", "fieldtree", "fieldlayout", "enums", "keyregistry", "values", "codecs")),
-    (1, ("containerspec", "fieldrules")),
-    (2, ("reader", "rulebook", "model", "dump", "demo", "arch", "inputs", "modelinfo")),
-    (3, ("checker", "breaking", "docgen", "export")),
-    (4, ("strategies",)),
-    (5, ("fuzzing", "diff", "edit", "split", "hashing", "sweep", "suite")),
-    (6, ("cli", "__main__", "checker.cli", "fuzzing.__init__", "__init__", "suite.cli")),
-]
-LAYER_NAMES = ["spec", "generator/codecs", "reader/model", "checker/breaking", "strategies", "fuzzer", "CLI"]
+from gguf_construct.layers import LAYERS, TOP_LEVEL, layer_of as _layer  # noqa: E402
+
 CLI_GLUE = {"add_cli", "cli_main"}
+COMMANDS = "commands"
 
 
 def layer_of(module: str) -> int:
-    """The layer of a module name relative to the package (``checker.core``; ``__init__`` for the package)."""
-    best, best_len = None, -1
-    for layer, prefixes in LAYERS:
-        for prefix in prefixes:
-            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_len:
-                best, best_len = layer, len(prefix)
-    assert best is not None, f"module {module} has no layer: add it to LAYERS"
-    return best
+    """The layer number of a module name relative to the package (``checker.core``; ``__init__`` for the
+    package)."""
+    return _layer(module).number
+
+
+def folder_of(module: str) -> str:
+    return module.split(".")[0]
+
+
+def may_import(here: str, target: str) -> bool:
+    """A module imports its own folder, or a folder of a lower layer."""
+    return folder_of(here) == folder_of(target) or layer_of(target) < layer_of(here)
 
 
 def module_name(path: Path) -> str:
     parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
     if parts[-1] == "__init__" and len(parts) > 1:
-        parts = parts[:-1] + ["__init__"] if parts[:-1] == ["fuzzing"] else parts[:-1]
+        parts = parts[:-1]
     return ".".join(parts)
 
 
@@ -85,9 +80,7 @@ def imports(path: Path) -> list[tuple[str, int, bool]]:
 
 
 def _target_name(target: str) -> str:
-    if target in ("", "__init__"):
-        return "__init__"
-    return "fuzzing.__init__" if target == "fuzzing" else target
+    return "__init__" if target in ("", "__init__") else target
 
 
 SOURCES = sorted(PACKAGE.rglob("*.py"))
@@ -96,12 +89,22 @@ SOURCES = sorted(PACKAGE.rglob("*.py"))
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_imports_run_downward(path):
     here = module_name(path)
-    mine = layer_of(here)
     for target, line, glue in imports(path):
-        theirs = layer_of(_target_name(target))
-        level = layer_of("cli") if glue else mine
-        assert theirs <= level, (f"{here}:{line} ({LAYER_NAMES[level]}) imports {_target_name(target)} "
-                                 f"({LAYER_NAMES[theirs]}), a layer above it")
+        target = _target_name(target)
+        if glue and (folder_of(target) == COMMANDS or may_import(COMMANDS, target)):
+            continue
+        assert may_import(here, target), (
+            f"{here}:{line} (layer {layer_of(here)}, {_layer(here).holds}) imports {target} "
+            f"(layer {layer_of(target)}): only its own folder and lower layers")
+
+
+def test_top_level_holds_only_the_declared_modules():
+    """At most ten modules stand at the package's top level; the rest live in the layer folders."""
+    top = sorted(p.stem for p in PACKAGE.glob("*.py"))
+    assert top == sorted(TOP_LEVEL) and len(top) <= 10
+    folders = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file())
+    declared = {f for layer in LAYERS for f in layer.folders}
+    assert set(folders) <= declared, set(folders) - declared
 
 
 def test_only_the_cli_imports_the_fuzz_runner():
@@ -118,12 +121,14 @@ def test_only_the_cli_imports_the_fuzz_runner():
 
 
 def test_layer_check_catches_an_upward_import(tmp_path):
-    assert layer_of("checker.core") > layer_of("model")
-    assert layer_of("checker.cli") == layer_of("cli") > layer_of("checker.core")
-    assert layer_of("rulebook.walk") == layer_of("model") < layer_of("checker.core")
+    assert layer_of("checker.core") > layer_of("filemodel.gguffile")
+    assert layer_of("commands.check") > layer_of("checker.core")
+    assert not may_import("checker.core", "breaking.crafted")  # beside it
+    assert not may_import("rulebook.walk", "filemodel.gguffile")  # above it
+    assert may_import("rulebook.walk", "format.structs") and may_import("checker.core", "checker.report")
     probe = PACKAGE / "rulebook" / "walk.py"
     found = {t for t, _, _ in imports(probe)}
-    assert "structs" in found and all(layer_of(_target_name(t)) <= layer_of("model") for t in found)
+    assert "format.structs" in found and all(may_import("rulebook.walk", _target_name(t)) for t in found)
 
 
 def import_graph(sources: list[Path] = SOURCES) -> dict[str, set[str]]:
@@ -171,7 +176,8 @@ def test_no_import_circles():
     """Downward imports allow modules of one layer to import each other; none may close a circle (the generator,
     the field tree and the symbolic layout, the crafted files and their advisory breakages were such circles)."""
     graph = import_graph()
-    assert {"structs", "fieldtree", "fieldlayout", "breaking.crafting", "breaking.crafting_security"} <= set(graph)
+    assert {"format.structs", "format.fieldtree", "format.fieldlayout", "breaking.crafting",
+            "breaking.crafting_security"} <= set(graph)
     assert circles(graph) == []
 
 

@@ -13,8 +13,9 @@ import pytest
 
 import gguf_construct
 
-from gguf_construct.arch.synth import minimal_model, model_architectures
-from gguf_construct.cli import main
+from gguf_construct.arch.synth import model_architectures
+from gguf_construct.breaking.models import minimal_model
+from gguf_construct.commands.main import main
 from gguf_construct.fuzzing.targets import make_target
 
 LIB = os.environ.get("GGUF_CONSTRUCT_LLAMA_LIB")
@@ -78,7 +79,7 @@ def test_split_models_load_from_the_first_shard_only_as_the_profile_says(tmp_pat
     """A model split with ``split``: libllama loads it from shard 1 (with its siblings) and refuses a later shard
     ("model must be loaded with the first split"); check --profile llama.cpp of each shard path says the same."""
     from gguf_construct import check
-    from gguf_construct.split import split_model
+    from gguf_construct.operations.split import split_model
 
     target = make_target(f"llama:{LIB}", timeout=60)
     disagree = {}

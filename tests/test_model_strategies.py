@@ -8,7 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gguf_construct import check, load
-from gguf_construct.arch.synth import minimal_model, model_architectures
+from gguf_construct.arch.synth import model_architectures
+from gguf_construct.breaking.models import minimal_model
 from gguf_construct.strategies import MODEL_TENSOR_TYPES, invalid_model_files, model_files
 
 LOADABLE = model_architectures()

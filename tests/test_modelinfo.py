@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 
-from gguf_construct.arch.synth import build_model_file, minimal_model_parts
-from gguf_construct.cli import main
+from gguf_construct.arch.synth import minimal_model_parts
+from gguf_construct.breaking.models import build_model_file
+from gguf_construct.commands.main import main
 
 
 def _write(tmp_path, meta, tensors, name="m.gguf"):

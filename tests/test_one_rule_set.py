@@ -49,7 +49,7 @@ def test_load_rules_are_declared_in_the_catalog():
 def test_load_rules_are_checked_below_the_checker():
     """The file model imports the rulebook, never the checker: every rule load refuses has its predicate (or the
     walk) there."""
-    code = ("import sys, gguf_construct.model\n"
+    code = ("import sys, gguf_construct.filemodel.gguffile\n"
             "from gguf_construct.rulebook import load_rules\n"
             "from gguf_construct.rulebook.catalog import implemented\n"
             "assert not any(m.startswith('gguf_construct.checker') for m in sys.modules), 'checker imported'\n"

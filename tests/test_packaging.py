@@ -50,7 +50,7 @@ def test_help_commands_and_site_work_from_a_non_editable_install(tmp_path):
         assert done.returncode == 0, (argv, done.stderr)
         return done.stdout
 
-    where = subprocess.run([sys.executable, "-c", "import gguf_construct, gguf_construct.spec as s; "
+    where = subprocess.run([sys.executable, "-c", "import gguf_construct, gguf_construct.format.spec as s; "
                             "print(gguf_construct.__file__); print(s.spec_dir())"],
                            cwd=work, env=env, capture_output=True, text=True, check=True).stdout.split()
     assert all(p.startswith(str(target)) for p in where), where

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gguf_construct import codecs, spec, structs
+from gguf_construct import codecs
+from gguf_construct.format import spec, structs
 from gguf_construct.docgen import blockbits, pictures
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"

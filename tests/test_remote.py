@@ -1,4 +1,4 @@
-"""Reading GGUF files over HTTP (gguf_construct.remote) against a loopback server with Range support:
+"""Reading GGUF files over HTTP (gguf_construct.base.remote) against a loopback server with Range support:
 the same results as local files, header-only transfers, and clear errors for failing servers."""
 
 import json
@@ -16,9 +16,9 @@ pytest.importorskip("aiohttp", reason="http(s) URLs need the [remote] extra (aio
 
 import gguf_construct as g  # noqa: E402
 from gguf_construct.checker.shards import shard_siblings  # noqa: E402
-from gguf_construct.enums import GGUFValueType  # noqa: E402
-from gguf_construct.rangeserver import RangeServer  # noqa: E402
-from gguf_construct.remote import FIRST_READ, MARGIN, RemoteError, is_url, open_remote  # noqa: E402
+from gguf_construct.format.enums import GGUFValueType  # noqa: E402
+from gguf_construct.base.rangeserver import RangeServer  # noqa: E402
+from gguf_construct.base.remote import FIRST_READ, MARGIN, RemoteError, is_url, open_remote  # noqa: E402
 
 from conftest import CORPUS, corpus_files  # noqa: E402
 
@@ -289,7 +289,7 @@ def test_any_fsspec_url(files):
 
 
 def test_buffer_of_a_huge_file_costs_only_what_is_written():
-    from gguf_construct.remote import _lazy_map
+    from gguf_construct.base.remote import _lazy_map
 
     size = 64 << 30  # a 64 GiB model: the buffer is virtual (or a sparse temporary file)
     buf, spill = _lazy_map(size)

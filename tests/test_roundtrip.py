@@ -5,8 +5,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import gguf_construct as g
-from gguf_construct import codecs, structs
-from gguf_construct.constructs import BufferStream
+from gguf_construct import codecs
+from gguf_construct.format import structs
+from gguf_construct.format.constructs import BufferStream
 from gguf_construct.strategies import gguf_files
 
 

@@ -22,7 +22,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 import pytest
 
-from gguf_construct import cli
+from gguf_construct.commands import main as cli
 from gguf_construct.docgen import site
 
 pytestmark = pytest.mark.skipif(bool(site.missing_requirements()),

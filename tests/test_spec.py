@@ -6,7 +6,8 @@ import jsonschema
 import numpy as np
 import pytest
 
-from gguf_construct import codecs, spec, structs
+from gguf_construct import codecs
+from gguf_construct.format import spec, structs
 
 SCHEMAS = spec.spec_dir() / "schema"
 

@@ -11,11 +11,11 @@ import pytest
 import yaml
 
 import gguf_construct as g
-from gguf_construct import fieldtree, spec, structs
+from gguf_construct.format import fieldtree, spec, structs
 from gguf_construct.checker import check_buffer
-from gguf_construct.constructs import BufferStream, FieldError
+from gguf_construct.format.constructs import BufferStream, FieldError
 from gguf_construct.docgen import render_all
-from gguf_construct.reader import align_offset
+from gguf_construct.format.reader import align_offset
 
 NEW_FIELD = {"id": "flags", "type": "u4", "doc": "Hypothetical v4 tensor flags."}
 

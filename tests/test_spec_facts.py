@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import gguf_construct as g
-from gguf_construct import reader as layout
-from gguf_construct import spec, structs
+from gguf_construct.format import reader as layout
+from gguf_construct.format import spec, structs
 import random
 
 from gguf_construct.breaking.mutations import MUTATIONS, RandomPick
@@ -76,7 +76,7 @@ RESTATED = [
     (r"^\s*MAX_(KEY|NAME)\w*\s*(:\s*int)?\s*=\s*\d", None),
     (r"^\s*QK_K\s*(:\s*int)?\s*=\s*\d", None),
     (r"^\s*LEGACY_MAGICS\b.*=\s*\{\s*b\"", None),
-    (r"^\s*DEFAULT_ALIGNMENT\b.*=", "reader.py"),
+    (r"^\s*DEFAULT_ALIGNMENT\b.*=", "format/reader.py"),
 ]
 
 

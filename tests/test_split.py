@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import gguf_construct as g
-from gguf_construct.cli import main
-from gguf_construct.split import parse_size, plan_split
+from gguf_construct.commands.main import main
+from gguf_construct.operations.split import parse_size, plan_split
 
 INPUT_SHA = "e2f0365e162f4cf103c38f7b2b1cd1deee2b0fbbde811c05bc9f50e7094b85fa"
 BIG_SHA = "9e9f55cb406bbe949044ab631a4e6d1def6ba61a0103d297904bbc1e41155fcb"

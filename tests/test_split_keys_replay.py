@@ -11,10 +11,10 @@ import os
 import pytest
 
 import gguf_construct
-from gguf_construct.arch.synth import minimal_model
+from gguf_construct.breaking.models import minimal_model
 from gguf_construct.fuzzing.targets import make_target
-from gguf_construct.model import load
-from gguf_construct.split import split_model
+from gguf_construct.filemodel.gguffile import load
+from gguf_construct.operations.split import split_model
 
 LIB = os.environ.get("GGUF_CONSTRUCT_LLAMA_LIB")
 

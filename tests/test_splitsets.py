@@ -1,4 +1,4 @@
-"""Split models judged as llama.cpp judges them (gguf_construct.splitset): a model split with ``split`` gets the
+"""Split models judged as llama.cpp judges them (gguf_construct.format.splitset): a model split with ``split`` gets the
 unsplit file's verdict under every profile from any shard path; the first shard is judged with every shard's
 tensors; a later shard checked alone says so once, with llama.cpp's reason; missing or inconsistent shards are
 findings of their own; merge output is clean; dump, sweep and hash --set follow the same model."""
@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 import gguf_construct as g
-from gguf_construct import splitset
-from gguf_construct.arch.synth import minimal_model
+from gguf_construct.format import splitset
+from gguf_construct.breaking.models import minimal_model
 from gguf_construct.checker import check
-from gguf_construct.cli import main
+from gguf_construct.commands.main import main
 from gguf_construct.rulebook.catalog import PROFILES
 
 ARCHS = ("llama", "gemma3", "qwen2")
@@ -142,7 +142,7 @@ def test_dump_of_any_shard_describes_the_model(split_model, capsys):
 
 
 def test_sweep_rows_of_a_split_model(split_model, tmp_path):
-    from gguf_construct.sweep import sweep_one
+    from gguf_construct.operations.sweep import sweep_one
 
     whole, shards = split_model
     base = sweep_one(whole)
@@ -251,7 +251,7 @@ def test_roles_and_names_follow_llama_cpp():
 def test_check_of_a_shard_url_judges_the_set(tmp_path):
     pytest.importorskip("fsspec")
     pytest.importorskip("aiohttp")
-    from gguf_construct.rangeserver import RangeServer
+    from gguf_construct.base.rangeserver import RangeServer
 
     shards = _split_copy(tmp_path)
     whole = check(str(tmp_path / "m.gguf"), profile="llama.cpp")

@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import gguf_construct as g
-from gguf_construct.constructs import BufferStream, StringArray, decode_text
-from gguf_construct.stringlist import StringList
+from gguf_construct.format.constructs import BufferStream, StringArray, decode_text
+from gguf_construct.format.stringlist import StringList
 
 PIECES = st.one_of(
     st.text(max_size=6),
@@ -96,7 +96,7 @@ def _valid(b: bytes) -> bool:
        st.sampled_from([24, 64, 301, 1024]))
 def test_the_scan_is_exact_at_every_window_boundary(items, layout, window):
     """Windows far smaller than the strings: records straddle window ends and long strings sit inside them."""
-    from gguf_construct import _stringscan
+    from gguf_construct.base import stringscan as _stringscan
 
     width, order = layout
     data = encode(items, width, order) + b"\0" * 9

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gguf_construct as g
-from gguf_construct.constructs import BufferStream, StringArray
-from gguf_construct.stringlist import StringList
+from gguf_construct.format.constructs import BufferStream, StringArray
+from gguf_construct.format.stringlist import StringList
 
 ITEM = st.one_of(
     st.text(max_size=5),
@@ -198,7 +198,7 @@ def test_an_unchanged_file_saves_byte_identically(tokens):
 
 @given(st.lists(ITEM, max_size=30))
 def test_all_distinct_is_exact_when_every_hash_meets(items):
-    import gguf_construct.stringlist as module
+    import gguf_construct.format.stringlist as module
 
     real = module._hash_items
     module._hash_items = lambda payload, lengths, weights: np.zeros(len(lengths), dtype=np.uint64)

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from gguf_construct import check, spec
+from gguf_construct import check
+from gguf_construct.format import spec
 from gguf_construct.fuzzing.targets import Outcome
 from gguf_construct.rulebook.catalog import catalog
 from gguf_construct.suite import SCHEMA_VERSION, reference

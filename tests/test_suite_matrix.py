@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from gguf_construct.suite.matrix import (COLOURS, check_matrix, compare_results, load_results, render_page,
-                                         render_svg)
+from gguf_construct.suite.matrix import (
+    COLOURS, check_matrix, compare_results, load_results, render_page, render_svg
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "readers" / "results.json"

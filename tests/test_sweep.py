@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import gguf_construct as g
-from gguf_construct.cli import main
-from gguf_construct.sweep import COLUMNS, comparable, expand_inputs, read_rows, run_sweep, sweep_one
+from gguf_construct.commands.main import main
+from gguf_construct.operations.sweep import COLUMNS, comparable, expand_inputs, read_rows, run_sweep, sweep_one
 
 from conftest import corpus_files
 
@@ -90,7 +90,7 @@ def test_dask_cluster_over_http_matches_local_pool(folder, tmp_path):
     pytest.importorskip("dask.distributed", reason="--engine dask needs the [cluster] extra")
     pytest.importorskip("pyarrow", reason="Parquet output needs the [cluster] extra (pyarrow)")
     pytest.importorskip("fsspec", reason="URLs need the [remote] extra (fsspec)")
-    from gguf_construct.rangeserver import RangeServer
+    from gguf_construct.base.rangeserver import RangeServer
 
     served = tmp_path / "served"
     served.mkdir()

@@ -14,7 +14,7 @@ import markupsafe
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from gguf_construct import spec
+from gguf_construct.format import spec
 from gguf_construct.breaking import crafting
 from gguf_construct.checker import check, jinja_folds, jinja_scan
 

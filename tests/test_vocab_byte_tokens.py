@@ -9,7 +9,7 @@ import os
 import pytest
 
 import gguf_construct
-from gguf_construct.arch.synth import minimal_model
+from gguf_construct.breaking.models import minimal_model
 from gguf_construct.fuzzing.targets import make_target
 
 LIB = os.environ.get("GGUF_CONSTRUCT_LLAMA_LIB")

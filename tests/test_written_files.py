@@ -61,7 +61,7 @@ def test_enum_str_is_the_name():
 
 
 def test_demo_out_creates_its_folder(tmp_path):
-    from gguf_construct.demo import run
+    from gguf_construct.operations.demo import run
 
     target = tmp_path / "new" / "dir"
     assert run(out=lambda *a, **k: None, directory=str(target))
@@ -70,7 +70,7 @@ def test_demo_out_creates_its_folder(tmp_path):
 
 def test_version_flag(capsys):
     import pytest
-    from gguf_construct.cli import main
+    from gguf_construct.commands.main import main
 
     with pytest.raises(SystemExit) as exc:
         main(["--version"])
@@ -81,7 +81,7 @@ def test_version_flag(capsys):
 def test_dump_text_escapes_control_characters():
     import numpy as np
 
-    from gguf_construct.dump import file_summary, render_text
+    from gguf_construct.filemodel.dump import file_summary, render_text
 
     f = _small_file()
     f.metadata.set("evil.\x1b[31mRED\x1b[0m\rkey", "v\x07", "STRING")
@@ -97,7 +97,7 @@ def test_every_writer_is_atomic_and_names_its_target_on_failure(tmp_path):
     file (not even a temporary one) and the error names the file asked for."""
     import pytest
 
-    from gguf_construct._atomic import atomic_path
+    from gguf_construct.base.atomic import atomic_path
 
     target = tmp_path / "out.bin"
     with pytest.raises(RuntimeError):
@@ -113,8 +113,8 @@ def test_every_writer_is_atomic_and_names_its_target_on_failure(tmp_path):
     assert str(missing) in str(info.value) and ".tmp" not in str(info.value)
     import gguf_construct.docgen as docgen
     import gguf_construct.export as export
-    import gguf_construct.sweep as sweep
-    from gguf_construct import model
+    import gguf_construct.operations.sweep as sweep
+    from gguf_construct.filemodel import gguffile as model
 
     for module in (model, export, sweep, docgen):
         assert module.atomic_path is atomic_path, module.__name__

@@ -227,7 +227,7 @@ def quantized(tensors: dict, type_name: str) -> dict:
     blocks (zero bytes decode to zero in every type)."""
     import dataclasses
 
-    from gguf_construct.spec import tensor_types
+    from gguf_construct.format.spec import tensor_types
 
     t = {x.name: x for x in tensor_types()}[type_name]
     out = {}
@@ -301,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         result = {"generated_by": "tools/memory_differential.py --results",
                   "llama_cpp": "llama-cpp-python 0.3.36 (vendored llama.cpp), CPU backend",
                   "agreement": summary(rows), "side_by_side": side_by_side(args.lib, out, args.timeout)}
-        from gguf_construct._atomic import atomic_path
+        from gguf_construct.base.atomic import atomic_path
         with atomic_path(args.results) as tmp:
             Path(tmp).write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
         return 0
@@ -312,8 +312,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from gguf_construct.arch.memory import ContextParams as Params
     from gguf_construct.arch.memory import estimate
-    from gguf_construct.arch.synth import build_model_file, minimal_model_parts, model_architectures
-    from gguf_construct.model import load
+    from gguf_construct.arch.synth import minimal_model_parts, model_architectures
+    from gguf_construct.breaking.models import build_model_file
+    from gguf_construct.filemodel.gguffile import load
     from model_differential import family
 
     out = Path(args.out or tempfile.mkdtemp(prefix="mem-diff-"))
@@ -403,8 +404,9 @@ def wide_model(name: str, path: Path) -> tuple[dict, dict, dict]:
     """Save at ``path`` the minimal model of ``name`` made 256 wide (1024 feed-forward, 1000 tokens) where the
     architecture allows, so that llama.cpp's 2 decimals of MiB discriminate; returns its metadata, its tensor
     infos and their data offsets (as the estimate takes them)."""
-    from gguf_construct.arch.synth import build_model_file, minimal_model_parts
-    from gguf_construct.model import load
+    from gguf_construct.arch.synth import minimal_model_parts
+    from gguf_construct.breaking.models import build_model_file
+    from gguf_construct.filemodel.gguffile import load
 
     try:
         meta, tensors = minimal_model_parts(name, sizes=None if name.startswith("rwkv") else {
@@ -421,7 +423,7 @@ def side_by_side(lib: str, out: Path, timeout: float) -> list[dict]:
 
     from gguf_construct.arch.memory import ContextParams as Params
     from gguf_construct.arch.memory import estimate, row_size
-    from gguf_construct.model import tensor_nbytes
+    from gguf_construct.filemodel.gguffile import tensor_nbytes
 
     rows = []
     for name in NOTE_ARCHS:

@@ -25,11 +25,12 @@ from pathlib import Path
 
 from gguf_construct import arch, check
 from gguf_construct.arch.mutate import MUTATIONS, Mutated
-from gguf_construct.arch.synth import SynthesisError, build_model_file, minimal_model_parts, model_architectures
+from gguf_construct.arch.synth import SynthesisError, minimal_model_parts, model_architectures
+from gguf_construct.breaking.models import build_model_file
 from gguf_construct.fuzzing.targets import make_target
-from gguf_construct.errors import GGUFError
-from gguf_construct.model import load
-from gguf_construct.split import split_model
+from gguf_construct.base.errors import GGUFError
+from gguf_construct.filemodel.gguffile import load
+from gguf_construct.operations.split import split_model
 
 
 def family(name: str, meta: dict, tensors: dict) -> str:

@@ -12,7 +12,7 @@ __all__ = ["plan_load", "from_file", "LoadPlan", "Problem", "ExpectedTensor", "M
 
 
 def from_file(f) -> tuple[dict[str, MetaValue], dict[str, TensorMeta]]:
-    """The metadata and tensor infos of a loaded :class:`~gguf_construct.model.GGUFFile`, as ``plan_load`` takes
+    """The metadata and tensor infos of a loaded :class:`~gguf_construct.filemodel.gguffile.GGUFFile`, as ``plan_load`` takes
     them."""
     meta = {}
     for key, v in f.metadata.typed_items():

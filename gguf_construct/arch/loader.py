@@ -17,10 +17,10 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from ..keyregistry import lookup
-from ..spec import tensor_types
-from ..splitset import SINGLE, SPLIT_COUNT, SPLIT_NO, SPLIT_TENSORS, role, split_key_type
-from ..stringlist import StringList
+from ..format.keyregistry import lookup
+from ..format.spec import tensor_types
+from ..format.splitset import SINGLE, SPLIT_COUNT, SPLIT_NO, SPLIT_TENSORS, role, split_key_type
+from ..format.stringlist import StringList
 from .interp import UNKNOWN, Fatal, Frame, Interpreter, Struct, normalize_ctype
 from .programs import Architecture, architecture, loader, model_spec
 
@@ -458,7 +458,7 @@ def _split_keys_refused(meta: Mapping[str, MetaValue], plan: LoadPlan) -> bool:
     """llama_model_loader's constructor reads ``split.count`` (optional) and, when it says the model is split,
     ``split.no`` and (after the other shards) ``split.tensors.count`` (both required), each typed as spec/keys.yaml
     declares it; a wrong type or a missing key ends the load there.  Adds that problem to ``plan`` and
-    says whether there was one (the values are the split set's rules: :mod:`gguf_construct.splitset`)."""
+    says whether there was one (the values are the split set's rules: :mod:`gguf_construct.format.splitset`)."""
     count = meta.get(SPLIT_COUNT)
     reads = [(SPLIT_COUNT, False)]
     if count is not None and count.type == split_key_type(SPLIT_COUNT) and role(0, count.value) != SINGLE:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, Callable, Mapping
 
-from ..spec import tensor_type_by_id, tensor_types
+from ..format.spec import tensor_type_by_id, tensor_types
 from .interp import UNKNOWN, Frame, Interpreter
 from .loader import LoadPlan, MetaValue, TensorMeta, plan_load
 from .programs import architecture, c_div, c_mod, loader
@@ -51,7 +51,7 @@ MiB = 1024 * 1024
 @functools.lru_cache(maxsize=None)
 def memory_spec() -> dict:
     """spec/architectures/_memory.yaml."""
-    from ..spec import load_yaml
+    from ..format.spec import load_yaml
     return load_yaml("architectures/_memory.yaml")
 
 
@@ -441,7 +441,7 @@ def repacked(plan: LoadPlan, tensors: Mapping[str, TensorMeta], features: frozen
     weight feeding a matrix multiplication (LLM_TENSOR_INFOS: MUL_MAT with 2 dimensions, MUL_MAT_ID with 3; a
     duplicated token embedding is the output's), of a type repack.cpp repacks on a CPU with ``features`` and a
     row count that is a multiple of what it needs (``spec: cpu_repack``)."""
-    from ..model import tensor_nbytes
+    from ..format.reader import tensor_nbytes
 
     spec = memory_spec()
     rules = spec["cpu_repack"]
@@ -480,7 +480,7 @@ def model_buffer(plan: LoadPlan, tensors: Mapping[str, TensorMeta], offsets: Map
     """Bytes of the CPU model buffers: with ``offsets`` (name -> (file, offset of the data)) the mapped range
     over the tensors the loader uses (but ``exclude``: those another buffer holds), one range per file of a split
     model; without, their sizes each padded to ``alignment`` (as a file lays them out)."""
-    from ..model import tensor_nbytes
+    from ..format.reader import tensor_nbytes
 
     used = [n for n in plan.used if n in tensors and n not in exclude]
     if offsets:

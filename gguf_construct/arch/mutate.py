@@ -148,7 +148,7 @@ def _add_tensor(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated | N
 def _retype_tensor(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated | None:
     """Store one tensor in another ggml type: the loader does not check types, but ggml refuses a row length that
     is not a multiple of the type's block (TI-BLOCK)."""
-    from ..spec import tensor_types
+    from ..format.spec import tensor_types
 
     if not tensors:
         return None

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..spec import load_yaml, spec_dir
+from ..format.spec import load_yaml, spec_dir
 
 __all__ = ["Architecture", "architectures", "architecture", "loader", "model_spec", "compile_expr", "READERS"]
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from .loader import MetaValue, TensorMeta, plan_load
-from .programs import architecture, model_spec
+from ..arch.loader import MetaValue, TensorMeta, plan_load
+from ..arch.programs import architecture, model_spec
 
 __all__ = ["SynthesisError", "minimal_model", "minimal_model_parts", "build_model_file", "model_architectures"]
 
@@ -25,7 +25,7 @@ class SynthesisError(ValueError):
 def model_architectures() -> list[str]:
     """The architectures a model file can be made of: those llama.cpp's loader accepts, less the stubs whose
     tensor loading always aborts (``clip``: vision encoders are read by another loader)."""
-    from .programs import architectures
+    from ..arch.programs import architectures
 
     return [n for n, a in architectures().items()
             if a.loadable and not (len(a.tensors) == 1 and "fail" in a.tensors[0])]
@@ -178,28 +178,3 @@ def _synthesize(name: str, n_vocab: int, overrides: dict, max_rounds: int, sizes
             first = plan.problems[0]
             raise SynthesisError(f"{name}: {first.code}: {first.message}")
     raise SynthesisError(f"{name}: no fixed point after {max_rounds} rounds")
-
-
-def minimal_model(name: str, *, version: int = 3, byte_order: str = "little", n_vocab: int = 32,
-                  overrides: dict | None = None):
-    """A :class:`~gguf_construct.model.GGUFFile` holding the smallest model of architecture ``name`` (F32 zeros
-    for every tensor) that the replayed loader accepts."""
-    meta, tensors = minimal_model_parts(name, n_vocab=n_vocab, overrides=overrides)
-    return build_model_file(meta, tensors, version=version, byte_order=byte_order)
-
-
-def build_model_file(meta: dict[str, MetaValue], tensors: dict[str, TensorMeta], *, version: int = 3,
-                     byte_order: str = "little"):
-    """A :class:`~gguf_construct.model.GGUFFile` with these metadata values and tensor infos; each tensor holds
-    zeros of its type (F32 when the type id is 0)."""
-    from ..model import GGUFFile, tensor_nbytes
-
-    f = GGUFFile.new(version=version, byte_order=byte_order)
-    for key, v in meta.items():
-        if v.type == "ARRAY":
-            f.metadata.set(key, v.value, "ARRAY", v.item_type)
-        else:
-            f.metadata.set(key, v.value, v.type)
-    for t in tensors.values():
-        f.add_tensor(t.name, bytes(tensor_nbytes(t.type, t.ne)), t.type, shape=t.ne)
-    return f

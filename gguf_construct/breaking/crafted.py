@@ -18,10 +18,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import spec as _spec
-from .. import structs
-from ..fieldtree import Raw
-from ..reader import align_offset
+from ..format import spec as _spec
+from ..format import structs
+from ..format.fieldtree import Raw
+from ..format.reader import align_offset
 from . import rawfile
 from ..rulebook import read_head
 from ..rulebook.walk import ALIGNMENT_KEY, ALIGNMENT_TYPE, _VT
@@ -242,7 +242,7 @@ def carrier(version: int = 3, byte_order: str = "little") -> RawFile:
     """A small valid model file that draws no finding at all: llama metadata with every required key, a
     five-token vocabulary, a Q4_0 matrix and an F32 vector, canonical layout.  Built with
     :class:`~gguf_construct.GGUFFile` and split into a :class:`RawFile`."""
-    from ..model import GGUFFile
+    from ..filemodel.gguffile import GGUFFile
 
     g = GGUFFile.new(version=version, byte_order=byte_order)
     m = g.metadata

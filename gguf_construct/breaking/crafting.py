@@ -22,11 +22,13 @@ from typing import Iterable
 
 import numpy as np
 
-from .. import structs
-from ..reader import align_offset
+from ..format import structs
+from ..format.reader import align_offset
 from ..rulebook.walk import ALIGNMENT_KEY
-from .crafted import (BREAKAGES, CARRIER_NAME, VT, Breakage, Crafted, RawFile, RawKV, RawTensor, breakages_for,
-                      carrier, craft, encode_value)
+from .crafted import (
+    BREAKAGES, CARRIER_NAME, VT, Breakage, Crafted, RawFile, RawKV, RawTensor, breakages_for, carrier, craft,
+    encode_value
+)
 from .crafted import breakage as _breakage
 from .crafted import struct_order as _le
 from .crafted import tensor_nbytes as _nbytes
@@ -626,7 +628,7 @@ def _(raw):
 
 # model layer (profile llama.cpp): each starts from the minimal llama model the replayed loader accepts
 def _model(overrides: dict | None = None, edit=None) -> RawFile:
-    from ..arch.synth import minimal_model
+    from .models import minimal_model
 
     f = minimal_model("llama")
     for key, (value, vtype) in (overrides or {}).items():
@@ -680,7 +682,7 @@ def _bad_name(f):
 
 def _half_imatrix(raw):
     """An importance matrix with blk.0.ffn_up.weight.in_sum2 and no .counts."""
-    from ..model import GGUFFile
+    from ..filemodel.gguffile import GGUFFile
 
     f = GGUFFile.new(version=3, byte_order="little")
     f.metadata.set("general.type", "imatrix", "STRING")
@@ -693,7 +695,7 @@ def _half_imatrix(raw):
 
 def _half_adapter(raw):
     """A LoRA adapter whose pair for blk.0.attn_q.weight lacks its lora_b."""
-    from ..model import GGUFFile
+    from ..filemodel.gguffile import GGUFFile
 
     f = GGUFFile.new(version=3, byte_order="little")
     for key, value, vtype in (("general.type", "adapter", "STRING"), ("general.architecture", "llama", "STRING"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import struct
 
-from .. import structs
+from ..format import structs
 from .crafted import RawFile, RawTensor
 from .crafted import breakage as _breakage
 from .crafted import struct_order as _le

@@ -22,14 +22,16 @@ import random
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Sequence
 
-from ..enums import GGMLType
-from ..reader import MAX_DIMS
-from ..reader import MAX_KEY_BYTES as MAX_KEY
-from ..reader import MAX_NAME_BYTES as MAX_NAME
-from ..spec import tensor_type_by_id
+from ..format.enums import GGMLType
+from ..format.reader import MAX_DIMS
+from ..format.reader import MAX_KEY_BYTES as MAX_KEY
+from ..format.reader import MAX_NAME_BYTES as MAX_NAME
+from ..format.spec import tensor_type_by_id
 from .intent import DATA, DATA_LAYOUT, TENSOR_INFOS, Bytes, Intent
-from .rawfile import (ALIGNMENT_KEY, ARRAY, BOOL, LEGACY_MAGICS, SCALAR_FORMATS, STRING, UINT32, VT, Arr, RawFile,
-                      WRITE_LIMIT, RawKV, RawTI, Str, align, marks_at)
+from .rawfile import (
+    ALIGNMENT_KEY, ARRAY, BOOL, LEGACY_MAGICS, SCALAR_FORMATS, STRING, UINT32, VT, Arr, RawFile, WRITE_LIMIT,
+    RawKV, RawTI, Str, align, marks_at
+)
 
 __all__ = ["Pick", "RandomPick", "HypothesisPick", "Skip", "Mutation", "MUTATIONS", "mutations_for", "Intent"]
 

@@ -15,10 +15,10 @@ import struct
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
-from .. import fieldrules, fieldtree, structs
-from ..enums import GGUFValueType
-from ..reader import ALIGNMENT_KEY as _ALIGNMENT_KEY
-from ..reader import DEFAULT_ALIGNMENT, LEGACY_MAGICS
+from ..format import fieldrules, fieldtree, structs
+from ..format.enums import GGUFValueType
+from ..format.reader import ALIGNMENT_KEY as _ALIGNMENT_KEY
+from ..format.reader import DEFAULT_ALIGNMENT, LEGACY_MAGICS
 
 __all__ = ["Str", "Arr", "RawKV", "RawTI", "RawFile", "Mark", "from_document", "align", "marks_at", "VT",
            "SCALAR_FORMATS", "LEGACY_MAGICS"]
@@ -252,7 +252,7 @@ def _string_value(s: bytes | Str) -> dict:
 
 
 def _value(vtype: int, v: Any) -> Any:
-    """A RawKV value as a value of the permissive build (a :class:`~gguf_construct.fieldtree.Raw` payload is
+    """A RawKV value as a value of the permissive build (a :class:`~gguf_construct.format.fieldtree.Raw` payload is
     written as it is, whatever the type)."""
     if isinstance(v, fieldtree.Raw):
         return v
@@ -299,7 +299,7 @@ def _head_marks(tree: fieldtree.Node, fam: structs.StructFamily) -> list[Mark]:
 
 def _truncation_rule(node: fieldtree.Node) -> str:
     """The rule a file ending inside this written field breaks (the rules as the spec declares them for the
-    fields, :mod:`gguf_construct.fieldrules`)."""
+    fields, :mod:`gguf_construct.format.fieldrules`)."""
     if node.type == "bytes":  # a string's payload
         return fieldrules.truncated_rule("gguf_string")
     if node.type == "raw":  # the value of an unknown type, or the elements of an array of one

@@ -13,6 +13,6 @@ __all__ = ["check", "check_buffer", "Report", "Finding", "add_cli"]
 
 def add_cli(subparsers) -> None:
     """Register the ``check`` sub-command on the main command line's sub-parsers."""
-    from .cli import add_cli as _add
+    from ..commands.check import add_cli as _add
 
     _add(subparsers)

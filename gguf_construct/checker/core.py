@@ -7,14 +7,15 @@ import os
 import traceback
 from typing import Callable, Iterable
 
-from ..reader import open_source
-from ..remote import RemoteFile, remote_of
+from ..format.reader import open_source
+from ..base.remote import RemoteFile, remote_of
 from . import data, metadata, model, naming  # noqa: F401 - importing registers the predicates
 from . import security, templates  # noqa: F401 - issue #16: advisory and chat-template rules
 from .report import Finding, Report
 from .shards import split_view
-from ..rulebook.catalog import (OFF, PRACTICE_EXEMPT, PROFILES, Hit, catalog, format_message, matches, predicates,
-                    severity)
+from ..rulebook.catalog import (
+    OFF, PRACTICE_EXEMPT, PROFILES, Hit, catalog, format_message, matches, predicates, severity
+)
 from ..rulebook import read_head
 from ..rulebook.walk import Context, base_name, display_name
 
@@ -29,7 +30,7 @@ def check(source, *, profile: str = "spec", data: bool = False, select: Iterable
     """Check a GGUF file against every conformance rule and return a :class:`Report` of all findings.
 
     ``source`` is a path, a URL, a bytes-like object or a binary file object (as for :func:`gguf_construct.load`);
-    a URL is read header-only (see :mod:`gguf_construct.remote`) and the report's ``transfer`` says what it cost.
+    a URL is read header-only (see :mod:`gguf_construct.base.remote`) and the report's ``transfer`` says what it cost.
     ``profile`` is "spec" (gguf.md's verdicts), "ggml" (what ggml's reader accepts) or "llama.cpp"; ``data=True``
     also looks inside the tensor data.  ``select``/``ignore`` are rule IDs or ID prefixes (``KV``, ``META-SPLIT``)
     as linters take them: only selected rules are checked, ignored ones never.  At most ``max_per_rule`` findings
@@ -37,7 +38,7 @@ def check(source, *, profile: str = "spec", data: bool = False, select: Iterable
     is called with bytes during the ``data`` pass.  Never raises on malformed input; I/O errors (``OSError``)
     propagate.
 
-    A split model is judged as llama.cpp loads it (:mod:`gguf_construct.splitset`): its first shard with every
+    A split model is judged as llama.cpp loads it (:mod:`gguf_construct.format.splitset`): its first shard with every
     shard's tensors (found next to it), the findings about the set (missing, inconsistent or overlapping shards)
     in its report; a later shard on its own (container and split keys) plus META-SPLIT-LATER, llama.cpp's reason
     for refusing to open it, unless ``as_member`` says its set is being checked from the first shard too.
@@ -82,7 +83,7 @@ def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, 
                  progress: Callable[[int, int], None] | None = None, location: str | None = None,
                  as_member: bool = False) -> Report:
     """Check an in-memory buffer; ``file_name`` (a bare name) enables the naming rules.  ``remote`` is the
-    :class:`~gguf_construct.remote.RemoteFile` whose view ``buf`` is: the head is then fetched as the walk needs
+    :class:`~gguf_construct.base.remote.RemoteFile` whose view ``buf`` is: the head is then fetched as the walk needs
     it and the data only with ``data=True``.  ``location`` (a path or URL) is where the other shards of a split
     model are looked for.  The other arguments are those of :func:`check`."""
     if max_per_rule is not None and max_per_rule < 1:

@@ -12,7 +12,7 @@ from typing import Iterator
 
 import numpy as np
 
-from ..spec import TensorTypeSpec
+from ..format.spec import TensorTypeSpec
 from ..rulebook.catalog import Hit, rule
 from ..rulebook.walk import Context, TensorInfo
 

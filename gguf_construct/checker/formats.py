@@ -10,8 +10,8 @@ from typing import Iterable
 from urllib.parse import quote
 
 from .._version import __version__
-from .._text import printable
-from ..remote import is_url
+from ..base.text import printable
+from ..base.remote import is_url
 from .report import Finding, Report
 from ..rulebook.catalog import OFF, catalog
 from .security import help_uri, security_tags

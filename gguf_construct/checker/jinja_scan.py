@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from .. import spec as _spec
+from ..format import spec as _spec
 from . import jinja_folds as _folds
 from . import jinja_values as _values
 

@@ -10,14 +10,16 @@ from typing import Iterator
 
 import numpy as np
 
-from .. import spec as _spec
-from .. import splitset
-from ..rulebook.keys import (HYPHENATED_ARCHITECTURES, UNWRITTEN_KEYS, allowed_types, documented_architectures,
-                       entry_fact, file_architecture, known_architectures, lookup, registry_entries,
-                       required_spellings, type_label, unwritten_keys)
+from ..format import spec as _spec
+from ..format import splitset
+from ..rulebook.keys import (
+    HYPHENATED_ARCHITECTURES, UNWRITTEN_KEYS, allowed_types, documented_architectures, entry_fact,
+    file_architecture, known_architectures, lookup, registry_entries, required_spellings, type_label,
+    unwritten_keys
+)
 from ..rulebook.catalog import Hit, rule
 from ..rulebook.walk import ALIGNMENT_KEY, ARRAY, STRING, KV, Context, _VT
-from ..stringlist import StringList
+from ..format.stringlist import StringList
 
 ARCH_KEY = "general.architecture"
 QV_KEY = "general.quantization_version"

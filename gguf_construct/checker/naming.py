@@ -6,7 +6,7 @@ import functools
 import re
 from typing import Iterator
 
-from .. import spec as _spec
+from ..format import spec as _spec
 from ..rulebook.catalog import Hit, rule
 from ..rulebook.walk import STRING, Context
 

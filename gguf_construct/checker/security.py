@@ -6,8 +6,8 @@ from __future__ import annotations
 import functools
 from typing import Iterator
 
-from .. import spec as _spec
-from ..reader import align_offset
+from ..format import spec as _spec
+from ..format.reader import align_offset
 from ..rulebook.container import _alignment_value
 from ..rulebook.catalog import Hit, rule
 from ..rulebook.walk import Context

@@ -1,4 +1,4 @@
-"""Split models in the checker, as :mod:`gguf_construct.splitset` decides them: the first shard is judged with every
+"""Split models in the checker, as :mod:`gguf_construct.format.splitset` decides them: the first shard is judged with every
 shard's tensors and carries the findings about the set; a later shard checked alone gets one finding (llama.cpp's
 reason for refusing it) instead of the rules of scope model; a whole file is judged alone."""
 
@@ -9,9 +9,9 @@ import functools
 import os
 from dataclasses import dataclass
 
-from .. import splitset
-from ..reader import open_source
-from ..remote import exists, is_url, remote_of
+from ..format import splitset
+from ..format.reader import open_source
+from ..base.remote import exists, is_url, remote_of
 from ..rulebook import read_head
 from ..rulebook.catalog import Hit, across_files, catalog
 from ..rulebook.walk import Context, TensorInfo, type_name

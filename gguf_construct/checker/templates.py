@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from .. import spec as _spec
+from ..format import spec as _spec
 from . import jinja_scan
 from ..rulebook.catalog import Hit, rule
 from ..rulebook.walk import ARRAY, KV, STRING, Context

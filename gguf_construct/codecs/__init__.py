@@ -36,7 +36,7 @@ from typing import Callable, Iterable, Union
 
 import numpy as np
 
-from .. import spec as _spec
+from ..format import spec as _spec
 from ._common import decode_chunks
 
 TypeLike = Union[int, str, "object"]

@@ -38,7 +38,7 @@ import functools
 
 import numpy as np
 
-from .. import spec as _spec
+from ..format import spec as _spec
 
 # the K-quant super-block size (QK_K), as spec/tensor_types declares it for Q4_K and its family
 QK_K: int = next(t.block_size for t in _spec.tensor_types() if t.name == "Q4_K")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import spec
+from ..format import spec
 from . import block_dtype
 from ._common import c_float_to_int32
 from .lowbit import decode_nibbles, nan_safe_abs, nibble_tables

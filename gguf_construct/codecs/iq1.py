@@ -25,7 +25,7 @@ import functools
 
 import numpy as np
 
-from .. import spec as _spec
+from ..format import spec as _spec
 from . import block_dtype
 from ._common import QK_K
 from ._common import FLT_MAX, fp16_to_fp32, fp32_to_fp16, nearest_int, seq_sum

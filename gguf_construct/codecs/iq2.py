@@ -27,7 +27,7 @@ import functools
 
 import numpy as np
 
-from .. import spec as _spec
+from ..format import spec as _spec
 from ._common import QK_K
 from ._common import fp16_to_fp32 as _fp16_to_fp32
 from ._common import fp32_to_fp16 as _fp32_to_fp16

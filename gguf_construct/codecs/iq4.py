@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import spec
+from ..format import spec
 from . import block_dtype
 from ._common import (
     DECODE_CHUNK_VALUES, block_bytes, byte_runs, decode_chunks, first_abs_max, fp16_to_fp32, fp32_to_fp16,
-    nearest_int, output_array, scale_groups, spread_runs,
+    nearest_int, output_array, scale_groups, spread_runs
 )
 
 __all__ = ["decode_iq4_nl", "encode_iq4_nl", "decode_iq4_xs", "encode_iq4_xs", "best_index_iq4nl"]

@@ -22,8 +22,9 @@ from ._common import QK_K
 from ._common import fp16_to_fp32 as _f16_to_f32
 from ._common import fp32_to_fp16 as _f32_to_f16
 from ._common import nearest_int as _nearest_int
-from ._common import (DECODE_CHUNK_VALUES, block_bytes, byte_runs, decode_chunks, output_array, scale_groups,
-                      spread_runs)
+from ._common import (
+    DECODE_CHUNK_VALUES, block_bytes, byte_runs, decode_chunks, output_array, scale_groups, spread_runs
+)
 
 __all__ = [
     "decode_q2_k", "encode_q2_k", "decode_q3_k", "encode_q3_k", "decode_q4_k", "encode_q4_k",

@@ -18,8 +18,9 @@ from __future__ import annotations
 import numpy as np
 
 from . import block_dtype
-from ._common import (block_bytes, c_float_to_int32, decode_chunks, fp16_to_fp32, fp32_to_fp16, output_array, roundf,
-                      seq_sum)
+from ._common import (
+    block_bytes, c_float_to_int32, decode_chunks, fp16_to_fp32, fp32_to_fp16, output_array, roundf, seq_sum
+)
 
 __all__ = ["decode_q1_0", "encode_q1_0", "decode_q2_0", "encode_q2_0"]
 

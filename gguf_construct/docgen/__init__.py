@@ -27,8 +27,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import spec as _spec
-from .._atomic import atomic_path
+from ..format import spec as _spec
+from ..base.atomic import atomic_path
 from .context import Ctx, Page, Section, SpecData, definitions, load_spec
 from .markdown import anchor
 from .pages import pages

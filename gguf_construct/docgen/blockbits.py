@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import codecs
-from .. import spec as _spec
+from ..format import spec as _spec
 
 __all__ = ["BitRun", "ItemBits", "BlockBits", "block_bits", "element_label"]
 

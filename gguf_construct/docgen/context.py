@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from .. import spec as _spec
+from ..format import spec as _spec
 from .markdown import anchor, code, esc
 
 __all__ = ["SpecData", "load_spec", "Section", "Page", "Ctx", "definitions"]

@@ -1,7 +1,7 @@
 """The pictures of docs/ as SVG, drawn from the spec: the file layout of each GGUF version, the differences between
 versions, and each tensor type's block.
 
-Byte widths and offsets come from the generated families' layouts (:mod:`gguf_construct.fieldlayout`, the widths
+Byte widths and offsets come from the generated families' layouts (:mod:`gguf_construct.format.fieldlayout`, the widths
 the reader and builder use) and from the block dtype of each tensor type (the one the codecs read); the bit
 packing inside a block is measured on the decoder (:mod:`.blockbits`).  :func:`pictures` returns every picture as
 ``{file name: SVG text}``; the docs writer puts them in ``docs/pictures/`` and ``docs --check`` compares them like
@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import functools
 
-from .. import codecs, structs
-from .. import spec as _spec
-from ..fieldlayout import Extent
+from .. import codecs
+from ..format import structs
+from ..format import spec as _spec
+from ..format.fieldlayout import Extent
 from .blockbits import BlockBits, ItemBits, block_bits, element_label
 from .svg import Svg, text_width
 

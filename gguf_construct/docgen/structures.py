@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .. import fieldrules, structs
-from ..fieldlayout import TypeLayout
+from ..format import fieldrules, structs
+from ..format.fieldlayout import TypeLayout
 from .context import Ctx
 from .markdown import anchor, code, esc, heading, join_nonempty, table
 

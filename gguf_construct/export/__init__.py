@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from .._atomic import atomic_path
-from .. import spec as _spec
+from ..base.atomic import atomic_path
+from ..format import spec as _spec
 from . import kaitai
 from .hexpat import render_hexpat
 from .ksy import render_ksy

@@ -5,7 +5,7 @@ Same coverage as the Kaitai description as far as ImHex's pattern language allow
 * the byte order is detected with the spec's rule (the version word read little-endian, its low bits masked, at
   the one place it has in every family) and the whole file pattern is placed ``be`` or ``le``;
 * numbers are ImHex's types of their kind and width as the generated families read them
-  (:func:`~gguf_construct.fieldlayout.common_scalar`); the version-dependent widths (the spec's aliases) are
+  (:func:`~gguf_construct.format.fieldlayout.common_scalar`); the version-dependent widths (the spec's aliases) are
   ``if``s on the version;
 * the value types are a ``match`` with one case per value type, arrays of arrays recursing;
 * ALIGNMENT is taken from ``general.alignment`` while the metadata is placed; tensor data are placed at the data
@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import re
 
-from .. import spec as _spec
-from .. import structs
-from ..fieldlayout import Scalar, alias_cases, common_field, common_scalar
+from ..format import spec as _spec
+from ..format import structs
+from ..format.fieldlayout import Scalar, alias_cases, common_field, common_scalar
 
 __all__ = ["render_hexpat"]
 

@@ -3,14 +3,14 @@
 Translation of the spec's constructs into Kaitai's:
 
 * a primitive -> the Kaitai primitive of its kind and width as the generated families read it
-  (:func:`~gguf_construct.fieldlayout.common_scalar`: ``i4`` -> ``s4``; ``f2``/``bf2``, which Kaitai lacks, -> an
+  (:func:`~gguf_construct.format.fieldlayout.common_scalar`: ``i4`` -> ``s4``; ``f2``/``bf2``, which Kaitai lacks, -> an
   unsigned integer of their width holding the bits);
 * an alias of the version axis (``count_t`` ...) -> ``type: {switch-on: _root.version, cases: ...}`` with the
   alias's own cases, each the primitive the families of its versions read
-  (:func:`~gguf_construct.fieldlayout.alias_cases`);
+  (:func:`~gguf_construct.format.fieldlayout.alias_cases`);
 * byte order -> calculated default endianness on the root type (``meta/endian: switch-on``), the switch being
   the spec's detection rule applied to the version word (read in both byte orders at the one place it has in
-  every family, :func:`~gguf_construct.fieldlayout.common_field`);
+  every family, :func:`~gguf_construct.format.fieldlayout.common_field`);
 * ``switch_on`` over the value types -> a switch over the ``value_types`` enum, every value type's ``encoding``
   or ``type`` a case (arrays of arrays recurse);
 * ``layout`` -> the data section start (``align_offset`` of the end of the tensor infos, ALIGNMENT being
@@ -28,9 +28,9 @@ from typing import Any
 import yaml
 
 from .. import codecs
-from .. import spec as _spec
-from .. import structs
-from ..fieldlayout import Scalar, alias_cases, common_field, common_scalar
+from ..format import spec as _spec
+from ..format import structs
+from ..format.fieldlayout import Scalar, alias_cases, common_field, common_scalar
 from .signatures import MIME_TYPE
 
 __all__ = ["ksy_tree", "render_ksy"]

@@ -4,15 +4,15 @@ entry.
 The magic lines match the magic, then every declared version in each byte order (the version word compared in
 little- and in big-endian, which is the spec's byte-order detection for the versions that exist), and print the
 version, the byte order and the two header counts, read at their offsets with their widths in that version, as
-the generated family of that version and byte order has them (:func:`~gguf_construct.fieldlayout.field_at`).
+the generated family of that version and byte order has them (:func:`~gguf_construct.format.fieldlayout.field_at`).
 """
 
 from __future__ import annotations
 
 from xml.sax.saxutils import escape
 
-from .. import structs
-from ..fieldlayout import field_at
+from ..format import structs
+from ..format.fieldlayout import field_at
 
 __all__ = ["MIME_TYPE", "render_magic", "render_mime", "bof_sequences"]
 

@@ -70,8 +70,8 @@ def cli_main(args) -> int:
 def _supported(args) -> tuple[list[int] | None, list[str] | None, list[str] | None]:
     """The versions, byte orders and tensor types the target claims to read (None: all), checked against the
     spec; ValueError names a value the spec does not define."""
-    from .. import spec as _spec
-    from .. import structs
+    from ..format import spec as _spec
+    from ..format import structs
 
     def items(text):
         return [x.strip() for x in text.split(",") if x.strip()] if text else None

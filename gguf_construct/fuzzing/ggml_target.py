@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ..enums import GGUFValueType
-from ..values import numpy_dtype_of
+from ..format.enums import GGUFValueType
+from ..format.values import numpy_dtype_of
 
 __all__ = ["LIB_ENV", "ggml_reader", "library_from_env"]
 

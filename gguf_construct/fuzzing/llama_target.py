@@ -68,7 +68,7 @@ def _library() -> ctypes.CDLL:
 
 
 def _has_tensors(path: str) -> bool:
-    from ..model import load
+    from ..filemodel.gguffile import load
 
     try:
         return len(load(path).tensors) > 0
@@ -97,7 +97,8 @@ def model_samples(seed: int):
     import random
 
     from ..arch.mutate import MUTATIONS
-    from ..arch.synth import SynthesisError, build_model_file, minimal_model_parts, model_architectures
+    from ..arch.synth import SynthesisError, minimal_model_parts, model_architectures
+    from ..breaking.models import build_model_file
 
     rng = random.Random(seed)
     names = model_architectures()

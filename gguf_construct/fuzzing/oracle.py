@@ -2,7 +2,7 @@
 
 The verdict is the checker's (:func:`gguf_construct.check`) under the chosen profile; for files it accepts,
 the expected values are our decoded metadata and tensor infos in the shape of ``gguf-construct dump --json``
-(:func:`gguf_construct.dump.file_summary`).  :func:`compare` lists the differences between that and a target's
+(:func:`gguf_construct.filemodel.dump.file_summary`).  :func:`compare` lists the differences between that and a target's
 answer in the same shape (see :mod:`gguf_construct.fuzzing` for the shape).
 """
 
@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..checker import check
-from ..dump import file_summary
-from ..errors import GGUFError
-from ..model import load
+from ..filemodel.dump import file_summary
+from ..base.errors import GGUFError
+from ..filemodel.gguffile import load
 
 __all__ = ["Expectation", "expect", "compare"]
 
@@ -119,7 +119,7 @@ def compare(expected: dict, got: dict) -> list[dict]:
     Keys are compared by name (type, element type, length and value); tensors by name (type, shape, offset).
     Types may be given as names or numeric ids; a missing ``value`` is not compared.
     """
-    from ..enums import GGMLType, GGUFValueType
+    from ..format.enums import GGMLType, GGUFValueType
 
     vnames = {int(v): v.name for v in GGUFValueType}
     tnames = {int(t): t.name for t in GGMLType}

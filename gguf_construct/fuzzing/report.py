@@ -8,7 +8,7 @@ import os
 import sys
 from dataclasses import asdict, dataclass, field
 
-from .._text import printable
+from ..base.text import printable
 
 __all__ = ["CLASSES", "Disagreement", "Results", "ProgressBar", "prepare_out", "OutDirError", "SUMMARY"]
 

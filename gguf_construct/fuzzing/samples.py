@@ -8,7 +8,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Iterator
 
-from .. import structs
+from ..format import structs
 from ..breaking.intent import Labels, compose
 from ..breaking.mutations import MUTATIONS, RandomPick, Skip
 from ..breaking.rawfile import RawFile, from_document

@@ -18,7 +18,7 @@ import sys
 import traceback
 from typing import Any
 
-from ..stringlist import StringList
+from ..format.stringlist import StringList
 
 __all__ = ["load_callable", "jsonable", "main", "TARGET_PATH_ENV"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from ..remote import RemoteFile, header_only
+from ..base.remote import RemoteFile, header_only
 from . import container, tensors  # noqa: F401 - importing registers the container predicates
 from .catalog import Finding, catalog, catalog_order, format_message, predicates, severity
 from .walk import Context, derive_layout, walk
@@ -23,7 +23,7 @@ __all__ = ["read_head", "load_rules", "refusals", "Context", "Finding"]
 def read_head(buf, *, remote: RemoteFile | None = None, **fields: Any) -> Context:
     """Read the header, metadata and tensor infos of ``buf`` into a :class:`Context` and derive the data layout;
     never raises on bad input (what cannot be read is recorded as structural findings).  ``remote``: the
-    :class:`~gguf_construct.remote.RemoteFile` whose view ``buf`` is (the head is fetched as the read needs it).
+    :class:`~gguf_construct.base.remote.RemoteFile` whose view ``buf`` is (the head is fetched as the read needs it).
     ``fields`` are further :class:`Context` fields (``file``, ``file_name``, ``profile``, ``data``, ``cache``)."""
 
     def once() -> Context:

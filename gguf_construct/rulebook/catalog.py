@@ -11,8 +11,8 @@ import functools
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable
 
-from .. import spec as _spec
-from .._text import printable
+from ..format import spec as _spec
+from ..base.text import printable
 
 __all__ = ["Rule", "Hit", "Finding", "catalog", "catalog_order", "get", "severity", "format_message", "rule",
            "structural", "predicates", "structural_rules", "across_files", "across_files_rules", "implemented",

@@ -9,13 +9,14 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .. import structs
-from .._stringscan import scan_string_offsets
-from ..constructs import encode_text
-from ..reader import MAX_KEY_BYTES
-from ..stringlist import StringList
-from .keys import (HYPHENATED_ARCHITECTURES, file_architecture, known_architectures, registry_entries,
-                   standard_namespaces)
+from ..format import structs
+from ..base.stringscan import scan_string_offsets
+from ..format.constructs import encode_text
+from ..format.reader import MAX_KEY_BYTES
+from ..format.stringlist import StringList
+from .keys import (
+    HYPHENATED_ARCHITECTURES, file_architecture, known_architectures, registry_entries, standard_namespaces
+)
 from .catalog import Hit, rule
 from .walk import ALIGNMENT_KEY, ALIGNMENT_TYPE, ARRAY, BOOL, KV, STRING, Context, type_name
 

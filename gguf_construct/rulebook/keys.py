@@ -5,8 +5,8 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Iterable
 
-from .. import spec as _spec
-from ..keyregistry import keys_spec, lookup
+from ..format import spec as _spec
+from ..format.keyregistry import keys_spec, lookup
 from .walk import ARRAY, KV, STRING, Context, _VT
 
 __all__ = ["keys_spec", "lookup", "allowed_types", "entry_fact", "type_label", "documented_architectures",

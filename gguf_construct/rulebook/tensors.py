@@ -6,7 +6,7 @@ from typing import Iterator
 
 import numpy as np
 
-from ..reader import MAX_DIMS, MAX_NAME_BYTES, align_offset  # ggml needs room for a NUL too (TI-NAME-64)
+from ..format.reader import MAX_DIMS, MAX_NAME_BYTES, align_offset  # ggml needs room for a NUL too (TI-NAME-64)
 from .catalog import Hit, rule
 from .walk import Context, TensorInfo
 

@@ -1,7 +1,7 @@
 """The structural walk: read a file record by record and keep going after problems.
 
 Each KV pair and tensor info is parsed with the generated *compiled* struct of its type; when that fails the
-same record is read again with the family's located, tolerant read (:mod:`gguf_construct.fieldtree`), whose
+same record is read again with the family's located, tolerant read (:mod:`gguf_construct.format.fieldtree`), whose
 problem names the offset, field path and rule, and whose partial record holds the values the finding reports.
 Offsets of fields come from the field tree (:meth:`KV.at`, :meth:`TensorInfo.at`), never from hand arithmetic.
 A record whose length cannot be known ends the walk of its section (one finding, no cascade): the KV pairs after
@@ -16,11 +16,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .. import structs
-from ..constructs import BufferStream, encode_text
-from ..enums import GGUFValueType
-from ..reader import ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS, align_offset, bootstrap, tensor_extent
-from ..spec import TensorTypeSpec
+from ..format import structs
+from ..format.constructs import BufferStream, encode_text
+from ..format.enums import GGUFValueType
+from ..format.reader import ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS, align_offset, bootstrap, tensor_extent
+from ..format.spec import TensorTypeSpec
 from .catalog import Hit, structural
 
 __all__ = ["KV", "TensorInfo", "Context", "walk", "ARRAY", "STRING", "BOOL"]

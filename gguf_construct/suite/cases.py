@@ -19,7 +19,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from .. import spec as _spec
+from ..format import spec as _spec
 from ..breaking import crafting
 from ..breaking.crafting import VT, RawFile, RawKV
 from ..rulebook.container import LIMITS
@@ -312,7 +312,7 @@ def _tensor_values(type_name: str, n_per_row: int, rows: int) -> np.ndarray:
 
 def _tensor_type_file(type_name: str, byte_order: str) -> bytes:
     from ..codecs import type_spec
-    from ..model import load
+    from ..filemodel.gguffile import load
 
     st = next(t for t in _spec.tensor_types() if t.name == type_name)
     n_per_row = max(256, st.block_size)
@@ -344,8 +344,8 @@ def tensor_type_cases() -> Iterator[Case]:
 # -- split sets -----------------------------------------------------------------------------------------------------
 def split_cases() -> Iterator[Case]:
     """A valid set of two shards, as llama.cpp's gguf-split writes it (each shard a case of its own)."""
-    from ..model import load
-    from ..split import split_model
+    from ..filemodel.gguffile import load
+    from ..operations.split import split_model
 
     source = load(crafting.carrier().to_bytes(), lazy=False)
     shards = split_model(source, "Tiny-1B-v1.0-Q4_0", max_tensors=1, dry_run=True)
@@ -359,7 +359,8 @@ def split_cases() -> Iterator[Case]:
 def model_cases() -> Iterator[Case]:
     """Minimal models of several architectures (llama.cpp's loader accepts them) and labelled breakages of some."""
     from ..arch.mutate import MUTATIONS, mutate
-    from ..arch.synth import build_model_file, minimal_model_parts
+    from ..arch.synth import minimal_model_parts
+    from ..breaking.models import build_model_file
 
     for arch in MODEL_ARCHITECTURES:
         meta, tensors = minimal_model_parts(arch)

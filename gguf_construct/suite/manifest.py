@@ -26,13 +26,13 @@ import math
 import os
 from typing import Any, Iterable
 
-from .. import spec as _spec
-from .. import structs
-from .._atomic import atomic_path
+from ..format import spec as _spec
+from ..format import structs
+from ..base.atomic import atomic_path
 from .._version import __version__
-from ..dump import value_to_json
-from ..errors import GGUFError
-from ..model import load
+from ..filemodel.dump import value_to_json
+from ..base.errors import GGUFError
+from ..filemodel.gguffile import load
 from ..rulebook.catalog import catalog
 from . import SCHEMA_VERSION
 from .cases import BIG_KEY, Case, all_cases

@@ -9,7 +9,7 @@ import json
 import os
 from typing import Any
 
-from .._atomic import atomic_path
+from ..base.atomic import atomic_path
 from .runner import RESULTS, CaseResult, summarise
 
 __all__ = ["record", "load_results", "render_page", "render_svg", "write_matrix", "check_matrix", "COLOURS"]

@@ -11,10 +11,10 @@ import math
 import numpy as np
 
 from ..checker import check
-from ..constructs import encode_text
-from ..dump import value_to_json
-from ..errors import GGUFError
-from ..model import load
+from ..format.constructs import encode_text
+from ..filemodel.dump import value_to_json
+from ..base.errors import GGUFError
+from ..filemodel.gguffile import load
 
 __all__ = ["read", "read_spec", "read_ggml", "read_llama_cpp"]
 

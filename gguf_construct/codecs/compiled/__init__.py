@@ -25,7 +25,7 @@ import threading
 import numpy as np
 from numba.core import event as _event
 
-from ... import spec as _spec
+from ...format import spec as _spec
 from . import _stream
 from ._jit import cache_folder
 from ._run import ENCODE_PARALLEL_MIN_VALUES, resolve_threads, run_blocks

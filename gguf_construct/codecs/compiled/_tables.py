@@ -10,7 +10,7 @@ import functools
 
 import numpy as np
 
-from ... import spec
+from ...format import spec
 from .._common import fp16_to_fp32
 from ._jit import helper
 

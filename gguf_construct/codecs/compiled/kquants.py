@@ -10,8 +10,10 @@ import numpy as np
 from . import _tables
 from ._jit import helper, kernel, routine
 from ._scalar import nearest_int, put_fp16
-from ._search import (_EPS, first_abs_max, make_qkx_quants, make_qp_quants, make_qx_quants, make_qx_quants_lanes,
-                      qkx_scratch, sum_squares)
+from ._search import (
+    _EPS, first_abs_max, make_qkx_quants, make_qp_quants, make_qx_quants, make_qx_quants_lanes, qkx_scratch,
+    sum_squares
+)
 from ._stream import store_fence, stream_store, streams
 from .legacy import u16, u32
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ... import export, structs
+from ... import export
+from ...format import structs
 from ...export.ksy import ksy_tree
 from ...export.signatures import MIME_TYPE, bof_sequences
 from ..context import Ctx, Page, Section

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 
-from ... import structs
+from ...format import structs
 from ..context import Ctx, Page, Section, SpecData
 from ..markdown import anchor, code, esc, fence, heading, image, intro, table
 from ..pictures import PICTURE_DIR, VERSIONS_PICTURE, file_layout_picture_name

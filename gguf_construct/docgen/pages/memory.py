@@ -6,7 +6,7 @@ import functools
 import json
 from typing import Any
 
-from ...spec import spec_dir
+from ...format.spec import spec_dir
 from ..context import Ctx, Page, Section
 from ..markdown import code, esc, intro, table
 

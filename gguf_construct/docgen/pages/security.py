@@ -3,7 +3,7 @@ chat-template rules (spec/advisories.yaml, spec/templates.yaml, spec/rules.yaml)
 
 from __future__ import annotations
 
-from ... import spec as _spec
+from ...format import spec as _spec
 from ...rulebook.catalog import PROFILE_FALLBACK, PROFILES
 from ..context import Ctx, Page, Section, SpecData
 from ..markdown import code, esc, intro, table

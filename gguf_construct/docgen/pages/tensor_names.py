@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import re
 
-from ... import spec as _spec
+from ...format import spec as _spec
 from ...arch import architectures
 from ...arch.outline import outline, tensor_name_pattern
 from ...arch.programs import loader

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ... import structs
-from ...fieldlayout import case_size
+from ...format import structs
+from ...format.fieldlayout import case_size
 from ..context import Ctx, Page, Section, SpecData
 from ..markdown import anchor, code, intro, table
 from ..structures import struct_anchors, struct_section

@@ -1,0 +1,199 @@
+"""Describing a GGUF file for people (text) and programs (JSON)."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+
+from ..format import structs
+from ..base.text import printable
+from ..format.constructs import BufferStream
+from ..format.enums import GGUFValueType
+from .gguffile import GGUFFile
+from .modelinfo import model_info, render_model_lines, render_model_markdown
+from ..format.values import GGUFValue
+
+__all__ = ["file_summary", "value_to_json", "render_text", "render_markdown", "raw_value", "text_of_json",
+           "kv_offsets"]
+
+SUMMARY_ITEMS = 8
+
+
+def _scalar_json(vtype: GGUFValueType, value: Any) -> Any:
+    if vtype in (GGUFValueType.FLOAT32, GGUFValueType.FLOAT64):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def value_to_json(value: GGUFValue, *, full: bool = True) -> dict:
+    """A typed value as JSON data: ``{"type", "value"}``; arrays add ``"item_type"`` and ``"length"``.
+
+    Floats that JSON cannot hold are the strings "nan", "inf", "-inf".  Without ``full``, arrays longer than
+    8 elements keep only their first 8 items and say ``"truncated": true``.
+    """
+    if value.type != GGUFValueType.ARRAY:
+        return {"type": value.type.name, "value": _scalar_json(value.type, value.value)}
+    items = value.value
+    n = len(items)
+    shown = items if full or n <= SUMMARY_ITEMS else items[:SUMMARY_ITEMS]
+    if value.item_type == GGUFValueType.ARRAY:
+        data = [value_to_json(v, full=full) for v in shown]
+    elif isinstance(shown, np.ndarray):
+        data = [_scalar_json(value.item_type, v) for v in shown.tolist()]
+    else:
+        data = list(shown)
+    out = {"type": "ARRAY", "item_type": value.item_type.name, "length": n, "value": data}
+    if len(shown) < n:
+        out["truncated"] = True
+    return out
+
+
+def kv_offsets(gguf: GGUFFile) -> list[int] | None:
+    """Offset of each metadata KV record in the loaded file (None for a file built in memory or edited)."""
+    if gguf._buf is None or gguf.metadata.changed:
+        return None
+    fam = structs.family(gguf.version, gguf.byte_order)
+    stream = BufferStream(gguf._buf)
+    fam.record_parser("header")(stream)
+    parse = fam.record_parser("metadata_kv")
+    out = []
+    for _ in range(len(gguf.metadata)):
+        out.append(stream.pos)
+        parse(stream)
+    return out
+
+
+def file_summary(gguf: GGUFFile, *, full: bool = False, layout: bool = False) -> dict:
+    """The stable JSON shape of ``dump --json``: header facts, metadata in file order, tensor table (and, for a
+    file read from a URL, ``transfer``: bytes and requests fetched).
+
+    ``layout`` adds where things are: ``file_size``, ``data_offset`` (start of the tensor data section),
+    ``tensor_count`` and each key's record ``offset`` (null for files built in memory).
+    """
+    metadata = [dict(key=k, **value_to_json(v, full=full)) for k, v in gguf.metadata.typed_items()]
+    out = {"file": gguf.path, "version": gguf.version, "byte_order": gguf.byte_order, "alignment": gguf.alignment}
+    if layout:
+        offsets = kv_offsets(gguf) or [None] * len(metadata)
+        for entry, offset in zip(metadata, offsets):
+            entry["offset"] = offset
+        out.update(file_size=gguf.source_size, data_offset=gguf.data_offset, tensor_count=len(gguf.tensors))
+    out["model"] = model_info(gguf)
+    out["metadata"] = metadata
+    out["tensors"] = [
+        {"name": t.name, "type": t.type_name, "shape": list(t.shape), "offset": t.offset, "nbytes": t.nbytes}
+        for t in gguf.tensors
+    ]
+    if gguf.transfer is not None:
+        out["transfer"] = gguf.transfer
+    return out
+
+
+def _text_value(entry: dict) -> str:
+    if entry["type"] != "ARRAY":
+        return repr(entry["value"]) if isinstance(entry["value"], str) else str(entry["value"])
+    inner = ", ".join(_text_value(v) if isinstance(v, dict) else repr(v) for v in entry["value"])
+    more = ", ..." if entry.get("truncated") else ""
+    return f"[{inner}{more}]"
+
+
+def _type_label(entry: dict) -> str:
+    return entry["type"] if entry["type"] != "ARRAY" else f"ARRAY[{entry['item_type']}]"
+
+
+def _counted(entry: dict, text: str) -> str:
+    if entry["type"] != "ARRAY":
+        return text
+    n = entry["length"]
+    return f"{text} ({n} item{'s' if n != 1 else ''})"
+
+
+def text_of_json(entry: dict, width: int = 160) -> str:
+    """A :func:`value_to_json` entry as one line of text (strings quoted and escaped), cut at ``width``
+    characters (0: never)."""
+    text = _text_value(entry)
+    if width and len(text) > width:
+        text = text[:width - 3] + "..."
+    return text
+
+
+def _layout_lines(summary: dict) -> list[str]:
+    lines = []
+    if summary.get("file_size") is not None:
+        lines.append(f"file size:  {summary['file_size']} bytes")
+    if summary.get("data_offset") is not None:
+        lines.append(f"data at:    offset {summary['data_offset']}")
+    return lines
+
+
+def render_text(summary: dict, *, full: bool = False, tensors: bool = True) -> str:
+    """Human-readable dump of :func:`file_summary` output; values are cut at 160 characters unless ``full``."""
+    lines = [f"file:       {printable(summary['file']) if summary['file'] else '<memory>'}",
+             *_layout_lines(summary),
+             f"version:    {summary['version']}",
+             f"byte order: {summary['byte_order']}",
+             f"alignment:  {summary['alignment']}",
+             *(render_model_lines(summary["model"]) if summary.get("model") else ()),
+             f"metadata:   {len(summary['metadata'])} keys"]
+    keys = [printable(m["key"]) for m in summary["metadata"]]
+    width = max(map(len, keys), default=0)
+    for key, m in zip(keys, summary["metadata"]):
+        # strings are repr()'d, which already escapes every non-printable character
+        text = _counted(m, text_of_json(m, 0 if full else 160))
+        lines.append(f"  {key:<{width}}  {_type_label(m):<16} {text}")
+    lines.append(f"tensors:    {len(summary['tensors'])}")
+    if tensors and summary["tensors"]:
+        names = [printable(t["name"]) for t in summary["tensors"]]
+        nw = max(map(len, names))
+        lines.append(f"  {'name':<{nw}}  {'type':<8} {'shape':<24} {'offset':>14} {'bytes':>14}")
+        for name, t in zip(names, summary["tensors"]):
+            lines.append(f"  {name:<{nw}}  {t['type']:<8} {str(t['shape']):<24} {t['offset']:>14} "
+                         f"{t['nbytes']:>14}")
+    return "\n".join(lines)
+
+
+def _md(text: str) -> str:
+    return printable(text).replace("|", "\\|")
+
+
+def render_markdown(summary: dict, *, full: bool = False, tensors: bool = True) -> str:
+    """:func:`file_summary` output as Markdown: a facts list, a key table and a tensor table."""
+    name = summary["file"] or "<memory>"
+    lines = [f"# {_md(name)}", "",
+             f"- version: {summary['version']}, {summary['byte_order']}-endian, alignment {summary['alignment']}"]
+    if summary.get("file_size") is not None:
+        lines.append(f"- file size: {summary['file_size']} bytes")
+    if summary.get("data_offset") is not None:
+        lines.append(f"- tensor data at offset {summary['data_offset']}")
+    lines.append(f"- {len(summary['metadata'])} keys, {len(summary['tensors'])} tensors")
+    if summary.get("model"):
+        lines += ["", "## Model", "", *render_model_markdown(summary["model"])]
+    lines += ["", "| key | type | value |", "|---|---|---|"]
+    for m in summary["metadata"]:
+        text = _counted(m, text_of_json(m, 0 if full else 160))
+        lines.append(f"| `{_md(m['key'])}` | {_type_label(m)} | {_md(text)} |")
+    if tensors and summary["tensors"]:
+        lines += ["", "| tensor | type | shape | offset | bytes |", "|---|---|---|---:|---:|"]
+        for t in summary["tensors"]:
+            lines.append(f"| `{_md(t['name'])}` | {t['type']} | {t['shape']} | {t['offset']} | {t['nbytes']} |")
+    return "\n".join(lines)
+
+
+def raw_value(value: GGUFValue) -> str:
+    """One value as plain text for ``dump --key``: a string exactly as stored, a number as written, an array as
+    JSON (strings in it unescaped)."""
+    if value.type == GGUFValueType.STRING:
+        return value.value
+    if value.type == GGUFValueType.ARRAY:
+        return json.dumps(value_to_json(value)["value"], ensure_ascii=False)
+    if value.type == GGUFValueType.BOOL:
+        return "true" if value.value is True else str(value.value).lower()
+    return str(_scalar_json(value.type, value.value))

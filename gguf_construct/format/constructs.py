@@ -1,0 +1,335 @@
+"""Safe Construct building blocks that the struct generator (:mod:`gguf_construct.format.structs`) composes.
+
+Construct's compiled mode skips length checks and its arrays trust their counts, so the generator never emits raw
+``Bytes``/``Array`` for untrusted lengths.  Every count and length here is checked against the bytes that remain
+*before* anything is allocated or looped, and failures raise :class:`FieldError` with the stream offset.
+Large arrays of numbers become numpy arrays in one step; arrays of strings are located in one vectorised scan and
+kept as the stream's bytes (:class:`~gguf_construct.format.stringlist.StringList`).
+"""
+
+from __future__ import annotations
+
+import struct as _struct
+
+import numpy as np
+from . import fieldrules
+from ..base.stringscan import scan_string_offsets
+from .stringlist import StringList
+from construct import Construct, ConstructError, ListContainer, SizeofError, stream_tell
+
+__all__ = [
+    "BufferStream", "FieldError", "remaining", "GGUFString", "NumericArray", "StringArray", "CheckedArray",
+    "Reject", "Float32Field", "Float32NaN", "decode_text", "encode_text",
+]
+
+
+class FieldError(ConstructError):
+    """A field could not be read; carries the offset where the field starts and the rule it breaks, which is not
+    decided here: the generator gives each construct the rule the spec declares for its field, and a construct
+    made without one takes the spec's rule for what it stands for (:func:`~gguf_construct.format.fieldrules.default_rule`)."""
+
+    def __init__(self, message: str, offset: int | None, path: str | None = None, rule: str | None = None):
+        super().__init__(message, path=path)
+        self.offset = offset
+        self.rule = rule
+
+
+class BufferStream:
+    """A minimal read/seek stream over a bytes-like object without copying it (mmap, bytes, memoryview)."""
+
+    __slots__ = ("buf", "pos", "size")
+
+    def __init__(self, buf, pos: int = 0):
+        self.buf = memoryview(buf).cast("B") if not isinstance(buf, bytes) else buf
+        self.pos = pos
+        self.size = len(self.buf)
+
+    def read(self, n: int = -1) -> bytes:
+        start = self.pos
+        end = self.size if n is None or n < 0 else min(self.size, start + n)
+        self.pos = end
+        return bytes(self.buf[start:end])
+
+    def write(self, data) -> int:  # pragma: no cover - parsing streams are read-only
+        raise OSError("BufferStream is read-only")
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        if whence == 0:
+            self.pos = offset
+        elif whence == 1:
+            self.pos += offset
+        else:
+            self.pos = self.size + offset
+        return self.pos
+
+
+def remaining(stream) -> int:
+    """Bytes left in ``stream`` after its current position."""
+    if isinstance(stream, BufferStream):
+        return stream.size - stream.pos
+    pos = stream.tell()
+    end = stream.seek(0, 2)
+    stream.seek(pos)
+    return end - pos
+
+
+def decode_text(data) -> str:
+    """Bytes to str, lossless for invalid UTF-8 (surrogateescape); the checker flags such strings."""
+    return str(data, "utf-8", "surrogateescape")
+
+
+def encode_text(text: str) -> bytes:
+    """str to bytes, the inverse of :func:`decode_text`."""
+    return text.encode("utf-8", "surrogateescape")
+
+
+def _fmt(width: int, byte_order: str) -> str:
+    return ("<" if byte_order == "little" else ">") + {4: "I", 8: "Q"}[width]
+
+
+class GGUFString(Construct):
+    """A length-prefixed string: ``len`` (``width`` bytes, unsigned) then ``len`` bytes of UTF-8; a string that
+    runs past the end breaks ``rule``."""
+
+    def __init__(self, width: int, byte_order: str, rule: str | None = None):
+        super().__init__()
+        self.width = width
+        self.byte_order = byte_order
+        self.rule = rule if rule is not None else fieldrules.default_rule("string")
+        self._len = _struct.Struct(_fmt(width, byte_order))
+
+    def _parse(self, stream, context, path):
+        start = stream_tell(stream, path)
+        head = stream.read(self.width)
+        if len(head) != self.width:
+            raise FieldError(f"string length truncated: need {self.width} bytes, {len(head)} left", start, path,
+                             rule=self.rule)
+        (n,) = self._len.unpack(head)
+        left = remaining(stream)
+        if n > left:
+            raise FieldError(f"string length {n} exceeds the {left} bytes remaining", start, path, rule=self.rule)
+        return decode_text(stream.read(n))
+
+    def _build(self, obj, stream, context, path):
+        data = encode_text(obj) if isinstance(obj, str) else bytes(obj)
+        stream.write(self._len.pack(len(data)))
+        stream.write(data)
+        return obj
+
+    def _sizeof(self, context, path):
+        raise SizeofError(path=path)
+
+
+def _check_count(stream, count, min_size: int, what: str, path: str, start: int, rule: str) -> int:
+    if not isinstance(count, int) or count < 0:
+        raise FieldError(f"invalid {what} count {count!r}", start, path, rule=rule)
+    left = remaining(stream)
+    if count * min_size > left:
+        raise FieldError(f"{what} count {count} needs at least {count * min_size} bytes, {left} remaining", start,
+                         path, rule=rule)
+    return count
+
+
+class NumericArray(Construct):
+    """``count`` fixed-size numbers parsed into a native-order numpy array in one step; a count the bytes left
+    cannot hold breaks ``rule``."""
+
+    def __init__(self, count, dtype: np.dtype, as_bool: bool = False, rule: str | None = None):
+        super().__init__()
+        self.count = count
+        self.dtype = np.dtype(dtype)
+        self.native = self.dtype.newbyteorder("=")
+        self.as_bool = as_bool
+        self.rule = rule if rule is not None else fieldrules.default_rule("numbers")
+
+    def _parse(self, stream, context, path):
+        start = stream_tell(stream, path)
+        count = self.count(context) if callable(self.count) else self.count
+        _check_count(stream, count, self.dtype.itemsize, "array element", path, start, self.rule)
+        nbytes = count * self.dtype.itemsize
+        if isinstance(stream, BufferStream):
+            arr = np.frombuffer(stream.buf, dtype=self.dtype, count=count, offset=stream.pos)
+            stream.pos += nbytes
+        else:
+            arr = np.frombuffer(stream.read(nbytes), dtype=self.dtype, count=count)
+        arr = arr.astype(self.native, copy=True)
+        return arr.view(np.bool_) if self.as_bool else arr
+
+    def _build(self, obj, stream, context, path):
+        arr = np.asarray(obj)
+        if self.as_bool:  # bool arrays keep their raw bytes (only 0 and 1 are valid; the checker says so)
+            data = arr.view(np.uint8) if arr.dtype == np.bool_ else arr.astype(np.uint8)
+        else:
+            data = arr.astype(self.dtype, copy=False)
+        stream.write(np.ascontiguousarray(data).tobytes())
+        return obj
+
+    def _sizeof(self, context, path):
+        raise SizeofError(path=path)
+
+
+class StringArray(Construct):
+    """``count`` length-prefixed strings, located in one vectorised scan and returned as a
+    :class:`~gguf_construct.format.stringlist.StringList` over the stream's bytes (decoded when accessed)."""
+
+    def __init__(self, count, width: int, byte_order: str, rule: str | None = None, element_rule: str | None = None):
+        super().__init__()
+        self.count = count
+        self.width = width
+        self.byte_order = byte_order
+        self.rule = rule if rule is not None else fieldrules.default_rule("strings")
+        self.element_rule = element_rule if element_rule is not None else fieldrules.default_rule("string")
+        self._len = _struct.Struct(_fmt(width, byte_order))
+
+    def _parse(self, stream, context, path):
+        start = stream_tell(stream, path)
+        count = self.count(context) if callable(self.count) else self.count
+        _check_count(stream, count, self.width, "string array element", path, start, self.rule)
+        if not isinstance(stream, BufferStream):
+            # materialize the rest once; parsing from a generic stream is the slow path anyway
+            rest = stream.read()
+            inner = BufferStream(rest)
+            out = self._scan(inner, count, start, path)
+            stream.seek(start + inner.pos)
+            return out
+        return self._scan(stream, count, start, path)
+
+    def _scan(self, stream: BufferStream, count: int, start: int, path: str) -> StringList:
+        base = stream.pos
+        try:
+            starts, ends, end = scan_string_offsets(stream.buf, base, count, self.width, self.byte_order)
+        except IndexError as exc:
+            index, offset, length = exc.args
+            what = (f"string length truncated in element {index}" if length is None
+                    else f"string length {length} exceeds the {stream.size - offset - self.width} bytes remaining")
+            raise FieldError(what, offset, f"{path} -> [{index}]", rule=self.element_rule) from None
+        stream.pos = end
+        return StringList.from_records(stream.buf, starts, ends, self.width, self.byte_order)
+
+    def _build(self, obj, stream, context, path):
+        if isinstance(obj, StringList):  # written as read when the layout matches: no string is decoded
+            stream.write(obj.encode(self.width, self.byte_order))
+            return obj
+        pack = self._len.pack
+        chunks = []
+        for text in obj:
+            data = encode_text(text) if isinstance(text, str) else bytes(text)
+            chunks.append(pack(len(data)))
+            chunks.append(data)
+        stream.write(b"".join(chunks))
+        return obj
+
+    def _sizeof(self, context, path):
+        raise SizeofError(path=path)
+
+
+class CheckedArray(Construct):
+    """``count`` items of ``subcon``; the count is checked against ``min_size`` bytes per item first."""
+
+    def __init__(self, count, subcon: Construct, min_size: int, what: str, rule: str):
+        super().__init__()
+        self.count = count
+        self.subcon = subcon
+        self.min_size = min_size
+        self.what = what
+        self.rule = rule
+
+    def _parse(self, stream, context, path):
+        start = stream_tell(stream, path)
+        count = self.count(context) if callable(self.count) else self.count
+        _check_count(stream, count, self.min_size, self.what, path, start, self.rule)
+        out = ListContainer()
+        for i in range(count):
+            context._index = i
+            out.append(self.subcon._parsereport(stream, context, f"{path} -> [{i}]"))
+        return out
+
+    def _build(self, obj, stream, context, path):
+        for i, item in enumerate(obj):
+            context._index = i
+            self.subcon._build(item, stream, context, f"{path} -> [{i}]")
+        return obj
+
+    def _sizeof(self, context, path):
+        raise SizeofError(path=path)
+
+    def checked_count(self, io, count) -> int:
+        """Used by compiled code: validate ``count`` before the generated loop runs."""
+        return _check_count(io, count, self.min_size, self.what, "(compiled)", stream_tell(io, None), self.rule)
+
+    def _emitparse(self, code):
+        code.linkedinstances[id(self)] = self
+        fname = f"parse_checkedarray_{code.allocateId()}"
+        code.append(f"""
+            def {fname}(io, this):
+                count = linkedinstances[{id(self)}].checked_count(io, {self.count})
+                return ListContainer(({self.subcon._compileparse(code)}) for i in range(count))
+        """)
+        return f"{fname}(io, this)"
+
+
+class Float32NaN(float):
+    """A float32 NaN read from a file, remembering its exact bits (Python's float would quiet a signalling NaN)."""
+
+    __slots__ = ("bits",)
+
+    def __new__(cls, bits: int):
+        obj = super().__new__(cls, float("nan"))
+        obj.bits = bits
+        return obj
+
+    def __repr__(self) -> str:
+        return f"nan(0x{self.bits:08x})"
+
+
+class Float32Field(Construct):
+    """An IEEE binary32 scalar that round-trips every bit pattern, NaN payloads included; a short read breaks
+    ``rule``."""
+
+    def __init__(self, byte_order: str, rule: str | None = None):
+        super().__init__()
+        self.rule = rule if rule is not None else fieldrules.default_rule("f4")
+        order = "<" if byte_order == "little" else ">"
+        self._bits = _struct.Struct(order + "I")
+        self._float = _struct.Struct(order + "f")
+
+    def _parse(self, stream, context, path):
+        start = stream_tell(stream, path)
+        data = stream.read(4)
+        if len(data) != 4:
+            raise FieldError(f"float32 truncated: {len(data)} of 4 bytes", start, path, rule=self.rule)
+        (value,) = self._float.unpack(data)
+        if value != value:
+            return Float32NaN(self._bits.unpack(data)[0])
+        return value
+
+    def _build(self, obj, stream, context, path):
+        if isinstance(obj, Float32NaN):
+            stream.write(self._bits.pack(obj.bits))
+        else:
+            stream.write(self._float.pack(obj))
+        return obj
+
+    def _sizeof(self, context, path):
+        return 4
+
+
+class Reject(Construct):
+    """The default case of a switch: the selector has no meaning, so the input is invalid."""
+
+    def __init__(self, message: str, rule: str):
+        super().__init__()
+        self.message = message
+        self.rule = rule
+
+    def _parse(self, stream, context, path):
+        raise FieldError(self.message.format(this=context), stream_tell(stream, path), path, rule=self.rule)
+
+    def _build(self, obj, stream, context, path):
+        raise FieldError(self.message.format(this=context), None, path, rule=self.rule)
+
+    def _sizeof(self, context, path):
+        raise SizeofError(path=path)

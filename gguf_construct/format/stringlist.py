@@ -1,0 +1,460 @@
+"""The strings of a GGUF string array, kept as the file's bytes until one is asked for.
+
+A vocabulary holds hundreds of thousands of strings; making each a Python ``str`` costs more than reading the whole
+file does in C.  :class:`StringList` is an immutable sequence over the bytes of the array: reading a file computes
+only where every string starts and ends (:mod:`gguf_construct.base.stringscan`) and which strings are not valid UTF-8
+or hold a NUL byte; an item is decoded when it is accessed.  It behaves as a ``list`` of ``str`` does for reading
+(``len``, indexing, slicing, iteration, ``in``, ``index``, ``count``, ``==`` and ordering against lists, ``+``,
+``repr``, pickling), is unhashable as a list is, and :meth:`StringList.to_list` gives a plain list.
+
+Strings are decoded as UTF-8 with ``surrogateescape``, so bytes that are not UTF-8 survive a round trip.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, SupportsIndex, overload
+
+import numpy as np
+
+from ..base.stringscan import scan_string_offsets
+
+__all__ = ["StringList"]
+
+_CHUNK = 8192  # strings per bulk decode: large enough to amortise numpy calls, small enough to stay in cache
+_EMPTY = np.empty(0, dtype=np.int64)
+
+
+def _text(data) -> str:
+    return str(data, "utf-8", "surrogateescape")
+
+
+def _prefix_dtype(width: int, byte_order: str) -> np.dtype:
+    return np.dtype(("<" if byte_order == "little" else ">") + {4: "u4", 8: "u8"}[width])
+
+
+class StringList(Sequence):
+    """An immutable list of ``str`` over the length-prefixed strings of a GGUF string array.
+
+    ``StringList(["a", "b"])`` builds one from strings; reading a file makes them over the file's bytes (a memory
+    map stays referenced while a list made from it lives).  Beyond the ``list`` protocol:
+    :meth:`to_list`, :meth:`raw` (an item's bytes), :meth:`lengths` (every item's byte length),
+    :attr:`valid_utf8` / :meth:`invalid_utf8` and :attr:`has_nul` / :meth:`nul_items` (decided when the list was
+    made, without decoding items one by one), and :meth:`encode` (the records as GGUF stores them).
+    """
+
+    __slots__ = ("_buf", "_starts", "_ends", "_width", "_order", "_bad", "_nul", "_contig")
+
+    def __init__(self, items: Iterable[str] = ()):
+        encoded = []
+        for s in items:
+            if not isinstance(s, str):
+                raise TypeError(f"a StringList holds str, not {type(s).__name__}")
+            encoded.append(s.encode("utf-8", "surrogateescape"))
+        lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+        starts = np.arange(1, len(encoded) + 1, dtype=np.int64) * 8 + np.cumsum(lengths) - lengths
+        data = _records(b"".join(encoded), lengths, 8, "little")
+        self._init(data, starts, starts + lengths, 8, "little", True, *_assess(data, starts, starts + lengths, 8))
+
+    def _init(self, buf, starts, ends, width, order, contig, bad, nul) -> None:
+        self._buf = buf if isinstance(buf, (bytes, memoryview)) else memoryview(buf)
+        self._starts, self._ends = starts, ends
+        self._width, self._order, self._contig = width, order, contig
+        self._bad, self._nul = bad, nul
+
+    @classmethod
+    def _make(cls, buf, starts, ends, width, order, contig, bad, nul) -> "StringList":
+        out = object.__new__(cls)
+        out._init(buf, starts, ends, width, order, contig, bad, nul)
+        return out
+
+    @classmethod
+    def from_records(cls, buf, starts: np.ndarray, ends: np.ndarray, width: int, byte_order: str) -> "StringList":
+        """The list over adjacent records in ``buf`` (each a ``width``-byte length in ``byte_order``, then the
+        bytes): ``starts``/``ends`` are the payloads' offsets as :func:`~gguf_construct.base.stringscan.
+        scan_string_offsets` finds them.  UTF-8 validity and NUL bytes are decided here, once."""
+        bad, nul = _assess(buf, starts, ends, width)
+        return cls._make(buf, starts, ends, width, byte_order, True, bad, nul)
+
+    # -- the list protocol ---------------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._starts)
+
+    @overload
+    def __getitem__(self, index: SupportsIndex) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> "StringList": ...
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return self._slice(index)
+        try:
+            i = index.__index__()
+        except AttributeError:
+            raise TypeError(f"list indices must be integers or slices, not {type(index).__name__}") from None
+        n = len(self._starts)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("list index out of range")
+        return _text(self._buf[int(self._starts[i]):int(self._ends[i])])
+
+    def _slice(self, sl: slice) -> "StringList":
+        n = len(self._starts)
+        start, stop, step = sl.indices(n)
+        bad = _reindex(self._bad, start, stop, step)
+        nul = _reindex(self._nul, start, stop, step)
+        contig = self._contig and (step == 1 or len(range(start, stop, step)) <= 1)
+        return self._make(self._buf, self._starts[sl], self._ends[sl], self._width, self._order, contig, bad, nul)
+
+    def __iter__(self) -> Iterator[str]:
+        for i in range(0, len(self._starts), _CHUNK):
+            yield from self._decode_run(i, min(len(self._starts), i + _CHUNK))
+
+    def __reversed__(self) -> Iterator[str]:
+        for i in range(len(self._starts), 0, -_CHUNK):
+            yield from reversed(self._decode_run(max(0, i - _CHUNK), i))
+
+    def _decode_run(self, i: int, j: int) -> list[str]:
+        """Items ``i..j-1`` as str: one decode of their joined bytes split at a separator, where that is exact."""
+        if j <= i:
+            return []
+        buf, starts, ends = self._buf, self._starts[i:j], self._ends[i:j]
+        width = self._width
+        lengths = ends - starts
+        nul_here = len(self._nul) and np.any((self._nul >= i) & (self._nul < j))
+        if not self._contig or nul_here or j - i < 4 or int(lengths.max()) >> ((width - 1) * 8):
+            return [_text(buf[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
+        parts = _text(self._joined(starts, ends)).split("\x00")
+        del parts[0]
+        return parts
+
+    def __contains__(self, value: object) -> bool:
+        return len(self._matches(value, 0, len(self), 1)) > 0
+
+    def index(self, value: Any, start: SupportsIndex = 0, stop: SupportsIndex = 2**63 - 1) -> int:
+        """The first index of ``value`` in ``[start, stop)``, as ``list.index`` (``ValueError`` when absent)."""
+        lo, hi, _ = slice(start, stop).indices(len(self))
+        found = self._matches(value, lo, hi, 1)
+        if not len(found):
+            raise ValueError(f"{value!r} is not in list")
+        return int(found[0])
+
+    def count(self, value: Any) -> int:
+        """How many items equal ``value``."""
+        return len(self._matches(value, 0, len(self), None))
+
+    def _matches(self, value: object, lo: int, hi: int, first: int | None) -> np.ndarray:
+        """Indices in ``[lo, hi)`` of the items equal to ``value``, compared as bytes (at most ``first``)."""
+        if not isinstance(value, str) or hi <= lo:
+            return _EMPTY
+        try:
+            want = value.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:  # a surrogate no decoded item can hold
+            return _EMPTY
+        starts = self._starts[lo:hi]
+        cand = np.flatnonzero(self._ends[lo:hi] - starts == len(want))
+        if len(want) and len(cand):
+            target = np.frombuffer(want, dtype=np.uint8)
+            whole = np.frombuffer(self._buf, dtype=np.uint8)
+            keep = []
+            for a in range(0, len(cand), _CHUNK):
+                part = cand[a:a + _CHUNK]
+                rows = whole[starts[part][:, None] + np.arange(len(want))]
+                keep.append(part[(rows == target).all(axis=1)])
+                if first is not None and len(keep[-1]):
+                    break
+            cand = np.concatenate(keep)
+        return (cand[:first] if first is not None else cand) + lo
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, StringList):
+            return self._same(other)
+        if isinstance(other, list):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def _same(self, other: "StringList") -> bool:
+        if len(self) != len(other) or not np.array_equal(self.lengths(), other.lengths()):
+            return False
+        if (self._contig and other._contig and self._width == other._width and self._order == other._order
+                and len(self)):
+            return self._region() == other._region()  # equal lengths: equal prefixes, so equal payloads
+        return all(self.raw(i) == other.raw(i) for i in range(len(self)))
+
+    def _compare(self, other: object, op) -> bool:
+        if isinstance(other, (StringList, list)):
+            return op(self.to_list(), list(other))
+        return NotImplemented
+
+    def __lt__(self, other):
+        return self._compare(other, list.__lt__)
+
+    def __le__(self, other):
+        return self._compare(other, list.__le__)
+
+    def __gt__(self, other):
+        return self._compare(other, list.__gt__)
+
+    def __ge__(self, other):
+        return self._compare(other, list.__ge__)
+
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as a list is
+
+    def __add__(self, other):
+        if isinstance(other, (StringList, list)):
+            return self.to_list() + list(other)
+        return NotImplemented
+
+    def __radd__(self, other):
+        if isinstance(other, list):
+            return other + self.to_list()
+        return NotImplemented
+
+    def __mul__(self, n: SupportsIndex) -> list[str]:
+        return self.to_list() * n
+
+    __rmul__ = __mul__
+
+    def __repr__(self) -> str:
+        return repr(self.to_list())
+
+    def __reduce__(self):
+        return _from_records_bytes, (bytes(self.encode(8, "little")), len(self))
+
+    def __copy__(self) -> "StringList":
+        return self
+
+    def __deepcopy__(self, memo) -> "StringList":
+        return self
+
+    # -- beyond a list -------------------------------------------------------------------------------------------
+    def to_list(self) -> list[str]:
+        """Every item as a ``str``, in a new plain ``list``."""
+        out: list[str] = []
+        for i in range(0, len(self._starts), _CHUNK):
+            out += self._decode_run(i, min(len(self._starts), i + _CHUNK))
+        return out
+
+    def raw(self, index: SupportsIndex) -> bytes:
+        """The bytes of one item as the file holds them."""
+        i = index.__index__()
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError("list index out of range")
+        return bytes(self._buf[int(self._starts[i]):int(self._ends[i])])
+
+    def lengths(self) -> np.ndarray:
+        """The byte length of every item (int64)."""
+        return self._ends - self._starts
+
+    @property
+    def valid_utf8(self) -> bool:
+        """True when every item is valid UTF-8."""
+        return not len(self._bad)
+
+    def invalid_utf8(self) -> np.ndarray:
+        """Indices of the items that are not valid UTF-8 (they decode with surrogateescape), ascending."""
+        return self._bad.copy()
+
+    @property
+    def has_nul(self) -> bool:
+        """True when some item holds a NUL byte."""
+        return bool(len(self._nul))
+
+    def nul_items(self) -> np.ndarray:
+        """Indices of the items holding a NUL byte, ascending."""
+        return self._nul.copy()
+
+    def all_distinct(self) -> bool:
+        """True when no two items are equal, decided on the bytes: one vectorised hash per item, and an exact
+        comparison only among items whose hashes meet."""
+        n = len(self)
+        if n < 2:
+            return True
+        lengths = self.lengths()
+        weights = np.random.default_rng(0x6767).integers(0, 2**63, int(lengths.max()) + 1, dtype=np.uint64) * 2 + 1
+        hashes = np.empty(n, dtype=np.uint64)
+        for i in range(0, n, 4 * _CHUNK):
+            j = min(n, i + 4 * _CHUNK)
+            hashes[i:j] = _hash_items(self._payload_of(i, j), lengths[i:j], weights)
+        ranked = np.sort(hashes)
+        if not (ranked[1:] == ranked[:-1]).any():
+            return True
+        order = np.argsort(hashes)
+        ranked = hashes[order]
+        meet = np.flatnonzero(ranked[1:] == ranked[:-1])
+        suspects = np.unique(np.concatenate([order[meet], order[meet + 1]]))
+        seen: set[bytes] = set()
+        for k in suspects.tolist():
+            item = self.raw(k)
+            if item in seen:
+                return False
+            seen.add(item)
+        return True
+
+    def _payload_of(self, i: int, j: int) -> bytes:
+        """The bytes of items ``i..j-1`` joined."""
+        if self._contig:
+            return self[i:j]._payload()
+        return b"".join(self._buf[a:b] for a, b in zip(self._starts[i:j].tolist(), self._ends[i:j].tolist()))
+
+    def _joined(self, starts: np.ndarray, ends: np.ndarray) -> bytes:
+        """The bytes of adjacent records with each length prefix cut to its zero high byte (a separator)."""
+        width = self._width
+        lo = int(starts[0]) - width
+        region = np.frombuffer(self._buf, dtype=np.uint8, count=int(ends[-1]) - lo, offset=lo)
+        keep = np.ones(len(region), dtype=bool)
+        first = starts - lo - width + (0 if self._order == "little" else 1)
+        for k in range(width - 1):
+            keep[first + k] = False
+        return region[keep].tobytes()
+
+    def encode(self, width: int = 8, byte_order: str = "little") -> bytes | memoryview:
+        """The items as GGUF stores a string array's data: each a ``width``-byte length in ``byte_order``, then its
+        bytes.  Records read from a file in the same layout are returned as they are (a view, no copy)."""
+        if not len(self):
+            return b""
+        if self._contig and width == self._width and byte_order == self._order:
+            return self._region()
+        lengths = self.lengths()
+        if width == 4 and int(lengths.max()) >= 2**32:
+            raise OverflowError("a string longer than 4 GiB does not fit a 4-byte length")
+        if self._contig:
+            payload = self._payload()
+        else:
+            payload = b"".join(self._buf[a:b] for a, b in zip(self._starts.tolist(), self._ends.tolist()))
+        return _records(payload, lengths, width, byte_order)
+
+    def _region(self) -> memoryview:
+        lo = int(self._starts[0]) - self._width
+        return memoryview(self._buf)[lo:int(self._ends[-1])]
+
+    def _payload(self) -> bytes:
+        """Every item's bytes joined (contiguous records only)."""
+        lo = int(self._starts[0]) - self._width
+        region = np.frombuffer(self._buf, dtype=np.uint8, count=int(self._ends[-1]) - lo, offset=lo)
+        keep = np.ones(len(region), dtype=bool)
+        for k in range(self._width):
+            keep[self._starts - lo - self._width + k] = False
+        return region[keep].tobytes()
+
+
+def _hash_items(payload: bytes, lengths: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each item of the joined ``payload`` (equal items, equal hashes): the length times
+    ``weights[0]`` plus each byte times ``weights[1 + its position in the item]``, modulo 2**64."""
+    out = lengths.astype(np.uint64) * weights[0]
+    if len(payload):
+        heads = np.cumsum(lengths) - lengths
+        within = np.arange(1, len(payload) + 1, dtype=np.int64) - np.repeat(heads, lengths)
+        terms = np.frombuffer(payload, dtype=np.uint8).astype(np.uint64) * weights[within]
+        filled = lengths > 0
+        out[filled] += np.add.reduceat(terms, heads[filled])
+    return out
+
+
+def _from_records_bytes(data: bytes, count: int) -> StringList:
+    """Unpickle: ``count`` little-endian 8-byte-length records."""
+    starts, ends, _ = scan_string_offsets(data, 0, count, 8, "little")
+    return StringList.from_records(data, starts, ends, 8, "little")
+
+
+def _records(payload: bytes, lengths: np.ndarray, width: int, byte_order: str) -> bytes:
+    """GGUF string records from the joined item bytes and their lengths, built with one scatter per prefix byte."""
+    n = len(lengths)
+    if not n:
+        return b""
+    out = np.empty(n * width + len(payload), dtype=np.uint8)
+    heads = np.arange(n, dtype=np.int64) * width + np.cumsum(lengths) - lengths
+    prefix = lengths.astype(_prefix_dtype(width, byte_order)).view(np.uint8).reshape(n, width)
+    body = np.ones(len(out), dtype=bool)
+    for k in range(width):
+        out[heads + k] = prefix[:, k]
+        body[heads + k] = False
+    out[body] = np.frombuffer(payload, dtype=np.uint8)
+    return out.tobytes()
+
+
+def _reindex(marked: np.ndarray, start: int, stop: int, step: int) -> np.ndarray:
+    """Positions in the slice ``start:stop:step`` (normalised) of the marked indices of the whole list."""
+    if not len(marked):
+        return marked
+    if step == 1:
+        inside = marked[(marked >= start) & (marked < stop)]
+        return inside - start
+    return np.flatnonzero(np.isin(np.arange(start, stop, step), marked))
+
+
+def _assess(buf, starts: np.ndarray, ends: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """(items not valid UTF-8, items holding a NUL) of adjacent records, without a ``str`` per item.
+
+    NUL: the zero bytes of the records, less those the length prefixes hold, say whether a payload has one (only
+    then are they located, run by run).  UTF-8, run by run of records: with every prefix byte ASCII (the prefixes
+    of strings of 128 bytes or more are zeroed in a copy of the run), one strict decode of the run's bytes
+    validates each string on its own, since no valid multi-byte sequence holds or follows an ASCII byte; a
+    failure names the string it is in, and decoding resumes at the next record.
+    """
+    n = len(starts)
+    if not n:
+        return _EMPTY, _EMPTY
+    lo = int(starts[0]) - width
+    region = np.frombuffer(buf, dtype=np.uint8, count=int(ends[-1]) - lo, offset=lo)
+    lengths = ends - starts
+    rel = starts - lo
+    longest = int(lengths.max())
+    prefix_zeros = n * (width - 1) + int(np.count_nonzero(lengths == 0))  # a length below 256: one non-zero byte
+    if longest >= 256:
+        wide = lengths[lengths >= 256]
+        prefix_zeros += sum(int(np.count_nonzero((wide >> (8 * k)) & 0xFF == 0)) for k in range(width))
+        prefix_zeros -= len(wide) * (width - 1)
+    nul = _EMPTY
+    if len(region) - int(np.count_nonzero(region)) != prefix_zeros:
+        nul = _nul_items(region, rel, lengths)
+    view = memoryview(buf)
+    bad: list[int] = []
+    for i in range(0, n, _CHUNK):
+        j = min(n, i + _CHUNK)
+        a, b = int(rel[i]) - width, (int(rel[j]) - width if j < n else len(region))
+        heads = rel[i:j] - a
+        long = lengths[i:j] >= 128 if longest >= 128 else None
+        if long is not None and long.any():
+            text = region[a:b].copy()
+            for k in range(width):
+                text[heads[long] - width + k] = 0
+            _invalid_in(memoryview(text), heads, width, i, bad)
+        else:
+            _invalid_in(view[lo + a:lo + b], heads, width, i, bad)
+    return (np.array(bad, dtype=np.int64) if bad else _EMPTY), nul
+
+
+def _nul_items(region: np.ndarray, rel: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The items whose payload (at ``rel``, ``lengths`` bytes, in ``region``) holds a zero byte."""
+    found = []
+    for a in range(0, len(region), 1 << 20):
+        zeros = np.flatnonzero(region[a:a + (1 << 20)] == 0) + a
+        item = np.maximum(np.searchsorted(rel, zeros, side="right") - 1, 0)
+        found.append(item[(zeros >= rel[item]) & (zeros < rel[item] + lengths[item])])
+    return np.unique(np.concatenate(found))
+
+
+def _invalid_in(text: memoryview, heads: np.ndarray, width: int, first: int, bad: list[int]) -> None:
+    """Append to ``bad`` the indices (``first`` + k) of the records of ``text`` (whose prefix bytes are all ASCII;
+    payload k at ``heads[k]``) that fail a strict UTF-8 decode."""
+    pos = 0
+    while True:
+        try:
+            str(text[pos:], "utf-8")
+            return
+        except UnicodeDecodeError as exc:
+            k = int(np.searchsorted(heads, pos + exc.start, side="right")) - 1
+            bad.append(first + k)
+            if k + 1 >= len(heads):
+                return
+            pos = int(heads[k + 1]) - width

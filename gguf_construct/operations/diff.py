@@ -1,0 +1,162 @@
+"""Compare two GGUF files: header, metadata keys and tensors (optionally their data), exit status as ``diff``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..base.text import printable
+from ..filemodel.dump import text_of_json, value_to_json
+from ..filemodel.inputs import open_input
+from .. import codecs
+from ..filemodel.gguffile import GGUFFile, Tensor
+
+__all__ = ["diff_files", "render_diff", "add_cli"]
+
+_CHUNK = 16 << 20
+
+
+def _chunks(t: Tensor, swap_to: str | None):
+    """``t``'s bytes in chunks of whole blocks; with ``swap_to``, each block re-encoded in that byte order."""
+    raw = t.raw()
+    if swap_to is None or swap_to == t.byte_order:
+        yield from (raw[i:i + _CHUNK] for i in range(0, len(raw), _CHUNK))
+        return
+    type_size = codecs.type_spec(int(t.ggml_type)).type_size
+    step = max(1, _CHUNK // type_size) * type_size
+    for i in range(0, len(raw), step):
+        yield codecs.swap_blocks(int(t.ggml_type), raw[i:i + step], t.byte_order, swap_to)
+
+
+def _same_data(a: Tensor, b: Tensor, comparison: str) -> bool:
+    if comparison == "values" and (a.opaque or b.opaque or int(a.ggml_type) != int(b.ggml_type)):
+        comparison = "bytes"  # no layout to swap by (or different layouts): the bytes decide
+    if len(a.raw()) != len(b.raw()):
+        return False
+    swap_to = a.byte_order if comparison == "values" else None
+    return all(x == y for x, y in zip(_chunks(a, None), _chunks(b, swap_to)))
+
+
+def data_comparison(a: GGUFFile, b: GGUFFile) -> str:
+    """How ``diff --data`` compares tensor data: ``bytes`` when both files have one byte order, ``values`` when
+    they differ (B's blocks are swapped to A's byte order field by field as the spec declares, then compared
+    byte for byte, so equal values compare equal however each file stores them)."""
+    return "bytes" if a.byte_order == b.byte_order else "values"
+
+
+def diff_files(a: GGUFFile, b: GGUFFile, *, data: bool = False) -> dict[str, Any]:
+    """The differences of ``b`` against ``a`` as JSON data: ``header`` (field -> [a, b]), ``keys`` (added,
+    removed, changed with types and values), ``tensors`` (added, removed, changed shape/type/offset, and with
+    ``data`` the tensors whose data differ, compared as :func:`data_comparison` says, which ``data_compared``
+    names).  Empty lists and dicts when the files agree."""
+    header = {}
+    for field in ("version", "byte_order", "alignment"):
+        if getattr(a, field) != getattr(b, field):
+            header[field] = [getattr(a, field), getattr(b, field)]
+    for field, va, vb in (("tensor_count", len(a.tensors), len(b.tensors)),
+                          ("metadata_kv_count", len(a.metadata), len(b.metadata))):
+        if va != vb:
+            header[field] = [va, vb]
+    ka, kb = dict(a.metadata.typed_items()), dict(b.metadata.typed_items())
+    keys = {"added": [dict(key=k, **value_to_json(kb[k], full=False)) for k in kb if k not in ka],
+            "removed": [dict(key=k, **value_to_json(ka[k], full=False)) for k in ka if k not in kb],
+            "changed": [{"key": k, "a": value_to_json(ka[k], full=False), "b": value_to_json(kb[k], full=False)}
+                        for k in ka if k in kb and ka[k] != kb[k]]}
+    ta, tb = {t.name: t for t in a.tensors}, {t.name: t for t in b.tensors}
+    comparison = data_comparison(a, b) if data else None
+    changed = []
+    for name, t in ta.items():
+        u = tb.get(name)
+        if u is None:
+            continue
+        what = {}
+        if t.shape != u.shape:
+            what["shape"] = [list(t.shape), list(u.shape)]
+        if int(t.ggml_type) != int(u.ggml_type):
+            what["type"] = [t.type_name, u.type_name]
+        if t.offset != u.offset:
+            what["offset"] = [t.offset, u.offset]
+        if data and not _same_data(t, u, comparison):
+            what["data"] = True
+        if what:
+            changed.append({"name": name, **what})
+    tensors = {"added": [_tensor_json(t) for n, t in tb.items() if n not in ta],
+               "removed": [_tensor_json(t) for n, t in ta.items() if n not in tb],
+               "changed": changed}
+    return {"a": a.path, "b": b.path, "data_compared": comparison or False, "header": header, "keys": keys,
+            "tensors": tensors}
+
+
+def _tensor_json(t: Tensor) -> dict:
+    return {"name": t.name, "type": t.type_name, "shape": list(t.shape), "offset": t.offset}
+
+
+def differs(result: dict) -> bool:
+    """True when :func:`diff_files` found any difference."""
+    return bool(result["header"]) or any(result["keys"].values()) or any(result["tensors"].values())
+
+
+def _typed(entry: dict) -> str:
+    kind = entry["type"] if entry["type"] != "ARRAY" else f"ARRAY[{entry['item_type']}]"
+    return f"{kind} {text_of_json(entry)}"
+
+
+_COMPARISONS = {"bytes": "byte for byte",
+                "values": "by value (the byte orders differ: B's blocks swapped to A's byte order, field by field)"}
+
+
+def render_diff(result: dict) -> str:
+    """The differences as text: ``-`` only in A, ``+`` only in B, ``~`` changed."""
+    lines = []
+    for field, (va, vb) in result["header"].items():
+        lines.append(f"~ header {field}: {va} -> {vb}")
+    for e in result["keys"]["removed"]:
+        lines.append(f"- key {printable(e['key'])}: {_typed(e)}")
+    for e in result["keys"]["added"]:
+        lines.append(f"+ key {printable(e['key'])}: {_typed(e)}")
+    for e in result["keys"]["changed"]:
+        lines.append(f"~ key {printable(e['key'])}: {_typed(e['a'])} -> {_typed(e['b'])}")
+    for t in result["tensors"]["removed"]:
+        lines.append(f"- tensor {printable(t['name'])}: {t['type']} {t['shape']}")
+    for t in result["tensors"]["added"]:
+        lines.append(f"+ tensor {printable(t['name'])}: {t['type']} {t['shape']}")
+    for t in result["tensors"]["changed"]:
+        parts = [f"{f} {t[f][0]} -> {t[f][1]}" for f in ("shape", "type", "offset") if f in t]
+        if t.get("data"):
+            parts.append("data differs")
+        lines.append(f"~ tensor {printable(t['name'])}: {', '.join(parts)}")
+    return "\n".join(lines)
+
+
+def _cmd_diff(args) -> int:
+    from ..base.jsonout import write_json
+
+    a, b = open_input(args.a), open_input(args.b)
+    try:
+        result = diff_files(a, b, data=args.data)
+    finally:
+        a.close()
+        b.close()
+    if args.json:
+        write_json(json.dumps(result, ensure_ascii=False, allow_nan=False, indent=1))
+    else:
+        if differs(result):  # identical files print nothing, as diff does
+            if result["data_compared"]:
+                print(f"# tensor data compared {_COMPARISONS[result['data_compared']]}")
+            print(render_diff(result))
+    return 1 if differs(result) else 0
+
+
+def add_cli(subparsers) -> None:
+    """Register the ``diff`` sub-command."""
+    p = subparsers.add_parser(
+        "diff", help="compare two GGUF files (header, keys, tensors); exit 1 when they differ",
+        description="Compare B against A: header fields, metadata keys (- only in A, + only in B, ~ changed, "
+                    "with types) and tensors (removed, added, changed shape/type/offset; with --data, tensors "
+                    "whose bytes differ). Exit status as diff: 0 same, 1 different, 2 trouble.")
+    p.add_argument("a", help="the first GGUF file")
+    p.add_argument("b", help="the second GGUF file")
+    p.add_argument("--data", action="store_true", help="also compare the tensors' data (reads both files): byte for byte, or by value when "
+                        "the byte orders differ")
+    p.add_argument("--json", action="store_true", help="the differences as JSON")
+    p.set_defaults(func=_cmd_diff)

@@ -1,0 +1,221 @@
+"""Split a model into shards and merge shards back, as llama.cpp's gguf-split does (byte for byte).
+
+Facts taken from gguf-split: the first shard carries all metadata, every shard gets ``split.no`` (0-based),
+``split.tensors.count`` and ``split.count`` appended in that order (ggml's set replaces a key by appending it);
+tensors keep their order, each tensor's data is padded to the alignment; shapes are written with ggml's dimension
+count (trailing 1s dropped, at least one); files are GGUF v3 (the input's byte order is kept: data is copied).
+``--max-size`` counts the padded tensor bytes of a shard (not its metadata); ``--max-tensors`` cuts every N
+tensors.  A merged file keeps the first shard's metadata with ``split.count`` set to 0.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+from ..base.atomic import atomic_paths
+from ..format.enums import GGUFValueType
+from ..base.errors import GGUFError
+from ..filemodel.inputs import open_input
+from ..format.reader import align_offset
+from ..filemodel.gguffile import DEFAULT_ALIGNMENT, MAX_DIMS, GGUFFile, Tensor
+from ..format.splitset import (
+    LATER, SPLIT_COUNT, SPLIT_KEYS, SPLIT_NO, SPLIT_TENSORS, member_paths, role, shard_path
+)
+from ..format.values import make_value
+
+__all__ = ["plan_split", "split_model", "merge_shards", "parse_size", "add_cli"]
+
+DEFAULT_MAX_TENSORS = 128  # gguf-split's default
+_SIZE = re.compile(r"\A(\d+)([KMG]?)\Z", re.IGNORECASE)
+_UNITS = {"": 1, "K": 1000, "M": 1000**2, "G": 1000**3}  # decimal, as gguf-split's M and G
+WRITTEN_VERSION = 3  # ggml writes its own GGUF_VERSION
+
+
+def _key_type(key: str):
+    from ..rulebook.keys import lookup  # the registry's type for the split keys (spec/keys.yaml)
+
+    return GGUFValueType[lookup(key, None)["type"]]
+
+
+def parse_size(text: str) -> int:
+    """Bytes of a size such as ``2G``, ``500M``, ``64K`` or ``1000`` (decimal units, as gguf-split)."""
+    m = _SIZE.match(text.strip())
+    if m is None or int(m.group(1)) <= 0:
+        raise ValueError(f"bad size {text!r}: a positive number with an optional unit K, M or G")
+    return int(m.group(1)) * _UNITS[m.group(2).upper()]
+
+
+def _ggml_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape as ggml writes it: ne padded with 1s, then cut after the last dimension > 1 (at least one)."""
+    ne = list(shape) + [1] * (MAX_DIMS - len(shape))
+    n = 1
+    for i in range(MAX_DIMS - 1, 0, -1):
+        if ne[i] > 1:
+            n = i + 1
+            break
+    return tuple(ne[:n])
+
+
+def plan_split(tensors: list[Tensor], *, max_size: int | None = None, max_tensors: int | None = None,
+               no_tensor_first_split: bool = False) -> list[list[Tensor]]:
+    """The tensors of each shard, in order, cut as gguf-split cuts them.
+
+    Unlike gguf-split (which gives up), a tensor larger than ``max_size`` gets a shard of its own.
+    """
+    if max_size is None and max_tensors is None:
+        max_tensors = DEFAULT_MAX_TENSORS
+    if max_tensors is not None and max_tensors <= 0:
+        raise ValueError("max_tensors must be positive")
+    shards: list[list[Tensor]] = [[]]
+    if no_tensor_first_split:
+        shards.append([])
+    current = 0
+    for i, t in enumerate(tensors):
+        size = align_offset(t.nbytes, DEFAULT_ALIGNMENT)
+        if max_size is not None:
+            cut = current + size > max_size and bool(shards[-1])
+        else:
+            cut = i > 0 and i % max_tensors == 0
+        if cut:
+            shards.append([])
+            current = size
+        else:
+            current += size
+        shards[-1].append(t)
+    return shards
+
+
+def _copy_tensor(t: Tensor) -> Tensor:
+    return Tensor(t.name, _ggml_shape(t.shape), t.ggml_type, 0, t.nbytes, source=t.raw(), byte_order=t.byte_order)
+
+
+def _shard_file(src: GGUFFile, index: int, count: int, n_tensors: int, tensors: list[Tensor]) -> GGUFFile:
+    out = GGUFFile(WRITTEN_VERSION, src.byte_order)
+    if index == 0:
+        for key, value in src.metadata.typed_items():
+            if key not in SPLIT_KEYS:
+                out.metadata[key] = value
+    for key, value in ((SPLIT_NO, index), (SPLIT_TENSORS, n_tensors), (SPLIT_COUNT, count)):
+        out.metadata[key] = make_value(_key_type(key), value)
+    out.tensors = [_copy_tensor(t) for t in tensors]
+    return out
+
+
+def split_model(source: GGUFFile, prefix: str, *, max_size: int | None = None, max_tensors: int | None = None,
+                no_tensor_first_split: bool = False, dry_run: bool = False) -> list[tuple[str, GGUFFile]]:
+    """Write ``source`` as shards ``PREFIX-00001-of-0000N.gguf``, all of them or (on any failure or interrupt)
+    none; returns (path, shard) pairs."""
+    plan = plan_split(source.tensors, max_size=max_size, max_tensors=max_tensors,
+                      no_tensor_first_split=no_tensor_first_split)
+    count = len(plan)
+    out = [(shard_path(prefix, i, count), _shard_file(source, i, count, len(source.tensors), tensors))
+           for i, tensors in enumerate(plan)]
+    if not dry_run:
+        with atomic_paths([path for path, _ in out]) as tmps:  # the set appears whole or not at all
+            for tmp, (_, shard) in zip(tmps, out):
+                with open(tmp, "wb") as fh:
+                    shard.write_to(fh, pad_head=True)
+    return out
+
+
+def merge_shards(first: str, output: str, *, dry_run: bool = False) -> GGUFFile:
+    """Merge the split model whose first shard is ``first`` into ``output`` (written atomically)."""
+    head = open_input(first)
+    count_value = head.metadata.typed(SPLIT_COUNT).value if SPLIT_COUNT in head.metadata else None
+    no_value = head.metadata.typed(SPLIT_NO).value if SPLIT_NO in head.metadata else None
+    if not isinstance(count_value, int) or isinstance(count_value, bool) or count_value < 1 or \
+            role(no_value, count_value) == LATER:
+        raise GGUFError(f"{first}: no valid {SPLIT_COUNT} (found {count_value!r}); not the first shard of a split "
+                        "model", path="metadata_kv", rule="META-SPLIT-COUNT")
+    paths = member_paths(first, count_value)  # as llama.cpp builds them from the first shard's name
+    if paths is None:
+        raise GGUFError(f"{first}: the name must end in {os.path.basename(shard_path('', 0, count_value))[1:]} "
+                        f"({SPLIT_COUNT} = {count_value})", path="file_name", rule="NAME-SHARD")
+    files = [head] + [open_input(p) for p in paths[1:]]
+    out = GGUFFile(WRITTEN_VERSION, head.byte_order)
+    for key, value in head.metadata.typed_items():
+        if key != SPLIT_COUNT:
+            out.metadata[key] = value
+    out.metadata[SPLIT_COUNT] = make_value(_key_type(SPLIT_COUNT), 0)  # a merged file is no longer split
+    names = set()
+    for f in files:
+        if f.byte_order != out.byte_order:
+            raise GGUFError(f"{f.path}: {f.byte_order}-endian, the first shard is {out.byte_order}-endian",
+                            path="header.version")
+        for t in f.tensors:
+            if t.name in names:
+                raise GGUFError(f"tensor {t.name!r} is in two shards ({f.path})", path="file_name",
+                                rule="META-SPLIT-DUP")
+            names.add(t.name)
+            out.tensors.append(_copy_tensor(t))
+    if not dry_run:
+        out.save(output, pad_head=True)
+    return out
+
+
+def _human(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n} bytes"
+
+
+def _cmd_split(args) -> int:
+    if args.max_size is not None and args.max_tensors is not None:
+        print("gguf-construct split: give --max-size or --max-tensors, not both", file=sys.stderr)
+        return 2
+    try:
+        max_size = parse_size(args.max_size) if args.max_size is not None else None
+    except ValueError as exc:
+        print(f"gguf-construct split: {exc}", file=sys.stderr)
+        return 2
+    if args.max_tensors is not None and args.max_tensors <= 0:
+        print("gguf-construct split: --max-tensors must be positive", file=sys.stderr)
+        return 2
+    source = open_input(args.input)
+    shards = split_model(source, args.prefix, max_size=max_size, max_tensors=args.max_tensors,
+                         no_tensor_first_split=args.no_tensor_first_split, dry_run=args.dry_run)
+    verb = "would write" if args.dry_run else "wrote"
+    for path, shard in shards:
+        print(f"{verb} {path}: {len(shard.tensors)} tensors, {_human(sum(t.nbytes for t in shard.tensors))}")
+    print(f"{len(shards)} shards, {len(source.tensors)} tensors")
+    return 0
+
+
+def _cmd_merge(args) -> int:
+    if os.path.exists(args.output) and not args.force:
+        print(f"gguf-construct merge: {args.output} exists (use --force to replace it)", file=sys.stderr)
+        return 2
+    merged = merge_shards(args.first_shard, args.output, dry_run=args.dry_run)
+    verb = "would write" if args.dry_run else "wrote"
+    print(f"{verb} {args.output}: {len(merged.tensors)} tensors")
+    return 0
+
+
+def add_cli(subparsers) -> None:
+    """Register the ``split`` and ``merge`` sub-commands."""
+    p = subparsers.add_parser(
+        "split", help="split a model into shards (as llama.cpp's gguf-split)",
+        description="Write IN as shards PREFIX-00001-of-0000N.gguf, byte-compatible with llama.cpp's gguf-split: "
+                    "the first shard holds all metadata, every shard gets split.no, split.count and "
+                    "split.tensors.count. Without a limit, shards hold 128 tensors each (gguf-split's default).")
+    p.add_argument("input", help="the GGUF file to split")
+    p.add_argument("prefix", help="output path prefix; shards are PREFIX-00001-of-0000N.gguf")
+    p.add_argument("--max-size", metavar="SIZE",
+                   help="at most SIZE bytes of tensor data per shard, e.g. 2G or 500M (decimal units; a larger "
+                        "tensor gets a shard of its own)")
+    p.add_argument("--max-tensors", type=int, metavar="N", help="at most N tensors per shard")
+    p.add_argument("--no-tensor-first-split", action="store_true",
+                   help="the first shard holds only the metadata, no tensors")
+    p.add_argument("--dry-run", action="store_true", help="print the shards without writing them")
+    p.set_defaults(func=_cmd_split)
+
+    p = subparsers.add_parser(
+        "merge", help="merge the shards of a split model into one file",
+        description="Merge a split model into OUT, as llama.cpp's gguf-split --merge: name the first shard "
+                    "(...-00001-of-0000N.gguf); the others are found next to it. The metadata is the first "
+                    "shard's, with split.count set to 0.")
+    p.add_argument("first_shard", help="the first shard, ...-00001-of-0000N.gguf")
+    p.add_argument("output", help="the merged GGUF file to write (atomically)")
+    p.add_argument("--force", action="store_true", help="replace OUT when it exists")
+    p.add_argument("--dry-run", action="store_true", help="read every shard but write nothing")
+    p.set_defaults(func=_cmd_merge)
