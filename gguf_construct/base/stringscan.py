@@ -8,6 +8,11 @@ candidate's successor is ``position + width + low byte``; walking the candidates
 true successor is looked up among the candidates (skipping the rare spurious ones) and verification goes on; where
 a record is not a candidate (a string of 256 bytes or more), its length is read on its own and the chain goes on
 after it.  The bytes are scanned a window at a time; the result is always exact.
+
+Where that verification falls to a step per record (runs of empty strings, whose zero bytes are all candidates;
+zero bytes inside payloads; strings of 256 bytes or more one after another), the window is *degenerate*: the
+scan stops stepping and the rest of the array is followed by :mod:`gguf_construct.base.stringwalk`, compiled
+(the ``fast`` extra) or by pointer doubling over each window (numpy).  No shape costs Python work per record.
 """
 
 from __future__ import annotations
@@ -16,7 +21,15 @@ import struct
 
 import numpy as np
 
+from .stringwalk import chain_by_doubling, walk_compiled
+
 _WINDOW = 1 << 18  # bytes scanned at a time: the passes over a window stay in cache
+_STEPS = 64  # Python steps a window may take before records per step are counted
+_RECORDS_PER_STEP = 32  # fewer records per step than this after _STEPS steps: the window is degenerate
+
+
+class _Degenerate(Exception):
+    """The chain of a window is verified too few records per step: ``args[0]`` is what was verified so far."""
 
 
 def _chain_in_window(win: np.ndarray, width: int, little: bool, limit: int) -> np.ndarray:
@@ -39,7 +52,11 @@ def _chain_in_window(win: np.ndarray, width: int, little: bool, limit: int) -> n
     order = "little" if little else "big"
     pieces: list[np.ndarray] = []
     total, target, b = 0, 0, 0  # records placed, where the next record starts, index into bad
+    steps = 0
     while total < limit:
+        steps += 1
+        if steps > _STEPS and total < steps * _RECORDS_PER_STEP:
+            raise _Degenerate(np.concatenate(pieces)[:limit] if pieces else np.empty(0, dtype=np.int64))
         k = int(np.searchsorted(cand, target))
         if k < len(cand) and cand[k] == target:  # a verified run of candidates
             while b < len(bad) and bad[b] < k:
@@ -76,13 +93,27 @@ def scan_string_offsets(buf, pos: int, count: int, width: int, byte_order: str):
     heads: list[np.ndarray] = []
     done = 0
     mean = 2 * width + 8  # bytes per record, a guess until the first window says
+    degenerate = False
     while done < count:
         chain = np.empty(0, dtype=np.int64)
         if count - done > 16:
             # no further than the remaining records need at the mean size so far (with a margin)
             end = min(size, pos + min(_WINDOW, max(1 << 12, (count - done) * mean * 5 // 4)))
             win = np.frombuffer(buf, dtype=np.uint8, count=end - pos, offset=pos)
-            chain = _chain_in_window(win, width, little, count - done)
+            if degenerate:
+                chain = chain_by_doubling(win, width, little, count - done)
+            else:
+                try:
+                    chain = _chain_in_window(win, width, little, count - done)
+                except _Degenerate as exc:
+                    chain, degenerate = exc.args[0], True
+                    walked = _walk_rest(buf, pos, chain, count - done, width, little, unpack_from)
+                    if walked is not None:
+                        heads.append(walked[0])
+                        done, pos = done + len(walked[0]), walked[1]
+                        if done < count:
+                            raise IndexError(*_problem_at(buf, pos, done, width, unpack_from))
+                        continue
             if len(chain):
                 last = int(chain[-1])
                 (n,) = unpack_from(buf, pos + last)
@@ -105,9 +136,32 @@ def scan_string_offsets(buf, pos: int, count: int, width: int, byte_order: str):
         heads.append(np.array([pos], dtype=np.int64))
         pos += width + n
         done += 1
-    starts = np.concatenate(heads) if heads else np.empty(0, dtype=np.int64)
+    starts = heads[0] if len(heads) == 1 else np.concatenate(heads) if heads else np.empty(0, dtype=np.int64)
     ends = np.empty_like(starts)
     ends[:-1] = starts[1:]
     if len(ends):
         ends[-1] = pos
     return starts + width, ends, pos
+
+
+def _walk_rest(buf, pos: int, chain: np.ndarray, left: int, width: int, little: bool, unpack_from):
+    """The record starts (absolute, prefix first) of the rest of the array from ``pos``, where ``chain`` (window
+    relative) is already verified, followed by the compiled walk; ``(starts, end)``, or None without numba."""
+    at = pos
+    if len(chain):  # the last verified record is read again by the walk (its payload may run past the window)
+        at = pos + int(chain[-1])
+        chain = chain[:-1]
+    done = len(chain)
+    walked = walk_compiled(buf, at, left - done, width, little)
+    if walked is None:
+        return None
+    starts, _, end, _ = walked
+    return np.concatenate([chain + pos, starts - width]), end
+
+
+def _problem_at(buf, pos: int, index: int, width: int, unpack_from) -> tuple:
+    """The ``IndexError`` arguments for record ``index`` at ``pos``, which does not fit in ``buf``."""
+    if pos + width > len(buf):
+        return index, pos, None
+    (n,) = unpack_from(buf, pos)
+    return index, pos, n
