@@ -20,6 +20,7 @@ __all__ = ["file_summary", "value_to_json", "render_text", "render_markdown", "r
            "kv_offsets"]
 
 SUMMARY_ITEMS = 8
+LONG_STRING = 1 << 16  # characters of a STRING value kept without --full / full=True (the rest: "truncated")
 
 
 def _scalar_json(vtype: GGUFValueType, value: Any) -> Any:
@@ -38,9 +39,14 @@ def value_to_json(value: GGUFValue, *, full: bool = True) -> dict:
     """A typed value as JSON data: ``{"type", "value"}``; arrays add ``"item_type"`` and ``"length"``.
 
     Floats that JSON cannot hold are the strings "nan", "inf", "-inf".  Without ``full``, arrays longer than
-    8 elements keep only their first 8 items and say ``"truncated": true``.
+    8 elements keep only their first 8 items and say ``"truncated": true``, and a STRING longer than
+    :data:`LONG_STRING` characters keeps its first :data:`LONG_STRING`, with ``"length"`` (its characters) and
+    ``"truncated": true``.
     """
     if value.type != GGUFValueType.ARRAY:
+        if not full and value.type == GGUFValueType.STRING and len(value.value) > LONG_STRING:
+            return {"type": "STRING", "length": len(value.value), "value": value.value[:LONG_STRING],
+                    "truncated": True}
         return {"type": value.type.name, "value": _scalar_json(value.type, value.value)}
     items = value.value
     n = len(items)
@@ -97,9 +103,13 @@ def file_summary(gguf: GGUFFile, *, full: bool = False, layout: bool = False) ->
     return out
 
 
-def _text_value(entry: dict) -> str:
+def _text_value(entry: dict, width: int = 0) -> str:
     if entry["type"] != "ARRAY":
-        return repr(entry["value"]) if isinstance(entry["value"], str) else str(entry["value"])
+        value = entry["value"]
+        if isinstance(value, str):  # a long string is cut before repr() (which would make it up to 4x longer)
+            cut = width and len(value) > width
+            return repr(value[:width]) + "..." if cut else repr(value)
+        return str(value)
     inner = ", ".join(_text_value(v) if isinstance(v, dict) else repr(v) for v in entry["value"])
     more = ", ..." if entry.get("truncated") else ""
     return f"[{inner}{more}]"
@@ -111,7 +121,7 @@ def _type_label(entry: dict) -> str:
 
 def _counted(entry: dict, text: str) -> str:
     if entry["type"] != "ARRAY":
-        return text
+        return f"{text} ({entry['length']} characters)" if "length" in entry else text
     n = entry["length"]
     return f"{text} ({n} item{'s' if n != 1 else ''})"
 
@@ -119,7 +129,7 @@ def _counted(entry: dict, text: str) -> str:
 def text_of_json(entry: dict, width: int = 160) -> str:
     """A :func:`value_to_json` entry as one line of text (strings quoted and escaped), cut at ``width``
     characters (0: never)."""
-    text = _text_value(entry)
+    text = _text_value(entry, width)
     if width and len(text) > width:
         text = text[:width - 3] + "..."
     return text

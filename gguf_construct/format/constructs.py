@@ -111,6 +111,10 @@ class GGUFString(Construct):
         left = remaining(stream)
         if n > left:
             raise FieldError(f"string length {n} exceeds the {left} bytes remaining", start, path, rule=self.rule)
+        if isinstance(stream, BufferStream):  # decoded from the buffer itself: no copy of the bytes first
+            at = stream.pos
+            stream.pos += n
+            return decode_text(stream.buf[at:at + n])
         return decode_text(stream.read(n))
 
     def _build(self, obj, stream, context, path):

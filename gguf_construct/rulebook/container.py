@@ -277,9 +277,9 @@ class _ScalarStrings:
                 self.items.append((kv, "value", kv.value))
         self.items.extend((t, "name", t.name) for t in ctx.tensors)
         texts = [text for _, _, text in self.items]
-        joined = "".join(texts)
-        self.ascii = joined.isascii()
-        self.has_nul = "\x00" in joined
+        # item by item: a joined copy would double the memory of a long value
+        self.ascii = all(text.isascii() for text in texts)
+        self.has_nul = any("\x00" in text for text in texts)
         self.longest = max(map(len, texts), default=0)
 
     @staticmethod
