@@ -107,13 +107,9 @@ def scan_string_offsets(buf, pos: int, count: int, width: int, byte_order: str):
                     chain = _chain_in_window(win, width, little, count - done)
                 except _Degenerate as exc:
                     chain, degenerate = exc.args[0], True
-                    walked = _walk_rest(buf, pos, chain, count - done, width, little, unpack_from)
+                    walked = _walk_rest(buf, pos, chain, heads, done, count, width, little)
                     if walked is not None:
-                        heads.append(walked[0])
-                        done, pos = done + len(walked[0]), walked[1]
-                        if done < count:
-                            raise IndexError(*_problem_at(buf, pos, done, width, unpack_from))
-                        continue
+                        return walked
             if len(chain):
                 last = int(chain[-1])
                 (n,) = unpack_from(buf, pos + last)
@@ -136,32 +132,47 @@ def scan_string_offsets(buf, pos: int, count: int, width: int, byte_order: str):
         heads.append(np.array([pos], dtype=np.int64))
         pos += width + n
         done += 1
-    starts = heads[0] if len(heads) == 1 else np.concatenate(heads) if heads else np.empty(0, dtype=np.int64)
+    starts = np.concatenate(heads) if heads else np.empty(0, dtype=np.int64)
+    del heads
+    starts += width
+    return starts, _ends_of(starts, pos, width), pos
+
+
+def _ends_of(starts: np.ndarray, end: int, width: int) -> np.ndarray:
+    """Payload ends of adjacent records: each next record's prefix, the last one at ``end``."""
     ends = np.empty_like(starts)
-    ends[:-1] = starts[1:]
+    np.subtract(starts[1:], width, out=ends[:-1])
     if len(ends):
-        ends[-1] = pos
-    return starts + width, ends, pos
+        ends[-1] = end
+    return ends
 
 
-def _walk_rest(buf, pos: int, chain: np.ndarray, left: int, width: int, little: bool, unpack_from):
-    """The record starts (absolute, prefix first) of the rest of the array from ``pos``, where ``chain`` (window
-    relative) is already verified, followed by the compiled walk; ``(starts, end)``, or None without numba."""
+def _walk_rest(buf, pos: int, chain: np.ndarray, heads: list, done: int, count: int, width: int, little: bool):
+    """``scan_string_offsets``'s result when the compiled walk follows the rest of the array from ``pos`` (where
+    ``chain``, window relative, is already verified and ``heads`` hold the ``done`` records before it), or None
+    without numba.  The walk writes the payload starts into the one output array (no copies of it)."""
     at = pos
     if len(chain):  # the last verified record is read again by the walk (its payload may run past the window)
         at = pos + int(chain[-1])
         chain = chain[:-1]
-    done = len(chain)
-    walked = walk_compiled(buf, at, left - done, width, little)
+    out = np.empty(count, dtype=np.int64)
+    filled = 0
+    for piece in heads + [chain + pos]:
+        out[filled:filled + len(piece)] = piece + width
+        filled += len(piece)
+    walked = walk_compiled(buf, at, count - filled, width, little, out[filled:])
     if walked is None:
         return None
-    starts, _, end, _ = walked
-    return np.concatenate([chain + pos, starts - width]), end
+    heads.clear()
+    got, end, problem = walked
+    if problem:
+        raise IndexError(*_problem_at(buf, end, filled + got, width, little))
+    return out, _ends_of(out, end, width), end
 
 
-def _problem_at(buf, pos: int, index: int, width: int, unpack_from) -> tuple:
+def _problem_at(buf, pos: int, index: int, width: int, little: bool) -> tuple:
     """The ``IndexError`` arguments for record ``index`` at ``pos``, which does not fit in ``buf``."""
     if pos + width > len(buf):
         return index, pos, None
-    (n,) = unpack_from(buf, pos)
+    (n,) = struct.unpack_from(("<" if little else ">") + {4: "I", 8: "Q"}[width], buf, pos)
     return index, pos, n

@@ -48,17 +48,19 @@ def _kernel():
     return walk
 
 
-def walk_compiled(buf, pos: int, count: int, width: int, little: bool):
-    """``(starts, done, end, problem)`` for up to ``count`` records at ``pos`` of ``buf``: the payload starts of
-    the ``done`` records that fit, where the next record would start, and 0 (all read), -1 (the next length is
-    cut off by the end) or 1 (the next payload runs past the end).  None when numba is not installed."""
+def walk_compiled(buf, pos: int, count: int, width: int, little: bool, starts: np.ndarray | None = None):
+    """``(done, end, problem)`` for up to ``count`` records at ``pos`` of ``buf``, writing the payload starts of
+    the ``done`` records that fit into ``starts`` (int64, at least ``count`` long; made when None): where the next
+    record would start, and 0 (all read), -1 (the next length is cut off by the end) or 1 (the next payload runs
+    past the end).  None when numba is not installed."""
     kernel = _kernel()
     if kernel is None:
         return None
     whole = np.frombuffer(buf, dtype=np.uint8)
-    starts = np.empty(count, dtype=np.int64)
+    if starts is None:
+        starts = np.empty(count, dtype=np.int64)
     done, end, problem = kernel(whole, pos, count, width, little, starts)
-    return starts[:done], int(done), int(end), int(problem)
+    return int(done), int(end), int(problem)
 
 
 def chain_by_doubling(win: np.ndarray, width: int, little: bool, limit: int) -> np.ndarray:

@@ -392,46 +392,54 @@ def _reindex(marked: np.ndarray, start: int, stop: int, step: int) -> np.ndarray
     return np.flatnonzero(np.isin(np.arange(start, stop, step), marked))
 
 
+_ASSESS_BYTES = 1 << 20  # bytes of records judged per step: steps grow with the bytes, never with the items
+
+
 def _assess(buf, starts: np.ndarray, ends: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
     """(items not valid UTF-8, items holding a NUL) of adjacent records, without a ``str`` per item.
 
-    NUL: the zero bytes of the records, less those the length prefixes hold, say whether a payload has one (only
-    then are they located, run by run).  UTF-8, run by run of records: with every prefix byte ASCII (the prefixes
-    of strings of 128 bytes or more are zeroed in a copy of the run), one strict decode of the run's bytes
-    validates each string on its own, since no valid multi-byte sequence holds or follows an ASCII byte; a
-    failure names the string it is in, and decoding resumes at the next record.
+    Run by run of records (at least :data:`_CHUNK` items or :data:`_ASSESS_BYTES` bytes, so the number of runs
+    follows the bytes, not the item count, and the temporaries are a run's): NUL: the zero bytes of the run, less
+    those the length prefixes hold, say whether a payload has one (only then are they located).  UTF-8: with every
+    prefix byte ASCII (the prefixes of strings of 128 bytes or more are zeroed in a copy of the run), one strict
+    decode of the run's bytes validates each string on its own, since no valid multi-byte sequence holds or
+    follows an ASCII byte; a failure names the string it is in, and decoding resumes at the next record.
     """
     n = len(starts)
     if not n:
         return _EMPTY, _EMPTY
     lo = int(starts[0]) - width
-    region = np.frombuffer(buf, dtype=np.uint8, count=int(ends[-1]) - lo, offset=lo)
-    lengths = ends - starts
-    rel = starts - lo
-    longest = int(lengths.max())
-    prefix_zeros = n * (width - 1) + int(np.count_nonzero(lengths == 0))  # a length below 256: one non-zero byte
-    if longest >= 256:
-        wide = lengths[lengths >= 256]
-        prefix_zeros += sum(int(np.count_nonzero((wide >> (8 * k)) & 0xFF == 0)) for k in range(width))
-        prefix_zeros -= len(wide) * (width - 1)
-    nul = _EMPTY
-    if len(region) - int(np.count_nonzero(region)) != prefix_zeros:
-        nul = _nul_items(region, rel, lengths)
+    top = int(ends[-1])
+    region = np.frombuffer(buf, dtype=np.uint8, count=top - lo, offset=lo)
     view = memoryview(buf)
     bad: list[int] = []
-    for i in range(0, n, _CHUNK):
-        j = min(n, i + _CHUNK)
-        a, b = int(rel[i]) - width, (int(rel[j]) - width if j < n else len(region))
-        heads = rel[i:j] - a
-        long = lengths[i:j] >= 128 if longest >= 128 else None
-        if long is not None and long.any():
-            text = region[a:b].copy()
+    nul: list[np.ndarray] = []
+    i = 0
+    while i < n:
+        j = max(min(n, i + _CHUNK), int(np.searchsorted(starts, int(starts[i]) + _ASSESS_BYTES, side="right")))
+        j = min(j, n)
+        lengths = ends[i:j] - starts[i:j]
+        a, b = int(starts[i]) - width - lo, (int(starts[j]) - width - lo if j < n else len(region))
+        heads = starts[i:j] - width - lo - a + width  # payload offsets within the run
+        run = region[a:b]
+        prefix_zeros = (j - i) * (width - 1) + int(np.count_nonzero(lengths == 0))  # below 256: one non-zero byte
+        wide = lengths[lengths >= 256]
+        if len(wide):
+            prefix_zeros += sum(int(np.count_nonzero((wide >> (8 * k)) & 0xFF == 0)) for k in range(width))
+            prefix_zeros -= len(wide) * (width - 1)
+        if len(run) - int(np.count_nonzero(run)) != prefix_zeros:
+            nul.append(_nul_items(run, heads, lengths) + i)
+        long = lengths >= 128
+        if long.any():
+            text = run.copy()
             for k in range(width):
                 text[heads[long] - width + k] = 0
             _invalid_in(memoryview(text), heads, width, i, bad)
         else:
             _invalid_in(view[lo + a:lo + b], heads, width, i, bad)
-    return (np.array(bad, dtype=np.int64) if bad else _EMPTY), nul
+        i = j
+    nuls = np.concatenate(nul) if nul else _EMPTY
+    return (np.array(bad, dtype=np.int64) if bad else _EMPTY), nuls
 
 
 def _nul_items(region: np.ndarray, rel: np.ndarray, lengths: np.ndarray) -> np.ndarray:
