@@ -428,7 +428,7 @@ def _assess(buf, starts: np.ndarray, ends: np.ndarray, width: int) -> tuple[np.n
             prefix_zeros += sum(int(np.count_nonzero((wide >> (8 * k)) & 0xFF == 0)) for k in range(width))
             prefix_zeros -= len(wide) * (width - 1)
         if len(run) - int(np.count_nonzero(run)) != prefix_zeros:
-            nul.append(_nul_items(run, heads, lengths) + i)
+            nul.append(_nul_items(run, heads, width) + i)
         long = lengths >= 128
         if long.any():
             text = run.copy()
@@ -442,14 +442,14 @@ def _assess(buf, starts: np.ndarray, ends: np.ndarray, width: int) -> tuple[np.n
     return (np.array(bad, dtype=np.int64) if bad else _EMPTY), nuls
 
 
-def _nul_items(region: np.ndarray, rel: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The items whose payload (at ``rel``, ``lengths`` bytes, in ``region``) holds a zero byte."""
-    found = []
-    for a in range(0, len(region), 1 << 20):
-        zeros = np.flatnonzero(region[a:a + (1 << 20)] == 0) + a
-        item = np.maximum(np.searchsorted(rel, zeros, side="right") - 1, 0)
-        found.append(item[(zeros >= rel[item]) & (zeros < rel[item] + lengths[item])])
-    return np.unique(np.concatenate(found))
+def _nul_items(region: np.ndarray, rel: np.ndarray, width: int) -> np.ndarray:
+    """The items whose payload (at ``rel``, in ``region`` of adjacent records with ``width``-byte prefixes) holds
+    a zero byte: the zero bytes less the prefixes' are located, and only they are looked up."""
+    zero = region == 0
+    for k in range(width):
+        zero[rel - width + k] = False
+    items = np.searchsorted(rel, np.flatnonzero(zero), side="right") - 1  # ascending
+    return items[np.concatenate(([True], items[1:] != items[:-1]))] if len(items) else items
 
 
 def _invalid_in(text: memoryview, heads: np.ndarray, width: int, first: int, bad: list[int]) -> None:
