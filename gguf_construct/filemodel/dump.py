@@ -67,6 +67,8 @@ def kv_offsets(gguf: GGUFFile) -> list[int] | None:
     """Offset of each metadata KV record in the loaded file (None for a file built in memory or edited)."""
     if gguf._buf is None or gguf.metadata.changed:
         return None
+    if gguf._kv_offsets is not None:  # kept by load: no second parse of every record (and long value)
+        return gguf._kv_offsets[:len(gguf.metadata)]
     fam = structs.family(gguf.version, gguf.byte_order)
     stream = BufferStream(gguf._buf)
     fam.record_parser("header")(stream)

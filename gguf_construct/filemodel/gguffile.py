@@ -143,6 +143,7 @@ class GGUFFile:
         self._keepalive = None
         self._remote = None  # the RemoteFile of a file loaded from a URL
         self._orig: dict[str, Any] | None = None  # layout facts of the loaded file
+        self._kv_offsets: list[int] | None = None  # offsets of the KV records read (None: built in memory)
         self._shards: list[GGUFFile] = []  # the shard files of a split model loaded as one set
         self.metadata.changed = False
 
@@ -528,6 +529,7 @@ def _load_one(source, lazy: bool) -> GGUFFile:
     gguf._keepalive = keepalive
     gguf._remote = remote
     gguf.metadata = Metadata({kv.key: _value_from_tree(kv.vtype, kv.value) for kv in head.kvs})
+    gguf._kv_offsets = [kv.offset for kv in head.kvs]  # where each record was read (dump --json says)
     _fill_tensors(gguf, head, buf)
     for t in gguf.tensors:
         t._remote = remote
