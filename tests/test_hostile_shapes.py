@@ -18,6 +18,7 @@ from gguf_construct.base import stringscan
 from gguf_construct.base.stringscan import scan_string_offsets
 from gguf_construct.base.stringwalk import chain_by_doubling, walk_compiled
 from gguf_construct.commands.main import main
+from gguf_construct.format.stringlist import StringList
 
 STRING, ARRAY = 8, 9
 
@@ -206,3 +207,15 @@ def test_doubling_and_compiled_walk_agree():
     if walked is not None:
         done, end, problem = walked
         assert done == 3000 and problem == 0 and end == len(data) and np.array_equal(starts, want)
+
+
+def test_first_nul_positions_match_the_items_bytes():
+    """StringList.first_nul (used by STR-NUL on arrays) agrees with each item's bytes."""
+    rng = np.random.default_rng(11)
+    data = _records(rng.integers(0, 40, 5000), rng, zeros=0.05)
+    starts, ends, _ = scan_string_offsets(data, 0, 5000, 8, "little")
+    items = StringList.from_records(data, starts, ends, 8, "little")
+    found = items.nul_items()
+    assert len(found) > 100
+    want = [items.raw(j).find(b"\x00") for j in found.tolist()]
+    assert items.first_nul(found).tolist() == want

@@ -337,9 +337,10 @@ def _nul(ctx: Context) -> Iterator[Hit]:
         if not items.has_nul:  # decided when the array was read (see StringList)
             continue
         offsets = _element_offsets(ctx, kv, len(items)) if top else None
-        for j in items.nul_items().tolist():
-            off = int(offsets[j]) if offsets is not None else kv.value_offset
-            yield Hit(off, f"{path}.data[{j}]", offset=off, position=items.raw(j).find(b"\x00"))
+        found = items.nul_items()
+        where = offsets[found].tolist() if offsets is not None else [kv.value_offset] * len(found)
+        for j, off, pos in zip(found.tolist(), where, items.first_nul(found).tolist()):
+            yield Hit(off, f"{path}.data[{j}]", offset=off, position=pos)
 
 
 @rule("STR-MAXLEN")
