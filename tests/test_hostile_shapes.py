@@ -219,3 +219,19 @@ def test_first_nul_positions_match_the_items_bytes():
     assert len(found) > 100
     want = [items.raw(j).find(b"\x00") for j in found.tolist()]
     assert items.first_nul(found).tolist() == want
+
+
+def test_check_makes_bounded_hits_over_many_offending_items_and_counts_them_all(tmp_path):
+    """50,000 tokens holding a NUL: check keeps max_per_rule findings and counts every one; without a cap every
+    item is a finding; the first findings are the same either way."""
+    from gguf_construct.checker import check
+
+    n = 50_000
+    data = (struct.pack("<Q", 2) + b"a\x00") * n
+    path = tmp_path / "nul.gguf"
+    path.write_bytes(_gguf_with("tokenizer.ggml.tokens", ARRAY, data, STRING, n))
+    capped, whole = check(str(path), max_per_rule=10), check(str(path), max_per_rule=None)
+    assert capped.counts["STR-NUL"] == whole.counts["STR-NUL"] == n
+    nul = [f for f in capped.findings if f.rule == "STR-NUL"]
+    assert len(nul) == 10 and nul == [f for f in whole.findings if f.rule == "STR-NUL"][:10]
+    assert sum(f.rule == "STR-NUL" for f in whole.findings) == n

@@ -92,6 +92,7 @@ def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, 
     view = memoryview(buf).cast("B") if not isinstance(buf, bytes) else buf
     fields = {"file": file, "file_name": file_name, "profile": profile, "data": data,
               "cache": {"progress": progress} if progress is not None else {}}
+    fields["cache"]["max_hits"] = max_per_rule  # predicates over big arrays stop making hits past it
     report = Report(file=file, profile=profile)
     try:
         ctx = read_head(view, remote=remote, **fields)
@@ -131,7 +132,7 @@ def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, 
             if profile not in PRACTICE_EXEMPT:
                 on_purpose.setdefault(rule_id, []).append(h)
             continue
-        report.counts[rule_id] = report.counts.get(rule_id, 0) + 1
+        report.counts[rule_id] = report.counts.get(rule_id, 0) + h.repeat
         if max_per_rule is not None and report.counts[rule_id] > max_per_rule:
             continue
         message = security.annotate(rule_id, format_message(rule_id, h.params), h.path, h.params)

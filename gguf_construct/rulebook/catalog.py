@@ -53,18 +53,23 @@ class Hit:
 
     ``practice`` names the erratum (spec/errata.yaml) that records this deviation as something llama.cpp does on
     purpose; see :data:`PRACTICE_EXEMPT`.
+    ``repeat`` > 1: the hit also stands for that many
+    - 1 more places of the same kind, past the findings ``check`` keeps per rule (:func:`hits_capped`); they are
+    counted, never shown.
     """
 
     offset: int | None
     path: str
     params: dict
     practice: str | None = None
+    repeat: int = 1
 
     def __init__(self, offset: int | None = None, path: str = "", /, **params: Any):
         self.offset = offset
         self.path = path
         self.params = params
         self.practice = None
+        self.repeat = 1
 
     def on_purpose(self, erratum: str) -> "Hit":
         """Mark this hit as a deviation llama.cpp makes on purpose, explained by ``erratum``; returns the hit."""
@@ -200,3 +205,12 @@ def predicates() -> tuple[tuple[str, Predicate], ...]:
 def structural_rules() -> frozenset[str]:
     """Rules reported by the structural walk."""
     return frozenset(_STRUCTURAL)
+
+
+def shown_hits(cache: dict, emitted: int, found: int) -> int:
+    """How many of ``found`` more hits a predicate should make one by one when it has made ``emitted`` already:
+    all of them, unless ``check`` keeps at most ``cache["max_hits"]`` findings per rule; the rest go into one
+    :class:`Hit` with ``repeat`` (counted, never shown), so a rule over millions of items makes a bounded number
+    of hits."""
+    limit = cache.get("max_hits")
+    return found if limit is None else min(found, max(0, limit - emitted))

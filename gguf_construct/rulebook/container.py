@@ -17,7 +17,7 @@ from ..format.stringlist import StringList
 from .keys import (
     HYPHENATED_ARCHITECTURES, file_architecture, known_architectures, registry_entries, standard_namespaces
 )
-from .catalog import Hit, rule
+from .catalog import Hit, rule, shown_hits
 from .walk import ALIGNMENT_KEY, ALIGNMENT_TYPE, ARRAY, BOOL, KV, STRING, Context, type_name
 
 __all__ = ["LIMITS"]
@@ -310,37 +310,52 @@ def _element_offsets(ctx: Context, kv: KV, count: int):
 @rule("STR-UTF8")
 def _utf8(ctx: Context) -> Iterator[Hit]:
     strings = _scalar_strings(ctx)
+    emitted = 0
     for record, field_name, text in [] if strings.ascii else strings.items:
         reason = _bad_utf8(text)
         if reason:
             off, path = strings.where(record, field_name)
+            emitted += 1
             yield Hit(off, path, offset=off, reason=reason)
     for kv, items, path, top in _string_arrays(ctx):
         if items.valid_utf8:  # decided when the array was read (see StringList)
             continue
-        bad = [(j, _bad_utf8(items[j])) for j in items.invalid_utf8().tolist()]
+        invalid = items.invalid_utf8()
+        shown = shown_hits(ctx.cache, emitted, len(invalid))
+        emitted += shown
         offsets = _element_offsets(ctx, kv, len(items)) if top else None
-        for j, reason in bad:
+        for k, j in enumerate(invalid[:shown + 1].tolist()):
             off = int(offsets[j]) if offsets is not None else kv.value_offset
-            yield Hit(off, f"{path}.data[{j}]", offset=off, reason=reason)
+            hit = Hit(off, f"{path}.data[{j}]", offset=off, reason=_bad_utf8(items[j]))
+            if k == shown:
+                hit.repeat = len(invalid) - shown
+            yield hit
 
 
 @rule("STR-NUL")
 def _nul(ctx: Context) -> Iterator[Hit]:
     strings = _scalar_strings(ctx)
+    emitted = 0
     for record, field_name, text in strings.items if strings.has_nul else []:
         pos = text.find("\x00")
         if pos >= 0:
             off, path = strings.where(record, field_name)
+            emitted += 1
             yield Hit(off, path, offset=off, position=len(encode_text(text[:pos])))
     for kv, items, path, top in _string_arrays(ctx):
         if not items.has_nul:  # decided when the array was read (see StringList)
             continue
         offsets = _element_offsets(ctx, kv, len(items)) if top else None
         found = items.nul_items()
-        where = offsets[found].tolist() if offsets is not None else [kv.value_offset] * len(found)
-        for j, off, pos in zip(found.tolist(), where, items.first_nul(found).tolist()):
-            yield Hit(off, f"{path}.data[{j}]", offset=off, position=pos)
+        shown = shown_hits(ctx.cache, emitted, len(found))
+        emitted += shown
+        picked = found[:shown + 1]  # one more: the first of those a repeat hit stands for
+        where = offsets[picked].tolist() if offsets is not None else [kv.value_offset] * len(picked)
+        for k, (j, off, pos) in enumerate(zip(picked.tolist(), where, items.first_nul(picked).tolist())):
+            hit = Hit(off, f"{path}.data[{j}]", offset=off, position=pos)
+            if k == shown:
+                hit.repeat = len(found) - shown
+            yield hit
 
 
 @rule("STR-MAXLEN")
