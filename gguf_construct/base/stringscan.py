@@ -21,9 +21,11 @@ import struct
 
 import numpy as np
 
+from .pages import release
 from .stringwalk import chain_by_doubling, walk_compiled
 
 _WINDOW = 1 << 18  # bytes scanned at a time: the passes over a window stay in cache
+_RELEASE = 64 << 20  # bytes scanned between giving the mapped pages back (base/pages.py)
 _STEPS = 64  # Python steps a window may take before records per step are counted
 _RECORDS_PER_STEP = 32  # fewer records per step than this after _STEPS steps: the window is degenerate
 
@@ -94,7 +96,11 @@ def scan_string_offsets(buf, pos: int, count: int, width: int, byte_order: str):
     done = 0
     mean = 2 * width + 8  # bytes per record, a guess until the first window says
     degenerate = False
+    released = pos
     while done < count:
+        if pos - released >= _RELEASE:
+            release(buf, released, pos)
+            released = pos
         chain = np.empty(0, dtype=np.int64)
         if count - done > 16:
             # no further than the remaining records need at the mean size so far (with a margin)
@@ -160,14 +166,21 @@ def _walk_rest(buf, pos: int, chain: np.ndarray, heads: list, done: int, count: 
     for piece in heads + [chain + pos]:
         out[filled:filled + len(piece)] = piece + width
         filled += len(piece)
-    walked = walk_compiled(buf, at, count - filled, width, little, out[filled:])
-    if walked is None:
-        return None
-    heads.clear()
-    got, end, problem = walked
-    if problem:
-        raise IndexError(*_problem_at(buf, end, filled + got, width, little))
-    return out, _ends_of(out, end, width), end
+    piece = max(1, _RELEASE // (2 * width))  # records per call: the pages read so far go back between calls
+    end = at
+    while True:
+        take = min(piece, count - filled)
+        walked = walk_compiled(buf, end, take, width, little, out[filled:filled + take])
+        if walked is None:
+            return None
+        heads.clear()
+        got, new_end, problem = walked
+        release(buf, end, new_end)
+        filled, end = filled + got, new_end
+        if problem:
+            raise IndexError(*_problem_at(buf, end, filled, width, little))
+        if filled == count:
+            return out, _ends_of(out, end, width), end
 
 
 def _problem_at(buf, pos: int, index: int, width: int, little: bool) -> tuple:

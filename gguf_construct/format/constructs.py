@@ -13,6 +13,7 @@ import struct as _struct
 
 import numpy as np
 from . import fieldrules
+from ..base.pages import release
 from ..base.stringscan import scan_string_offsets
 from .stringlist import StringList
 from construct import Construct, ConstructError, ListContainer, SizeofError, stream_tell
@@ -114,7 +115,9 @@ class GGUFString(Construct):
         if isinstance(stream, BufferStream):  # decoded from the buffer itself: no copy of the bytes first
             at = stream.pos
             stream.pos += n
-            return decode_text(stream.buf[at:at + n])
+            text = decode_text(stream.buf[at:at + n])
+            release(stream.buf, at, at + n)  # a long value's pages leave the process once decoded
+            return text
         return decode_text(stream.read(n))
 
     def _build(self, obj, stream, context, path):
@@ -156,10 +159,12 @@ class NumericArray(Construct):
         nbytes = count * self.dtype.itemsize
         if isinstance(stream, BufferStream):
             arr = np.frombuffer(stream.buf, dtype=self.dtype, count=count, offset=stream.pos)
+            arr = arr.astype(self.native, copy=True)
+            release(stream.buf, stream.pos, stream.pos + nbytes)  # the copy is kept: the mapped pages may go
             stream.pos += nbytes
         else:
             arr = np.frombuffer(stream.read(nbytes), dtype=self.dtype, count=count)
-        arr = arr.astype(self.native, copy=True)
+            arr = arr.astype(self.native, copy=True)
         return arr.view(np.bool_) if self.as_bool else arr
 
     def _build(self, obj, stream, context, path):
@@ -211,7 +216,9 @@ class StringArray(Construct):
                     else f"string length {length} exceeds the {stream.size - offset - self.width} bytes remaining")
             raise FieldError(what, offset, f"{path} -> [{index}]", rule=self.element_rule) from None
         stream.pos = end
-        return StringList.from_records(stream.buf, starts, ends, self.width, self.byte_order)
+        items = StringList.from_records(stream.buf, starts, ends, self.width, self.byte_order)
+        release(stream.buf, base, end)  # judged: the pages leave the process until an item is read
+        return items
 
     def _build(self, obj, stream, context, path):
         if isinstance(obj, StringList):  # written as read when the layout matches: no string is decoded

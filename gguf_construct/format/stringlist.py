@@ -18,6 +18,7 @@ from typing import Any, SupportsIndex, overload
 
 import numpy as np
 
+from ..base.pages import release
 from ..base.stringscan import scan_string_offsets
 
 __all__ = ["StringList"]
@@ -411,6 +412,7 @@ def _reindex(marked: np.ndarray, start: int, stop: int, step: int) -> np.ndarray
 
 
 _ASSESS_BYTES = 1 << 20  # bytes of records judged per step: steps grow with the bytes, never with the items
+_RELEASE_BYTES = 64 << 20  # bytes judged between giving the mapped pages back
 
 
 def _assess(buf, starts: np.ndarray, ends: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
@@ -432,7 +434,7 @@ def _assess(buf, starts: np.ndarray, ends: np.ndarray, width: int) -> tuple[np.n
     view = memoryview(buf)
     bad: list[int] = []
     nul: list[np.ndarray] = []
-    i = 0
+    i = released = 0
     while i < n:
         j = max(min(n, i + _CHUNK), int(np.searchsorted(starts, int(starts[i]) + _ASSESS_BYTES, side="right")))
         j = min(j, n)
@@ -455,6 +457,9 @@ def _assess(buf, starts: np.ndarray, ends: np.ndarray, width: int) -> tuple[np.n
             _invalid_in(memoryview(text), heads, width, i, bad)
         else:
             _invalid_in(view[lo + a:lo + b], heads, width, i, bad)
+        if b - released >= _RELEASE_BYTES:  # judged: the mapped pages go back (base/pages.py)
+            release(buf, lo + released, lo + b)
+            released = b
         i = j
     nuls = np.concatenate(nul) if nul else _EMPTY
     return (np.array(bad, dtype=np.int64) if bad else _EMPTY), nuls
