@@ -235,3 +235,30 @@ def test_check_makes_bounded_hits_over_many_offending_items_and_counts_them_all(
     nul = [f for f in capped.findings if f.rule == "STR-NUL"]
     assert len(nul) == 10 and nul == [f for f in whole.findings if f.rule == "STR-NUL"][:10]
     assert sum(f.rule == "STR-NUL" for f in whole.findings) == n
+
+
+def test_released_pages_read_back_unchanged_and_private_maps_are_left_alone(tmp_path):
+    """base.pages.release: a read-only map reads the same bytes after its pages go back; a copy-on-write map
+    keeps its changes (release does nothing to a writable view)."""
+    import mmap
+
+    from gguf_construct.base.pages import release
+
+    path = tmp_path / "pages.bin"
+    data = np.random.default_rng(5).integers(0, 256, 4 << 20).astype(np.uint8).tobytes()
+    path.write_bytes(data)
+    with open(path, "rb") as fh:
+        ro = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        view = memoryview(ro)
+        assert bytes(view[100:200]) == data[100:200]
+        release(view, 0, len(data))
+        assert bytes(view) == data
+        view.release()
+        ro.close()
+        cow = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
+        view = memoryview(cow)
+        view[0:4] = b"GGUF"
+        release(view, 0, len(data))
+        assert bytes(view[0:4]) == b"GGUF"
+        view.release()
+        cow.close()

@@ -17,9 +17,10 @@ RELEASE_MIN = 1 << 20  # ranges shorter than this are not worth a system call
 
 
 def release(buf, start: int, end: int) -> None:
-    """Drop the pages wholly inside ``[start, end)`` of ``buf`` from the process when ``buf`` views a
-    read-only memory map (the bytes stay readable)."""
-    if end - start < RELEASE_MIN:
+    """Drop the pages wholly inside ``[start, end)`` of ``buf`` from the process when ``buf`` is a read-only view
+    of a memory map (the bytes stay readable).  A writable view is left alone: a private (copy-on-write) map
+    would lose its changes."""
+    if end - start < RELEASE_MIN or not getattr(buf, "readonly", False):
         return
     mm = getattr(buf, "obj", None)
     advise = getattr(mm, "madvise", None)
