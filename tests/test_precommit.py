@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import gguf_construct
 from gguf_construct.breaking.models import minimal_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,7 +31,8 @@ def _command(entry: str) -> list[str]:
 
 
 def _run(hook: dict, files: list[Path], cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    here = str(Path(gguf_construct.__file__).resolve().parents[1])  # the package these tests import
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])}
     return subprocess.run(_command(hook["entry"]) + list(hook.get("args", [])) + [str(f) for f in files],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
