@@ -219,7 +219,7 @@ def test_search_finds(browser_page, built, query, page_file):
     page.wait_for_load_state("networkidle")
     page.keyboard.press("/")  # Material's shortcut to the search box
     page.fill("input.md-search__input", query)
-    page.wait_for_selector(".md-search-result__item", timeout=30_000)
+    page.wait_for_selector(".md-search-result__item", timeout=90_000)  # the index builds in a worker: slow under load
     hits = page.eval_on_selector_all(".md-search-result__item a", "els => els.map(e => e.href)")
     assert any(urlsplit(h).path.endswith("/" + page_file) for h in hits), hits[:10]
     page.screenshot(path=str(_shots(built) / f"search-{query}.png"))

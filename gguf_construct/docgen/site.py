@@ -87,10 +87,34 @@ def _site_markdown(page: str, text: str) -> str:
     return _LINK_RE.sub(repl, text)
 
 
+def hand_written_pages() -> list[Path]:
+    """The pages of a source checkout's docs/ that no generator writes (``docs/cost.md`` ...), which the site shows
+    after the reference; none for an installed package."""
+    from ..format import spec as _spec
+
+    if not _spec.in_checkout():
+        return []
+    docs = _spec.spec_dir().parent / "docs"
+    generated = {page.file for page in reference_pages()}
+    return sorted(p for p in docs.glob("*.md") if p.name not in generated)
+
+
+def _title_of(page: Path) -> str:
+    for line in page.read_text(encoding="utf-8").splitlines():
+        if line.startswith("# "):
+            return line[2:].strip()
+    return page.stem
+
+
 def prepare_sources(src: Path, write_docs: Callable[[Path], object]) -> list[str]:
     """Render the reference into ``src`` with ``write_docs`` (Markdown and pictures) ready for MkDocs; returns the
     pages' paths."""
     write_docs(src)
+    for page in hand_written_pages():
+        shutil.copy(page, src / page.name)
+        for picture in re.findall(r"!\[[^\]]*\]\(([\w.-]+\.svg)\)", page.read_text(encoding="utf-8")):
+            if (page.parent / picture).is_file():  # its own pictures, beside it (docs/readers.svg)
+                shutil.copy(page.parent / picture, src / picture)
     (src / STYLESHEET).parent.mkdir(parents=True, exist_ok=True)
     (src / STYLESHEET).write_text(_CSS, encoding="utf-8", newline="\n")
     pages = []
@@ -155,6 +179,7 @@ def site_config(docs_dir: Path, site_dir: Path) -> dict:
     for entry in nav:
         if "Architectures" in entry:
             entry["Architectures"] += archs
+    nav += [{_title_of(page): page.name} for page in hand_written_pages()]
     return {
         "site_name": "GGUF reference",
         "site_description": "The GGUF model-file format, generated from gguf-construct's executable spec",
