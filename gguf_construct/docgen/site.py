@@ -47,6 +47,8 @@ _CSS = """\
 .md-typeset table:not([class]) { display: table; width: 100%; max-width: 100%; font-size: .68rem; }
 .md-typeset table:not([class]) th, .md-typeset table:not([class]) td { overflow-wrap: anywhere; padding: .6em .8em; }
 .md-typeset table:not([class]) code { white-space: normal; overflow-wrap: anywhere; word-break: normal; }
+/* a row's name (first column: a rule ID, key, field, tensor) breaks only where it must */
+.md-typeset table:not([class]) td:first-child code { overflow-wrap: break-word; }
 /* pictures: natural size or larger, never shrunk to the column; wider ones scroll; a click opens one alone */
 .md-typeset .gguf-picture { display: block; overflow-x: auto; margin: 1em 0; }
 .md-typeset .gguf-picture img { max-width: none; height: auto; cursor: zoom-in; }
