@@ -218,8 +218,13 @@ def test_search_finds(browser_page, built, query, page_file):
     page.goto(base + "index.html")
     page.wait_for_load_state("networkidle")
     page.keyboard.press("/")  # Material's shortcut to the search box
-    page.fill("input.md-search__input", query)
-    page.wait_for_selector(".md-search-result__item", timeout=90_000)  # the index builds in a worker: slow under load
+    # the index builds in a worker ("Initializing search"); a query typed before it is ready is never run
+    page.wait_for_function("() => { const m = document.querySelector('.md-search-result__meta');"
+                           " return m !== null && m.textContent.trim() === 'Type to start searching'; }",
+                           timeout=90_000)
+    page.locator("input.md-search__input").press_sequentially(query)  # key by key, as a reader types
+    page.wait_for_function("q => [...document.querySelectorAll('.md-search-result__item a')]"
+                           ".some(a => new URL(a.href).searchParams.get('h') === q)", arg=query.lower(), timeout=30_000)
     hits = page.eval_on_selector_all(".md-search-result__item a", "els => els.map(e => e.href)")
     assert any(urlsplit(h).path.endswith("/" + page_file) for h in hits), hits[:10]
     page.screenshot(path=str(_shots(built) / f"search-{query}.png"))
