@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
 from ..format import spec as _spec
@@ -20,9 +20,10 @@ from . import jinja_folds as _folds
 from . import jinja_values as _values
 
 __all__ = ["Issue", "scan", "scan_lexically", "limit", "ESCAPE", "SUSPICIOUS", "UNPARSED", "LIMIT", "RESOURCE",
-           "is_template"]
+           "GADGET", "is_template"]
 
 ESCAPE, SUSPICIOUS, UNPARSED, LIMIT, RESOURCE = "escape", "suspicious", "unparsed", "limit", "resource"
+GADGET = "gadget"  # found by the render oracle only (template_oracle.py)
 
 # a dunder name (__class__) or a name-mangled private attribute (_TemplateReference__context)
 _DUNDER = re.compile(r"\A(__\w+__|_[A-Za-z]\w*__\w+)\Z")
@@ -34,12 +35,14 @@ _FORMAT_FIELD = re.compile(r"\{([^{}!:]*[.\[][^{}!:]*)[^{}]*\}")
 
 @dataclass(frozen=True)
 class Issue:
-    """One thing the analysis found: its kind, what it is, the construct (as written or folded)."""
+    """One thing the analysis found: its kind, what it is, the construct (as written or folded), the limit it
+    passed, and the template line it is on (when known)."""
 
     kind: str
     problem: str
     construct: str
     limit: int | None = None
+    line: int | None = None
 
 
 @functools.lru_cache(maxsize=None)
@@ -342,7 +345,16 @@ class _Walker(_values.Evaluator):
                                          construct))
 
     def check(self, node) -> None:
-        """Check one node (its value and its children's are known)."""
+        """Check one node (its value and its children's are known); its issues carry its template line."""
+        start = len(self.issues)
+        self._check_node(node)
+        line = getattr(node, "lineno", None)
+        if line is not None:
+            for i in range(start, len(self.issues)):
+                if self.issues[i].line is None:
+                    self.issues[i] = replace(self.issues[i], line=line)
+
+    def _check_node(self, node) -> None:
         n = self.n
         if isinstance(node, (n.Call, n.Mul)):
             self._render_cost(node)
