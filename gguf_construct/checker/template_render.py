@@ -124,7 +124,9 @@ class RenderPool:
         self.size = size or cfg["workers"]
         self.config = {k: cfg[k] for k in ("cpu_seconds", "wall_seconds", "memory_bytes", "output_chars",
                                            "response_bytes", "max_refusals", "recursion", "triggers", "globals")}
-        self.config["block_tags"] = _contexts._spec.load_yaml("templates.yaml")["dialect"]["block_tags"]
+        facts = _contexts._spec.load_yaml("templates.yaml")
+        self.config["block_tags"] = facts["dialect"]["block_tags"]
+        self.config["internal"] = facts["names"]["internal_attributes"]
         self.config.update(overrides)
         self.idle: queue.Queue = queue.Queue()
         self.started = 0

@@ -27,16 +27,30 @@ TEMPLATE_FILE = "<template>"
 
 class _Hole(jinja2.ChainableUndefined):
     """What a refused access gives: an undefined that every further attribute, item, call and iteration accepts
-    (so the render goes on and reveals more) and that writes nothing."""
+    (so the render goes on and reveals more) and that writes nothing.  A private or internal name looked up on it
+    is the next hop of a chain and is recorded as refused on ``_Hole``."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> "_Hole":
         return self
 
     def __getitem__(self, key: Any) -> "_Hole":
+        if _ACTIVE is not None and isinstance(key, str) and (key.startswith("_") or key in _ACTIVE.internal):
+            _ACTIVE._record("attribute", self, key)
         return self
+
+    def __getattr__(self, name: str) -> Any:
+        if _ACTIVE is not None and (name.startswith("_") or name in _ACTIVE.internal) \
+                and not name.startswith("_undefined") and name not in _PROBED:
+            _ACTIVE._record("attribute", self, name)
+        return super().__getattr__(name)
 
     def __iter__(self):
         return iter(())
+
+
+# names Python and markupsafe look up on any value they are given (not a hop the template makes)
+_PROBED = frozenset(("__html__", "__html_format__", "__aiter__", "__await__", "__iter__", "__len__", "__index__"))
+_ACTIVE = None  # the RecordingSandbox rendering now (a worker renders one template at a time)
 
 
 class _Lenient(jinja2.ChainableUndefined):
@@ -80,6 +94,7 @@ class RecordingSandbox(ImmutableSandboxedEnvironment):
         self.refused: list = []
         self.mutations = 0
         self.template = None
+        self.internal: frozenset = frozenset()
 
     # -- recording -----------------------------------------------------------------------------------------------
     def _line(self) -> int:
@@ -180,7 +195,10 @@ def render_all(text: str, contexts: list, attacks: list, config: dict, trace: bo
     from its own constants); per render the refused accesses, the error that ended it (if any), the characters
     written and whether the output limit stopped it; with ``trace``, the template lines that ran in no render
     (tracing costs about half again as much, so it is asked for only when the static scan needs it)."""
+    global _ACTIVE
     env = RecordingSandbox(config["block_tags"], config["output_chars"], config["max_refusals"])
+    env.internal = frozenset(config.get("internal", ()))
+    _ACTIVE = env
     try:
         tree = env.parse(text)
         template = env.from_string(tree)
