@@ -28,7 +28,9 @@ _FAILURES = {"timeout": "wall_seconds", "cpu": "cpu_seconds", "memory": "memory_
 
 def _route(access: list) -> str:
     what, owner, name, _ = access
-    return f"{name}() (an unsafe callable)" if what == "callable" else f"{owner}.{name}"
+    if what == "callable":
+        return f"{name}() (an unsafe callable)"
+    return f"(what a refused access gave).{name}" if owner == "_Hole" else f"{owner}.{name}"
 
 
 def render_issues(result: dict) -> list[Issue]:

@@ -12,6 +12,7 @@ from ..checker.formats import render_json, render_report_text, render_sarif, ren
 from ..checker.report import Report
 from ..rulebook.catalog import PROFILES, SEVERITY_RANK, catalog, matches
 from ..checker.shards import shard_siblings
+from ..checker.template_render import set_rendering
 from ..base.jsonout import write_json
 from ..base.processes import worker_pool
 from ..base.text import printable
@@ -59,6 +60,9 @@ def add_cli(subparsers) -> None:
     p.add_argument("--no-config", action="store_true", help="ignore configuration files")
     p.add_argument("--stats", action="store_true",
                    help="print the bytes and requests fetched for URLs (header-only unless --data) on stderr")
+    p.add_argument("--no-render", action="store_true",
+                   help="scan chat templates without rendering them (parse-only; by default each template is also "
+                        "rendered in jinja2's sandbox in a limited worker process: TPL-ESCAPE, TPL-GADGET)")
     p.set_defaults(func=run)
 
 
@@ -168,6 +172,8 @@ def run(args) -> int:
     except ConfigError as exc:
         print(f"gguf-construct check: {exc}", file=sys.stderr)
         return 2
+    if getattr(args, "no_render", False):
+        set_rendering(False)  # an environment variable: --jobs processes inherit it
     opts = {"profile": cfg["profile"], "data": cfg["data"], "select": cfg["select"], "ignore": cfg["ignore"],
             "max_per_rule": cfg["max-per-rule"] or None}
     text = cfg["format"] == "text"
