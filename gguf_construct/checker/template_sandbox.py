@@ -87,8 +87,10 @@ class RecordingSandbox(ImmutableSandboxedEnvironment):
     intercepted_binops = frozenset(("*", "**"))
 
     def __init__(self, block_tags: list, max_chars: int, max_refusals: int = 64) -> None:
+        # optimized=False: no constant folding at compile time (half the code generation, and nothing of the
+        # template is evaluated before the render's own limits apply)
         super().__init__(extensions=["jinja2.ext.loopcontrols", "jinja2.ext.do", _block_tags(block_tags)],
-                         undefined=_Lenient)
+                         undefined=_Lenient, optimized=False)
         self.max_chars = max_chars
         self.max_refusals = max_refusals
         self.refused: list = []
