@@ -105,3 +105,38 @@ def test_attack_string_variants_reveal_a_gadget(pool, parts, sep):
     text = "{% for m in messages %}{{ loop[m.content.split('" + sep + "')[0]] }}{% endfor %}"
     issues = template_oracle.render_issues(_render(pool, text, [sep.join(parts)]))
     assert issues and {i.kind for i in issues} == {GADGET}
+
+
+def test_check_renders_unless_told_not_to(tmp_path, capsys):
+    from gguf_construct.breaking import crafting
+    from gguf_construct.commands.main import main
+
+    raw = crafting.carrier()
+    raw.set("tokenizer.chat_template", "STRING", "{% for m in messages %}{{ m.content.format(m) }}{% endfor %}")
+    path = tmp_path / "gadget.gguf"
+    path.write_bytes(raw.to_bytes())
+    assert main(["check", str(path)]) == 1
+    assert "TPL-GADGET" in capsys.readouterr().out
+    assert main(["check", "--no-render", str(path)]) == 1  # the static scan: a computed format string
+    out = capsys.readouterr().out
+    assert "TPL-ESCAPE" in out and "TPL-GADGET" not in out
+    assert template_render.NO_RENDER_ENV not in os.environ  # only while the command ran
+
+
+def test_package_templates_draw_no_finding_when_rendered():
+    import test_template_taint
+    from gguf_construct.breaking import crafting
+    from gguf_construct.checker import check
+
+    templates = test_template_taint._package_templates()
+    if not templates:
+        pytest.skip("no package templates: set GGUF_CONSTRUCT_REAL_TEMPLATES (see tests/test_template_taint.py)")
+    flagged = {}
+    for name, text in templates.items():
+        raw = crafting.carrier()
+        raw.set("tokenizer.chat_template", "STRING", text)
+        found = [f.message for f in check(raw.to_bytes()).findings if f.rule.startswith("TPL-")
+                 and f.severity != "info"]
+        if found:
+            flagged[name] = found
+    assert flagged == {}

@@ -13,6 +13,7 @@ rendering off: the scan is then parse-only.
 from __future__ import annotations
 
 import atexit
+import contextlib
 from concurrent.futures import Future, ThreadPoolExecutor
 import functools
 import json
@@ -24,10 +25,11 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Iterator
 
 from . import template_contexts as _contexts
 
-__all__ = ["RenderPool", "RenderFailure", "render", "rendering_enabled", "set_rendering", "jinja2_is_safe",
+__all__ = ["RenderPool", "RenderFailure", "render", "rendering", "rendering_enabled", "set_rendering", "jinja2_is_safe",
            "default_pool", "render_soon", "NO_RENDER_ENV"]
 
 NO_RENDER_ENV = "GGUF_CONSTRUCT_NO_RENDER"
@@ -50,6 +52,20 @@ def set_rendering(enabled: bool) -> None:
         os.environ.pop(NO_RENDER_ENV, None)
     else:
         os.environ[NO_RENDER_ENV] = "1"
+
+
+@contextlib.contextmanager
+def rendering(enabled: bool) -> Iterator[None]:
+    """Rendering on or off for the duration of a block (then as it was)."""
+    previous = os.environ.get(NO_RENDER_ENV)
+    set_rendering(enabled)
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(NO_RENDER_ENV, None)
+        else:
+            os.environ[NO_RENDER_ENV] = previous
 
 
 def rendering_enabled() -> bool:

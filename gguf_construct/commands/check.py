@@ -3,6 +3,7 @@ print a report; project defaults come from pyproject.toml or .gguf-construct.tom
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -12,7 +13,7 @@ from ..checker.formats import render_json, render_report_text, render_sarif, ren
 from ..checker.report import Report
 from ..rulebook.catalog import PROFILES, SEVERITY_RANK, catalog, matches
 from ..checker.shards import shard_siblings
-from ..checker.template_render import set_rendering
+from ..checker.template_render import rendering
 from ..base.jsonout import write_json
 from ..base.processes import worker_pool
 from ..base.text import printable
@@ -167,13 +168,17 @@ class _Progress:
 
 def run(args) -> int:
     """Run the check sub-command; returns the exit status (0 clean, 1 findings, 2 usage or I/O errors)."""
+    # --no-render is an environment variable while the command runs: --jobs processes inherit it
+    with rendering(False) if getattr(args, "no_render", False) else contextlib.nullcontext():
+        return _run(args)
+
+
+def _run(args) -> int:
     try:
         cfg = settings(args)
     except ConfigError as exc:
         print(f"gguf-construct check: {exc}", file=sys.stderr)
         return 2
-    if getattr(args, "no_render", False):
-        set_rendering(False)  # an environment variable: --jobs processes inherit it
     opts = {"profile": cfg["profile"], "data": cfg["data"], "select": cfg["select"], "ignore": cfg["ignore"],
             "max_per_rule": cfg["max-per-rule"] or None}
     text = cfg["format"] == "text"
