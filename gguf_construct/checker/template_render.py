@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+from ..format import spec as _spec
 from . import template_contexts as _contexts
 
 __all__ = ["RenderPool", "RenderFailure", "render", "rendering", "rendering_enabled", "set_rendering", "jinja2_is_safe",
@@ -140,7 +141,7 @@ class RenderPool:
         self.size = size or cfg["workers"]
         self.config = {k: cfg[k] for k in ("cpu_seconds", "wall_seconds", "memory_bytes", "output_chars",
                                            "response_bytes", "max_refusals", "recursion", "triggers", "globals")}
-        facts = _contexts._spec.load_yaml("templates.yaml")
+        facts = _spec.load_yaml("templates.yaml")
         self.config["block_tags"] = facts["dialect"]["block_tags"]
         self.config["internal"] = facts["names"]["internal_attributes"]
         self.config.update(overrides)

@@ -130,9 +130,11 @@ def _sec_template_values(ctx: Ctx) -> str:
         "argument by the key it may really get, however the key was spelled or carried there.\n",
         "**What a value may be.** A constant string, integer or tuple; an *escape route* (one of the escape "
         "globals in the table above, or anything reached from one, or from any private attribute); a namespace or dict whose "
-        "members are followed key by key; a sequence known only by its elements; a macro or `call` block; or "
-        "*unknown* (what comes from the render context, such as `messages[0]['content']`, the result of a "
-        "filter or method the table below does not list, anything past a budget).\n",
+        "members are followed key by key; a sequence known only by its elements; a macro or `call` block; "
+        "*plain data* (what the runtime passes, such as `messages[0]['content']`, and what constant keys and "
+        "iteration reach in it); a *number* known only as one (`loop.index0`, a length, `range` items); or "
+        "*unknown* (the result of a filter or method the table below does not list, a member picked by a key "
+        "computed at render time, anything past a budget).\n",
         "**What it follows.** Constant strings through `~`, `+`, `*`, `%`, indexing and slicing, and the folding "
         "filters and methods; every binding of a name: `{% set %}` (also as a block, whose value is the text "
         "the block writes), `{% set ns.attr %}`, `namespace(...)` and `dict(...)` arguments, dict literals, "
