@@ -157,18 +157,21 @@ def _strftime_now(fmt: Any = "%Y-%m-%d") -> str:
     return datetime.datetime(2026, 1, 2, 3, 4, 5).strftime(str(fmt)[:64])
 
 
-def trigger_contexts(tree, budget: int) -> list:
+def trigger_contexts(tree, budget: int, covered: frozenset = frozenset()) -> list:
     """Conversations built from what the template compares its input with: each string constant it compares
     (``m.content == '<phrase>'``, ``role == 'ipython'``, ``'x' in m.content``) as a role and as content, and each
-    integer it compares a length or count with as a number of messages and tools (``messages|length > 6``)."""
+    integer it compares a length or count with as a number of messages and tools (``messages|length > 6``).
+    Strings in ``covered`` (the roles the canonical conversations have) and counts below 2 are left out: the
+    canonical conversations reach those branches."""
     strings, counts = [], []
     for cmp in tree.find_all(nodes.Compare):
         for node in [cmp.expr, *(op.expr for op in cmp.ops)]:
             for const in [node] if isinstance(node, nodes.Const) else node.find_all(nodes.Const):
                 value = const.value
-                if isinstance(value, str) and 0 < len(value) <= 256 and value not in strings:
+                if isinstance(value, str) and 0 < len(value) <= 256 and value not in strings \
+                        and value not in covered:
                     strings.append(value)
-                elif type(value) is int and 0 <= value <= 64 and value not in counts:
+                elif type(value) is int and 2 <= value <= 64 and value not in counts:
                     counts.append(value)
     out = []
     for s in strings[:budget]:
@@ -210,7 +213,8 @@ def render_all(text: str, contexts: list, attacks: list, config: dict, trace: bo
     code_lines = _code_lines(template)
     jobs = [("canonical", c.get("name", ""), c) for c in contexts]
     jobs += [("attack", a["string"], a["context"]) for a in attacks]
-    jobs += [("trigger", c.pop("trigger"), c) for c in trigger_contexts(tree, config["triggers"])]
+    roles = frozenset(m.get("role") for c in contexts for m in c.get("messages", ()) if isinstance(m, dict))
+    jobs += [("trigger", c.pop("trigger"), c) for c in trigger_contexts(tree, config["triggers"], roles)]
     covered: set = set()
     tracer = _LineTracer(covered)
     renders = []
