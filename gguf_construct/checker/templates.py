@@ -50,7 +50,7 @@ def _find_templates(ctx: Context) -> list[tuple[KV, list[str], bool]]:
                 if 1 < len(pieces) <= MAX_PIECES:
                     texts += pieces
                 out.append((kv, texts, True))
-        elif kv.vtype == STRING and marker in kv.value:
+        elif kv.vtype == STRING and marker[0] in kv.value and marker in kv.value:  # memchr first: fast on long values
             # past the budget, a value with statements counts as a template without being parsed
             if len(kv.value) > parse_budget or jinja_scan.is_template(kv.value):
                 out.append((kv, [kv.value], False))
