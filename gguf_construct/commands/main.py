@@ -15,10 +15,9 @@ from ..base.errors import GGUFError
 
 __all__ = ["main", "write_json"]
 
-# modules that register sub-commands with an add_cli(subparsers) function, in help order
-SUBCOMMAND_MODULES = ("commands.check", "fuzzing", "commands.suite", "docgen", "commands.rule", "operations.split",
-                      "operations.edit", "operations.diff", "operations.hashing", "operations.sweep", "export",
-                      "codecs.warmup", "commands.model", "commands.completion")
+# the modules of commands/ that register sub-commands with an add_cli(subparsers) function, in help order
+SUBCOMMAND_MODULES = ("check", "fuzz", "suite", "docs", "rule", "split", "edit", "diff", "hash", "sweep", "export",
+                      "warmup", "model", "completion")
 
 
 def _cmd_dump(args) -> int:
@@ -111,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_demo)
 
     for name in SUBCOMMAND_MODULES:  # a broken import is an error here, never a silently missing command
-        importlib.import_module(f"gguf_construct.{name}").add_cli(sub)
+        importlib.import_module(f"gguf_construct.commands.{name}").add_cli(sub)
     return parser
 
 
