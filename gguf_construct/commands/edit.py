@@ -27,8 +27,8 @@ def _fail(message: str) -> int:
 def _edits(args) -> list[tuple[str, str, str | None]]:
     """The command line's edits in order: ("delete", key, None), ("set", key, text), ("token", name, text)."""
     edits: list[tuple[str, str, str | None]] = []
-    if args.delete is not None:
-        edits.append(("delete", args.delete, None))
+    for key in args.delete or ():
+        edits.append(("delete", key, None))
     if args.key is not None:
         if args.from_file is not None:
             if args.value is not None:
@@ -132,7 +132,7 @@ def add_cli(subparsers) -> None:
     p.add_argument("--special-token", nargs=2, action="append", metavar=("NAME", "TEXT"),
                    help="set the id of special token NAME (bos, eos, unk, sep, pad, cls, mask, eot, eom, fim_pre, "
                         "...) to the id of the token spelled TEXT in the vocabulary; repeatable")
-    p.add_argument("--delete", metavar="KEY", help="delete KEY")
+    p.add_argument("--delete", metavar="KEY", action="append", help="delete KEY; repeatable")
     p.set_defaults(func=_cmd_set)
 
     p = subparsers.add_parser(

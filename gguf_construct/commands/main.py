@@ -157,7 +157,7 @@ def os_error_text(exc: OSError) -> str:
     """An OSError in the project's words: ``FILE: no such file or directory`` (no ``[Errno 2]``)."""
     text = exc.strerror or str(exc)
     text = text[:1].lower() + text[1:] if text[1:2].islower() else text
-    name = exc.filename if exc.filename is not None else None
+    name = exc.filename if isinstance(exc.filename, (str, bytes, os.PathLike)) else None  # never a descriptor
     return f"{printable(os.fsdecode(name))}: {text}" if name is not None else text
 
 

@@ -1,0 +1,47 @@
+"""The edges of issue #41 a newcomer hit on the command line, one test each (every one failed before its fix)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gguf_construct as g
+from gguf_construct.commands.main import main
+
+
+def _small(path, **extra) -> str:
+    f = g.GGUFFile.new()
+    f.metadata["general.architecture"] = "llama"
+    f.metadata["general.name"] = "small"
+    for key, value in extra.items():
+        f.metadata[key.replace("_", ".")] = value
+    f.add_tensor("a", np.arange(64, dtype=np.float32).reshape(2, 32))
+    f.save(path)
+    return str(path)
+
+
+def run(capsys, *argv) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# -- 1. a directory where a file is expected ----------------------------------------------------------------------
+def test_load_of_a_directory_names_the_path(tmp_path):
+    with pytest.raises(IsADirectoryError) as caught:
+        g.load(tmp_path)
+    assert caught.value.filename == str(tmp_path) and "directory" in str(caught.value)
+
+
+def test_diff_of_a_directory_is_trouble_not_a_difference(tmp_path, capsys):
+    code, _, err = run(capsys, "diff", _small(tmp_path / "m.gguf"), tmp_path)
+    assert code == 2 and err.count("\n") == 1 and str(tmp_path) in err
+
+
+# -- 4. set --delete, repeated -----------------------------------------------------------------------------------
+def test_set_deletes_every_key_named(tmp_path, capsys):
+    path = _small(tmp_path / "m.gguf", my_a=1, my_b=2, my_c=3)
+    code, out, _ = run(capsys, "set", path, "--delete", "my.a", "--delete", "my.b", "--delete", "my.c")
+    assert code == 0 and out.count("deleted") == 3
+    md = g.load(path).metadata
+    assert not {"my.a", "my.b", "my.c"} & set(md) and md["general.name"] == "small"
