@@ -45,3 +45,14 @@ def test_set_deletes_every_key_named(tmp_path, capsys):
     assert code == 0 and out.count("deleted") == 3
     md = g.load(path).metadata
     assert not {"my.a", "my.b", "my.c"} & set(md) and md["general.name"] == "small"
+
+
+# -- 6. hypothesis is a core dependency (the strategies and fuzz are features of `pip install .`) ------------------
+def test_hypothesis_is_a_core_dependency():
+    import tomllib
+    from pathlib import Path
+
+    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]
+    names = {d.split(">")[0].split("<")[0].split("=")[0].split("[")[0].strip() for d in project["dependencies"]}
+    assert "hypothesis" in names
+    import gguf_construct.strategies  # noqa: F401  (imports hypothesis at module level)
