@@ -56,3 +56,23 @@ def test_hypothesis_is_a_core_dependency():
     names = {d.split(">")[0].split("<")[0].split("=")[0].split("[")[0].strip() for d in project["dependencies"]}
     assert "hypothesis" in names
     import gguf_construct.strategies  # noqa: F401  (imports hypothesis at module level)
+
+
+# -- 3. suite run: "values correct" counts only values a reader reported ------------------------------------------
+def test_a_reader_that_reports_no_values_has_no_values_correct():
+    from gguf_construct.fuzzing.targets import Outcome
+    from gguf_construct.suite.matrix import counts_line
+    from gguf_construct.suite.runner import score_case, summarise
+
+    cases = [{"file": f"c{i}.gguf", "group": "edge", "expect": {"spec": "accept"},
+              "metadata": [{"key": "general.name", "type": "STRING", "value": "x"}], "tensors": []}
+             for i in range(3)]
+    silent = summarise([score_case(c, Outcome("accept"), "spec") for c in cases])
+    assert silent["counts"]["pass"] == 3 and silent["values_correct"] == [0, 0]
+    assert "values correct -" in counts_line(silent)
+    told = {"metadata": [{"key": "general.name", "type": "STRING", "value": "x"}], "tensors": []}
+    wrong = {"metadata": [{"key": "general.name", "type": "STRING", "value": "y"}], "tensors": []}
+    mixed = summarise([score_case(cases[0], Outcome("accept", summary=told), "spec"),
+                       score_case(cases[1], Outcome("accept", summary=wrong), "spec"),
+                       score_case(cases[2], Outcome("accept"), "spec")])
+    assert mixed["values_correct"] == [1, 2]
