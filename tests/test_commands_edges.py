@@ -76,3 +76,28 @@ def test_a_reader_that_reports_no_values_has_no_values_correct():
                        score_case(cases[1], Outcome("accept", summary=wrong), "spec"),
                        score_case(cases[2], Outcome("accept"), "spec")])
     assert mixed["values_correct"] == [1, 2]
+
+
+# -- 2. diff --data across byte orders: both sides cut at the same block edges --------------------------------------
+def test_diff_data_across_byte_orders_compares_whole_blocks(tmp_path, capsys, monkeypatch):
+    from gguf_construct.operations import diff
+
+    f = g.GGUFFile.new()
+    f.metadata["general.architecture"] = "llama"
+    values = np.linspace(-3, 3, 32 * 200, dtype=np.float32)
+    f.add_tensor("q", values, ggml_type="Q8_0")  # 200 blocks of 34 bytes
+    f.add_tensor("h", values, ggml_type="F16")
+    little, big = str(tmp_path / "little.gguf"), str(tmp_path / "big.gguf")
+    f.save(little)
+    assert run(capsys, "convert", little, big, "--byte-order", "big")[0] == 0
+    monkeypatch.setattr(diff, "_CHUNK", 1000)  # as 16 MiB is to a tensor over 16 MiB: not a multiple of 34
+    code, out, _ = run(capsys, "diff", "--data", little, big)
+    assert code == 1 and "data differs" not in out and "byte_order" in out
+    changed = g.GGUFFile.new()
+    changed.metadata["general.architecture"] = "llama"
+    changed.add_tensor("q", values * 2, ggml_type="Q8_0")
+    changed.add_tensor("h", values, ggml_type="F16")
+    other = str(tmp_path / "other.gguf")
+    changed.save(other)
+    code, out, _ = run(capsys, "diff", "--data", other, big)
+    assert code == 1 and "q: data differs" in out and "h: data differs" not in out
