@@ -101,3 +101,57 @@ def test_diff_data_across_byte_orders_compares_whole_blocks(tmp_path, capsys, mo
     changed.save(other)
     code, out, _ = run(capsys, "diff", "--data", other, big)
     assert code == 1 and "q: data differs" in out and "h: data differs" not in out
+
+
+# -- 7. a later shard named alone: the CLI says what the API and llama.cpp say -------------------------------------
+def _split_set(tmp_path) -> list[str]:
+    from gguf_construct.operations.split import split_model
+
+    whole = tmp_path / "whole.gguf"
+    f = g.GGUFFile.new()
+    f.metadata["general.architecture"] = "llama"
+    for i in range(4):
+        f.add_tensor(f"t{i}", np.ones(32, np.float32))
+    f.save(whole)
+    return [str(p) for p, _ in split_model(g.load(whole), str(tmp_path / "m"), max_tensors=1)]
+
+
+def _split_no_out_of_range(tmp_path) -> str:
+    from gguf_construct.format import splitset
+
+    f = g.GGUFFile.new()
+    f.metadata["general.architecture"] = "llama"
+    for key, value in ((splitset.SPLIT_NO, 5), (splitset.SPLIT_COUNT, 2), (splitset.SPLIT_TENSORS, 1)):
+        f.metadata.set(key, value, splitset.split_key_type(key))
+    f.add_tensor("t", np.ones(32, np.float32))
+    f.save(tmp_path / "split-no-out-of-range.gguf")
+    return str(tmp_path / "split-no-out-of-range.gguf")
+
+
+@pytest.mark.parametrize("profile", ["spec", "ggml", "llama.cpp"])
+def test_cli_and_api_agree_on_a_file_that_claims_a_later_split_no(tmp_path, capsys, profile):
+    shards = _split_set(tmp_path)
+    for path in (shards[2], _split_no_out_of_range(tmp_path)):
+        api = g.check(path, profile=profile)
+        code, out, _ = run(capsys, "check", "--no-config", "--fail-on", "error", "--profile", profile, "--format",
+                           "json", path)
+        import json
+
+        reports = json.loads(out)
+        reports = reports["files"] if isinstance(reports, dict) else reports
+        mine = [r for r in reports if r["file"].endswith(path.rsplit("/", 1)[-1])]
+        assert len(mine) == 1 and mine[0]["valid"] == api.valid, (path, profile)
+        if profile == "llama.cpp":
+            assert code == 1 and not api.valid
+            assert "META-SPLIT-LATER" in {f.rule for f in api.findings}
+
+
+def test_a_later_shard_named_alone_is_refused_under_llama_cpp(tmp_path, capsys):
+    shards = _split_set(tmp_path)
+    code, out, _ = run(capsys, "check", "--no-config", "--profile", "llama.cpp", shards[2])
+    assert code == 1 and "1 file checked" in out and "META-SPLIT-LATER" in out
+    assert "m-00001-of-00004.gguf" in out  # the hint: the shard llama.cpp loads the model from
+    code, out, _ = run(capsys, "check", "--no-config", "--profile", "spec", shards[2])
+    assert code == 0 and "4 files checked" in out  # the spec's view: the shard names its set, judged whole
+    code, out, _ = run(capsys, "check", "--no-config", "--profile", "llama.cpp", shards[0], shards[2])
+    assert "META-SPLIT-LATER" not in out and "4 files checked" in out  # named with its first shard: a member
