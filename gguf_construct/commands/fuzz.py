@@ -3,36 +3,80 @@
 from __future__ import annotations
 
 import os
+import shutil
+import signal
 import sys
+import threading
 
 __all__ = ["add_cli", "cli_main"]
 
 
+class _StickyInterrupt:
+    """Ctrl-C that cannot be lost: the handler records it before raising KeyboardInterrupt, so an interrupt that
+    lands in a callback whose exceptions Python ignores (logging's at-fork hook, a garbage-collector callback of
+    Hypothesis) still stops the run at its next file (:meth:`seen` is the runner's ``should_stop``), and the
+    "Exception ignored ... KeyboardInterrupt" report of such a callback is not printed."""
+
+    def __init__(self) -> None:
+        self.interrupted = False
+        self._handler = None
+        self._hook = None
+
+    def seen(self) -> bool:
+        return self.interrupted
+
+    def _on_sigint(self, signum, frame) -> None:
+        self.interrupted = True
+        raise KeyboardInterrupt
+
+    def _unraisable(self, unraisable) -> None:
+        if self.interrupted and isinstance(unraisable.exc_value, KeyboardInterrupt):
+            return
+        self._hook(unraisable)
+
+    def __enter__(self) -> "_StickyInterrupt":
+        if threading.current_thread() is threading.main_thread():
+            self._handler = signal.signal(signal.SIGINT, self._on_sigint)
+        self._hook, sys.unraisablehook = sys.unraisablehook, self._unraisable
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._handler is not None:
+            signal.signal(signal.SIGINT, self._handler)
+        sys.unraisablehook = self._hook
+
+
 def cli_main(args) -> int:
-    """Run ``gguf-construct fuzz`` with parsed arguments; exit 1 when the target disagrees with the oracle."""
+    """Run ``gguf-construct fuzz`` with parsed arguments; exit 1 when the target disagrees with the oracle.
+    Interrupted, it stops the target and leaves no --out it created and no scratch file behind."""
+    from ..fuzzing.report import prepare_out
     from ..fuzzing.runner import run
     from ..fuzzing.targets import make_target
 
-    from ..fuzzing.report import prepare_out
-
     created = bool(args.out) and not os.path.exists(args.out)
-    try:
-        versions, byte_orders, types = _supported(args)
-        target = make_target(args.target, timeout=args.timeout, memory=args.memory << 20)
-        target.start()
-        if args.out:
-            prepare_out(args.out)  # refuse or clean before the run, not after it
-    except (ValueError, OSError) as exc:
-        print(f"gguf-construct fuzz: {exc}", file=sys.stderr)
-        return 2
-    try:
-        results = run(target, count=args.count, seed=args.seed, profile=args.profile, out_dir=args.out,
-                      minimize=not args.no_minimize, versions=versions, byte_orders=byte_orders,
-                      tensor_types=types)
-    except BaseException:
-        if created and os.path.isdir(args.out) and not os.listdir(args.out):
-            os.rmdir(args.out)  # an interrupted run leaves no empty --out behind
-        raise
+    target = None
+    with _StickyInterrupt() as interrupt:
+        try:
+            try:
+                versions, byte_orders, types = _supported(args)
+                target = make_target(args.target, timeout=args.timeout, memory=args.memory << 20)
+                target.start()
+                if args.out:
+                    prepare_out(args.out)  # refuse or clean before the run, not after it
+            except (ValueError, OSError) as exc:
+                print(f"gguf-construct fuzz: {exc}", file=sys.stderr)
+                return 2
+            results = run(target, count=args.count, seed=args.seed, profile=args.profile, out_dir=args.out,
+                          minimize=not args.no_minimize, versions=versions, byte_orders=byte_orders,
+                          tensor_types=types, should_stop=interrupt.seen)
+            if interrupt.seen():
+                raise KeyboardInterrupt
+        except BaseException:
+            if target is not None:
+                target.close()
+            if created and os.path.isdir(args.out):
+                shutil.rmtree(args.out, ignore_errors=True)  # an interrupted run leaves no --out it made
+            raise
     print(results.table())
     if args.out:
         print(f"reproducers and summary.json in {args.out}")
