@@ -155,3 +155,49 @@ def test_a_later_shard_named_alone_is_refused_under_llama_cpp(tmp_path, capsys):
     assert code == 0 and "4 files checked" in out  # the spec's view: the shard names its set, judged whole
     code, out, _ = run(capsys, "check", "--no-config", "--profile", "llama.cpp", shards[0], shards[2])
     assert "META-SPLIT-LATER" not in out and "4 files checked" in out  # named with its first shard: a member
+
+
+# -- 8. the smaller things ----------------------------------------------------------------------------------------
+def _model_with_tensors(path, n=6) -> bytes:
+    f = g.GGUFFile.new()
+    f.metadata["general.architecture"] = "llama"
+    for i in range(n):
+        f.add_tensor(f"t{i}", np.ones(256, np.float32))
+    f.save(path)
+    return open(path, "rb").read()
+
+
+def test_a_truncated_download_is_no_advisory(tmp_path):
+    data = _model_with_tensors(tmp_path / "whole.gguf")
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(data[:len(data) - 3000])  # the last three tensors missing, one of them partly
+    bounds = [f for f in g.check(str(cut)).findings if f.rule == "DATA-BOUNDS"]
+    assert len(bounds) >= 3 and not [f for f in bounds if "CVE-" in f.message]
+    crafted = g.load(tmp_path / "whole.gguf")
+    crafted.tensors[-1].shape = (256, 1000)  # the advisory's trigger: the last tensor declares too many bytes
+    raw = bytearray(crafted.to_bytes())
+    oversize = tmp_path / "oversize.gguf"
+    oversize.write_bytes(bytes(raw))
+    # (to_bytes lays the data out for the new shape; cut it back to the original length, as the exploit file is)
+    oversize.write_bytes(bytes(raw[:len(data)]))
+    bounds = [f for f in g.check(str(oversize)).findings if f.rule == "DATA-BOUNDS"]
+    assert bounds and all("[CVE-2026-7482]" in f.message for f in bounds)
+
+
+def test_unknown_option_gets_the_sub_commands_usage(capsys):
+    with pytest.raises(SystemExit) as caught:
+        main(["check", "m.gguf", "--bogus"])
+    err = capsys.readouterr().err
+    assert caught.value.code == 2
+    assert "usage: gguf-construct check" in err and "gguf-construct check: error: unrecognized arguments: --bogus" in err
+    with pytest.raises(SystemExit):
+        main(["suite", "run", "d", "--target", "x", "--bogus"])
+    assert "gguf-construct suite run: error: unrecognized arguments: --bogus" in capsys.readouterr().err
+
+
+def test_export_all_into_a_new_folder_calls_nothing_stale(tmp_path, capsys, monkeypatch):
+    from gguf_construct.export import kaitai
+
+    monkeypatch.setattr(kaitai, "find_compiler", lambda: None)
+    code, _, err = run(capsys, "export", "all", "--out", tmp_path / "new")
+    assert code == 0 and "stale" not in err and "not written" in err

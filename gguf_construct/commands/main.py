@@ -114,6 +114,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def innermost_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the sub-command ``args`` were parsed for (``suite run``'s for ``suite run ...``)."""
+    while True:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        name = getattr(args, subs[0].dest, None) if subs else None
+        if name not in (subs[0].choices if subs else {}):
+            return parser
+        parser = subs[0].choices[name]
+
+
 class _QuietWhenClosed:
     """Standard output that goes quiet when its reader leaves (``| head -1``): the command runs on to its own exit
     status (a failing check still exits 1) instead of dying on a broken pipe."""
@@ -165,7 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (2 on usage, input or I/O errors, 130 when interrupted)."""
     try:
         parser = build_parser()
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:  # said by the sub-command's parser, with its usage (the top level's would not help)
+            innermost_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
         for stream in (sys.stdout, sys.stderr):  # names and keys from hostile files must not crash the printing
             reconfigure = getattr(stream, "reconfigure", None)
             if reconfigure is not None:

@@ -75,7 +75,10 @@ def _expected(out_dir: Path, compile_parser: bool) -> tuple[dict[Path, str], lis
     if compile_parser:
         ksy = texts[out_dir / EXPORTS["ksy"][0]]
         if kaitai.find_compiler() is None:
-            if _recorded_digest(out_dir) != kaitai.ksy_digest(ksy):
+            if not (out_dir / COMPILED_DIR / COMPILED_PARSER).is_file():  # a new folder has nothing to be stale
+                notes.append(f"{out_dir / COMPILED_DIR}: not written: the Python parser needs kaitai-struct-compiler"
+                             f" (not found; set {kaitai.ENV_VAR})")
+            elif _recorded_digest(out_dir) != kaitai.ksy_digest(ksy):
                 notes.append(f"{out_dir / COMPILED_DIR}: stale, not recompiled (kaitai-struct-compiler not found; "
                              f"set {kaitai.ENV_VAR})")
         else:
