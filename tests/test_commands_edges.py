@@ -201,3 +201,32 @@ def test_export_all_into_a_new_folder_calls_nothing_stale(tmp_path, capsys, monk
     monkeypatch.setattr(kaitai, "find_compiler", lambda: None)
     code, _, err = run(capsys, "export", "all", "--out", tmp_path / "new")
     assert code == 0 and "stale" not in err and "not written" in err
+
+
+def _complete(tmp_path, script: str, *words: str) -> list[str]:
+    import shutil
+    import subprocess
+
+    if shutil.which("bash") is None:
+        pytest.skip("no bash here")
+    (tmp_path / "completion.bash").write_text(script, encoding="utf-8")
+    probe = (f'source {tmp_path / "completion.bash"}; COMP_WORDS=({" ".join(repr(w) for w in words)}); '
+             'COMP_CWORD=$((${#COMP_WORDS[@]}-1)); COMPREPLY=(); _gguf_construct; printf "%s\\n" "${COMPREPLY[@]}"')
+    done = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    return [line for line in done.stdout.splitlines() if line]
+
+
+def test_completion_offers_the_words_a_position_takes(tmp_path, capsys):
+    from gguf_construct.commands import completion
+    from gguf_construct.commands.main import build_parser
+
+    script = completion.completion(build_parser(), "bash")
+    (tmp_path / "model.gguf").write_bytes(b"")
+    assert _complete(tmp_path, script, "gguf-construct", "completion", "") == ["bash", "zsh", "fish"]
+    assert "HDR-MAGIC" in _complete(tmp_path, script, "gguf-construct", "rule", "HDR-")
+    names = _complete(tmp_path, script, "gguf-construct", "set", "model.gguf", "--special-token", "")
+    assert {"bos", "eos"} <= set(names) and "model.gguf" not in names
+    assert _complete(tmp_path, script, "gguf-construct", "dump", "mod") == ["model.gguf"]
+    assert _complete(tmp_path, script, "gguf-construct", "demo", "--out", "mod") == ["model.gguf"]
+    for shell in ("zsh", "fish"):
+        assert "HDR-MAGIC" in completion.completion(build_parser(), shell)

@@ -129,9 +129,10 @@ def add_cli(subparsers) -> None:
                         "gives its chat_template)")
     p.add_argument("--chat-template-file", metavar="PATH",
                    help="set tokenizer.chat_template from a .jinja file or a tokenizer_config.json")
-    p.add_argument("--special-token", nargs=2, action="append", metavar=("NAME", "TEXT"),
-                   help="set the id of special token NAME (bos, eos, unk, sep, pad, cls, mask, eot, eom, fim_pre, "
-                        "...) to the id of the token spelled TEXT in the vocabulary; repeatable")
+    special = p.add_argument("--special-token", nargs=2, action="append", metavar=("NAME", "TEXT"),
+                             help="set the id of special token NAME (bos, eos, unk, sep, pad, cls, mask, eot, eom, "
+                                  "fim_pre, ...) to the id of the token spelled TEXT in the vocabulary; repeatable")
+    special.candidates = lambda: sorted(special_token_keys())  # NAME, for shell completion
     p.add_argument("--delete", metavar="KEY", action="append", help="delete KEY; repeatable")
     p.set_defaults(func=_cmd_set)
 

@@ -148,6 +148,10 @@ def _cmd_rule(args: argparse.Namespace) -> int:
     return 0
 
 
+def _rule_ids() -> list[str]:
+    return list(catalog())
+
+
 def add_cli(subparsers: Any) -> None:
     """Register the ``rule`` sub-command on the CLI's subparsers."""
     p = subparsers.add_parser("rule", help="explain a conformance rule: text, severity per profile, references, "
@@ -156,7 +160,8 @@ def add_cli(subparsers: Any) -> None:
                                           "severity under every profile, whether load refuses it, how ggml and "
                                           "gguf-py treat it, its spec references and an example file that breaks "
                                           "it, checked. Without ID (or with --all): every rule, one per line.")
-    p.add_argument("id", nargs="?", metavar="ID", help="a rule ID, e.g. HDR-MAGIC (case-insensitive)")
+    p.add_argument("id", nargs="?", metavar="ID", help="a rule ID, e.g. HDR-MAGIC (case-insensitive)"
+                   ).candidates = _rule_ids  # offered by shell completion (read only when it is generated)
     p.add_argument("--all", action="store_true", help="list every rule with its severities")
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
     p.add_argument("--no-example", action="store_true", help="leave out the example (no file is crafted)")
