@@ -230,3 +230,18 @@ def test_completion_offers_the_words_a_position_takes(tmp_path, capsys):
     assert _complete(tmp_path, script, "gguf-construct", "demo", "--out", "mod") == ["model.gguf"]
     for shell in ("zsh", "fish"):
         assert "HDR-MAGIC" in completion.completion(build_parser(), shell)
+
+
+def test_expect_lists_no_zero_sized_shapes_and_takes_the_loaders_fallback_shape(tmp_path, capsys):
+    from gguf_construct.arch.expect import expect_architecture
+    from gguf_construct.breaking.models import minimal_model
+
+    assert not [t for t in expect_architecture("gemma3").tensors if 0 in t.shape]  # dense_2 [640, 0] ...
+    m = minimal_model("arwkv7")
+    for t in [t for t in m.tensors if "time_mix_lerp_fused" in t.name]:  # the older 5-row layout llama.cpp loads
+        m.tensors.remove(t)
+        m.add_tensor(t.name, np.zeros((5, 1, 1, t.shape[0]), np.float32))
+    m.save(tmp_path / "arwkv7.gguf")
+    code, out, _ = run(capsys, "expect", tmp_path / "arwkv7.gguf")
+    assert code == 0 and "0 wrong shape" in out and ", 0]" not in out
+    assert "time_mix_lerp_fused.weight  [64, 1, 1, 5]" in out
