@@ -25,6 +25,22 @@ __all__ = ["explain", "example", "render_text", "add_cli"]
 DOCS_RULES_PAGE = "docs/rules.md"
 
 
+def rules_page() -> str:
+    """Where the rules page is: docs/rules.md in a source checkout, else the copy the installed package ships."""
+    from ..docgen import pages_dir
+
+    where = pages_dir()
+    if where is None or _spec_in_checkout():
+        return DOCS_RULES_PAGE
+    return str(where / "rules.md")
+
+
+def _spec_in_checkout() -> bool:
+    from ..format.spec import in_checkout
+
+    return in_checkout()
+
+
 @contextlib.contextmanager
 def _limits(values: dict) -> Iterator[None]:
     """The implementation limits lowered for one crafted case (restored afterwards)."""
@@ -74,7 +90,7 @@ def explain(rule: Rule, with_example: bool = True) -> dict[str, Any]:
         "readers": {"ggml gguf.cpp rejects": raw.get("c_reader"), "gguf-py 0.19.0 rejects": raw.get("gguf_py")},
         "message": rule.message, "source": " ".join(str(rule.source).split()),
         "spec_ref": " ".join(str(raw.get("doc_ref", "")).split()),
-        "docs": f"{DOCS_RULES_PAGE}#{anchor('rule', rule.id)}",
+        "docs": f"{rules_page()}#{anchor('rule', rule.id)}",
         "see_also": list(raw.get("see_also") or ()),
     }
     if with_example:

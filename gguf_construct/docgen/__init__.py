@@ -32,7 +32,7 @@ from .pages import pages
 from .pictures import PICTURE_DIR, pictures as all_pictures
 
 __all__ = ["Page", "Section", "PAGES", "anchor", "definitions", "render_all", "splice", "write_docs", "check_docs",
-           "default_out_dir", "load_spec", "SpecData", "Ctx"]
+           "default_out_dir", "pages_dir", "load_spec", "SpecData", "Ctx"]
 
 BEGIN = "<!-- BEGIN GENERATED: {name} -->"
 END = "<!-- END GENERATED -->"
@@ -95,11 +95,22 @@ def render_all(out_dir: Path | str) -> dict[Path, str]:
     return result
 
 
+def pages_dir() -> Path | None:
+    """Where the checked-in pages (their hand-written prose) are: docs/ of a source checkout, else the copy an
+    installed package ships (``gguf_construct/_docs``); None when neither is there."""
+    for candidate in (default_out_dir() if _spec.in_checkout() else None,
+                      Path(__file__).resolve().parent.parent / "_docs"):
+        if candidate is not None and (candidate / "rules.md").is_file():
+            return candidate
+    return None
+
+
 def _seed(out_dir: Path, page: Page) -> str | None:
-    """The checked-in page of the source tree, for a page that ``out_dir`` does not have yet, with its links to
-    ``spec/`` made relative to ``out_dir``; None outside a source checkout."""
-    source = default_out_dir() / page.file
-    if not source.is_file() or source.resolve() == (out_dir / page.file).resolve():
+    """The checked-in page (:func:`pages_dir`), for a page that ``out_dir`` does not have yet, with its links to
+    ``spec/`` made relative to ``out_dir``; None when there is none."""
+    where = pages_dir()
+    source = where / page.file if where is not None else None
+    if source is None or not source.is_file() or source.resolve() == (out_dir / page.file).resolve():
         return None
     text = source.read_text(encoding="utf-8")
     spec_link = Path(os.path.relpath(_spec.spec_dir(), (out_dir / page.file).parent)).as_posix()
