@@ -245,3 +245,18 @@ def test_expect_lists_no_zero_sized_shapes_and_takes_the_loaders_fallback_shape(
     code, out, _ = run(capsys, "expect", tmp_path / "arwkv7.gguf")
     assert code == 0 and "0 wrong shape" in out and ", 0]" not in out
     assert "time_mix_lerp_fused.weight  [64, 1, 1, 5]" in out
+
+
+def test_a_value_file_that_is_a_folder_a_silent_pipe_or_endless_is_one_line(tmp_path, capsys, monkeypatch):
+    import os
+
+    from gguf_construct.operations import edit
+
+    path = _small(tmp_path / "m.gguf")
+    monkeypatch.setattr(edit, "PIPE_SILENCE", 0.2)
+    monkeypatch.setattr(edit, "VALUE_FILE_LIMIT", 1 << 20)
+    os.mkfifo(tmp_path / "pipe")
+    for source, why in ((tmp_path, "is a directory"), (tmp_path / "pipe", "nothing to read"),
+                        ("/dev/zero", "more than")):
+        code, _, err = run(capsys, "set", path, "general.name", "--from-file", source)
+        assert code == 2 and err.count("\n") == 1 and why in err, err

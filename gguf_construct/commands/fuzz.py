@@ -46,6 +46,11 @@ class _StickyInterrupt:
         sys.unraisablehook = self._hook
 
 
+# OSErrors of the system (no message of ours): said as "PATH: file exists", without "[Errno 17]"
+_PLAIN_OS_ERRORS = (OSError, FileExistsError, FileNotFoundError, IsADirectoryError, NotADirectoryError,
+                    PermissionError)
+
+
 def cli_main(args) -> int:
     """Run ``gguf-construct fuzz`` with parsed arguments; exit 1 when the target disagrees with the oracle.
     Interrupted, it stops the target and leaves no --out it created and no scratch file behind."""
@@ -64,7 +69,10 @@ def cli_main(args) -> int:
                 if args.out:
                     prepare_out(args.out)  # refuse or clean before the run, not after it
             except (ValueError, OSError) as exc:
-                print(f"gguf-construct fuzz: {exc}", file=sys.stderr)
+                from .main import os_error_text
+
+                text = os_error_text(exc) if type(exc) in _PLAIN_OS_ERRORS else str(exc)
+                print(f"gguf-construct fuzz: {text}", file=sys.stderr)
                 return 2
             results = run(target, count=args.count, seed=args.seed, profile=args.profile, out_dir=args.out,
                           minimize=not args.no_minimize, versions=versions, byte_orders=byte_orders,

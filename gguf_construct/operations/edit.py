@@ -6,8 +6,12 @@ the old file, never loaded.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
+import select
+import stat
 from typing import Any
 
 from ..format.enums import GGUFValueType
@@ -119,14 +123,46 @@ def token_id(gguf, text: str) -> int:
         raise ValueError(f"no token {text!r} in tokenizer.ggml.tokens") from None
 
 
+VALUE_FILE_LIMIT = 256 << 20  # bytes of a value file; a stream (a pipe, /dev/zero) is cut off here
+PIPE_SILENCE = 10.0  # seconds a pipe may stay silent before reading it gives up (a FIFO nobody writes)
+
+
+def _read_bounded(path: str) -> bytes:
+    """The bytes of ``path``: a regular file, or a pipe or device read until its end -- at most
+    :data:`VALUE_FILE_LIMIT` bytes, and a pipe silent for :data:`PIPE_SILENCE` seconds is an error, never a hang."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO without a writer must not block
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", path)
+        chunks, size = [], 0
+        while True:
+            if not stat.S_ISREG(mode):
+                ready, _, _ = select.select([fd], [], [], PIPE_SILENCE)
+                if not ready:
+                    raise OSError(errno.ETIMEDOUT, f"nothing to read for {PIPE_SILENCE:g} s", path)
+            try:
+                chunk = os.read(fd, 1 << 20)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                return b"".join(chunks)
+            size += len(chunk)
+            if size > VALUE_FILE_LIMIT:
+                raise OSError(errno.EFBIG, f"more than {VALUE_FILE_LIMIT >> 20} MiB", path)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+
+
 def read_value_file(path: str) -> str:
     """The text of a value file (UTF-8); a tokenizer_config.json gives its ``chat_template`` (a string, or the
     ``default`` entry of a list of named templates)."""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = _read_bounded(path)
     except OSError as exc:
-        raise ValueError(f"{path}: {exc.strerror or exc}") from None
+        text = exc.strerror or str(exc)
+        raise ValueError(f"{path}: {text[:1].lower() + text[1:]}") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
