@@ -260,3 +260,17 @@ def test_a_value_file_that_is_a_folder_a_silent_pipe_or_endless_is_one_line(tmp_
                         ("/dev/zero", "more than")):
         code, _, err = run(capsys, "set", path, "general.name", "--from-file", source)
         assert code == 2 and err.count("\n") == 1 and why in err, err
+
+
+def test_a_device_or_pipe_is_never_replaced_by_an_atomic_write(tmp_path):
+    import os
+    import stat
+
+    from gguf_construct.base.atomic import atomic_path
+
+    os.mkfifo(tmp_path / "pipe")
+    with pytest.raises(OSError) as caught:
+        with atomic_path(tmp_path / "pipe") as tmp:
+            open(tmp, "w").close()
+    assert caught.value.filename == str(tmp_path / "pipe") and "regular file" in str(caught.value)
+    assert stat.S_ISFIFO(os.stat(tmp_path / "pipe").st_mode) and os.listdir(tmp_path) == ["pipe"]

@@ -22,6 +22,7 @@ import argparse
 import io
 import os
 import signal
+import stat
 import sys
 
 import numpy as np
@@ -134,8 +135,12 @@ def _path_of(kind: str, tmp, served_url: str, monkeypatch) -> str:
     if kind == "fifo":
         os.mkfifo(tmp / "pipe")
         return str(tmp / "pipe")
-    if kind == "device":
-        return os.devnull
+    if kind == "device":  # a private node: a command that wrongly replaced it must not replace the system's
+        try:
+            os.mknod(tmp / "null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # what /dev/null is on Linux
+        except (OSError, AttributeError):
+            pytest.skip("cannot make a device node here (not root, or not Linux)")
+        return str(tmp / "null")
     if kind == "symlink-loop":
         os.symlink(tmp / "loop-b", tmp / "loop-a")
         os.symlink(tmp / "loop-a", tmp / "loop-b")
@@ -194,3 +199,58 @@ def test_every_command_answers_every_path_kind(words, slot, kind, tmp_path, serv
         assert code == 2, shown
     if kind == "file" and words in ("dump", "hash", "diff", "check", "set", "rename-tensor", "convert"):
         assert code in (0, 1), shown
+
+
+# -- options that take a path -------------------------------------------------------------------------------------
+# option dest -> what it names: "in" a file read, "out" a file written, "outdir" a folder written
+PATH_OPTIONS = {"out": "out", "install": "out", "from_file": "in", "chat_template_file": "in", "config": "in",
+                "site": "outdir", "results": "in", "compare": "in"}
+OUTDIR_OPTIONS = {("docs", "out"), ("demo", "out"), ("fuzz", "out"), ("suite matrix", "out"), ("export", "out")}
+OPTION_KINDS = ("fifo", "device", "symlink-loop", "directory")
+
+
+def _option_slots() -> list[tuple[str, str]]:
+    return [(words, a.dest) for words, parser in COMMANDS for a in parser._actions
+            if a.option_strings and a.dest in PATH_OPTIONS]
+
+
+@pytest.mark.parametrize("kind", OPTION_KINDS)
+@pytest.mark.parametrize("words,dest", _option_slots(), ids=[f"{w}:--{d}" for w, d in _option_slots()])
+def test_every_path_option_answers_every_odd_path(words, dest, kind, tmp_path, served, monkeypatch, capsys):
+    parser = dict(COMMANDS)[words]
+    role = "outdir" if (words, dest) in OUTDIR_OPTIONS else PATH_OPTIONS[dest]
+    if kind == "directory" and role == "outdir":
+        pytest.skip("a folder is what this option takes")
+    if (words, dest) == ("suite run", "results"):
+        pytest.skip("read only with --record after a run over a written suite")
+    path = _path_of(kind, tmp_path, served, monkeypatch)
+    option = next(a for a in parser._actions if a.dest == dest)
+    argv = [a for a in _argv(words, parser, "", "", tmp_path) if a]
+    if option.required:  # given by _argv: replace its value
+        argv[argv.index(option.option_strings[0]) + 1] = path
+    else:
+        argv += [option.option_strings[0], path]
+    if words == "set" and dest in ("from_file",):
+        argv.remove("renamed")  # VALUE comes from the file
+    if words == "export":
+        argv.insert(1, "ksy")
+    if words == "completion":
+        argv.insert(1, "bash")
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(20)
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # a usage error of this table's making would show here
+        code = exc.code
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    out, err = capsys.readouterr()
+    shown = f"gguf-construct {' '.join(argv)} -> {code}\nstderr: {err}"
+    assert code in DOCUMENTED, shown
+    assert "Traceback" not in err and "[Errno" not in err, shown
+    if code == 2:
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("gguf-construct"), shown
+    if role == "in" and kind != "device":  # /dev/null reads as an empty file
+        assert code == 2, shown  # nothing of these is a file to read

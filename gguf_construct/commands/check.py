@@ -75,6 +75,12 @@ def settings(args) -> dict:
     merged = dict(DEFAULTS)
     if not args.no_config:
         path = args.config or find_config()
+        if args.config:
+            from .main import regular_file_problem
+
+            problem = regular_file_problem(args.config)
+            if problem:
+                raise ConfigError(problem)
         if path is not None:
             merged.update(load_config(path))
     for key in DEFAULTS:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,7 @@ def _cmd_docs(args: argparse.Namespace) -> int:
     if args.out is None:
         args.out = default_out_dir()
     # the docs of a source checkout: its exports/ too
-    exports = _spec.in_checkout() and Path(args.out).resolve() == default_out_dir().resolve()
+    exports = _spec.in_checkout() and os.path.realpath(args.out) == os.path.realpath(default_out_dir())
     if args.check:
         problems = check_docs(args.out)
         if exports:

@@ -6,6 +6,7 @@ import argparse
 import importlib
 import json
 import os
+import stat
 import sys
 
 from ..base.jsonout import write_json
@@ -161,6 +162,18 @@ class _QuietWhenClosed:
 
     def __getattr__(self, name):
         return getattr(self._stream, name)
+
+
+def regular_file_problem(path: str) -> str | None:
+    """Why ``path``, when it exists, is no file to read or replace (a folder, a pipe, a device, a symlink loop), or
+    None: checked before reading it, so that a FIFO nobody writes cannot block the command."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return os_error_text(exc)
+    return None if stat.S_ISREG(mode) else f"{printable(path)}: not a regular file"
 
 
 def os_error_text(exc: OSError) -> str:

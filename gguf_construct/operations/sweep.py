@@ -14,6 +14,7 @@ import glob
 import json
 import logging
 import os
+import stat
 import sys
 import time
 from concurrent.futures import as_completed
@@ -197,7 +198,16 @@ def _url_glob(pattern: str) -> list[str]:
 
 # -- output ----------------------------------------------------------------------------------------------------
 def _output_problem(out: str) -> str | None:
-    """Why ``out`` cannot be a sweep's output (a spreadsheet format, which it does not write), or None."""
+    """Why ``out`` cannot be a sweep's output (a spreadsheet format, which it does not write; a folder, pipe or
+    device, which it cannot resume from), or None."""
+    try:
+        regular = stat.S_ISREG(os.stat(out).st_mode)
+    except FileNotFoundError:
+        regular = True
+    except OSError as exc:
+        return f"{out}: {exc.strerror or exc}"
+    if not regular:
+        return f"{out}: not a regular file (sweep appends rows to a .jsonl or rewrites a .parquet file)"
     if out.lower().endswith((".csv", ".tsv", ".xlsx")):
         return (f"{out}: sweep writes JSON Lines (results.jsonl) or Parquet (results.parquet), not "
                 f"{out.rsplit('.', 1)[1].upper()}")
