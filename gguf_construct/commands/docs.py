@@ -17,6 +17,16 @@ __all__ = ["add_cli"]
 def _cmd_site(out: str) -> int:
     from ..docgen.site import DOCS_EXTRA_HINT, build_site, missing_requirements
 
+    if os.path.lexists(out) and not os.path.isdir(out):  # said before the build, not after it (12 s here)
+        from .main import os_error_text
+
+        try:
+            os.stat(out)
+            why = f"{out}: exists and is no folder"
+        except OSError as exc:  # a symlink loop
+            why = os_error_text(exc)
+        print(f"gguf-construct: {why}", file=sys.stderr)
+        return 2
     if missing_requirements():
         print(f"gguf-construct: {DOCS_EXTRA_HINT}", file=sys.stderr)
         return 2
