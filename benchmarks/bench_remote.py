@@ -22,7 +22,6 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-import numpy as np  # noqa: E402
 
 import gguf_construct as g  # noqa: E402
 from gguf_construct.base.rangeserver import RangeServer  # noqa: E402

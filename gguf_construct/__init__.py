@@ -12,19 +12,23 @@ import importlib.abc
 import importlib.machinery
 import sys
 import warnings
+from typing import TYPE_CHECKING, Any
 
 from .base.errors import GGUFError
 from .filemodel.gguffile import GGUFFile, Tensor, load
 from .format.enums import GGMLType, GGUFValueType, LlamaFileType
 from .format.values import GGUFValue, Metadata
 from .layers import MOVED
-from ._version import __version__
+from ._version import __version__ as __version__
+
+if TYPE_CHECKING:
+    from .checker.report import Report
 
 __all__ = ["load", "GGUFFile", "Tensor", "GGUFError", "GGMLType", "GGUFValueType", "LlamaFileType", "GGUFValue",
            "Metadata", "check"]
 
 
-def check(source, *, profile: str = "spec", data: bool = False):
+def check(source: Any, *, profile: str = "spec", data: bool = False) -> "Report":
     """Check a GGUF file against the conformance rules; see :func:`gguf_construct.checker.check`."""
     from .checker import check as _check
 

@@ -222,13 +222,14 @@ def broken_gguf_files(*, rules: Sequence[str] | None = None, versions: Sequence[
                       mutations: int = 1) -> st.SearchStrategy[Broken]:
     """The files of :func:`invalid_gguf_files` (same arguments) as :class:`Broken`, with their breakages'
     declared intent (``intent.breaks``, ``intent.may``) and the unbroken carrier's bytes."""
+    wanted: frozenset[str] | None = None
     if rules is not None:
-        rules = frozenset(rules)
-        mutations_for(rules)  # refuses rules no mutation produces
-        infos = rules - violations(rules)
+        wanted = frozenset(rules)
+        mutations_for(wanted)  # refuses rules no mutation produces
+        infos = wanted - violations(wanted)
         if infos:
             raise ValueError(f"{sorted(infos)} are infos under every profile: never labels of an invalid file")
-    return _broken_gguf_files(rules, versions, byte_orders, tensor_types, max_kv, max_tensors, nested_arrays,
+    return _broken_gguf_files(wanted, versions, byte_orders, tensor_types, max_kv, max_tensors, nested_arrays,
                               mutations)
 
 

@@ -4,7 +4,8 @@ browser (Chromium through Playwright) the pictures render and search finds what 
 Needs the ``[docs]`` extra (mkdocs, mkdocs-material); the browser part also needs ``playwright`` (the
 ``[docs-test]`` extra) and a Chromium (Debian: ``apt-get install chromium``; or ``GGUF_CONSTRUCT_CHROMIUM=PATH``),
 and skips naming what is missing.  Screenshots go to ``GGUF_CONSTRUCT_SCREENSHOTS`` (a folder) when set, else
-next to the built site.
+next to the built site.  At 1280 px no table reaches past the page's text column (it wraps, or scrolls inside
+the page), and every picture shows its smallest label at least 10 px high.
 """
 
 from __future__ import annotations
@@ -102,6 +103,40 @@ def test_every_markdown_table_renders_as_a_table():
     assert not wrong, wrong
 
 
+def test_no_table_has_an_empty_header(built):
+    empty = []
+    for page in sorted(built.rglob("*.html")):
+        for head in re.findall(r"<thead>(.*?)</thead>", page.read_text(encoding="utf-8"), re.S):
+            cells = re.findall(r"<th\b[^>]*>(.*?)</th>", head, re.S)
+            if any(not re.sub(r"<[^>]*>", "", c).strip() for c in cells):
+                empty.append(f"{page.relative_to(built)}: {cells}")
+    assert not empty, empty[:10]
+
+
+def test_rules_overview_is_a_table_of_the_rule_fields(built):
+    text = (built / "rules.html").read_text(encoding="utf-8")
+    overview = text[text.index('id="rules-overview"'):text.index('id="rule-groups"')]
+    heads = re.findall(r"<th\b[^>]*>(.*?)</th>", overview)
+    assert "field of a rule" in heads
+    for field in ("severity", "profiles.ggml", "profiles.llama.cpp", "applies_to", "load: refuse"):
+        assert f"<td><code>{field}</code></td>" in overview, field
+    longest = max(len(re.sub(r"<[^>]*>", "", p)) for p in re.findall(r"<p>(.*?)</p>", overview, re.S))
+    assert longest < 400, "the overview's prose is laid out in the table, not one paragraph"
+
+
+def test_pictures_are_shown_large_enough_for_their_labels(built):
+    html_text = (built / "tensor-types.html").read_text(encoding="utf-8")
+    shown = re.findall(r'<a class="gguf-picture" href="([^"]+)"[^>]*><img src="\1" alt="[^"]*" width="(\d+)"',
+                       html_text)
+    assert len(shown) == 35
+    for src, width in shown:
+        svg = (built / src).read_text(encoding="utf-8")
+        natural = float(re.search(r'<svg\b[^>]*\bwidth="([0-9.]+)"', svg).group(1))
+        smallest = min(float(f) for f in re.findall(r'font-size="([0-9.]+)"', svg))
+        assert int(width) >= natural, "never shrunk"
+        assert smallest * int(width) / natural >= 10, (src, width)
+
+
 def test_site_refuses_a_folder_with_other_files(tmp_path, capsys):
     (tmp_path / "keep.txt").write_text("mine", encoding="utf-8")
     assert cli.main(["docs", "--site", str(tmp_path)]) == 2
@@ -183,10 +218,53 @@ def test_search_finds(browser_page, built, query, page_file):
     page.goto(base + "index.html")
     page.wait_for_load_state("networkidle")
     page.keyboard.press("/")  # Material's shortcut to the search box
-    page.fill("input.md-search__input", query)
-    page.wait_for_selector(".md-search-result__item", timeout=30_000)
+    # the index builds in a worker ("Initializing search"); a query typed before it is ready is never run
+    page.wait_for_function("() => { const m = document.querySelector('.md-search-result__meta');"
+                           " return m !== null && m.textContent.trim() === 'Type to start searching'; }",
+                           timeout=90_000)
+    page.locator("input.md-search__input").press_sequentially(query)  # key by key, as a reader types
+    page.wait_for_function("q => [...document.querySelectorAll('.md-search-result__item a')]"
+                           ".some(a => new URL(a.href).searchParams.get('h') === q)", arg=query.lower(), timeout=30_000)
     hits = page.eval_on_selector_all(".md-search-result__item a", "els => els.map(e => e.href)")
     assert any(urlsplit(h).path.endswith("/" + page_file) for h in hits), hits[:10]
     page.screenshot(path=str(_shots(built) / f"search-{query}.png"))
     first = urljoin(base, urlsplit(hits[0]).path)
     assert page.request.get(first).status == 200
+
+
+# what a reader of a 1280 px window sees: tables inside the text column, pictures' smallest labels >= 10 px
+_LAYOUT_JS = """() => {
+  const article = document.querySelector('article').getBoundingClientRect();
+  const scrolls = el => { for (let e = el; e && e.tagName !== 'ARTICLE'; e = e.parentElement) {
+      if (['auto', 'scroll'].includes(getComputedStyle(e).overflowX) && e.getBoundingClientRect().right <= article.right + 1)
+        return true; }
+    return false; };
+  const tables = [...document.querySelectorAll('article table')].map(t => {
+    const r = t.getBoundingClientRect();
+    return {right: r.right - article.right, fits: r.right <= article.right + 1, scrolls: scrolls(t),
+            head: t.querySelector('th') ? t.querySelector('th').textContent.trim() : ''}; });
+  const pictures = [...document.querySelectorAll('article img')].filter(i => i.getAttribute('src').includes('pictures/'))
+    .map(i => ({src: i.getAttribute('src'), scale: i.getBoundingClientRect().width / i.naturalWidth,
+                inside: i.closest('a.gguf-picture') !== null && scrolls(i)}));
+  return {page: document.documentElement.scrollWidth, width: window.innerWidth, tables, pictures};
+}"""
+
+
+@pytest.mark.parametrize("url", ["index.html", "tensor-types.html", "format.html", "rules.html", "errata.html",
+                                 "keys.html", "architectures/qwen2.html", "architectures.html", "security.html"])
+def test_tables_and_pictures_fit_a_1280_px_window(browser_page, built, url):
+    page, base = browser_page
+    page.goto(base + url)
+    page.wait_for_load_state("networkidle")
+    layout = page.evaluate(_LAYOUT_JS)
+    assert layout["page"] <= layout["width"], "the page itself scrolls sideways"
+    overflowing = [t for t in layout["tables"] if not (t["fits"] or t["scrolls"])]
+    assert not overflowing, overflowing[:5]
+    small = []
+    for pic in layout["pictures"]:
+        svg = (built / Path(url).parent / pic["src"]).read_text(encoding="utf-8")
+        smallest = min(float(f) for f in re.findall(r'font-size="([0-9.]+)"', svg))
+        if smallest * pic["scale"] < 10 or not pic["inside"]:
+            small.append((pic["src"], round(smallest * pic["scale"], 1)))
+    assert not small, small[:5]
+    page.screenshot(path=str(_shots(built) / f"layout-{url.replace('/', '-')}.png"), full_page=False)

@@ -138,9 +138,9 @@ def test_folds_stay_within_the_length_budget():
     assert jinja_folds.fold_filter("replace", "a" * 1000, ("a", "bbbbb"), {}, LIMIT) is jinja_folds.UNKNOWN
     assert jinja_folds.fold_filter("batch", ("a",), (10 ** 9,), {}, LIMIT) is jinja_folds.UNKNOWN
     assert jinja_folds.fold_filter("format", "%s" * 100, ("x" * 100,) * 100, {}, LIMIT) is jinja_folds.UNKNOWN
-    # a template asking for a huge string folds nothing: a key of constants left unknown is suspicious
+    # a template asking for a huge string folds nothing: a key left unknown on a string is an escape (issue #38)
     issues = jinja_scan.scan("{{ ''[('gi_' ~ 'frame')|center(10 ** 9)] }}")
-    assert [i.kind for i in issues] == [jinja_scan.SUSPICIOUS]
+    assert [i.kind for i in issues] == [jinja_scan.ESCAPE]
 
 
 # -- keys hidden behind filters and methods, on a plain object (no escape global) ------------------------------------
@@ -222,10 +222,10 @@ def test_a_call_of_eval_by_subscript_is_an_escape():
     assert problems == ["call of eval"]
 
 
-def test_a_constant_key_that_does_not_fold_is_suspicious():
-    # bytes are not modelled: the key is made of constants only, yet unknown
+def test_a_constant_key_that_does_not_fold_is_an_escape_on_a_string():
+    # bytes are not modelled: the key is made of constants only, yet unknown; on a string it is an escape route
     issues = jinja_scan.scan("{{ ''[('gi_' ~ 'frame').encode().decode()] }}")
-    assert [i.kind for i in issues] == [jinja_scan.SUSPICIOUS]
+    assert [i.kind for i in issues] == [jinja_scan.ESCAPE]
     # a key that comes from the render context is ordinary
     assert jinja_scan.scan("{% for m in messages %}{{ m[m.role|trim] }}{% endfor %}") == ()
 
@@ -246,8 +246,8 @@ def test_ordinary_uses_of_the_folded_filters_are_silent(text):
     "{{ ''[('a' * 4096)|list|batch(4096)|map('join')|first] }}",
 ])
 def test_folding_builds_nothing_past_the_budget(text):
-    """Each of these would build megabytes of strings; they fold to unknown keys instead (made of constants:
-    suspicious), within the budget of spec/templates.yaml."""
+    """Each of these would build megabytes of strings; they fold to unknown keys instead (on a string: an
+    escape), within the budget of spec/templates.yaml."""
     import tracemalloc
     tracemalloc.start()
     try:
@@ -255,7 +255,7 @@ def test_folding_builds_nothing_past_the_budget(text):
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert [i.kind for i in issues] == [jinja_scan.SUSPICIOUS]
+    assert [i.kind for i in issues] == [jinja_scan.ESCAPE]
     assert peak < 4 << 20, peak
 
 
@@ -285,8 +285,8 @@ def test_a_key_built_around_a_dunder_stem_is_an_escape():
     payload = "{% set u = (()|select|string)[24] %}{{ ()[u*2 ~ 'class' ~ u*2] }}"
     assert jinja2.Environment().from_string(payload).render() == "<class 'tuple'>"
     assert [i.kind for i in jinja_scan.scan(payload)] == [jinja_scan.ESCAPE]
-    # ordinary keys built at render time are only suspicious, and keys from the context are silent
-    assert [i.kind for i in jinja_scan.scan("{{ m['tool_' ~ x] }}")] == [jinja_scan.SUSPICIOUS]
+    # ordinary keys built at render time on the context's data are silent, and so are keys from the context
+    assert jinja_scan.scan("{{ m['tool_' ~ x] }}") == ()
     assert jinja_scan.scan("{% for m in messages %}{{ m[m.role] }}{% endfor %}") == ()
 
 

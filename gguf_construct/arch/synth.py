@@ -15,7 +15,7 @@ import numpy as np
 from ..arch.loader import MetaValue, TensorMeta, plan_load
 from ..arch.programs import architecture, model_spec
 
-__all__ = ["SynthesisError", "minimal_model", "minimal_model_parts", "build_model_file", "model_architectures"]
+__all__ = ["SynthesisError", "minimal_model_parts", "model_architectures"]
 
 
 class SynthesisError(ValueError):

@@ -155,8 +155,16 @@ def _(raw):
 
 @_breakage("template-suspicious", "TPL-SUSPICIOUS", carrier_only=False)
 def _(raw):
-    """A template that prints a dunder name as text (inert)."""
-    raw.set("tokenizer.chat_template", "STRING", template_with("{{ '__class__' }}"))
+    """A template that looks a module name up in the messages (inert: a list has no member os)."""
+    raw.set("tokenizer.chat_template", "STRING", template_with("{{ messages['os'] }}"))
+
+
+@_breakage("template-gadget", "TPL-GADGET", "TPL-ESCAPE", carrier_only=False)
+def _(raw):
+    """A template that formats each message's content with the message itself: harmless with ordinary messages,
+    a walk to Python internals for a message such as '{0.__init__.__globals__}' (found by rendering; the static
+    scan sees a format string computed at render time)."""
+    raw.set("tokenizer.chat_template", "STRING", template_with("{{ message.content.format(message) }}"))
 
 
 @_breakage("template-unparsed", "TPL-UNPARSED", carrier_only=False)

@@ -805,7 +805,7 @@ MUTATIONS: tuple[Mutation, ...] = tuple(Mutation(n, frozenset(r), f, p) for n, r
 ])
 
 
-def mutations_for(rules: Sequence[str] | None) -> list[Mutation]:
+def mutations_for(rules: Iterable[str] | None) -> list[Mutation]:
     """Mutations that aim at any of ``rules`` (all when None)."""
     if rules is None:
         return list(MUTATIONS)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import traceback
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from ..format.reader import open_source
 from ..base.remote import RemoteFile, remote_of
@@ -90,7 +90,7 @@ def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, 
         raise ValueError("max_per_rule must be at least 1 (None: no limit)")
     select, ignore = tuple(select or ()), tuple(ignore or ())
     view = memoryview(buf).cast("B") if not isinstance(buf, bytes) else buf
-    fields = {"file": file, "file_name": file_name, "profile": profile, "data": data,
+    fields: dict[str, Any] = {"file": file, "file_name": file_name, "profile": profile, "data": data,
               "cache": {"progress": progress} if progress is not None else {}}
     report = Report(file=file, profile=profile)
     try:
@@ -173,7 +173,7 @@ def _once_per_file(rule_id: str, profile: str, group: list[Hit]) -> Finding:
 
 def files_under(paths: list[str]) -> list[str]:
     """Expand directories into the ``*.gguf`` files below them (recursively, sorted)."""
-    out = []
+    out: list[str] = []
     for p in paths:
         if os.path.isdir(p):
             for root, _, names in os.walk(p):

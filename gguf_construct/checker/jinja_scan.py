@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
 from ..format import spec as _spec
@@ -20,9 +20,10 @@ from . import jinja_folds as _folds
 from . import jinja_values as _values
 
 __all__ = ["Issue", "scan", "scan_lexically", "limit", "ESCAPE", "SUSPICIOUS", "UNPARSED", "LIMIT", "RESOURCE",
-           "is_template"]
+           "GADGET", "is_template"]
 
 ESCAPE, SUSPICIOUS, UNPARSED, LIMIT, RESOURCE = "escape", "suspicious", "unparsed", "limit", "resource"
+GADGET = "gadget"  # found by the render oracle only (template_oracle.py)
 
 # a dunder name (__class__) or a name-mangled private attribute (_TemplateReference__context)
 _DUNDER = re.compile(r"\A(__\w+__|_[A-Za-z]\w*__\w+)\Z")
@@ -34,12 +35,14 @@ _FORMAT_FIELD = re.compile(r"\{([^{}!:]*[.\[][^{}!:]*)[^{}]*\}")
 
 @dataclass(frozen=True)
 class Issue:
-    """One thing the analysis found: its kind, what it is, the construct (as written or folded)."""
+    """One thing the analysis found: its kind, what it is, the construct (as written or folded), the limit it
+    passed, and the template line it is on (when known)."""
 
     kind: str
     problem: str
     construct: str
     limit: int | None = None
+    line: int | None = None
 
 
 @functools.lru_cache(maxsize=None)
@@ -314,35 +317,46 @@ class _Walker(_values.Evaluator):
             kind = SUSPICIOUS if subscript else ESCAPE
             self.issues.append(Issue(kind, f"module {name} reached by {how}", construct))
 
-    def _key(self, obj: frozenset, node, how: str, construct: str) -> None:
-        """A member of ``obj`` named by the expression ``node`` (a subscript key or an attribute-name argument)."""
+    def _key(self, obj: frozenset, node, how: str, construct: str, path: bool = False) -> None:
+        """A member of ``obj`` named by the expression ``node`` (a subscript key or an attribute-name argument;
+        ``path``: a dotted attribute path, as map/groupby/sort/... take it, checked segment by segment).
+
+        The policy: a name that is not a proven constant reaches whatever the render-time value names, so it is
+        an escape route unless it is a subscript on a container of plain data (the conversation, a dict or list
+        the template built: :func:`.jinja_values.is_plain_data`), where it reaches at most the container's type,
+        and what that gives is not plain data any more (a second such key on it is an escape)."""
         keys = self.v(node)
         for v in sorted(k for k in keys if isinstance(k, str)):
-            self._attribute(v, how, _show(construct, v), subscript=how == "subscript")
-        if all(_values.is_constant(k) for k in keys):
+            for segment in v.split(".") if path else (v,):
+                self._attribute(segment, how, _show(construct, v), subscript=how == "subscript")
+        if all(_values.is_safe_key(k) for k in keys):
+            return
+        stems = sorted({c.value for c in node.find_all(self.n.Const)
+                        if isinstance(c.value, str) and _key_stem().match(c.value)})
+        if how == "subscript" and obj and all(_values.is_plain_data(a) for a in obj) and not stems:
             return
         routes = sorted({a.origin for a in obj if isinstance(a, _values.Route)})
         if routes:
             origin = "a private attribute" if routes[0] == "private" else f"the global {routes[0]}"
-            self.issues.append(Issue(ESCAPE, f"key computed at render time on an object derived from {origin}, "
-                                             f"by {how}", construct))
-        elif how == "the attr filter":
-            self.issues.append(Issue(ESCAPE, f"attribute name computed at render time, by {how}", construct))
+            what = f"an object derived from {origin}"
         elif self.work_exhausted and self._of_constants(node):  # a template that spent the budget to hide a key
-            self.issues.append(Issue(ESCAPE, f"attribute name made of constants and not folded (folding work past "
-                                             f"its budget), by {how}", construct))
-        elif self._is_string_building(node):
-            stems = sorted({c.value for c in node.find_all(self.n.Const)
-                            if isinstance(c.value, str) and _key_stem().match(c.value)})
-            if stems:
-                self.issues.append(Issue(ESCAPE, f"attribute name built at render time around {stems[0]!r}, by {how}",
-                                         construct))
-            else:
-                self.issues.append(Issue(SUSPICIOUS, f"attribute name computed at render time, by {how}",
-                                         construct))
+            what = "a name made of constants and not folded (folding work past its budget)"
+        else:
+            what = "an object that is not plain data" if how == "subscript" else "any object"
+        around = f" (built around {stems[0]!r})" if stems else ""
+        self.issues.append(Issue(ESCAPE, f"key computed at render time on {what}{around}, by {how}", construct))
 
     def check(self, node) -> None:
-        """Check one node (its value and its children's are known)."""
+        """Check one node (its value and its children's are known); its issues carry its template line."""
+        start = len(self.issues)
+        self._check_node(node)
+        line = getattr(node, "lineno", None)
+        if line is not None:
+            for i in range(start, len(self.issues)):
+                if self.issues[i].line is None:
+                    self.issues[i] = replace(self.issues[i], line=line)
+
+    def _check_node(self, node) -> None:
         n = self.n
         if isinstance(node, (n.Call, n.Mul)):
             self._render_cost(node)
@@ -369,6 +383,12 @@ class _Walker(_values.Evaluator):
                     self.issues.append(Issue(ESCAPE, f"call of {key}", f"[{key!r}](...)"))
             if isinstance(callee, n.Getattr) and name in ("format", "format_map"):
                 self._format_fields(callee.node)
+            picked = callee.arg if isinstance(callee, n.Getitem) and not isinstance(callee.arg, n.Slice) else \
+                callee.args[0] if isinstance(callee, n.Filter) and callee.name == "attr" and callee.args else None
+            if picked is not None and not all(_values.is_constant(k) for k in self.v(picked)) and not all(
+                    isinstance(a, _values.Slots) and a.kind == "dict" for a in self.v(callee.node)):
+                self.issues.append(Issue(ESCAPE, "call of a member picked by a key computed at render time (a "
+                                                 "method such as str.format of a string)", "[...](...)"))
             for kw in node.kwargs:
                 if _DUNDER.match(kw.key):
                     self.issues.append(Issue(SUSPICIOUS, "dunder keyword argument", f"{kw.key}="))
@@ -377,18 +397,21 @@ class _Walker(_values.Evaluator):
                 self.issues.append(Issue(SUSPICIOUS, "reference to the escape global", node.name))
             elif node.name in _names("modules"):
                 self.issues.append(Issue(SUSPICIOUS, "reference to an undefined module", node.name))
-        elif isinstance(node, n.Const) and isinstance(node.value, str):
-            if _DUNDER.match(node.value) or _dunder_in_text().search(node.value):
-                self.issues.append(Issue(SUSPICIOUS, "dunder name in a string", repr(node.value)[:80]))
         elif type(node).__name__ in _names("loading_statements"):
             self.issues.append(Issue(SUSPICIOUS, "statement that loads another template", type(node).__name__))
 
     def _format_fields(self, target) -> None:
-        """str.format walks attributes and items named in its fields ('{0.__class__}'): the same routes."""
-        for text in self._strings(target):
-            for path in _FORMAT_FIELD.findall(text):
-                for name in re.findall(r"[.\[]([^.\[\]]+)", path):
-                    self._attribute(name, "a str.format field", f"{{{path}}}")
+        """str.format walks the attributes named in its fields ('{0.__class__}', also inside a nested format
+        spec: '{0:{1.__init__}}'): the same routes.  A format string that is not a proven constant can name any
+        attribute of the arguments: an escape."""
+        values = self.v(target)
+        for text in sorted(v for v in values if isinstance(v, str)):
+            for field, attrs in _format_paths(text):
+                for name in attrs:
+                    self._attribute(name, "a str.format field", f"{{{field}}}")
+        if not all(_values.is_constant(v) for v in values):
+            self.issues.append(Issue(ESCAPE, "format string computed at render time (its fields can name any "
+                                             "attribute of the arguments)", ".format(...)"))
 
     def _filter(self, node) -> None:
         spec = _facts()["names"]["attribute_filters"].get(node.name)
@@ -403,11 +426,32 @@ class _Walker(_values.Evaluator):
             if len(node.args) > spec:
                 attr = node.name == "attr"
                 self._key(target if attr else self.elements(target), node.args[spec],
-                          "the attr filter" if attr else f"the {node.name} filter", f"|{node.name}(...)")
+                          "the attr filter" if attr else f"the {node.name} filter", f"|{node.name}(...)",
+                          path=not attr)
         for kw in node.kwargs:
             if kw.key == "attribute" or kw.key == spec:
                 self._key(self.elements(target), kw.value, f"the {node.name} filter",
-                          f"|{node.name}(attribute=...)")
+                          f"|{node.name}(attribute=...)", path=True)
+
+
+def _format_paths(text: str, depth: int = 0) -> list[tuple[str, list[str]]]:
+    """The fields of a format string as ``str.format`` parses them (nested specs included) with the attribute
+    names each walks; a string ``str.format`` refuses has none."""
+    import _string  # noqa: PLC0415 - CPython's own format-field parser, as str.format uses it
+    import string  # noqa: PLC0415
+
+    out: list = []
+    try:
+        for _, field, spec, _ in string.Formatter().parse(text):
+            if field is None:
+                continue
+            _, rest = _string.formatter_field_name_split(field)
+            out.append((field, [str(key) for is_attr, key in rest if is_attr]))
+            if spec and "{" in spec and depth < 2:
+                out += _format_paths(spec, depth + 1)
+    except (ValueError, TypeError):
+        pass
+    return out
 
 
 def _range_items(bounds: tuple):

@@ -26,7 +26,7 @@ from typing import Any, Iterable
 
 from . import jinja_folds as _folds
 
-__all__ = ["TOP", "Route", "Slots", "Seq", "Callable", "Evaluator", "is_constant"]
+__all__ = ["TOP", "DATA", "Route", "Slots", "Seq", "Callable", "Evaluator", "is_constant", "is_plain_data"]
 
 _PRIVATE = re.compile(r"\A(__\w+__|_[A-Za-z]\w*__\w+)\Z")
 
@@ -56,6 +56,39 @@ class Route:
     """An object that leads to Python internals, by the global it comes from (or ``private``)."""
 
     origin: str
+
+
+class _Data:
+    """A value the runtime passes as JSON (``messages``, ``tools``, ``bos_token`` ...: every context variable but
+    the globals and spec/templates.yaml ``object_names``) or reached from one by constant keys and iteration:
+    dicts, lists, strings and numbers of plain data."""
+
+    def __repr__(self) -> str:
+        return "DATA"
+
+
+DATA = _Data()
+
+
+class _Number:
+    """A number known only as one (loop.index0, a length, arithmetic that cannot give a string): as a key it
+    reaches no attribute (jinja2 looks a key up as an attribute only when it is a string)."""
+
+    def __repr__(self) -> str:
+        return "NUM"
+
+
+class _Range:
+    """What range(...) gives: a sequence of numbers (not a container of plain data: range(1)[k] reaches its
+    type)."""
+
+    def __repr__(self) -> str:
+        return "RANGE"
+
+
+NUM, RANGE = _Number(), _Range()
+LOOP_NUMBERS = frozenset(("index", "index0", "revindex", "revindex0", "length", "depth", "depth0"))
+NUMBER_FILTERS = frozenset(("length", "count", "int", "float", "round", "abs", "wordcount"))
 
 
 @dataclass(frozen=True)
@@ -98,6 +131,17 @@ class _NoneBound:
 
 
 _NONE = _NoneBound()
+
+
+def is_plain_data(atom) -> bool:
+    """An atom that is a container of plain data: the conversation (DATA), a dict or list literal the template
+    built, or a constant list.  A render-time key on one reaches at most one inert attribute (its type)."""
+    return atom is DATA or isinstance(atom, (Seq, tuple)) or (isinstance(atom, Slots) and atom.kind == "dict")
+
+
+def is_safe_key(atom) -> bool:
+    """A key that reaches no attribute it does not name: a constant (checked by name) or a number."""
+    return is_constant(atom) or atom is NUM
 
 
 def is_constant(atom) -> bool:
@@ -164,6 +208,9 @@ class Evaluator:
         self.n = nodes
         self.limits = limits
         self.routes: dict = facts["names"]["escape_globals"]
+        self.object_names = frozenset(facts["names"]["object_names"])
+        self.assigned: set = set()  # names a set statement binds (the context may hold them before)
+        self.loop_calls: dict[int, Any] = {}  # id of a loop(...) call -> the recursive for loop it re-enters
         self.internal = frozenset(facts["names"]["internal_attributes"])
         filters = facts["values"]["filters"]
         self.filter_kinds: dict[str, set] = {}
@@ -193,12 +240,38 @@ class Evaluator:
         """Run passes over ``tree`` (whose nodes are ``nodes``) until values settle; False if they never did."""
         n = self.n
         self.bound = {node.name for node in nodes if isinstance(node, n.Name) and node.ctx in ("store", "param")}
+        called = {id(node.node) for node in nodes if isinstance(node, n.Call)}
+        # names a set statement binds that the context may hold too: tested with `is defined`, or read before
+        # their first set in document order (``nodes`` is in document order)
+        first_set: dict = {}
+        for i, node in enumerate(nodes):
+            if isinstance(node, (n.Assign, n.AssignBlock)):
+                targets = [node.target] if isinstance(node.target, n.Name) else list(node.target.find_all(n.Name))
+                for name in targets:
+                    first_set.setdefault(name.name, i)
+        self.assigned = {node.name for i, node in enumerate(nodes) if isinstance(node, n.Name) and node.ctx == "load"
+                         and node.name in first_set and i < first_set[node.name]}
+        self.assigned |= {node.node.name for node in nodes if isinstance(node, n.Test) and node.name == "defined"
+                          and isinstance(node.node, n.Name) and node.node.name in first_set}
         for node in nodes:
             if isinstance(node, n.Macro):
-                self.bound |= {node.name, "varargs"}  # inside a macro, varargs holds the extra arguments
+                self.bound |= {node.name, "varargs", "kwargs"}  # extra positional and keyword arguments
                 self.callables[node.name] = node
             elif isinstance(node, n.CallBlock):
-                self.bound.add("caller")
+                self.bound |= {"caller", "varargs", "kwargs"}
+            elif isinstance(node, n.For) and node.recursive:
+                for call in node.find_all(n.Call):
+                    if isinstance(call.node, n.Name) and call.node.name == "loop":
+                        self.loop_calls[id(call)] = node
+        for node in nodes:
+            # a macro reached other than by a call of its name (namespace(f=m).f(...), a list of macros) can get
+            # any arguments: its parameters may be anything
+            if isinstance(node, n.Name) and node.ctx == "load" and node.name in self.callables \
+                    and id(node) not in called:
+                for p in self.callables[node.name].args:
+                    self.bind(p, ANY)
+        self._update(self.env, "kwargs", ANY)
+        self._update(self.env, "varargs", ANY)
         for node in nodes:
             if isinstance(node, n.For):
                 kids = [node.iter, (2, node), node.target, *([node.test] if node.test else []), *node.body,
@@ -242,7 +315,9 @@ class Evaluator:
         old = table.get(key, EMPTY)
         new = self.cap(old | value)
         if new != old and self.widening:
-            new = frozenset(a for a in new if not is_constant(a) and not isinstance(a, Seq)) | SATURATED
+            ints = all(type(a) is int for a in new if is_constant(a) or isinstance(a, Seq)) and MANY not in new
+            new = frozenset(a for a in new if not is_constant(a) and not isinstance(a, Seq)) | (
+                frozenset((NUM,)) if ints else SATURATED)
         if new != old:
             table[key] = new
             self.changed = True
@@ -264,6 +339,8 @@ class Evaluator:
                         parts.add(atom[i])
                     elif isinstance(atom, Seq):
                         parts |= self.elements(frozenset(atom.elements))
+                    elif atom is DATA:
+                        parts.add(DATA)
                     else:
                         parts.add(TOP)
                 self.bind(item, frozenset(parts))
@@ -318,7 +395,9 @@ class Evaluator:
                 consts += 1
             out.add(a)
         if consts > self.limits["fold_values"] or (consts and MANY in out):
-            out = {a for a in out if not is_constant(a) and not isinstance(a, Seq)} | SATURATED
+            ints = all(type(a) is int for a in out if is_constant(a) or isinstance(a, Seq))
+            out = {a for a in out if not is_constant(a) and not isinstance(a, Seq)} | (
+                {NUM} if ints and MANY not in out else SATURATED)
         return frozenset(out)
 
     def product(self, parts: list, combine, tag, cost: int = 1) -> frozenset:
@@ -374,8 +453,10 @@ class Evaluator:
                 out |= set(a) if a else set()
             elif isinstance(a, Seq):
                 out |= a.elements
-            elif isinstance(a, Route):
+            elif isinstance(a, Route) or a is DATA:
                 out.add(a)
+            elif a is RANGE:
+                out.add(NUM)
             elif isinstance(a, Slots) and a.kind == "dict":
                 out |= {k for k in self.members.get(a, ())}
             else:
@@ -390,6 +471,10 @@ class Evaluator:
         for a in obj:
             if isinstance(a, Route):
                 out.add(a)
+            elif a is DATA:
+                out.add(DATA if all(is_safe_key(k) for k in keys) else TOP)
+            elif a is RANGE and all(k is NUM or type(k) is int for k in keys):
+                out.add(NUM)
             elif isinstance(a, Slots):
                 known = self.members.get(a, {})
                 for k in keys:
@@ -447,8 +532,10 @@ class Evaluator:
                 return ANY
             if node.name in self.bound:
                 value = self.env.get(node.name) or self.unsettled
+                if node.name in self.assigned:  # before (or without) its set, the context's value
+                    value = value | self._free(node.name)
                 return value | {Callable(node.name)} if node.name in self.callables else value
-            return frozenset((Route(node.name),)) if node.name in self.routes else ANY
+            return self._free(node.name)
         if isinstance(node, (n.List, n.Tuple)):
             items = [self.v(i) for i in node.items]
             value = self.product(items, tuple, "tuple")
@@ -466,19 +553,31 @@ class Evaluator:
         if isinstance(node, (n.CondExpr, n.Or, n.And)):
             a, b = (node.expr1, node.expr2) if isinstance(node, n.CondExpr) else (node.left, node.right)
             return self.cap(self.v(a) | (self.v(b) if b is not None else frozenset(("",))))
-        if isinstance(node, n.Neg):
-            return self.product([self.v(node.node)], lambda p: -p[0] if isinstance(p[0], int) else UNKNOWN, "neg")
+        if isinstance(node, (n.Neg, n.Pos)):
+            value = self.product([self.v(node.node)], lambda p: -p[0] if isinstance(p[0], int) else UNKNOWN, "neg")
+            return self._numbers(value, True) if isinstance(node, n.Neg) else self.v(node.node)
+        if isinstance(node, n.Div):
+            return frozenset((NUM,))
         if isinstance(node, (n.Add, n.Sub, n.Mul, n.Mod, n.Pow, n.FloorDiv)):
             op, length = type(node).__name__, self.limits["fold_length"]
-            return self.product([self.v(node.left), self.v(node.right)], lambda lr: binary(op, *lr, length), op)
+            left, right = self.v(node.left), self.v(node.right)
+            value = self.product([left, right], lambda lr: binary(op, *lr, length), op)
+            # - // ** give numbers or fail; + * % give numbers when both operands are numbers
+            return self._numbers(value, op in ("Sub", "FloorDiv", "Pow") or (
+                self._numeric(left) and self._numeric(right)))
         if isinstance(node, n.Slice):
             parts = [self.v(x) if x is not None else frozenset((_NONE,)) for x in (node.start, node.stop, node.step)]
             return self.product(parts, lambda p: _slice(*p), "slice")
         if isinstance(node, n.Getitem):
             return self.member(self.v(node.node), self.v(node.arg))
         if isinstance(node, n.Getattr):
+            if isinstance(node.node, n.Name) and node.node.name == "loop" and node.attr in LOOP_NUMBERS \
+                    and "loop" not in self.bound:
+                return frozenset((NUM,))
             return self.member(self.v(node.node), frozenset((node.attr,)))
         if isinstance(node, n.Filter):
+            if node.name in NUMBER_FILTERS:
+                return self._numbers(self._filter_value(node), True)
             return self._filter_value(node)
         if isinstance(node, n.Call):
             return self._call_value(node)
@@ -493,6 +592,22 @@ class Evaluator:
         if isinstance(node, n.Scope):
             return self.output(node.body)
         return ANY
+
+    def _free(self, name: str) -> frozenset:
+        """What a name the template does not bind holds: a global, an object jinja2 binds, or the runtime's data."""
+        if name in self.routes:
+            return frozenset((Route(name),))
+        return ANY if name in self.object_names else frozenset((DATA,))
+
+    @staticmethod
+    def _numeric(value: frozenset) -> bool:
+        return bool(value) and all(a is NUM or type(a) is int for a in value)
+
+    def _numbers(self, value: frozenset, numeric: bool) -> frozenset:
+        """``value`` with its unknown part known to be a number when ``numeric``."""
+        if numeric and TOP in value:
+            return self.cap((value - SATURATED) | {NUM})
+        return value
 
     def _bind_statement(self, node) -> None:
         n = self.n
@@ -515,7 +630,10 @@ class Evaluator:
         args = [self.v(a) for a in node.args]
         out: set = set()
         if "route" in kinds:
-            out |= {a for a in target if isinstance(a, Route)}
+            out |= {a for a in target if isinstance(a, Route) or a is DATA}
+        elif DATA in target:
+            out.add(TOP)
+        target = frozenset(a for a in target if a is not DATA) if "route" in kinds else target
         if "element" in kinds:
             out |= {e for a in target if isinstance(a, Seq) for e in a.elements}
         if "attr" in kinds:
@@ -525,7 +643,8 @@ class Evaluator:
         if "items" in kinds:
             pairs = {(k, v) for a in target if isinstance(a, Slots) for k in self.members.get(a, ())
                      for v in self.slots.get((a, k), EMPTY)}
-            return self.cap(out | {Seq(self.cap(pairs))} if pairs else out | ANY)
+            other = any(not isinstance(a, Slots) for a in target)  # DATA left the target above: it gives DATA
+            return self.cap(out | ({Seq(self.cap(pairs))} if pairs else set()) | (ANY if other or not out else EMPTY))
         if "fold" in kinds and node.dyn_args is None and node.dyn_kwargs is None:
             folded = frozenset(self.as_constant(a) for a in target if not (isinstance(a, Seq) and "element" in kinds))
             if not folded:
@@ -548,8 +667,14 @@ class Evaluator:
         if isinstance(callee, n.Name) and callee.name not in self.bound and callee.name in self.routes:
             return self._global_call(callee.name, node)
         out: set = set()
+        if id(node) in self.loop_calls and node.args:  # loop(items) of a recursive loop: its target again
+            self.bind(self.loop_calls[id(node)].target, self.elements(self.v(node.args[0])))
         if isinstance(callee, n.Getattr):  # a method: 'x'.join(...), '{}'.format(...), d.items(), ...
             target = self.v(callee.node)
+            for atom in self.member(target, frozenset((callee.attr,))) if any(
+                    isinstance(a, Slots) for a in target) else ():
+                if isinstance(atom, Callable) and atom.key in self.callables:  # namespace(f=m).f(...)
+                    self._bind_call(self.callables[atom.key], node)
             out |= {a for a in target if isinstance(a, Route)}
             kind = self.methods.get(callee.attr)
             args = [self.v(a) for a in node.args]
@@ -573,6 +698,9 @@ class Evaluator:
     def _mapping_method(self, kind: str, target: frozenset, args: list) -> frozenset:
         out: set = set()
         for a in target:
+            if a is DATA:
+                out.add(DATA)
+                continue
             if not isinstance(a, Slots):
                 out.add(TOP)
                 continue
@@ -602,6 +730,8 @@ class Evaluator:
             for kw in node.kwargs:
                 self.set_slot(slots, kw.key, self.v(kw.value))
             return frozenset((slots,))
+        if name == "range":
+            return frozenset((RANGE,))
         return frozenset((Route(name),)) if gives == "route" else ANY
 
 

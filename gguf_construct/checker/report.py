@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..rulebook.catalog import SEVERITY_RANK, Finding
 
@@ -69,7 +70,7 @@ class Report:
     def to_dict(self) -> dict:
         """The JSON shape: file, valid, version, byte_order, findings, counts (every occurrence per rule), omitted
         when the per-rule cap left some out, transfer for URLs, and notes when there are any."""
-        out = {"file": self.file, "valid": self.valid, "version": self.version, "byte_order": self.byte_order,
+        out: dict[str, Any] = {"file": self.file, "valid": self.valid, "version": self.version, "byte_order": self.byte_order,
                "findings": [f.to_dict() for f in self.findings], "counts": dict(sorted(self.counts.items()))}
         omitted = self.omitted()
         if omitted:

@@ -1,9 +1,10 @@
-"""The chat-template rules (TPL-*): every template of the file, whatever its value type, through
-:mod:`.jinja_scan`.
+"""The chat-template rules (TPL-*): every template of the file, whatever its value type, through the static scan
+(:mod:`.jinja_scan`) and the render oracle (:mod:`.template_render`, :mod:`.template_oracle`).
 
 Templates are the values of ``tokenizer.chat_template`` and ``tokenizer.chat_template.<name>`` (a STRING, or an
 ARRAY of STRING: its pieces joined, and each piece on its own) and any other STRING value that is a Jinja template
-with statements (TPL-STRAY).  Nothing here runs, and jinja2 is not imported, unless such a value exists.
+with statements (TPL-STRAY).  Nothing here runs, and jinja2 is not imported, unless such a value exists.  Each
+whole template is rendered in a sandboxed worker process while the static scan runs (not with ``--no-render``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..format import spec as _spec
-from . import jinja_scan
+from . import jinja_scan, template_oracle, template_render
+from .template_contexts import settings as _render_settings
 from ..rulebook.catalog import Hit, rule
 from ..rulebook.walk import ARRAY, KV, STRING, Context
 
@@ -62,6 +64,7 @@ def _scans(ctx: Context) -> dict[str, tuple]:
     only, so a file of many large templates costs no more than a few."""
     budget = jinja_scan.limit("file_bytes")
     out: dict[str, tuple] = {}
+    renders = _start_renders(ctx)
     for _, texts, _ in template_values(ctx):
         for text in texts:
             if text in out:
@@ -73,7 +76,36 @@ def _scans(ctx: Context) -> dict[str, tuple]:
             else:
                 out[text] = jinja_scan.scan_lexically(text, "the file's templates are past the characters analysed "
                                                             "per file", jinja_scan.limit("file_bytes"))
+    for text, pending in renders.items():
+        out[text] = _with_renders(text, out.get(text, ()), pending.result())
     return out
+
+
+def _start_renders(ctx: Context) -> dict:
+    """Renders of each whole template (within ``max_chars`` and the per-file budget), started in the render
+    workers before the static scan so both run at once; none when rendering is off (``--no-render``)."""
+    if not template_values(ctx) or not template_render.rendering_enabled():
+        return {}
+    budget, most = jinja_scan.limit("file_bytes"), _render_settings()["max_chars"]
+    pending: dict = {}
+    for _, texts, _ in template_values(ctx):
+        text = texts[0]
+        if text in pending or len(text) > most or len(text) > budget:
+            continue
+        budget -= len(text)
+        pending[text] = template_render.render_soon(text)
+    return pending
+
+
+def _with_renders(text: str, static: tuple, result: dict) -> tuple:
+    """The static issues of ``text`` (their lines said to be unrendered when no context ran them) and what its
+    renders prove."""
+    found = template_oracle.render_issues(result)
+    if any(i.kind in (jinja_scan.ESCAPE, jinja_scan.SUSPICIOUS) and i.line for i in static):
+        traced = template_render.render(text, True)
+        if "unrendered" in traced:
+            static = tuple(template_oracle.annotate_lines(list(static), set(traced["unrendered"])))
+    return tuple(dict.fromkeys((*static, *found)))
 
 
 def _issues(ctx: Context, kind: str) -> Iterator[Hit]:
@@ -93,6 +125,11 @@ def _issues(ctx: Context, kind: str) -> Iterator[Hit]:
 @rule("TPL-ESCAPE")
 def _escape(ctx: Context) -> Iterator[Hit]:
     return _issues(ctx, jinja_scan.ESCAPE)
+
+
+@rule("TPL-GADGET")
+def _gadget(ctx: Context) -> Iterator[Hit]:
+    return _issues(ctx, jinja_scan.GADGET)
 
 
 @rule("TPL-SUSPICIOUS")

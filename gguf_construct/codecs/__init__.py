@@ -32,14 +32,14 @@ import inspect
 import os
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable, Union
+from typing import Callable, Iterable, SupportsInt, Union
 
 import numpy as np
 
 from ..format import spec as _spec
 from ._common import decode_chunks
 
-TypeLike = Union[int, str, "object"]
+TypeLike = Union[int, str, SupportsInt]  # a GGMLType, an id, a name
 
 BACKEND_ENV = "GGUF_CONSTRUCT_CODECS"
 _BACKENDS = ("auto", "numba", "numpy")

@@ -3,6 +3,7 @@ print a report; project defaults come from pyproject.toml or .gguf-construct.tom
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -12,6 +13,7 @@ from ..checker.formats import render_json, render_report_text, render_sarif, ren
 from ..checker.report import Report
 from ..rulebook.catalog import PROFILES, SEVERITY_RANK, catalog, matches
 from ..checker.shards import check_plan
+from ..checker.template_render import rendering
 from ..base.jsonout import write_json
 from ..base.processes import worker_pool
 from ..base.text import printable
@@ -59,6 +61,9 @@ def add_cli(subparsers) -> None:
     p.add_argument("--no-config", action="store_true", help="ignore configuration files")
     p.add_argument("--stats", action="store_true",
                    help="print the bytes and requests fetched for URLs (header-only unless --data) on stderr")
+    p.add_argument("--no-render", action="store_true",
+                   help="scan chat templates without rendering them (parse-only; by default each template is also "
+                        "rendered in jinja2's sandbox in a limited worker process: TPL-ESCAPE, TPL-GADGET)")
     p.set_defaults(func=run)
 
 
@@ -169,6 +174,12 @@ class _Progress:
 
 def run(args) -> int:
     """Run the check sub-command; returns the exit status (0 clean, 1 findings, 2 usage or I/O errors)."""
+    # --no-render is an environment variable while the command runs: --jobs processes inherit it
+    with rendering(False) if getattr(args, "no_render", False) else contextlib.nullcontext():
+        return _run(args)
+
+
+def _run(args) -> int:
     try:
         cfg = settings(args)
     except ConfigError as exc:

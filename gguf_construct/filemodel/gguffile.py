@@ -57,7 +57,7 @@ class Tensor:
         self._source_offset = source_offset
         self.byte_order = byte_order
         self.info_path = info_path  # where the tensor info was read, e.g. "tensor_infos[3]" ("" when built)
-        self._remote = None  # a RemoteFile whose buffer is _source: fetch the range before reading it
+        self._remote: Any = None  # a RemoteFile whose buffer is _source: fetch the range before reading it
 
     def __repr__(self) -> str:
         return f"Tensor({self.name!r}, shape={self.shape}, type={self.type_name}, offset={self.offset})"
@@ -139,10 +139,10 @@ class GGUFFile:
         if alignment is not None and alignment != DEFAULT_ALIGNMENT:
             self.metadata.set(ALIGNMENT_KEY, alignment, GGUFValueType.UINT32)
         self.path: str | None = None
-        self._buf = None
-        self._keepalive = None
-        self._remote = None  # the RemoteFile of a file loaded from a URL
-        self._orig: dict[str, Any] | None = None  # layout facts of the loaded file
+        self._buf: Any = None
+        self._keepalive: Any = None
+        self._remote: Any = None  # the RemoteFile of a file loaded from a URL
+        self._orig: Any = None  # layout facts of the loaded file (a dict), None once the layout changes
         self._shards: list[GGUFFile] = []  # the shard files of a split model loaded as one set
         self.metadata.changed = False
 
@@ -439,7 +439,7 @@ def _value_to_tree(value: GGUFValue) -> Any:
     data = value.value
     if value.item_type == GGUFValueType.ARRAY:
         data = ListContainer(_value_to_tree(v) for v in data)
-    return Container(type=int(value.item_type), data=data)
+    return Container(type=int(value.item_type), data=data)  # type: ignore[arg-type]  # an ARRAY has one
 
 
 def load(source, *, lazy: bool = True, shards: bool = True) -> GGUFFile:
@@ -488,7 +488,7 @@ def _load_set(paths: list[str], lazy: bool, loaded: dict[str, GGUFFile]) -> GGUF
                         rule="META-SPLIT-MISSING")
     files = [loaded[p] if p in loaded else _load_one(p, lazy) for p in paths]
     first = files[0]
-    facts = [splitset.ShardFacts(f.path, split_no=_split_key(f, splitset.SPLIT_NO),
+    facts = [splitset.ShardFacts(f.path, split_no=_split_key(f, splitset.SPLIT_NO),  # type: ignore[arg-type]
                                  split_count=len(paths), split_tensors=_split_key(f, splitset.SPLIT_TENSORS),
                                  tensor_names=[t.name for t in f.tensors]) for f in files]
     for problem in splitset.set_problems(facts[0], facts[1:]):
@@ -522,7 +522,7 @@ def _load_one(source, lazy: bool) -> GGUFFile:
     refused = refusals(head)
     if refused:
         raise _refusal_error(refused, bytes_given=isinstance(source, (bytes, bytearray, memoryview)))
-    gguf = GGUFFile(head.version, head.byte_order)
+    gguf = GGUFFile(head.version, head.byte_order)  # type: ignore[arg-type]  # set: refusals() found nothing
     gguf.path = path
     gguf._buf = buf
     gguf._keepalive = keepalive
@@ -549,13 +549,13 @@ def _fill_tensors(gguf: GGUFFile, head: Context, buf) -> None:
     """The tensors of a read head whose layout ``load`` accepts (:func:`~gguf_construct.rulebook.refusals` found
     nothing): each at its offset in the data section, opaque ones sized up to the next tensor."""
     size = len(buf)
-    data_start = head.data_start if head.tensors else min(head.data_start, size)
+    data_start = head.data_start if head.tensors else min(head.data_start, size)  # type: ignore[type-var]
     tensors = []
     for t in head.tensors:
         tensors.append(Tensor(t.name, t.dims, t.type, t.data_offset, t.nbytes if t.nbytes is not None else 0,
-                              source=buf, source_offset=data_start + t.data_offset, byte_order=head.byte_order,
+                              source=buf, source_offset=data_start + t.data_offset, byte_order=head.byte_order,  # type: ignore[operator,arg-type]
                               info_path=t.path, file=gguf.path))
-    _size_opaque(tensors, size - data_start)
+    _size_opaque(tensors, size - data_start)  # type: ignore[operator]
     gguf.tensors = tensors
     gguf._orig = {"head_end": head.head_end, "data_start": data_start, "alignment": head.alignment,
                   "byte_order": head.byte_order,

@@ -158,7 +158,7 @@ def make_value(vtype, value: Any, item_type=None) -> GGUFValue:
     arr = np.asarray(value)
     if arr.ndim != 1 and arr.size:
         raise ValueError("array values must be one-dimensional")
-    if arr.dtype.kind in "iub" and dtype.kind in "iu" and arr.size:
+    if arr.dtype.kind in "iub" and dtype.kind in "iu" and arr.size:  # type: ignore[union-attr]
         lo, hi = _INT_RANGES[item_type]
         if int(arr.min()) < lo or int(arr.max()) > hi:
             raise ValueError(f"array elements do not fit {item_type.name}")
@@ -284,7 +284,7 @@ class Metadata(MutableMapping):
             return [(old.type, old.item_type)]
         if isinstance(value, int) and not isinstance(value, bool):
             ints = [p for p in pairs if p[0] in _INT_RANGES]
-            pairs = sorted(ints, key=lambda p: numpy_dtype_of(p[0]).itemsize) + [p for p in pairs if p not in ints]
+            pairs = sorted(ints, key=lambda p: numpy_dtype_of(p[0]).itemsize) + [p for p in pairs if p not in ints]  # type: ignore[union-attr]
         return pairs
 
     def __delitem__(self, key: str) -> None:

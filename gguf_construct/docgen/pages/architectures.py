@@ -104,7 +104,7 @@ def _sec_common(ctx: Ctx) -> str:
     rows = _key_rows(ctx, common_key_reads(), None)
     return ("Read for every architecture (`{arch}` is the value of `general.architecture`) before its own keys; "
             "a key of the wrong type fails the load even when it is optional.\n\n"
-            + table(["key", "GGUF type", "", "default", "when"], rows))
+            + table(["key", "GGUF type", "need", "default", "when"], rows))
 
 
 def _source_text(src) -> str:
@@ -150,20 +150,20 @@ def _arch_sections(name: str) -> tuple[Section, ...]:
         if not a.loadable:
             rows.append(["loadable", "no: llama.cpp's model loader refuses this architecture"])
         # the anchor on a line of its own: a table must start its line to be a table
-        return (f'<a id="{anchor("model", name)}"></a>\n\n' + table(["", ""], rows)
+        return (f'<a id="{anchor("model", name)}"></a>\n\n' + table(["fact", "value"], rows)
                 + f"\nBack to [all architectures]({ctx.page_link(_INDEX)}).\n")
 
     def keys(ctx: Ctx) -> str:
         rows = _key_rows(ctx, outline(name).keys, name)
         head = (f"Besides the [keys every architecture reads]({ctx.page_link(_INDEX)}#architectures-common):\n\n")
-        return head + (table(["key", "GGUF type", "", "default", "when"], rows) if rows else "No keys of its own.\n")
+        return head + (table(["key", "GGUF type", "need", "default", "when"], rows) if rows else "No keys of its own.\n")
 
     def tensors(ctx: Ctx) -> str:
         o = outline(name)
         rows = _tensor_rows(ctx, o.tensors)
         text = ("Shapes in ggml order; `{i}` runs over the blocks (0 to `block_count` - 1) where the loader loops "
                 "over layers.  `has(t)` means tensor t is in the file.\n\n")
-        text += table(["name", "shape", "", "when"], rows) if rows else "No tensors.\n"
+        text += table(["name", "shape", "need", "when"], rows) if rows else "No tensors.\n"
         own = [[code(n), code(c), code(v)] for n, c, v in o.locals if n not in _COMMON_LOCALS]
         if own:
             text += ("\nThe architecture's own variables (besides the [derived quantities]"

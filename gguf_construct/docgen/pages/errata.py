@@ -28,7 +28,7 @@ def _sec_errata(ctx: Ctx) -> str:
         if rel:
             rows.append(["in the spec", ", ".join(rel)])
         rows.append(["source", esc(item["doc_ref"])])
-        out.append(table(["", ""], rows))
+        out.append(table(["part", "text"], rows))
     return "\n".join(out)
 
 

@@ -62,7 +62,7 @@ def _sec_versions(ctx: Ctx) -> str:
     rows.append(["header size"] + [f"{families[vn].layout('header').size} bytes" for vn in vnums])
     out += ["#### Differences between versions\n",
             image("Differences between GGUF versions", ctx.page_link(f"{PICTURE_DIR}/{VERSIONS_PICTURE}")),
-            table(["", *(f"v{vn}" for vn in vnums)], rows)]
+            table(["property", *(f"v{vn}" for vn in vnums)], rows)]
     out.append("Everything not listed (u32 version, n_dimensions, value and tensor types, u64 tensor offsets, the "
                "order of the parts) is the same in every version.\n")
     return "\n".join(out)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 
 from ..context import Ctx, Page, Section, SpecData
 from ..markdown import anchor, code, esc, heading, intro, join_nonempty, table
@@ -24,11 +25,41 @@ def _sec_rules_overview(ctx: Ctx) -> str:
         [ctx.link(anchor("rulegroup", g["prefix"]), f"{g['prefix']}: {esc(g['title'])}")]
         + [str(counts.get((g["prefix"], s), 0)) for s in sevs]
         + [str(sum(counts.get((g["prefix"], s), 0) for s in sevs))] for g in r["groups"]], "l" + "r" * (len(sevs) + 1))
+    intro_text, fields = _doc_by_field(meta["doc"], r["rules"])
+    field_rows = [[", ".join(code(part) for part in f.split(" and ")), ctx.prose(t)] for f, t in fields]
+    field_table = table(["field of a rule", "meaning"], field_rows) if field_rows else ""
     return "\n".join([
-        ctx.prose(meta["doc"]) + "\n", f"Source: {esc(meta['doc_ref'])}.\n",
+        ctx.prose(intro_text) + "\n", field_table, f"Source: {esc(meta['doc_ref'])}.\n",
         table(["severity", "meaning"], [[code(s), ctx.prose(d)] for s, d in meta.get("severities", {}).items()]),
         table(["reader verdict", "meaning"], [[code(s), ctx.prose(d)] for s, d in meta.get("verdicts", {}).items()]),
         f"{len(r['rules'])} rules (severity under the spec profile):\n", summary])
+
+
+_FIELD_LEAD_RE = re.compile(r"^('?[\w.]+'?(?::\s*\w+)?(?:\s+and\s+[\w.]+)?)\s+(.*)$", re.S)
+
+
+def _field_of(lead: str) -> str:
+    """The rule field a sentence's lead names: ``profiles.ggml`` of itself, ``load`` of ``load: refuse``."""
+    return lead.split(":")[0].split(" and ")[0].strip("'")
+
+
+def _doc_by_field(doc: str, rules: list[dict]) -> tuple[str, list[tuple[str, str]]]:
+    """The catalog's description as its first sentence and a (field, meaning) row per rule field it explains:
+    a sentence that starts with a field of the rules (``severity``, ``profiles.ggml``, ``load: refuse`` ...) opens
+    a row, and the sentences after it, or about the same field, join that row.  The text is the spec's, laid out."""
+    known = {key for rule in rules for key in rule}
+    sentences = re.split(r"(?<=\.) (?=\S)", doc.strip())
+    intro_text, rows = sentences[0], []
+    for sentence in sentences[1:]:
+        lead = _FIELD_LEAD_RE.match(sentence)
+        field = _field_of(lead.group(1)) if lead else ""
+        if field.split(".")[0] in known and not (rows and _field_of(rows[-1][0]) == field):
+            rows.append((lead.group(1), lead.group(2)))
+        elif rows:
+            rows[-1] = (rows[-1][0], rows[-1][1] + " " + sentence)
+        else:
+            intro_text += " " + sentence
+    return intro_text, rows
 
 
 def _sec_rule_groups(ctx: Ctx) -> str:

@@ -3,6 +3,9 @@ chat-template rules (spec/advisories.yaml, spec/templates.yaml, spec/rules.yaml)
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from ...format import spec as _spec
 from ...rulebook.catalog import PROFILE_FALLBACK, PROFILES
 from ..context import Ctx, Page, Section, SpecData
@@ -127,9 +130,11 @@ def _sec_template_values(ctx: Ctx) -> str:
         "argument by the key it may really get, however the key was spelled or carried there.\n",
         "**What a value may be.** A constant string, integer or tuple; an *escape route* (one of the escape "
         "globals in the table above, or anything reached from one, or from any private attribute); a namespace or dict whose "
-        "members are followed key by key; a sequence known only by its elements; a macro or `call` block; or "
-        "*unknown* (what comes from the render context, such as `messages[0]['content']`, the result of a "
-        "filter or method the table below does not list, anything past a budget).\n",
+        "members are followed key by key; a sequence known only by its elements; a macro or `call` block; "
+        "*plain data* (what the runtime passes, such as `messages[0]['content']`, and what constant keys and "
+        "iteration reach in it); a *number* known only as one (`loop.index0`, a length, `range` items); or "
+        "*unknown* (the result of a filter or method the table below does not list, a member picked by a key "
+        "computed at render time, anything past a budget).\n",
         "**What it follows.** Constant strings through `~`, `+`, `*`, `%`, indexing and slicing, and the folding "
         "filters and methods; every binding of a name: `{% set %}` (also as a block, whose value is the text "
         "the block writes), `{% set ns.attr %}`, `namespace(...)` and `dict(...)` arguments, dict literals, "
@@ -137,15 +142,22 @@ def _sec_template_values(ctx: Ctx) -> str:
         "site (positional, keyword, defaults, extra ones in `varargs`), what a macro or `caller()` writes, and "
         "`{% call(args) %}` parameters bound by each `caller(...)`. Names are followed regardless of scope "
         "and order (every binding of a name adds to one value), which can only add values.\n",
-        "**Judgement.** A subscript, `attr` filter or attribute-name argument whose key may be a private name "
-        "(`__globals__`, `_TemplateReference__context`) or an internal attribute (`gi_frame`, `f_globals`: "
+        "**Judgement.** A subscript, `attr` filter, segment of an attribute path (`map(attribute='a.b.c')`) or "
+        "`str.format` field (parsed by `string.Formatter`, nested specs included) whose name may be a private "
+        "name (`__globals__`, `_TemplateReference__context`) or an internal attribute (`gi_frame`, `f_globals`: "
         "`(()|select)` is a generator, whose frame leads to the globals of jinja2's own modules) is " + escape
-        + ", as is one whose key may be unknown when "
-        "the object it applies to may be an escape route: no real template indexes a function object or a "
-        "Python internal with a computed key. An unknown key on ordinary data (`ns.roles[m.role]`, `msg[k]` in a "
-        "macro) is silent, a key built at render time from strings only warns, unless one of its pieces is a "
-        "dunder stem (`u*2 ~ 'class' ~ u*2`, an escape); an `attr` filter with an unknown name is " + escape
-        + " on anything.\n",
+        + ". The policy for names that are not proven constants is sound: such a name reaches whatever the "
+        "render-time value names, so it is " + escape + " unless it is a subscript on *plain data*: the values "
+        "the runtime passes as JSON (`messages`, `tools`, `bos_token` and every other context variable that is "
+        "not a global or an object jinja2 binds, such as `loop`), what constant keys and iteration reach in "
+        "them, and the dict and list literals the template built. There it reaches at most the container's type "
+        "(one inert hop: `prefix[m.role ~ '_start']` is silent), and what it gives is not plain data any more, "
+        "so a second such key on it is an escape. A number (`loop.index0`, a length, arithmetic that cannot "
+        "give a string) is a safe key on anything: jinja2 looks a key up as an attribute only when it is a "
+        "string. Strings, numbers, `loop`, namespaces, globals, filter results, an attribute path or a format "
+        "string that is not a proven constant, and a call of a member picked by such a key "
+        "(`content[k](...)` is `str.format` when `k` is `'format'`) are all escape routes. A dunder name in "
+        "text the template only writes out is silent.\n",
         f"**Where it gives up, and what it then assumes.** A value keeps at most {lim['fold_values']} constants "
         f"of at most {lim['fold_length']} characters; past that it becomes unknown for good (it absorbs further "
         f"constants). At most {lim['members']} members of one namespace or dict are followed one by one; the "
@@ -165,6 +177,74 @@ def _sec_template_values(ctx: Ctx) -> str:
         f"scanned lexically ({limit}).\n"])
 
 
+def _sec_template_render(ctx: Ctx) -> str:
+    r = _templates()["render"]
+    escape, gadget = ctx.ref("rule", "TPL-ESCAPE"), ctx.ref("rule", "TPL-GADGET")
+    rows = [["canonical conversations", ", ".join(code(c["name"]) for c in r["contexts"]) + " (system, "
+             "multi-turn, tools, tool calls with dict and string arguments, tool results, `ipython`, reasoning, "
+             "documents; `add_generation_prompt` both ways), with "
+             + ", ".join(f"{code(k)} = {code(v)}" for k, v in r["globals"].items())
+             + ", and `raise_exception` and `strftime_now` as Python functions"],
+            ["attack strings", ", ".join(code(a) for a in r["attack_strings"]) + ": each fills every field a "
+             "chat user or tool writes (contents, a role, names, tool name and description, tool-call name, "
+             "argument name and value, a document) of one conversation"],
+            ["trigger conversations", f"up to {r['triggers']} strings the template compares its input with, as "
+             "roles, contents and tool names, and up to as many counts as numbers of messages and tools"],
+            ["where", f"{r['workers']} long-lived worker process(es), `python -I` with an empty environment, "
+             "reused across templates and files, started while the static scan runs; jinja2 "
+             f"{r['min_jinja2']} or later (older ones have known sandbox escapes: no rendering)"],
+            ["limits", f"{r['cpu_seconds']} CPU seconds (RLIMIT_CPU) and {r['wall_seconds']} wall seconds per "
+             f"template, {r['memory_bytes'] >> 20} MiB address space (RLIMIT_AS), {r['output_chars']} characters "
+             f"written per render (and per `*` or `**` result), {r['response_bytes']} bytes of answer, "
+             f"{r['max_refusals']} refusals recorded per render, Python stack depth {r['recursion']}, templates "
+             f"up to {r['max_chars']} characters; a worker past a limit is killed and replaced"],
+            ["inert", "one refused access on " + ", ".join(code(o) for o in r["inert_owners"])
+             + " (a render-time key on plain data); the next hop on what it gave is reported"]]
+    return "\n".join([
+        "Each template is also rendered, never unsandboxed: in a subclass of jinja2's "
+        "`ImmutableSandboxedEnvironment` that records every access the sandbox refuses (a private or internal "
+        "attribute by attribute, subscript, `attr`, an attribute path or a `str.format` field; an unsafe "
+        "callable) with the template line, and returns a harmless undefined in its place so the render goes on "
+        "and reveals more. A refused access is never performed. What a canonical or trigger conversation "
+        "reaches is " + escape + " with its route; what only an attack conversation reaches is " + gadget
+        + ", quoting the content: such a template is harmless with ordinary messages and runs code for whoever "
+        "writes that message to an unsandboxed renderer. A render past a limit is "
+        + ctx.ref("rule", "TPL-RESOURCE") + ". When the static scan reports an escape, a traced render tells "
+        "whether any context ran its line. `gguf-construct check --no-render` keeps the scan parse-only.\n",
+        table(["what", "value"], rows)])
+
+
+_PEERS = Path(__file__).resolve().parents[3] / "benchmarks" / "template_peers.json"
+
+
+def _sec_template_peers(ctx: Ctx) -> str:
+    if not _PEERS.is_file():
+        return "benchmarks/template_peers.json is not present in this installation.\n"
+    rec = json.loads(_PEERS.read_text(encoding="utf-8"))
+    families = sorted(set(rec["families"].values()))
+    rows = []
+    for name, s in rec["scanners"].items():
+        if not s.get("version"):
+            rows.append([esc(name), "does not install", *[""] * (len(families) + 3)])
+            continue
+        caught = set(s["caught"])
+        per = [f"{sum(1 for p, f in rec['families'].items() if f == fam and p in caught)}/"
+               f"{sum(1 for f in rec['families'].values() if f == fam)}" for fam in families]
+        rows.append([esc(name), esc(s["version"]), f"**{len(caught)}/{rec['payloads']}**", *per,
+                     f"{len(s['benign_alarms'])}/{rec['benign']}", f"{s['real_alarms']}/{rec['real']}"])
+    return "\n".join([
+        f"The adversarial set of tests/template_adversarial.py: {rec['payloads']} payloads, each proven to call "
+        "`os.popen` (replaced by a probe) under a plain jinja2 Environment, written as an attacker who has read "
+        f"the scanner; {rec['benign']} benign look-alikes and {rec['real']} real templates (llama.cpp's "
+        "`models/templates` and llama-cpp-python's chat formats). **caught**: the scanner's highest verdict "
+        "(c4nary FAIL on a TPL rule, glyphhound a gating finding, hayward critical/high, aisbom-cli HIGH or "
+        "CRITICAL risk, modelvet REJECT, gguf-construct an error under `--profile spec`); **false alarms**: any "
+        "template finding of warning level or worse. glyphhound's `--confirm` mode, which renders the template, "
+        "was not run. Recorded by `python benchmarks/bench_template_peers.py --templates <llama-cpp-python "
+        "sdist> --baseline <checkout>` into benchmarks/template_peers.json.\n",
+        table(["scanner", "version", "caught", *families, "false alarms: benign", "real"], rows)])
+
+
 def _count(data: SpecData) -> str:
     return f"{len(_advisories()['advisories'])} advisories"
 
@@ -176,5 +256,8 @@ PAGE = Page("security.md", "Security", "published advisories against GGUF parser
             (Section("security-overview", "Overview", _sec_overview),
              Section("security-advisories", "Advisories", _sec_advisories),
              Section("security-templates", "Chat templates", _sec_templates),
-             Section("security-template-values", "How template scanning follows values", _sec_template_values)),
+             Section("security-template-values", "How template scanning follows values", _sec_template_values),
+             Section("security-template-render", "Rendering templates in the sandbox", _sec_template_render),
+             Section("security-template-peers", "Other template scanners on the adversarial set",
+                     _sec_template_peers)),
             count=_count)
