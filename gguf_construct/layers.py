@@ -3,8 +3,8 @@ modules of its own folder or of a layer below it.
 
 ``tests/test_import_layers.py`` holds every import of the package to this table, and the docs picture of the
 layers (``docs/pictures/layers.svg``, in the README's "How it is built") is drawn from it.  Folders that share a
-layer stand side by side: neither imports the other.  Command-line code (argparse) lives in ``commands`` only,
-apart from the ``add_cli`` registration glue that a folder may still carry.
+layer stand side by side: neither imports the other.  Command-line code (argparse, each command's glue) lives in
+``commands`` only.
 
 ``MOVED`` lists the modules that stood at the package's top level before the regrouping: importing an old name
 still works (``gguf_construct.model`` is ``gguf_construct.filemodel.gguffile``) and warns that it moved.

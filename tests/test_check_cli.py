@@ -15,7 +15,7 @@ import threading
 import pytest
 
 from gguf_construct.breaking import crafting
-from gguf_construct.checker import add_cli
+from gguf_construct.commands.check import add_cli
 from gguf_construct.checker.config import find_config, load_config, ConfigError
 
 CARRIER = crafting.carrier().to_bytes()

@@ -13,7 +13,8 @@ from hypothesis import given, settings
 
 import gguf_construct
 from gguf_construct.breaking import crafting
-from gguf_construct.checker import Report, add_cli, check
+from gguf_construct.checker import Report, check
+from gguf_construct.commands.check import add_cli
 from gguf_construct.rulebook import container
 from gguf_construct.rulebook.catalog import across_files_rules, catalog, implemented, predicates, structural_rules
 from gguf_construct.strategies import gguf_files

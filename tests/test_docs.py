@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from gguf_construct import docgen
+from gguf_construct.commands import docs as docs_command
 from gguf_construct.format import spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,7 +102,7 @@ def test_docs_are_up_to_date():
 def test_cli_check(capsys):
     """`gguf-construct docs --check` exits 0 on the checked-in docs (through the sub-command docgen registers)."""
     parser = argparse.ArgumentParser()
-    docgen.add_cli(parser.add_subparsers(dest="command"))
+    docs_command.add_cli(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["docs", "--check", "--out", str(DOCS)])
     assert args.func(args) == 0
 
@@ -130,7 +131,7 @@ def test_check_reports_stale_and_write_keeps_prose(tmp_path, capsys):
     assert any("errata.md: missing" in p for p in problems)
 
     parser = argparse.ArgumentParser()
-    docgen.add_cli(parser.add_subparsers(dest="command"))
+    docs_command.add_cli(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["docs", "--check", "--out", str(out)])
     assert args.func(args) == 1
     assert "tensor-types.md" in capsys.readouterr().err

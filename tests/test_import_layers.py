@@ -1,9 +1,9 @@
 """Imports run downward through the layers that ``gguf_construct/layers.py`` declares (one folder a layer).
 
 Every import of the package's modules (at module level or inside a function) is parsed with ``ast``; a module may
-import modules of its own folder and of the layers below it, never of a folder beside it or above it.  The
-sub-command registration glue (functions named ``add_cli`` or ``cli_main``) belongs to the command layer wherever
-it is defined.
+import modules of its own folder and of the layers below it, never of a folder beside it or above it, with no
+exemption for command-line glue: every sub-command is registered from ``commands/``.  Argument parsing lives in the command layer only: no module outside ``commands/`` imports
+``argparse``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ PACKAGE = ROOT / "gguf_construct"
 
 from gguf_construct.layers import LAYERS, TOP_LEVEL, layer_of as _layer  # noqa: E402
 
-CLI_GLUE = {"add_cli", "cli_main"}
 COMMANDS = "commands"
 
 
@@ -49,33 +48,28 @@ def _is_module(dotted: str) -> bool:
     return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
 
 
-def imports(path: Path) -> list[tuple[str, int, bool]]:
-    """``(imported module relative to the package, line, inside CLI glue)`` for every package import of a file."""
+def imports(path: Path) -> list[tuple[str, int]]:
+    """``(imported module relative to the package, line)`` for every package import of a file."""
     rel = path.relative_to(PACKAGE).with_suffix("").parts
     package = list(rel[:-1])  # the package a relative import starts from
-    out: list[tuple[str, int, bool]] = []
+    out: list[tuple[str, int]] = []
+    for child in ast.walk(ast.parse(path.read_text())):
+        if isinstance(child, ast.ImportFrom):
+            if child.level:
+                base = package[:len(package) - child.level + 1]
+                target = ".".join(base + ([child.module] if child.module else []))
+            elif (child.module or "").startswith("gguf_construct"):
+                target = child.module[len("gguf_construct."):] if child.module != "gguf_construct" else ""
+            else:
+                continue
+            for alias in child.names:
+                sub = f"{target}.{alias.name}" if target else alias.name
+                out.append((sub if _is_module(sub) else target, child.lineno))
+        elif isinstance(child, ast.Import):
+            for alias in child.names:
+                if alias.name.startswith("gguf_construct."):
+                    out.append((alias.name[len("gguf_construct."):], child.lineno))
 
-    def visit(node: ast.AST, glue: bool) -> None:
-        for child in ast.iter_child_nodes(node):
-            inner = glue or (isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) and child.name in CLI_GLUE)
-            if isinstance(child, ast.ImportFrom):
-                if child.level:
-                    base = package[:len(package) - child.level + 1]
-                    target = ".".join(base + ([child.module] if child.module else []))
-                elif (child.module or "").startswith("gguf_construct"):
-                    target = child.module[len("gguf_construct."):] if child.module != "gguf_construct" else ""
-                else:
-                    continue
-                for alias in child.names:
-                    sub = f"{target}.{alias.name}" if target else alias.name
-                    out.append((sub if _is_module(sub) else target, child.lineno, inner))
-            elif isinstance(child, ast.Import):
-                for alias in child.names:
-                    if alias.name.startswith("gguf_construct."):
-                        out.append((alias.name[len("gguf_construct."):], child.lineno, inner))
-            visit(child, inner)
-
-    visit(ast.parse(path.read_text()), False)
     return out
 
 
@@ -89,13 +83,35 @@ SOURCES = sorted(PACKAGE.rglob("*.py"))
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_imports_run_downward(path):
     here = module_name(path)
-    for target, line, glue in imports(path):
+    for target, line in imports(path):
         target = _target_name(target)
-        if glue and (folder_of(target) == COMMANDS or may_import(COMMANDS, target)):
-            continue
         assert may_import(here, target), (
             f"{here}:{line} (layer {layer_of(here)}, {_layer(here).holds}) imports {target} "
             f"(layer {layer_of(target)}): only its own folder and lower layers")
+
+
+def _imports_argparse(path: Path) -> bool:
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "argparse" for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "argparse":
+            return True
+    return False
+
+
+def test_only_the_command_layer_imports_argparse():
+    """Argument parsers and the glue of each command live in commands/; library modules take plain arguments."""
+    outside = [str(p.relative_to(PACKAGE)) for p in SOURCES
+               if folder_of(module_name(p)) != COMMANDS and _imports_argparse(p)]
+    assert outside == []
+    assert _imports_argparse(PACKAGE / "commands" / "main.py")  # the probe sees an import when there is one
+
+
+def test_every_registered_command_module_is_in_the_command_layer():
+    from gguf_construct.commands.main import SUBCOMMAND_MODULES
+
+    for name in SUBCOMMAND_MODULES:
+        assert (PACKAGE / COMMANDS / f"{name}.py").is_file(), name
 
 
 def test_top_level_holds_only_the_declared_modules():
@@ -111,8 +127,8 @@ def test_only_the_cli_imports_the_fuzz_runner():
     importers = []
     scripts = [p for d in ("fuzz", "benchmarks", "tools") for p in (ROOT / d).glob("*.py")]
     for path in SOURCES:
-        for target, line, glue in imports(path):
-            if target == "fuzzing.runner" and not glue:
+        for target, line in imports(path):
+            if target == "fuzzing.runner" and folder_of(module_name(path)) != COMMANDS:
                 importers.append(f"{module_name(path)}:{line}")
     for path in scripts:
         if "gguf_construct.fuzzing.runner" in path.read_text():
@@ -127,7 +143,7 @@ def test_layer_check_catches_an_upward_import(tmp_path):
     assert not may_import("rulebook.walk", "filemodel.gguffile")  # above it
     assert may_import("rulebook.walk", "format.structs") and may_import("checker.core", "checker.report")
     probe = PACKAGE / "rulebook" / "walk.py"
-    found = {t for t, _, _ in imports(probe)}
+    found = {t for t, _ in imports(probe)}
     assert "format.structs" in found and all(may_import("rulebook.walk", _target_name(t)) for t in found)
 
 
@@ -135,7 +151,7 @@ def import_graph(sources: list[Path] = SOURCES) -> dict[str, set[str]]:
     """Module -> the package modules it imports (at module level or inside a function)."""
     graph: dict[str, set[str]] = {}
     for path in sources:
-        graph.setdefault(module_name(path), set()).update(_target_name(t) for t, _, _ in imports(path))
+        graph.setdefault(module_name(path), set()).update(_target_name(t) for t, _ in imports(path))
     return graph
 
 

@@ -1,9 +1,18 @@
 """Every package under gguf_construct/ is listed in pyproject.toml, so a wheel install has all commands."""
 
+import json
 import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _prose(page: Path) -> set[str]:
+    """The hand-written lines of a docs page: those outside its generated blocks."""
+    import re
+
+    text = re.sub(r"<!-- BEGIN GENERATED.*?<!-- END GENERATED -->", "", page.read_text(encoding="utf-8"), flags=re.S)
+    return {line for line in text.splitlines() if len(line) > 40}
 
 
 def test_every_subpackage_is_packaged():
@@ -31,7 +40,7 @@ def test_help_commands_and_site_work_from_a_non_editable_install(tmp_path):
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, src / name)
-    for folder in ("gguf_construct", "spec"):
+    for folder in ("gguf_construct", "spec", "docs"):
         shutil.copytree(ROOT / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__"))
     target = tmp_path / "site-packages"
     build = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
@@ -55,6 +64,11 @@ def test_help_commands_and_site_work_from_a_non_editable_install(tmp_path):
                            cwd=work, env=env, capture_output=True, text=True, check=True).stdout.split()
     assert all(p.startswith(str(target)) for p in where), where
     assert "error HDR-MAGIC at byte 0" in run("rule", "HDR-MAGIC")
+    # issue #41: the hand-written pages ship too: rule's link names a page that exists, docs --out keeps the prose
+    link = json.loads(run("rule", "HDR-MAGIC", "--format", "json"))["docs"].split("#")[0]
+    assert link.startswith(str(target)) and Path(link).is_file()
+    run("docs", "--out", str(work / "docs"))
+    assert _prose(ROOT / "docs" / "rules.md") and _prose(ROOT / "docs" / "rules.md") <= _prose(work / "docs" / "rules.md")
     assert run("man").startswith('.TH "GGUF-CONSTRUCT"')
     assert "__fish_use_subcommand -a rule" in run("completion", "fish")
     if importlib.util.find_spec("mkdocs") and importlib.util.find_spec("material"):

@@ -95,6 +95,10 @@ def expect(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], *, 
     out.quantities = {k: v for k, v in plan.quantities.items()
                       if isinstance(v, (int, float)) and not isinstance(v, bool) and v is not UNKNOWN}
     seen: set[tuple] = set()
+    # a name asked for in more than one shape (try { [.., 6] } catch { [.., 5] }): the shape the file has is the
+    # one the loader took, so the alternatives it tried first are no mismatch
+    fitting = {r.name for r in plan.requests if has_file and r.name in tensors and _matches(
+        _dims(r.ne), tuple(int(d) for d in tensors[r.name].ne), bool(r.flags & reshape))}
     for r in plan.requests:
         shape = _dims(r.ne)
         duplicate = bool(r.flags & dup)
@@ -102,14 +106,18 @@ def expect(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], *, 
         if sig in seen:
             continue
         seen.add(sig)
+        t = tensors.get(r.name) if has_file else None
+        if not r.required and t is None and 0 in shape:
+            continue  # asked with a size of 0 (its hyperparameter absent): a part this model does not have
         status, file_shape = None, None
         if has_file:
-            t = tensors.get(r.name)
             if t is None:
                 status = "missing"
             else:
                 file_shape = tuple(int(d) for d in t.ne)
                 ok = _matches(shape, file_shape, bool(r.flags & reshape))
+                if ok is False and not r.required and r.name in fitting:
+                    continue  # an alternative the loader tried before the shape the file has
                 status = "shape" if ok is False else "present"
         out.tensors.append(Expectation(r.name, shape, r.required, duplicate, status, file_shape, r.certain))
     if has_file:

@@ -4,7 +4,9 @@ renamed over it only when complete, so a failure never leaves half a file."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import signal
 import tempfile
 import threading
@@ -20,6 +22,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     when it raises, the temporary file is removed.  ``OSError`` names ``path``, never the temporary file."""
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
+    _refuse_special(path)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
         os.close(fd)
@@ -69,6 +72,20 @@ def _interrupts_held() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
         if caught:
             raise KeyboardInterrupt
+
+
+def _refuse_special(path: str) -> None:
+    """A device, pipe, socket or folder at ``path`` is never replaced by a rename (``--out /dev/null`` must not
+    turn the system's /dev/null into a file): ``OSError`` naming it."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise _about_target(exc, path) from None
+    if not stat.S_ISREG(mode):
+        kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+        raise OSError(errno.EEXIST, f"is {kind}; only a regular file is replaced", path)
 
 
 def _about_target(exc: OSError, path: str) -> OSError:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import signal
-from concurrent.futures import ProcessPoolExecutor
+import threading
+from concurrent.futures import InvalidStateError, ProcessPoolExecutor
 from typing import Iterator
 
 __all__ = ["worker_pool"]
@@ -22,6 +23,7 @@ def worker_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
     try:
         yield pool
     except BaseException:
+        _quiet_manager_thread(pool)
         processes = dict(getattr(pool, "_processes", None) or {})
         pool.shutdown(wait=False, cancel_futures=True)
         for process in processes.values():  # a running task would otherwise hold the exit until it ends
@@ -29,3 +31,19 @@ def worker_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
                 process.terminate()
         raise
     pool.shutdown(wait=True)
+
+
+def _quiet_manager_thread(pool: ProcessPoolExecutor) -> None:
+    """Python before 3.12 marks every pending task of a pool whose workers were stopped as failed, also the ones
+    already cancelled, and its manager thread then dies with ``InvalidStateError: CANCELLED``, printing a thread
+    traceback after the command's own last line: that one error of that one thread is silenced."""
+    manager = getattr(pool, "_executor_manager_thread", None)
+    previous = threading.excepthook
+
+    def hook(args) -> None:
+        if args.thread is manager and issubclass(args.exc_type, InvalidStateError):
+            return
+        previous(args)
+
+    if manager is not None:
+        threading.excepthook = hook

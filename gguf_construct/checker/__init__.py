@@ -8,11 +8,5 @@ Python or ``gguf-construct check`` from the command line.
 from .core import check, check_buffer
 from .report import Finding, Report
 
-__all__ = ["check", "check_buffer", "Report", "Finding", "add_cli"]
+__all__ = ["check", "check_buffer", "Report", "Finding"]
 
-
-def add_cli(subparsers) -> None:
-    """Register the ``check`` sub-command on the main command line's sub-parsers."""
-    from ..commands.check import add_cli as _add
-
-    _add(subparsers)

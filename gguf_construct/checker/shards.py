@@ -16,7 +16,7 @@ from ..rulebook import read_head
 from ..rulebook.catalog import Hit, across_files, catalog
 from ..rulebook.walk import Context, TensorInfo, type_name
 
-__all__ = ["SplitView", "split_view", "model_scope", "shard_siblings"]
+__all__ = ["SplitView", "split_view", "model_scope", "shard_siblings", "check_plan"]
 
 across_files("META-SPLIT-MISSING", "META-SPLIT-COUNT", "META-SPLIT-DUP", "META-SPLIT-AGREE", "META-SPLIT-LATER")
 
@@ -165,3 +165,25 @@ def shard_siblings(paths: list[str]) -> list[str]:
                 seen.add(sib)
                 out.append(sib)
     return out
+
+
+def check_plan(paths: list[str], *, later_alone: bool = False) -> list[tuple[str, bool]]:
+    """The files a check of ``paths`` judges, in order, each with ``as_member``: whether it is judged as a member
+    of a set whose first shard is judged too (see :func:`split_view`).
+
+    A shard names its whole set (:func:`shard_siblings`).  With ``later_alone`` -- llama.cpp's view -- a later
+    shard named without its first shard is judged alone, as llama.cpp opens it: refused with META-SPLIT-LATER,
+    whose message names the first shard to load instead.  A file judged without its set's first shard (or named
+    as no shard at all) is never a member: its own split keys decide."""
+    named = set(paths)
+    files: list[str] = []
+    seen: set[str] = set()
+    for p in paths:
+        first = splitset.first_shard_path(p)
+        alone = later_alone and first is not None and first != p and first not in named
+        for f in ([p] if alone else shard_siblings([p])):
+            if f not in seen:
+                seen.add(f)
+                files.append(f)
+    return [(f, (first := splitset.first_shard_path(f)) is not None and first != f and first in seen)
+            for f in files]

@@ -12,7 +12,7 @@ from ..checker.core import check, files_under
 from ..checker.formats import render_json, render_report_text, render_sarif, render_summary
 from ..checker.report import Report
 from ..rulebook.catalog import PROFILES, SEVERITY_RANK, catalog, matches
-from ..checker.shards import shard_siblings
+from ..checker.shards import check_plan
 from ..checker.template_render import rendering
 from ..base.jsonout import write_json
 from ..base.processes import worker_pool
@@ -80,6 +80,12 @@ def settings(args) -> dict:
     merged = dict(DEFAULTS)
     if not args.no_config:
         path = args.config or find_config()
+        if args.config:
+            from .main import regular_file_problem
+
+            problem = regular_file_problem(args.config)
+            if problem:
+                raise ConfigError(problem)
         if path is not None:
             merged.update(load_config(path))
     for key in DEFAULTS:
@@ -187,8 +193,10 @@ def _run(args) -> int:
     for p in missing:
         print(f"gguf-construct check: {printable(p)}: no such file or directory", file=sys.stderr)
     paths = [p for p in args.paths if p not in missing and p != STDIN]
-    files = shard_siblings(files_under(paths))  # a shard names its whole set: the model is judged on the first
-    file_opts = dict(opts, as_member=True)
+    # a shard names its whole set, judged from the first; under llama.cpp a later shard named alone is refused
+    plan = check_plan(files_under(paths), later_alone=cfg["profile"] == "llama.cpp")
+    files = [f for f, _ in plan]
+    member = dict(plan)
     progress = _Progress(len(files) + (STDIN in args.paths))
     reports: list[Report] = []
     io_errors = list(missing)
@@ -205,12 +213,12 @@ def _run(args) -> int:
 
     if cfg["jobs"] > 1 and len(files) > 1:
         with worker_pool(cfg["jobs"]) as pool:
-            for path, result in zip(files, pool.map(_one, [(f, file_opts) for f in files])):
+            for path, result in zip(files, pool.map(_one, [(f, dict(opts, as_member=member[f])) for f in files])):
                 progress.step(path)
                 collect(*result)
     else:
         for path in files:
-            result = _one((path, dict(file_opts, progress=progress.data(path))))
+            result = _one((path, dict(opts, as_member=member[path], progress=progress.data(path))))
             progress.step(path)
             collect(*result)
     if STDIN in args.paths:  # after the files, so that their findings are out while the pipe is still filling

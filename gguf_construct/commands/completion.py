@@ -34,6 +34,7 @@ class Option:
     choices: tuple[str, ...]
     metavar: str
     help: str
+    candidates: tuple[str, ...] = ()  # what completion offers for its value: the choices, else its candidates()
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,16 @@ class Command:
     options: tuple[Option, ...]
     positionals: tuple[Option, ...]
 
+    @property
+    def words(self) -> tuple[str, ...]:
+        """What completion offers for the positional arguments (rule IDs, shells, sub-commands ...)."""
+        return tuple(w for o in self.positionals for w in o.candidates)
+
+    @property
+    def files(self) -> bool:
+        """Whether a positional argument takes a path (one without candidates): then file names are offered."""
+        return any(not o.candidates for o in self.positionals)
+
 
 def _help(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
     if not action.help or action.help == argparse.SUPPRESS:
@@ -59,7 +70,19 @@ def _option(parser: argparse.ArgumentParser, action: argparse.Action) -> Option:
     takes = action.nargs != 0 and not isinstance(action, (argparse._HelpAction, argparse._VersionAction))
     choices = tuple(str(c) for c in action.choices) if action.choices and not isinstance(action.choices, dict) else ()
     metavar = action.metavar or (action.dest.upper() if action.option_strings else action.dest)
-    return Option(tuple(action.option_strings), takes, choices, str(metavar), _help(parser, action))
+    metavar = metavar[0] if isinstance(metavar, tuple) else metavar
+    return Option(tuple(action.option_strings), takes, choices, str(metavar), _help(parser, action),
+                  candidates(action))
+
+
+def candidates(action: argparse.Action) -> tuple[str, ...]:
+    """What completion offers for ``action``'s value: its choices (sub-command names too), else what the
+    ``candidates`` callable a command put on it returns (``rule``'s rule IDs, ``set --special-token``'s names);
+    empty for a path or free text."""
+    if action.choices:
+        return tuple(str(c) for c in action.choices)
+    found = getattr(action, "candidates", None)
+    return tuple(found()) if callable(found) else ()
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
@@ -131,20 +154,26 @@ def _bash(parser: argparse.ArgumentParser) -> str:
              '        case "${COMP_WORDS[i]}" in -*) ;; *) cmd="${COMP_WORDS[i]}"; break ;; esac', "    done",
              '    if [[ -z "$cmd" ]]; then',
              f'        COMPREPLY=($(compgen -W "{" ".join(c.name for c in cmds)} {_words(_top_options(parser))}"'
-             ' -- "$cur"))', "        return", "    fi", '    local opts=""', '    case "$cmd" in']
+             ' -- "$cur"))', "        return", "    fi", '    local opts="" words="" files=1 free=""',
+             '    case "$cmd" in']
     for c in cmds:
-        lines.append(f'        {c.name}) opts="{_words(c.options)}"')
-        valued = [o for o in c.options if o.choices]
+        valued_free = [o for o in c.options if o.takes_value and not o.candidates]
+        lines.append(f'        {c.name}) opts="{_words(c.options)}" words="{" ".join(c.words)}" files={int(c.files)} '
+                     f'free="{_words(valued_free)}"')
+        valued = [o for o in c.options if o.candidates]
         if valued:
             lines.append('            case "$prev" in')
             for o in valued:
-                lines.append(f'                {"|".join(o.flags)}) COMPREPLY=($(compgen -W "{" ".join(o.choices)}"'
+                lines.append(f'                {"|".join(o.flags)}) COMPREPLY=($(compgen -W "{" ".join(o.candidates)}"'
                              ' -- "$cur")); return ;;')
             lines.append("            esac")
         lines.append("            ;;")
-    lines += ["    esac", '    if [[ "$cur" == -* ]]; then', '        COMPREPLY=($(compgen -W "$opts" -- "$cur"))',
-              "    else", '        COMPREPLY=($(compgen -f -- "$cur"))', "    fi", "}",
-              f"complete -o filenames -o bashdefault -F {fn} {PROG}"]
+    lines += ["    esac", '    if [[ -n "$free" && " $free " == *" $prev "* ]]; then',
+              '        COMPREPLY=($(compgen -f -- "$cur"))  # the value of an option: a path or free text',
+              '    elif [[ "$cur" == -* ]]; then', '        COMPREPLY=($(compgen -W "$opts" -- "$cur"))',
+              '    else', '        COMPREPLY=($(compgen -W "$words" -- "$cur"))',
+              '        [[ "$files" == 1 ]] && COMPREPLY+=($(compgen -f -- "$cur"))', "    fi", "}",
+              f"complete -o filenames -F {fn} {PROG}"]
     return "\n".join(lines) + "\n"
 
 
@@ -167,10 +196,13 @@ def _zsh(parser: argparse.ArgumentParser) -> str:
             for flag in o.flags:
                 spec = f"'{flag}[{_zsh_text(o.help[:120])}]"
                 if o.takes_value:
-                    action = f"({' '.join(o.choices)})" if o.choices else "_files"
+                    action = f"({' '.join(o.candidates)})" if o.candidates else "_files"
                     spec += f":{_zsh_text(o.metavar.lower())}:{action}"
                 specs.append(spec + "'")
-        specs.append("'*:file:_files'")
+        if c.words:
+            specs.append(f"'*:{_zsh_text(c.positionals[0].metavar.lower())}:({' '.join(c.words)})'")
+        if c.files:
+            specs.append("'*:file:_files'")
         lines.append(f"        {c.name})")
         lines.append("            _arguments -s " + " \\\n                ".join(specs))
         lines.append("            ;;")
@@ -190,14 +222,16 @@ def _fish(parser: argparse.ArgumentParser) -> str:
         lines.append(f"complete -c {PROG} -n __fish_use_subcommand -a {c.name} -d '{_fish_text(c.help)}'")
     for c in cmds:
         cond = f"-n '__fish_seen_subcommand_from {c.name}'"
-        if c.positionals:
+        if c.words:
+            lines.append(f"complete -c {PROG} {cond} -x -a '{' '.join(c.words)}'")
+        if c.files:
             lines.append(f"complete -c {PROG} {cond} -F")
         for o in c.options:
             parts = []
             for flag in o.flags:
                 parts.append(f"-l {flag[2:]}" if flag.startswith("--") else f"-s {flag[1:]}")
             if o.takes_value:
-                parts.append(f"-x -a '{' '.join(o.choices)}'" if o.choices else "-r -F")
+                parts.append(f"-x -a '{' '.join(o.candidates)}'" if o.candidates else "-r -F")
             lines.append(f"complete -c {PROG} {cond} {' '.join(parts)} -d '{_fish_text(o.help[:120])}'")
     return "\n".join(lines) + "\n"
 

@@ -6,6 +6,7 @@ import argparse
 import importlib
 import json
 import os
+import stat
 import sys
 
 from ..base.jsonout import write_json
@@ -15,10 +16,9 @@ from ..base.errors import GGUFError
 
 __all__ = ["main", "write_json"]
 
-# modules that register sub-commands with an add_cli(subparsers) function, in help order
-SUBCOMMAND_MODULES = ("commands.check", "fuzzing", "commands.suite", "docgen", "commands.rule", "operations.split",
-                      "operations.edit", "operations.diff", "operations.hashing", "operations.sweep", "export",
-                      "codecs.warmup", "commands.model", "commands.completion")
+# the modules of commands/ that register sub-commands with an add_cli(subparsers) function, in help order
+SUBCOMMAND_MODULES = ("check", "fuzz", "suite", "docs", "rule", "split", "edit", "diff", "hash", "sweep", "export",
+                      "warmup", "model", "completion")
 
 
 def _cmd_dump(args) -> int:
@@ -111,8 +111,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_demo)
 
     for name in SUBCOMMAND_MODULES:  # a broken import is an error here, never a silently missing command
-        importlib.import_module(f"gguf_construct.{name}").add_cli(sub)
+        importlib.import_module(f"gguf_construct.commands.{name}").add_cli(sub)
     return parser
+
+
+def innermost_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the sub-command ``args`` were parsed for (``suite run``'s for ``suite run ...``)."""
+    while True:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        name = getattr(args, subs[0].dest, None) if subs else None
+        if name not in (subs[0].choices if subs else {}):
+            return parser
+        parser = subs[0].choices[name]
 
 
 class _QuietWhenClosed:
@@ -154,11 +164,23 @@ class _QuietWhenClosed:
         return getattr(self._stream, name)
 
 
+def regular_file_problem(path: str) -> str | None:
+    """Why ``path``, when it exists, is no file to read or replace (a folder, a pipe, a device, a symlink loop), or
+    None: checked before reading it, so that a FIFO nobody writes cannot block the command."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return os_error_text(exc)
+    return None if stat.S_ISREG(mode) else f"{printable(path)}: not a regular file"
+
+
 def os_error_text(exc: OSError) -> str:
     """An OSError in the project's words: ``FILE: no such file or directory`` (no ``[Errno 2]``)."""
     text = exc.strerror or str(exc)
     text = text[:1].lower() + text[1:] if text[1:2].islower() else text
-    name = exc.filename if exc.filename is not None else None
+    name = exc.filename if isinstance(exc.filename, (str, bytes, os.PathLike)) else None  # never a descriptor
     return f"{printable(os.fsdecode(name))}: {text}" if name is not None else text
 
 
@@ -166,7 +188,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (2 on usage, input or I/O errors, 130 when interrupted)."""
     try:
         parser = build_parser()
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:  # said by the sub-command's parser, with its usage (the top level's would not help)
+            innermost_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
         for stream in (sys.stdout, sys.stderr):  # names and keys from hostile files must not crash the printing
             reconfigure = getattr(stream, "reconfigure", None)
             if reconfigure is not None:

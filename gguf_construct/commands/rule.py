@@ -25,6 +25,22 @@ __all__ = ["explain", "example", "render_text", "add_cli"]
 DOCS_RULES_PAGE = "docs/rules.md"
 
 
+def rules_page() -> str:
+    """Where the rules page is: docs/rules.md in a source checkout, else the copy the installed package ships."""
+    from ..docgen import pages_dir
+
+    where = pages_dir()
+    if where is None or _spec_in_checkout():
+        return DOCS_RULES_PAGE
+    return str(where / "rules.md")
+
+
+def _spec_in_checkout() -> bool:
+    from ..format.spec import in_checkout
+
+    return in_checkout()
+
+
 @contextlib.contextmanager
 def _limits(values: dict) -> Iterator[None]:
     """The implementation limits lowered for one crafted case (restored afterwards)."""
@@ -74,7 +90,7 @@ def explain(rule: Rule, with_example: bool = True) -> dict[str, Any]:
         "readers": {"ggml gguf.cpp rejects": raw.get("c_reader"), "gguf-py 0.19.0 rejects": raw.get("gguf_py")},
         "message": rule.message, "source": " ".join(str(rule.source).split()),
         "spec_ref": " ".join(str(raw.get("doc_ref", "")).split()),
-        "docs": f"{DOCS_RULES_PAGE}#{anchor('rule', rule.id)}",
+        "docs": f"{rules_page()}#{anchor('rule', rule.id)}",
         "see_also": list(raw.get("see_also") or ()),
     }
     if with_example:
@@ -148,6 +164,10 @@ def _cmd_rule(args: argparse.Namespace) -> int:
     return 0
 
 
+def _rule_ids() -> list[str]:
+    return list(catalog())
+
+
 def add_cli(subparsers: Any) -> None:
     """Register the ``rule`` sub-command on the CLI's subparsers."""
     p = subparsers.add_parser("rule", help="explain a conformance rule: text, severity per profile, references, "
@@ -156,7 +176,8 @@ def add_cli(subparsers: Any) -> None:
                                           "severity under every profile, whether load refuses it, how ggml and "
                                           "gguf-py treat it, its spec references and an example file that breaks "
                                           "it, checked. Without ID (or with --all): every rule, one per line.")
-    p.add_argument("id", nargs="?", metavar="ID", help="a rule ID, e.g. HDR-MAGIC (case-insensitive)")
+    p.add_argument("id", nargs="?", metavar="ID", help="a rule ID, e.g. HDR-MAGIC (case-insensitive)"
+                   ).candidates = _rule_ids  # offered by shell completion (read only when it is generated)
     p.add_argument("--all", action="store_true", help="list every rule with its severities")
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
     p.add_argument("--no-example", action="store_true", help="leave out the example (no file is crafted)")

@@ -58,6 +58,21 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_matrix(args: argparse.Namespace) -> int:
+    from .main import regular_file_problem
+
+    for path in (args.results, args.compare):
+        problem = path and regular_file_problem(path)
+        if problem:
+            print(f"gguf-construct: {problem}", file=sys.stderr)
+            return 2
+    try:
+        return _matrix(args)
+    except ValueError as exc:  # a results file that is no JSON (json.JSONDecodeError)
+        print(f"gguf-construct: {exc}", file=sys.stderr)
+        return 2
+
+
+def _matrix(args: argparse.Namespace) -> int:
     from ..suite.matrix import check_matrix, compare_results, load_results, write_matrix
 
     if args.compare:

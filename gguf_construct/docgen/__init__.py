@@ -20,12 +20,9 @@ a link to it.  Output is deterministic: spec order or sorted order, no timestamp
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
-import sys
 from pathlib import Path
-from typing import Any
 
 from ..format import spec as _spec
 from ..base.atomic import atomic_path
@@ -35,7 +32,7 @@ from .pages import pages
 from .pictures import PICTURE_DIR, pictures as all_pictures
 
 __all__ = ["Page", "Section", "PAGES", "anchor", "definitions", "render_all", "splice", "write_docs", "check_docs",
-           "default_out_dir", "add_cli", "load_spec", "SpecData", "Ctx"]
+           "default_out_dir", "pages_dir", "load_spec", "SpecData", "Ctx"]
 
 BEGIN = "<!-- BEGIN GENERATED: {name} -->"
 END = "<!-- END GENERATED -->"
@@ -98,11 +95,22 @@ def render_all(out_dir: Path | str) -> dict[Path, str]:
     return result
 
 
+def pages_dir() -> Path | None:
+    """Where the checked-in pages (their hand-written prose) are: docs/ of a source checkout, else the copy an
+    installed package ships (``gguf_construct/_docs``); None when neither is there."""
+    for candidate in (default_out_dir() if _spec.in_checkout() else None,
+                      Path(__file__).resolve().parent.parent / "_docs"):
+        if candidate is not None and (candidate / "rules.md").is_file():
+            return candidate
+    return None
+
+
 def _seed(out_dir: Path, page: Page) -> str | None:
-    """The checked-in page of the source tree, for a page that ``out_dir`` does not have yet, with its links to
-    ``spec/`` made relative to ``out_dir``; None outside a source checkout."""
-    source = default_out_dir() / page.file
-    if not source.is_file() or source.resolve() == (out_dir / page.file).resolve():
+    """The checked-in page (:func:`pages_dir`), for a page that ``out_dir`` does not have yet, with its links to
+    ``spec/`` made relative to ``out_dir``; None when there is none."""
+    where = pages_dir()
+    source = where / page.file if where is not None else None
+    if source is None or not source.is_file() or source.resolve() == (out_dir / page.file).resolve():
         return None
     text = source.read_text(encoding="utf-8")
     spec_link = Path(os.path.relpath(_spec.spec_dir(), (out_dir / page.file).parent)).as_posix()
@@ -154,76 +162,3 @@ def default_out_dir() -> Path:
     """docs/ next to the spec/ directory of a source checkout, else ./docs."""
     spec_dir = _spec.spec_dir()
     return spec_dir.parent / "docs" if spec_dir.name == "spec" else Path("docs")
-
-
-def _cmd_site(out: str) -> int:
-    from .site import DOCS_EXTRA_HINT, build_site, missing_requirements
-
-    if missing_requirements():
-        print(f"gguf-construct: {DOCS_EXTRA_HINT}", file=sys.stderr)
-        return 2
-    seconds, n = build_site(out, write_docs)
-    print(f"wrote {out}: {n} pages in {seconds:.1f} s (open {Path(out) / 'index.html'}; search needs it served, "
-          f"e.g. python -m http.server -d {out})")
-    return 0
-
-
-def _cmd_docs(args: argparse.Namespace) -> int:
-    if getattr(args, "site", None):
-        if args.check or args.out is not None:
-            print("gguf-construct: docs --site builds the HTML site only (no --out, no --check)", file=sys.stderr)
-            return 2
-        return _cmd_site(args.site)
-    if args.check:
-        why = _spec.nothing_to_check(args.out, "docs")
-        if why:
-            print(f"gguf-construct: {why}", file=sys.stderr)
-            return 2
-    if args.out is None:
-        args.out = default_out_dir()
-    # the docs of a source checkout: its exports/ too
-    exports = _spec.in_checkout() and Path(args.out).resolve() == default_out_dir().resolve()
-    if args.check:
-        problems = check_docs(args.out)
-        if exports:
-            from ..export import check_exports
-            problems += check_exports(compile_parser=False)
-        for p in problems:
-            print(p, file=sys.stderr)
-        if problems:
-            print("gguf-construct: docs are stale; run `gguf-construct docs` and commit the result", file=sys.stderr)
-            return 1
-        print(f"{args.out}: up to date")
-        return 0
-    changed = write_docs(args.out)
-    if exports:
-        from ..export import write_exports
-        written, notes = write_exports()
-        changed += written
-        for note in notes:
-            print(note, file=sys.stderr)
-    for path in changed:
-        print(f"wrote {path}")
-    if not changed:
-        print(f"{args.out}: up to date")
-    return 0
-
-
-def add_cli(subparsers: Any) -> None:
-    """Register the ``docs`` sub-command on the CLI's subparsers."""
-    p = subparsers.add_parser("docs", help="render the Markdown reference in docs/ from spec/",
-                              description="Render the GGUF reference (Markdown) in docs/ from spec/; hand-written "
-                                          "prose outside the generated blocks is kept.")
-    p.add_argument("--out", default=None,
-                   help="output directory (default: docs/ beside spec/ in a source checkout, else ./docs)")
-    p.add_argument("--check", action="store_true",
-                   help="write nothing; exit 1 listing the files that differ from what the spec generates")
-    p.add_argument("--site", metavar="OUT",
-                   help="build the reference as a static HTML site with navigation and search into OUT (MkDocs "
-                        "with the Material theme: pip install \"gguf-construct[docs]\"); docs/ is not touched")
-    p.set_defaults(func=_cmd_docs)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(_cmd_docs(argparse.Namespace(out=sys.argv[1] if len(sys.argv) > 1 else None, check=False,
-                                                  site=None)))

@@ -13,10 +13,8 @@
 
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from ..base.atomic import atomic_path
 from ..format import spec as _spec
@@ -26,7 +24,7 @@ from .ksy import render_ksy
 from .signatures import render_magic, render_mime
 
 __all__ = ["EXPORTS", "COMPILED_DIR", "COMPILED_PARSER", "COMPILED_FROM", "default_exports_dir", "render",
-           "write_exports", "check_exports", "add_cli"]
+           "write_exports", "check_exports"]
 
 # export name -> (file name in exports/, generator)
 EXPORTS: dict[str, tuple[str, Callable[[], str]]] = {
@@ -77,7 +75,10 @@ def _expected(out_dir: Path, compile_parser: bool) -> tuple[dict[Path, str], lis
     if compile_parser:
         ksy = texts[out_dir / EXPORTS["ksy"][0]]
         if kaitai.find_compiler() is None:
-            if _recorded_digest(out_dir) != kaitai.ksy_digest(ksy):
+            if not (out_dir / COMPILED_DIR / COMPILED_PARSER).is_file():  # a new folder has nothing to be stale
+                notes.append(f"{out_dir / COMPILED_DIR}: not written: the Python parser needs kaitai-struct-compiler"
+                             f" (not found; set {kaitai.ENV_VAR})")
+            elif _recorded_digest(out_dir) != kaitai.ksy_digest(ksy):
                 notes.append(f"{out_dir / COMPILED_DIR}: stale, not recompiled (kaitai-struct-compiler not found; "
                              f"set {kaitai.ENV_VAR})")
         else:
@@ -122,53 +123,3 @@ def check_exports(out_dir: Path | str | None = None, compile_parser: bool = True
     return sorted(set(problems))
 
 
-def _cmd_export(args: argparse.Namespace) -> int:
-    if args.what != "all":
-        if args.check:
-            print("gguf-construct: --check goes with `export all`", file=sys.stderr)
-            return 2
-        text = render(args.what)
-        if args.out:
-            _write_atomic(Path(args.out), text)
-            print(f"wrote {args.out}")
-        else:
-            sys.stdout.write(text)
-        return 0
-    if args.check:
-        why = _spec.nothing_to_check(args.out, "exports")
-        if why:
-            print(f"gguf-construct: {why}", file=sys.stderr)
-            return 2
-    out = Path(args.out) if args.out else default_exports_dir()
-    if args.check:
-        problems = check_exports(out)
-        for p in problems:
-            print(p, file=sys.stderr)
-        if problems:
-            print("gguf-construct: exports are stale; run `gguf-construct export all` and commit the result",
-                  file=sys.stderr)
-            return 1
-        print(f"{out}: up to date")
-        return 0
-    changed, notes = write_exports(out)
-    for path in changed:
-        print(f"wrote {path}")
-    for note in notes:
-        print(note, file=sys.stderr)
-    if not changed:
-        print(f"{out}: up to date")
-    return 0
-
-
-def add_cli(subparsers: Any) -> None:
-    """Register the ``export`` sub-command on the CLI's subparsers."""
-    p = subparsers.add_parser("export", help="GGUF for other tools: Kaitai Struct, ImHex, libmagic, shared-mime-info")
-    p.add_argument("what", choices=(*EXPORTS, "all"),
-                   help="ksy (Kaitai Struct), hexpat (ImHex), magic (libmagic), mime (shared-mime-info), "
-                        "or all of them into exports/")
-    p.add_argument("--out", default=None, help="file to write (default: stdout); for `all` the folder "
-                                               "(default: exports/ beside spec/)")
-    p.add_argument("--check", action="store_true",
-                   help="with `all`: write nothing; exit 1 listing the exports that differ from what the spec "
-                        "generates")
-    p.set_defaults(func=_cmd_export)

@@ -78,13 +78,20 @@ def open_source(source) -> tuple[Any, str | None, Any]:
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
         # O_NONBLOCK: opening a named pipe must not wait for a writer before it can be refused
-        with os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)),
-                       "rb") as fh:
-            kind = _not_regular(fh.fileno())
-            if kind:
-                raise OSError(errno.EINVAL, f"not a regular file ({kind}); GGUF files are memory-mapped, so save "
-                                            f"the stream to a file first (the command line reads standard input "
-                                            f"as '-')", path)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        try:
+            kind = _not_regular(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        if kind:  # refused before fdopen, which would name the descriptor instead of the path
+            os.close(fd)
+            if kind == "a directory":
+                raise IsADirectoryError(errno.EISDIR, "is a directory; name a GGUF file in it", path)
+            raise OSError(errno.EINVAL, f"not a regular file ({kind}); GGUF files are memory-mapped, so save "
+                                        f"the stream to a file first (the command line reads standard input "
+                                        f"as '-')", path)
+        with os.fdopen(fd, "rb") as fh:
             return _map_file(fh, path)
     if isinstance(source, (bytes, bytearray, memoryview)):
         return memoryview(source).cast("B"), None, None

@@ -12,7 +12,7 @@ import os
 import re
 import tempfile
 import time
-from typing import Iterator
+from typing import Callable, Iterator
 
 from ..breaking.rawfile import RawFile
 from .minimize import ddmin, shrink_raw
@@ -112,21 +112,26 @@ class _Scratch:
 
 def run(target: Target, *, count: int = 1000, seed: int = 0, profile: str = "spec", out_dir: str | None = None,
         minimize: bool = True, progress: bool | None = None, max_minimize: int = 40, versions=None,
-        byte_orders=None, tensor_types=None) -> Results:
+        byte_orders=None, tensor_types=None, should_stop: Callable[[], bool] | None = None) -> Results:
     """Fuzz ``target`` with ``count`` files; returns the :class:`Results` (written to ``out_dir`` if given).
 
     ``versions``, ``byte_orders`` and ``tensor_types`` say what the target claims to read (None: everything the
     spec defines); files outside it are not generated.  ``progress``: a bar on a terminal, a line per tenth of the
-    run otherwise (None: decide by stderr; False: quiet)."""
+    run otherwise (None: decide by stderr; False: quiet).  ``should_stop``: asked before each file and each
+    minimisation step; True stops the run with KeyboardInterrupt (an interrupt that a callback swallowed)."""
     results = Results(target.name, profile, seed)
-    scratch = _Scratch()
     bar = ProgressBar(count, progress)
     t0 = time.perf_counter()
+    scratch = None
+    stop = _stopper(should_stop)
     try:
+        scratch = _Scratch()
         stream = _model_stream(seed) if getattr(target, "models", False) else generate(
             seed, versions=versions, byte_orders=byte_orders, tensor_types=tensor_types)
         for i in range(count):
+            stop()
             sample = next(stream)
+            stop()
             exp = expect(sample.data, profile)
             if exp.note:
                 note = f"{exp.note} ({sample.mutation})"
@@ -141,26 +146,38 @@ def run(target: Target, *, count: int = 1000, seed: int = 0, profile: str = "spe
                 f = Disagreement(kind, sig, out.detail[:500], exp.rules, sample.mutation, len(sample.data),
                             sample.data, diffs=diffs[:10], location=crash_location(out))
                 if results.add(f) and minimize and len(results.findings) <= max_minimize and kind != "hang":
-                    f.minimized = _minimize(target, scratch, f, profile, sample.raw)
+                    f.minimized = _minimize(target, scratch, f, profile, sample.raw, stop)
                     _remeasure(target, scratch, f, profile)
             bar.update(i + 1, f"{sum(results.per_class.values())} disagreements")
+        stop()
     finally:
         bar.close()
         target.close()
-        scratch.close()
+        if scratch is not None:
+            scratch.close()
     results.seconds = time.perf_counter() - t0
     if out_dir:
         results.write(out_dir)
     return results
 
 
-def _minimize(target: Target, scratch: _Scratch, f: Disagreement, profile: str, raw: RawFile | None) -> bytes:
+def _stopper(should_stop: Callable[[], bool] | None) -> Callable[[], None]:
+    """A check that raises KeyboardInterrupt once ``should_stop()`` says so (a no-op without it)."""
+    def stop() -> None:
+        if should_stop is not None and should_stop():
+            raise KeyboardInterrupt
+    return stop
+
+
+def _minimize(target: Target, scratch: _Scratch, f: Disagreement, profile: str, raw: RawFile | None,
+              stop: Callable[[], None] = lambda: None) -> bytes:
     """The smallest input found that still shows ``f``.  Hangs are not minimised (each test would cost the whole
     timeout), and the first candidate that hangs ends the search: a hang costs one timeout, not one per step."""
     hung = False
 
     def keeps(candidate: bytes) -> bool:
         nonlocal hung
+        stop()
         if hung:
             return False
         exp = expect(candidate, profile)

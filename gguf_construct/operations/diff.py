@@ -2,39 +2,38 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ..base.text import printable
 from ..filemodel.dump import text_of_json, value_to_json
-from ..filemodel.inputs import open_input
 from .. import codecs
 from ..filemodel.gguffile import GGUFFile, Tensor
 
-__all__ = ["diff_files", "render_diff", "add_cli"]
+__all__ = ["diff_files", "render_diff"]
 
-_CHUNK = 16 << 20
+_CHUNK = 16 << 20  # bytes per comparison step, rounded down to whole blocks
 
 
-def _chunks(t: Tensor, swap_to: str | None):
-    """``t``'s bytes in chunks of whole blocks; with ``swap_to``, each block re-encoded in that byte order."""
-    raw = t.raw()
-    if swap_to is None or swap_to == t.byte_order:
-        yield from (raw[i:i + _CHUNK] for i in range(0, len(raw), _CHUNK))
-        return
-    type_size = codecs.type_spec(int(t.ggml_type)).type_size
-    step = max(1, _CHUNK // type_size) * type_size
-    for i in range(0, len(raw), step):
-        yield codecs.swap_blocks(int(t.ggml_type), raw[i:i + step], t.byte_order, swap_to)
+def block_chunks(raw, block_size: int, chunk: int | None = None):
+    """``raw`` as consecutive slices of whole blocks of ``block_size`` bytes, about ``chunk`` bytes each.  The one
+    chunking rule of every byte comparison across byte orders: both sides are cut with the same block size, so a
+    swapped block always meets the same block of the other side, however large the tensor."""
+    step = max(1, (chunk or _CHUNK) // block_size) * block_size
+    return (raw[i:i + step] for i in range(0, len(raw), step))
 
 
 def _same_data(a: Tensor, b: Tensor, comparison: str) -> bool:
     if comparison == "values" and (a.opaque or b.opaque or int(a.ggml_type) != int(b.ggml_type)):
         comparison = "bytes"  # no layout to swap by (or different layouts): the bytes decide
-    if len(a.raw()) != len(b.raw()):
+    ra, rb = a.raw(), b.raw()
+    if len(ra) != len(rb):
         return False
-    swap_to = a.byte_order if comparison == "values" else None
-    return all(x == y for x, y in zip(_chunks(a, None), _chunks(b, swap_to)))
+    if comparison != "values":
+        return all(x == y for x, y in zip(block_chunks(ra, 1), block_chunks(rb, 1)))
+    block = codecs.type_spec(int(a.ggml_type)).type_size  # one block size for both sides
+    swapped = (codecs.swap_blocks(int(b.ggml_type), part, b.byte_order, a.byte_order)
+               for part in block_chunks(rb, block))
+    return all(x == y for x, y in zip(block_chunks(ra, block), swapped))
 
 
 def data_comparison(a: GGUFFile, b: GGUFFile) -> str:
@@ -128,35 +127,3 @@ def render_diff(result: dict) -> str:
     return "\n".join(lines)
 
 
-def _cmd_diff(args) -> int:
-    from ..base.jsonout import write_json
-
-    a, b = open_input(args.a), open_input(args.b)
-    try:
-        result = diff_files(a, b, data=args.data)
-    finally:
-        a.close()
-        b.close()
-    if args.json:
-        write_json(json.dumps(result, ensure_ascii=False, allow_nan=False, indent=1))
-    else:
-        if differs(result):  # identical files print nothing, as diff does
-            if result["data_compared"]:
-                print(f"# tensor data compared {_COMPARISONS[result['data_compared']]}")
-            print(render_diff(result))
-    return 1 if differs(result) else 0
-
-
-def add_cli(subparsers) -> None:
-    """Register the ``diff`` sub-command."""
-    p = subparsers.add_parser(
-        "diff", help="compare two GGUF files (header, keys, tensors); exit 1 when they differ",
-        description="Compare B against A: header fields, metadata keys (- only in A, + only in B, ~ changed, "
-                    "with types) and tensors (removed, added, changed shape/type/offset; with --data, tensors "
-                    "whose bytes differ). Exit status as diff: 0 same, 1 different, 2 trouble.")
-    p.add_argument("a", help="the first GGUF file")
-    p.add_argument("b", help="the second GGUF file")
-    p.add_argument("--data", action="store_true", help="also compare the tensors' data (reads both files): byte for byte, or by value when "
-                        "the byte orders differ")
-    p.add_argument("--json", action="store_true", help="the differences as JSON")
-    p.set_defaults(func=_cmd_diff)

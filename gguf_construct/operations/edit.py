@@ -6,17 +6,19 @@ the old file, never loaded.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
-import sys
+import select
+import stat
 from typing import Any
 
 from ..format.enums import GGUFValueType
-from ..filemodel.inputs import open_input
 from ..format.stringlist import StringList
 from ..format.values import GGUFValue, first_fit, infer_value, make_value
 
-__all__ = ["parse_value", "set_key", "add_cli"]
+__all__ = ["parse_value", "set_key"]
 
 _TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no"}
 
@@ -96,19 +98,6 @@ def set_key(gguf, key: str, text: str, vtype: GGUFValueType | None = None,
     return value
 
 
-def _type_arg(text: str) -> GGUFValueType:
-    try:
-        return GGUFValueType[text.upper()]
-    except KeyError:
-        raise ValueError(f"unknown type {text!r}; the types are: "
-                         + ", ".join(t.name for t in GGUFValueType)) from None
-
-
-def _fail(message: str) -> int:
-    print(f"gguf-construct: {message}", file=sys.stderr)
-    return 2
-
-
 def special_token_keys() -> dict[str, str]:
     """The special tokens llama.cpp reads, by short name (``bos``, ``eos``, ``unk``, ``sep``, ``pad``, ...) -> the
     key it reads their id from (spec/architectures/_loader.yaml's key table)."""
@@ -134,14 +123,46 @@ def token_id(gguf, text: str) -> int:
         raise ValueError(f"no token {text!r} in tokenizer.ggml.tokens") from None
 
 
+VALUE_FILE_LIMIT = 256 << 20  # bytes of a value file; a stream (a pipe, /dev/zero) is cut off here
+PIPE_SILENCE = 10.0  # seconds a pipe may stay silent before reading it gives up (a FIFO nobody writes)
+
+
+def _read_bounded(path: str) -> bytes:
+    """The bytes of ``path``: a regular file, or a pipe or device read until its end -- at most
+    :data:`VALUE_FILE_LIMIT` bytes, and a pipe silent for :data:`PIPE_SILENCE` seconds is an error, never a hang."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO without a writer must not block
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", path)
+        chunks, size = [], 0
+        while True:
+            if not stat.S_ISREG(mode):
+                ready, _, _ = select.select([fd], [], [], PIPE_SILENCE)
+                if not ready:
+                    raise OSError(errno.ETIMEDOUT, f"nothing to read for {PIPE_SILENCE:g} s", path)
+            try:
+                chunk = os.read(fd, 1 << 20)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                return b"".join(chunks)
+            size += len(chunk)
+            if size > VALUE_FILE_LIMIT:
+                raise OSError(errno.EFBIG, f"more than {VALUE_FILE_LIMIT >> 20} MiB", path)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+
+
 def read_value_file(path: str) -> str:
     """The text of a value file (UTF-8); a tokenizer_config.json gives its ``chat_template`` (a string, or the
     ``default`` entry of a list of named templates)."""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = _read_bounded(path)
     except OSError as exc:
-        raise ValueError(f"{path}: {exc.strerror or exc}") from None
+        text = exc.strerror or str(exc)
+        raise ValueError(f"{path}: {text[:1].lower() + text[1:]}") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -161,121 +182,3 @@ def read_value_file(path: str) -> str:
     return text
 
 
-def _edits(args) -> list[tuple[str, str, str | None]]:
-    """The command line's edits in order: ("delete", key, None), ("set", key, text), ("token", name, text)."""
-    edits: list[tuple[str, str, str | None]] = []
-    if args.delete is not None:
-        edits.append(("delete", args.delete, None))
-    if args.key is not None:
-        if args.from_file is not None:
-            if args.value is not None:
-                raise ValueError("give VALUE or --from-file, not both")
-            edits.append(("set", args.key, read_value_file(args.from_file)))
-        elif args.value is None:
-            raise ValueError(f"set {args.key} needs a VALUE (or --from-file PATH)")
-        else:
-            edits.append(("set", args.key, args.value))
-    elif args.value is not None or args.from_file is not None:
-        raise ValueError("a VALUE needs its KEY")
-    if args.chat_template_file is not None:
-        edits.append(("set", "tokenizer.chat_template", read_value_file(args.chat_template_file)))
-    for name, text in args.special_token or ():
-        edits.append(("token", name, text))
-    if not edits:
-        raise ValueError("set needs KEY VALUE, --delete KEY, --special-token NAME TEXT or --chat-template-file PATH")
-    return edits
-
-
-def _special_key(name: str) -> str:
-    keys = special_token_keys()
-    key = keys.get(name.lower())
-    if key is None:
-        raise ValueError(f"unknown special token {name!r}; llama.cpp reads: {', '.join(sorted(keys))}")
-    return key
-
-
-def _cmd_set(args) -> int:
-    try:
-        vtype = _type_arg(args.type) if args.type else None
-        item_type = _type_arg(args.item_type) if args.item_type else None
-        edits = _edits(args)
-    except ValueError as exc:
-        return _fail(str(exc))
-    gguf = open_input(args.file)
-    done = []
-    try:
-        for kind, key, text in edits:
-            try:
-                if kind == "delete":
-                    if key not in gguf.metadata:
-                        return _fail(f"{args.file}: no key {key!r}")
-                    del gguf.metadata[key]
-                    done.append(f"deleted {key}")
-                    continue
-                if kind == "token":
-                    key, tid = _special_key(key), token_id(gguf, text)
-                    value = set_key(gguf, key, str(tid))
-                else:
-                    value = set_key(gguf, key, text, vtype, item_type)
-            except (ValueError, TypeError) as exc:
-                return _fail(f"{args.file}: {key}: {exc}")
-            label = value.type.name if value.item_type is None else f"ARRAY[{value.item_type.name}]"
-            done.append(f"set {key} ({label})")
-        gguf.save(args.file)
-    finally:
-        gguf.close()
-    for line in done:
-        print(f"{args.file}: {line}")
-    return 0
-
-
-def _cmd_rename_tensor(args) -> int:
-    gguf = open_input(args.file)
-    try:
-        try:
-            gguf.rename_tensor(args.old, args.new)
-        except KeyError:
-            return _fail(f"{args.file}: no tensor {args.old!r}")
-        except ValueError as exc:
-            return _fail(f"{args.file}: {exc}")
-        gguf.save(args.file)
-    finally:
-        gguf.close()
-    print(f"{args.file}: renamed tensor {args.old} -> {args.new}")
-    return 0
-
-
-def add_cli(subparsers) -> None:
-    """Register the ``set`` and ``rename-tensor`` sub-commands."""
-    types = ", ".join(t.name for t in GGUFValueType)
-    p = subparsers.add_parser(
-        "set", help="set or delete a metadata key in place",
-        description="Set metadata KEY of FILE to VALUE, or delete a key, rewriting FILE atomically once for all "
-                    "edits (tensor data is copied verbatim). The type is --type, else as the API types a plain "
-                    "value: the key's current type when spec/keys.yaml allows it, else the registry's (integers "
-                    "narrowest first, as llama.cpp reads them), else inferred from VALUE (integer INT32, number "
-                    "FLOAT32, true/false BOOL, JSON list ARRAY, anything else STRING).")
-    p.add_argument("file", help="the GGUF file to edit")
-    p.add_argument("key", nargs="?", help="the metadata key, e.g. general.name")
-    p.add_argument("value", nargs="?", help="the new value; an ARRAY is a JSON list such as '[1, 2]' (or --from-file)")
-    p.add_argument("--type", metavar="T", help=f"the value type: {types}")
-    p.add_argument("--item-type", metavar="T", help="the element type of an ARRAY value (implies --type ARRAY)")
-    p.add_argument("--from-file", metavar="PATH",
-                   help="read KEY's value from this file (UTF-8 text as is, e.g. a chat template; a .json file "
-                        "gives its chat_template)")
-    p.add_argument("--chat-template-file", metavar="PATH",
-                   help="set tokenizer.chat_template from a .jinja file or a tokenizer_config.json")
-    p.add_argument("--special-token", nargs=2, action="append", metavar=("NAME", "TEXT"),
-                   help="set the id of special token NAME (bos, eos, unk, sep, pad, cls, mask, eot, eom, fim_pre, "
-                        "...) to the id of the token spelled TEXT in the vocabulary; repeatable")
-    p.add_argument("--delete", metavar="KEY", help="delete KEY")
-    p.set_defaults(func=_cmd_set)
-
-    p = subparsers.add_parser(
-        "rename-tensor", help="rename a tensor in place",
-        description="Rename tensor OLD of FILE to NEW, rewriting FILE atomically; the data section is copied "
-                    "verbatim (offsets do not change).")
-    p.add_argument("file", help="the GGUF file to edit")
-    p.add_argument("old", help="the tensor's current name")
-    p.add_argument("new", help="its new name")
-    p.set_defaults(func=_cmd_rename_tensor)

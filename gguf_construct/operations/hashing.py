@@ -10,14 +10,12 @@ else the pure-Python :mod:`gguf_construct.base.xxh64`.
 from __future__ import annotations
 
 import hashlib
-import sys
 from typing import Iterable, Iterator
 
-from ..filemodel.inputs import open_input
 from ..filemodel.gguffile import GGUFFile
 from ..base.xxh64 import XXH64
 
-__all__ = ["ALGORITHMS", "new_hasher", "hash_lines", "add_cli"]
+__all__ = ["ALGORITHMS", "new_hasher", "hash_lines"]
 
 ALGORITHMS = ("xxh64", "sha1", "sha256")  # gguf-hash's order of lines
 # uuid.uuid5(uuid.NAMESPACE_URL, 'en.wikipedia.org/wiki/Llama.cpp'), llama.cpp's namespace for model UUIDs
@@ -75,35 +73,3 @@ def hash_lines(gguf: GGUFFile, name: str, algos: Iterable[str] = ("xxh64",), *, 
         yield _line("uuid", _uuid_from_sha1(uuid_hash.digest()), name)
 
 
-def _cmd_hash(args) -> int:
-    algos = args.algo or ["xxh64"]
-    if args.all:
-        algos = list(ALGORITHMS)
-    gguf = open_input(args.file, shards=args.set)
-    try:
-        for line in hash_lines(gguf, args.file, algos, per_tensor=args.per_tensor, uuid=args.uuid):
-            print(line)
-            sys.stdout.flush()
-    finally:
-        gguf.close()
-    return 0
-
-
-def add_cli(subparsers) -> None:
-    """Register the ``hash`` sub-command."""
-    p = subparsers.add_parser(
-        "hash", help="hash the tensor data (per tensor and whole model), as llama.cpp's gguf-hash",
-        description="Hash the tensor data of FILE in llama.cpp gguf-hash's line format "
-                    "('ALGO      HEX  FILE:TENSOR' per tensor, 'ALGO      HEX  FILE' for the model). The model "
-                    "hash covers every tensor's bytes in order and ignores metadata, so it survives metadata edits. "
-                    "xxh64 is fast with the xxhash package (pip install 'gguf-construct[hash]'), else pure Python.")
-    p.add_argument("file", help="the GGUF file")
-    p.add_argument("--algo", action="append", choices=ALGORITHMS,
-                   help="hash algorithm (repeat for several; default xxh64, as gguf-hash)")
-    p.add_argument("--all", action="store_true", help="every algorithm: xxh64, sha1 and sha256")
-    p.add_argument("--per-tensor", action="store_true", help="also one line per tensor (before the model line)")
-    p.add_argument("--uuid", action="store_true", help="also the model's UUIDv5 (llama.cpp's namespace)")
-    p.add_argument("--set", action="store_true",
-                   help="when FILE is a shard of a split model, hash the whole model (every shard's tensors, in "
-                        "order): its model hash equals the unsplit file's")
-    p.set_defaults(func=_cmd_hash)

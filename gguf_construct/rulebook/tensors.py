@@ -169,10 +169,12 @@ def _bounds(ctx: Context) -> Iterator[Hit]:
     if not ctx.layout_known:
         return
     avail = _available(ctx)
+    # tensors starting at or past the end: the file was cut short (a truncated download), not crafted oversize
+    past_end = sum(1 for t in ctx.tensors if t.data_offset >= avail and (t.nbytes or 0) > 0)
     for t in ctx.tensors:  # a tensor of undefined size (an unknown type) still starts inside the data section
         end = t.data_offset + (t.nbytes or 0)
         if end > avail:
-            yield _offset_hit(t, start=t.data_offset, end=end, available=avail)
+            yield _offset_hit(t, start=t.data_offset, end=end, available=avail, tensors_past_end=past_end)
 
 
 @rule("DATA-OVERLAP")

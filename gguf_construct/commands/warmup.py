@@ -1,15 +1,12 @@
-"""``gguf-construct warm-up``: compiling the compiled codecs ahead of time (``codecs.warm_up``).
-
-A compiled kernel costs its compile time (0.3 s to over 10 s per type on a slow machine) on its first use,
-once per machine: numba caches it on disk.  A service or a CI job pays that before its first request instead by
-warming up the types it will use.
-"""
+"""``gguf-construct warm-up``: compiling the compiled codecs ahead of time (``codecs.warm_up``)."""
 
 from __future__ import annotations
 
 import sys
 
-from . import warm_up
+from ..codecs import warm_up
+
+__all__ = ["add_cli"]
 
 
 def _cmd_warm_up(args) -> int:
@@ -18,7 +15,7 @@ def _cmd_warm_up(args) -> int:
     except (ImportError, ValueError) as exc:
         print(f"gguf-construct: {exc}", file=sys.stderr)
         return 2
-    from .compiled._jit import cache_folder  # only now that warm_up found numba
+    from ..codecs.compiled._jit import cache_folder  # only now that warm_up found numba
 
     for k in done:
         if not args.quiet:
@@ -46,3 +43,4 @@ def add_cli(subparsers) -> None:
     direction.add_argument("--encode-only", action="store_true", help="only the encoders")
     p.add_argument("--quiet", action="store_true", help="only the summary line")
     p.set_defaults(func=_cmd_warm_up)
+
