@@ -234,7 +234,7 @@ CARRIER_NAME = "Tiny-1B-v1.0-Q4_0.gguf"
 
 
 def _q4_0_blocks(n: int, byte_order: str) -> bytes:
-    d = np.array([1.0], dtype=("<" if byte_order == "little" else ">") + "f2").tobytes()
+    d = np.array([1.0], dtype=_spec.numpy_dtype("f2", byte_order)).tobytes()
     return b"".join(d + bytes((17 * i + j) & 0xFF for j in range(16)) for i in range(n))
 
 
@@ -265,7 +265,7 @@ def carrier(version: int = 3, byte_order: str = "little") -> RawFile:
     m.set("tokenizer.ggml.eos_token_id", 2, "UINT32")
     m.set("tokenizer.ggml.add_bos_token", True, "BOOL")
     g.add_tensor("token_embd.weight", _q4_0_blocks(5, byte_order), "Q4_0", shape=(32, 5))
-    ones = np.ones(32, dtype=("<" if byte_order == "little" else ">") + "f4").tobytes()
+    ones = np.ones(32, dtype=_spec.numpy_dtype("f4", byte_order)).tobytes()
     g.add_tensor("output_norm.weight", ones, "F32", shape=(32,))
     return RawFile.from_bytes(g.to_bytes())
 
@@ -349,4 +349,4 @@ def craft(name: str, base: bytes | RawFile | Any | None = None) -> Crafted:
 
 def struct_order(raw: RawFile) -> str:
     """The ``struct`` module's byte-order character of ``raw``'s byte order."""
-    return "<" if raw.byte_order == "little" else ">"
+    return _spec.byte_order(raw.byte_order).struct

@@ -7,11 +7,13 @@ import enum
 from . import spec as _spec
 from .structs import container_spec
 
-__all__ = ["GGUFValueType", "GGMLType", "LlamaFileType", "ggml_type_or_none"]
+__all__ = ["GGUFValueType", "VALUE_TYPE_IDS", "GGMLType", "LlamaFileType", "ggml_type_or_none"]
 
 GGUFValueType = enum.IntEnum(  # type: ignore[misc]
     "GGUFValueType", [(vt["name"], vt["id"]) for vt in container_spec()["value_types"]], module=__name__)
 GGUFValueType.__doc__ = "GGUF metadata value types (spec/gguf.yaml, section value_types)."
+
+VALUE_TYPE_IDS: dict[str, int] = {vt.name: int(vt) for vt in GGUFValueType}  # the value types as plain ints
 
 GGMLType = enum.IntEnum(  # type: ignore[misc]
     "GGMLType", [(t.name, t.id) for t in _spec.tensor_types()], module=__name__)

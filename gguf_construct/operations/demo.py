@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import codecs
 from ..format import structs
+from ..format.spec import byte_order as byte_order_of
 from ..filemodel.gguffile import GGUFFile, load
 
 # types the demo tries to include, in order; those without an encoder yet are skipped
@@ -62,7 +63,7 @@ def run(out=print, directory: str | None = None) -> bool:
             same_tensors = all(
                 np.array_equal(a.numpy(), b.numpy(), equal_nan=a.numpy().dtype.kind == "f")
                 for a, b in zip(gguf.tensors, back.tensors))
-            other = "big" if byte_order == "little" else "little"
+            other = byte_order_of(byte_order).other.name
             swapped = load(load(path).convert(byte_order=other).to_bytes())
             restored = swapped.convert(byte_order=byte_order).to_bytes() == data
             good = same_bytes and same_meta and same_tensors and restored

@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from ..format.enums import GGUFValueType
+from ..format.containerspec import value_kind
 from ..filemodel.inputs import open_input
 from ..format.stringlist import StringList
 from ..format.values import GGUFValue, first_fit, infer_value, make_value
@@ -22,14 +23,15 @@ _TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no"}
 
 
 def _scalar(text: str, vtype: GGUFValueType) -> Any:
-    if vtype == GGUFValueType.STRING:
+    kind = value_kind(vtype)  # the spec's kind of the type: what the text is read as
+    if kind == "text":
         return text
-    if vtype == GGUFValueType.BOOL:
+    if kind == "bool":
         word = text.strip().lower()
         if word not in _TRUE | _FALSE:
-            raise ValueError(f"{text!r} is not a BOOL (true/false)")
+            raise ValueError(f"{text!r} is not a {vtype.name} (true/false)")
         return word in _TRUE
-    if vtype in (GGUFValueType.FLOAT32, GGUFValueType.FLOAT64):
+    if kind == "float":
         try:
             return float(text)
         except ValueError:
