@@ -44,6 +44,7 @@ from .rulebook.catalog import PROFILES, catalog
 from .format.enums import GGMLType, GGUFValueType
 from .filemodel.gguffile import GGUFFile, tensor_nbytes
 from .format.values import GGUFValue, numpy_dtype_of
+from .format import keynames
 
 __all__ = ["Document", "gguf_files", "invalid_gguf_files", "documents", "metadata_values", "metadata_keys",
            "tensor_specs", "violations", "model_files", "invalid_model_files", "MODEL_TENSOR_TYPES",
@@ -164,7 +165,7 @@ def documents(draw, *, versions: Sequence[int] | None = None, byte_orders: Seque
     metadata = [(k, draw(metadata_values(version=version, nested=nested_arrays))) for k in keys]
     if alignment is not None:
         metadata.insert(draw(st.integers(0, len(metadata))),
-                        ("general.alignment", GGUFValue(GGUFValueType.UINT32, alignment)))
+                        (keynames.GENERAL_ALIGNMENT, GGUFValue(GGUFValueType.UINT32, alignment)))
     n_tensors = draw(st.integers(0, max_tensors))
     tensors = []
     for i in range(n_tensors):
@@ -327,12 +328,12 @@ def model_files(*, architectures: Sequence[str] | None = None, versions: Sequenc
 def invalid_model_files(*, rules: Sequence[str] | None = None, architectures: Sequence[str] | None = None,
                         tensor_types: Sequence[str] | None = None) -> st.SearchStrategy[tuple[bytes, frozenset[str]]]:
     """Models that llama.cpp refuses, as ``(bytes, rule_ids)``: a model of :func:`model_files` with one labelled
-    edit (:mod:`gguf_construct.arch.mutate`: a key dropped or retyped, a tensor dropped, reshaped or added, the
-    block count changed) whose declared intent is the MODEL-* rules in ``rule_ids``.  With ``rules``, only edits
+    edit (:mod:`gguf_construct.breaking.model_mutations`: a key dropped or retyped, a tensor dropped, reshaped or
+    added, the block count changed) whose declared intent is the MODEL-* rules in ``rule_ids``.  With ``rules``, only edits
     aimed at one of them are drawn.  Benign edits (an optional key dropped) are not drawn."""
     import random
 
-    from .arch.mutate import MUTATIONS
+    from .breaking.model_mutations import MUTATIONS
     from .breaking.models import build_model_file
     from hypothesis import assume
 

@@ -25,6 +25,7 @@ from ..format.reader import align_offset
 from . import rawfile
 from ..rulebook import read_head
 from ..rulebook.walk import ALIGNMENT_KEY, ALIGNMENT_TYPE, _VT
+from ..format import keynames
 
 __all__ = ["RawKV", "RawTensor", "RawFile", "Breakage", "Crafted", "BREAKAGES", "CARRIER_NAME", "VT", "breakage",
            "breakages_for", "craft", "carrier", "encode_value", "struct_order", "tensor_nbytes"]
@@ -246,24 +247,24 @@ def carrier(version: int = 3, byte_order: str = "little") -> RawFile:
 
     g = GGUFFile.new(version=version, byte_order=byte_order)
     m = g.metadata
-    m.set("general.architecture", "llama", "STRING")
-    for key, value in (("general.name", "Tiny"), ("general.basename", "Tiny"), ("general.size_label", "1B"),
-                       ("general.version", "v1.0")):
+    m.set(keynames.GENERAL_ARCHITECTURE, "llama", "STRING")
+    for key, value in ((keynames.GENERAL_NAME, "Tiny"), (keynames.GENERAL_BASENAME, "Tiny"),
+                       (keynames.GENERAL_SIZE_LABEL, "1B"), (keynames.GENERAL_VERSION, "v1.0")):
         m.set(key, value, "STRING")
     m.set(ALIGNMENT_KEY, 32, "UINT32")
-    m.set("general.file_type", 2, "UINT32")
-    m.set("general.quantization_version", 2, "UINT32")
+    m.set(keynames.GENERAL_FILE_TYPE, 2, "UINT32")
+    m.set(keynames.GENERAL_QUANTIZATION_VERSION, 2, "UINT32")
     for key, value in (("context_length", 128), ("embedding_length", 32), ("block_count", 1),
                        ("feed_forward_length", 64), ("attention.head_count", 4), ("rope.dimension_count", 8)):
         m.set(f"llama.{key}", value, "UINT32")
     m.set("llama.attention.layer_norm_rms_epsilon", 1e-5, "FLOAT32")
-    m.set("tokenizer.ggml.model", "llama", "STRING")
-    m.set("tokenizer.ggml.tokens", ["<unk>", "<s>", "</s>", "a", "b"], "ARRAY", "STRING")
-    m.set("tokenizer.ggml.scores", np.array([0, 0, 0, -1, -2], dtype=np.float32), "ARRAY", "FLOAT32")
-    m.set("tokenizer.ggml.token_type", np.array([2, 3, 3, 1, 1], dtype=np.int32), "ARRAY", "INT32")
-    m.set("tokenizer.ggml.bos_token_id", 1, "UINT32")
-    m.set("tokenizer.ggml.eos_token_id", 2, "UINT32")
-    m.set("tokenizer.ggml.add_bos_token", True, "BOOL")
+    m.set(keynames.TOKENIZER_GGML_MODEL, "llama", "STRING")
+    m.set(keynames.TOKENIZER_GGML_TOKENS, ["<unk>", "<s>", "</s>", "a", "b"], "ARRAY", "STRING")
+    m.set(keynames.TOKENIZER_GGML_SCORES, np.array([0, 0, 0, -1, -2], dtype=np.float32), "ARRAY", "FLOAT32")
+    m.set(keynames.TOKENIZER_GGML_TOKEN_TYPE, np.array([2, 3, 3, 1, 1], dtype=np.int32), "ARRAY", "INT32")
+    m.set(keynames.TOKENIZER_GGML_BOS_TOKEN_ID, 1, "UINT32")
+    m.set(keynames.TOKENIZER_GGML_EOS_TOKEN_ID, 2, "UINT32")
+    m.set(keynames.TOKENIZER_GGML_ADD_BOS_TOKEN, True, "BOOL")
     g.add_tensor("token_embd.weight", _q4_0_blocks(5, byte_order), "Q4_0", shape=(32, 5))
     ones = np.ones(32, dtype=_spec.numpy_dtype("f4", byte_order)).tobytes()
     g.add_tensor("output_norm.weight", ones, "F32", shape=(32,))

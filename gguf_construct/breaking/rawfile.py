@@ -18,7 +18,7 @@ from typing import Any, Iterable
 from ..format import fieldrules, fieldtree, structs
 from ..format.enums import VALUE_TYPE_IDS
 from ..format.reader import ALIGNMENT_KEY as _ALIGNMENT_KEY
-from ..format.reader import DEFAULT_ALIGNMENT, LEGACY_MAGICS
+from ..format.reader import DEFAULT_ALIGNMENT, LEGACY_MAGICS, align_offset
 
 __all__ = ["Str", "Arr", "RawKV", "RawTI", "RawFile", "Mark", "from_document", "align", "marks_at", "VT",
            "SCALAR_FORMATS", "LEGACY_MAGICS"]
@@ -32,9 +32,7 @@ ALIGNMENT_KEY = _ALIGNMENT_KEY.encode()
 WRITE_LIMIT = 1 << 20  # tensor data further than this into the data section is not written (offset mutations)
 
 
-def align(offset: int, alignment: int) -> int:
-    """``offset`` rounded up to a multiple of ``alignment`` (spec: align_offset)."""
-    return offset + (alignment - offset % alignment) % alignment
+align = align_offset  # ``offset`` rounded up to a multiple of ``alignment`` (spec: align_offset), one definition
 
 
 @dataclass

@@ -181,13 +181,14 @@ def _cmd_docs(args: argparse.Namespace) -> int:
             return 2
     if args.out is None:
         args.out = default_out_dir()
-    # the docs of a source checkout: its exports/ too
+    # the docs of a source checkout: its exports/ and the key-name constants module too
     exports = _spec.in_checkout() and Path(args.out).resolve() == default_out_dir().resolve()
     if args.check:
         problems = check_docs(args.out)
         if exports:
             from ..export import check_exports
-            problems += check_exports(compile_parser=False)
+            from .keynames import check_keynames
+            problems += check_exports(compile_parser=False) + check_keynames()
         for p in problems:
             print(p, file=sys.stderr)
         if problems:
@@ -198,8 +199,9 @@ def _cmd_docs(args: argparse.Namespace) -> int:
     changed = write_docs(args.out)
     if exports:
         from ..export import write_exports
+        from .keynames import write_keynames
         written, notes = write_exports()
-        changed += written
+        changed += written + write_keynames()
         for note in notes:
             print(note, file=sys.stderr)
     for path in changed:

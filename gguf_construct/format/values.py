@@ -21,6 +21,7 @@ from .enums import GGUFValueType
 from .keyregistry import registry_types
 from .stringlist import StringList
 from .structs import STRUCT_FORMATS, value_kind, value_types
+from . import keynames
 
 __all__ = ["GGUFValue", "Metadata", "numpy_dtype_of", "infer_value", "first_fit"]
 
@@ -285,7 +286,7 @@ class Metadata(MutableMapping):
         registry's types, integer types narrowest first for an ``int`` (``llama.context_length = 4096`` is UINT32,
         as llama.cpp writes and reads it); [] for a new key the registry does not know (the type is then
         inferred).  The API's assignment and the command line's ``set`` both type values by this one rule."""
-        arch = self._items.get("general.architecture")
+        arch = self._items.get(keynames.GENERAL_ARCHITECTURE)
         pairs = registry_types(key, arch.value if arch is not None and isinstance(arch.value, str) else None)
         old = self._items.get(key)
         if old is not None and (not pairs or (old.type, old.item_type) in pairs):

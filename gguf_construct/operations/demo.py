@@ -11,6 +11,7 @@ from .. import codecs
 from ..format import structs
 from ..format.spec import byte_order as byte_order_of
 from ..filemodel.gguffile import GGUFFile, load
+from ..format import keynames
 
 # types the demo tries to include, in order; those without an encoder yet are skipped
 DEMO_TYPES = ["F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_K", "Q6_K", "IQ4_NL", "MXFP4", "I32"]
@@ -20,16 +21,16 @@ def example_file(version: int, byte_order: str) -> GGUFFile:
     """A small model-like file with several tensor types and every kind of metadata value."""
     gguf = GGUFFile.new(version=version, byte_order=byte_order)
     md = gguf.metadata
-    md.set("general.architecture", "llama", "STRING")
-    md.set("general.name", "gguf-construct demo ✓", "STRING")
-    md.set("general.quantization_version", 2, "UINT32")
+    md.set(keynames.GENERAL_ARCHITECTURE, "llama", "STRING")
+    md.set(keynames.GENERAL_NAME, "gguf-construct demo ✓", "STRING")
+    md.set(keynames.GENERAL_QUANTIZATION_VERSION, 2, "UINT32")
     md.set("llama.context_length", 4096, "UINT32")
     md.set("llama.rope.freq_base", 10000.0, "FLOAT32")
     md.set("demo.flag", True, "BOOL")
     # v1 predates the 64-bit value types
     md.set("demo.big", 2**40 if version > 1 else 2**31, "UINT64" if version > 1 else "UINT32")
-    md.set("tokenizer.ggml.tokens", ["<unk>", "<s>", "</s>", "héllo", "wörld"], "ARRAY", "STRING")
-    md.set("tokenizer.ggml.scores", np.array([0, 0, 0, -1.5, -2.5], np.float32), "ARRAY", "FLOAT32")
+    md.set(keynames.TOKENIZER_GGML_TOKENS, ["<unk>", "<s>", "</s>", "héllo", "wörld"], "ARRAY", "STRING")
+    md.set(keynames.TOKENIZER_GGML_SCORES, np.array([0, 0, 0, -1.5, -2.5], np.float32), "ARRAY", "FLOAT32")
     md.set("demo.empty", [], "ARRAY", "INT32")
     md.set("demo.nested", [[1, 2], [3]], "ARRAY", "ARRAY")
     rng = np.random.default_rng(0)

@@ -16,6 +16,7 @@ from ..format.containerspec import value_kind
 from ..filemodel.inputs import open_input
 from ..format.stringlist import StringList
 from ..format.values import GGUFValue, first_fit, infer_value, make_value
+from ..format import keynames
 
 __all__ = ["parse_value", "set_key", "add_cli"]
 
@@ -127,7 +128,7 @@ def special_token_keys() -> dict[str, str]:
 def token_id(gguf, text: str) -> int:
     """The id of the token spelled ``text`` in the file's vocabulary (tokenizer.ggml.tokens); ValueError when it
     has none or the token is not in it."""
-    tokens = gguf.metadata.get("tokenizer.ggml.tokens")
+    tokens = gguf.metadata.get(keynames.TOKENIZER_GGML_TOKENS)
     if not isinstance(tokens, (list, StringList)):
         raise ValueError("the file has no vocabulary (tokenizer.ggml.tokens) to look the token up in")
     try:
@@ -180,7 +181,7 @@ def _edits(args) -> list[tuple[str, str, str | None]]:
     elif args.value is not None or args.from_file is not None:
         raise ValueError("a VALUE needs its KEY")
     if args.chat_template_file is not None:
-        edits.append(("set", "tokenizer.chat_template", read_value_file(args.chat_template_file)))
+        edits.append(("set", keynames.TOKENIZER_CHAT_TEMPLATE, read_value_file(args.chat_template_file)))
     for name, text in args.special_token or ():
         edits.append(("token", name, text))
     if not edits:

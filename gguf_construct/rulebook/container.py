@@ -26,7 +26,7 @@ __all__ = ["LIMITS"]
 LIMITS = {"string_bytes": 2**30, "array_elements": 2**30}
 
 _VERSIONS = {v["version"]: v for v in structs.container_spec()["versions"]}
-_CURRENT = structs.container_spec()["meta"]["current_version"]
+_CURRENT = structs.current_version()
 
 
 # -- header ------------------------------------------------------------------------------------------------------

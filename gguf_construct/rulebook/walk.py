@@ -123,7 +123,6 @@ class Context:
     buf: Any
     file: str | None = None
     file_name: str | None = None
-    profile: str = "spec"
     data: bool = False
     size: int = 0
     raw_version: int | None = None
@@ -215,7 +214,7 @@ def walk(ctx: Context) -> None:
     buf = ctx.buf
     size = ctx.size = len(buf)
     boot = bootstrap(buf)
-    min_header = structs.family(structs.container_spec()["meta"]["current_version"], "little").min_sizes["header"]
+    min_header = structs.family(structs.current_version(), structs.BYTE_ORDERS[0]).min_sizes["header"]
     if boot.rule == "HDR-TRUNC":
         ctx.hit("HDR-TRUNC", size, boot.path, offset=size, expected=min_header)
         return

@@ -3,7 +3,7 @@
 Every case comes from machinery that already labels its files: the crafted breakages of
 :mod:`gguf_construct.breaking.crafting` (one or more per catalog rule, the advisories' reproducers among them),
 the minimal models of :mod:`gguf_construct.arch.synth` with the labelled breakages of
-:mod:`gguf_construct.arch.mutate`, and, written here, the other side of each limit (a key of 65535 bytes, a
+:mod:`gguf_construct.breaking.model_mutations`, and, written here, the other side of each limit (a key of 65535 bytes, a
 63-byte tensor name, four dimensions, ...), every value type in every version and byte order, every tensor type
 with values from the ggml-exact codecs, alignments and a valid split set.  A case's ``rules`` are what it was
 built to break (empty for a valid file), never what a checker found in it.
@@ -24,6 +24,7 @@ from ..format import structs
 from ..breaking import crafting
 from ..breaking.crafting import VT, RawFile, RawKV
 from ..rulebook.container import LIMITS
+from ..format import keynames
 
 __all__ = ["Case", "all_cases", "MODEL_ARCHITECTURES", "LIMITED_BREAKAGES"]
 
@@ -169,7 +170,7 @@ def _four_dims(raw: RawFile) -> None:
 
 def _alignment(value: int) -> Callable[[RawFile], RawFile]:
     def build(raw: RawFile) -> RawFile:
-        raw.set("general.alignment", "UINT32", value)
+        raw.set(keynames.GENERAL_ALIGNMENT, "UINT32", value)
         return raw.relayout()
     return build
 
@@ -392,7 +393,7 @@ def split_cases() -> Iterator[Case]:
 # -- whole models ---------------------------------------------------------------------------------------------------
 def model_cases() -> Iterator[Case]:
     """Minimal models of several architectures (llama.cpp's loader accepts them) and labelled breakages of some."""
-    from ..arch.mutate import MUTATIONS, mutate
+    from ..breaking.model_mutations import MUTATIONS, mutate
     from ..arch.synth import minimal_model_parts
     from ..breaking.models import build_model_file
 
