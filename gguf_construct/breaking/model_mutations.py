@@ -166,7 +166,7 @@ def _retype_tensor(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated 
 def _key_to_array(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated | None:
     """A scalar hyperparameter the loader reads with get_key_or_arr stored as a per-layer array: one value per
     block is the same model; any other length fails ("wrong array length")."""
-    from .outline import common_key_reads, outline
+    from ..arch.outline import common_key_reads, outline
 
     arch = _arch(meta)
     o = outline(arch)
