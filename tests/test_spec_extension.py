@@ -242,7 +242,11 @@ def test_a_spec_only_version_and_value_type_reach_every_command(v4_float16_spec,
     # (KV-TYPE-VERSION, by the spec's since) and refused by load
     report = json.loads(run("check", str(v4), "--format", "json", "--fail-on", "never").stdout)
     assert report[0]["valid"] and report[0]["version"] == 4, report[0]
-    run("convert", str(v4), str(tmp_path / "back.gguf"), "--version", "3")
+    refused = run("convert", str(v4), str(tmp_path / "back.gguf"), "--version", "3", check_rc=None)
+    assert refused.returncode != 0 and "FLOAT16" in refused.stderr and "Traceback" not in refused.stderr
+    assert not (tmp_path / "back.gguf").exists()
+    data = v4.read_bytes()  # v4 has the layout of v3: the same bytes with version word 3 are a v3 file
+    (tmp_path / "back.gguf").write_bytes(data[:4] + (3).to_bytes(4, "little") + data[8:])
     bad = json.loads(run("check", str(tmp_path / "back.gguf"), "--format", "json", "--fail-on", "never").stdout)
     later = [f for f in bad[0]["findings"] if f["rule"] == "KV-TYPE-VERSION"]
     assert {f["path"] for f in later} == {"metadata_kv[11].value_type", "metadata_kv[12].value_type"}, later

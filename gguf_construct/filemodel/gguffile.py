@@ -22,7 +22,8 @@ from ..base.atomic import atomic_path
 from ..base.errors import GGUFError
 from ..format.reader import (ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS, align_offset, open_source,
                              tensor_nbytes)
-from ..rulebook import Context, read_head, refusals
+from ..rulebook import Context, load_rules, read_head, refusals
+from ..rulebook.container import later_type_rule
 from ..rulebook.tensors import UNKNOWN_TYPE_RULE, ZERO_DIMENSION_RULE
 from ..base.remote import exists, is_url, remote_of
 from ..format import splitset
@@ -354,6 +355,7 @@ class GGUFFile:
         if version is not None:
             if version not in structs.versions():
                 raise ValueError(f"GGUF version must be one of {structs.versions()}")
+            _refuse_later_types(self.metadata, version)
             self.version = version
         if byte_order is not None:
             if byte_order not in structs.BYTE_ORDERS:
@@ -441,6 +443,27 @@ def _value_to_tree(value: GGUFValue) -> Any:
     if value.item_type == GGUFValueType.ARRAY:
         data = ListContainer(_value_to_tree(v) for v in data)
     return Container(type=int(value.item_type), data=data)
+
+
+def _types_used(value: GGUFValue) -> Iterable[GGUFValueType]:
+    yield value.type
+    if value.item_type is not None:
+        yield value.item_type
+        if value.item_type == GGUFValueType.ARRAY:
+            for inner in value.value:
+                yield from _types_used(inner)
+
+
+def _refuse_later_types(metadata: Metadata, version: int) -> None:
+    """GGUFError when a value of ``metadata`` has a type that ``version`` does not have and that ``load`` refuses
+    there (a converted file ``load`` could not read back)."""
+    for index, (key, value) in enumerate(metadata.typed_items()):
+        for vtype in _types_used(value):
+            rule_id = later_type_rule(vtype, version)
+            if rule_id is not None and rule_id in load_rules():
+                raise GGUFError(f"cannot convert to GGUF v{version}: key {key!r} uses value type {vtype.name}, new in "
+                                f"v{structs.value_since(vtype)}", path=f"metadata_kv[{index}].value_type",
+                                rule=rule_id)
 
 
 def load(source, *, lazy: bool = True, shards: bool = True) -> GGUFFile:

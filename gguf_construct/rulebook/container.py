@@ -194,6 +194,15 @@ def _types_after(version: int, rule_id: str) -> frozenset[int]:
                      if spec.get("since", 1) > version and spec.get("before_since", _LATER_TYPE_RULE) == rule_id)
 
 
+def later_type_rule(type_id: int, version: int) -> str | None:
+    """The rule a file of ``version`` holding value type ``type_id`` breaks because the type is newer than the
+    version (None when the version has it)."""
+    for rule_id in {_LATER_TYPE_RULE, *(vt.get("before_since") for vt in structs.value_types().values())} - {None}:
+        if int(type_id) in _types_after(version, rule_id):
+            return rule_id
+    return None
+
+
 def _later_types(ctx: Context, rule_id: str) -> Iterator[tuple[KV, int]]:
     """(kv, type) of each KV pair using, as its value or an array's element type, a value type the file's version
     does not have and that breaks ``rule_id`` (the first such type of the pair)."""
