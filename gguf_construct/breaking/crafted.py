@@ -4,10 +4,11 @@ and the registry of named breakages (:data:`BREAKAGES`, filled by :func:`breakag
 The breakages themselves are registered by :mod:`.crafting` (one per rule) and :mod:`.crafting_security` (the
 advisories and chat templates), both on top of this module; :mod:`.crafting` is the one to import.
 
-:class:`RawFile` holds KV pairs as (key bytes, value type, encoded payload), tensor infos as plain numbers, the
-data section as bytes, and overrides for everything a valid writer would never produce (counts, version word,
-padding, truncation).  Its head is written through the field model of :mod:`.rawfile` (:meth:`RawFile.fields`),
-so both editing models share one mapping onto the generated family's permissive build.
+:class:`RawFile` holds the records of the field model of :mod:`.rawfile` -- KV pairs whose value is their encoded
+payload (:func:`RawKV`), tensor infos (:class:`~.rawfile.RawTI`) -- the data section as bytes, and overrides for
+everything a valid writer would never produce (counts, version word, padding, truncation).  Its head is written
+through that model (:meth:`RawFile.fields`), so both editing models share one set of records and one mapping onto
+the generated family's permissive build.
 """
 
 from __future__ import annotations
@@ -59,25 +60,19 @@ def _build_value(vtype: int, value: Any, item_type: int | str | None = None) -> 
     return {"type": item, "data": [_build_value(item, v) for v in value]}
 
 
-@dataclass
-class RawKV:
-    """One KV pair as bytes: the key, the value type number and the encoded value."""
-
-    key: bytes
-    vtype: int
-    payload: bytes
+# The records are those of the field model (:mod:`.rawfile`), one model for breaking files: a KV pair whose value
+# is its encoded payload, written verbatim (``Raw``), and a tensor info (its bytes are in :attr:`RawFile.data`).
+RawTensor = rawfile.RawTI
 
 
-@dataclass
-class RawTensor:
-    """One tensor info as plain numbers (n_dims defaults to len(dims), name_len to len(name))."""
+def RawKV(key: bytes, vtype: int, payload: bytes) -> rawfile.RawKV:  # noqa: N802 - reads as the record it makes
+    """One KV pair as bytes: the key, the value type number and the encoded value (written as given)."""
+    return rawfile.RawKV(key, vtype, Raw(bytes(payload)))
 
-    name: bytes
-    dims: list[int]
-    type: int
-    offset: int
-    n_dims: int | None = None
-    name_len: int | None = None  # declared name length, when it must differ from len(name)
+
+def payload(kv: rawfile.RawKV) -> bytes:
+    """The encoded value of a KV pair made by :func:`RawKV`."""
+    return kv.value.data
 
 
 @dataclass
@@ -86,7 +81,7 @@ class RawFile:
 
     version: int = 3
     byte_order: str = "little"
-    kvs: list[RawKV] = field(default_factory=list)
+    kvs: list[rawfile.RawKV] = field(default_factory=list)  # values written verbatim (see RawKV)
     tensors: list[RawTensor] = field(default_factory=list)
     data: bytes = b""  # the data section, from its (aligned) start
     magic: bytes = b"GGUF"
@@ -185,7 +180,7 @@ class RawFile:
         """ALIGNMENT as a reader computes it from the KV pairs (UINT32 general.alignment > 0, else 32)."""
         for kv in self.kvs:
             if kv.key == ALIGNMENT_KEY.encode() and kv.vtype == ALIGNMENT_TYPE:
-                value = int.from_bytes(kv.payload[:4], self.byte_order)
+                value = int.from_bytes(payload(kv)[:4], self.byte_order)
                 return value if value > 0 else 32
             if kv.key == ALIGNMENT_KEY.encode():
                 return 32
@@ -200,9 +195,7 @@ class RawFile:
             (version % 2**32).to_bytes(4, self.byte_order), "little")
         return rawfile.RawFile(
             self.version, self.byte_order, magic=self.magic, raw_version=raw_version, n_kv=self.kv_count,
-            n_tensors=self.tensor_count, kvs=[rawfile.RawKV(kv.key, kv.vtype, Raw(kv.payload)) for kv in self.kvs],
-            tensors=[rawfile.RawTI(t.name if t.name_len is None else rawfile.Str(t.name, t.name_len), list(t.dims),
-                                   t.type, t.offset, n_dims=t.n_dims) for t in self.tensors])
+            n_tensors=self.tensor_count, kvs=list(self.kvs), tensors=list(self.tensors))
 
     def head(self) -> bytes:
         """Header, KV pairs and tensor infos, written by the generated family's permissive build."""

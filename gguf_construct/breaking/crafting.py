@@ -30,6 +30,7 @@ from .crafted import (
     encode_value
 )
 from .crafted import breakage as _breakage
+from .rawfile import Str
 from .crafted import struct_order as _le
 from .crafted import tensor_nbytes as _nbytes
 from ..format import keynames
@@ -182,7 +183,7 @@ def _(raw):
 @_breakage("tensor-name-past-eof", "STR-EOF")
 def _(raw):
     """The last tensor's name declares 2^40 bytes."""
-    raw.tensors[-1].name_len = 2**40
+    raw.tensors[-1].name = Str(raw.tensors[-1].name, 2**40)
 
 
 @_breakage("invalid-utf8", "STR-UTF8")
