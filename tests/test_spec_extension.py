@@ -24,7 +24,7 @@ import gguf_construct as g
 from gguf_construct.format import fieldtree, spec, structs
 from gguf_construct.checker import check_buffer
 from gguf_construct.format.constructs import BufferStream, FieldError
-from gguf_construct.docgen import render_all
+from gguf_construct.docgen import pictures, render_all
 from gguf_construct.format.reader import align_offset
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,6 +36,7 @@ def _clear_caches() -> None:
                    structs.field_spec, structs.value_types):
         cached.cache_clear()
     fieldtree._SPECS.clear()
+    pictures.pictures.cache_clear()  # drawn from the spec in effect (a docs test after these must see the real one)
 
 
 @pytest.fixture
