@@ -74,6 +74,7 @@ MOVED: dict[str, str] = {
     "hashing": "operations.hashing", "sweep": "operations.sweep", "demo": "operations.demo",
     "cli": "commands.main", "checker.cli": "commands.check", "suite.cli": "commands.suite",
     "arch.cli": "commands.model", "docgen.rulecmd": "commands.rule", "docgen.shellhelp": "commands.completion",
+    "arch.mutate": "breaking.model_mutations",
 }
 
 

@@ -44,12 +44,13 @@ from .rulebook.catalog import PROFILES, catalog
 from .format.enums import GGMLType, GGUFValueType
 from .filemodel.gguffile import GGUFFile, tensor_nbytes
 from .format.values import GGUFValue, numpy_dtype_of
+from .format import keynames
 
 __all__ = ["Document", "gguf_files", "invalid_gguf_files", "documents", "metadata_values", "metadata_keys",
            "tensor_specs", "violations", "model_files", "invalid_model_files", "MODEL_TENSOR_TYPES",
            "broken_gguf_files", "Broken"]
 
-_SCALARS = [vt for vt in GGUFValueType if vt not in (GGUFValueType.ARRAY,)]
+_SCALARS = [vt for vt in GGUFValueType if structs.value_kind(vt) != "array"]
 _ALIGNMENTS = [None, 8, 16, 64, 128]
 
 
@@ -78,19 +79,21 @@ class Document:
 
 
 def _value_types_for(version: int) -> list[GGUFValueType]:
-    vts = structs.value_types()
-    return [vt for vt in _SCALARS if vts[int(vt)].get("since", 1) <= version]
+    have = structs.value_types_in(version)
+    return [vt for vt in _SCALARS if int(vt) in have]
 
 
 def _scalar(vtype: GGUFValueType) -> st.SearchStrategy:
-    if vtype == GGUFValueType.STRING:
+    kind = structs.value_kind(vtype)  # drawn by what the spec says the type is
+    if kind == "text":
         return st.text(max_size=12)
-    if vtype == GGUFValueType.BOOL:
+    if kind == "bool":
         return st.booleans()
-    if vtype == GGUFValueType.FLOAT32:
-        return st.floats(width=32).map(lambda x: float(np.float32(x)))
-    if vtype == GGUFValueType.FLOAT64:
-        return st.floats()
+    if kind == "float":
+        dtype = numpy_dtype_of(vtype)
+        if dtype.itemsize == 8:
+            return st.floats()
+        return st.floats(width=8 * dtype.itemsize).map(lambda x: float(dtype.type(x)))
     info = np.iinfo(numpy_dtype_of(vtype))
     return st.integers(int(info.min), int(info.max))
 
@@ -146,21 +149,23 @@ def tensor_specs(draw, *, tensor_types: Sequence[str] | None = None):
 
 
 @st.composite
-def documents(draw, *, versions: Sequence[int] = (1, 2, 3), byte_orders: Sequence[str] = ("little", "big"),
+def documents(draw, *, versions: Sequence[int] | None = None, byte_orders: Sequence[str] | None = None,
               tensor_types: Sequence[str] | None = None, max_kv: int = 6, max_tensors: int = 3,
               nested_arrays: bool = True) -> Document:
     """A :class:`Document`: version, byte order, alignment, unique keys with typed values, tensors.
 
+    ``versions`` and ``byte_orders`` default to every one spec/gguf.yaml declares.
+
     ``nested_arrays=False`` leaves out arrays of arrays (valid, but ggml's reader rejects them).
     """
-    version = draw(st.sampled_from(list(versions)))
-    byte_order = draw(st.sampled_from(list(byte_orders)))
+    version = draw(st.sampled_from(list(versions or structs.versions())))
+    byte_order = draw(st.sampled_from(list(byte_orders or structs.BYTE_ORDERS)))
     alignment = draw(st.sampled_from(_ALIGNMENTS))
     keys = draw(st.lists(metadata_keys(), max_size=max_kv, unique=True))
     metadata = [(k, draw(metadata_values(version=version, nested=nested_arrays))) for k in keys]
     if alignment is not None:
         metadata.insert(draw(st.integers(0, len(metadata))),
-                        ("general.alignment", GGUFValue(GGUFValueType.UINT32, alignment)))
+                        (keynames.GENERAL_ALIGNMENT, GGUFValue(GGUFValueType.UINT32, alignment)))
     n_tensors = draw(st.integers(0, max_tensors))
     tensors = []
     for i in range(n_tensors):
@@ -169,7 +174,7 @@ def documents(draw, *, versions: Sequence[int] = (1, 2, 3), byte_orders: Sequenc
     return Document(version, byte_order, alignment, metadata, tensors)
 
 
-def gguf_files(*, versions: Sequence[int] = (1, 2, 3), byte_orders: Sequence[str] = ("little", "big"),
+def gguf_files(*, versions: Sequence[int] | None = None, byte_orders: Sequence[str] | None = None,
                tensor_types: Sequence[str] | None = None, max_kv: int = 6,
                max_tensors: int = 3) -> st.SearchStrategy[tuple[bytes, Document]]:
     """Valid GGUF files as ``(bytes, document)``."""
@@ -183,8 +188,8 @@ def violations(rules) -> frozenset[str]:
     return frozenset(r for r in rules if any(cat[r].severity(p) not in ("info", "off") for p in PROFILES))
 
 
-def invalid_gguf_files(*, rules: Sequence[str] | None = None, versions: Sequence[int] = (1, 2, 3),
-                       byte_orders: Sequence[str] = ("little", "big"), tensor_types: Sequence[str] | None = None,
+def invalid_gguf_files(*, rules: Sequence[str] | None = None, versions: Sequence[int] | None = None,
+                       byte_orders: Sequence[str] | None = None, tensor_types: Sequence[str] | None = None,
                        max_kv: int = 4, max_tensors: int = 2, nested_arrays: bool = True,
                        mutations: int = 1) -> st.SearchStrategy[tuple[bytes, frozenset[str]]]:
     """Invalid or suspicious GGUF files as ``(bytes, rule_ids)``.
@@ -216,8 +221,8 @@ class Broken:
     mutations: tuple
 
 
-def broken_gguf_files(*, rules: Sequence[str] | None = None, versions: Sequence[int] = (1, 2, 3),
-                      byte_orders: Sequence[str] = ("little", "big"), tensor_types: Sequence[str] | None = None,
+def broken_gguf_files(*, rules: Sequence[str] | None = None, versions: Sequence[int] | None = None,
+                      byte_orders: Sequence[str] | None = None, tensor_types: Sequence[str] | None = None,
                       max_kv: int = 4, max_tensors: int = 2, nested_arrays: bool = True,
                       mutations: int = 1) -> st.SearchStrategy[Broken]:
     """The files of :func:`invalid_gguf_files` (same arguments) as :class:`Broken`, with their breakages'
@@ -324,12 +329,12 @@ def model_files(*, architectures: Sequence[str] | None = None, versions: Sequenc
 def invalid_model_files(*, rules: Sequence[str] | None = None, architectures: Sequence[str] | None = None,
                         tensor_types: Sequence[str] | None = None) -> st.SearchStrategy[tuple[bytes, frozenset[str]]]:
     """Models that llama.cpp refuses, as ``(bytes, rule_ids)``: a model of :func:`model_files` with one labelled
-    edit (:mod:`gguf_construct.arch.mutate`: a key dropped or retyped, a tensor dropped, reshaped or added, the
-    block count changed) whose declared intent is the MODEL-* rules in ``rule_ids``.  With ``rules``, only edits
+    edit (:mod:`gguf_construct.breaking.model_mutations`: a key dropped or retyped, a tensor dropped, reshaped or
+    added, the block count changed) whose declared intent is the MODEL-* rules in ``rule_ids``.  With ``rules``, only edits
     aimed at one of them are drawn.  Benign edits (an optional key dropped) are not drawn."""
     import random
 
-    from .arch.mutate import MUTATIONS
+    from .breaking.model_mutations import MUTATIONS
     from .breaking.models import build_model_file
     from hypothesis import assume
 

@@ -77,7 +77,7 @@ def test_every_rule_has_an_example_with_its_finding():
     from gguf_construct.commands.rule import example
     from gguf_construct.rulebook.catalog import catalog
 
-    missing = [rid for rid in catalog() if not (example(rid) or {}).get("findings")]
+    missing = [rid for rid in catalog() if not (example(rid) or {}).get("findings") and "dormant" not in catalog()[rid].raw]
     assert not missing
 
 

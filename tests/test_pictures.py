@@ -103,3 +103,19 @@ def test_every_block_bit_is_accounted_for(name):
     assert sum(item.bits for item in bits.items) == 8 * t.type_size
     for item in bits.items:
         assert sum(r.width for r in item.runs) == item.bits
+
+
+def test_layers_picture_is_drawn_from_the_layer_declaration():
+    from gguf_construct import layers
+
+    text = pictures.pictures()[pictures.LAYERS_PICTURE]
+    texts = [e.text for e in ET.fromstring(text).iter(f"{SVG_NS}text")]
+    for layer in layers.LAYERS:
+        assert str(layer.number) in texts and layer.holds in " ".join(texts)
+        for folder in layer.folders:
+            assert folder + "/" in texts or folder + ".py" in texts, folder
+        if layer.add_here:
+            assert any(layer.add_here.split()[0] in t for t in texts if t.startswith("add here"))
+    # the top floor first: the package's face above the commands, the helpers at the bottom
+    numbers = [int(t) for t in texts if t.isdigit()]
+    assert numbers == sorted((layer.number for layer in layers.LAYERS), reverse=True)

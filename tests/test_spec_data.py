@@ -38,7 +38,7 @@ ENTRY_ORDER = {
     ("naming", "components"): ["id", "optional", "pattern", "values", "metadata_key", "doc", "doc_ref"],
     ("naming", "examples"): ["name", "valid", "parse", "note", "rules", "source"],
     ("rules", "rules"): ["id", "severity", "profiles", "load", "scope", "title", "doc", "message", "source", "doc_ref", "applies_to",
-                         "c_reader", "gguf_py", "adversarial", "see_also", "notes"],
+                         "c_reader", "gguf_py", "adversarial", "see_also", "notes", "dormant"],
 }
 COMPONENTS = ["Sidecar", "BaseName", "SizeLabel", "FineTune", "Version", "Encoding", "Type", "Shard"]
 

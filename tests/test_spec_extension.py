@@ -1,10 +1,20 @@
 """The test of the design (issue #12): a field added to a copy of the spec - a hypothetical GGUF v4 whose tensor
-info gains ``flags`` right after its name, so every later field moves - is read, built, checked and documented with no code change."""
+info gains ``flags`` right after its name, so every later field moves - is read, built, checked and documented with no code change.
+
+And issue #40: a version 4 and a value type FLOAT16 written only in a copy of spec/gguf.yaml reach demo, convert,
+set, dump, check, load, the strategies, the suite, docs and export (the copy is put in effect for child processes
+by ``GGUF_CONSTRUCT_SPEC_DIR``, since the value-type enum is made at import)."""
 
 from __future__ import annotations
 
 import copy
+import functools
+import json
+import os
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,9 +24,10 @@ import gguf_construct as g
 from gguf_construct.format import fieldtree, spec, structs
 from gguf_construct.checker import check_buffer
 from gguf_construct.format.constructs import BufferStream, FieldError
-from gguf_construct.docgen import render_all
+from gguf_construct.docgen import pictures, render_all
 from gguf_construct.format.reader import align_offset
 
+ROOT = Path(__file__).resolve().parent.parent
 NEW_FIELD = {"id": "flags", "type": "u4", "doc": "Hypothetical v4 tensor flags."}
 
 
@@ -25,6 +36,7 @@ def _clear_caches() -> None:
                    structs.field_spec, structs.value_types):
         cached.cache_clear()
     fieldtree._SPECS.clear()
+    pictures.pictures.cache_clear()  # drawn from the spec in effect (a docs test after these must see the real one)
 
 
 @pytest.fixture
@@ -183,3 +195,109 @@ def test_a_new_field_breaks_the_rule_declared_with_it_in_both_reads(v4_strides_s
     fmt = next(text for path, text in render_all(tmp_path / "docs").items() if path.name == "format.md")
     row = next(line for line in fmt.splitlines() if 'id="field-tensor_info-strides"' in line)
     assert "breaks [`TI-STRIDES`](rules.md#rule-ti-strides)" in row
+
+
+# -- issue #40: a new version and a new value type, written only in a copy of spec/, reach every part ---------------
+FLOAT16 = {"id": 13, "name": "FLOAT16", "c_name": "GGUF_METADATA_VALUE_TYPE_FLOAT16", "kind": "float",
+           "encoding": "f2", "since": 4, "doc": "Hypothetical IEEE 754 binary16 value."}
+
+
+@pytest.fixture(scope="module")
+def v4_float16_spec(tmp_path_factory):
+    """A copy of spec/ with a version 4 (the layout of v3, now current) and a value type 13 FLOAT16 (f2, since 4):
+    edits of gguf.yaml alone."""
+    copy = tmp_path_factory.mktemp("spec40") / "spec"
+    shutil.copytree(spec.spec_dir(), copy)
+    gguf = yaml.safe_load((copy / "gguf.yaml").read_text())
+    next(f for f in gguf["types"]["header"]["seq"] if f["id"] == "version")["valid"].append(4)
+    gguf["versions"].append({"version": 4, "status": "current", "doc": "Hypothetical: adds FLOAT16.", "doc_ref": "none"})
+    gguf["meta"]["current_version"] = 4
+    gguf["value_types"].append(dict(FLOAT16))
+    (copy / "gguf.yaml").write_text(yaml.safe_dump(gguf, sort_keys=False))
+    return copy
+
+
+def _run(spec_copy, *args: str, cwd=None, check_rc: int | None = 0) -> subprocess.CompletedProcess:
+    """The command line (or ``python -c`` when args start with "-c") with the package pointed at ``spec_copy``."""
+    env = dict(os.environ, GGUF_CONSTRUCT_SPEC_DIR=str(spec_copy), PYTHONPATH=str(ROOT))
+    cmd = [sys.executable, *args] if args[0] == "-c" else [sys.executable, "-m", "gguf_construct", *args]
+    done = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
+    if check_rc is not None:
+        assert done.returncode == check_rc, (args, done.stdout[-2000:], done.stderr[-2000:])
+    return done
+
+
+def test_a_spec_only_version_and_value_type_reach_every_command(v4_float16_spec, tmp_path):
+    run = functools.partial(_run, v4_float16_spec)
+    # demo: every version and byte order round-trips, v4 among them
+    out = run("demo", "--out", str(tmp_path / "demo")).stdout
+    assert "ok   v4 little" in out and "ok   v4 big" in out
+    v4, v3 = tmp_path / "demo" / "demo-v4-little.gguf", tmp_path / "demo" / "demo-v3-little.gguf"
+    # set parses a FLOAT16 by its kind (float), scalar and array items; dump shows it
+    run("set", str(v4), "test.half", "1.5", "--type", "FLOAT16")
+    run("set", str(v4), "test.halves", "[0.5, -2]", "--type", "ARRAY", "--item-type", "FLOAT16")
+    values = {kv["key"]: kv for kv in json.loads(run("dump", "--json", str(v4)).stdout)["metadata"]}
+    assert values["test.half"]["type"] == "FLOAT16" and values["test.half"]["value"] == 1.5
+    assert values["test.halves"]["item_type"] == "FLOAT16" and values["test.halves"]["value"] == [0.5, -2.0]
+    # check: the v4 file is valid; convert --version takes 3 and 4, and the v3 copy holding FLOAT16 is reported
+    # (KV-TYPE-VERSION, by the spec's since) and refused by load
+    report = json.loads(run("check", str(v4), "--format", "json", "--fail-on", "never").stdout)
+    assert report[0]["valid"] and report[0]["version"] == 4, report[0]
+    refused = run("convert", str(v4), str(tmp_path / "back.gguf"), "--version", "3", check_rc=None)
+    assert refused.returncode != 0 and "FLOAT16" in refused.stderr and "Traceback" not in refused.stderr
+    assert not (tmp_path / "back.gguf").exists()
+    data = v4.read_bytes()  # v4 has the layout of v3: the same bytes with version word 3 are a v3 file
+    (tmp_path / "back.gguf").write_bytes(data[:4] + (3).to_bytes(4, "little") + data[8:])
+    bad = json.loads(run("check", str(tmp_path / "back.gguf"), "--format", "json", "--fail-on", "never").stdout)
+    later = [f for f in bad[0]["findings"] if f["rule"] == "KV-TYPE-VERSION"]
+    assert {f["path"] for f in later} == {"metadata_kv[11].value_type", "metadata_kv[12].value_type"}, later
+    assert "v3" in later[0]["message"] and "v4" in later[0]["message"]
+    refused = run("dump", str(tmp_path / "back.gguf"), check_rc=None)
+    assert refused.returncode != 0 and "FLOAT16" in refused.stderr and "Traceback" not in refused.stderr
+    run("convert", str(v3), str(tmp_path / "up.gguf"), "--version", "4")
+    # docs and export know version 4 and FLOAT16
+    run("docs", "--out", str(tmp_path / "docs"))
+    assert 'id="version-4"' in (tmp_path / "docs" / "format.md").read_text()
+    assert "FLOAT16" in (tmp_path / "docs" / "values.md").read_text()
+    assert "version-4" in (tmp_path / "docs" / "pictures" / "versions.svg").read_text() or \
+        "v4" in (tmp_path / "docs" / "pictures" / "versions.svg").read_text()
+    assert "FLOAT16" in run("export", "ksy").stdout
+    assert "4" in run("export", "hexpat").stdout.split("versions", 1)[1].split("\n", 1)[0]
+
+
+API_PROBE = """
+import collections, sys
+from hypothesis import HealthCheck, given, settings, strategies as st
+from gguf_construct import load
+from gguf_construct.format.enums import GGUFValueType
+from gguf_construct.strategies import documents, gguf_files, metadata_values
+from gguf_construct.suite import cases
+
+seen = collections.Counter()
+
+@settings(max_examples=80, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(gguf_files(max_tensors=1))
+def files(sample):
+    data, doc = sample
+    seen["v%d" % doc.version] += 1
+    assert load(data).version == doc.version
+
+@settings(max_examples=80, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(metadata_values(version=4))
+def values(v):
+    seen[v.type.name] += 1
+    if v.item_type is not None:
+        seen[v.item_type.name] += 1
+
+files()
+values()
+suite = {c.path for c in cases.value_cases()}
+print(seen["v4"] > 0, seen["FLOAT16"] > 0, "values/v4-le/FLOAT16.gguf" in suite, "values/v3-be/FLOAT16.gguf" in suite)
+rules = {c.path: c.rules for c in cases.value_cases()}
+print("KV-TYPE-VERSION" in rules["values/v3-le/FLOAT16.gguf"], "KV-TYPE-VERSION" not in rules["values/v4-le/FLOAT16.gguf"])
+"""
+
+
+def test_a_spec_only_version_and_value_type_reach_strategies_and_the_suite(v4_float16_spec):
+    out = _run(v4_float16_spec, "-c", API_PROBE).stdout.split()
+    assert out == ["True"] * 6, out

@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 from gguf_construct import arch, check
-from gguf_construct.arch.mutate import MUTATIONS, Mutated
+from gguf_construct.breaking.model_mutations import MUTATIONS, Mutated
 from gguf_construct.arch.synth import SynthesisError, minimal_model_parts, model_architectures
 from gguf_construct.breaking.models import build_model_file
 from gguf_construct.fuzzing.targets import make_target

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from .programs import loader
+from ..format import keynames
 
 __all__ = ["Source", "Derived", "derived_quantities", "field_sources"]
 
@@ -143,7 +144,7 @@ def _vocab_source(value: str) -> Source:
 
     vocab = model_spec()["vocab"]
     if "n_token_types" in value:
-        return Source("vocab.n_token_types", "tokenizer.ggml.token_type_count", "0")
+        return Source("vocab.n_token_types", keynames.TOKENIZER_GGML_TOKEN_TYPE_COUNT, "0")
     return Source("vocab.n_tokens", f"{vocab['tokens_key']} (its length)", None)
 
 

@@ -18,6 +18,7 @@ from typing import Any, Mapping
 from .interp import UNKNOWN
 from .loader import LoadPlan, MetaValue, Problem, TensorMeta, plan_load
 from .programs import architecture, loader, model_spec
+from ..format import keynames
 
 __all__ = ["Expectation", "Expected", "expect", "expect_architecture", "architecture_parts", "parse_setting", "STATUSES"]
 
@@ -190,7 +191,7 @@ def architecture_parts(arch: str, settings: list[str] | tuple[str, ...] = (), *,
         key, v = parse_setting(arch, text, ctypes)
         overrides[key] = (v.value, v.type) + ((v.item_type,) if v.item_type else ())
     if n_vocab is None:
-        n_vocab = len(meta["tokenizer.ggml.tokens"].value)
+        n_vocab = len(meta[keynames.TOKENIZER_GGML_TOKENS].value)
     return minimal_model_parts(arch, overrides=overrides, n_vocab=n_vocab)
 
 

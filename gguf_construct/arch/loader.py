@@ -23,6 +23,7 @@ from ..format.splitset import SINGLE, SPLIT_COUNT, SPLIT_NO, SPLIT_TENSORS, role
 from ..format.stringlist import StringList
 from .interp import UNKNOWN, Fatal, Frame, Interpreter, Struct, normalize_ctype
 from .programs import Architecture, architecture, loader, model_spec
+from ..format import keynames
 
 __all__ = ["MetaValue", "TensorMeta", "Problem", "ExpectedTensor", "LoadPlan", "plan_load", "file_kind"]
 
@@ -118,7 +119,7 @@ def file_kind(meta: Mapping[str, MetaValue], n_tensors: int) -> str:
     file without tensors, else ``model``.  A "model" without tensors is a vocabulary: llama.cpp's converter writes
     ``general.type = model`` into its --vocab-only files too."""
     kinds = model_spec()["file_kinds"]
-    v = meta.get("general.type")
+    v = meta.get(keynames.GENERAL_TYPE)
     if v is not None and v.type == "STRING" and v.value in kinds["kinds"] and not (
             v.value == kinds["default"] and n_tensors == 0):
         return str(v.value)
@@ -654,18 +655,18 @@ def _unique_tokens(tokens: Any, empty_as: str) -> None:
         word = word or empty_as.format(i=i)
         if word in seen:
             raise Fatal("VOCAB", f"token {i} repeats the string {word!r} of an earlier token: llama.cpp aborts "
-                        "(GGML_ASSERT(id_to_token.size() == token_to_id.size()))", key="tokenizer.ggml.tokens")
+                        "(GGML_ASSERT(id_to_token.size() == token_to_id.size()))", key=keynames.TOKENIZER_GGML_TOKENS)
         seen.add(word)
 
 
 def named_model_missing_token(meta: Mapping[str, MetaValue], tokens: Any) -> str | None:
     """The token llama.cpp looks up by text because of general.name and the vocabulary lacks (spec/model.yaml
     vocab.named_model_tokens), or None."""
-    name = meta.get("general.name")
+    name = meta.get(keynames.GENERAL_NAME)
     if name is None or name.type != "STRING":
         return None
     lowered = str(name.value).lower()
-    pre, arch = meta.get("tokenizer.ggml.pre"), meta.get("general.architecture")
+    pre, arch = meta.get(keynames.TOKENIZER_GGML_PRE), meta.get(keynames.GENERAL_ARCHITECTURE)
     pre = str(pre.value) if pre is not None and pre.type == "STRING" else ""
     arch = str(arch.value) if arch is not None and arch.type == "STRING" else ""
     for req in model_spec()["vocab"].get("named_model_tokens") or ():
@@ -824,12 +825,12 @@ def _load_vocab(meta: Mapping[str, MetaValue], ml: MetaReader, arch: str, vocab:
     """llama_vocab::impl::load: the checks that make it throw; returns the number of tokens."""
     spec = model_spec()["vocab"]
     typed = spec["typed_keys"]
-    for key in (spec["model_key"], spec["pre_key"], "tokenizer.ggml.token_type_count"):
+    for key in (spec["model_key"], spec["pre_key"], keynames.TOKENIZER_GGML_TOKEN_TYPE_COUNT):
         _typed_key(ml, key, typed[key], required=key == spec["model_key"])
     model_name = meta[spec["model_key"]].value
     pre = meta.get(spec["pre_key"])
     pre_name = pre.value if pre is not None else ""
-    n_token_types = meta.get("tokenizer.ggml.token_type_count")
+    n_token_types = meta.get(keynames.TOKENIZER_GGML_TOKEN_TYPE_COUNT)
     object.__setattr__(vocab, "n_token_types", lambda: int(n_token_types.value) if n_token_types is not None else 0)
     model = spec["models"].get(model_name)
     if model is None:
@@ -851,7 +852,7 @@ def _load_vocab(meta: Mapping[str, MetaValue], ml: MetaReader, arch: str, vocab:
             raise Fatal("VOCAB", f"invalid gguf type for {spec['merges_key']}", key=spec["merges_key"])
     if model["type"] == "BPE" and pre_name and pre_name not in spec["bpe_pre"]:
         raise Fatal("VOCAB", f"unknown pre-tokenizer type: '{pre_name}'", key=spec["pre_key"], got=pre_name)
-    for key in ("tokenizer.ggml.add_space_prefix", "tokenizer.ggml.remove_extra_whitespaces"):
+    for key in (keynames.TOKENIZER_GGML_ADD_SPACE_PREFIX, keynames.TOKENIZER_GGML_REMOVE_EXTRA_WHITESPACES):
         _typed_key(ml, key, typed[key])
     tokens = meta.get(spec["tokens_key"])
     if tokens is None:
@@ -863,7 +864,7 @@ def _load_vocab(meta: Mapping[str, MetaValue], ml: MetaReader, arch: str, vocab:
     missing = named_model_missing_token(meta, tokens.value)
     if missing is not None:
         raise Fatal("VOCAB", f"general.name {meta['general.name'].value!r} makes llama.cpp look up token "
-                    f"{missing!r}, which the vocabulary lacks (unordered_map::at)", key="general.name")
+                    f"{missing!r}, which the vocabulary lacks (unordered_map::at)", key=keynames.GENERAL_NAME)
     for part in ("scores", "token_types"):
         key, types = spec[part]["key"], spec[part]["element_types"]
         v = meta.get(key)

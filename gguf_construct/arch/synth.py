@@ -14,6 +14,7 @@ import numpy as np
 
 from ..arch.loader import MetaValue, TensorMeta, plan_load
 from ..arch.programs import architecture, model_spec
+from ..format import keynames
 
 __all__ = ["SynthesisError", "minimal_model_parts", "model_architectures"]
 
@@ -62,18 +63,18 @@ def _value_for(key: str, ctype: str) -> tuple[Any, str]:
 
 def _vocab(meta: dict[str, MetaValue], n_vocab: int) -> None:
     tokens = [f"t{i}" for i in range(n_vocab - 2)] + ["\n", " "]
-    meta["tokenizer.ggml.model"] = MetaValue("STRING", "gpt2")
-    meta["tokenizer.ggml.pre"] = MetaValue("STRING", "default")
-    meta["tokenizer.ggml.tokens"] = MetaValue("ARRAY", tokens, "STRING")
-    meta["tokenizer.ggml.token_type"] = MetaValue("ARRAY", np.ones(n_vocab, np.int32), "INT32")
-    meta["tokenizer.ggml.merges"] = MetaValue("ARRAY", ["t 1"], "STRING")
+    meta[keynames.TOKENIZER_GGML_MODEL] = MetaValue("STRING", "gpt2")
+    meta[keynames.TOKENIZER_GGML_PRE] = MetaValue("STRING", "default")
+    meta[keynames.TOKENIZER_GGML_TOKENS] = MetaValue("ARRAY", tokens, "STRING")
+    meta[keynames.TOKENIZER_GGML_TOKEN_TYPE] = MetaValue("ARRAY", np.ones(n_vocab, np.int32), "INT32")
+    meta[keynames.TOKENIZER_GGML_MERGES] = MetaValue("ARRAY", ["t 1"], "STRING")
 
 
 # what to add when the plain model does not satisfy the loader: experts (MoE architectures), token types (BERT)
 VARIANTS = ({}, {"{arch}.expert_count": (4, "UINT32"), "{arch}.expert_used_count": (2, "UINT32")},
-            {"tokenizer.ggml.token_type_count": (2, "UINT32")},
+            {keynames.TOKENIZER_GGML_TOKEN_TYPE_COUNT: (2, "UINT32")},
             {"{arch}.expert_count": (4, "UINT32"), "{arch}.expert_used_count": (2, "UINT32"),
-             "tokenizer.ggml.token_type_count": (2, "UINT32")})
+             keynames.TOKENIZER_GGML_TOKEN_TYPE_COUNT: (2, "UINT32")})
 
 
 # Hyperparameters some architectures need beyond the generic search, from their loaders' asserts and failures
@@ -134,8 +135,8 @@ def _synthesize(name: str, n_vocab: int, overrides: dict, max_rounds: int, sizes
     a = architecture(name)
     if a is None or not a.loadable:
         raise SynthesisError(f"llama.cpp cannot load architecture {name!r}")
-    meta: dict[str, MetaValue] = {"general.architecture": MetaValue("STRING", name),
-                                  "general.name": MetaValue("STRING", "tiny model")}
+    meta: dict[str, MetaValue] = {keynames.GENERAL_ARCHITECTURE: MetaValue("STRING", name),
+                                  keynames.GENERAL_NAME: MetaValue("STRING", "tiny model")}
     for key, value in sizes.items():
         meta[f"{name}.{key}"] = MetaValue("UINT32", value)
     meta[f"{name}.attention.layer_norm_rms_epsilon"] = MetaValue("FLOAT32", 1e-5)

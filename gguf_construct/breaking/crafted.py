@@ -4,10 +4,11 @@ and the registry of named breakages (:data:`BREAKAGES`, filled by :func:`breakag
 The breakages themselves are registered by :mod:`.crafting` (one per rule) and :mod:`.crafting_security` (the
 advisories and chat templates), both on top of this module; :mod:`.crafting` is the one to import.
 
-:class:`RawFile` holds KV pairs as (key bytes, value type, encoded payload), tensor infos as plain numbers, the
-data section as bytes, and overrides for everything a valid writer would never produce (counts, version word,
-padding, truncation).  Its head is written through the field model of :mod:`.rawfile` (:meth:`RawFile.fields`),
-so both editing models share one mapping onto the generated family's permissive build.
+:class:`RawFile` holds the records of the field model of :mod:`.rawfile` -- KV pairs whose value is their encoded
+payload (:func:`RawKV`), tensor infos (:class:`~.rawfile.RawTI`) -- the data section as bytes, and overrides for
+everything a valid writer would never produce (counts, version word, padding, truncation).  Its head is written
+through that model (:meth:`RawFile.fields`), so both editing models share one set of records and one mapping onto
+the generated family's permissive build.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ..format.reader import align_offset
 from . import rawfile
 from ..rulebook import read_head
 from ..rulebook.walk import ALIGNMENT_KEY, ALIGNMENT_TYPE, _VT
+from ..format import keynames
 
 __all__ = ["RawKV", "RawTensor", "RawFile", "Breakage", "Crafted", "BREAKAGES", "CARRIER_NAME", "VT", "breakage",
            "breakages_for", "craft", "carrier", "encode_value", "struct_order", "tensor_nbytes"]
@@ -58,25 +60,19 @@ def _build_value(vtype: int, value: Any, item_type: int | str | None = None) -> 
     return {"type": item, "data": [_build_value(item, v) for v in value]}
 
 
-@dataclass
-class RawKV:
-    """One KV pair as bytes: the key, the value type number and the encoded value."""
-
-    key: bytes
-    vtype: int
-    payload: bytes
+# The records are those of the field model (:mod:`.rawfile`), one model for breaking files: a KV pair whose value
+# is its encoded payload, written verbatim (``Raw``), and a tensor info (its bytes are in :attr:`RawFile.data`).
+RawTensor = rawfile.RawTI
 
 
-@dataclass
-class RawTensor:
-    """One tensor info as plain numbers (n_dims defaults to len(dims), name_len to len(name))."""
+def RawKV(key: bytes, vtype: int, payload: bytes) -> rawfile.RawKV:  # noqa: N802 - reads as the record it makes
+    """One KV pair as bytes: the key, the value type number and the encoded value (written as given)."""
+    return rawfile.RawKV(key, vtype, Raw(bytes(payload)))
 
-    name: bytes
-    dims: list[int]
-    type: int
-    offset: int
-    n_dims: int | None = None
-    name_len: int | None = None  # declared name length, when it must differ from len(name)
+
+def payload(kv: rawfile.RawKV) -> bytes:
+    """The encoded value of a KV pair made by :func:`RawKV`."""
+    return kv.value.data
 
 
 @dataclass
@@ -85,7 +81,7 @@ class RawFile:
 
     version: int = 3
     byte_order: str = "little"
-    kvs: list[RawKV] = field(default_factory=list)
+    kvs: list[rawfile.RawKV] = field(default_factory=list)  # values written verbatim (see RawKV)
     tensors: list[RawTensor] = field(default_factory=list)
     data: bytes = b""  # the data section, from its (aligned) start
     magic: bytes = b"GGUF"
@@ -184,7 +180,7 @@ class RawFile:
         """ALIGNMENT as a reader computes it from the KV pairs (UINT32 general.alignment > 0, else 32)."""
         for kv in self.kvs:
             if kv.key == ALIGNMENT_KEY.encode() and kv.vtype == ALIGNMENT_TYPE:
-                value = int.from_bytes(kv.payload[:4], self.byte_order)
+                value = int.from_bytes(payload(kv)[:4], self.byte_order)
                 return value if value > 0 else 32
             if kv.key == ALIGNMENT_KEY.encode():
                 return 32
@@ -199,9 +195,7 @@ class RawFile:
             (version % 2**32).to_bytes(4, self.byte_order), "little")
         return rawfile.RawFile(
             self.version, self.byte_order, magic=self.magic, raw_version=raw_version, n_kv=self.kv_count,
-            n_tensors=self.tensor_count, kvs=[rawfile.RawKV(kv.key, kv.vtype, Raw(kv.payload)) for kv in self.kvs],
-            tensors=[rawfile.RawTI(t.name if t.name_len is None else rawfile.Str(t.name, t.name_len), list(t.dims),
-                                   t.type, t.offset, n_dims=t.n_dims) for t in self.tensors])
+            n_tensors=self.tensor_count, kvs=list(self.kvs), tensors=list(self.tensors))
 
     def head(self) -> bytes:
         """Header, KV pairs and tensor infos, written by the generated family's permissive build."""
@@ -234,7 +228,7 @@ CARRIER_NAME = "Tiny-1B-v1.0-Q4_0.gguf"
 
 
 def _q4_0_blocks(n: int, byte_order: str) -> bytes:
-    d = np.array([1.0], dtype=("<" if byte_order == "little" else ">") + "f2").tobytes()
+    d = np.array([1.0], dtype=_spec.numpy_dtype("f2", byte_order)).tobytes()
     return b"".join(d + bytes((17 * i + j) & 0xFF for j in range(16)) for i in range(n))
 
 
@@ -246,26 +240,26 @@ def carrier(version: int = 3, byte_order: str = "little") -> RawFile:
 
     g = GGUFFile.new(version=version, byte_order=byte_order)
     m = g.metadata
-    m.set("general.architecture", "llama", "STRING")
-    for key, value in (("general.name", "Tiny"), ("general.basename", "Tiny"), ("general.size_label", "1B"),
-                       ("general.version", "v1.0")):
+    m.set(keynames.GENERAL_ARCHITECTURE, "llama", "STRING")
+    for key, value in ((keynames.GENERAL_NAME, "Tiny"), (keynames.GENERAL_BASENAME, "Tiny"),
+                       (keynames.GENERAL_SIZE_LABEL, "1B"), (keynames.GENERAL_VERSION, "v1.0")):
         m.set(key, value, "STRING")
     m.set(ALIGNMENT_KEY, 32, "UINT32")
-    m.set("general.file_type", 2, "UINT32")
-    m.set("general.quantization_version", 2, "UINT32")
+    m.set(keynames.GENERAL_FILE_TYPE, 2, "UINT32")
+    m.set(keynames.GENERAL_QUANTIZATION_VERSION, 2, "UINT32")
     for key, value in (("context_length", 128), ("embedding_length", 32), ("block_count", 1),
                        ("feed_forward_length", 64), ("attention.head_count", 4), ("rope.dimension_count", 8)):
         m.set(f"llama.{key}", value, "UINT32")
     m.set("llama.attention.layer_norm_rms_epsilon", 1e-5, "FLOAT32")
-    m.set("tokenizer.ggml.model", "llama", "STRING")
-    m.set("tokenizer.ggml.tokens", ["<unk>", "<s>", "</s>", "a", "b"], "ARRAY", "STRING")
-    m.set("tokenizer.ggml.scores", np.array([0, 0, 0, -1, -2], dtype=np.float32), "ARRAY", "FLOAT32")
-    m.set("tokenizer.ggml.token_type", np.array([2, 3, 3, 1, 1], dtype=np.int32), "ARRAY", "INT32")
-    m.set("tokenizer.ggml.bos_token_id", 1, "UINT32")
-    m.set("tokenizer.ggml.eos_token_id", 2, "UINT32")
-    m.set("tokenizer.ggml.add_bos_token", True, "BOOL")
+    m.set(keynames.TOKENIZER_GGML_MODEL, "llama", "STRING")
+    m.set(keynames.TOKENIZER_GGML_TOKENS, ["<unk>", "<s>", "</s>", "a", "b"], "ARRAY", "STRING")
+    m.set(keynames.TOKENIZER_GGML_SCORES, np.array([0, 0, 0, -1, -2], dtype=np.float32), "ARRAY", "FLOAT32")
+    m.set(keynames.TOKENIZER_GGML_TOKEN_TYPE, np.array([2, 3, 3, 1, 1], dtype=np.int32), "ARRAY", "INT32")
+    m.set(keynames.TOKENIZER_GGML_BOS_TOKEN_ID, 1, "UINT32")
+    m.set(keynames.TOKENIZER_GGML_EOS_TOKEN_ID, 2, "UINT32")
+    m.set(keynames.TOKENIZER_GGML_ADD_BOS_TOKEN, True, "BOOL")
     g.add_tensor("token_embd.weight", _q4_0_blocks(5, byte_order), "Q4_0", shape=(32, 5))
-    ones = np.ones(32, dtype=("<" if byte_order == "little" else ">") + "f4").tobytes()
+    ones = np.ones(32, dtype=_spec.numpy_dtype("f4", byte_order)).tobytes()
     g.add_tensor("output_norm.weight", ones, "F32", shape=(32,))
     return RawFile.from_bytes(g.to_bytes())
 
@@ -349,4 +343,4 @@ def craft(name: str, base: bytes | RawFile | Any | None = None) -> Crafted:
 
 def struct_order(raw: RawFile) -> str:
     """The ``struct`` module's byte-order character of ``raw``'s byte order."""
-    return "<" if raw.byte_order == "little" else ">"
+    return _spec.byte_order(raw.byte_order).struct

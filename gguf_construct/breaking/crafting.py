@@ -30,8 +30,10 @@ from .crafted import (
     encode_value
 )
 from .crafted import breakage as _breakage
+from .rawfile import Str
 from .crafted import struct_order as _le
 from .crafted import tensor_nbytes as _nbytes
+from ..format import keynames
 
 __all__ = ["RawKV", "RawTensor", "RawFile", "Breakage", "Crafted", "BREAKAGES", "craft", "carrier",
            "encode_value", "breakages_for"]
@@ -103,7 +105,7 @@ def _(raw):
 def _(raw):
     """A file without tensors that ends two bytes into the last KV value (a UINT32)."""
     raw.tensors, raw.data = [], b""
-    raw.remove("general.quantization_version").set("general.quantization_version", "UINT32", 2)
+    raw.remove(keynames.GENERAL_QUANTIZATION_VERSION).set(keynames.GENERAL_QUANTIZATION_VERSION, "UINT32", 2)
     raw.truncate = len(raw.to_bytes()) - 2
 
 
@@ -137,7 +139,7 @@ for _name, _rule, _key, _doc in [
 @_breakage("duplicate-key", "KV-KEY-DUP")
 def _(raw):
     """general.name twice."""
-    raw.kvs.append(copy.deepcopy(raw.kvs[raw.index("general.name")]))
+    raw.kvs.append(copy.deepcopy(raw.kvs[raw.index(keynames.GENERAL_NAME)]))
 
 
 @_breakage("bad-value-type", "KV-TYPE", carrier_only=False)
@@ -155,7 +157,7 @@ def _(raw):
 @_breakage("bool-not-0-or-1", "KV-BOOL")
 def _(raw):
     """tokenizer.ggml.add_bos_token holds the byte 2."""
-    raw.set_raw("tokenizer.ggml.add_bos_token", "BOOL", b"\x02")
+    raw.set_raw(keynames.TOKENIZER_GGML_ADD_BOS_TOKEN, "BOOL", b"\x02")
 
 
 @_breakage("bool-array-not-0-or-1", "KV-BOOL", carrier_only=False)
@@ -175,31 +177,31 @@ def _(raw):
 def _(raw):
     """general.name declares 2^40 bytes."""
     fam = structs.family(raw.version, raw.byte_order)
-    raw.set_raw("general.name", "STRING", fam.build("gguf_string", {"len": 2**40, "data": b"Tiny"})[0])
+    raw.set_raw(keynames.GENERAL_NAME, "STRING", fam.build("gguf_string", {"len": 2**40, "data": b"Tiny"})[0])
 
 
 @_breakage("tensor-name-past-eof", "STR-EOF")
 def _(raw):
     """The last tensor's name declares 2^40 bytes."""
-    raw.tensors[-1].name_len = 2**40
+    raw.tensors[-1].name = Str(raw.tensors[-1].name, 2**40)
 
 
 @_breakage("invalid-utf8", "STR-UTF8")
 def _(raw):
     """general.name contains the byte 0xFF."""
-    raw.set("general.name", "STRING", b"Ti\xffny")
+    raw.set(keynames.GENERAL_NAME, "STRING", b"Ti\xffny")
 
 
 @_breakage("invalid-utf8-token", "STR-UTF8")
 def _(raw):
     """A vocabulary token with an overlong encoding."""
-    raw.set("tokenizer.ggml.tokens", "ARRAY", [b"<unk>", b"<s>", b"</s>", b"\xc0\xaf", b"b"], item_type="STRING")
+    raw.set(keynames.TOKENIZER_GGML_TOKENS, "ARRAY", [b"<unk>", b"<s>", b"</s>", b"\xc0\xaf", b"b"], item_type="STRING")
 
 
 @_breakage("embedded-nul", "STR-NUL")
 def _(raw):
     """general.name contains NUL."""
-    raw.set("general.name", "STRING", b"Ti\x00ny")
+    raw.set(keynames.GENERAL_NAME, "STRING", b"Ti\x00ny")
 
 
 @_breakage("string-over-limit", "STR-MAXLEN", carrier_only=False)
@@ -382,7 +384,7 @@ def _(raw):
 # data section
 def _misalign_head(raw: RawFile) -> None:
     if len(raw.head()) % raw.alignment == 0:
-        raw.set("general.author", "STRING", "me")
+        raw.set(keynames.GENERAL_AUTHOR, "STRING", "me")
 
 
 @_breakage("cut-before-data", "DATA-START")
@@ -460,37 +462,37 @@ def _(raw):
 @_breakage("architecture-missing", "META-ARCH-MISSING")
 def _(raw):
     """No general.architecture."""
-    raw.remove("general.architecture")
+    raw.remove(keynames.GENERAL_ARCHITECTURE)
 
 
 @_breakage("architecture-hyphen", "META-ARCH-CHARSET")
 def _(raw):
     """general.architecture = command-r (known, but not [a-z0-9]+)."""
-    raw.set("general.architecture", "STRING", "command-r")
+    raw.set(keynames.GENERAL_ARCHITECTURE, "STRING", "command-r")
 
 
 @_breakage("architecture-unknown", "META-ARCH-UNKNOWN")
 def _(raw):
     """general.architecture = tinyarch."""
-    raw.set("general.architecture", "STRING", "tinyarch")
+    raw.set(keynames.GENERAL_ARCHITECTURE, "STRING", "tinyarch")
 
 
 @_breakage("standard-key-wrong-type", "META-KEY-TYPE")
 def _(raw):
     """general.name stored as UINT32."""
-    raw.set("general.name", "UINT32", 7)
+    raw.set(keynames.GENERAL_NAME, "UINT32", 7)
 
 
 @_breakage("undocumented-value", "META-KEY-VALUE")
 def _(raw):
     """tokenizer.ggml.model = sentencepiece."""
-    raw.set("tokenizer.ggml.model", "STRING", "sentencepiece")
+    raw.set(keynames.TOKENIZER_GGML_MODEL, "STRING", "sentencepiece")
 
 
 @_breakage("quantization-version-missing", "META-QV-MISSING")
 def _(raw):
     """A Q4_0 tensor but no general.quantization_version."""
-    raw.remove("general.quantization_version")
+    raw.remove(keynames.GENERAL_QUANTIZATION_VERSION)
 
 
 @_breakage("architecture-key-missing", "META-ARCH-KEYS")
@@ -508,30 +510,30 @@ def _(raw):
 @_breakage("tokenizer-length-mismatch", "META-TOKENIZER-LEN")
 def _(raw):
     """Four scores for five tokens."""
-    raw.set("tokenizer.ggml.scores", "ARRAY", [0.0, 0.0, 0.0, -1.0], item_type="FLOAT32")
+    raw.set(keynames.TOKENIZER_GGML_SCORES, "ARRAY", [0.0, 0.0, 0.0, -1.0], item_type="FLOAT32")
 
 
 @_breakage("tokenizer-narrow-type", "META-TOKENIZER-TYPE")
 def _(raw):
     """tokenizer.ggml.token_type as an array of UINT8."""
-    raw.set("tokenizer.ggml.token_type", "ARRAY", [2, 3, 3, 1, 1], item_type="UINT8")
+    raw.set(keynames.TOKENIZER_GGML_TOKEN_TYPE, "ARRAY", [2, 3, 3, 1, 1], item_type="UINT8")
 
 
 @_breakage("token-id-out-of-range", "META-TOKEN-ID")
 def _(raw):
     """tokenizer.ggml.eos_token_id = 9 with five tokens."""
-    raw.set("tokenizer.ggml.eos_token_id", "UINT32", 9)
+    raw.set(keynames.TOKENIZER_GGML_EOS_TOKEN_ID, "UINT32", 9)
 
 
 @_breakage("file-type-inconsistent", "META-FILETYPE")
 def _(raw):
     """general.file_type = ALL_F32 with a Q4_0 matrix."""
-    raw.set("general.file_type", "UINT32", 0)
+    raw.set(keynames.GENERAL_FILE_TYPE, "UINT32", 0)
 
 
 def _split(raw: RawFile, no: int, count: int, tensors: int, no_type: str = "UINT16") -> RawFile:
-    return raw.set("split.no", no_type, no).set("split.count", "UINT16", count).set(
-        "split.tensors.count", "INT32", tensors)
+    return raw.set(keynames.SPLIT_NO, no_type, no).set(keynames.SPLIT_COUNT, "UINT16", count).set(
+        keynames.SPLIT_TENSORS_COUNT, "INT32", tensors)
 
 
 @_breakage("split-key-wrong-type", "META-SPLIT-TYPES")
@@ -549,7 +551,7 @@ def _(raw):
 @_breakage("split-keys-partial", "META-SPLIT-PARTIAL")
 def _(raw):
     """split.count without split.no and split.tensors.count."""
-    raw.set("split.count", "UINT16", 1)
+    raw.set(keynames.SPLIT_COUNT, "UINT16", 1)
 
 
 @_breakage("split-tensor-count-mismatch", "META-SPLIT-TENSORS")
@@ -623,7 +625,7 @@ def _(raw):
 @_breakage("name-disagrees-with-metadata", "NAME-META")
 def _(raw):
     """general.basename = Other, the file name says Tiny."""
-    raw.set("general.basename", "STRING", "Other")
+    raw.set(keynames.GENERAL_BASENAME, "STRING", "Other")
 
 
 # model layer (profile llama.cpp): each starts from the minimal llama model the replayed loader accepts
@@ -685,7 +687,7 @@ def _half_imatrix(raw):
     from ..filemodel.gguffile import GGUFFile
 
     f = GGUFFile.new(version=3, byte_order="little")
-    f.metadata.set("general.type", "imatrix", "STRING")
+    f.metadata.set(keynames.GENERAL_TYPE, "imatrix", "STRING")
     f.metadata.set("imatrix.datasets", ["wiki.train.raw"], "ARRAY", "STRING")
     f.metadata.set("imatrix.chunk_count", 10, "UINT32")
     f.metadata.set("imatrix.chunk_size", 512, "UINT32")
@@ -698,8 +700,10 @@ def _half_adapter(raw):
     from ..filemodel.gguffile import GGUFFile
 
     f = GGUFFile.new(version=3, byte_order="little")
-    for key, value, vtype in (("general.type", "adapter", "STRING"), ("general.architecture", "llama", "STRING"),
-                              ("adapter.type", "lora", "STRING"), ("adapter.lora.alpha", 16.0, "FLOAT32")):
+    for key, value, vtype in ((keynames.GENERAL_TYPE, "adapter", "STRING"),
+                              (keynames.GENERAL_ARCHITECTURE, "llama", "STRING"),
+                              (keynames.ADAPTER_TYPE, "lora", "STRING"),
+                              (keynames.ADAPTER_LORA_ALPHA, 16.0, "FLOAT32")):
         f.metadata.set(key, value, vtype)
     f.add_tensor("blk.0.attn_q.weight.lora_a", bytes(4 * 64 * 8), "F32", shape=(64, 8))
     return RawFile.from_bytes(f.to_bytes()), {"profile": "llama.cpp"}
@@ -707,7 +711,7 @@ def _half_adapter(raw):
 
 for _name, _rules, _doc, _build in (
     ("model-arch-unknown", ("MODEL-ARCH-UNKNOWN", "META-ARCH-UNKNOWN"), "general.architecture = tinyarch.",
-     _model_case(**{"general.architecture": ("tinyarch", "STRING")})),
+     _model_case(**{keynames.GENERAL_ARCHITECTURE: ("tinyarch", "STRING")})),
     ("model-key-missing", ("MODEL-KEY-MISSING",), "llama without llama.embedding_length.",
      _model_case(**{"llama.embedding_length": (None, None)})),
     ("model-key-type", ("MODEL-KEY-TYPE", "META-KEY-TYPE"), "llama.context_length stored as a STRING.",
@@ -715,7 +719,7 @@ for _name, _rules, _doc, _build in (
     ("model-hparam-range", ("MODEL-HPARAM-RANGE",), "llama.expert_used_count = 3 with no experts.",
      _model_case(**{"llama.expert_used_count": (3, "UINT32")})),
     ("model-vocab", ("MODEL-VOCAB",), "tokenizer.ggml.model = sentencepiece, which llama.cpp does not know.",
-     _model_case(**{"tokenizer.ggml.model": ("sentencepiece", "STRING")})),
+     _model_case(**{keynames.TOKENIZER_GGML_MODEL: ("sentencepiece", "STRING")})),
     ("model-tensor-missing", ("MODEL-TENSOR-MISSING",), "blk.0.ffn_up.weight removed.", _model_edit(_drop_tensor)),
     ("model-tensor-shape", ("MODEL-TENSOR-SHAPE",), "blk.0.attn_q.weight with half its columns.",
      _model_edit(_halve_q)),

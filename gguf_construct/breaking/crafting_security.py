@@ -16,6 +16,7 @@ def _uint(value: int, width: int, byte_order: str) -> bytes:
     """``value`` as an unsigned integer of ``width`` bytes (wrapped), for lengths that lie."""
     return (value % (1 << (8 * width))).to_bytes(width, byte_order)
 from ..rulebook.walk import ALIGNMENT_KEY
+from ..format import keynames
 
 __all__ = ["CLASSIC_INJECTION", "template_with"]
 
@@ -53,7 +54,7 @@ def _(raw):
 @_breakage("advisory-string-length-wrap", "STR-EOF")
 def _(raw):
     """general.name declares 2^64 - 1 bytes: calloc(n + 1) is calloc(0) (CVE-2024-23496)."""
-    raw.set_raw("general.name", "STRING", _uint(2**64 - 1, _width(raw, "strlen_t"), raw.byte_order) + b"Tiny")
+    raw.set_raw(keynames.GENERAL_NAME, "STRING", _uint(2**64 - 1, _width(raw, "strlen_t"), raw.byte_order) + b"Tiny")
 
 
 @_breakage("advisory-string-array-wrap", "ARR-EOF", carrier_only=False)
@@ -114,13 +115,13 @@ def _(raw):
 @_breakage("advisory-string-length-sign", "STR-EOF")
 def _(raw):
     """general.name declares 2^63 bytes: negative as a signed 64-bit length (gguf-parser-go)."""
-    raw.set_raw("general.name", "STRING", _uint(2**63, _width(raw, "strlen_t"), raw.byte_order) + b"Tiny")
+    raw.set_raw(keynames.GENERAL_NAME, "STRING", _uint(2**63, _width(raw, "strlen_t"), raw.byte_order) + b"Tiny")
 
 
 @_breakage("advisory-scores-int8", "META-TOKENIZER-TYPE")
 def _(raw):
     """tokenizer.ggml.scores as an ARRAY of INT8 (read as float32 by llama.cpp before PR #26690)."""
-    raw.set("tokenizer.ggml.scores", "ARRAY", [0, 0, 0, -1, -2], item_type="INT8")
+    raw.set(keynames.TOKENIZER_GGML_SCORES, "ARRAY", [0, 0, 0, -1, -2], item_type="INT8")
 
 
 @_breakage("advisory-alignment-2-31", "SEC-ALIGN-HUGE")
@@ -134,7 +135,7 @@ def _(raw):
 def _(raw):
     """tokenizer.chat_template with the classic ''.__class__.__mro__[1].__subclasses__() payload
     (CVE-2024-34359)."""
-    raw.set("tokenizer.chat_template", "STRING", template_with(CLASSIC_INJECTION))
+    raw.set(keynames.TOKENIZER_CHAT_TEMPLATE, "STRING", template_with(CLASSIC_INJECTION))
 
 
 # -- chat templates ----------------------------------------------------------------------------------------------
@@ -143,7 +144,7 @@ def _(raw):
     """tokenizer.chat_template as an ARRAY of STRING, the payload split between two pieces."""
     text = template_with("{{ cycler.__init__.__glo" + "bals__.os.popen('id').read() }}")
     cut = text.index("__glo") + 5
-    raw.set("tokenizer.chat_template", "ARRAY", [text[:cut], text[cut:]], item_type="STRING")
+    raw.set(keynames.TOKENIZER_CHAT_TEMPLATE, "ARRAY", [text[:cut], text[cut:]], item_type="STRING")
 
 
 @_breakage("template-obfuscated", "TPL-ESCAPE", carrier_only=False)
@@ -156,7 +157,7 @@ def _(raw):
 @_breakage("template-suspicious", "TPL-SUSPICIOUS", carrier_only=False)
 def _(raw):
     """A template that looks a module name up in the messages (inert: a list has no member os)."""
-    raw.set("tokenizer.chat_template", "STRING", template_with("{{ messages['os'] }}"))
+    raw.set(keynames.TOKENIZER_CHAT_TEMPLATE, "STRING", template_with("{{ messages['os'] }}"))
 
 
 @_breakage("template-gadget", "TPL-GADGET", "TPL-ESCAPE", carrier_only=False)
@@ -164,36 +165,36 @@ def _(raw):
     """A template that formats each message's content with the message itself: harmless with ordinary messages,
     a walk to Python internals for a message such as '{0.__init__.__globals__}' (found by rendering; the static
     scan sees a format string computed at render time)."""
-    raw.set("tokenizer.chat_template", "STRING", template_with("{{ message.content.format(message) }}"))
+    raw.set(keynames.TOKENIZER_CHAT_TEMPLATE, "STRING", template_with("{{ message.content.format(message) }}"))
 
 
 @_breakage("template-unparsed", "TPL-UNPARSED", carrier_only=False)
 def _(raw):
     """A template with a tag jinja2 does not know ({% reasoning %}: no runtime tag the scan knows either)."""
-    raw.set("tokenizer.chat_template", "STRING",
+    raw.set(keynames.TOKENIZER_CHAT_TEMPLATE, "STRING",
             "{% for m in messages %}{% reasoning %}{{ m.content }}{% endreasoning %}{% endfor %}")
 
 
 @_breakage("template-too-large", "TPL-LIMIT", carrier_only=False)
 def _(raw):
     """A template of 300 000 characters (above the 128 KiB analysis limit)."""
-    raw.set("tokenizer.chat_template", "STRING", template_with("{# " + "x" * 300_000 + " #}"))
+    raw.set(keynames.TOKENIZER_CHAT_TEMPLATE, "STRING", template_with("{# " + "x" * 300_000 + " #}"))
 
 
 @_breakage("template-too-deep", "TPL-LIMIT", carrier_only=False)
 def _(raw):
     """A template nesting 500 parentheses."""
-    raw.set("tokenizer.chat_template", "STRING", "{{ " + "(" * 500 + "1" + ")" * 500 + " }}")
+    raw.set(keynames.TOKENIZER_CHAT_TEMPLATE, "STRING", "{{ " + "(" * 500 + "1" + ")" * 500 + " }}")
 
 
 @_breakage("template-resource", "TPL-RESOURCE", carrier_only=False)
 def _(raw):
     """A template whose loop runs a billion times (range(10**9))."""
-    raw.set("tokenizer.chat_template", "STRING",
+    raw.set(keynames.TOKENIZER_CHAT_TEMPLATE, "STRING",
             template_with("{% for i in range(10**9) %}{{ i }}{% endfor %}"))
 
 
 @_breakage("template-stray", "TPL-STRAY", carrier_only=False)
 def _(raw):
     """general.description holds a Jinja template with a loop."""
-    raw.set("general.description", "STRING", "{% for m in messages %}{{ m.content }}{% endfor %}")
+    raw.set(keynames.GENERAL_DESCRIPTION, "STRING", "{% for m in messages %}{{ m.content }}{% endfor %}")

@@ -26,7 +26,8 @@ from ..format.enums import GGMLType
 from ..format.reader import MAX_DIMS
 from ..format.reader import MAX_KEY_BYTES as MAX_KEY
 from ..format.reader import MAX_NAME_BYTES as MAX_NAME
-from ..format.spec import tensor_type_by_id
+from ..format import structs
+from ..format.spec import primitives, tensor_type_by_id
 from .intent import DATA, DATA_LAYOUT, TENSOR_INFOS, Bytes, Intent
 from .rawfile import (
     ALIGNMENT_KEY, ARRAY, BOOL, LEGACY_MAGICS, SCALAR_FORMATS, STRING, UINT32, VT, Arr, RawFile, WRITE_LIMIT,
@@ -193,9 +194,9 @@ def _insert_kv(raw: RawFile, pick: Pick, kv: RawKV) -> RawKV:
 
 
 def _scalar_value(vtype: int, pick: Pick):
-    fmt = SCALAR_FORMATS[vtype]
-    if fmt in "fd":
-        return pick.choice([0.0, -1.5, 1e30, float("inf")])
+    if structs.value_kind(vtype) == "float":
+        big = 1e30 if primitives()[structs.value_types()[vtype]["encoding"]].size >= 4 else 1e4  # fits the type
+        return pick.choice([0.0, -1.5, big, float("inf")])
     if vtype == BOOL:
         return pick.integer(0, 1)
     return pick.integer(0, 100)
@@ -203,7 +204,7 @@ def _scalar_value(vtype: int, pick: Pick):
 
 def _random_array(pick: Pick, depth: int, version: int) -> Arr:
     """An array nested exactly ``depth`` levels deep."""
-    types = [t for t in _SCALAR_TYPES if version > 1 or t < VT["UINT64"]] + [STRING]
+    types = [t for t in _SCALAR_TYPES if t in structs.value_types_in(version)] + [STRING]
     if depth > 1:
         return Arr(ARRAY, [_random_array(pick, depth - 1, version) for _ in range(pick.integer(1, 2))])
     item = pick.choice(types)

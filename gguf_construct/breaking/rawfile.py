@@ -16,27 +16,23 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from ..format import fieldrules, fieldtree, structs
-from ..format.enums import GGUFValueType
+from ..format.enums import VALUE_TYPE_IDS
 from ..format.reader import ALIGNMENT_KEY as _ALIGNMENT_KEY
-from ..format.reader import DEFAULT_ALIGNMENT, LEGACY_MAGICS
+from ..format.reader import DEFAULT_ALIGNMENT, LEGACY_MAGICS, align_offset
 
 __all__ = ["Str", "Arr", "RawKV", "RawTI", "RawFile", "Mark", "from_document", "align", "marks_at", "VT",
            "SCALAR_FORMATS", "LEGACY_MAGICS"]
 
-VT = {vt.name: int(vt) for vt in GGUFValueType}  # the enum generated from the spec, as plain ints
+VT = VALUE_TYPE_IDS  # the enum generated from the spec, as plain ints
 ARRAY, STRING, BOOL, UINT32 = VT["ARRAY"], VT["STRING"], VT["BOOL"], VT["UINT32"]
-# struct format and size of each fixed-size value type, from the spec's primitive encodings
-_PRIM_FMT = {"u1": "B", "i1": "b", "u2": "H", "i2": "h", "u4": "I", "i4": "i", "u8": "Q", "i8": "q", "f4": "f",
-             "f8": "d"}
-SCALAR_FORMATS = {vt["id"]: _PRIM_FMT[vt["encoding"]] for vt in structs.container_spec()["value_types"]
+# struct format of each fixed-size value type, from the spec's primitive encodings
+SCALAR_FORMATS = {vt["id"]: structs.STRUCT_FORMATS[vt["encoding"]] for vt in structs.container_spec()["value_types"]
                   if vt.get("encoding")}
 ALIGNMENT_KEY = _ALIGNMENT_KEY.encode()
 WRITE_LIMIT = 1 << 20  # tensor data further than this into the data section is not written (offset mutations)
 
 
-def align(offset: int, alignment: int) -> int:
-    """``offset`` rounded up to a multiple of ``alignment`` (spec: align_offset)."""
-    return offset + (alignment - offset % alignment) % alignment
+align = align_offset  # ``offset`` rounded up to a multiple of ``alignment`` (spec: align_offset), one definition
 
 
 @dataclass
@@ -142,7 +138,7 @@ class RawFile:
     @property
     def bo(self) -> str:
         """struct byte-order prefix."""
-        return "<" if self.byte_order == "little" else ">"
+        return structs.byte_order(self.byte_order).struct
 
     def copy(self) -> "RawFile":
         """A copy whose lists can be edited without touching this one (without the intents, which name the
@@ -176,7 +172,7 @@ class RawFile:
             if name not in self.swapped_counts:
                 return value
             width = self.family.primitive_width("count_t")
-            other = "big" if self.byte_order == "little" else "little"
+            other = structs.byte_order(self.byte_order).other.name
             return fieldtree.Raw((value % (1 << (8 * width))).to_bytes(width, other))
 
         header = {"magic": fieldtree.Raw(self.magic),

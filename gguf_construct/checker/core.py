@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import traceback
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from ..format.reader import open_source
@@ -18,8 +19,9 @@ from ..rulebook.catalog import (
 )
 from ..rulebook import read_head
 from ..rulebook.walk import Context, base_name, display_name
+from ..format import keynames
 
-__all__ = ["check", "check_buffer", "selected", "MAX_FINDINGS_PER_RULE"]
+__all__ = ["check", "check_buffer", "selected", "resolve", "Resolution", "MAX_FINDINGS_PER_RULE"]
 
 MAX_FINDINGS_PER_RULE = 1000
 
@@ -71,6 +73,33 @@ def selected(rule_id: str, profile: str, select: Iterable[str] | None = None,
     return not (ignore and matches(rule_id, ignore))
 
 
+@dataclass(frozen=True)
+class Resolution:
+    """What a rule's findings are under one profile and selection, resolved once per rule: whether it is checked,
+    its severity, and whether its messages carry advisory annotations (:func:`.security.annotate`)."""
+
+    rule_id: str
+    checked: bool
+    severity: str
+    annotated: bool
+
+    def finding(self, hit: Hit) -> Finding:
+        """The finding of one hit: message filled (and annotated), severity, place."""
+        message = format_message(self.rule_id, hit.params)
+        if self.annotated:
+            message = security.annotate(self.rule_id, message, hit.path, hit.params)
+        return Finding(self.rule_id, self.severity, message, hit.offset, hit.path)
+
+
+@functools.lru_cache(maxsize=4096)
+def resolve(rule_id: str, profile: str, select: tuple[str, ...] = (), ignore: tuple[str, ...] = ()) -> Resolution:
+    """The :class:`Resolution` of a catalog rule under ``profile`` and a selection (one catalog question per rule
+    and check, not four per finding)."""
+    checked = selected(rule_id, profile, select, ignore)
+    return Resolution(rule_id, checked, severity(rule_id, profile) if checked else OFF,
+                      bool(security.rule_advisories(rule_id)))
+
+
 @functools.lru_cache(maxsize=64)
 def _selected_predicates(profile: str, select: tuple[str, ...], ignore: tuple[str, ...],
                          registered: tuple) -> tuple:
@@ -90,7 +119,7 @@ def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, 
         raise ValueError("max_per_rule must be at least 1 (None: no limit)")
     select, ignore = tuple(select or ()), tuple(ignore or ())
     view = memoryview(buf).cast("B") if not isinstance(buf, bytes) else buf
-    fields: dict[str, Any] = {"file": file, "file_name": file_name, "profile": profile, "data": data,
+    fields: dict[str, Any] = {"file": file, "file_name": file_name, "data": data,
               "cache": {"progress": progress} if progress is not None else {}}
     fields["cache"]["max_hits"] = max_per_rule  # predicates over big arrays stop making hits past it
     report = Report(file=file, profile=profile)
@@ -118,15 +147,13 @@ def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, 
         except Exception:  # noqa: BLE001
             report.internal_errors.append(f"{rule_id}: " + traceback.format_exc(limit=3))
     known = catalog()
-    checked: dict[str, bool] = {}
     on_purpose: dict[str, list[Hit]] = {}
     for rule_id, h in hits:
         if rule_id not in known:
             report.internal_errors.append(f"unknown rule {rule_id}")
             continue
-        if rule_id not in checked:
-            checked[rule_id] = selected(rule_id, profile, select, ignore)
-        if not checked[rule_id]:
+        resolution = resolve(rule_id, profile, select, ignore)
+        if not resolution.checked:
             continue
         if h.practice is not None:
             if profile not in PRACTICE_EXEMPT:
@@ -135,8 +162,7 @@ def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, 
         report.counts[rule_id] = report.counts.get(rule_id, 0) + h.repeat
         if max_per_rule is not None and report.counts[rule_id] > max_per_rule:
             continue
-        message = security.annotate(rule_id, format_message(rule_id, h.params), h.path, h.params)
-        report.findings.append(Finding(rule_id, severity(rule_id, profile), message, h.offset, h.path))
+        report.findings.append(resolution.finding(h))
     for rule_id, group in on_purpose.items():
         report.counts[rule_id] = report.counts.get(rule_id, 0) + len(group)
         report.findings.append(_once_per_file(rule_id, profile, group))
@@ -155,8 +181,8 @@ NO_CHAT_TEMPLATE = ("no chat template (tokenizer.chat_template): chat front ends
 def notes(ctx: Context) -> list[str]:
     """What is worth saying about a readable file without judging it: a model (tensors and a vocabulary) that has
     no chat template."""
-    if ctx.kv_complete and ctx.tensors and ctx.first("tokenizer.ggml.tokens") is not None \
-            and ctx.first("tokenizer.chat_template") is None:
+    if ctx.kv_complete and ctx.tensors and ctx.first(keynames.TOKENIZER_GGML_TOKENS) is not None \
+            and ctx.first(keynames.TOKENIZER_CHAT_TEMPLATE) is None:
         return [NO_CHAT_TEMPLATE]
     return []
 

@@ -12,7 +12,7 @@ from typing import Iterator
 
 import numpy as np
 
-from ..format.spec import TensorTypeSpec
+from ..format.spec import TensorTypeSpec, byte_order
 from ..rulebook.catalog import Hit, rule
 from ..rulebook.walk import Context, TensorInfo
 
@@ -77,7 +77,7 @@ def _targets(ctx: Context, kind: str) -> list[TensorInfo]:
 
 
 def _order(ctx: Context) -> str:
-    return "<" if ctx.byte_order == "little" else ">"
+    return byte_order(ctx.byte_order).struct
 
 
 @rule("DATA-QUANT-FINITE")

@@ -20,18 +20,18 @@ from ..rulebook.keys import (
 from ..rulebook.catalog import Hit, rule
 from ..rulebook.walk import ALIGNMENT_KEY, ARRAY, STRING, KV, Context, _VT
 from ..format.stringlist import StringList
+from ..format import keynames, structs
 
-ARCH_KEY = "general.architecture"
-QV_KEY = "general.quantization_version"
-FILE_TYPE_KEY = "general.file_type"
-TOKENS_KEY = "tokenizer.ggml.tokens"
-TOKENIZER_ARRAYS = ("tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.ggml.token_type",
-                    "tokenizer.ggml.merges")
-SPLIT_KEYS = ("split.no", "split.count", "split.tensors.count")
+ARCH_KEY = keynames.GENERAL_ARCHITECTURE
+QV_KEY = keynames.GENERAL_QUANTIZATION_VERSION
+FILE_TYPE_KEY = keynames.GENERAL_FILE_TYPE
+TOKENS_KEY = keynames.TOKENIZER_GGML_TOKENS
+TOKENIZER_ARRAYS = (keynames.TOKENIZER_GGML_TOKENS, keynames.TOKENIZER_GGML_SCORES,
+                    keynames.TOKENIZER_GGML_TOKEN_TYPE, keynames.TOKENIZER_GGML_MERGES)
+SPLIT_KEYS = splitset.SPLIT_KEYS
 _ARCH_CHARSET = re.compile(r"[a-z0-9]+\Z")
 _TOKEN_ID = re.compile(r"tokenizer\.ggml\.[a-z0-9_]+_token_id\Z")
-_INTEGER_TYPES = {vt["id"] for vt in _spec.load_yaml("gguf.yaml")["value_types"]
-                  if vt.get("encoding", "").startswith(("u", "i"))} - {_VT["BOOL"]}
+_INTEGER_TYPES = set(structs.types_of_kind("integer"))
 
 
 def _int(ctx: Context, key: str) -> int | None:
@@ -217,7 +217,7 @@ def _tokenizer_len(ctx: Context) -> Iterator[Hit]:
     n = _array_len(ctx.first(TOKENS_KEY))
     if n is None:
         return
-    for key in ("tokenizer.ggml.scores", "tokenizer.ggml.token_type"):
+    for key in (keynames.TOKENIZER_GGML_SCORES, keynames.TOKENIZER_GGML_TOKEN_TYPE):
         kv = ctx.first(key)
         m = _array_len(kv)
         if m is not None and m != n:
@@ -271,10 +271,10 @@ def _file_type(ctx: Context) -> Iterator[Hit]:
 
 @rule("META-SPLIT-RANGE")
 def _split_range(ctx: Context) -> Iterator[Hit]:
-    no, count = _int(ctx, "split.no"), _int(ctx, "split.count")
+    no, count = _int(ctx, keynames.SPLIT_NO), _int(ctx, keynames.SPLIT_COUNT)
     if count is None or splitset.role(no, count) == splitset.SINGLE:  # 0 or 1 shards: a whole file
         return
-    kv = ctx.first("split.no") or ctx.first("split.count")
+    kv = ctx.first(keynames.SPLIT_NO) or ctx.first(keynames.SPLIT_COUNT)
     if no is not None and not 0 <= no < count:
         yield Hit(kv.value_offset, f"{kv.path}.value", value=no, expected=count)
 
@@ -292,11 +292,11 @@ def _split_partial(ctx: Context) -> Iterator[Hit]:
 
 @rule("META-SPLIT-TENSORS")
 def _split_tensors(ctx: Context) -> Iterator[Hit]:
-    expected = _int(ctx, "split.tensors.count")
+    expected = _int(ctx, keynames.SPLIT_TENSORS_COUNT)
     if expected is None or ctx.tensor_count is None:
         return
     n = ctx.tensor_count
-    count = _int(ctx, "split.count")
+    count = _int(ctx, keynames.SPLIT_COUNT)
     if n > expected or (count == 1 and n != expected):
-        kv = ctx.first("split.tensors.count")
+        kv = ctx.first(keynames.SPLIT_TENSORS_COUNT)
         yield Hit(kv.value_offset, f"{kv.path}.value", value=n, expected=expected)

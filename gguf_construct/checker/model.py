@@ -15,6 +15,7 @@ from .. import arch
 from ..rulebook.catalog import Hit, rule
 from ..rulebook.tensors import _dims_hit
 from ..rulebook.walk import ARRAY, STRING, Context, type_name
+from ..format import keynames
 
 __all__ = ["plan_of"]
 
@@ -151,7 +152,7 @@ _BLOCK = re.compile(r"^(?:blk|enc\.blk|dec\.blk)\.(\d+)\.")
 
 @rule("MODEL-BLOCK-COUNT")
 def _block_count(ctx: Context) -> Iterator[Hit]:
-    arch_kv = _kv(ctx, "general.architecture")
+    arch_kv = _kv(ctx, keynames.GENERAL_ARCHITECTURE)
     if arch_kv is None or arch_kv.vtype != STRING or not ctx.model_tensors:
         return
     key = f"{arch_kv.value}.block_count"
@@ -193,7 +194,7 @@ def _trie_pattern(node: dict) -> str:
 
 @rule("MODEL-TENSOR-NAME")
 def _tensor_name(ctx: Context) -> Iterator[Hit]:
-    arch_kv = _kv(ctx, "general.architecture")
+    arch_kv = _kv(ctx, keynames.GENERAL_ARCHITECTURE)
     if arch_kv is None or arch_kv.vtype != STRING or arch.architecture(str(arch_kv.value)) is None:
         return
     pattern = _standard_names()

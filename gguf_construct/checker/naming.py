@@ -9,6 +9,7 @@ from typing import Iterator
 from ..format import spec as _spec
 from ..rulebook.catalog import Hit, rule
 from ..rulebook.walk import STRING, Context
+from ..format import keynames
 
 __all__ = ["parse_name", "naming_spec", "shard_of"]
 
@@ -62,7 +63,7 @@ def _shard_problems(ctx: Context, number: str, total: str) -> Iterator[str]:
         yield f"shard numbers start at {spec['first_number']:05d}"
     if n > m:
         yield "shard number is larger than the shard total"
-    no, count = ctx.scalar("split.no"), ctx.scalar("split.count")
+    no, count = ctx.scalar(keynames.SPLIT_NO), ctx.scalar(keynames.SPLIT_COUNT)
     if ctx.kv_complete and no is None and count is None:
         yield "the file has no split.no / split.count keys"
     if isinstance(no, int) and not isinstance(no, bool) and no + 1 != n:

@@ -42,6 +42,8 @@ from ..format import spec as _spec
 
 # the K-quant super-block size (QK_K), as spec/tensor_types declares it for Q4_K and its family
 QK_K: int = next(t.block_size for t in _spec.tensor_types() if t.name == "Q4_K")
+# the legacy block size (QK4_0 ... QK8_1), as spec/tensor_types declares it for Q4_0 and its family
+QK: int = next(t.block_size for t in _spec.tensor_types() if t.name == "Q4_0")
 
 __all__ = [
     "F32_ZERO", "FLT_MAX",

@@ -27,11 +27,10 @@ import numpy as np
 
 from . import block_dtype
 from ._common import (
-    DECODE_CHUNK_VALUES, FLT_MAX, block_bytes, byte_runs, c_float_to_int32, decode_chunks, first_abs_max,
+    DECODE_CHUNK_VALUES, FLT_MAX, QK, block_bytes, byte_runs, c_float_to_int32, decode_chunks, first_abs_max,
     fp16_to_fp32, fp32_to_fp16, nearest_int, output_array, roundf, scale_groups, seq_sum, spread_runs
 )
 
-QK = 32
 _F = np.float32
 _ONE = _F(1.0)
 _ZERO = _F(0.0)

@@ -49,13 +49,14 @@ def _cmd_docs(args: argparse.Namespace) -> int:
             return 2
     if args.out is None:
         args.out = default_out_dir()
-    # the docs of a source checkout: its exports/ too
+    # the docs of a source checkout: its exports/ and the key-name constants module too
     exports = _spec.in_checkout() and os.path.realpath(args.out) == os.path.realpath(default_out_dir())
     if args.check:
         problems = check_docs(args.out)
         if exports:
+            from ..docgen.keynames import check_keynames
             from ..export import check_exports
-            problems += check_exports(compile_parser=False)
+            problems += check_exports(compile_parser=False) + check_keynames()
         for p in problems:
             print(p, file=sys.stderr)
         if problems:
@@ -65,8 +66,10 @@ def _cmd_docs(args: argparse.Namespace) -> int:
         return 0
     changed = write_docs(args.out)
     if exports:
+        from ..docgen.keynames import write_keynames
         from ..export import write_exports
         written, notes = write_exports()
+        written += write_keynames()
         changed += written
         for note in notes:
             print(note, file=sys.stderr)

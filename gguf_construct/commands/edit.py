@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from ..filemodel.inputs import open_input
+from ..format import keynames
 from ..format.enums import GGUFValueType
 from ..operations.edit import read_value_file, set_key, special_token_keys, token_id
 
@@ -41,7 +42,7 @@ def _edits(args) -> list[tuple[str, str, str | None]]:
     elif args.value is not None or args.from_file is not None:
         raise ValueError("a VALUE needs its KEY")
     if args.chat_template_file is not None:
-        edits.append(("set", "tokenizer.chat_template", read_value_file(args.chat_template_file)))
+        edits.append(("set", keynames.TOKENIZER_CHAT_TEMPLATE, read_value_file(args.chat_template_file)))
     for name, text in args.special_token or ():
         edits.append(("token", name, text))
     if not edits:

@@ -100,8 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
                                    "is swapped block by block as the spec declares); written atomically.")
     p.add_argument("input", help="the GGUF file to read")
     p.add_argument("output", help="the GGUF file to write")
-    p.add_argument("--version", type=int, choices=(1, 2, 3), help="GGUF version of the output (default: as input)")
-    p.add_argument("--byte-order", choices=("little", "big"), help="byte order of the output (default: as input)")
+    from ..format import containerspec  # the versions and byte orders are the spec's
+    p.add_argument("--version", type=int, choices=containerspec.versions(),
+                   help="GGUF version of the output (default: as input)")
+    p.add_argument("--byte-order", choices=containerspec.BYTE_ORDERS, help="byte order of the output (default: as input)")
     p.set_defaults(func=_cmd_convert)
 
     p = sub.add_parser("demo", help="write, load and verify example files in every version and byte order",

@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import functools
 
-from .. import codecs
+from .. import codecs, layers
 from ..format import structs
 from ..format import spec as _spec
 from ..format.fieldlayout import Extent
 from .blockbits import BlockBits, ItemBits, block_bits, element_label
 from .svg import Svg, text_width
 
-__all__ = ["pictures", "block_picture", "file_layout_picture", "versions_picture", "block_picture_name",
-           "file_layout_picture_name", "VERSIONS_PICTURE", "PICTURE_DIR"]
+__all__ = ["pictures", "block_picture", "file_layout_picture", "versions_picture", "layers_picture",
+           "block_picture_name", "file_layout_picture_name", "VERSIONS_PICTURE", "LAYERS_PICTURE", "PICTURE_DIR"]
 
 PICTURE_DIR = "pictures"
 VERSIONS_PICTURE = "versions.svg"
+LAYERS_PICTURE = "layers.svg"  # the package's layers (gguf_construct/layers.py), in the README
 WIDTH = 980  # the file layout pictures
 BLOCK_WIDTH = 800  # the block pictures: close to a page's text width, so that they are shown near 1:1
 PAD = 10
@@ -341,11 +342,45 @@ def _wrap(text: str, width: int) -> list[str]:
     return lines + [cur] if cur else lines
 
 
+def layers_picture() -> str:
+    """The package's layers as :data:`gguf_construct.layers.LAYERS` declares them, the top one first: each floor's
+    folders, what it holds and what a contributor adds there.  A module imports only its own folder or floors
+    below it."""
+    svg = Svg(WIDTH, "gguf_construct layers")
+    svg.text(PAD, 20, "gguf_construct, floor by floor: a module imports only its own folder or a floor below it",
+             bold=True)
+    folder_w, y = 250.0, 34.0
+    for layer in reversed(layers.LAYERS):
+        lines = _wrap(layer.holds, int((WIDTH - folder_w - 3 * PAD - 40) / text_width("x", 9)))
+        extra = _wrap("add here: " + layer.add_here, int((WIDTH - folder_w - 3 * PAD - 40) / text_width("x", 9))) \
+            if layer.add_here else []
+        h = max(30.0, 12.0 * (len(lines) + len(extra)) + 10)
+        svg.rect(PAD, y, WIDTH - 2 * PAD, h, "#f4f7fb", stroke="#9aa9b8",
+                 tooltip=f"floor {layer.number}: {', '.join(layer.folders)}")
+        svg.text(PAD + 8, y + 19, str(layer.number), size=14, bold=True, fill="#555")
+        x = PAD + 36
+        width = (folder_w - 8) / len(layer.folders)
+        for i, folder in enumerate(layer.folders):
+            label = folder + (".py" if folder in layers.TOP_LEVEL or folder.startswith("__") else "/")
+            svg.rect(x + i * width, y + 5, width - 4, h - 10, FIELD_FILLS[layer.number % len(FIELD_FILLS)],
+                     stroke="#444", tooltip=f"gguf_construct/{label}")
+            svg.text(x + i * width + (width - 4) / 2, y + h / 2 + 4, label, size=10 if len(layer.folders) < 3 else 9,
+                     anchor="middle", bold=True)
+        tx = PAD + 36 + folder_w + PAD
+        for k, line in enumerate(lines):
+            svg.text(tx, y + 15 + 12 * k, line, size=9)
+        for k, line in enumerate(extra):
+            svg.text(tx, y + 15 + 12 * (len(lines) + k), line, size=9, fill="#a0522d")
+        y += h + 4
+    return svg.render()
+
+
 @functools.lru_cache(maxsize=1)
 def pictures() -> dict[str, str]:
     """Every picture of docs/, keyed by file name in the pictures folder, in a fixed order."""
     out = {file_layout_picture_name(v): file_layout_picture(v) for v in structs.versions()}
     out[VERSIONS_PICTURE] = versions_picture()
+    out[LAYERS_PICTURE] = layers_picture()
     for t in _spec.tensor_types():
         if t.is_current and codecs.has_decoder(t.name):
             out[block_picture_name(t.name)] = block_picture(t.name)

@@ -12,6 +12,7 @@ from ..format import structs
 from ..base.text import printable
 from ..format.constructs import BufferStream
 from ..format.enums import GGUFValueType
+from ..format.structs import value_kind
 from .gguffile import GGUFFile
 from .modelinfo import model_info, render_model_lines, render_model_markdown
 from ..format.values import GGUFValue
@@ -24,7 +25,7 @@ LONG_STRING = 1 << 16  # characters of a STRING value kept without --full / full
 
 
 def _scalar_json(vtype: GGUFValueType, value: Any) -> Any:
-    if vtype in (GGUFValueType.FLOAT32, GGUFValueType.FLOAT64):
+    if value_kind(vtype) == "float":
         if math.isnan(value):
             return "nan"
         if math.isinf(value):

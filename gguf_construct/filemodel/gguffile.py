@@ -22,7 +22,9 @@ from ..base.atomic import atomic_path
 from ..base.errors import GGUFError
 from ..format.reader import (ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS, align_offset, open_source,
                              tensor_nbytes)
-from ..rulebook import Context, read_head, refusals
+from ..rulebook import Context, load_rules, read_head, refusals
+from ..rulebook.container import later_type_rule
+from ..rulebook.tensors import UNKNOWN_TYPE_RULE, ZERO_DIMENSION_RULE
 from ..base.remote import exists, is_url, remote_of
 from ..format import splitset
 from ..format.spec import tensor_type_by_id
@@ -103,7 +105,7 @@ class Tensor:
             raise GGUFError(f"tensor {self.name!r} has {state} ggml type ({self.type_name}, id "
                             f"{int(self.ggml_type)}; forks such as ik_llama.cpp and newer ggml versions add types): "
                             f"its block layout is unknown, so it cannot be decoded; raw() gives its {self.nbytes} "
-                            "bytes", path=f"{self.info_path}.type" if self.info_path else "", rule="TI-TYPE")
+                            "bytes", path=f"{self.info_path}.type" if self.info_path else "", rule=UNKNOWN_TYPE_RULE)
         t = tensor_type_by_id()[int(self.ggml_type)]
         raw = self.raw()
         n_blocks = self.nbytes // t.type_size
@@ -114,7 +116,7 @@ class Tensor:
         if span > np.iinfo(np.intp).max:
             raise GGUFError(f"tensor {self.name!r}: shape {self.shape} is too large for a numpy array (a zero "
                             "dimension makes it empty, the others still overflow numpy's index range)",
-                            path=f"{self.info_path}.dimensions" if self.info_path else "", rule="TI-DIM-ZERO")
+                            path=f"{self.info_path}.dimensions" if self.info_path else "", rule=ZERO_DIMENSION_RULE)
         if out is not None:
             blocks = codecs.blocks_view(t.id, out, n_blocks * t.type_size)
             codecs.decode_blocks(t.id, raw, byte_order=self.byte_order, out=blocks, threads=threads)
@@ -354,6 +356,7 @@ class GGUFFile:
         if version is not None:
             if version not in structs.versions():
                 raise ValueError(f"GGUF version must be one of {structs.versions()}")
+            _refuse_later_types(self.metadata, version)
             self.version = version
         if byte_order is not None:
             if byte_order not in structs.BYTE_ORDERS:
@@ -443,6 +446,27 @@ def _value_to_tree(value: GGUFValue) -> Any:
     return Container(type=int(value.item_type), data=data)  # type: ignore[arg-type]  # an ARRAY has one
 
 
+def _types_used(value: GGUFValue) -> Iterable[GGUFValueType]:
+    yield value.type
+    if value.item_type is not None:
+        yield value.item_type
+        if value.item_type == GGUFValueType.ARRAY:
+            for inner in value.value:
+                yield from _types_used(inner)
+
+
+def _refuse_later_types(metadata: Metadata, version: int) -> None:
+    """GGUFError when a value of ``metadata`` has a type that ``version`` does not have and that ``load`` refuses
+    there (a converted file ``load`` could not read back)."""
+    for index, (key, value) in enumerate(metadata.typed_items()):
+        for vtype in _types_used(value):
+            rule_id = later_type_rule(vtype, version)
+            if rule_id is not None and rule_id in load_rules():
+                raise GGUFError(f"cannot convert to GGUF v{version}: key {key!r} uses value type {vtype.name}, new in "
+                                f"v{structs.value_since(vtype)}", path=f"metadata_kv[{index}].value_type",
+                                rule=rule_id)
+
+
 def load(source, *, lazy: bool = True, shards: bool = True) -> GGUFFile:
     """Read a GGUF file from a path, bytes-like object or binary file object.
 
@@ -484,20 +508,15 @@ def _load_set(paths: list[str], lazy: bool, loaded: dict[str, GGUFFile]) -> GGUF
     if missing:
         for f in loaded.values():
             f.close()
-        raise GGUFError(f"split model: shard {missing[0]!r} is missing ({len(missing)} of {len(paths)} shards "
-                        "absent); load(path, shards=False) reads one shard alone", path="file_name",
-                        rule="META-SPLIT-MISSING")
+        raise splitset.missing_shards(missing, len(paths))
     files = [loaded[p] if p in loaded else _load_one(p, lazy) for p in paths]
     first = files[0]
     facts = [splitset.ShardFacts(f.path, split_no=_split_key(f, splitset.SPLIT_NO),  # type: ignore[arg-type]
                                  split_count=len(paths), split_tensors=_split_key(f, splitset.SPLIT_TENSORS),
                                  tensor_names=[t.name for t in f.tensors]) for f in files]
-    for problem in splitset.set_problems(facts[0], facts[1:]):
-        if problem.rule == "META-SPLIT-DUP":
-            p = problem.params
-            raise GGUFError(f"split model: tensor {p['name']!r} is in shard {p['first_index']} and shard "
-                            f"{p['index']} ({files[int(p['index']) - 1].path!r})", path="file_name",
-                            rule="META-SPLIT-DUP")
+    refusal = splitset.load_refusal(splitset.set_problems(facts[0], facts[1:]), [f.path for f in files])
+    if refusal is not None:
+        raise refusal
     whole = GGUFFile(first.version, first.byte_order)
     whole.path = first.path
     whole.metadata = first.metadata

@@ -14,6 +14,7 @@ from ..format import splitset
 from ..format.enums import LlamaFileType
 from ..base.errors import GGUFError
 from .gguffile import GGUFFile, load
+from ..format import keynames
 
 __all__ = ["model_info", "render_model_lines", "render_model_markdown"]
 
@@ -69,8 +70,8 @@ def model_info(gguf: GGUFFile) -> dict[str, Any]:
 
 def _model_info(gguf: GGUFFile) -> dict[str, Any]:
     meta, tensors = arch.from_file(gguf)
-    name = meta.get("general.architecture")
-    ftype = meta.get("general.file_type")
+    name = meta.get(keynames.GENERAL_ARCHITECTURE)
+    ftype = meta.get(keynames.GENERAL_FILE_TYPE)
     by_type: dict[str, dict[str, int]] = {}
     n_params = 0
     for t in gguf.tensors:
@@ -94,8 +95,8 @@ def _model_info(gguf: GGUFFile) -> dict[str, Any]:
         "tensor_bytes": total_bytes,
         "bits_per_weight": round(8 * total_bytes / n_params, 4) if n_params else None,
         "by_type": dict(sorted(by_type.items(), key=lambda kv: -kv[1]["bytes"])),
-        "vocabulary": "tokenizer.ggml.tokens" in meta,
-        "chat_template": "tokenizer.chat_template" in meta,
+        "vocabulary": keynames.TOKENIZER_GGML_TOKENS in meta,
+        "chat_template": keynames.TOKENIZER_CHAT_TEMPLATE in meta,
     }
     try:
         plan = arch.plan_load(meta, tensors, n_tensors=len(gguf.tensors))

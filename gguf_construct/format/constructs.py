@@ -14,6 +14,7 @@ import struct as _struct
 import numpy as np
 from . import fieldrules
 from ..base.pages import release
+from .spec import byte_order as byte_order_of
 from ..base.stringscan import scan_string_offsets
 from .stringlist import StringList
 from construct import Construct, ConstructError, ListContainer, SizeofError, stream_tell
@@ -88,7 +89,7 @@ def encode_text(text: str) -> bytes:
 
 
 def _fmt(width: int, byte_order: str) -> str:
-    return ("<" if byte_order == "little" else ">") + {4: "I", 8: "Q"}[width]
+    return byte_order_of(byte_order).struct + {4: "I", 8: "Q"}[width]
 
 
 class GGUFString(Construct):
@@ -303,7 +304,7 @@ class Float32Field(Construct):
     def __init__(self, byte_order: str, rule: str | None = None):
         super().__init__()
         self.rule = rule if rule is not None else fieldrules.default_rule("f4")
-        order = "<" if byte_order == "little" else ">"
+        order = byte_order_of(byte_order).struct
         self._bits = _struct.Struct(order + "I")
         self._float = _struct.Struct(order + "f")
 

@@ -13,20 +13,30 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import spec as _spec
+from .spec import ByteOrder, _byte_orders, byte_order
 
-__all__ = ["BYTE_ORDERS", "STRUCT_FORMATS", "FamilyShape", "container_spec", "field_spec", "is_valid", "field_limit",
-           "versions", "value_types", "resolve_alias", "is_string_type", "version_word", "detect", "each_family"]
+__all__ = ["BYTE_ORDERS", "STRUCT_FORMATS", "ByteOrder", "byte_order", "FamilyShape", "container_spec", "field_spec",
+           "is_valid", "field_limit", "versions", "current_version", "value_types", "value_kind", "value_since",
+           "types_of_kind", "value_types_in", "struct_format", "resolve_alias", "is_string_type", "version_word",
+           "detect", "each_family"]
 
-BYTE_ORDERS = ("little", "big")
-
-# the ``struct`` module's format character of each primitive (``bf2`` is held as its 16 bits)
-STRUCT_FORMATS = {"u1": "B", "i1": "b", "u2": "H", "i2": "h", "u4": "L", "i4": "l", "u8": "Q", "i8": "q",
-                  "f2": "e", "bf2": "H", "f4": "f", "f8": "d"}
+VALUE_KINDS = ("integer", "float", "bool", "text", "array")
 
 
 def container_spec() -> dict:
     """The parsed ``spec/gguf.yaml``."""
     return _spec.load_yaml("gguf.yaml")
+
+
+BYTE_ORDERS: tuple[str, ...] = tuple(_byte_orders())  # the spec's byte orders by name, the default first
+
+# the ``struct`` module's format character of each primitive (``bf2`` is held as its 16 bits), from the spec
+STRUCT_FORMATS: dict[str, str] = {name: p.struct for name, p in _spec.primitives().items()}
+
+
+def struct_format(primitive: str, order: "str | ByteOrder" = "little") -> str:
+    """The ``struct`` format of one ``primitive`` in a byte order (``"<I"`` for ``u4`` little-endian)."""
+    return byte_order(order).struct + STRUCT_FORMATS[primitive]
 
 
 @functools.lru_cache(maxsize=None)
@@ -62,10 +72,36 @@ def versions() -> tuple[int, ...]:
     return tuple(field_spec("header", "version")["valid"])
 
 
+def current_version() -> int:
+    """The version writers make by default (``meta.current_version``)."""
+    return container_spec()["meta"]["current_version"]
+
+
 @functools.lru_cache(maxsize=None)
 def value_types() -> dict[int, dict]:
     """The metadata value types from the spec, keyed by id."""
     return {vt["id"]: vt for vt in container_spec()["value_types"]}
+
+
+def value_kind(type_id: int) -> str:
+    """What a value of metadata value type ``type_id`` is to a program: ``integer``, ``float``, ``bool``, ``text``
+    or ``array`` (the spec's ``kind``)."""
+    return value_types()[int(type_id)]["kind"]
+
+
+def value_since(type_id: int) -> int:
+    """The first GGUF version that has metadata value type ``type_id``."""
+    return value_types()[int(type_id)].get("since", 1)
+
+
+def types_of_kind(*kinds: str) -> tuple[int, ...]:
+    """The ids of the value types of these kinds, in spec order."""
+    return tuple(i for i, vt in value_types().items() if vt["kind"] in kinds)
+
+
+def value_types_in(version: int) -> tuple[int, ...]:
+    """The ids of the value types a file of ``version`` can hold (``since`` at most ``version``)."""
+    return tuple(i for i, vt in value_types().items() if vt.get("since", 1) <= version)
 
 
 def resolve_alias(name: str, version: int) -> str:

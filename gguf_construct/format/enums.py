@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, TypeVar
 from . import spec as _spec
 from .structs import container_spec
 
-__all__ = ["GGUFValueType", "GGMLType", "LlamaFileType", "ggml_type_or_none"]
+__all__ = ["GGUFValueType", "VALUE_TYPE_IDS", "GGMLType", "LlamaFileType", "ggml_type_or_none"]
 
 
 def _file_type_members() -> list[tuple[str, int]]:
@@ -48,6 +48,9 @@ else:
 
     LlamaFileType = enum.IntEnum("LlamaFileType", _file_type_members(), module=__name__)  # type: ignore[misc]
     LlamaFileType.__doc__ = "llama.cpp's llama_ftype, stored in general.file_type (spec/file_types.yaml)."
+
+
+VALUE_TYPE_IDS: dict[str, int] = {vt.name: int(vt) for vt in GGUFValueType}  # the value types as plain ints
 
 
 def _name_as_str(self) -> str:

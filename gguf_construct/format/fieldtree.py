@@ -133,7 +133,7 @@ class _Spec:
         self.fam = fam
         self.spec = containerspec.container_spec()
         self.value_types = containerspec.value_types()
-        self.order = "<" if fam.byte_order == "little" else ">"
+        self.order = _spec.byte_order(fam.byte_order).struct
         self.f4 = Float32Field(fam.byte_order)
         prims = _spec.primitives()
         # every name a field can have as its type, resolved once: primitive (or None) and whether it is a string

@@ -146,7 +146,7 @@ def bootstrap(buf) -> Bootstrap:
     order; the one bootstrap of the reader and the checker.  The rules it names are the spec's for those fields
     (:mod:`gguf_construct.format.fieldrules`): the read's own problem for a magic or version it cannot read, the
     version's ``invalid`` rule for a version the spec does not define."""
-    probe = structs.family(_SPEC["meta"]["current_version"], "little")
+    probe = structs.family(structs.current_version(), structs.BYTE_ORDERS[0])
     reading = probe.read("header", buf[:probe.min_sizes["header"]], 0, "header")
     head, problem = reading.root, reading.problem
     magic, version = head["magic"], head.fields.get("version")

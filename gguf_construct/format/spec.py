@@ -8,6 +8,7 @@ naming convention and the conformance rules.  This module only reads them; the g
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,17 @@ except AttributeError:  # pragma: no cover - depends on the PyYAML build
     _Loader = yaml.SafeLoader
 
 
+SPEC_DIR_ENV = "GGUF_CONSTRUCT_SPEC_DIR"
+
+
 def spec_dir() -> Path:
-    """Return the directory holding the YAML specification."""
+    """Return the directory holding the YAML specification: ``$GGUF_CONSTRUCT_SPEC_DIR`` when set (a changed copy
+    of spec/, to try a format change before it is made), else the package's own."""
+    override = os.environ.get(SPEC_DIR_ENV)
+    if override:
+        if not (Path(override) / "gguf.yaml").is_file():
+            raise FileNotFoundError(f"gguf_construct: {SPEC_DIR_ENV}={override} holds no gguf.yaml")
+        return Path(override)
     package = Path(__file__).resolve().parent.parent  # gguf_construct/
     for candidate in (package / "_spec", package.parent / "spec"):
         if (candidate / "gguf.yaml").is_file():
@@ -50,6 +60,7 @@ class Primitive:
     size: int
     numpy: str  # numpy dtype code without byte order, e.g. "u4", "f2"
     doc: str
+    struct: str = ""  # the ``struct`` module's format character, e.g. "I", "e"
 
 
 @functools.lru_cache(maxsize=None)
@@ -57,14 +68,63 @@ def primitives() -> dict[str, Primitive]:
     """The scalar encodings by spec name (``u1`` … ``f8``, ``bf2``)."""
     out = {}
     for entry in load_yaml("gguf.yaml")["primitives"]:
-        out[entry["id"]] = Primitive(entry["id"], entry["size"], entry["numpy"], entry.get("doc", ""))
+        out[entry["id"]] = Primitive(entry["id"], entry["size"], entry["numpy"], entry.get("doc", ""),
+                                     entry.get("struct", ""))
     return out
 
 
-def numpy_dtype(primitive: str, byte_order: str = "little") -> np.dtype:
+# --------------------------------------------------------------------------------------------------------------
+# byte orders (gguf.yaml, section ``byte_order.orders``)
+# --------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ByteOrder:
+    """One byte order of the spec (``byte_order.orders``): its name, the prefix of Python ``struct`` formats and of
+    numpy dtypes, and the short name of file names and suite cases (``le``)."""
+
+    name: str
+    struct: str
+    numpy: str
+    short: str
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def other(self) -> "ByteOrder":
+        """The other byte order (a file's swap)."""
+        return next(o for o in _byte_orders().values() if o.name != self.name)
+
+    def format(self, codes: str) -> str:
+        """A ``struct`` format of ``codes`` in this byte order, e.g. ``ByteOrder.format("I")`` -> ``"<I"``."""
+        return self.struct + codes
+
+    def dtype(self, code: str):
+        """The numpy dtype of ``code`` (``u4``, ``f2`` ...) in this byte order."""
+        return np.dtype(self.numpy + code)
+
+
+@functools.lru_cache(maxsize=None)
+def _byte_orders() -> dict[str, ByteOrder]:
+    return {o["id"]: ByteOrder(o["id"], o["struct"], o["numpy"], o["short"])
+            for o in load_yaml("gguf.yaml")["byte_order"]["orders"]}
+
+
+def byte_order(name: "str | ByteOrder") -> ByteOrder:
+    """The :class:`ByteOrder` named ``name`` (``little`` or ``big``); ValueError naming the others."""
+    if isinstance(name, ByteOrder):
+        return name
+    found = _byte_orders().get(name)
+    if found is None:
+        raise ValueError(f"byte order must be one of {tuple(_byte_orders())}, not {name!r}")
+    return found
+
+
+def numpy_dtype(primitive: str, byte_order: "str | ByteOrder" = "little") -> np.dtype:
     """The numpy dtype of a spec primitive in the given byte order."""
     prim = primitives()[primitive]
-    prefix = "|" if prim.size == 1 else ("<" if byte_order == "little" else ">")
+    prefix = "|" if prim.size == 1 else _byte_orders()[getattr(byte_order, "name", byte_order)].numpy
     return np.dtype(prefix + prim.numpy)
 
 

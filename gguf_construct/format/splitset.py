@@ -18,13 +18,16 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from ..base.errors import GGUFError
 from . import spec as _spec
+from . import keynames
 
 __all__ = ["SPLIT_NO", "SPLIT_COUNT", "SPLIT_TENSORS", "SPLIT_KEYS", "split_key_type", "SINGLE", "FIRST", "LATER",
            "ShardFacts", "Problem", "role", "split_from", "shard_path", "shard_numbers", "parse_shard_path",
-           "shard_set_paths", "member_paths", "set_label", "first_shard_path", "later_shard_params", "set_problems"]
+           "shard_set_paths", "member_paths", "set_label", "first_shard_path", "later_shard_params", "set_problems",
+           "breaks", "missing_shards", "load_refusal", "not_a_first_shard", "unbuildable_names", "tensor_in_two_shards"]
 
-SPLIT_NO, SPLIT_COUNT, SPLIT_TENSORS = "split.no", "split.count", "split.tensors.count"
+SPLIT_NO, SPLIT_COUNT, SPLIT_TENSORS = keynames.SPLIT_NO, keynames.SPLIT_COUNT, keynames.SPLIT_TENSORS_COUNT
 SPLIT_KEYS = (SPLIT_NO, SPLIT_COUNT, SPLIT_TENSORS)
 SINGLE, FIRST, LATER = "single", "first", "later"
 
@@ -41,6 +44,12 @@ def split_key_type(key: str) -> str:
     """The value type spec/keys.yaml declares for one of :data:`SPLIT_KEYS` (what gguf-split writes and
     llama.cpp's typed reads demand)."""
     return next(e["type"] for e in _spec.load_yaml("keys.yaml")["keys"] if e["key"] == key)
+
+
+def breaks(failure: str) -> str:
+    """The rule a split model failing as ``failure`` breaks (spec/naming.yaml ``shard.breaks``: ``name``,
+    ``missing``, ``count``, ``duplicate``, ``agree``)."""
+    return _shard_spec()["breaks"][failure]
 
 
 def split_from() -> int:
@@ -171,7 +180,7 @@ def set_problems(first: ShardFacts, others: list[ShardFacts]) -> list[Problem]:
     label = set_label(first.path, count)
     out: list[Problem] = []
     if member_paths(first.path, count) is None:
-        out.append(Problem("META-SPLIT-COUNT", {"set": label, "problem": (
+        out.append(Problem(breaks("count"), {"set": label, "problem": (
             f"split.count = {count} but the name does not end in {shard_path('', 0, count)}; llama.cpp builds the "
             "other shards' names from it (\"invalid split file name\")")}))
         return out
@@ -181,40 +190,76 @@ def set_problems(first: ShardFacts, others: list[ShardFacts]) -> list[Problem]:
     for place, shard in enumerate(others, start=1):
         number, total = shard_numbers(place, count)
         if not shard.present:
-            out.append(Problem("META-SPLIT-MISSING", {"set": label, "index": number, "count": total}))
+            out.append(Problem(breaks("missing"), {"set": label, "index": number, "count": total}))
             complete = False
             continue
         if not shard.readable:
-            out.append(Problem("META-SPLIT-COUNT", {"set": label, "problem": (
+            out.append(Problem(breaks("count"), {"set": label, "problem": (
                 f"shard {number} is not readable as GGUF (llama.cpp: \"failed to load GGUF split\")")}))
             complete = False
             continue
         if shard.split_no is None:
-            out.append(Problem("META-SPLIT-COUNT", {"set": label, "problem": (
+            out.append(Problem(breaks("count"), {"set": label, "problem": (
                 f"shard {number} has no split.no (llama.cpp: \"missing key split.no in GGUF split\")")}))
         elif shard.split_no_type not in (None, split_key_type(SPLIT_NO)):
-            out.append(Problem("META-SPLIT-COUNT", {"set": label, "problem": (
+            out.append(Problem(breaks("count"), {"set": label, "problem": (
                 f"shard {number} stores split.no as {shard.split_no_type}; llama.cpp reads it with "
                 f"gguf_get_val_u16, whose type assertion aborts the process")}))
         elif shard.split_no != place:
-            out.append(Problem("META-SPLIT-COUNT", {"set": label, "problem": (
+            out.append(Problem(breaks("count"), {"set": label, "problem": (
                 f"shard {number} holds split.no = {shard.split_no}, expected {place} (llama.cpp: \"invalid split "
                 "file idx\")")}))
         for key, mine, theirs in ((SPLIT_COUNT, count, shard.split_count),
                                   (SPLIT_TENSORS, first.split_tensors, shard.split_tensors)):
             if theirs != mine:
-                out.append(Problem("META-SPLIT-AGREE", {"set": label, "problem": (
+                out.append(Problem(breaks("agree"), {"set": label, "problem": (
                     f"shard {number} has {key} = {theirs}, the first shard {mine}")}))
         for name in shard.tensor_names:
             if name in seen:
-                out.append(Problem("META-SPLIT-DUP", {"set": label, "name": name, "index": number,
+                out.append(Problem(breaks("duplicate"), {"set": label, "name": name, "index": number,
                                                       "first_index": shard_numbers(seen[name], count)[0]}))
                 complete = False  # llama.cpp stops at the duplicate, before counting
             else:
                 seen[name] = place
                 held += 1
     if complete and first.split_tensors is not None and held != first.split_tensors:
-        out.append(Problem("META-SPLIT-COUNT", {"set": label, "problem": (
+        out.append(Problem(breaks("count"), {"set": label, "problem": (
             f"the shards hold {held} tensors, split.tensors.count = {first.split_tensors} (llama.cpp: \"corrupted "
             "model\")")}))
     return out
+
+
+# -- what load and merge refuse of a split model (the split rules are raised here only) ------------------------------
+def missing_shards(missing: list[str], total: int) -> GGUFError:
+    """The error of a split model some of whose ``total`` shards are ``missing``: without them it is undefined."""
+    return GGUFError(f"split model: shard {missing[0]!r} is missing ({len(missing)} of {total} shards absent); "
+                     "load(path, shards=False) reads one shard alone", path="file_name", rule=breaks("missing"))
+
+
+def load_refusal(problems: list[Problem], paths: list[str]) -> GGUFError | None:
+    """The error ``load`` raises for a set judged by :func:`set_problems` (shards at ``paths``, in order): a
+    tensor in two shards (the model is undefined); None when load goes on (the other findings are check's)."""
+    for problem in problems:
+        if problem.rule == breaks("duplicate"):
+            p = problem.params
+            return GGUFError(f"split model: tensor {p['name']!r} is in shard {p['first_index']} and shard "
+                             f"{p['index']} ({paths[int(p['index']) - 1]!r})", path="file_name",
+                             rule=breaks("duplicate"))
+    return None
+
+
+def not_a_first_shard(path: str, count_value) -> GGUFError:
+    """The error of merging from ``path``, which holds no valid split.count or is a later shard."""
+    return GGUFError(f"{path}: no valid {SPLIT_COUNT} (found {count_value!r}); not the first shard of a split "
+                     "model", path="metadata_kv", rule=breaks("count"))
+
+
+def unbuildable_names(path: str, count: int) -> GGUFError:
+    """The error of a first shard whose name does not let the other shards' names be built from it."""
+    return GGUFError(f"{path}: the name must end in {os.path.basename(shard_path('', 0, count))[1:]} "
+                     f"({SPLIT_COUNT} = {count})", path="file_name", rule=breaks("name"))
+
+
+def tensor_in_two_shards(name: str, path: str) -> GGUFError:
+    """The error of a tensor met again in the shard at ``path``."""
+    return GGUFError(f"tensor {name!r} is in two shards ({path})", path="file_name", rule=breaks("duplicate"))

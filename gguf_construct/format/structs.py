@@ -30,12 +30,15 @@ from . import fieldlayout, fieldrules, fieldtree
 from . import spec as _spec
 from .constructs import CheckedArray, Float32Field, GGUFString, NumericArray, Reject, StringArray
 from .containerspec import (
-    BYTE_ORDERS, FamilyShape, container_spec, detect, each_family, field_limit, field_spec, is_string_type,
+    BYTE_ORDERS, ByteOrder, byte_order, current_version, value_kind, value_since, types_of_kind, value_types_in,
+    FamilyShape, container_spec, detect, each_family, field_limit, field_spec, is_string_type,
     is_valid, resolve_alias, value_types, version_word, versions
 )
+from .containerspec import STRUCT_FORMATS
 from .containerspec import STRUCT_FORMATS as _FORMAT
 
-__all__ = ["BYTE_ORDERS", "StructFamily", "family", "container_spec", "field_spec", "is_valid", "field_limit",
+__all__ = ["BYTE_ORDERS", "STRUCT_FORMATS", "ByteOrder", "byte_order", "current_version", "value_kind", "value_since",
+           "types_of_kind", "value_types_in", "StructFamily", "family", "container_spec", "field_spec", "is_valid", "field_limit",
            "versions", "value_types", "resolve_alias", "version_word", "detect", "each_family"]
 
 
@@ -113,7 +116,7 @@ class _Generator:
         """A field of primitive ``prim`` in spec type ``record`` (whose ``truncated`` rule a short read breaks)."""
         if prim == "f4":
             return Float32Field(self.byte_order, fieldrules.truncated_rule(record) if record else None)
-        order = "<" if self.byte_order == "little" else ">"
+        order = _spec.byte_order(self.byte_order).struct
         return c.FormatField(order if _spec.primitives()[prim].size > 1 else "=", _FORMAT[prim])
 
     # -- type references -----------------------------------------------------------------------------------

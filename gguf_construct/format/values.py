@@ -20,7 +20,8 @@ from . import spec as _spec
 from .enums import GGUFValueType
 from .keyregistry import registry_types
 from .stringlist import StringList
-from .structs import value_types
+from .structs import STRUCT_FORMATS, value_kind, value_types
+from . import keynames
 
 __all__ = ["GGUFValue", "Metadata", "numpy_dtype_of", "infer_value", "first_fit"]
 
@@ -30,9 +31,14 @@ def numpy_dtype_of(vtype: GGUFValueType) -> np.dtype | None:
     enc = value_types()[int(vtype)].get("encoding")
     if enc is None:
         return None
-    if vtype == GGUFValueType.BOOL:
+    if value_kind(vtype) == "bool":
         return np.dtype(np.bool_)
     return _spec.numpy_dtype(enc).newbyteorder("=")
+
+
+def _float_format(vtype: GGUFValueType) -> str:
+    """The little-endian ``struct`` format of a float value type, whose bytes tell two values apart."""
+    return "<" + STRUCT_FORMATS[value_types()[int(vtype)]["encoding"]]
 
 
 _INT_RANGES = {}
@@ -92,11 +98,13 @@ def _same(vtype, item_type, a, b) -> bool:
             return len(a) == len(b) and all(x == y for x, y in zip(a, b))
         a, b = np.asarray(a), np.asarray(b)
         return a.shape == b.shape and a.tobytes() == b.tobytes()
-    if vtype == GGUFValueType.FLOAT32:
-        return _f32_bits(a) == _f32_bits(b)
-    if vtype == GGUFValueType.FLOAT64:
-        return struct.pack("<d", a) == struct.pack("<d", b)
-    return type(a) is type(b) and a == b if vtype == GGUFValueType.BOOL else a == b
+    kind = value_kind(vtype)
+    if kind == "float":
+        if vtype == GGUFValueType.FLOAT32:
+            return _f32_bits(a) == _f32_bits(b)  # a NaN read from a file keeps its bits
+        fmt = _float_format(vtype)
+        return struct.pack(fmt, a) == struct.pack(fmt, b)
+    return type(a) is type(b) and a == b if kind == "bool" else a == b
 
 
 def _f32_bits(x: float) -> int:
@@ -105,16 +113,17 @@ def _f32_bits(x: float) -> int:
 
 
 def _check_scalar(vtype: GGUFValueType, value: Any) -> Any:
-    if vtype == GGUFValueType.STRING:
+    kind = value_kind(vtype)
+    if kind == "text":
         if not isinstance(value, str):
-            raise TypeError(f"STRING value must be str, not {type(value).__name__}")
+            raise TypeError(f"{vtype.name} value must be str, not {type(value).__name__}")
         return value
-    if vtype == GGUFValueType.BOOL:
+    if kind == "bool":
         if isinstance(value, (bool, np.bool_)):
             return bool(value)
         if isinstance(value, (int, np.integer)) and 0 <= int(value) <= 255:
             return int(value)  # raw byte kept as read (only 0/1 are valid)
-        raise TypeError("BOOL value must be bool")
+        raise TypeError(f"{vtype.name} value must be bool")
     if vtype in _INT_RANGES:
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
             raise TypeError(f"{vtype.name} value must be int, not {type(value).__name__}")
@@ -122,13 +131,14 @@ def _check_scalar(vtype: GGUFValueType, value: Any) -> Any:
         if not lo <= int(value) <= hi:
             raise ValueError(f"{value} does not fit {vtype.name}")
         return int(value)
-    if vtype in (GGUFValueType.FLOAT32, GGUFValueType.FLOAT64):
+    if kind == "float":
         if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
             raise TypeError(f"{vtype.name} value must be a number")
         if getattr(value, "bits", None) is not None:
             return value  # a NaN read from a file keeps its exact bits
         value = float(value)
-        return float(np.float32(value)) if vtype == GGUFValueType.FLOAT32 else value
+        dtype = numpy_dtype_of(vtype)
+        return value if dtype.itemsize == 8 else float(dtype.type(value))  # rounded as the file will hold it
     raise TypeError(f"cannot store a scalar as {vtype.name}")
 
 
@@ -166,12 +176,11 @@ def make_value(vtype, value: Any, item_type=None) -> GGUFValue:
     return GGUFValue(vtype, arr, item_type)
 
 
-_NUMPY_TO_GGUF = {np.dtype(np.uint8): GGUFValueType.UINT8, np.dtype(np.int8): GGUFValueType.INT8,
-                  np.dtype(np.uint16): GGUFValueType.UINT16, np.dtype(np.int16): GGUFValueType.INT16,
-                  np.dtype(np.uint32): GGUFValueType.UINT32, np.dtype(np.int32): GGUFValueType.INT32,
-                  np.dtype(np.float32): GGUFValueType.FLOAT32, np.dtype(np.bool_): GGUFValueType.BOOL,
-                  np.dtype(np.uint64): GGUFValueType.UINT64, np.dtype(np.int64): GGUFValueType.INT64,
-                  np.dtype(np.float64): GGUFValueType.FLOAT64}
+_NUMPY_TO_GGUF: dict[np.dtype, GGUFValueType] = {}  # the value type of each numpy dtype (the first that has it)
+for _vt in GGUFValueType:
+    _dt = numpy_dtype_of(_vt)
+    if _dt is not None:
+        _NUMPY_TO_GGUF.setdefault(_dt, _vt)
 
 
 def _scalar_type(value: Any) -> GGUFValueType:
@@ -277,7 +286,7 @@ class Metadata(MutableMapping):
         registry's types, integer types narrowest first for an ``int`` (``llama.context_length = 4096`` is UINT32,
         as llama.cpp writes and reads it); [] for a new key the registry does not know (the type is then
         inferred).  The API's assignment and the command line's ``set`` both type values by this one rule."""
-        arch = self._items.get("general.architecture")
+        arch = self._items.get(keynames.GENERAL_ARCHITECTURE)
         pairs = registry_types(key, arch.value if arch is not None and isinstance(arch.value, str) else None)
         old = self._items.get(key)
         if old is not None and (not pairs or (old.type, old.item_type) in pairs):

@@ -93,10 +93,10 @@ def llama_reader(path: str) -> None:
 
 def model_samples(seed: int):
     """An endless, reproducible stream of ``(data, how)``: minimal models of every architecture (a quarter of
-    them as they are) and labelled breakages of them (:mod:`gguf_construct.arch.mutate`)."""
+    them as they are) and labelled breakages of them (:mod:`gguf_construct.breaking.model_mutations`)."""
     import random
 
-    from ..arch.mutate import MUTATIONS
+    from ..breaking.model_mutations import MUTATIONS
     from ..arch.synth import SynthesisError, minimal_model_parts, model_architectures
     from ..breaking.models import build_model_file
 

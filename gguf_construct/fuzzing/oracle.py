@@ -17,6 +17,8 @@ from ..checker import check
 from ..filemodel.dump import file_summary
 from ..base.errors import GGUFError
 from ..filemodel.gguffile import load
+from ..format.enums import VALUE_TYPE_IDS
+from ..format.structs import STRUCT_FORMATS, value_kind, value_types
 
 __all__ = ["Expectation", "expect", "compare"]
 
@@ -61,14 +63,18 @@ def _by_name(records, field: str) -> dict:
     return out
 
 
-def _float_eq(a: Any, b: Any, width: int) -> bool:
+def _float_eq(a: Any, b: Any, fmt: str) -> bool:
+    """Whether two reported floats are the same value once rounded to the ``struct`` format ``fmt`` a file holds."""
     fa, fb = _as_float(a), _as_float(b)
     if fa is None or fb is None:
         return False
     if math.isnan(fa) or math.isnan(fb):
         return math.isnan(fa) and math.isnan(fb)
-    if width == 4:
-        fa, fb = (struct.unpack("f", struct.pack("f", x))[0] for x in (fa, fb))
+    if fmt != "d":
+        try:
+            fa, fb = (struct.unpack(fmt, struct.pack(fmt, x))[0] for x in (fa, fb))
+        except (OverflowError, struct.error):
+            return False
     return fa == fb
 
 
@@ -83,11 +89,12 @@ def _as_float(v: Any) -> float | None:
 
 
 def _scalar_eq(vtype: str, a: Any, b: Any) -> bool:
-    if vtype in ("FLOAT32", "FLOAT64"):
-        return _float_eq(a, b, 4 if vtype == "FLOAT32" else 8)
-    if vtype == "BOOL":
+    kind = value_kind(VALUE_TYPE_IDS[vtype])
+    if kind == "float":
+        return _float_eq(a, b, STRUCT_FORMATS[value_types()[VALUE_TYPE_IDS[vtype]]["encoding"]])
+    if kind == "bool":
         return bool(a) == bool(b) if isinstance(b, (bool, int)) else False
-    if vtype == "STRING":
+    if kind == "text":
         return _norm_text(a) == _norm_text(b)
     if isinstance(b, bool) or not isinstance(b, int):
         return False

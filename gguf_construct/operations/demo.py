@@ -9,7 +9,9 @@ import numpy as np
 
 from .. import codecs
 from ..format import structs
+from ..format.spec import byte_order as byte_order_of
 from ..filemodel.gguffile import GGUFFile, load
+from ..format import keynames
 
 # types the demo tries to include, in order; those without an encoder yet are skipped
 DEMO_TYPES = ["F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_K", "Q6_K", "IQ4_NL", "MXFP4", "I32"]
@@ -19,16 +21,16 @@ def example_file(version: int, byte_order: str) -> GGUFFile:
     """A small model-like file with several tensor types and every kind of metadata value."""
     gguf = GGUFFile.new(version=version, byte_order=byte_order)
     md = gguf.metadata
-    md.set("general.architecture", "llama", "STRING")
-    md.set("general.name", "gguf-construct demo ✓", "STRING")
-    md.set("general.quantization_version", 2, "UINT32")
+    md.set(keynames.GENERAL_ARCHITECTURE, "llama", "STRING")
+    md.set(keynames.GENERAL_NAME, "gguf-construct demo ✓", "STRING")
+    md.set(keynames.GENERAL_QUANTIZATION_VERSION, 2, "UINT32")
     md.set("llama.context_length", 4096, "UINT32")
     md.set("llama.rope.freq_base", 10000.0, "FLOAT32")
     md.set("demo.flag", True, "BOOL")
     # v1 predates the 64-bit value types
     md.set("demo.big", 2**40 if version > 1 else 2**31, "UINT64" if version > 1 else "UINT32")
-    md.set("tokenizer.ggml.tokens", ["<unk>", "<s>", "</s>", "héllo", "wörld"], "ARRAY", "STRING")
-    md.set("tokenizer.ggml.scores", np.array([0, 0, 0, -1.5, -2.5], np.float32), "ARRAY", "FLOAT32")
+    md.set(keynames.TOKENIZER_GGML_TOKENS, ["<unk>", "<s>", "</s>", "héllo", "wörld"], "ARRAY", "STRING")
+    md.set(keynames.TOKENIZER_GGML_SCORES, np.array([0, 0, 0, -1.5, -2.5], np.float32), "ARRAY", "FLOAT32")
     md.set("demo.empty", [], "ARRAY", "INT32")
     md.set("demo.nested", [[1, 2], [3]], "ARRAY", "ARRAY")
     rng = np.random.default_rng(0)
@@ -62,7 +64,7 @@ def run(out=print, directory: str | None = None) -> bool:
             same_tensors = all(
                 np.array_equal(a.numpy(), b.numpy(), equal_nan=a.numpy().dtype.kind == "f")
                 for a, b in zip(gguf.tensors, back.tensors))
-            other = "big" if byte_order == "little" else "little"
+            other = byte_order_of(byte_order).other.name
             swapped = load(load(path).convert(byte_order=other).to_bytes())
             restored = swapped.convert(byte_order=byte_order).to_bytes() == data
             good = same_bytes and same_meta and same_tensors and restored

@@ -15,8 +15,10 @@ import stat
 from typing import Any
 
 from ..format.enums import GGUFValueType
+from ..format.containerspec import value_kind
 from ..format.stringlist import StringList
 from ..format.values import GGUFValue, first_fit, infer_value, make_value
+from ..format import keynames
 
 __all__ = ["parse_value", "set_key"]
 
@@ -24,14 +26,15 @@ _TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no"}
 
 
 def _scalar(text: str, vtype: GGUFValueType) -> Any:
-    if vtype == GGUFValueType.STRING:
+    kind = value_kind(vtype)  # the spec's kind of the type: what the text is read as
+    if kind == "text":
         return text
-    if vtype == GGUFValueType.BOOL:
+    if kind == "bool":
         word = text.strip().lower()
         if word not in _TRUE | _FALSE:
-            raise ValueError(f"{text!r} is not a BOOL (true/false)")
+            raise ValueError(f"{text!r} is not a {vtype.name} (true/false)")
         return word in _TRUE
-    if vtype in (GGUFValueType.FLOAT32, GGUFValueType.FLOAT64):
+    if kind == "float":
         try:
             return float(text)
         except ValueError:
@@ -114,7 +117,7 @@ def special_token_keys() -> dict[str, str]:
 def token_id(gguf, text: str) -> int:
     """The id of the token spelled ``text`` in the file's vocabulary (tokenizer.ggml.tokens); ValueError when it
     has none or the token is not in it."""
-    tokens = gguf.metadata.get("tokenizer.ggml.tokens")
+    tokens = gguf.metadata.get(keynames.TOKENIZER_GGML_TOKENS)
     if not isinstance(tokens, (list, StringList)):
         raise ValueError("the file has no vocabulary (tokenizer.ggml.tokens) to look the token up in")
     try:

@@ -20,8 +20,10 @@ from ..filemodel.inputs import open_input
 from ..format.reader import align_offset
 from ..filemodel.gguffile import DEFAULT_ALIGNMENT, MAX_DIMS, GGUFFile, Tensor
 from ..format.splitset import (
-    LATER, SPLIT_COUNT, SPLIT_KEYS, SPLIT_NO, SPLIT_TENSORS, member_paths, role, shard_path
+    LATER, SPLIT_COUNT, SPLIT_KEYS, SPLIT_NO, SPLIT_TENSORS, member_paths, not_a_first_shard, role, shard_path,
+    tensor_in_two_shards, unbuildable_names
 )
+from ..format.containerspec import current_version
 from ..format.values import make_value
 
 __all__ = ["plan_split", "split_model", "merge_shards", "parse_size"]
@@ -29,7 +31,7 @@ __all__ = ["plan_split", "split_model", "merge_shards", "parse_size"]
 DEFAULT_MAX_TENSORS = 128  # gguf-split's default
 _SIZE = re.compile(r"\A(\d+)([KMG]?)\Z", re.IGNORECASE)
 _UNITS = {"": 1, "K": 1000, "M": 1000**2, "G": 1000**3}  # decimal, as gguf-split's M and G
-WRITTEN_VERSION = 3  # ggml writes its own GGUF_VERSION
+WRITTEN_VERSION = current_version()  # ggml writes its own GGUF_VERSION, the spec's current one
 
 
 def _key_type(key: str):
@@ -126,12 +128,10 @@ def merge_shards(first: str, output: str, *, dry_run: bool = False) -> GGUFFile:
     no_value = head.metadata.typed(SPLIT_NO).value if SPLIT_NO in head.metadata else None
     if not isinstance(count_value, int) or isinstance(count_value, bool) or count_value < 1 or \
             role(no_value, count_value) == LATER:
-        raise GGUFError(f"{first}: no valid {SPLIT_COUNT} (found {count_value!r}); not the first shard of a split "
-                        "model", path="metadata_kv", rule="META-SPLIT-COUNT")
+        raise not_a_first_shard(first, count_value)
     paths = member_paths(first, count_value)  # as llama.cpp builds them from the first shard's name
     if paths is None:
-        raise GGUFError(f"{first}: the name must end in {os.path.basename(shard_path('', 0, count_value))[1:]} "
-                        f"({SPLIT_COUNT} = {count_value})", path="file_name", rule="NAME-SHARD")
+        raise unbuildable_names(first, count_value)
     files = [head] + [open_input(p) for p in paths[1:]]
     out = GGUFFile(WRITTEN_VERSION, head.byte_order)
     for key, value in head.metadata.typed_items():
@@ -145,8 +145,7 @@ def merge_shards(first: str, output: str, *, dry_run: bool = False) -> GGUFFile:
                             path="header.version")
         for t in f.tensors:
             if t.name in names:
-                raise GGUFError(f"tensor {t.name!r} is in two shards ({f.path})", path="file_name",
-                                rule="META-SPLIT-DUP")
+                raise tensor_in_two_shards(t.name, f.path)
             names.add(t.name)
             out.tensors.append(_copy_tensor(t))
     if not dry_run:

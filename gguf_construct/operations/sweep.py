@@ -25,6 +25,7 @@ from ..base.extras import require
 from ..base.processes import worker_pool
 from ..base.errors import GGUFError
 from ..base.remote import RemoteFile, is_url, open_remote
+from ..format import keynames
 
 __all__ = ["COLUMNS", "PROFILES", "sweep_one", "expand_inputs", "read_rows", "write_rows", "run_sweep",
            "comparable"]
@@ -44,7 +45,7 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "size": ("int64", "file size in bytes"),
     "version": ("int64", "GGUF version (null when unreadable)"),
     "byte_order": ("string", "little or big"),
-    "architecture": ("string", "general.architecture"),
+    "architecture": ("string", keynames.GENERAL_ARCHITECTURE),
     "parameter_count": ("int64", "elements of all tensors"),
     "tensor_count": ("int64", "tensors in the file"),
     "kv_count": ("int64", "metadata keys"),
@@ -136,7 +137,8 @@ def sweep_one(path: str, profiles: tuple[str, ...] = PROFILES, summary: bool = F
         except GGUFError:
             gguf = None
         if gguf is not None:
-            arch = gguf.metadata.get("general.architecture") if "general.architecture" in gguf.metadata else None
+            arch = gguf.metadata.get(keynames.GENERAL_ARCHITECTURE) \
+                if keynames.GENERAL_ARCHITECTURE in gguf.metadata else None
             row["architecture"] = arch if isinstance(arch, str) else None
             row["parameter_count"] = sum(t.n_elements for t in gguf.tensors)
             row["tensor_count"], row["kv_count"] = len(gguf.tensors), len(gguf.metadata)

@@ -24,7 +24,7 @@ def read_head(buf, *, remote: RemoteFile | None = None, **fields: Any) -> Contex
     """Read the header, metadata and tensor infos of ``buf`` into a :class:`Context` and derive the data layout;
     never raises on bad input (what cannot be read is recorded as structural findings).  ``remote``: the
     :class:`~gguf_construct.base.remote.RemoteFile` whose view ``buf`` is (the head is fetched as the read needs it).
-    ``fields`` are further :class:`Context` fields (``file``, ``file_name``, ``profile``, ``data``, ``cache``)."""
+    ``fields`` are further :class:`Context` fields (``file``, ``file_name``, ``data``, ``cache``)."""
 
     def once() -> Context:
         ctx = Context(buf, remote=remote, **fields)

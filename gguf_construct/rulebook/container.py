@@ -26,7 +26,7 @@ __all__ = ["LIMITS"]
 LIMITS = {"string_bytes": 2**30, "array_elements": 2**30}
 
 _VERSIONS = {v["version"]: v for v in structs.container_spec()["versions"]}
-_CURRENT = structs.container_spec()["meta"]["current_version"]
+_CURRENT = structs.current_version()
 
 
 # -- header ------------------------------------------------------------------------------------------------------
@@ -183,17 +183,32 @@ def _array_entries(ctx: Context) -> list[tuple[KV, Any, str, int]]:
                                             for entry in _arrays(kv.value, f"{kv.path}.value")])
 
 
+_LATER_TYPE_RULE = "KV-TYPE-VERSION"  # what a value type newer than the file breaks, unless it names another
+
+
 @functools.lru_cache(maxsize=None)
-def _types_after(version: int) -> frozenset[int]:
-    """Value types a file of ``version`` cannot have (introduced by a later version)."""
-    return frozenset(vt for vt, spec in structs.value_types().items() if spec.get("since", 1) > version)
+def _types_after(version: int, rule_id: str) -> frozenset[int]:
+    """Value types a file of ``version`` cannot have (their ``since`` is later) whose ``before_since`` rule, as
+    spec/gguf.yaml declares it, is ``rule_id``."""
+    return frozenset(vt for vt, spec in structs.value_types().items()
+                     if spec.get("since", 1) > version and spec.get("before_since", _LATER_TYPE_RULE) == rule_id)
 
 
-@rule("KV-TYPE-V1")
-def _type_v1(ctx: Context) -> Iterator[Hit]:
+def later_type_rule(type_id: int, version: int) -> str | None:
+    """The rule a file of ``version`` holding value type ``type_id`` breaks because the type is newer than the
+    version (None when the version has it)."""
+    for rule_id in {_LATER_TYPE_RULE, *(vt.get("before_since") for vt in structs.value_types().values())} - {None}:
+        if int(type_id) in _types_after(version, rule_id):
+            return rule_id
+    return None
+
+
+def _later_types(ctx: Context, rule_id: str) -> Iterator[tuple[KV, int]]:
+    """(kv, type) of each KV pair using, as its value or an array's element type, a value type the file's version
+    does not have and that breaks ``rule_id`` (the first such type of the pair)."""
     if ctx.version is None:
         return
-    later = _types_after(ctx.version)
+    later = _types_after(ctx.version, rule_id)
     if not later:
         return
     in_arrays: dict[int, list[int]] = {}
@@ -203,7 +218,20 @@ def _type_v1(ctx: Context) -> Iterator[Hit]:
         used = [kv.vtype, *in_arrays.get(kv.index, ())]
         late = next((vt for vt in used if vt in later), None)
         if late is not None:
-            yield Hit(kv.at("value_type"), f"{kv.path}.value_type", key=kv.key, type=type_name(late))
+            yield kv, late
+
+
+@rule("KV-TYPE-V1")
+def _type_v1(ctx: Context) -> Iterator[Hit]:
+    for kv, late in _later_types(ctx, "KV-TYPE-V1"):
+        yield Hit(kv.at("value_type"), f"{kv.path}.value_type", key=kv.key, type=type_name(late))
+
+
+@rule(_LATER_TYPE_RULE)
+def _type_version(ctx: Context) -> Iterator[Hit]:
+    for kv, late in _later_types(ctx, _LATER_TYPE_RULE):
+        yield Hit(kv.at("value_type"), f"{kv.path}.value_type", key=kv.key, type=type_name(late),
+                  version=ctx.version, since=structs.value_types()[late]["since"])
 
 
 @rule("KV-BOOL")

@@ -8,6 +8,7 @@ from typing import Any, Callable, Iterable
 from ..format import spec as _spec
 from ..format.keyregistry import keys_spec, lookup
 from .walk import ARRAY, KV, STRING, Context, _VT
+from ..format import keynames
 
 __all__ = ["keys_spec", "lookup", "allowed_types", "entry_fact", "type_label", "documented_architectures",
            "known_architectures", "standard_namespaces", "entries_required_by", "HYPHENATED_ARCHITECTURES",
@@ -96,7 +97,7 @@ def unwritten_keys() -> frozenset[str]:
 
 def file_architecture(ctx: Context) -> str | None:
     """The file's general.architecture when it is a non-empty string (the {arch} of its keys), else None."""
-    value = ctx.scalar("general.architecture", STRING)
+    value = ctx.scalar(keynames.GENERAL_ARCHITECTURE, STRING)
     return value if isinstance(value, str) and value else None
 
 

@@ -10,7 +10,12 @@ from ..format.reader import MAX_DIMS, MAX_NAME_BYTES, align_offset  # ggml needs
 from .catalog import Hit, rule
 from .walk import Context, TensorInfo
 
-__all__ = ["MAX_NAME_BYTES"]
+__all__ = ["MAX_NAME_BYTES", "UNKNOWN_TYPE_RULE", "ZERO_DIMENSION_RULE"]
+
+# the rules the file model names when a tensor cannot be decoded: its type's layout is unknown (removed or not a
+# ggml type); its shape, with a zero dimension, is too large for numpy all the same
+UNKNOWN_TYPE_RULE = "TI-TYPE"
+ZERO_DIMENSION_RULE = "TI-DIM-ZERO"
 
 # Types added to ggml after the ggml_type enum of gguf.md (the rule TI-TYPE-NEW names them; spec/tensor_types has
 # no field for it yet)
@@ -79,7 +84,7 @@ def _dim_range(ctx: Context) -> Iterator[Hit]:
                 yield _dims_hit(ctx, t, axis, value=d)
 
 
-@rule("TI-DIM-ZERO")
+@rule(ZERO_DIMENSION_RULE)
 def _dim_zero(ctx: Context) -> Iterator[Hit]:
     for t in ctx.tensors:
         for axis, d in enumerate(t.dims):
@@ -109,7 +114,7 @@ def _type_hit(t: TensorInfo, **params) -> Hit:
     return Hit(t.type_offset, f"{t.path}.type", name=t.name, **params)
 
 
-@rule("TI-TYPE")
+@rule(UNKNOWN_TYPE_RULE)
 def _type(ctx: Context) -> Iterator[Hit]:
     for t in ctx.tensors:
         if t.spec is None or not t.spec.is_current:

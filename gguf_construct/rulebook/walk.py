@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from ..format import structs
 from ..format.constructs import BufferStream, encode_text
-from ..format.enums import GGUFValueType
+from ..format.enums import VALUE_TYPE_IDS
 from ..format.reader import ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS, align_offset, bootstrap, tensor_extent
 from ..format.spec import TensorTypeSpec
 from .catalog import Hit, structural
@@ -28,7 +28,7 @@ __all__ = ["KV", "TensorInfo", "Context", "walk", "ARRAY", "STRING", "BOOL"]
 structural("HDR-TRUNC", "HDR-MAGIC", "HDR-MAGIC-LEGACY", "HDR-VERSION", "HDR-COUNT", "KV-TRUNC", "KV-TYPE",
            "STR-EOF", "ARR-TYPE", "ARR-EOF", "TI-TRUNC", "ARR-TOO-DEEP")
 
-_VT = {vt.name: int(vt) for vt in GGUFValueType}  # the enum generated from the spec, as plain ints
+_VT = VALUE_TYPE_IDS  # the enum generated from the spec, as plain ints
 ARRAY, STRING, BOOL = _VT["ARRAY"], _VT["STRING"], _VT["BOOL"]
 ALIGNMENT_TYPE: int = _VT[structs.container_spec()["layout"]["alignment"]["type"]]
 
@@ -123,7 +123,6 @@ class Context:
     buf: Any
     file: str | None = None
     file_name: str | None = None
-    profile: str = "spec"
     data: bool = False
     size: int = 0
     raw_version: int | None = None
@@ -215,7 +214,7 @@ def walk(ctx: Context) -> None:
     buf = ctx.buf
     size = ctx.size = len(buf)
     boot = bootstrap(buf)
-    min_header = structs.family(structs.container_spec()["meta"]["current_version"], "little").min_sizes["header"]
+    min_header = structs.family(structs.current_version(), structs.BYTE_ORDERS[0]).min_sizes["header"]
     if boot.rule == "HDR-TRUNC":
         ctx.hit("HDR-TRUNC", size, boot.path, offset=size, expected=min_header)
         return

@@ -3,7 +3,7 @@
 Every case comes from machinery that already labels its files: the crafted breakages of
 :mod:`gguf_construct.breaking.crafting` (one or more per catalog rule, the advisories' reproducers among them),
 the minimal models of :mod:`gguf_construct.arch.synth` with the labelled breakages of
-:mod:`gguf_construct.arch.mutate`, and, written here, the other side of each limit (a key of 65535 bytes, a
+:mod:`gguf_construct.breaking.model_mutations`, and, written here, the other side of each limit (a key of 65535 bytes, a
 63-byte tensor name, four dimensions, ...), every value type in every version and byte order, every tensor type
 with values from the ggml-exact codecs, alignments and a valid split set.  A case's ``rules`` are what it was
 built to break (empty for a valid file), never what a checker found in it.
@@ -20,14 +20,16 @@ from typing import Callable, Iterator
 import numpy as np
 
 from ..format import spec as _spec
+from ..format import structs
 from ..breaking import crafting
 from ..breaking.crafting import VT, RawFile, RawKV
 from ..rulebook.container import LIMITS
+from ..format import keynames
 
 __all__ = ["Case", "all_cases", "MODEL_ARCHITECTURES", "LIMITED_BREAKAGES"]
 
-VERSIONS = (1, 2, 3)
-BYTE_ORDERS = ("little", "big")
+VERSIONS = structs.versions()
+BYTE_ORDERS = structs.BYTE_ORDERS
 # architectures of the model cases: the common decoder families plus a state-space model and an encoder
 MODEL_ARCHITECTURES = ("llama", "qwen2", "gemma2", "phi3", "falcon", "mamba", "bert")
 # architectures whose labelled breakages are in the suite (every mutation kind, one seed each)
@@ -61,7 +63,7 @@ class Case:
 
 
 def _vt_suffix(version: int, byte_order: str) -> str:
-    return f"v{version}-{'le' if byte_order == 'little' else 'be'}"
+    return f"v{version}-{structs.byte_order(byte_order).short}"
 
 
 def _container_rules(version: int, byte_order: str) -> tuple[str, ...]:
@@ -168,7 +170,7 @@ def _four_dims(raw: RawFile) -> None:
 
 def _alignment(value: int) -> Callable[[RawFile], RawFile]:
     def build(raw: RawFile) -> RawFile:
-        raw.set("general.alignment", "UINT32", value)
+        raw.set(keynames.GENERAL_ALIGNMENT, "UINT32", value)
         return raw.relayout()
     return build
 
@@ -262,7 +264,39 @@ SCALARS: dict[str, list] = {
     "BOOL": [0, 1],
     "STRING": ["", "plain", "\u00fc\u2192\U0001d11e multi-byte", "tab\tnewline\n"],
 }
-_V1_64BIT = ("UINT64", "INT64", "FLOAT64")
+
+
+def _scalars(vtype: str) -> list:
+    """The values of a scalar type's case: those listed above, else its extremes by the spec's kind and encoding."""
+    if vtype in SCALARS:
+        return SCALARS[vtype]
+    type_id = VT[vtype]
+    kind = structs.value_kind(type_id)
+    if kind == "text":
+        return SCALARS["STRING"]
+    if kind == "bool":
+        return [0, 1]
+    dtype = _spec.numpy_dtype(structs.value_types()[type_id]["encoding"])
+    if kind == "float":
+        info = np.finfo(dtype)
+        return _FLOATS + [float(info.max), float(info.smallest_subnormal)]
+    info = np.iinfo(dtype)
+    return [int(info.min), int(info.max)] if info.min else [0, 1, int(info.max)]
+
+
+def _later_type_rule(version: int, vtype: str) -> str | None:
+    """The rule a file of ``version`` holding ``vtype`` breaks when the type is newer than the version (the spec's
+    ``since`` and ``before_since``)."""
+    vt = structs.value_types()[VT[vtype]]
+    return vt.get("before_since", "KV-TYPE-VERSION") if vt.get("since", 1) > version else None
+
+
+def _value_type_names() -> list[str]:
+    """The scalar value types of the spec (those of :data:`SCALARS` first, in its order, then any other in spec
+    order), then the array type."""
+    spec = [vt["name"] for vt in structs.value_types().values() if vt["kind"] != "array"]
+    arrays = [vt["name"] for vt in structs.value_types().values() if vt["kind"] == "array"]
+    return [n for n in SCALARS if n in spec] + [n for n in spec if n not in SCALARS] + arrays
 
 
 def _value_file(version: int, byte_order: str, vtype: str) -> tuple[bytes, tuple[str, ...]]:
@@ -273,13 +307,14 @@ def _value_file(version: int, byte_order: str, vtype: str) -> tuple[bytes, tuple
         raw.set("suite.nested_strings", "ARRAY", [("STRING", ["a", "bc"]), ("STRING", ["\u00e9"])], "ARRAY")
         rules.append("ARR-NESTED")
     else:
-        values = SCALARS[vtype]
+        values = _scalars(vtype)
         for i, v in enumerate(values):
             raw.set(f"suite.scalar_{i}", vtype, v)
         raw.set("suite.array", "ARRAY", values, vtype)
         raw.set("suite.empty_array", "ARRAY", [], vtype)
-        if version == 1 and vtype in _V1_64BIT:
-            rules.append("KV-TYPE-V1")
+        later = _later_type_rule(version, vtype)
+        if later is not None:
+            rules.append(later)
     return raw.to_bytes(), tuple(rules)
 
 
@@ -288,7 +323,7 @@ def value_cases() -> Iterator[Case]:
     version and byte order."""
     for version in VERSIONS:
         for byte_order in BYTE_ORDERS:
-            for vtype in list(SCALARS) + ["ARRAY"]:
+            for vtype in _value_type_names():
                 data, rules = _value_file(version, byte_order, vtype)
                 path = f"values/{_vt_suffix(version, byte_order)}/{vtype}.gguf"
                 doc = (f"Version {version}, {byte_order}-endian: " +
@@ -335,7 +370,7 @@ def tensor_type_cases() -> Iterator[Case]:
             rules = list(_container_rules(3, byte_order))
             if st.extra.get("in_gguf_md", True) is False:
                 rules.append("TI-TYPE-NEW")
-            path = f"tensor-types/{'le' if byte_order == 'little' else 'be'}/{st.name}.gguf"
+            path = f"tensor-types/{structs.byte_order(byte_order).short}/{st.name}.gguf"
             doc = f"A {st.name} tensor (type {st.id}) of two rows, {byte_order}-endian, beside the carrier's two."
             yield Case(path, "tensor-types", tuple(rules), doc, {path: _tensor_type_file(st.name, byte_order)},
                        decoded=True)
@@ -358,7 +393,7 @@ def split_cases() -> Iterator[Case]:
 # -- whole models ---------------------------------------------------------------------------------------------------
 def model_cases() -> Iterator[Case]:
     """Minimal models of several architectures (llama.cpp's loader accepts them) and labelled breakages of some."""
-    from ..arch.mutate import MUTATIONS, mutate
+    from ..breaking.model_mutations import MUTATIONS, mutate
     from ..arch.synth import minimal_model_parts
     from ..breaking.models import build_model_file
 
@@ -386,7 +421,7 @@ FILL = {"STRING": b"x", "ARRAY": b"\0"}  # a string of 'x', an array of UINT8 ze
 
 def declared(raw: RawFile, vtype: str, length: int, present: int) -> bytes:
     """The payload of the big key: its length prefix (and item type) and ``present`` bytes of its value."""
-    le = "<" if raw.byte_order == "little" else ">"
+    le = structs.byte_order(raw.byte_order).struct
     head = struct.pack(le + "Q", length)
     if vtype == "ARRAY":
         head = struct.pack(le + "I", VT["UINT8"]) + head

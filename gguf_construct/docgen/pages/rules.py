@@ -82,6 +82,8 @@ def _sec_rule_groups(ctx: Ctx) -> str:
             desc.append(f"Message: {code(rule['message'])}")
             if rule.get("load") == "refuse":
                 desc.append(f"{code('load')} refuses a file breaking it (raises {code('GGUFError')}).")
+            if rule.get("dormant"):
+                desc.append("Dormant: " + ctx.prose(rule["dormant"]))
             if rule.get("applies_to"):
                 desc.append("Applies to: " + ", ".join(code(a) for a in rule["applies_to"]) + ".")
             if rule.get("see_also"):

@@ -13,8 +13,9 @@ import random
 from dataclasses import dataclass
 from typing import Callable
 
-from .loader import MetaValue, TensorMeta, named_model_missing_token, plan_load
-from .programs import model_spec
+from ..arch.loader import MetaValue, TensorMeta, named_model_missing_token, plan_load
+from ..arch.programs import model_spec
+from ..format import keynames
 
 __all__ = ["ModelMutation", "MUTATIONS", "mutate", "Mutated"]
 
@@ -42,7 +43,7 @@ class ModelMutation:
 
 
 def _arch(meta: Meta) -> str:
-    return str(meta["general.architecture"].value)
+    return str(meta[keynames.GENERAL_ARCHITECTURE].value)
 
 
 def _reads(meta: Meta, tensors: Tensors) -> dict:
@@ -165,7 +166,7 @@ def _retype_tensor(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated 
 def _key_to_array(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated | None:
     """A scalar hyperparameter the loader reads with get_key_or_arr stored as a per-layer array: one value per
     block is the same model; any other length fails ("wrong array length")."""
-    from .outline import common_key_reads, outline
+    from ..arch.outline import common_key_reads, outline
 
     arch = _arch(meta)
     o = outline(arch)
@@ -187,14 +188,14 @@ def _key_to_array(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated |
 
 def _duplicate_token(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated | None:
     """One token of the vocabulary given the string of another (a converter's slip llama.cpp aborts on)."""
-    tokens = meta.get("tokenizer.ggml.tokens")
+    tokens = meta.get(keynames.TOKENIZER_GGML_TOKENS)
     if tokens is None or tokens.type != "ARRAY" or len(tokens) < 2:
         return None
     values = list(tokens.value)
     i, j = sorted(rng.sample(range(len(values)), 2))
     values[j] = values[i]
     new = dict(meta)
-    new["tokenizer.ggml.tokens"] = MetaValue("ARRAY", values, tokens.item_type)
+    new[keynames.TOKENIZER_GGML_TOKENS] = MetaValue("ARRAY", values, tokens.item_type)
     return Mutated("duplicate-token", f"token {j} = token {i} ({values[i]!r})", new, dict(tensors),
                    frozenset({"MODEL-VOCAB"}))
 
@@ -208,8 +209,8 @@ def _rename_model(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated |
     own rule."""
     name = rng.choice(_MODEL_NAMES)
     new = dict(meta)
-    new["general.name"] = MetaValue("STRING", name)
-    tokens = meta.get("tokenizer.ggml.tokens")
+    new[keynames.GENERAL_NAME] = MetaValue("STRING", name)
+    tokens = meta.get(keynames.TOKENIZER_GGML_TOKENS)
     missing = tokens is not None and named_model_missing_token(new, tokens.value) is not None
     return Mutated("rename-model", f"general.name = {name!r}", new, dict(tensors),
                    frozenset({"MODEL-VOCAB"}) if missing else frozenset())
