@@ -91,9 +91,11 @@ def _scalar(vtype: GGUFValueType) -> st.SearchStrategy:
         return st.booleans()
     if kind == "float":
         dtype = numpy_dtype_of(vtype)
+        assert dtype is not None  # every float kind has an encoding
         if dtype.itemsize == 8:
             return st.floats()
-        return st.floats(width=8 * dtype.itemsize).map(lambda x: float(dtype.type(x)))
+        width = 8 * dtype.itemsize
+        return st.floats(width=width).map(lambda x: float(dtype.type(x)))  # type: ignore[arg-type]
     info = np.iinfo(numpy_dtype_of(vtype))
     return st.integers(int(info.min), int(info.max))
 

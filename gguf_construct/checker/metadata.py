@@ -18,7 +18,7 @@ from ..rulebook.keys import (
     unwritten_keys
 )
 from ..rulebook.catalog import Hit, rule
-from ..rulebook.walk import ALIGNMENT_KEY, ARRAY, STRING, KV, Context, _VT
+from ..rulebook.walk import ALIGNMENT_KEY, ARRAY, STRING, KV, Context
 from ..format.stringlist import StringList
 from ..format import keynames, structs
 

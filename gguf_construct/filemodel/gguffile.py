@@ -514,7 +514,8 @@ def _load_set(paths: list[str], lazy: bool, loaded: dict[str, GGUFFile]) -> GGUF
     facts = [splitset.ShardFacts(f.path, split_no=_split_key(f, splitset.SPLIT_NO),  # type: ignore[arg-type]
                                  split_count=len(paths), split_tensors=_split_key(f, splitset.SPLIT_TENSORS),
                                  tensor_names=[t.name for t in f.tensors]) for f in files]
-    refusal = splitset.load_refusal(splitset.set_problems(facts[0], facts[1:]), [f.path for f in files])
+    refusal = splitset.load_refusal(splitset.set_problems(facts[0], facts[1:]),
+                                    [f.path for f in files])  # type: ignore[misc]
     if refusal is not None:
         raise refusal
     whole = GGUFFile(first.version, first.byte_order)

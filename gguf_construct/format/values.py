@@ -138,6 +138,7 @@ def _check_scalar(vtype: GGUFValueType, value: Any) -> Any:
             return value  # a NaN read from a file keeps its exact bits
         value = float(value)
         dtype = numpy_dtype_of(vtype)
+        assert dtype is not None  # every float kind has an encoding
         return value if dtype.itemsize == 8 else float(dtype.type(value))  # rounded as the file will hold it
     raise TypeError(f"cannot store a scalar as {vtype.name}")
 

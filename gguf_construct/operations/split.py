@@ -10,7 +10,6 @@ tensors.  A merged file keeps the first shard's metadata with ``split.count`` se
 
 from __future__ import annotations
 
-import os
 import re
 
 from ..base.atomic import atomic_paths
