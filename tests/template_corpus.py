@@ -519,3 +519,6 @@ class PopenProbe:
 
     def read(self) -> str:
         return "probe-output"
+
+    def __str__(self) -> str:
+        return "probe-marker"

@@ -20,10 +20,7 @@ def _small(path, **extra) -> str:
     return str(path)
 
 
-def run(capsys, *argv) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
+from test_commands import run  # noqa: E402 - one runner of the command line for both test files
 
 
 # -- 1. a directory where a file is expected ----------------------------------------------------------------------

@@ -13,26 +13,10 @@ from gguf_construct.breaking import crafting
 from gguf_construct.checker import check
 
 from template_adversarial import BENIGN, GADGET, ORDINARY, PAYLOADS
+from template_corpus import PopenProbe
 
 
-class Probe:
-    """Stands in for os.popen: a call is recorded and reads ``probe-output``; written out it is ``probe-marker``."""
-
-    def __init__(self) -> None:
-        self.calls: list = []
-
-    def __call__(self, *args, **kwargs):
-        self.calls.append(args)
-        return self
-
-    def read(self) -> str:
-        return "probe-output"
-
-    def __str__(self) -> str:
-        return "probe-marker"
-
-    def __format__(self, spec: str) -> str:
-        return format("probe-marker", spec)
+Probe = PopenProbe  # stands in for os.popen: a call is recorded and reads probe-output; written out it is probe-marker
 
 
 def _raise_exception(message):
