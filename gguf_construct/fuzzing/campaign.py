@@ -1,0 +1,383 @@
+"""Coverage-guided campaigns against ggml's GGUF reader and llama.cpp's loader, three arms from the same seeds.
+
+The targets are the libFuzzer binaries ``fuzz/build_targets.sh`` builds (ASan + UBSan, libFuzzer's edge
+counters, llvm-cov's coverage mapping).  An *arm* is one way of fuzzing a target:
+
+* ``spec`` -- the ``*_spec`` binary: libFuzzer driven by the spec-aware mutator (:mod:`.specmutator`);
+* ``bytes`` -- the plain binary: libFuzzer's own byte-level mutations, every read path of the harness;
+* ``ossfuzz`` -- the plain binary in OSS-Fuzz's way (``GGUF_HARNESS_MODE=ossfuzz``): one read path, the
+  architecture forced to ``llama``, raw bytes.
+
+:func:`run_arm` runs one arm for a budget of **CPU** seconds of the fuzzer process (read from ``/proc``, so the
+other work on a shared machine does not change what a budget buys), restarts libFuzzer after a sanitizer crash
+(the crash is recorded), and records libFuzzer's edge count over CPU time and when each corpus entry appeared.
+An ``abort()`` is recorded by the harness itself (input and stack) and the campaign goes on.
+:mod:`.coverage` measures lines, regions and branches per source file by replaying the corpus; :func:`judge`
+replays it for the C reader's verdicts and holds every accepted input against our checker (the oracle).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+__all__ = ["Target", "TARGETS", "ARMS", "RunResult", "run_arm", "judge", "write_seeds", "signature",
+           "parse_report", "DEFAULT_BIN", "runtime_env"]
+
+DEFAULT_BIN = Path(os.environ.get("GGUF_COV_FUZZ_BIN", "/tmp/gguf-cov-fuzz/bin"))
+ARMS = ("spec", "bytes", "ossfuzz")
+
+
+@dataclass(frozen=True)
+class Target:
+    """A fuzz target: its binary's name, the checker profile of its oracle, the source files its figures are
+    about, the longest input, and the verdict of its harness that the oracle compares with."""
+
+    name: str
+    binary: str
+    profile: str
+    focus: tuple[str, ...]
+    max_len: int
+    verdict: str
+    doc: str
+
+
+TARGETS = {
+    "ggml": Target("ggml", "ggml_reader", "ggml", ("ggml/src/gguf.cpp",), 1 << 20, "buffer.no_alloc",
+                   "ggml's GGUF reader (gguf.cpp): from memory and from a file, no_alloc true and false"),
+    "llama": Target("llama", "llama_loader", "llama.cpp",
+                    ("src/llama-model-loader.cpp", "src/llama-model.cpp", "src/llama-vocab.cpp"), 1 << 20,
+                    "no_alloc", "llama.cpp's model loader: vocabulary only, then the whole model with no_alloc"),
+}
+
+_STATS = re.compile(r"^#(\d+)\s+(\w+)\s+cov: (\d+) ft: (\d+) corp: (\d+)/")
+
+
+def binary(target: Target, arm: str, bin_dir: Path = DEFAULT_BIN) -> Path:
+    """The binary an arm runs (the ``*_spec`` one carries the spec-aware mutator)."""
+    return Path(bin_dir) / (target.binary + ("_spec" if arm == "spec" else ""))
+
+
+def runtime_env(arm: str, extra: dict | None = None) -> dict:
+    """The environment of a target process: sanitizer options, the harness mode of the arm, and for the
+    spec-aware mutator the Python path of this checkout and of the running interpreter's packages."""
+    import sysconfig
+
+    env = dict(os.environ)
+    env["ASAN_OPTIONS"] = "detect_leaks=0:allocator_may_return_null=1:symbolize=1:abort_on_error=0"
+    env["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
+    env.setdefault("LLVM_PROFILE_FILE", "/dev/null")
+    env.pop("GGUF_HARNESS_MODE", None)
+    if arm == "ossfuzz":
+        env["GGUF_HARNESS_MODE"] = "ossfuzz"
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join([root, sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
+    env.update(extra or {})
+    return env
+
+
+@dataclass
+class RunResult:
+    """One arm's run: the edge count over CPU time, when each corpus entry appeared, crashes, aborts."""
+
+    target: str
+    arm: str
+    run: int
+    budget: float
+    cpu: float = 0.0
+    execs: int = 0
+    restarts: int = 0
+    series: list[tuple[float, int, int, int]] = field(default_factory=list)  # (cpu s, cov, ft, corpus)
+    first_seen: dict[str, float] = field(default_factory=dict)  # corpus file -> cpu s
+    crashes: list[dict] = field(default_factory=list)
+    aborts: list[dict] = field(default_factory=list)
+    mutator: dict = field(default_factory=dict)
+    work: str = ""
+
+    def to_json(self) -> dict:
+        """The record (without the corpus timestamps, which stay in the work folder)."""
+        return {"target": self.target, "arm": self.arm, "run": self.run, "budget_cpu_s": self.budget,
+                "cpu_s": round(self.cpu, 1), "execs": self.execs, "restarts": self.restarts,
+                "edges": self.series[-1][1] if self.series else 0, "features": self.series[-1][2] if self.series else 0,
+                "corpus": self.series[-1][3] if self.series else 0,
+                "series": [[round(c, 1), e, f, n] for c, e, f, n in _thin(self.series, 120)],
+                "crashes": self.crashes, "aborts": self.aborts, "mutator": self.mutator}
+
+
+def _thin(series: list, n: int) -> list:
+    if len(series) <= n:
+        return series
+    step = len(series) / n
+    out = [series[int(i * step)] for i in range(n)]
+    return out + [series[-1]] if out[-1] is not series[-1] else out
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            parts = fh.read().rsplit(")", 1)[1].split()
+        return (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def run_arm(target: Target, arm: str, seeds: Path, work: Path, budget: float, *, run: int = 0,
+            bin_dir: Path = DEFAULT_BIN, seed: int = 1, log=None) -> RunResult:
+    """Fuzz ``target`` with ``arm`` from ``seeds`` for ``budget`` CPU seconds; corpus, artifacts and aborts go
+    to ``work`` (made afresh)."""
+    if work.exists():
+        shutil.rmtree(work)
+    corpus, artifacts, aborts = work / "corpus", work / "artifacts", work / "aborts"
+    for d in (corpus, artifacts, aborts):
+        d.mkdir(parents=True)
+    for f in sorted(Path(seeds).iterdir()):
+        if f.is_file() and f.stat().st_size <= target.max_len:
+            shutil.copy(f, corpus / f.name)
+    initial = {p.name for p in corpus.iterdir()}
+    result = RunResult(target.name, arm, run, budget, work=str(work))
+    env = runtime_env(arm, {"GGUF_HARNESS_ABORT_DIR": str(aborts), "GGUF_MUTATOR_STATS": str(work / "mutator.json")})
+    exe = binary(target, arm, bin_dir)
+    while result.cpu < budget:
+        cmd = [str(exe), str(corpus), f"-max_len={target.max_len}", "-timeout=10", "-rss_limit_mb=3072",
+               "-malloc_limit_mb=2048", f"-seed={seed * 1000 + result.restarts + 1}",
+               f"-artifact_prefix={artifacts}/", "-print_final_stats=1", "-reload=0", "-print_pcs=0"]
+        proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+                                errors="replace", preexec_fn=lambda: os.nice(10))
+        tail: list[str] = []
+        base = result.cpu
+        last = [0.0]
+
+        def read() -> None:
+            for line in proc.stderr:
+                tail.append(line)
+                del tail[:-400]
+                m = _STATS.match(line)
+                if m:
+                    now = _cpu_seconds(proc.pid)
+                    last[0] = now if now is not None else last[0]
+                    result.series.append((base + last[0], int(m.group(3)), int(m.group(4)), int(m.group(5))))
+                    result.execs = max(result.execs, int(m.group(1)))
+                elif line.startswith("stat::number_of_executed_units:"):
+                    result.execs += int(line.split(":")[-1])
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        stopped = False
+        while proc.poll() is None:
+            time.sleep(0.5)
+            now = _cpu_seconds(proc.pid)
+            if now is not None:
+                last[0] = now
+            for p in corpus.iterdir():
+                if p.name not in result.first_seen and p.name not in initial:
+                    result.first_seen[p.name] = base + last[0]
+            if base + last[0] >= budget and not stopped:
+                proc.send_signal(signal.SIGINT)
+                stopped = True
+        reader.join(timeout=10)
+        result.cpu = base + last[0]
+        if log:
+            log(f"{target.name}/{arm} run {run}: {result.cpu:.0f}/{budget:.0f} CPU s, exit {proc.returncode}")
+        if stopped or result.cpu >= budget:
+            break
+        if proc.returncode not in (0, None):
+            crash = parse_report("".join(tail))
+            crash["artifact"] = next((str(p) for p in sorted(artifacts.iterdir(), key=os.path.getmtime,
+                                                              reverse=True)), None)
+            crash["cpu_s"] = round(result.cpu, 1)
+            result.crashes.append(crash)
+            result.restarts += 1
+            if result.restarts > 50:
+                break
+    for p in sorted(aborts.glob("*.txt")):
+        rec = parse_report(p.read_text(errors="replace"))
+        rec["kind"] = "abort"
+        rec["input"] = str(p.with_suffix(".gguf"))
+        result.aborts.append(rec)
+    if (work / "mutator.json").exists():
+        import json
+
+        result.mutator = json.loads((work / "mutator.json").read_text() or "{}")
+    return result
+
+
+# -- reports and signatures ------------------------------------------------------------------------------------------
+_FRAME = re.compile(r"^\s*#(\d+) 0x[0-9a-f]+ in (\S+)(?: .*?)? (/\S+?):(\d+)(?::\d+)?\s*$")
+_SKIP = ("__wrap_abort", "__sanitizer", "__asan", "__ubsan", "fuzzer::", "LLVMFuzzerTestOneInput", "ggml_abort",
+         "ggml_print_backtrace", "harness_", "abort", "__cxa", "std::", "__gnu_cxx", "libc_start")
+
+
+def parse_report(text: str) -> dict:
+    """The kind of a sanitizer or abort report and the stack: ``{kind, message, frames, signature}``; the
+    signature is the first three frames in llama.cpp or ggml (function and file:line)."""
+    kind, message = "crash", ""
+    for line in text.splitlines():
+        if "ERROR: AddressSanitizer:" in line:
+            kind, message = "asan", line.split("AddressSanitizer:", 1)[1].strip()
+            break
+        if "runtime error:" in line:
+            kind, message = "ubsan", line.split("runtime error:", 1)[1].strip()
+            break
+        if "GGUF_HARNESS: abort()" in line:
+            kind = "abort"
+        elif "libFuzzer: deadly signal" in line and kind == "crash":
+            kind = "signal"
+        elif "ERROR: libFuzzer: timeout" in line:
+            kind, message = "timeout", "timeout"
+        elif "out-of-memory" in line or "malloc(" in line and "exceeds limit" in line:
+            kind, message = "oom", line.strip()
+        if ("GGML_ASSERT" in line or "GGML_ABORT" in line or "error:" in line) and not message:
+            message = line.strip()[:300]
+    frames = []
+    for line in text.splitlines():
+        m = _FRAME.match(line)
+        if m:
+            fn, path, ln = m.group(2), m.group(3), m.group(4)
+            frames.append(f"{fn} {_short(path)}:{ln}")
+    return {"kind": kind, "message": message, "frames": frames[:30], "signature": signature(frames)}
+
+
+def _short(path: str) -> str:
+    for mark in ("/vendor/llama.cpp/", "/fuzz/harness/"):
+        if mark in path:
+            return path.split(mark, 1)[1]
+    return path
+
+
+def signature(frames: Iterable[str]) -> str:
+    """The first three frames inside llama.cpp or ggml, without the harness and sanitizer frames."""
+    own = [f for f in frames if not any(f.startswith(s) or f" {s}" in f[:len(s) + 1] for s in _SKIP)
+           and ("src/" in f or "include/" in f)]
+    return " <- ".join(f.split(" ", 1)[0] + "@" + f.rsplit("/", 1)[-1] for f in own[:3]) or "(no frame)"
+
+
+# -- the oracle --------------------------------------------------------------------------------------------------------
+_RUNNING = re.compile(r"^Running: (.*)$")
+_VERDICT = re.compile(r"^GGUF_VERDICT (\S+) (accept|reject)$")
+
+
+def verdicts(target: Target, arm: str, files: list[Path], bin_dir: Path = DEFAULT_BIN) -> dict[str, dict[str, bool]]:
+    """The harness's verdict on each file, per read path: ``{path: {read path: accepted}}``."""
+    out: dict[str, dict[str, bool]] = {}
+    scratch = Path(os.environ.get("TMPDIR", "/tmp")) / f"gguf-verdict-aborts-{os.getpid()}"
+    scratch.mkdir(exist_ok=True)
+    env = runtime_env(arm, {"GGUF_HARNESS_VERDICT": "1", "GGUF_HARNESS_ABORT_DIR": str(scratch)})
+    for i in range(0, len(files), 200):
+        chunk = files[i:i + 200]
+        proc = subprocess.run([str(binary(target, "bytes", bin_dir)), "-timeout=10", "-rss_limit_mb=3072",
+                               *map(str, chunk)], env=env, capture_output=True, text=True, errors="replace",
+                              preexec_fn=lambda: os.nice(10))
+        current = None
+        for line in proc.stderr.splitlines():
+            m = _RUNNING.match(line)
+            if m:
+                current = m.group(1)
+                out[current] = {}
+                continue
+            m = _VERDICT.match(line)
+            if m and current:
+                out[current][m.group(1)] = m.group(2) == "accept"
+    shutil.rmtree(scratch, ignore_errors=True)
+    return out
+
+
+def judge(target: Target, arm: str, files: list[Path], bin_dir: Path = DEFAULT_BIN) -> dict:
+    """The oracle over ``files``: every file the C reader accepts is checked by our checker under the target's
+    profile; a file it rejects while the checker finds no error is recorded too, and read paths of one harness
+    that disagree with each other.  Disagreements are grouped by class and the checker's error rules."""
+    from ..checker import check_buffer
+
+    groups: dict[tuple, dict] = {}
+    counts = {"files": 0, "accepted": 0, "rejected": 0}
+    for path, seen in verdicts(target, arm, files, bin_dir).items():
+        if not seen:
+            continue
+        counts["files"] += 1
+        name = target.verdict if target.verdict in seen else next(iter(seen))
+        if target.name == "llama" and arm != "ossfuzz" and not _has_tensors(path):
+            name = "vocab_only"
+        accepted = seen.get(name, False)
+        counts["accepted" if accepted else "rejected"] += 1
+        data = Path(path).read_bytes()
+        report = check_buffer(data, profile=target.profile)
+        rules = tuple(sorted({f.rule for f in report.errors}))
+        klass = None
+        if accepted and not report.valid:
+            klass = "false_accept"
+        elif not accepted and report.valid and arm != "ossfuzz":
+            klass = "false_reject"
+        if len(set(seen.values())) > 1 and arm != "ossfuzz":
+            groups.setdefault(("read_paths_disagree", tuple(sorted(k for k, v in seen.items() if v))), {
+                "class": "read_paths_disagree", "rules": sorted(k for k, v in seen.items() if v), "count": 0,
+                "example": path})["count"] += 1
+        if klass:
+            g = groups.setdefault((klass, rules), {"class": klass, "rules": list(rules), "count": 0, "example": path,
+                                                  "size": len(data)})
+            g["count"] += 1
+            if len(data) < g["size"]:
+                g["example"], g["size"] = path, len(data)
+    return {"counts": counts, "disagreements": sorted(groups.values(), key=lambda g: (g["class"], -g["count"]))}
+
+
+def _has_tensors(path: str) -> bool:
+    from ..rulebook import read_head
+
+    try:
+        return bool(read_head(Path(path).read_bytes()).tensors)
+    except Exception:  # noqa: BLE001
+        return True
+
+
+# -- seeds ---------------------------------------------------------------------------------------------------------------
+def write_seeds(out: Path, *, corpus: Path | None = Path("/work/shared/corpus"), max_bytes: int = 1 << 20,
+                repo: Path | None = None) -> dict[str, int]:
+    """The shared seeds of every arm: ``fuzz/seeds`` (files of every version and byte order and one per
+    breakage, tiny models), the conformance suite's cases, a minimal model of every architecture, and the real
+    corpus's files up to ``max_bytes``.  Returns how many of each."""
+    from ..breaking.models import minimal_model
+    from ..arch.synth import SynthesisError, model_architectures
+    from ..suite.cases import all_cases
+
+    out.mkdir(parents=True, exist_ok=True)
+    repo = repo or Path(__file__).resolve().parents[2]
+    counts = {"fuzz/seeds": 0, "suite": 0, "architectures": 0, "corpus": 0}
+    seen: set[bytes] = set()
+
+    def put(data: bytes, name: str, group: str) -> None:
+        digest = hashlib.sha1(data).digest()
+        if digest in seen or len(data) > max_bytes:
+            return
+        seen.add(digest)
+        (out / f"{group.replace('/', '_')}-{re.sub(r'[^A-Za-z0-9_.-]', '_', name)[:80]}").write_bytes(data)
+        counts[group] += 1
+
+    for p in sorted((repo / "fuzz" / "seeds").rglob("*.gguf")):
+        put(p.read_bytes(), p.stem, "fuzz/seeds")
+    for case in all_cases():
+        for name, data in case.files.items():
+            put(data, f"{case.path}-{name}", "suite")
+    for arch in model_architectures():
+        try:
+            put(minimal_model(arch).to_bytes(), arch, "architectures")
+        except (SynthesisError, Exception):  # noqa: BLE001 - an architecture the synthesis cannot satisfy
+            continue
+    if corpus is not None and corpus.is_dir():
+        for p in sorted(corpus.rglob("*.gguf")):
+            if p.stat().st_size <= max_bytes:
+                put(p.read_bytes(), p.stem, "corpus")
+    return counts
+
+
+def log_stderr(text: str) -> None:
+    """Progress on stderr."""
+    print(text, file=sys.stderr, flush=True)
