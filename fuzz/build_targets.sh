@@ -13,6 +13,7 @@
 # Nothing is written into the repository.  The sources and binaries stay under WORKDIR (never commit them).
 # Set GGUF_FUZZ_SKIP_LIBS=1 to relink the harnesses only.  Runs under nice; uses one core (JOBS=1) by default.
 set -eu
+# (the libraries are configured with one core by default; JOBS=2 took 1403 s of wall time here under load)
 HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=${1:-/tmp/gguf-cov-fuzz}
 JOBS=${JOBS:-1}
@@ -43,7 +44,10 @@ if [ ! -d "$SRC/ggml" ]; then
   tar xzf "$TARBALL" -C "$WORK"
 fi
 
-UBSAN=array-bounds,bool,builtin,enum,float-divide-by-zero,integer-divide-by-zero,null,object-size,return,returns-nonnull-attribute,shift,signed-integer-overflow,unreachable,vla-bound,vptr
+# OSS-Fuzz's UBSan checks less float-divide-by-zero: IEEE 754 defines it (clang leaves it out of
+# -fsanitize=undefined too), and print_info's bits-per-weight of a vocabulary-only file divides 0.0 by 0 on every
+# vocab load (fuzz/FINDINGS.md), which would end each campaign at its first seed.
+UBSAN=array-bounds,bool,builtin,enum,integer-divide-by-zero,null,object-size,return,returns-nonnull-attribute,shift,signed-integer-overflow,unreachable,vla-bound,vptr
 SAN="-fsanitize=address,$UBSAN -fno-sanitize-recover=$UBSAN"
 COV="-fprofile-instr-generate -fcoverage-mapping"
 FLAGS="-O1 -g -gline-tables-only -fno-omit-frame-pointer $SAN $COV"
@@ -60,6 +64,14 @@ if [ "${GGUF_FUZZ_SKIP_LIBS:-0}" != 1 ]; then
     -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF >"$WORK/cmake.log" 2>&1
   nice -n 10 cmake --build "$BUILD" --target llama -j "$JOBS" >"$WORK/build.log" 2>&1 || {
     tail -30 "$WORK/build.log"; exit 1; }
+fi
+# gguf.cpp reads every value type and tensor type id into its enum variable before it checks the range: UBSan's
+# enum check fires on the first unknown type id of any campaign (fuzz/FINDINGS.md), so that one object is rebuilt
+# without it; the loader keeps every check.
+if [ "${GGUF_FUZZ_SKIP_LIBS:-0}" != 1 ]; then
+  OBJ=ggml/src/CMakeFiles/ggml-base.dir/gguf.cpp.o
+  (cd "$BUILD" && nice -n 10 sh -c "$(ninja -t commands $OBJ | tail -1) -fno-sanitize=enum" &&
+   ar rcs "$(find . -name libggml-base.a | head -1)" $OBJ)
 fi
 LIBS_DONE=$(date +%s)
 

@@ -87,6 +87,7 @@ static PyObject * g_cross = nullptr;
 static long g_errors = 0;
 
 void harness_init_mutator(const char * target) {
+    setenv("GGML_NO_BACKTRACE", "1", 0);  // ggml_abort would run gdb on itself
     Py_InitializeEx(0);
     PyObject * mod = PyImport_ImportModule("gguf_construct.fuzzing.specmutator");
     if (!mod) { PyErr_Print(); fputs("GGUF_HARNESS: cannot import the spec-aware mutator\n", stderr); exit(2); }
@@ -137,5 +138,5 @@ extern "C" size_t LLVMFuzzerCustomCrossOver(const uint8_t * d1, size_t s1, const
     return LLVMFuzzerMutate(out, n, max_size);
 }
 #else
-void harness_init_mutator(const char *) {}
+void harness_init_mutator(const char *) { setenv("GGML_NO_BACKTRACE", "1", 0); }
 #endif

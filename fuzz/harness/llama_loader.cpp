@@ -51,6 +51,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
     harness_verdict("vocab_only", ok);
     params.vocab_only = false;
     params.no_alloc = true;
+    params.load_mode = LLAMA_LOAD_MODE_NONE;  // no_alloc with a memory map asserts (llama-model.cpp, load_tensors)
     HARNESS_GUARDED(load(path, params), ok);
     harness_verdict("no_alloc", ok);
     return 0;

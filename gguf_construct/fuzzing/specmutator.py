@@ -327,7 +327,8 @@ def m_tensor(p: Parsed, raw: RawFile, rng: random.Random) -> str | None:
         if _laid_out(raw):
             raw.relayout()
         return "tensor.drop"
-    e = rng.choice(wanted[:8])
+    required = [e for e in wanted if e.required]
+    e = rng.choice(required if required and rng.random() < 0.75 else wanted[:8])
     dims = list(e.shape)
     if rng.random() < 0.15:
         i = rng.randrange(len(dims))
@@ -472,17 +473,31 @@ def setup(target: str) -> None:
     _target = target
     _registry()
     _architectures()
-    path = os.environ.get("GGUF_MUTATOR_STATS")
-    if path:
-        import atexit
+    global _stats_path
+    _stats_path = os.environ.get("GGUF_MUTATOR_STATS")
+
+
+_stats_path: str | None = None
+_calls = 0
+
+
+def _dump_stats() -> None:
+    """Write :data:`STATS` to $GGUF_MUTATOR_STATS every 256 calls (libFuzzer ends with ``_Exit``: no atexit)."""
+    global _calls
+    _calls += 1
+    if _stats_path and _calls % 256 == 0:
         import json
 
-        atexit.register(lambda: open(path, "w").write(json.dumps(dict(STATS), sort_keys=True)))
+        tmp = _stats_path + ".tmp"
+        with open(tmp, "w") as fh:
+            fh.write(json.dumps(dict(STATS), sort_keys=True))
+        os.replace(tmp, _stats_path)
 
 
 def libfuzzer_mutate(data: bytes, max_size: int, seed: int) -> bytes | None:
     """``LLVMFuzzerCustomMutator``'s Python side: the edited input, or None for a byte-level edit."""
     rng = random.Random(seed)
+    _dump_stats()
     if rng.randrange(BYTES_EVERY) == 0:
         STATS["bytes"] += 1
         return None
