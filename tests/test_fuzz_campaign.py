@@ -159,3 +159,20 @@ def test_harness_prints_the_verdicts_of_every_read_path(tmp_path, model):
     got = campaign.verdicts(campaign.TARGETS["ggml"], "bytes", [seed], BIN)
     assert got[str(seed)] == {"buffer.no_alloc": True, "buffer.alloc": True, "file.no_alloc": True,
                               "file.alloc": True}
+
+
+def test_coverage_guided_reports_embed_their_committed_reproducers():
+    import base64
+    import gzip
+    import re
+
+    reports = sorted((ROOT / "fuzz/reports/cov").glob("*.md"))
+    assert reports
+    embedded = 0
+    for report in reports:
+        text = report.read_text()
+        assert "Status: ready to file, not yet filed" in text
+        for packed, file in re.findall(r"^echo '([A-Za-z0-9+/=]+)' \| base64 -d \| gunzip > (\S+)", text, re.M):
+            assert gzip.decompress(base64.b64decode(packed)) == (ROOT / "fuzz/findings/cov" / file).read_bytes()
+            embedded += 1
+    assert embedded == 3

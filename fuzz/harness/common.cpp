@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #ifdef GGUF_SPEC_MUTATOR
+#define PY_SSIZE_T_CLEAN  // the y# / n formats take Py_ssize_t lengths
 #include <Python.h>
 #endif
 
@@ -109,7 +110,12 @@ static size_t copy_result(PyObject * r, uint8_t * out, size_t max_size) {
 }
 
 static void note_error() {
-    if (g_errors++ < 5 || getenv("GGUF_FUZZ_DEBUG")) PyErr_Print(); else PyErr_Clear();
+    if (g_errors++ < 5 || getenv("GGUF_FUZZ_DEBUG")) {
+        PyErr_Print();
+        PyRun_SimpleString("import sys; sys.stderr.flush()");  // libFuzzer ends with _Exit: nothing is flushed
+    } else {
+        PyErr_Clear();
+    }
 }
 
 // libFuzzer's hook: the spec-aware mutator edits one field by its meaning; None asks for a byte-level edit.

@@ -498,6 +498,9 @@ def libfuzzer_mutate(data: bytes, max_size: int, seed: int) -> bytes | None:
     """``LLVMFuzzerCustomMutator``'s Python side: the edited input, or None for a byte-level edit."""
     rng = random.Random(seed)
     _dump_stats()
+    if os.environ.get("GGUF_FUZZ_TRACE"):
+        import sys
+        print("mutate", len(data), _calls, _stats_path, file=sys.stderr, flush=True)
     if rng.randrange(BYTES_EVERY) == 0:
         STATS["bytes"] += 1
         return None
