@@ -11,7 +11,7 @@
 #    llama_loader_spec (the *_spec ones carry the spec-aware custom mutator, embedding Python).
 #
 # Nothing is written into the repository.  The sources and binaries stay under WORKDIR (never commit them).
-# Set GGUF_FUZZ_SKIP_LIBS=1 to relink the harnesses only.  Runs under nice; uses one core (JOBS=1) by default.
+# Set GGUF_FUZZ_SKIP_LIBS=1 to relink the harnesses only (GGUF_FUZZ_TARGETS="llama_loader": one of them).  Runs under nice; uses one core (JOBS=1) by default.
 set -eu
 # (the libraries are configured with one core by default; JOBS=2 took 1403 s of wall time here under load)
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -85,7 +85,7 @@ LINK="-fsanitize=fuzzer $SAN $COV -Wl,--wrap=abort -lpthread -ldl -lm"
 EMBED="-DGGUF_SPEC_MUTATOR -I$PYINC -L$PYLIB -lpython$PYVER -Wl,-rpath,$PYLIB"
 
 echo "== linking harnesses into $WORK/bin"
-for target in ggml_reader llama_loader; do
+for target in ${GGUF_FUZZ_TARGETS:-ggml_reader llama_loader}; do
   for arm in "" _spec; do
     EXTRA=""
     [ "$arm" = _spec ] && EXTRA="$EMBED"

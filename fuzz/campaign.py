@@ -105,6 +105,24 @@ def cmd_run(args) -> int:
     return 0
 
 
+def cmd_oracle(args) -> int:
+    """Judge the first run's corpora of a recorded campaign again (the work folders must still exist)."""
+    out = Path(args.record)
+    record = json.loads(out.read_text())
+    target = cp.TARGETS[record["target"]]
+    for arm in record["arms"]:
+        corpus = WORK / "campaigns" / target.name / f"{arm}-0" / "corpus"
+        if not corpus.is_dir():
+            print(f"missing {corpus}", file=sys.stderr)
+            continue
+        files = sorted(corpus.iterdir())
+        sample = files[:: max(1, len(files) // args.oracle_files)][:args.oracle_files]
+        record["oracle"][arm] = cp.judge(target, arm, sample, Path(args.bin))
+        cp.log_stderr(f"{target.name}/{arm}: {record['oracle'][arm]['counts']}")
+        _save(out, record)
+    return 0
+
+
 def main(argv=None) -> int:
     """The command line."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -126,6 +144,11 @@ def main(argv=None) -> int:
     r.add_argument("--note", default="")
     r.add_argument("--out", required=True)
     r.set_defaults(func=cmd_run)
+    o = sub.add_parser("oracle", help="judge the first run's corpora of a recorded campaign again")
+    o.add_argument("--record", required=True)
+    o.add_argument("--bin", default=str(cp.DEFAULT_BIN))
+    o.add_argument("--oracle-files", type=int, default=300)
+    o.set_defaults(func=cmd_oracle)
     args = ap.parse_args(argv)
     return args.func(args)
 

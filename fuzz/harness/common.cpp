@@ -3,6 +3,8 @@
 // libFuzzer's custom mutator hooks, with an embedded Python interpreter.
 #include "common.h"
 
+#include "ggml.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -24,7 +26,21 @@ bool harness_abort_armed = false;
 static const uint8_t * g_input = nullptr;
 static size_t g_input_size = 0;
 
-void harness_begin(const uint8_t * data, size_t size) { g_input = data; g_input_size = size; }
+static char g_abort_message[2048];
+
+void harness_begin(const uint8_t * data, size_t size) {
+    g_input = data;
+    g_input_size = size;
+    g_abort_message[0] = 0;
+}
+
+// ggml's abort callback: keep the GGML_ASSERT / GGML_ABORT message for the abort record, print it as ggml does.
+static void keep_abort_message(const char * message) {
+    snprintf(g_abort_message, sizeof g_abort_message, "%s", message);
+    fprintf(stderr, "%s\n", message);
+}
+
+void harness_init_abort() { ggml_set_abort_callback(keep_abort_message); }
 
 // Every abort() (GGML_ABORT, GGML_ASSERT, std::terminate) is linked to this (-Wl,--wrap=abort).  By default it
 // names itself and traps, so libFuzzer records a crash with the stack of the abort (a finding, and what the
@@ -48,6 +64,7 @@ extern "C" void __wrap_abort(void) {
     FILE * t = fopen((base + ".txt").c_str(), "w");
     if (t) {
         fputs("GGUF_HARNESS: abort() called\n", t);
+        if (g_abort_message[0]) fprintf(t, "%s\n", g_abort_message);
         fflush(t);
         dup2(fileno(t), 2);
         __sanitizer_print_stack_trace();

@@ -23,5 +23,7 @@ bool harness_ossfuzz_mode();
 void harness_verdict(const char * what, bool accepted);
 // The input as a file: an anonymous memory file, returned as its /proc/self/fd path (rewritten per input).
 std::string harness_file(const uint8_t * data, size_t size);
+// Keep ggml's abort message (GGML_ASSERT text) for the abort record; called from LLVMFuzzerInitialize.
+void harness_init_abort();
 // Load the spec-aware mutator (Python) when this binary was built with it; called from LLVMFuzzerInitialize.
 void harness_init_mutator(const char * target);

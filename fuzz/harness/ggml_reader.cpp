@@ -66,6 +66,7 @@ static void quiet(enum ggml_log_level, const char *, void *) {}
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
     ggml_log_set(quiet, nullptr);  // every refusal is logged: thousands of lines a second
+    harness_init_abort();
     harness_init_mutator("ggml");
     return 0;
 }

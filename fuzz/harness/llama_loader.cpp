@@ -15,6 +15,7 @@ static void quiet(enum ggml_log_level, const char *, void *) {}
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
     llama_log_set(quiet, nullptr);
     llama_backend_init();
+    harness_init_abort();
     harness_init_mutator("llama");
     return 0;
 }

@@ -53,7 +53,7 @@ class Target:
 
 
 TARGETS = {
-    "ggml": Target("ggml", "ggml_reader", "ggml", ("ggml/src/gguf.cpp",), 1 << 20, "buffer.no_alloc",
+    "ggml": Target("ggml", "ggml_reader", "ggml", ("ggml/src/gguf.cpp",), 1 << 20, "buffer.alloc",
                    "ggml's GGUF reader (gguf.cpp): from memory and from a file, no_alloc true and false"),
     "llama": Target("llama", "llama_loader", "llama.cpp",
                     ("src/llama-model-loader.cpp", "src/llama-model.cpp", "src/llama-vocab.cpp"), 1 << 20,
@@ -216,7 +216,7 @@ def run_arm(target: Target, arm: str, seeds: Path, work: Path, budget: float, *,
 
 
 # -- reports and signatures ------------------------------------------------------------------------------------------
-_FRAME = re.compile(r"^\s*#(\d+) 0x[0-9a-f]+ in (\S+)(?: .*?)? (/\S+?):(\d+)(?::\d+)?\s*$")
+_FRAME = re.compile(r"^\s*#(\d+) 0x[0-9a-f]+ in (.+?) (/\S+?):(\d+)(?::\d+)?\s*$")
 _SKIP = ("__wrap_abort", "__sanitizer", "__asan", "__ubsan", "fuzzer::", "LLVMFuzzerTestOneInput", "ggml_abort",
          "ggml_print_backtrace", "harness_", "abort", "__cxa", "std::", "__gnu_cxx", "libc_start")
 
@@ -241,12 +241,12 @@ def parse_report(text: str) -> dict:
         elif "out-of-memory" in line or "malloc(" in line and "exceeds limit" in line:
             kind, message = "oom", line.strip()
         if ("GGML_ASSERT" in line or "GGML_ABORT" in line or "error:" in line) and not message:
-            message = line.strip()[:300]
+            message = _short(line.strip())[:300]
     frames = []
     for line in text.splitlines():
         m = _FRAME.match(line)
         if m:
-            fn, path, ln = m.group(2), m.group(3), m.group(4)
+            fn, path, ln = _function(m.group(2)), m.group(3), m.group(4)
             frames.append(f"{fn} {_short(path)}:{ln}")
     return {"kind": kind, "message": message, "frames": frames[:30], "signature": signature(frames)}
 
@@ -258,11 +258,23 @@ def _short(path: str) -> str:
     return path
 
 
+def _function(text: str) -> str:
+    """A frame's function without its parameters (``a::b<c>(int, char)`` -> ``a::b<c>``)."""
+    depth, out = 0, []
+    for ch in text:
+        if ch == "(" and depth == 0 and out:
+            break
+        depth += ch == "<"
+        depth -= ch == ">"
+        out.append(ch)
+    return "".join(out).strip()
+
+
 def signature(frames: Iterable[str]) -> str:
     """The first three frames inside llama.cpp or ggml, without the harness and sanitizer frames."""
     own = [f for f in frames if not any(f.startswith(s) or f" {s}" in f[:len(s) + 1] for s in _SKIP)
            and ("src/" in f or "include/" in f)]
-    return " <- ".join(f.split(" ", 1)[0] + "@" + f.rsplit("/", 1)[-1] for f in own[:3]) or "(no frame)"
+    return " <- ".join(f.rsplit(" ", 1)[0] + "@" + f.rsplit("/", 1)[-1] for f in own[:3]) or "(no frame)"
 
 
 # -- the oracle --------------------------------------------------------------------------------------------------------
@@ -320,10 +332,11 @@ def judge(target: Target, arm: str, files: list[Path], bin_dir: Path = DEFAULT_B
             klass = "false_accept"
         elif not accepted and report.valid and arm != "ossfuzz":
             klass = "false_reject"
-        if len(set(seen.values())) > 1 and arm != "ossfuzz":
-            groups.setdefault(("read_paths_disagree", tuple(sorted(k for k, v in seen.items() if v))), {
-                "class": "read_paths_disagree", "rules": sorted(k for k, v in seen.items() if v), "count": 0,
-                "example": path})["count"] += 1
+        for klass_, first, second in _path_pairs(seen):
+            g = groups.setdefault((klass_, (first, second), rules), {
+                "class": klass_, "rules": list(rules), "paths": f"{first} accepts, {second} rejects", "count": 0,
+                "example": path})
+            g["count"] += 1
         if klass:
             g = groups.setdefault((klass, rules), {"class": klass, "rules": list(rules), "count": 0, "example": path,
                                                   "size": len(data)})
@@ -331,6 +344,24 @@ def judge(target: Target, arm: str, files: list[Path], bin_dir: Path = DEFAULT_B
             if len(data) < g["size"]:
                 g["example"], g["size"] = path, len(data)
     return {"counts": counts, "disagreements": sorted(groups.values(), key=lambda g: (g["class"], -g["count"]))}
+
+
+def _path_pairs(seen: dict[str, bool]):
+    """Read paths of one harness that disagree: ``read_paths_disagree`` for the same input read from memory and
+    from a file (the same no_alloc), ``no_alloc_accepts_more`` for no_alloc true against false (expected where
+    the data section is not read)."""
+    for mode in ("no_alloc", "alloc"):
+        a, b = seen.get(f"buffer.{mode}"), seen.get(f"file.{mode}")
+        if a is not None and b is not None and a != b:
+            yield ("read_paths_disagree",) + ((f"buffer.{mode}", f"file.{mode}") if a else (f"file.{mode}", f"buffer.{mode}"))
+    for where in ("buffer", "file"):
+        a, b = seen.get(f"{where}.no_alloc"), seen.get(f"{where}.alloc")
+        if a is not None and b is not None and a != b:
+            yield (("no_alloc_accepts_more", f"{where}.no_alloc", f"{where}.alloc") if a
+                   else ("read_paths_disagree", f"{where}.alloc", f"{where}.no_alloc"))
+    a, b = seen.get("vocab_only"), seen.get("no_alloc")
+    if a is not None and b is not None and b and not a:
+        yield ("read_paths_disagree", "no_alloc", "vocab_only")
 
 
 def _has_tensors(path: str) -> bool:

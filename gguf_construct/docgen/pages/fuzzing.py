@@ -74,7 +74,7 @@ def _ratio(a: float, b: float) -> str:
 def _sec_summary(rec: dict) -> str:
     arms = _arms(rec)
     focus = rec["focus"]
-    runs = min((len(v) for v in arms.values()), default=0)
+    runs = min((len(v) for v in arms.values() if v), default=0)
     out = [f"Target: {esc(rec['doc'])}. {runs} run(s) per arm of {rec['budget_cpu_s']:.0f} CPU seconds each "
            f"(CPU time of the fuzzer process), {rec['seeds']} shared seeds"
            + (f" (files up to {rec['max_seed_bytes']} bytes)" if rec.get("max_seed_bytes") else "")
@@ -126,14 +126,24 @@ def ctx_pictures() -> str:
     return "pictures"
 
 
+def clean_signature(sig: str) -> str:
+    """A recorded stack signature with each function's parameters dropped (``f(int@x.cpp:1`` -> ``f@x.cpp:1``)."""
+    parts = []
+    for part in sig.split(" <- "):
+        name, _, where = part.rpartition("@")
+        parts.append(f"{name.split('(')[0]}@{where}" if name else part)
+    return " <- ".join(parts)
+
+
 def _sec_findings(rec: dict) -> str:
     seen: dict[str, dict] = {}
     for r in rec["runs"]:
         for c in r["crashes"] + r["aborts"]:
-            s = seen.setdefault(c["signature"], {"kind": c["kind"], "message": c.get("message", ""), "arms": set(),
+            s = seen.setdefault(clean_signature(c["signature"]), {"kind": c["kind"], "message": c.get("message", ""), "arms": set(),
                                                  "count": 0})
             s["arms"].add(r["arm"])
             s["count"] += 1
+            s["message"] = s["message"] or c.get("message", "")
     if not seen:
         return "No crash, sanitizer report or abort.\n"
     rows = [[esc(v["kind"]), code(sig), esc(v["message"][:160]), ", ".join(sorted(v["arms"])), str(v["count"])]
@@ -151,7 +161,8 @@ def _sec_oracle(rec: dict) -> str:
     for arm, got in oracle.items():
         c = got["counts"]
         dis = got["disagreements"]
-        text = "; ".join(f"{d['class']} {', '.join(d['rules']) or '(no error rule)'} x{d['count']}" for d in dis[:6])
+        text = "; ".join(f"{d['class']}{' (' + d['paths'] + ')' if d.get('paths') else ''} "
+                         f"{', '.join(d['rules']) or '(no error rule)'} x{d['count']}" for d in dis[:8])
         rows.append([esc(arm), str(c["files"]), str(c["accepted"]), esc(text) or "none"])
     return (f"Each arm's final corpus of its first run (at most a few hundred files, spread over the corpus) "
             f"replayed for the harness's verdict and judged by our checker under the profile "
