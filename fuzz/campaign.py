@@ -38,9 +38,52 @@ def _save(path: Path, record: dict) -> None:
         Path(tmp).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
 
 
+# -- seeds (here, not in the package: the suite is a layer above the fuzzer) ---------------------------------------------------------------------------------------------------------------
+def write_seeds(out: Path, *, corpus: Path | None = Path("/work/shared/corpus"), max_bytes: int = 1 << 20,
+                repo: Path | None = None) -> dict[str, int]:
+    """The shared seeds of every arm: ``fuzz/seeds`` (files of every version and byte order and one per
+    breakage, tiny models), the conformance suite's cases, a minimal model of every architecture, and the real
+    corpus's files up to ``max_bytes``.  Returns how many of each."""
+    import hashlib
+    import re
+
+    from gguf_construct.arch.synth import SynthesisError, model_architectures
+    from gguf_construct.breaking.models import minimal_model
+    from gguf_construct.suite.cases import all_cases
+
+    out.mkdir(parents=True, exist_ok=True)
+    repo = repo or HERE.parent
+    counts = {"fuzz/seeds": 0, "suite": 0, "architectures": 0, "corpus": 0}
+    seen: set[bytes] = set()
+
+    def put(data: bytes, name: str, group: str) -> None:
+        digest = hashlib.sha1(data).digest()
+        if digest in seen or len(data) > max_bytes:
+            return
+        seen.add(digest)
+        (out / f"{group.replace('/', '_')}-{re.sub(r'[^A-Za-z0-9_.-]', '_', name)[:80]}").write_bytes(data)
+        counts[group] += 1
+
+    for p in sorted((repo / "fuzz" / "seeds").rglob("*.gguf")):
+        put(p.read_bytes(), p.stem, "fuzz/seeds")
+    for case in all_cases():
+        for name, data in case.files.items():
+            put(data, f"{case.path}-{name}", "suite")
+    for arch in model_architectures():
+        try:
+            put(minimal_model(arch).to_bytes(), arch, "architectures")
+        except (SynthesisError, Exception):  # noqa: BLE001 - an architecture the synthesis cannot satisfy
+            continue
+    if corpus is not None and corpus.is_dir():
+        for p in sorted(corpus.rglob("*.gguf")):
+            if p.stat().st_size <= max_bytes:
+                put(p.read_bytes(), p.stem, "corpus")
+    return counts
+
+
 def cmd_seeds(args) -> int:
     """Write the shared seeds."""
-    counts = cp.write_seeds(Path(args.out), max_bytes=args.max_bytes)
+    counts = write_seeds(Path(args.out), max_bytes=args.max_bytes)
     print(json.dumps(counts))
     return 0
 

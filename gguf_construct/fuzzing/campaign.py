@@ -18,7 +18,6 @@ replays it for the C reader's verdicts and holds every accepted input against ou
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -31,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-__all__ = ["Target", "TARGETS", "ARMS", "RunResult", "run_arm", "judge", "write_seeds", "signature",
+__all__ = ["Target", "TARGETS", "ARMS", "RunResult", "run_arm", "judge", "signature",
            "parse_report", "DEFAULT_BIN", "runtime_env"]
 
 DEFAULT_BIN = Path(os.environ.get("GGUF_COV_FUZZ_BIN", "/tmp/gguf-cov-fuzz/bin"))
@@ -371,46 +370,6 @@ def _has_tensors(path: str) -> bool:
         return bool(read_head(Path(path).read_bytes()).tensors)
     except Exception:  # noqa: BLE001
         return True
-
-
-# -- seeds ---------------------------------------------------------------------------------------------------------------
-def write_seeds(out: Path, *, corpus: Path | None = Path("/work/shared/corpus"), max_bytes: int = 1 << 20,
-                repo: Path | None = None) -> dict[str, int]:
-    """The shared seeds of every arm: ``fuzz/seeds`` (files of every version and byte order and one per
-    breakage, tiny models), the conformance suite's cases, a minimal model of every architecture, and the real
-    corpus's files up to ``max_bytes``.  Returns how many of each."""
-    from ..breaking.models import minimal_model
-    from ..arch.synth import SynthesisError, model_architectures
-    from ..suite.cases import all_cases
-
-    out.mkdir(parents=True, exist_ok=True)
-    repo = repo or Path(__file__).resolve().parents[2]
-    counts = {"fuzz/seeds": 0, "suite": 0, "architectures": 0, "corpus": 0}
-    seen: set[bytes] = set()
-
-    def put(data: bytes, name: str, group: str) -> None:
-        digest = hashlib.sha1(data).digest()
-        if digest in seen or len(data) > max_bytes:
-            return
-        seen.add(digest)
-        (out / f"{group.replace('/', '_')}-{re.sub(r'[^A-Za-z0-9_.-]', '_', name)[:80]}").write_bytes(data)
-        counts[group] += 1
-
-    for p in sorted((repo / "fuzz" / "seeds").rglob("*.gguf")):
-        put(p.read_bytes(), p.stem, "fuzz/seeds")
-    for case in all_cases():
-        for name, data in case.files.items():
-            put(data, f"{case.path}-{name}", "suite")
-    for arch in model_architectures():
-        try:
-            put(minimal_model(arch).to_bytes(), arch, "architectures")
-        except (SynthesisError, Exception):  # noqa: BLE001 - an architecture the synthesis cannot satisfy
-            continue
-    if corpus is not None and corpus.is_dir():
-        for p in sorted(corpus.rglob("*.gguf")):
-            if p.stat().st_size <= max_bytes:
-                put(p.read_bytes(), p.stem, "corpus")
-    return counts
 
 
 def log_stderr(text: str) -> None:
