@@ -146,7 +146,8 @@ def test_smoke_run_of_each_target(binary, arm, tmp_path, model):
     (corpus / "llama").write_bytes(model)
     (corpus / "empty").write_bytes(b"GGUF\x03\0\0\0" + bytes(16))
     env = campaign.runtime_env(arm, {"GGUF_HARNESS_ABORT_DIR": str(tmp_path)})
-    proc = subprocess.run([str(exe), str(corpus), "-runs=40", "-max_len=65536", "-timeout=20", "-seed=1"],
+    proc = subprocess.run([str(exe), str(corpus), "-runs=40", "-max_len=65536", "-timeout=20", "-seed=1",
+                           f"-artifact_prefix={tmp_path}/"],
                           env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "INITED" in proc.stderr and "Done 40 runs" in proc.stderr

@@ -289,9 +289,9 @@ def verdicts(target: Target, arm: str, files: list[Path], bin_dir: Path = DEFAUL
     env = runtime_env(arm, {"GGUF_HARNESS_VERDICT": "1", "GGUF_HARNESS_ABORT_DIR": str(scratch)})
     for i in range(0, len(files), 200):
         chunk = files[i:i + 200]
-        proc = subprocess.run([str(binary(target, "bytes", bin_dir)), "-timeout=10", "-rss_limit_mb=3072",
-                               *map(str, chunk)], env=env, capture_output=True, text=True, errors="replace",
-                              preexec_fn=lambda: os.nice(10))
+        proc = subprocess.run([str(binary(target, "bytes", bin_dir)), "-timeout=10", "-rss_limit_mb=4096",
+                               f"-artifact_prefix={scratch}/", *map(str, chunk)], env=env, capture_output=True,
+                              text=True, errors="replace", preexec_fn=lambda: os.nice(10))
         current = None
         for line in proc.stderr.splitlines():
             m = _RUNNING.match(line)

@@ -56,7 +56,8 @@ def _replay(exe: Path, files: list[Path], env: dict) -> None:
     """Run ``files`` once each; a process that dies (a crash or a timeout writes no profile) is replayed one
     file at a time, so only the input that kills it is lost."""
     def run(chunk: list[Path]) -> int:
-        return subprocess.run([str(exe), "-timeout=10", "-rss_limit_mb=3072", *map(str, chunk)], env=env,
+        return subprocess.run([str(exe), "-timeout=10", "-rss_limit_mb=4096",
+                               f"-artifact_prefix={tempfile.gettempdir()}/gguf-replay-", *map(str, chunk)], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               preexec_fn=lambda: os.nice(10)).returncode
 

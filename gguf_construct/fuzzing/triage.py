@@ -31,7 +31,8 @@ def reproduce(target: Target, data: bytes, arm: str = "bytes", bin_dir: Path = D
         env = runtime_env(arm)
         env.pop("GGUF_HARNESS_ABORT_DIR", None)
         try:
-            proc = subprocess.run([str(binary(target, "bytes", bin_dir)), "-timeout=20", "-rss_limit_mb=4096", path],
+            proc = subprocess.run([str(binary(target, "bytes", bin_dir)), "-timeout=20", "-rss_limit_mb=4096",
+                                   f"-artifact_prefix={path}.", path],
                                   env=env, capture_output=True, text=True, errors="replace", timeout=timeout,
                                   preexec_fn=lambda: os.nice(10))
         except subprocess.TimeoutExpired:
@@ -43,7 +44,8 @@ def reproduce(target: Target, data: bytes, arm: str = "bytes", bin_dir: Path = D
         rec["trace"] = _trace(proc.stderr)
         return rec
     finally:
-        os.unlink(path)
+        for leftover in Path(path).parent.glob(Path(path).name + "*"):
+            leftover.unlink()
 
 
 def _trace(stderr: str) -> str:
