@@ -176,4 +176,4 @@ def test_coverage_guided_reports_embed_their_committed_reproducers():
         for packed, file in re.findall(r"^echo '([A-Za-z0-9+/=]+)' \| base64 -d \| gunzip > (\S+)", text, re.M):
             assert gzip.decompress(base64.b64decode(packed)) == (ROOT / "fuzz/findings/cov" / file).read_bytes()
             embedded += 1
-    assert embedded == 3
+    assert embedded == len(list((ROOT / "fuzz/findings/cov").glob("*.gguf")))  # every reproducer is in a report
