@@ -114,7 +114,21 @@ class RunResult:
                 "edges": self.series[-1][1] if self.series else 0, "features": self.series[-1][2] if self.series else 0,
                 "corpus": self.series[-1][3] if self.series else 0,
                 "series": [[round(c, 1), e, f, n] for c, e, f, n in _thin(self.series, 120)],
-                "crashes": self.crashes, "aborts": self.aborts, "mutator": self.mutator}
+                "crashes": compact(self.crashes), "aborts": compact(self.aborts), "mutator": self.mutator}
+
+
+def compact(reports: list[dict]) -> list[dict]:
+    """Reports deduplicated by stack signature: one entry per signature with how many times it came, the first
+    one's message, frames (12) and input, and the messages' variants (the values UBSan names differ)."""
+    out: dict[str, dict] = {}
+    for r in reports:
+        e = out.get(r["signature"])
+        if e is None:
+            e = out[r["signature"]] = {"signature": r["signature"], "kind": r["kind"], "message": r.get("message", ""),
+                                       "frames": r.get("frames", [])[:12], "count": 0,
+                                       "input": r.get("artifact") or r.get("input"), "cpu_s": r.get("cpu_s")}
+        e["count"] += r.get("count", 1)
+    return sorted(out.values(), key=lambda e: -e["count"])
 
 
 def _thin(series: list, n: int) -> list:

@@ -78,7 +78,7 @@ def _sec_summary(rec: dict) -> str:
     out = [f"Target: {esc(rec['doc'])}. {runs} run(s) per arm of {rec['budget_cpu_s']:.0f} CPU seconds each "
            f"(CPU time of the fuzzer process), {rec['seeds']} shared seeds"
            + (f" (files up to {rec['max_seed_bytes']} bytes)" if rec.get("max_seed_bytes") else "")
-           + f", started {esc(rec['started'])}." + (f" {esc(rec['note'])}." if rec.get("note") else "") + "\n"]
+           + f", run on {esc(rec['started'][:10])}." + (f" {esc(rec['note'])}." if rec.get("note") else "") + "\n"]
     rows = []
     med: dict[str, dict[str, float]] = {}
     for arm, rs in arms.items():
@@ -142,7 +142,7 @@ def _sec_findings(rec: dict) -> str:
             s = seen.setdefault(clean_signature(c["signature"]), {"kind": c["kind"], "message": c.get("message", ""), "arms": set(),
                                                  "count": 0})
             s["arms"].add(r["arm"])
-            s["count"] += 1
+            s["count"] += c.get("count", 1)
             s["message"] = s["message"] or c.get("message", "")
     if not seen:
         return "No crash, sanitizer report or abort.\n"
