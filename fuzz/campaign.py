@@ -114,7 +114,17 @@ def cmd_run(args) -> int:
               "max_seed_bytes": args.max_seed_bytes, "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
               "note": args.note, "runs": [], "oracle": {}, "unreached": {}}
     profiles: list[Path] = []
-    for run in range(args.runs):
+    first = 0
+    if args.append and out.exists():  # more runs of a recorded campaign (same target, arms and budget)
+        old = json.loads(out.read_text())
+        if (old["target"], old["arms"], old["budget_cpu_s"]) != (target.name, arms, args.budget):
+            print("--append needs the recorded campaign's target, arms and budget", file=sys.stderr)
+            return 2
+        record.update(runs=old["runs"], oracle=old["oracle"], started=old["started"], note=args.note or old["note"])
+        first = 1 + max((r["run"] for r in old["runs"]), default=-1)
+        record["runs_planned"] = first + args.runs
+        profiles = [p for p in (WORK / "campaigns" / target.name).glob("*/final.profdata")]
+    for run in range(first, first + args.runs):
         for arm in arms:
             work = WORK / "campaigns" / target.name / f"{arm}-{run}"
             res = cp.run_arm(target, arm, seeds, work, args.budget, run=run, bin_dir=Path(args.bin), seed=run + 1,
@@ -185,6 +195,7 @@ def main(argv=None) -> int:
     r.add_argument("--oracle-files", type=int, default=300)
     r.add_argument("--no-oracle", action="store_true")
     r.add_argument("--note", default="")
+    r.add_argument("--append", action="store_true", help="add runs to the record --out already holds")
     r.add_argument("--out", required=True)
     r.set_defaults(func=cmd_run)
     o = sub.add_parser("oracle", help="judge the first run's corpora of a recorded campaign again")
