@@ -37,9 +37,8 @@ if [ ! -d "$SRC/ggml" ]; then
   mkdir -p "$WORK/sdist"
   TARBALL=$WORK/sdist/llama_cpp_python-$SDIST_VERSION.tar.gz
   if [ ! -f "$TARBALL" ]; then
-    # --no-build-isolation: pip only downloads; no build backend is fetched or run
-    "$PY" -m pip download --no-deps --no-binary :all: --no-build-isolation "llama-cpp-python==$SDIST_VERSION" \
-      -d "$WORK/sdist" -q || true
+    # pip prepares the sdist's metadata, which fetches its build backend into an isolated env (a few minutes)
+    "$PY" -m pip download --no-deps --no-binary :all: "llama-cpp-python==$SDIST_VERSION" -d "$WORK/sdist" -q
   fi
   tar xzf "$TARBALL" -C "$WORK"
 fi
