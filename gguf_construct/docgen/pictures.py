@@ -384,4 +384,7 @@ def pictures() -> dict[str, str]:
     for t in _spec.tensor_types():
         if t.is_current and codecs.has_decoder(t.name):
             out[block_picture_name(t.name)] = block_picture(t.name)
+    from .pages.fuzzing import plots  # drawn from the recorded campaigns (fuzz/campaigns/)
+
+    out.update(plots())
     return out

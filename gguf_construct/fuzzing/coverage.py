@@ -1,0 +1,113 @@
+"""Lines, regions and branches covered per source file, measured by llvm-cov from a corpus replay.
+
+The fuzz targets carry llvm-cov's coverage mapping (``-fprofile-instr-generate -fcoverage-mapping``, see
+``fuzz/build_targets.sh``).  :func:`measure` replays a set of inputs once through a target (libFuzzer's
+``-runs=0`` over a folder), merges the raw profile with ``llvm-profdata`` and summarises it per file with
+``llvm-cov export``; :func:`unreached` lists the functions of the focus files no replay reached.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Iterable
+
+__all__ = ["tool", "measure", "summarise", "unreached", "profile"]
+
+_METRICS = ("lines", "regions", "branches", "functions")
+
+
+def tool(name: str) -> str | None:
+    """``llvm-profdata`` / ``llvm-cov`` (the versioned one of the build's LLVM first), or None."""
+    version = os.environ.get("LLVM_VERSION", "14")
+    for cand in (f"/usr/lib/llvm-{version}/bin/{name}", f"{name}-{version}", name):
+        found = shutil.which(cand) or (cand if os.path.exists(cand) else None)
+        if found:
+            return found
+    return None
+
+
+def profile(exe: Path, inputs: Iterable[Path], env: dict, out: Path) -> Path | None:
+    """Replay ``inputs`` once through ``exe`` and write the merged profile to ``out`` (None when nothing ran)."""
+    with tempfile.TemporaryDirectory(prefix="gguf-cov-") as tmp:
+        folder = Path(tmp) / "inputs"
+        folder.mkdir()
+        for i, p in enumerate(inputs):
+            try:
+                os.link(p, folder / f"{i:06d}")
+            except OSError:
+                shutil.copy(p, folder / f"{i:06d}")
+        run_env = dict(env, LLVM_PROFILE_FILE=str(Path(tmp) / "replay-%p.profraw"))
+        files = sorted(folder.iterdir())
+        for i in range(0, len(files), 100):
+            _replay(exe, files[i:i + 100], run_env)
+        raws = sorted(Path(tmp).glob("replay-*.profraw"))
+        if not raws:
+            return None
+        subprocess.run([tool("llvm-profdata"), "merge", "-sparse", *map(str, raws), "-o", str(out)], check=True)
+    return out
+
+
+def _replay(exe: Path, files: list[Path], env: dict) -> None:
+    """Run ``files`` once each; a process that dies (a crash or a timeout writes no profile) is replayed one
+    file at a time, so only the input that kills it is lost."""
+    def run(chunk: list[Path]) -> int:
+        return subprocess.run([str(exe), "-timeout=10", "-rss_limit_mb=4096",
+                               f"-artifact_prefix={tempfile.gettempdir()}/gguf-replay-", *map(str, chunk)], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              preexec_fn=lambda: os.nice(10)).returncode
+
+    if run(files) != 0 and len(files) > 1:
+        for f in files:
+            run([f])
+
+
+def summarise(exe: Path, profdata: Path, focus: Iterable[str]) -> dict:
+    """``{file: {lines|regions|branches|functions: [covered, count]}}`` for the focus files, plus ``total``
+    (all files of llama.cpp/ggml in the binary)."""
+    proc = subprocess.run([tool("llvm-cov"), "export", "-summary-only", f"-instr-profile={profdata}", str(exe)],
+                          capture_output=True, text=True, check=True)
+    data = json.loads(proc.stdout)["data"][0]
+    out: dict[str, dict] = {}
+    total = {m: [0, 0] for m in _METRICS}
+    for f in data["files"]:
+        name = f["filename"].split("/vendor/llama.cpp/", 1)[-1]
+        if "/fuzz/harness/" in f["filename"]:
+            continue
+        s = {m: [f["summary"][m]["covered"], f["summary"][m]["count"]] for m in _METRICS}
+        for m in _METRICS:
+            total[m][0] += s[m][0]
+            total[m][1] += s[m][1]
+        if name in focus:
+            out[name] = s
+    out["total"] = total
+    return out
+
+
+def measure(exe: Path, inputs: Iterable[Path], env: dict, focus: Iterable[str], keep: Path | None = None) -> dict:
+    """Replay ``inputs`` and summarise the coverage of the focus files (see :func:`summarise`); ``keep`` keeps
+    the merged profile there (for the union over arms)."""
+    with tempfile.TemporaryDirectory(prefix="gguf-prof-") as tmp:
+        out = keep or Path(tmp) / "merged.profdata"
+        got = profile(exe, inputs, env, out)
+        return summarise(exe, got, tuple(focus)) if got else {}
+
+
+def unreached(exe: Path, profiles: Iterable[Path], focus: Iterable[str]) -> dict[str, list[str]]:
+    """The functions of each focus file that no profile reached (the union of ``profiles``)."""
+    with tempfile.TemporaryDirectory(prefix="gguf-union-") as tmp:
+        union = Path(tmp) / "union.profdata"
+        subprocess.run([tool("llvm-profdata"), "merge", "-sparse", *map(str, profiles), "-o", str(union)], check=True)
+        proc = subprocess.run([tool("llvm-cov"), "export", f"-instr-profile={union}", str(exe)], capture_output=True,
+                              text=True, check=True)
+    focus = tuple(focus)
+    out: dict[str, list[str]] = {f: [] for f in focus}
+    for fn in json.loads(proc.stdout)["data"][0]["functions"]:
+        files = [p.split("/vendor/llama.cpp/", 1)[-1] for p in fn["filenames"]]
+        if fn["count"] == 0 and files and files[0] in focus:
+            out[files[0]].append(fn["name"])
+    return {f: sorted(set(v)) for f, v in out.items()}
