@@ -178,6 +178,7 @@ def _argv(words: str, parser, slot: str, path: str, tmp) -> list[str]:
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("words,slot", _slots(), ids=[f"{w}:{s}" for w, s in _slots()])
 def test_every_command_answers_every_path_kind(words, slot, kind, tmp_path, served, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # an output named "-" is a file in the current folder: never the checkout's
     parser = dict(COMMANDS)[words]
     path = _path_of(kind, tmp_path, served, monkeypatch)
     argv = _argv(words, parser, slot, path, tmp_path)
@@ -217,6 +218,7 @@ def _option_slots() -> list[tuple[str, str]]:
 @pytest.mark.parametrize("kind", OPTION_KINDS)
 @pytest.mark.parametrize("words,dest", _option_slots(), ids=[f"{w}:--{d}" for w, d in _option_slots()])
 def test_every_path_option_answers_every_odd_path(words, dest, kind, tmp_path, served, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
     parser = dict(COMMANDS)[words]
     role = "outdir" if (words, dest) in OUTDIR_OPTIONS else PATH_OPTIONS[dest]
     if kind == "directory" and role == "outdir":
