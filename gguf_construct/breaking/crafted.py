@@ -28,7 +28,7 @@ from ..rulebook import read_head
 from ..rulebook.walk import ALIGNMENT_KEY, ALIGNMENT_TYPE, _VT
 from ..format import keynames
 
-__all__ = ["RawKV", "RawTensor", "RawFile", "Breakage", "Crafted", "BREAKAGES", "CARRIER_NAME", "VT", "breakage",
+__all__ = ["RawKV", "payload", "set_payload", "RawTensor", "RawFile", "Breakage", "Crafted", "BREAKAGES", "CARRIER_NAME", "VT", "breakage",
            "breakages_for", "craft", "carrier", "encode_value", "struct_order", "tensor_nbytes"]
 
 VT = dict(_VT)
@@ -73,6 +73,11 @@ def RawKV(key: bytes, vtype: int, payload: bytes) -> rawfile.RawKV:  # noqa: N80
 def payload(kv: rawfile.RawKV) -> bytes:
     """The encoded value of a KV pair made by :func:`RawKV`."""
     return kv.value.data
+
+
+def set_payload(kv: rawfile.RawKV, data: bytes) -> None:
+    """Replace the encoded value of a KV pair made by :func:`RawKV` (written verbatim)."""
+    kv.value = Raw(bytes(data))
 
 
 @dataclass

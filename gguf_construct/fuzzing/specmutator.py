@@ -32,10 +32,10 @@ from ..arch import MetaValue, TensorMeta, plan_load
 from ..arch.expect import expect
 from ..arch.synth import model_architectures
 from ..breaking import mutations as breakages
-from ..breaking.crafted import RawFile, RawKV, RawTensor, encode_value, tensor_nbytes
+from ..breaking.crafted import RawFile, RawKV, RawTensor, encode_value, payload, set_payload, tensor_nbytes
 from ..format import structs
 from ..format.reader import MAX_DIMS, align_offset
-from ..format.spec import load_yaml, tensor_type_by_id
+from ..format.spec import byte_order, load_yaml, tensor_type_by_id
 from ..rulebook import read_head
 
 __all__ = ["mutate", "crossover", "parse", "setup", "libfuzzer_mutate", "libfuzzer_crossover", "KINDS", "STATS",
@@ -182,20 +182,20 @@ def _width(p: Parsed) -> int:
 
 def m_length(p: Parsed, raw: RawFile, rng: random.Random) -> str | None:
     """A string length or array length written in a value, or a tensor name's length."""
-    w, bo = _width(p), "<" if p.byte_order == "little" else ">"
+    w, bo = _width(p), byte_order(p.byte_order).struct
     fmt = bo + ("Q" if w == 8 else "I")
     strings = [kv for kv in raw.kvs if kv.vtype == _STRING]
-    arrays = [kv for kv in raw.kvs if kv.vtype == _ARRAY and len(kv.payload) >= 4 + w]
+    arrays = [kv for kv in raw.kvs if kv.vtype == _ARRAY and len(payload(kv)) >= 4 + w]
     choice = rng.random()
     if choice < 0.4 and strings:
         kv = rng.choice(strings)
-        n = struct.unpack(fmt, kv.payload[:w])[0]
-        kv.payload = struct.pack(fmt, _boundary(rng, n, w)) + kv.payload[w:]
+        n = struct.unpack(fmt, payload(kv)[:w])[0]
+        set_payload(kv, struct.pack(fmt, _boundary(rng, n, w)) + payload(kv)[w:])
         return "length.string"
     if choice < 0.8 and arrays:
         kv = rng.choice(arrays)
-        n = struct.unpack(fmt, kv.payload[4:4 + w])[0]
-        kv.payload = kv.payload[:4] + struct.pack(fmt, _boundary(rng, n, w)) + kv.payload[4 + w:]
+        n = struct.unpack(fmt, payload(kv)[4:4 + w])[0]
+        set_payload(kv, payload(kv)[:4] + struct.pack(fmt, _boundary(rng, n, w)) + payload(kv)[4 + w:])
         return "length.array"
     if raw.tensors:
         t = rng.choice(raw.tensors)
@@ -215,9 +215,9 @@ def m_type(p: Parsed, raw: RawFile, rng: random.Random) -> str | None:
     if not raw.kvs:
         return None
     kv = rng.choice(raw.kvs)
-    if kind < 0.7 and kv.vtype == _ARRAY and len(kv.payload) >= 4:
+    if kind < 0.7 and kv.vtype == _ARRAY and len(payload(kv)) >= 4:
         item = rng.choice(list(_VT.values())) if rng.random() < 0.8 else rng.choice(bad)
-        kv.payload = struct.pack("<I" if p.byte_order == "little" else ">I", item) + kv.payload[4:]
+        set_payload(kv, struct.pack(byte_order(p.byte_order).struct + "I", item) + payload(kv)[4:])
         return "type.item"
     kv.vtype = rng.choice(list(_VT.values())) if rng.random() < 0.8 else rng.choice(bad)
     return "type.value"
@@ -433,7 +433,7 @@ def crossover(a: bytes, b: bytes, rng: random.Random, max_size: int | None = Non
     kind = rng.random()
     if kind < 0.4 and donor.kvs:
         for kv in rng.sample(donor.kvs, min(len(donor.kvs), rng.randint(1, 4))):
-            raw.set_raw(kv.key, kv.vtype, kv.payload)
+            raw.set_raw(kv.key, kv.vtype, payload(kv))
         label = "splice.kv"
     elif kind < 0.7 and donor.tensors and _laid_out(raw):
         for t in rng.sample(donor.tensors, min(len(donor.tensors), rng.randint(1, 3))):
@@ -451,7 +451,7 @@ def crossover(a: bytes, b: bytes, rng: random.Random, max_size: int | None = Non
         prefix = arch.encode() + b"."
         for kv in donor.kvs:
             if kv.key.startswith(prefix) or kv.key == b"general.architecture":
-                raw.set_raw(kv.key, kv.vtype, kv.payload)
+                raw.set_raw(kv.key, kv.vtype, payload(kv))
         label = "splice.architecture"
     try:
         out = _to_bytes(raw)
