@@ -39,7 +39,7 @@ def _save(path: Path, record: dict) -> None:
 
 
 # -- seeds (here, not in the package: the suite is a layer above the fuzzer) ---------------------------------------------------------------------------------------------------------------
-def write_seeds(out: Path, *, corpus: Path | None = Path("/work/shared/corpus"), max_bytes: int = 1 << 20,
+def write_seeds(out: Path, *, corpus: Path | None = HERE.parent.parent / "shared" / "corpus", max_bytes: int = 1 << 20,
                 repo: Path | None = None) -> dict[str, int]:
     """The shared seeds of every arm: ``fuzz/seeds`` (files of every version and byte order and one per
     breakage, tiny models), the conformance suite's cases, a minimal model of every architecture, and the real
