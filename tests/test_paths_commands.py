@@ -175,6 +175,28 @@ def _argv(words: str, parser, slot: str, path: str, tmp) -> list[str]:
     return argv
 
 
+def _answer(argv: list[str], capsys) -> tuple[int, str]:
+    """Run the command line (20 s at most) and hold its answer to the rules of every path: a documented exit
+    status, no traceback or raw errno, one line on exit 2.  Returns the status and what to show on failure."""
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(20)
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # a usage error of this table's making would show here
+        code = exc.code
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    _, err = capsys.readouterr()
+    shown = f"gguf-construct {' '.join(argv)} -> {code}\nstderr: {err}"
+    assert code in DOCUMENTED, shown
+    assert "Traceback" not in err and "[Errno" not in err, shown
+    if code == 2:
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("gguf-construct"), shown
+    return code, shown
+
+
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("words,slot", _slots(), ids=[f"{w}:{s}" for w, s in _slots()])
 def test_every_command_answers_every_path_kind(words, slot, kind, tmp_path, served, monkeypatch, capsys):
@@ -182,20 +204,7 @@ def test_every_command_answers_every_path_kind(words, slot, kind, tmp_path, serv
     parser = dict(COMMANDS)[words]
     path = _path_of(kind, tmp_path, served, monkeypatch)
     argv = _argv(words, parser, slot, path, tmp_path)
-    old = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(20)
-    try:
-        code = main(argv)
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
-    out, err = capsys.readouterr()
-    shown = f"gguf-construct {' '.join(argv)} -> {code}\nstderr: {err}"
-    assert code in DOCUMENTED, shown
-    assert "Traceback" not in err, shown
-    if code == 2:
-        lines = err.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("gguf-construct"), shown
+    code, shown = _answer(argv, capsys)
     if kind in NOT_A_FILE | {"glob"} and _role(words, slot) == "in":
         assert code == 2, shown
     if kind == "file" and words in ("dump", "hash", "diff", "check", "set", "rename-tensor", "convert"):
@@ -238,21 +247,6 @@ def test_every_path_option_answers_every_odd_path(words, dest, kind, tmp_path, s
         argv.insert(1, "ksy")
     if words == "completion":
         argv.insert(1, "bash")
-    old = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(20)
-    try:
-        code = main(argv)
-    except SystemExit as exc:  # a usage error of this table's making would show here
-        code = exc.code
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
-    out, err = capsys.readouterr()
-    shown = f"gguf-construct {' '.join(argv)} -> {code}\nstderr: {err}"
-    assert code in DOCUMENTED, shown
-    assert "Traceback" not in err and "[Errno" not in err, shown
-    if code == 2:
-        lines = err.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("gguf-construct"), shown
+    code, shown = _answer(argv, capsys)
     if role == "in" and kind != "device":  # /dev/null reads as an empty file
         assert code == 2, shown  # nothing of these is a file to read
