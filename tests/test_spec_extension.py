@@ -45,8 +45,6 @@ def v4_spec(tmp_path, monkeypatch):
     copy = tmp_path / "spec"
     shutil.copytree(spec.spec_dir(), copy)
     gguf = yaml.safe_load((copy / "gguf.yaml").read_text())
-    version = next(f for f in gguf["types"]["header"]["seq"] if f["id"] == "version")
-    version["valid"].append(4)
     gguf["versions"].append({"version": 4, "status": "current", "doc": "Hypothetical: tensor infos gain flags.",
                              "doc_ref": "none"})
     seq = gguf["types"]["tensor_info"]["seq"]
@@ -158,7 +156,6 @@ def v4_strides_spec(tmp_path, monkeypatch):
     copy = tmp_path / "spec"
     shutil.copytree(spec.spec_dir(), copy)
     gguf = yaml.safe_load((copy / "gguf.yaml").read_text())
-    next(f for f in gguf["types"]["header"]["seq"] if f["id"] == "version")["valid"].append(4)
     gguf["versions"].append({"version": 4, "status": "current", "doc": "Hypothetical: strides.", "doc_ref": "none"})
     seq = gguf["types"]["tensor_info"]["seq"]
     seq.insert(1 + next(i for i, f in enumerate(seq) if f["id"] == "dimensions"), dict(STRIDES))
@@ -209,9 +206,7 @@ def v4_float16_spec(tmp_path_factory):
     copy = tmp_path_factory.mktemp("spec40") / "spec"
     shutil.copytree(spec.spec_dir(), copy)
     gguf = yaml.safe_load((copy / "gguf.yaml").read_text())
-    next(f for f in gguf["types"]["header"]["seq"] if f["id"] == "version")["valid"].append(4)
     gguf["versions"].append({"version": 4, "status": "current", "doc": "Hypothetical: adds FLOAT16.", "doc_ref": "none"})
-    gguf["meta"]["current_version"] = 4
     gguf["value_types"].append(dict(FLOAT16))
     (copy / "gguf.yaml").write_text(yaml.safe_dump(gguf, sort_keys=False))
     return copy

@@ -42,9 +42,28 @@ def spec_dir() -> Path:
 
 @functools.lru_cache(maxsize=None)
 def load_yaml(relative: str) -> Any:
-    """Parse one spec file, given relative to ``spec/`` (cached)."""
+    """Parse one spec file, given relative to ``spec/`` (cached), with the facts it derives from itself filled in
+    (see :func:`_derive_versions`)."""
     with open(spec_dir() / relative, "rb") as fh:
-        return yaml.load(fh, Loader=_Loader)
+        doc = yaml.load(fh, Loader=_Loader)
+    return _derive_versions(doc) if relative == "gguf.yaml" else doc
+
+
+def _derive_versions(doc: dict) -> dict:
+    """gguf.yaml names its versions once, in ``versions:``; the header's valid versions and ``meta.
+    current_version`` (the newest version of status ``current``: what writers make) follow from that list, so a
+    new version is one entry there.  A spec that still states either must agree with the list."""
+    listed = [v["version"] for v in doc.get("versions", ())]
+    current = [v["version"] for v in doc.get("versions", ()) if v.get("status") == "current"]
+    meta = doc.setdefault("meta", {})
+    if current and meta.setdefault("current_version", max(current)) != max(current):
+        raise ValueError(f"gguf.yaml: meta.current_version {meta['current_version']} is not the newest current "
+                         f"version of versions: ({max(current)})")
+    for field in doc.get("types", {}).get("header", {}).get("seq", ()):
+        if field.get("id") == "version" and listed:
+            if sorted(field.setdefault("valid", list(listed))) != sorted(listed):
+                raise ValueError(f"gguf.yaml: header.version valid {field['valid']} differs from versions: {listed}")
+    return doc
 
 
 # --------------------------------------------------------------------------------------------------------------
