@@ -59,10 +59,11 @@ def _derive_versions(doc: dict) -> dict:
     if current and meta.setdefault("current_version", max(current)) != max(current):
         raise ValueError(f"gguf.yaml: meta.current_version {meta['current_version']} is not the newest current "
                          f"version of versions: ({max(current)})")
-    for field in doc.get("types", {}).get("header", {}).get("seq", ()):
-        if field.get("id") == "version" and listed:
-            if sorted(field.setdefault("valid", list(listed))) != sorted(listed):
-                raise ValueError(f"gguf.yaml: header.version valid {field['valid']} differs from versions: {listed}")
+    for header_field in doc.get("types", {}).get("header", {}).get("seq", ()):
+        if header_field.get("id") == "version" and listed:
+            valid = header_field.setdefault("valid", list(listed))
+            if sorted(valid) != sorted(listed):
+                raise ValueError(f"gguf.yaml: header.version valid {valid} differs from versions: {listed}")
     return doc
 
 
