@@ -20,6 +20,7 @@ import numpy as np
 
 from ..base.pages import release
 from ..base.stringscan import scan_string_offsets
+from .spec import numpy_dtype
 
 __all__ = ["StringList"]
 
@@ -29,10 +30,6 @@ _EMPTY = np.empty(0, dtype=np.int64)
 
 def _text(data) -> str:
     return str(data, "utf-8", "surrogateescape")
-
-
-def _prefix_dtype(width: int, byte_order: str) -> np.dtype:
-    return np.dtype(("<" if byte_order == "little" else ">") + {4: "u4", 8: "u8"}[width])
 
 
 class StringList(Sequence):
@@ -392,7 +389,7 @@ def _records(payload: bytes, lengths: np.ndarray, width: int, byte_order: str) -
         return b""
     out = np.empty(n * width + len(payload), dtype=np.uint8)
     heads = np.arange(n, dtype=np.int64) * width + np.cumsum(lengths) - lengths
-    prefix = lengths.astype(_prefix_dtype(width, byte_order)).view(np.uint8).reshape(n, width)
+    prefix = lengths.astype(numpy_dtype({4: "u4", 8: "u8"}[width], byte_order)).view(np.uint8).reshape(n, width)
     body = np.ones(len(out), dtype=bool)
     for k in range(width):
         out[heads + k] = prefix[:, k]
