@@ -46,8 +46,12 @@ def main() -> int:
     ap.add_argument("paths", nargs="+")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--profile", default="spec", choices=("spec", "ggml"))
-    ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
-                    help="cpu (default): process CPU time, steady on a shared machine; wall: elapsed time")
+    ap.add_argument(
+        "--clock",
+        choices=("cpu", "wall"),
+        default="cpu",
+        help="cpu (default): process CPU time, steady on a shared machine; wall: elapsed time",
+    )
     args = ap.parse_args()
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     print(f"clock: {args.clock} time, best of {args.repeat} rounds (load and check in turn)")
@@ -55,9 +59,11 @@ def main() -> int:
     ratios = []
     for path in files_of(args.paths):
         gguf_construct.load(path).close()  # warm the page cache and the struct families
-        t_load, t_check = best_of_rounds([lambda: gguf_construct.load(path).close(),
-                                          lambda: gguf_construct.check(path, profile=args.profile)],
-                                         args.repeat, clock)
+        t_load, t_check = best_of_rounds(
+            [lambda: gguf_construct.load(path).close(), lambda: gguf_construct.check(path, profile=args.profile)],
+            args.repeat,
+            clock,
+        )
         print(f"{os.path.basename(path):40s} {t_load:8.3f} {t_check:8.3f} {t_check / t_load:6.2f}")
         ratios.append(t_check / t_load)
     if ratios:

@@ -190,16 +190,30 @@ class GgmlDecoder:
         """A callable ``(x, imatrix) -> bytes`` running ``ggml_quantize_chunk`` for ``t``, or None."""
         lib = self.lib
         lib.ggml_quantize_chunk.restype = ctypes.c_size_t
-        lib.ggml_quantize_chunk.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
-                                            ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p]
+        lib.ggml_quantize_chunk.argtypes = [
+            ctypes.c_int,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_int64,
+            ctypes.c_int64,
+            ctypes.c_int64,
+            ctypes.c_void_p,
+        ]
         if t.kind != "quantized" or t.name in ("Q8_1", "Q8_K"):  # not offered by ggml_quantize_chunk
             return None
         lib.ggml_quantize_init(t.id)
 
         def run(x: np.ndarray, imatrix) -> np.ndarray:
             out = np.empty(x.shape[0] * (x.shape[1] // t.block_size) * t.type_size, np.uint8)
-            lib.ggml_quantize_chunk(t.id, x.ctypes.data, out.ctypes.data, 0, x.shape[0], x.shape[1],
-                                    None if imatrix is None else imatrix.ctypes.data)
+            lib.ggml_quantize_chunk(
+                t.id,
+                x.ctypes.data,
+                out.ctypes.data,
+                0,
+                x.shape[0],
+                x.shape[1],
+                None if imatrix is None else imatrix.ctypes.data,
+            )
             return out
 
         return run
@@ -245,7 +259,7 @@ def bench_type(t, args, clock, ggml=None) -> list[tuple]:
         jit = math.nan
         if compiled:
             start = time.perf_counter()
-            codecs.decode_blocks(t.id, raw[:t.type_size], threads=1)
+            codecs.decode_blocks(t.id, raw[: t.type_size], threads=1)
             jit = time.perf_counter() - start
             kept = np.empty((len(raw) // t.type_size, t.block_size), np.float32)
 
@@ -272,9 +286,11 @@ def bench_type(t, args, clock, ggml=None) -> list[tuple]:
             fns["fill"] = lambda: np.empty(n_out, np.float32).fill(1.0)
         times = race(fns, args.repeat, clock)
         rate = len(raw) / MIB
-        results.append(("decode",) + tuple(rate / times.get(k, math.nan)
-                                           for k in ("ours", "gguf-py", "C", "C-pre", "numpy", "pre", "fill"))
-                       + (jit,))
+        results.append(
+            ("decode",)
+            + tuple(rate / times.get(k, math.nan) for k in ("ours", "gguf-py", "C", "C-pre", "numpy", "pre", "fill"))
+            + (jit,)
+        )
     if codecs.has_encoder(t.id) and not args.decode_only:
         compiled = codecs.backend() == "numba" and codecs.compiled_encoder(t.id)
         c_quantize = ggml.quantizer(t) if ggml is not None else None
@@ -296,6 +312,7 @@ def bench_type(t, args, clock, ggml=None) -> list[tuple]:
         reps = args.repeat if rate * args.budget > 2 * out_bytes else 1
         fns = {"ours": lambda: codecs.encode_blocks(t.id, x, imatrix=im, threads=1)}
         if compiled:
+
             def numpy_path():
                 with codecs.using("numpy"):
                     return codecs.encode_blocks(t.id, x, imatrix=im)
@@ -315,9 +332,19 @@ def bench_type(t, args, clock, ggml=None) -> list[tuple]:
         with np.errstate(all="ignore"):
             times = race(fns, reps, clock, args.budget)
         rate = out_bytes / MIB
-        results.append(("encode", rate / times["ours"], rate / times.get("gguf-py", math.nan),
-                        rate / times.get("C", math.nan), math.nan, rate / times.get("numpy", math.nan), math.nan,
-                        math.nan, jit))
+        results.append(
+            (
+                "encode",
+                rate / times["ours"],
+                rate / times.get("gguf-py", math.nan),
+                rate / times.get("C", math.nan),
+                math.nan,
+                rate / times.get("numpy", math.nan),
+                math.nan,
+                math.nan,
+                jit,
+            )
+        )
     return results
 
 
@@ -341,8 +368,10 @@ def scaling(mib: float, repeat: int) -> int:
         times = race({k: (lambda k=k: tensor.numpy(threads=k)) for k in threads}, repeat, time.perf_counter)
     size = raw.size / MIB
     one, many = times[1], times[_run.cpu_count()]
-    print(f"Q4_K Tensor.numpy() of {size:.0f} MiB: 1 thread {size / one:.0f} MiB/s, "
-          f"{_run.cpu_count()} threads {size / many:.0f} MiB/s, speed-up {one / many:.2f}x")
+    print(
+        f"Q4_K Tensor.numpy() of {size:.0f} MiB: 1 thread {size / one:.0f} MiB/s, "
+        f"{_run.cpu_count()} threads {size / many:.0f} MiB/s, speed-up {one / many:.2f}x"
+    )
     return 0
 
 
@@ -363,19 +392,37 @@ def threads_test(mib: float, repeat: int) -> int:
     for name, size in (("Q4_K", mib), ("Q8_0", mib), ("BF16", mib), ("Q4_K", mib / 8)):
         t = codecs.type_spec(name)
         raw = sample_blocks(t, int(size * MIB), None)
-        cases.append((f"{name} decode {len(raw) / MIB:.0f} MiB", len(raw) / MIB, len(raw) // t.type_size * t.block_size,
-                      lambda k, t=t, raw=raw: codecs.dequantize(t.id, raw, threads=k), _run.PARALLEL_MIN_VALUES))
+        cases.append(
+            (
+                f"{name} decode {len(raw) / MIB:.0f} MiB",
+                len(raw) / MIB,
+                len(raw) // t.type_size * t.block_size,
+                lambda k, t=t, raw=raw: codecs.dequantize(t.id, raw, threads=k),
+                _run.PARALLEL_MIN_VALUES,
+            )
+        )
     for name, n_rows in (("Q4_K", 64), ("Q8_0", 1024)):
         t = codecs.type_spec(name)
         x = make_rows(n_rows, 0, t)
-        cases.append((f"{name} encode {n_rows}x{ROW}", n_rows * ROW // t.block_size * t.type_size / MIB, x.size,
-                      lambda k, t=t, x=x: codecs.encode_blocks(t.id, x, threads=k), _run.ENCODE_PARALLEL_MIN_VALUES))
+        cases.append(
+            (
+                f"{name} encode {n_rows}x{ROW}",
+                n_rows * ROW // t.block_size * t.type_size / MIB,
+                x.size,
+                lambda k, t=t, x=x: codecs.encode_blocks(t.id, x, threads=k),
+                _run.ENCODE_PARALLEL_MIN_VALUES,
+            )
+        )
     for case in cases:  # compile / load every kernel before timing
         case[3](1)
-    print(f"threads on {cores} cores; load average {' '.join(f'{v:.1f}' for v in os.getloadavg())}; median of "
-          f"{repeat} runs in turns (wall time); MiB/s of quantized data")
-    print(f"{'case':22s} {'rival':>5s} {'1 thread':>9s} {f'{cores} threads':>10s} {'default':>9s} "
-          f"{f'{cores}t/1':>6s} {'dflt/1':>6s}  default chose")
+    print(
+        f"threads on {cores} cores; load average {' '.join(f'{v:.1f}' for v in os.getloadavg())}; median of "
+        f"{repeat} runs in turns (wall time); MiB/s of quantized data"
+    )
+    print(
+        f"{'case':22s} {'rival':>5s} {'1 thread':>9s} {f'{cores} threads':>10s} {'default':>9s} "
+        f"{f'{cores}t/1':>6s} {'dflt/1':>6s}  default chose"
+    )
     worst = math.inf
     for competing in (False, True):
         rival = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if competing else None
@@ -394,8 +441,11 @@ def threads_test(mib: float, repeat: int) -> int:
                 one, many, default = (_median(runs[k]) for k in (1, cores, None))
                 worst = min(worst, one / default)
                 counts = ",".join(f"{c}x{chosen.count(c)}" for c in sorted(set(chosen)))
-                print(f"{label:22s} {'yes' if competing else 'no':>5s} {size / one:9.0f} {size / many:10.0f} "
-                      f"{size / default:9.0f} {one / many:6.2f} {one / default:6.2f}  {counts}", flush=True)
+                print(
+                    f"{label:22s} {'yes' if competing else 'no':>5s} {size / one:9.0f} {size / many:10.0f} "
+                    f"{size / default:9.0f} {one / many:6.2f} {one / default:6.2f}  {counts}",
+                    flush=True,
+                )
         finally:
             if rival is not None:
                 rival.kill()
@@ -404,11 +454,13 @@ def threads_test(mib: float, repeat: int) -> int:
     return 0
 
 
-_WARM = ("import json, sys\n"
-         "from gguf_construct import codecs\n"
-         "codecs._compiled_module()\n"  # numba's import, not any one type's cost
-         "print(json.dumps([[k.type, k.direction, k.seconds, k.compiled] for k in "
-         "codecs.warm_up(sys.argv[1:] or None)]))\n")
+_WARM = (
+    "import json, sys\n"
+    "from gguf_construct import codecs\n"
+    "codecs._compiled_module()\n"  # numba's import, not any one type's cost
+    "print(json.dumps([[k.type, k.direction, k.seconds, k.compiled] for k in "
+    "codecs.warm_up(sys.argv[1:] or None)]))\n"
+)
 
 
 def compile_cost(names: list[str]) -> int:
@@ -420,18 +472,23 @@ def compile_cost(names: list[str]) -> int:
         runs = []
         for _ in range(2):
             start = time.perf_counter()
-            out = subprocess.run([sys.executable, "-c", _WARM] + names, env=env, capture_output=True, text=True,
-                                 check=True)
+            out = subprocess.run(
+                [sys.executable, "-c", _WARM] + names, env=env, capture_output=True, text=True, check=True
+            )
             runs.append((json.loads(out.stdout.splitlines()[-1]), time.perf_counter() - start))
     (cold, cold_total), (warm, warm_total) = runs
-    print(f"first use of each kernel (load average {os.getloadavg()[0]:.1f}): compile = empty cache, "
-          f"cached = loaded from the cache numba wrote; the first line includes LLVM's start-up")
+    print(
+        f"first use of each kernel (load average {os.getloadavg()[0]:.1f}): compile = empty cache, "
+        f"cached = loaded from the cache numba wrote; the first line includes LLVM's start-up"
+    )
     print(f"{'type':8s} {'dir':6s} {'compile s':>9s} {'cached s':>9s}")
     for (name, direction, seconds, compiled), (_, _, cached, again) in zip(cold, warm):
         flag = "" if compiled and not again else "  (unexpected: " + ("cached" if not compiled else "recompiled") + ")"
         print(f"{name:8s} {direction:6s} {seconds:9.2f} {cached:9.2f}{flag}")
-    print(f"total: {sum(k[2] for k in cold):.1f} s compiling, {sum(k[2] for k in warm):.1f} s loading "
-          f"(processes: {cold_total:.1f} s, {warm_total:.1f} s)")
+    print(
+        f"total: {sum(k[2] for k in cold):.1f} s compiling, {sum(k[2] for k in warm):.1f} s loading "
+        f"(processes: {cold_total:.1f} s, {warm_total:.1f} s)"
+    )
     return 0
 
 
@@ -443,8 +500,10 @@ def kernels(sizes_kib: list[int], ggml: "GgmlDecoder", wanted: set[str], repeat:
     from gguf_construct.codecs import compiled
     from gguf_construct.codecs.compiled import _stream
 
-    print(f"{'type':8s} {'KiB':>6s} {'kernel us':>10s} {'C us':>10s} {'kernel/C':>8s} {'fill/C':>7s} "
-          f"{'stream us':>10s} {'stream/C':>8s} {'used':>6s}  (speed ratio; best of {repeat} turns)")
+    print(
+        f"{'type':8s} {'KiB':>6s} {'kernel us':>10s} {'C us':>10s} {'kernel/C':>8s} {'fill/C':>7s} "
+        f"{'stream us':>10s} {'stream/C':>8s} {'used':>6s}  (speed ratio; best of {repeat} turns)"
+    )
     ratios: dict[int, list[float]] = {k: [] for k in sizes_kib}
     for t in spec.tensor_types():
         if not (t.is_current and t.codec) or (wanted and t.name not in wanted):
@@ -462,22 +521,27 @@ def kernels(sizes_kib: list[int], ggml: "GgmlDecoder", wanted: set[str], repeat:
             ours = codecs.empty_blocks(x.shape[0], t.block_size)
             theirs = np.empty_like(ours)
             filled = np.empty_like(ours)
-            fns = {"kernel": lambda: kernel(x, ours, *tables),
-                   "C": lambda: c_fn(x.ctypes.data, theirs.ctypes.data, theirs.size),
-                   "fill": lambda: filled.fill(1.0)}
+            fns = {
+                "kernel": lambda: kernel(x, ours, *tables),
+                "C": lambda: c_fn(x.ctypes.data, theirs.ctypes.data, theirs.size),
+                "fill": lambda: filled.fill(1.0),
+            }
             if streams:
                 streamed = codecs.empty_blocks(x.shape[0], t.block_size)
                 fns["stream"] = lambda: kernel(x, streamed, *tables, True)
             for fn in fns.values():
                 fn()
             if not np.array_equal(ours.view(np.uint32), theirs.view(np.uint32)) or (
-                    streams and not np.array_equal(streamed.view(np.uint32), theirs.view(np.uint32))):
+                streams and not np.array_equal(streamed.view(np.uint32), theirs.view(np.uint32))
+            ):
                 print(f"{t.name}: decoded values differ from ggml's", file=sys.stderr)
             times = race(fns, repeat, time.perf_counter, budget=0.5)
             used = "stream" if streams and ours.nbytes >= _stream.STREAM_MIN_BYTES else "kernel"
             ratios[kib].append(times["C"] / times[used])
-            line = (f"{t.name:8s} {kib:6d} {times['kernel'] * 1e6:10.1f} {times['C'] * 1e6:10.1f} "
-                    f"{times['C'] / times['kernel']:8.2f} {times['C'] / times['fill']:7.2f}")
+            line = (
+                f"{t.name:8s} {kib:6d} {times['kernel'] * 1e6:10.1f} {times['C'] * 1e6:10.1f} "
+                f"{times['C'] / times['kernel']:8.2f} {times['C'] / times['fill']:7.2f}"
+            )
             if streams:
                 line += f" {times['stream'] * 1e6:10.1f} {times['C'] / times['stream']:8.2f} {used:>6s}"
             print(line)
@@ -499,12 +563,22 @@ def main(argv=None) -> int:
     ap.add_argument("--decode-only", action="store_true", help="skip the encoders")
     ap.add_argument("--cold-jit", action="store_true", help="compile the kernels afresh (empty numba cache)")
     ap.add_argument("--scaling", type=float, metavar="MIB", help="only time Tensor.numpy() threads scaling")
-    ap.add_argument("--threads-test", type=float, metavar="MIB",
-                    help="only time the default thread count against one thread, alone and with a competing process")
-    ap.add_argument("--kernels", metavar="KIB[,KIB...]",
-                    help="only the decode kernels against ggml's C functions, called directly (needs --ggml-lib)")
-    ap.add_argument("--compile-cost", action="store_true",
-                    help="only the first-use cost per type: compile (empty cache) and load from the cache")
+    ap.add_argument(
+        "--threads-test",
+        type=float,
+        metavar="MIB",
+        help="only time the default thread count against one thread, alone and with a competing process",
+    )
+    ap.add_argument(
+        "--kernels",
+        metavar="KIB[,KIB...]",
+        help="only the decode kernels against ggml's C functions, called directly (needs --ggml-lib)",
+    )
+    ap.add_argument(
+        "--compile-cost",
+        action="store_true",
+        help="only the first-use cost per type: compile (empty cache) and load from the cache",
+    )
     args = ap.parse_args(argv)
     if args.compile_cost:
         return compile_cost([n.upper() for n in args.types])
@@ -518,8 +592,9 @@ def main(argv=None) -> int:
     if args.kernels:
         if ggml is None or codecs.backend() != "numba":
             ap.error("--kernels needs --ggml-lib and the compiled codecs (the [fast] extra)")
-        return kernels([int(k) for k in args.kernels.split(",")], ggml, {n.upper() for n in args.types},
-                       max(args.repeat, 50))
+        return kernels(
+            [int(k) for k in args.kernels.split(",")], ggml, {n.upper() for n in args.types}, max(args.repeat, 50)
+        )
     clock = timer(args.cpu or ggml is not None)
     wanted = {n.upper() for n in args.types}
     types = [t for t in spec.tensor_types() if t.is_current and t.codec and (not wanted or t.name in wanted)]
@@ -532,8 +607,7 @@ def main(argv=None) -> int:
         head += f" {'numpy':>9s} {'ours/np':>7s} {'pre':>9s}"
         head += (f" {'pre/C-pre':>9s}" if ggml else "") + f" {'jit s':>6s}"
     print(head)
-    ratios: dict[str, list[float]] = {"gguf-py": [], "C": [], "fill/C": [], "C-pre": [], "numpy": [],
-                                      "pre/C-pre": []}
+    ratios: dict[str, list[float]] = {"gguf-py": [], "C": [], "fill/C": [], "C-pre": [], "numpy": [], "pre/C-pre": []}
 
     def cell(v, width, fmt, name=None):
         if v != v:
@@ -545,8 +619,7 @@ def main(argv=None) -> int:
     for t in types:
         if not (codecs.has_decoder(t.id) or codecs.has_encoder(t.id)):
             continue
-        for direction, ours, theirs, c_fresh, c_reused, numpy_path, pre, fill, jit in bench_type(t, args, clock,
-                                                                                                ggml):
+        for direction, ours, theirs, c_fresh, c_reused, numpy_path, pre, fill, jit in bench_type(t, args, clock, ggml):
             line = f"{t.name:8s} {direction:6s} {ours:11.1f}"
             line += cell(theirs, 9, ".1f") + cell(ours / theirs, 7, ".2f", "gguf-py")
             if ggml is not None:

@@ -65,8 +65,10 @@ def main() -> int:
         print(f"{name:<34} {seconds:7.2f} s  {size / seconds:8.0f} MB/s", flush=True)
 
     os.makedirs(os.path.join(work, "ours"), exist_ok=True)
-    row("split --max-tensors 16", timed(us + ["split", src, os.path.join(work, "ours", "m"), "--max-tensors", "16"],
-                                        env=env)[0])
+    row(
+        "split --max-tensors 16",
+        timed(us + ["split", src, os.path.join(work, "ours", "m"), "--max-tensors", "16"], env=env)[0],
+    )
     first = os.path.join(work, "ours", "m-00001-of-00004.gguf")
     row("merge", timed(us + ["merge", first, os.path.join(work, "merged.gguf")], env=env)[0])
     t, ours_sha = timed(us + ["hash", src, "--algo", "sha256", "--per-tensor"], env=env)
@@ -75,10 +77,14 @@ def main() -> int:
     row("hash (xxh64) --per-tensor", t)
     if args.gguf_split:
         os.makedirs(os.path.join(work, "ref"), exist_ok=True)
-        row("gguf-split --split-max-tensors 16",
-            timed([args.gguf_split, "--split-max-tensors", "16", src, os.path.join(work, "ref", "m")])[0])
-        same = all(filecmp.cmp(os.path.join(work, "ours", n), os.path.join(work, "ref", n), shallow=False)
-                   for n in os.listdir(os.path.join(work, "ref")))
+        row(
+            "gguf-split --split-max-tensors 16",
+            timed([args.gguf_split, "--split-max-tensors", "16", src, os.path.join(work, "ref", "m")])[0],
+        )
+        same = all(
+            filecmp.cmp(os.path.join(work, "ours", n), os.path.join(work, "ref", n), shallow=False)
+            for n in os.listdir(os.path.join(work, "ref"))
+        )
         print(f"  shards byte-identical to gguf-split's: {same}")
         row("gguf-split --merge", timed([args.gguf_split, "--merge", first, os.path.join(work, "ref.gguf")])[0])
     if args.gguf_hash:

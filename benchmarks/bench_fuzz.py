@@ -1,6 +1,6 @@
 """Generated-and-checked files per second, in process: carrier + structural mutation + encode + check.
 
-    python benchmarks/bench_fuzz.py [N]
+python benchmarks/bench_fuzz.py [N]
 """
 
 from __future__ import annotations

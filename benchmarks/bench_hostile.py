@@ -73,7 +73,7 @@ def write_empty_tokens(path: str, size: int) -> int:
         zero = bytes(8 << 20)
         left = 8 * n
         while left:
-            fh.write(zero[:min(left, len(zero))])
+            fh.write(zero[: min(left, len(zero))])
             left -= min(left, len(zero))
     return n
 
@@ -113,7 +113,7 @@ def write_many_kvs(path: str, size: int) -> int:
     rec[:, 8:10] = np.frombuffer(b"x.", dtype=np.uint8)
     digits = np.arange(n)
     for k in range(8):
-        rec[:, 17 - k] = 48 + (digits // 10 ** k) % 10
+        rec[:, 17 - k] = 48 + (digits // 10**k) % 10
     rec[:, 18] = U32
     rec[:, 22:26] = np.arange(n, dtype="<u4").view(np.uint8).reshape(n, 4)
     with open(path, "wb") as fh:
@@ -129,7 +129,7 @@ def write_many_tensors(path: str, size: int) -> int:
     rec[:, 8] = ord("t")
     digits = np.arange(n)
     for k in range(8):
-        rec[:, 16 - k] = 48 + (digits // 10 ** k) % 10
+        rec[:, 16 - k] = 48 + (digits // 10**k) % 10
     rec[:, 17] = 1  # n_dimensions (u32)
     rec[:, 21] = 1  # ne[0] (u64)
     rec[:, 29] = 0  # type F32 (u32)
@@ -174,9 +174,14 @@ def write_numeric(path: str, size: int) -> int:
 
 
 SHAPES = {
-    "empty-tokens": write_empty_tokens, "mixed-tokens": write_mixed_tokens, "long-string": write_long_string,
-    "many-kvs": write_many_kvs, "many-tensors": write_many_tensors, "long-keys": write_long_keys,
-    "nested": write_nested, "numeric": write_numeric,
+    "empty-tokens": write_empty_tokens,
+    "mixed-tokens": write_mixed_tokens,
+    "long-string": write_long_string,
+    "many-kvs": write_many_kvs,
+    "many-tensors": write_many_tensors,
+    "long-keys": write_long_keys,
+    "nested": write_nested,
+    "numeric": write_numeric,
 }
 
 # -- measuring -------------------------------------------------------------------------------------------------
@@ -232,14 +237,16 @@ print(f"{{spent:.6f}} {{peak}} {{status}}")
 """
 
 
-def measure(what: str, path: str, extra: list[str], limit: float, python: str = sys.executable,
-            clock: str = "cpu") -> tuple[float | None, float, str]:
+def measure(
+    what: str, path: str, extra: list[str], limit: float, python: str = sys.executable, clock: str = "cpu"
+) -> tuple[float | None, float, str]:
     """(seconds, peak RSS in MB, status) of one child process; seconds None when it ran past ``limit`` (wall).
     The peak is the child's VmHWM, which counts from its own start (``ru_maxrss`` would carry the parent's)."""
     code = CHILD.format(root=ROOT, here=HERE)
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), BENCH_CLOCK=clock)
-    proc = subprocess.Popen([python, "-c", code, what, path, *extra], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(
+        [python, "-c", code, what, path, *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
     start = time.monotonic()
     while True:
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -265,19 +272,28 @@ def main() -> None:
     ap.add_argument("--commands", default="load,check,dump,diff,hash")
     ap.add_argument("--ggml-lib", help="a libggml-base.so built from ggml's sources, to time its C reader")
     ap.add_argument("--gguf-py-limit", type=float, default=60, help="seconds before gguf-py is stopped (0: skip)")
-    ap.add_argument("--gguf-py-python", default=sys.executable,
-                    help="the interpreter of a venv with gguf-py installed (pip install gguf)")
-    ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
-                    help="cpu (default): the child's CPU time, which other jobs on a shared machine do not "
-                         "inflate; wall: elapsed time")
+    ap.add_argument(
+        "--gguf-py-python",
+        default=sys.executable,
+        help="the interpreter of a venv with gguf-py installed (pip install gguf)",
+    )
+    ap.add_argument(
+        "--clock",
+        choices=("cpu", "wall"),
+        default="cpu",
+        help="cpu (default): the child's CPU time, which other jobs on a shared machine do not "
+        "inflate; wall: elapsed time",
+    )
     ap.add_argument("--limit", type=float, default=600, help="seconds before one of our commands is stopped")
     ap.add_argument("--dir", default=tempfile.gettempdir())
     ap.add_argument("--keep", action="store_true", help="keep the written files")
     args = ap.parse_args()
     size = int(args.size_mb * 1e6)
     commands = args.commands.split(",")
-    print(f"{'shape':<13} {'MB':>7} {'items':>10} {'reader':<8} {'s':>8} {'RSS MB':>8} {'/C':>6} {'target':>8} "
-          f"{'RSS cap':>8}  status")
+    print(
+        f"{'shape':<13} {'MB':>7} {'items':>10} {'reader':<8} {'s':>8} {'RSS MB':>8} {'/C':>6} {'target':>8} "
+        f"{'RSS cap':>8}  status"
+    )
     for shape in args.shapes.split(","):
         path = os.path.join(args.dir, f"hostile-{shape}.gguf")
         if shape == "long-string":
@@ -295,7 +311,13 @@ def main() -> None:
                 c_time = t if status == "ok" else None
                 rows.append(("ggml C", t, rss, status, None))
             if args.gguf_py_limit > 0:
-                rows.append(("gguf-py", *measure("gguf-py", path, [], args.gguf_py_limit, args.gguf_py_python, args.clock), None))
+                rows.append(
+                    (
+                        "gguf-py",
+                        *measure("gguf-py", path, [], args.gguf_py_limit, args.gguf_py_python, args.clock),
+                        None,
+                    )
+                )
             for what in commands:
                 t, rss, status = measure(what, path, [], args.limit, clock=args.clock)
                 factor = 2 if what == "load" else 3
@@ -310,8 +332,11 @@ def main() -> None:
                     ok = t is not None and t <= target and rss <= cap
                     mark = "  MET" if ok else "  MISSED"
                 shown = f"{t:8.2f}" if t is not None else f"{'-':>8}"
-                print(f"{shape:<13} {nbytes / 1e6:7.0f} {items:>10} {name:<8} {shown} {rss:8.0f} {ratio} {tgt} "
-                      f"{cap if target is not None else 0:8.0f}  {status}{mark}", flush=True)
+                print(
+                    f"{shape:<13} {nbytes / 1e6:7.0f} {items:>10} {name:<8} {shown} {rss:8.0f} {ratio} {tgt} "
+                    f"{cap if target is not None else 0:8.0f}  {status}{mark}",
+                    flush=True,
+                )
         finally:
             if not args.keep:
                 os.unlink(path)

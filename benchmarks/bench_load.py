@@ -128,23 +128,31 @@ def main():
     ap.add_argument("--no-gguf-py", action="store_true", help="skip gguf-py (minutes per large file on a busy machine)")
     ap.add_argument("--ggml-lib", help="path to a libggml-base.so to time ggml's C reader too")
     ap.add_argument("--memory", action="store_true", help="also print the tracemalloc peak of one load")
-    ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
-                    help="cpu (default): process CPU time, which a machine shared with other jobs does not inflate "
-                         "by preemption; wall: elapsed time")
+    ap.add_argument(
+        "--clock",
+        choices=("cpu", "wall"),
+        default="cpu",
+        help="cpu (default): process CPU time, which a machine shared with other jobs does not inflate "
+        "by preemption; wall: elapsed time",
+    )
     args = ap.parse_args()
     global CLOCK
     CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
     print(f"clock: {args.clock} time, best of {args.repeat} rounds (ours, ours+str and C in turn)")
     try:
         import gguf  # noqa: F401
+
         have_ref = not args.no_gguf_py
     except ImportError:
         have_ref = False
         print("gguf (gguf-py) not installed: pip install -e '.[bench]' for the comparison")
     c_reader = ggml_reader(args.ggml_lib) if args.ggml_lib else None
     head = f"{'file':<36} {'ours ms':>9} {'ours+str':>9} {'gguf-py ms':>11} {'speed-up':>9}"
-    print(head + (f" {'ggml C ms':>10} {'ours/C':>7} {'+str/C':>7}" if c_reader else "")
-          + (f" {'peak KiB':>9} {'+str KiB':>9}" if args.memory else ""))
+    print(
+        head
+        + (f" {'ggml C ms':>10} {'ours/C':>7} {'+str/C':>7}" if c_reader else "")
+        + (f" {'peak KiB':>9} {'+str KiB':>9}" if args.memory else "")
+    )
     ratios, c_ratios = [], []
     for path in files_of(args.paths):
         timed = best_of_rounds([ours, ours_str] + ([c_reader] if c_reader else []), path, args.repeat)
@@ -164,11 +172,14 @@ def main():
             line += f" {peak_kib(ours, path):>9.0f} {peak_kib(ours_str, path):>9.0f}"
         print(line, flush=True)
     import math
+
     if ratios:
         print(f"geometric mean speed-up vs gguf-py: {math.exp(sum(map(math.log, ratios)) / len(ratios)):.1f}x")
     if c_ratios:
-        print(f"ours/C: geometric mean {math.exp(sum(map(math.log, c_ratios)) / len(c_ratios)):.2f}x, "
-              f"worst {max(c_ratios):.2f}x")
+        print(
+            f"ours/C: geometric mean {math.exp(sum(map(math.log, c_ratios)) / len(c_ratios)):.2f}x, "
+            f"worst {max(c_ratios):.2f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -40,8 +40,12 @@ def make_big(folder: str, n: int) -> list[str]:
     f.metadata.set("llama.block_count", 40, "UINT32")
     raw = bytes(34 * 256 * 28)  # Q8_0: 34 bytes per 32 values; 28 rows of 256
     for i in range(200):
-        f.add_tensor(f"blk.{i // 5}.ffn_{('up', 'down', 'gate', 'attn_q', 'attn_k')[i % 5]}.weight", raw,
-                     ggml_type="Q8_0", shape=(256 * 32, 28))
+        f.add_tensor(
+            f"blk.{i // 5}.ffn_{('up', 'down', 'gate', 'attn_q', 'attn_k')[i % 5]}.weight",
+            raw,
+            ggml_type="Q8_0",
+            shape=(256 * 32, 28),
+        )
     first = os.path.join(folder, "bench-model-0.gguf")
     f.save(first)
     out = [first]
@@ -81,14 +85,20 @@ def main() -> int:
         if os.path.isdir(args.folder):
             for name in sorted(os.listdir(args.folder)):
                 for copy in range(args.copies) if name.endswith(".gguf") else ():
-                    os.symlink(os.path.abspath(os.path.join(args.folder, name)),
-                               os.path.join(served, f"{copy}-{name}" if copy else name))
+                    os.symlink(
+                        os.path.abspath(os.path.join(args.folder, name)),
+                        os.path.join(served, f"{copy}-{name}" if copy else name),
+                    )
         make_big(served, args.big)
         names = sorted(n for n in os.listdir(served) if n.endswith(".gguf"))
-        groups = {"corpus": [n for n in names if not n.startswith("bench-model-")],
-                  "big models": [n for n in names if n.startswith("bench-model-")]}
-        print(f"{'files':11s} {'source':6s} {'engine':6s} {'workers':>7s} {'files/s':>8s} {'steady':>7s} {'MB/file':>9s} "
-              f"{'fetched/file':>13s} {'req/file':>8s} {'task s':>7s}")
+        groups = {
+            "corpus": [n for n in names if not n.startswith("bench-model-")],
+            "big models": [n for n in names if n.startswith("bench-model-")],
+        }
+        print(
+            f"{'files':11s} {'source':6s} {'engine':6s} {'workers':>7s} {'files/s':>8s} {'steady':>7s} {'MB/file':>9s} "
+            f"{'fetched/file':>13s} {'req/file':>8s} {'task s':>7s}"
+        )
         with RangeServer(served) as server:
             for group, members in groups.items():
                 if not members:
@@ -96,14 +106,16 @@ def main() -> int:
                 for engine in args.engines.split(","):
                     for workers in (int(w) for w in args.workers.split(",")):
                         for source in ("local", "http"):
-                            paths = [os.path.join(served, n) if source == "local" else server.url(n)
-                                     for n in members]
+                            paths = [os.path.join(served, n) if source == "local" else server.url(n) for n in members]
                             t = run(paths, engine, workers, profiles, tmp)
-                            print(f"{group:11s} {source:6s} {engine:6s} {workers:7d} {t['files_per_second']:8.2f} "
-                                  f"{t['steady_files_per_second']:7.2f} "
-                                  f"{t['size_per_file'] / 1e6:9.2f} {t['bytes_per_file']:13,.0f} "
-                                  f"{t['requests_per_file']:8.2f} {t['task_seconds']:7.3f}"
-                                  + (f"  ({t['errors']} errors)" if t["errors"] else ""), flush=True)
+                            print(
+                                f"{group:11s} {source:6s} {engine:6s} {workers:7d} {t['files_per_second']:8.2f} "
+                                f"{t['steady_files_per_second']:7.2f} "
+                                f"{t['size_per_file'] / 1e6:9.2f} {t['bytes_per_file']:13,.0f} "
+                                f"{t['requests_per_file']:8.2f} {t['task_seconds']:7.3f}"
+                                + (f"  ({t['errors']} errors)" if t["errors"] else ""),
+                                flush=True,
+                            )
     return 0
 
 

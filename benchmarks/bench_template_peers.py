@@ -30,6 +30,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from gguf_construct.base.atomic import atomic_path  # noqa: E402
 from gguf_construct.breaking import crafting  # noqa: E402
 
+
 def atomic_write_bytes(path: str, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically."""
     with atomic_path(path) as tmp, open(tmp, "wb") as f:
@@ -56,8 +57,11 @@ def _json(text: str):
 
 def c4nary(binary: Path, path: str) -> tuple[bool, bool]:
     """(caught, any warning) from ``c4nary scan --json``: TPL* findings at FAIL / at WARN or FAIL."""
-    found = [f for f in _json(_run([str(binary), "scan", "--json", "--fail-on", "none", path])).get("findings", [])
-             if str(f.get("rule_id", "")).startswith("TPL")]
+    found = [
+        f
+        for f in _json(_run([str(binary), "scan", "--json", "--fail-on", "none", path])).get("findings", [])
+        if str(f.get("rule_id", "")).startswith("TPL")
+    ]
     return any(f["severity"] == "FAIL" for f in found), any(f["severity"] in ("FAIL", "WARN") for f in found)
 
 
@@ -71,8 +75,10 @@ def glyphhound(binary: Path, path: str) -> tuple[bool, bool]:
 def hayward(binary: Path, path: str) -> tuple[bool, bool]:
     """From ``hayward scan -f json``: a critical/high finding / a medium or worse one."""
     found = _json(_run([str(binary), "scan", "-f", "json", "--fail-on", "never", path])).get("findings", [])
-    return (any(f.get("severity") in ("critical", "high") for f in found),
-            any(f.get("severity") in ("critical", "high", "medium") for f in found))
+    return (
+        any(f.get("severity") in ("critical", "high") for f in found),
+        any(f.get("severity") in ("critical", "high", "medium") for f in found),
+    )
 
 
 def aisbom(binary: Path, folder: str) -> dict[str, tuple[bool, bool]]:
@@ -90,15 +96,18 @@ def aisbom(binary: Path, folder: str) -> dict[str, tuple[bool, bool]]:
         props = {p["name"]: p["value"] for p in c.get("properties", [])}
         risk = props.get("aisbom:risk", "")
         threats = int(props.get("aisbom:gguf:chat_template_threat_count", "0") or 0)
-        verdicts[c.get("name", "")] = (risk in ("HIGH", "CRITICAL"), threats > 0 or risk in ("MEDIUM", "HIGH",
-                                                                                          "CRITICAL"))
+        verdicts[c.get("name", "")] = (
+            risk in ("HIGH", "CRITICAL"),
+            threats > 0 or risk in ("MEDIUM", "HIGH", "CRITICAL"),
+        )
     return verdicts
 
 
 def modelvet(python: Path, paths: list[str]) -> dict[str, tuple[bool, bool]]:
     """modelvet.verify_path per file (a structural validator: REJECT / REJECT)."""
-    code = ("import json, sys, modelvet\nprint(json.dumps({p: modelvet.verify_path(p).verdict.name "
-            "for p in sys.argv[1:]}))")
+    code = (
+        "import json, sys, modelvet\nprint(json.dumps({p: modelvet.verify_path(p).verdict.name for p in sys.argv[1:]}))"
+    )
     verdicts = _json(_run([str(python), "-c", code, *paths], timeout=600))
     return {os.path.basename(p): (v == "REJECT", v == "REJECT") for p, v in verdicts.items()}
 
@@ -116,22 +125,27 @@ def _version(python: Path, dist: str) -> str | None:
 def ours(paths: list[str], render: bool) -> dict[str, tuple[bool, bool]]:
     """gguf-construct check --profile spec: an error / any TPL warning or error."""
     from gguf_construct.checker import check, template_render
+
     template_render.set_rendering(render)
     out = {}
     for p in paths:
         findings = [f for f in check(p).findings if f.rule.startswith("TPL-")]
-        out[os.path.basename(p)] = (any(f.severity == "error" for f in findings),
-                                    any(f.severity in ("error", "warning") for f in findings))
+        out[os.path.basename(p)] = (
+            any(f.severity == "error" for f in findings),
+            any(f.severity in ("error", "warning") for f in findings),
+        )
     template_render.set_rendering(True)
     return out
 
 
 def baseline(checkout: str, groups: dict) -> dict:
     """``ours`` for another checkout of gguf-construct (a subprocess with it first on the path)."""
-    code = ("import json, os, sys\nsys.path.insert(0, sys.argv[1])\nfrom gguf_construct.checker import check\n"
-            "out = {}\nfor p in sys.argv[2:]:\n    f = [x for x in check(p).findings if x.rule.startswith('TPL-')]\n"
-            "    out[p] = (any(x.severity == 'error' for x in f), any(x.severity in ('error', 'warning') for x in f))\n"
-            "print(json.dumps(out))")
+    code = (
+        "import json, os, sys\nsys.path.insert(0, sys.argv[1])\nfrom gguf_construct.checker import check\n"
+        "out = {}\nfor p in sys.argv[2:]:\n    f = [x for x in check(p).findings if x.rule.startswith('TPL-')]\n"
+        "    out[p] = (any(x.severity == 'error' for x in f), any(x.severity in ('error', 'warning') for x in f))\n"
+        "print(json.dumps(out))"
+    )
     paths = [p for files in groups.values() for p in files.values()]
     verdicts = _json(_run([sys.executable, "-c", code, os.path.abspath(checkout), *paths], timeout=900))
     return {g: {f: tuple(verdicts.get(p, (False, False))) for f, p in files.items()} for g, files in groups.items()}
@@ -145,14 +159,19 @@ def main() -> int:
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "template_peers.json"))
     args = ap.parse_args()
     from template_adversarial import BENIGN, PAYLOADS
+
     os.environ["GGUF_CONSTRUCT_REAL_TEMPLATES"] = os.pathsep.join(args.templates)
     from test_template_taint import _package_templates
+
     real = _package_templates()
     binary = Path(args.bin)
     with tempfile.TemporaryDirectory() as tmp:
         groups: dict[str, dict[str, str]] = {"payload": {}, "benign": {}, "real": {}}
-        texts = {"payload": {n: t for n, (_, t, _) in PAYLOADS.items()}, "benign": BENIGN,
-                 "real": {re.sub(r"[^A-Za-z0-9.-]+", "_", n)[-80:]: t for n, t in real.items()}}
+        texts = {
+            "payload": {n: t for n, (_, t, _) in PAYLOADS.items()},
+            "benign": BENIGN,
+            "real": {re.sub(r"[^A-Za-z0-9.-]+", "_", n)[-80:]: t for n, t in real.items()},
+        }
         for group, items in texts.items():
             os.makedirs(os.path.join(tmp, group))
             for name, text in items.items():
@@ -162,29 +181,51 @@ def main() -> int:
                 atomic_write_bytes(path, raw.to_bytes())
                 groups[group][f"{name}.gguf"] = path
         scanners: dict[str, dict] = {}
-        for name, dist, run in (("c4nary", "c4nary", c4nary), ("glyphhound", "glyphhound", glyphhound),
-                                ("hayward", "hayward", hayward)):
+        for name, dist, run in (
+            ("c4nary", "c4nary", c4nary),
+            ("glyphhound", "glyphhound", glyphhound),
+            ("hayward", "hayward", hayward),
+        ):
             version = _version(binary / "python", dist)
             if not version or not (binary / name).exists():
                 scanners[name] = {"installed": False}
                 continue
-            scanners[name] = {"version": version, **{g: {f: run(binary / name, p) for f, p in files.items()}
-                                                      for g, files in groups.items()}}
+            scanners[name] = {
+                "version": version,
+                **{g: {f: run(binary / name, p) for f, p in files.items()} for g, files in groups.items()},
+            }
         version = _version(binary / "python", "aisbom-cli")
-        scanners["aisbom-cli"] = {"version": version, **{g: aisbom(binary / "aisbom", os.path.join(tmp, g))
-                                                          for g in groups}} if version else {"installed": False}
+        scanners["aisbom-cli"] = (
+            {"version": version, **{g: aisbom(binary / "aisbom", os.path.join(tmp, g)) for g in groups}}
+            if version
+            else {"installed": False}
+        )
         version = _version(binary / "python", "modelvet")
-        scanners["modelvet"] = {"version": version, **{g: modelvet(binary / "python", list(files.values()))
-                                                        for g, files in groups.items()}} if version else {
-            "installed": False}
+        scanners["modelvet"] = (
+            {
+                "version": version,
+                **{g: modelvet(binary / "python", list(files.values())) for g, files in groups.items()},
+            }
+            if version
+            else {"installed": False}
+        )
         if args.baseline:
-            scanners["gguf-construct baseline"] = {"version": _git_describe(args.baseline),
-                                                   **baseline(args.baseline, groups)}
+            scanners["gguf-construct baseline"] = {
+                "version": _git_describe(args.baseline),
+                **baseline(args.baseline, groups),
+            }
         for render in (True, False):
             scanners["gguf-construct" + ("" if render else " --no-render")] = {
-                "version": "this checkout", **{g: ours(list(files.values()), render) for g, files in groups.items()}}
-    record = {"payloads": len(PAYLOADS), "benign": len(BENIGN), "real": len(real),
-              "families": {n: fam for n, (fam, _, _) in PAYLOADS.items()}, "scanners": {}}
+                "version": "this checkout",
+                **{g: ours(list(files.values()), render) for g, files in groups.items()},
+            }
+    record = {
+        "payloads": len(PAYLOADS),
+        "benign": len(BENIGN),
+        "real": len(real),
+        "families": {n: fam for n, (fam, _, _) in PAYLOADS.items()},
+        "scanners": {},
+    }
     for name, result in scanners.items():
         if not result.get("version"):
             record["scanners"][name] = {"installed": False}
@@ -196,9 +237,11 @@ def main() -> int:
             "benign_alarms": sorted(f[:-5] for f, (_, warn) in result["benign"].items() if warn),
             "real_alarms": sum(warn for _, warn in result["real"].values()),
         }
-        print(f"{name:28s} {len(record['scanners'][name]['caught']):3d}/{len(PAYLOADS)} caught, "
-              f"{len(record['scanners'][name]['benign_alarms'])}/{len(BENIGN)} benign and "
-              f"{record['scanners'][name]['real_alarms']}/{len(real)} real templates with a finding")
+        print(
+            f"{name:28s} {len(record['scanners'][name]['caught']):3d}/{len(PAYLOADS)} caught, "
+            f"{len(record['scanners'][name]['benign_alarms'])}/{len(BENIGN)} benign and "
+            f"{record['scanners'][name]['real_alarms']}/{len(real)} real templates with a finding"
+        )
     atomic_write_bytes(args.out, (json.dumps(record, indent=1, sort_keys=True) + "\n").encode())
     return 0
 

@@ -84,6 +84,7 @@ def _set_rendering(on: bool) -> None:
 def _uncached(data: bytes):
     try:
         from gguf_construct.checker import template_render
+
         template_render.render.cache_clear()
     except ImportError:
         pass
@@ -110,23 +111,31 @@ def median_check_ms(texts: list, repeat: int) -> dict:
             best_on = min(best_on, time.perf_counter() - t0)
         on.append(best_on)
         off.append(best_off)
-    return {"on": 1000 * statistics.median(on), "off": 1000 * statistics.median(off),
-            "max_on": 1000 * max(on)}
+    return {"on": 1000 * statistics.median(on), "off": 1000 * statistics.median(off), "max_on": 1000 * max(on)}
 
 
 def render_report(args, templates: dict) -> None:
     """The render oracle's cost and verdicts (see the module docstring)."""
     texts = [templates[k] for k in sorted(templates)]
     m = median_check_ms(texts, args.repeat)
-    print(f"median check of {len(texts)} package templates: render on {m['on']:.1f} ms, off {m['off']:.1f} ms "
-          f"(on/off {m['on'] / m['off']:.2f}x; slowest on {m['max_on']:.0f} ms)")
+    print(
+        f"median check of {len(texts)} package templates: render on {m['on']:.1f} ms, off {m['off']:.1f} ms "
+        f"(on/off {m['on'] / m['off']:.2f}x; slowest on {m['max_on']:.0f} ms)"
+    )
     if args.baseline:
         env = dict(os.environ, GGUF_CONSTRUCT_BENCH_CHECKOUT=os.path.abspath(args.baseline))
-        out = subprocess.run([sys.executable, __file__, "--median-json", "--repeat", str(args.repeat),
-                              "--templates", *args.templates], env=env, capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, __file__, "--median-json", "--repeat", str(args.repeat), "--templates", *args.templates],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         base = json.loads(out.stdout.strip().splitlines()[-1])
-        print(f"baseline {args.baseline}: median {base['off']:.1f} ms; render on / baseline "
-              f"{m['on'] / base['off']:.2f}x, render off / baseline {m['off'] / base['off']:.2f}x")
+        print(
+            f"baseline {args.baseline}: median {base['off']:.1f} ms; render on / baseline "
+            f"{m['on'] / base['off']:.2f}x, render off / baseline {m['off'] / base['off']:.2f}x"
+        )
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.sweep):
             with open(os.path.join(tmp, f"t{i:05d}.gguf"), "wb") as f:
@@ -137,11 +146,15 @@ def render_report(args, templates: dict) -> None:
             if _scan is not None:
                 _scan.cache_clear()
             t0 = time.perf_counter()
-            bad = sum(bool([f for f in check(p).findings if f.rule.startswith("TPL-") and f.severity != "info"])
-                      for p in paths)
+            bad = sum(
+                bool([f for f in check(p).findings if f.rule.startswith("TPL-") and f.severity != "info"])
+                for p in paths
+            )
             dt = time.perf_counter() - t0
-            print(f"sweep of {len(paths)} distinct template files, render {'on ' if on else 'off'}: {dt:.2f} s "
-                  f"({dt / len(paths) * 1000:.1f} ms per file), {bad} with a TPL warning or error")
+            print(
+                f"sweep of {len(paths)} distinct template files, render {'on ' if on else 'off'}: {dt:.2f} s "
+                f"({dt / len(paths) * 1000:.1f} ms per file), {bad} with a TPL warning or error"
+            )
     _set_rendering(True)
     try:
         from template_adversarial import BENIGN, GADGET, PAYLOADS
@@ -149,14 +162,19 @@ def render_report(args, templates: dict) -> None:
         return
     for on in (True, False):
         _set_rendering(on)
-        errors = sum(bool({"TPL-ESCAPE", "TPL-GADGET"} & {f.rule for f in check(with_template(t)).errors()})
-                     for _, t, _ in PAYLOADS.values())
+        errors = sum(
+            bool({"TPL-ESCAPE", "TPL-GADGET"} & {f.rule for f in check(with_template(t)).errors()})
+            for _, t, _ in PAYLOADS.values()
+        )
         gadgets = [t for fam, t, _ in PAYLOADS.values() if fam == GADGET]
         as_gadget = sum("TPL-GADGET" in {f.rule for f in check(with_template(t)).errors()} for t in gadgets)
-        silent = sum(not [f for f in check(with_template(t)).findings if f.rule.startswith("TPL-")]
-                     for t in BENIGN.values())
-        print(f"adversarial set, render {'on ' if on else 'off'}: {errors}/{len(PAYLOADS)} errors, "
-              f"{as_gadget}/{len(gadgets)} gadgets as TPL-GADGET, {silent}/{len(BENIGN)} benign look-alikes silent")
+        silent = sum(
+            not [f for f in check(with_template(t)).findings if f.rule.startswith("TPL-")] for t in BENIGN.values()
+        )
+        print(
+            f"adversarial set, render {'on ' if on else 'off'}: {errors}/{len(PAYLOADS)} errors, "
+            f"{as_gadget}/{len(gadgets)} gadgets as TPL-GADGET, {silent}/{len(BENIGN)} benign look-alikes silent"
+        )
     _set_rendering(True)
 
 
@@ -175,6 +193,7 @@ def main() -> int:
     if args.median_json or args.render_only:
         os.environ["GGUF_CONSTRUCT_REAL_TEMPLATES"] = os.pathsep.join(args.templates)
         from test_template_taint import _package_templates
+
         templates = _package_templates()
         if args.median_json:
             print(json.dumps(median_check_ms([templates[k] for k in sorted(templates)], args.repeat)))
@@ -184,20 +203,30 @@ def main() -> int:
     from template_corpus import HELD_OUT_MALICIOUS, HELD_OUT_REAL, REAL
 
     real = REAL["llama3.1-tools"]
-    cases = {"no template": None, f"real template ({len(real)} chars)": real,
-             "1 MiB template": "{# " + "lorem ipsum " * 90_000 + " #}" + real,
-             "nesting 5000 deep": "{{ " + "(" * 5000 + "1" + ")" * 5000 + " }}"}
+    cases = {
+        "no template": None,
+        f"real template ({len(real)} chars)": real,
+        "1 MiB template": "{# " + "lorem ipsum " * 90_000 + " #}" + real,
+        "nesting 5000 deep": "{{ " + "(" * 5000 + "1" + ")" * 5000 + " }}",
+    }
     limit = 131072  # spec/templates.yaml limits.bytes: the largest template that is analysed
-    heavy = {"128 KiB: 14563 tags": ("{{ a.b }}" * (limit // 9))[:limit],
-             "128 KiB: chain of 3000 names": "".join(f"{{% set v{i} = v{i - 1} ~ 'x' %}}"
-                                                     for i in range(1, 3000))[:limit - 40] + "{{ lipsum[v99] }}",
-             "128 KiB: dict, unknown keys": ("{% set d = {" + ",".join(f"'k{i}': 'v{i}'" for i in range(4000))
-                                            + "} %}" + "{{ d[x] }}" * 5000)[:limit],
-             "128 KiB: 4096-char wordwraps": "".join(f"{{{{ ('a b' * {1365 - i % 7})|wordwrap(1) }}}}"
-                                                      for i in range(limit // 40))}
+    heavy = {
+        "128 KiB: 14563 tags": ("{{ a.b }}" * (limit // 9))[:limit],
+        "128 KiB: chain of 3000 names": "".join(f"{{% set v{i} = v{i - 1} ~ 'x' %}}" for i in range(1, 3000))[
+            : limit - 40
+        ]
+        + "{{ lipsum[v99] }}",
+        "128 KiB: dict, unknown keys": (
+            "{% set d = {" + ",".join(f"'k{i}': 'v{i}'" for i in range(4000)) + "} %}" + "{{ d[x] }}" * 5000
+        )[:limit],
+        "128 KiB: 4096-char wordwraps": "".join(
+            f"{{{{ ('a b' * {1365 - i % 7})|wordwrap(1) }}}}" for i in range(limit // 40)
+        ),
+    }
     cases.update(heavy)
-    print(f"{'case':32s} {'first check':>12s} {'best of ' + str(args.repeat):>12s} {'cached':>10s} "
-          f"{'jinja2 parse':>12s}")
+    print(
+        f"{'case':32s} {'first check':>12s} {'best of ' + str(args.repeat):>12s} {'cached':>10s} {'jinja2 parse':>12s}"
+    )
     for name, text in cases.items():
         data = with_template(text)
         t0 = time.perf_counter()
@@ -207,9 +236,12 @@ def main() -> int:
         parse = ""
         if name in heavy and _scan is not None:
             from gguf_construct.checker.jinja_scan import _environment
+
             parse = f"{best(lambda: _environment().parse(text), repeat) * 1000:10.2f}ms"
-        print(f"{name:32s} {first * 1000:10.2f}ms {best(lambda: uncached_check(data), repeat) * 1000:10.2f}ms "
-              f"{best(lambda: check(data), repeat) * 1000:8.2f}ms {parse:>12s}")
+        print(
+            f"{name:32s} {first * 1000:10.2f}ms {best(lambda: uncached_check(data), repeat) * 1000:10.2f}ms "
+            f"{best(lambda: check(data), repeat) * 1000:8.2f}ms {parse:>12s}"
+        )
 
     with tempfile.TemporaryDirectory() as tmp:
         variants = [with_template(t) for t in REAL.values()]
@@ -220,8 +252,7 @@ def main() -> int:
         t0 = time.perf_counter()
         bad = sum(not check(p).valid for p in paths)
         dt = time.perf_counter() - t0
-        print(f"{len(paths)} files with templates: {dt:.2f} s ({dt / len(paths) * 1e6:.0f} us per file), "
-              f"{bad} invalid")
+        print(f"{len(paths)} files with templates: {dt:.2f} s ({dt / len(paths) * 1e6:.0f} us per file), {bad} invalid")
         plain = with_template(None)
         for p in paths:
             with open(p, "wb") as f:
@@ -234,10 +265,12 @@ def main() -> int:
 
     if _scan is None:
         return 0
-    clean = sum(not [f for f in check(with_template(t)).findings if f.rule.startswith("TPL-")]
-                for t in HELD_OUT_REAL.values())
-    caught = sum("TPL-ESCAPE" in {f.rule for f in check(with_template(t)).errors()}
-                 for t in HELD_OUT_MALICIOUS.values())
+    clean = sum(
+        not [f for f in check(with_template(t)).findings if f.rule.startswith("TPL-")] for t in HELD_OUT_REAL.values()
+    )
+    caught = sum(
+        "TPL-ESCAPE" in {f.rule for f in check(with_template(t)).errors()} for t in HELD_OUT_MALICIOUS.values()
+    )
     print(f"held-out real templates without finding: {clean}/{len(HELD_OUT_REAL)}")
     print(f"held-out malicious templates as errors: {caught}/{len(HELD_OUT_MALICIOUS)}")
     try:
@@ -245,26 +278,38 @@ def main() -> int:
     except ImportError:  # a checkout before issue #25
         FOLLOWED, FOLLOWED_BENIGN = {}, {}
     caught = sum("TPL-ESCAPE" in {f.rule for f in check(with_template(t)).errors()} for t, _ in FOLLOWED.values())
-    clean = sum(not [f for f in check(with_template(t)).findings if f.rule.startswith("TPL-")]
-                for t in FOLLOWED_BENIGN.values())
-    print(f"followed-value payloads as errors: {caught}/{len(FOLLOWED)}; "
-          f"benign binding forms without finding: {clean}/{len(FOLLOWED_BENIGN)}")
+    clean = sum(
+        not [f for f in check(with_template(t)).findings if f.rule.startswith("TPL-")] for t in FOLLOWED_BENIGN.values()
+    )
+    print(
+        f"followed-value payloads as errors: {caught}/{len(FOLLOWED)}; "
+        f"benign binding forms without finding: {clean}/{len(FOLLOWED_BENIGN)}"
+    )
     if args.templates:
         os.environ["GGUF_CONSTRUCT_REAL_TEMPLATES"] = os.pathsep.join(args.templates)
         from test_template_taint import _package_templates
+
         found = _package_templates()
         t0 = time.perf_counter()
-        flagged = [name for name, t in found.items() if [f for f in check(with_template(t)).findings
-                                                           if f.rule.startswith("TPL-") and f.severity != "info"]]
+        flagged = [
+            name
+            for name, t in found.items()
+            if [f for f in check(with_template(t)).findings if f.rule.startswith("TPL-") and f.severity != "info"]
+        ]
         dt = time.perf_counter() - t0
-        print(f"package templates: {len(found)}, {len(flagged)} with a TPL warning or error "
-              f"({dt / max(len(found), 1) * 1000:.1f} ms per template) {flagged[:5]}")
+        print(
+            f"package templates: {len(found)}, {len(flagged)} with a TPL warning or error "
+            f"({dt / max(len(found), 1) * 1000:.1f} ms per template) {flagged[:5]}"
+        )
         render_report(args, found)
     files = sorted(glob.glob(os.path.join(args.corpus, "**", "*.gguf"), recursive=True))
     n_tpl = n_flag = 0
     for p in files:
-        keys = [k for k in gguf_construct.load(p).metadata if k.startswith("tokenizer.chat_template")
-                and k != "tokenizer.chat_templates"]
+        keys = [
+            k
+            for k in gguf_construct.load(p).metadata
+            if k.startswith("tokenizer.chat_template") and k != "tokenizer.chat_templates"
+        ]
         n_tpl += len(keys)
         n_flag += bool([f for f in check(p).findings if f.rule.startswith("TPL-")])
     print(f"corpus: {len(files)} files, {n_tpl} chat templates, {n_flag} files with a TPL finding")

@@ -39,8 +39,13 @@ def _save(path: Path, record: dict) -> None:
 
 
 # -- seeds (here, not in the package: the suite is a layer above the fuzzer) ---------------------------------------------------------------------------------------------------------------
-def write_seeds(out: Path, *, corpus: Path | None = HERE.parent.parent / "shared" / "corpus", max_bytes: int = 1 << 20,
-                repo: Path | None = None) -> dict[str, int]:
+def write_seeds(
+    out: Path,
+    *,
+    corpus: Path | None = HERE.parent.parent / "shared" / "corpus",
+    max_bytes: int = 1 << 20,
+    repo: Path | None = None,
+) -> dict[str, int]:
     """The shared seeds of every arm: ``fuzz/seeds`` (files of every version and byte order and one per
     breakage, tiny models), the conformance suite's cases, a minimal model of every architecture, and the real
     corpus's files up to ``max_bytes``.  Returns how many of each."""
@@ -109,10 +114,21 @@ def cmd_run(args) -> int:
                 os.link(p, small / p.name)
         seeds = small
     out = Path(args.out)
-    record = {"target": target.name, "doc": target.doc, "focus": list(target.focus), "arms": arms,
-              "budget_cpu_s": args.budget, "runs_planned": args.runs, "seeds": len(list(seeds.iterdir())),
-              "max_seed_bytes": args.max_seed_bytes, "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-              "note": args.note, "runs": [], "oracle": {}, "unreached": {}}
+    record = {
+        "target": target.name,
+        "doc": target.doc,
+        "focus": list(target.focus),
+        "arms": arms,
+        "budget_cpu_s": args.budget,
+        "runs_planned": args.runs,
+        "seeds": len(list(seeds.iterdir())),
+        "max_seed_bytes": args.max_seed_bytes,
+        "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "note": args.note,
+        "runs": [],
+        "oracle": {},
+        "unreached": {},
+    }
     profiles: list[Path] = []
     first = 0
     if args.append and out.exists():  # more runs of a recorded campaign (same target, arms and budget)
@@ -127,8 +143,9 @@ def cmd_run(args) -> int:
     for run in range(first, first + args.runs):
         for arm in arms:
             work = WORK / "campaigns" / target.name / f"{arm}-{run}"
-            res = cp.run_arm(target, arm, seeds, work, args.budget, run=run, bin_dir=Path(args.bin), seed=run + 1,
-                             log=cp.log_stderr)
+            res = cp.run_arm(
+                target, arm, seeds, work, args.budget, run=run, bin_dir=Path(args.bin), seed=run + 1, log=cp.log_stderr
+            )
             entry = res.to_json()
             corpus = sorted((work / "corpus").iterdir())
             keep = work / "final.profdata"
@@ -139,18 +156,19 @@ def cmd_run(args) -> int:
             if keep.exists():
                 profiles.append(keep)
             if run == 0 and not args.no_oracle:
-                sample = corpus[:: max(1, len(corpus) // args.oracle_files)][:args.oracle_files]
+                sample = corpus[:: max(1, len(corpus) // args.oracle_files)][: args.oracle_files]
                 record["oracle"][arm] = cp.judge(target, arm, sample, Path(args.bin))
             record["runs"].append(entry)
             cov = entry["coverage"]
             focus = sum(cov.get(f, {}).get("regions", [0, 0])[0] for f in target.focus)
-            cp.log_stderr(f"  {arm} run {run}: edges {entry['edges']}, focus regions {focus}, "
-                          f"crashes {len(entry['crashes'])}, aborts {len(entry['aborts'])}")
+            cp.log_stderr(
+                f"  {arm} run {run}: edges {entry['edges']}, focus regions {focus}, "
+                f"crashes {len(entry['crashes'])}, aborts {len(entry['aborts'])}"
+            )
             _save(out, record)
     if profiles:
         try:
-            record["unreached"] = coverage.unreached(cp.binary(target, "bytes", Path(args.bin)), profiles,
-                                                     target.focus)
+            record["unreached"] = coverage.unreached(cp.binary(target, "bytes", Path(args.bin)), profiles, target.focus)
         except Exception as exc:  # noqa: BLE001 - the figures stand without the list
             record["unreached"] = {"error": str(exc)}
     record["finished"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
@@ -169,7 +187,7 @@ def cmd_oracle(args) -> int:
             print(f"missing {corpus}", file=sys.stderr)
             continue
         files = sorted(corpus.iterdir())
-        sample = files[:: max(1, len(files) // args.oracle_files)][:args.oracle_files]
+        sample = files[:: max(1, len(files) // args.oracle_files)][: args.oracle_files]
         record["oracle"][arm] = cp.judge(target, arm, sample, Path(args.bin))
         cp.log_stderr(f"{target.name}/{arm}: {record['oracle'][arm]['counts']}")
         _save(out, record)

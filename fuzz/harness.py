@@ -83,15 +83,18 @@ def hypothesis_inputs():
             if op == "set":
                 data[i] = draw(st.sampled_from([0, 1, 0x7F, 0x80, 0xFF, draw(st.integers(0, 255))]))
             elif op == "cut":
-                del data[i:i + draw(st.integers(1, 16))]
+                del data[i : i + draw(st.integers(1, 16))]
             elif op == "dup":
-                data[i:i] = data[i:i + draw(st.integers(1, 16))]
+                data[i:i] = data[i : i + draw(st.integers(1, 16))]
             else:
                 data[i] ^= 1 << draw(st.integers(0, 7))
         return bytes(data)
 
-    return st.one_of(edited(), invalid_gguf_files(max_kv=3, max_tensors=2).map(lambda s: s[0]),
-                     st.binary(max_size=64).map(lambda b: b"GGUF" + b))
+    return st.one_of(
+        edited(),
+        invalid_gguf_files(max_kv=3, max_tensors=2).map(lambda s: s[0]),
+        st.binary(max_size=64).map(lambda b: b"GGUF" + b),
+    )
 
 
 def run_hypothesis(n: int) -> None:

@@ -30,7 +30,7 @@ def main() -> None:
     pool = [d for d in carriers(1234, 200, max_kv=3, max_tensors=2)]
     rng = random.Random(1234)
     written = 0
-    for (v, bo) in [(v, bo) for v in (1, 2, 3) for bo in ("little", "big")]:
+    for v, bo in [(v, bo) for v in (1, 2, 3) for bo in ("little", "big")]:
         docs = [d for d in pool if d.version == v and d.byte_order == bo]
         for doc in docs[:3]:
             data = from_document(doc).encode()[0]
@@ -55,8 +55,14 @@ def main() -> None:
 
 
 MODEL_SEEDS = ("llama", "qwen2moe", "bert", "gemma3", "rwkv7")
-TINY = {"embedding_length": 16, "attention.head_count": 1, "attention.head_count_kv": 1, "block_count": 1,
-        "feed_forward_length": 16, "context_length": 16}
+TINY = {
+    "embedding_length": 16,
+    "attention.head_count": 1,
+    "attention.head_count_kv": 1,
+    "block_count": 1,
+    "feed_forward_length": 16,
+    "context_length": 16,
+}
 
 
 def write_model_seeds(out: str) -> None:

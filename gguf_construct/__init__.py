@@ -24,8 +24,18 @@ from ._version import __version__ as __version__
 if TYPE_CHECKING:
     from .checker.report import Report
 
-__all__ = ["load", "GGUFFile", "Tensor", "GGUFError", "GGMLType", "GGUFValueType", "LlamaFileType", "GGUFValue",
-           "Metadata", "check"]
+__all__ = [
+    "load",
+    "GGUFFile",
+    "Tensor",
+    "GGUFError",
+    "GGMLType",
+    "GGUFValueType",
+    "LlamaFileType",
+    "GGUFValue",
+    "Metadata",
+    "check",
+]
 
 
 def check(source: Any, *, profile: str = "spec", data: bool = False) -> "Report":
@@ -40,13 +50,13 @@ class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     alias of the module at its new place (one module object, so pickles and patches reach the same code)."""
 
     def find_spec(self, fullname, path=None, target=None):
-        old = fullname[len(__name__) + 1:] if fullname.startswith(__name__ + ".") else None
+        old = fullname[len(__name__) + 1 :] if fullname.startswith(__name__ + ".") else None
         if old not in MOVED:
             return None
         return importlib.machinery.ModuleSpec(fullname, self)
 
     def create_module(self, spec):
-        new = f"{__name__}.{MOVED[spec.name[len(__name__) + 1:]]}"
+        new = f"{__name__}.{MOVED[spec.name[len(__name__) + 1 :]]}"
         warnings.warn(f"{spec.name} moved to {new}; import it from there", DeprecationWarning, stacklevel=3)
         module = importlib.import_module(new)
         sys.modules[spec.name] = module

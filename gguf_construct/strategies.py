@@ -46,9 +46,21 @@ from .filemodel.gguffile import GGUFFile, tensor_nbytes
 from .format.values import GGUFValue, numpy_dtype_of
 from .format import keynames
 
-__all__ = ["Document", "gguf_files", "invalid_gguf_files", "documents", "metadata_values", "metadata_keys",
-           "tensor_specs", "violations", "model_files", "invalid_model_files", "MODEL_TENSOR_TYPES",
-           "broken_gguf_files", "Broken"]
+__all__ = [
+    "Document",
+    "gguf_files",
+    "invalid_gguf_files",
+    "documents",
+    "metadata_values",
+    "metadata_keys",
+    "tensor_specs",
+    "violations",
+    "model_files",
+    "invalid_model_files",
+    "MODEL_TENSOR_TYPES",
+    "broken_gguf_files",
+    "Broken",
+]
 
 _SCALARS = [vt for vt in GGUFValueType if structs.value_kind(vt) != "array"]
 _ALIGNMENTS = [None, 8, 16, 64, 128]
@@ -108,7 +120,8 @@ def _array(item: GGUFValueType, version: int, depth: int, nested: bool = True) -
         return st.lists(_scalar(item), max_size=6).map(lambda vs: GGUFValue(GGUFValueType.ARRAY, vs, item))
     dtype = numpy_dtype_of(item)
     return st.lists(_scalar(item), max_size=6).map(
-        lambda vs: GGUFValue(GGUFValueType.ARRAY, np.array(vs, dtype=dtype), item))
+        lambda vs: GGUFValue(GGUFValueType.ARRAY, np.array(vs, dtype=dtype), item)
+    )
 
 
 @st.composite
@@ -151,9 +164,16 @@ def tensor_specs(draw, *, tensor_types: Sequence[str] | None = None):
 
 
 @st.composite
-def documents(draw, *, versions: Sequence[int] | None = None, byte_orders: Sequence[str] | None = None,
-              tensor_types: Sequence[str] | None = None, max_kv: int = 6, max_tensors: int = 3,
-              nested_arrays: bool = True) -> Document:
+def documents(
+    draw,
+    *,
+    versions: Sequence[int] | None = None,
+    byte_orders: Sequence[str] | None = None,
+    tensor_types: Sequence[str] | None = None,
+    max_kv: int = 6,
+    max_tensors: int = 3,
+    nested_arrays: bool = True,
+) -> Document:
     """A :class:`Document`: version, byte order, alignment, unique keys with typed values, tensors.
 
     ``versions`` and ``byte_orders`` default to every one spec/gguf.yaml declares.
@@ -166,8 +186,10 @@ def documents(draw, *, versions: Sequence[int] | None = None, byte_orders: Seque
     keys = draw(st.lists(metadata_keys(), max_size=max_kv, unique=True))
     metadata = [(k, draw(metadata_values(version=version, nested=nested_arrays))) for k in keys]
     if alignment is not None:
-        metadata.insert(draw(st.integers(0, len(metadata))),
-                        (keynames.GENERAL_ALIGNMENT, GGUFValue(GGUFValueType.UINT32, alignment)))
+        metadata.insert(
+            draw(st.integers(0, len(metadata))),
+            (keynames.GENERAL_ALIGNMENT, GGUFValue(GGUFValueType.UINT32, alignment)),
+        )
     n_tensors = draw(st.integers(0, max_tensors))
     tensors = []
     for i in range(n_tensors):
@@ -176,12 +198,18 @@ def documents(draw, *, versions: Sequence[int] | None = None, byte_orders: Seque
     return Document(version, byte_order, alignment, metadata, tensors)
 
 
-def gguf_files(*, versions: Sequence[int] | None = None, byte_orders: Sequence[str] | None = None,
-               tensor_types: Sequence[str] | None = None, max_kv: int = 6,
-               max_tensors: int = 3) -> st.SearchStrategy[tuple[bytes, Document]]:
+def gguf_files(
+    *,
+    versions: Sequence[int] | None = None,
+    byte_orders: Sequence[str] | None = None,
+    tensor_types: Sequence[str] | None = None,
+    max_kv: int = 6,
+    max_tensors: int = 3,
+) -> st.SearchStrategy[tuple[bytes, Document]]:
     """Valid GGUF files as ``(bytes, document)``."""
-    return documents(versions=versions, byte_orders=byte_orders, tensor_types=tensor_types, max_kv=max_kv,
-                     max_tensors=max_tensors).map(lambda doc: (doc.to_bytes(), doc))
+    return documents(
+        versions=versions, byte_orders=byte_orders, tensor_types=tensor_types, max_kv=max_kv, max_tensors=max_tensors
+    ).map(lambda doc: (doc.to_bytes(), doc))
 
 
 def violations(rules) -> frozenset[str]:
@@ -190,10 +218,17 @@ def violations(rules) -> frozenset[str]:
     return frozenset(r for r in rules if any(cat[r].severity(p) not in ("info", "off") for p in PROFILES))
 
 
-def invalid_gguf_files(*, rules: Sequence[str] | None = None, versions: Sequence[int] | None = None,
-                       byte_orders: Sequence[str] | None = None, tensor_types: Sequence[str] | None = None,
-                       max_kv: int = 4, max_tensors: int = 2, nested_arrays: bool = True,
-                       mutations: int = 1) -> st.SearchStrategy[tuple[bytes, frozenset[str]]]:
+def invalid_gguf_files(
+    *,
+    rules: Sequence[str] | None = None,
+    versions: Sequence[int] | None = None,
+    byte_orders: Sequence[str] | None = None,
+    tensor_types: Sequence[str] | None = None,
+    max_kv: int = 4,
+    max_tensors: int = 2,
+    nested_arrays: bool = True,
+    mutations: int = 1,
+) -> st.SearchStrategy[tuple[bytes, frozenset[str]]]:
     """Invalid or suspicious GGUF files as ``(bytes, rule_ids)``.
 
     A valid file is drawn as by :func:`gguf_files`, then broken at the structure level by ``mutations``
@@ -206,9 +241,16 @@ def invalid_gguf_files(*, rules: Sequence[str] | None = None, versions: Sequence
     breaking at least one of them are drawn (ValueError for a rule no mutation aims at, or one that is an info under
     every profile and so never a label).
     """
-    return broken_gguf_files(rules=rules, versions=versions, byte_orders=byte_orders, tensor_types=tensor_types,
-                             max_kv=max_kv, max_tensors=max_tensors, nested_arrays=nested_arrays,
-                             mutations=mutations).map(lambda b: (b.data, b.labels))
+    return broken_gguf_files(
+        rules=rules,
+        versions=versions,
+        byte_orders=byte_orders,
+        tensor_types=tensor_types,
+        max_kv=max_kv,
+        max_tensors=max_tensors,
+        nested_arrays=nested_arrays,
+        mutations=mutations,
+    ).map(lambda b: (b.data, b.labels))
 
 
 @dataclass(frozen=True)
@@ -223,10 +265,17 @@ class Broken:
     mutations: tuple
 
 
-def broken_gguf_files(*, rules: Sequence[str] | None = None, versions: Sequence[int] | None = None,
-                      byte_orders: Sequence[str] | None = None, tensor_types: Sequence[str] | None = None,
-                      max_kv: int = 4, max_tensors: int = 2, nested_arrays: bool = True,
-                      mutations: int = 1) -> st.SearchStrategy[Broken]:
+def broken_gguf_files(
+    *,
+    rules: Sequence[str] | None = None,
+    versions: Sequence[int] | None = None,
+    byte_orders: Sequence[str] | None = None,
+    tensor_types: Sequence[str] | None = None,
+    max_kv: int = 4,
+    max_tensors: int = 2,
+    nested_arrays: bool = True,
+    mutations: int = 1,
+) -> st.SearchStrategy[Broken]:
     """The files of :func:`invalid_gguf_files` (same arguments) as :class:`Broken`, with their breakages'
     declared intent (``intent.breaks``, ``intent.may``) and the unbroken carrier's bytes."""
     wanted: frozenset[str] | None = None
@@ -236,15 +285,23 @@ def broken_gguf_files(*, rules: Sequence[str] | None = None, versions: Sequence[
         infos = wanted - violations(wanted)
         if infos:
             raise ValueError(f"{sorted(infos)} are infos under every profile: never labels of an invalid file")
-    return _broken_gguf_files(wanted, versions, byte_orders, tensor_types, max_kv, max_tensors, nested_arrays,
-                              mutations)
+    return _broken_gguf_files(
+        wanted, versions, byte_orders, tensor_types, max_kv, max_tensors, nested_arrays, mutations
+    )
 
 
 @st.composite
-def _broken_gguf_files(draw, rules, versions, byte_orders, tensor_types, max_kv, max_tensors, nested_arrays,
-                       mutations):
-    doc = draw(documents(versions=versions, byte_orders=byte_orders, tensor_types=tensor_types, max_kv=max_kv,
-                         max_tensors=max_tensors, nested_arrays=nested_arrays))
+def _broken_gguf_files(draw, rules, versions, byte_orders, tensor_types, max_kv, max_tensors, nested_arrays, mutations):
+    doc = draw(
+        documents(
+            versions=versions,
+            byte_orders=byte_orders,
+            tensor_types=tensor_types,
+            max_kv=max_kv,
+            max_tensors=max_tensors,
+            nested_arrays=nested_arrays,
+        )
+    )
     raw = from_document(doc)
     carrier = raw.encode(with_marks=False)[0]
     pick = HypothesisPick(draw, rules)
@@ -283,9 +340,14 @@ def _model_sizes(draw) -> dict[str, int]:
     heads = draw(st.sampled_from((1, 2, 4)))
     head_dim = draw(st.sampled_from((16, 32)))
     kv = draw(st.sampled_from([d for d in (1, 2, 4) if heads % d == 0]))
-    return {"embedding_length": heads * head_dim, "attention.head_count": heads, "attention.head_count_kv": kv,
-            "block_count": draw(st.integers(1, 3)), "feed_forward_length": draw(st.sampled_from((32, 64, 128))),
-            "context_length": draw(st.sampled_from((32, 64, 128)))}
+    return {
+        "embedding_length": heads * head_dim,
+        "attention.head_count": heads,
+        "attention.head_count_kv": kv,
+        "block_count": draw(st.integers(1, 3)),
+        "feed_forward_length": draw(st.sampled_from((32, 64, 128))),
+        "context_length": draw(st.sampled_from((32, 64, 128))),
+    }
 
 
 @st.composite
@@ -308,9 +370,13 @@ def _model_parts(draw, architectures, tensor_types):
     return name, meta, out
 
 
-def model_files(*, architectures: Sequence[str] | None = None, versions: Sequence[int] = (3,),
-                byte_orders: Sequence[str] = ("little",),
-                tensor_types: Sequence[str] | None = None) -> st.SearchStrategy[tuple[bytes, str]]:
+def model_files(
+    *,
+    architectures: Sequence[str] | None = None,
+    versions: Sequence[int] = (3,),
+    byte_orders: Sequence[str] = ("little",),
+    tensor_types: Sequence[str] | None = None,
+) -> st.SearchStrategy[tuple[bytes, str]]:
     """Valid minimal models as ``(bytes, architecture)``: any architecture llama.cpp knows (or those named), with
     small random hyperparameters that satisfy the loader's constraints, every tensor the loader asks for in the
     shape it computes, stored in types that fit (``tensor_types``, default :data:`MODEL_TENSOR_TYPES`; data is
@@ -321,15 +387,23 @@ def model_files(*, architectures: Sequence[str] | None = None, versions: Sequenc
     @st.composite
     def draw_file(draw):
         name, meta, tensors = draw(_model_parts(architectures, tensor_types))
-        f = build_model_file(meta, tensors, version=draw(st.sampled_from(list(versions))),
-                             byte_order=draw(st.sampled_from(list(byte_orders))))
+        f = build_model_file(
+            meta,
+            tensors,
+            version=draw(st.sampled_from(list(versions))),
+            byte_order=draw(st.sampled_from(list(byte_orders))),
+        )
         return f.to_bytes(), name
 
     return draw_file()
 
 
-def invalid_model_files(*, rules: Sequence[str] | None = None, architectures: Sequence[str] | None = None,
-                        tensor_types: Sequence[str] | None = None) -> st.SearchStrategy[tuple[bytes, frozenset[str]]]:
+def invalid_model_files(
+    *,
+    rules: Sequence[str] | None = None,
+    architectures: Sequence[str] | None = None,
+    tensor_types: Sequence[str] | None = None,
+) -> st.SearchStrategy[tuple[bytes, frozenset[str]]]:
     """Models that llama.cpp refuses, as ``(bytes, rule_ids)``: a model of :func:`model_files` with one labelled
     edit (:mod:`gguf_construct.breaking.model_mutations`: a key dropped or retyped, a tensor dropped, reshaped or
     added, the block count changed) whose declared intent is the MODEL-* rules in ``rule_ids``.  With ``rules``, only edits

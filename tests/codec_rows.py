@@ -9,8 +9,9 @@ KINDS = ("normal", "heavy", "offset", "sparse", "negative", "uniform")
 
 
 @st.composite
-def rows(draw, block: int = 256, *, kinds=KINDS, max_rows: int = 3, max_blocks_per_row: int = 2,
-         scale_range=(1.0, 1000.0)):
+def rows(
+    draw, block: int = 256, *, kinds=KINDS, max_rows: int = 3, max_blocks_per_row: int = 2, scale_range=(1.0, 1000.0)
+):
     """A few rows of float32 values whose blocks have max |x| within ``scale_range``, and an importance matrix."""
     seed = draw(st.integers(0, 2**32 - 1))
     kind = draw(st.sampled_from(kinds))
@@ -45,7 +46,5 @@ def assert_error_bound(name: str, x: np.ndarray, imatrix, max_err: float, rms_er
     err = np.abs(y - xb)
     amax = np.abs(xb).max(axis=1)
     assert np.all(err.max(axis=1) <= max_err * amax), (name, imatrix is not None, (err.max(axis=1) / amax).max())
-    rms = np.sqrt((err ** 2).mean(axis=1))
+    rms = np.sqrt((err**2).mean(axis=1))
     assert np.all(rms <= rms_err * amax), (name, imatrix is not None, (rms / amax).max())
-
-

@@ -13,8 +13,9 @@ GOLDEN = SHARED / "golden"
 
 # "ci" (default): small and derandomized, so a run is fast and repeatable; "dev": the same sizes with fresh random
 # examples each run; "long": many more (HYPOTHESIS_PROFILE=dev|long pytest)
-settings.register_profile("ci", max_examples=60, deadline=None, derandomize=True,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "ci", max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.register_profile("dev", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("long", max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

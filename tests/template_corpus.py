@@ -333,10 +333,21 @@ GRANITE_LOOP_CONTROLS = """{%- set ns = namespace(last_user=-1) %}
 {%- endfor %}
 {%- if add_generation_prompt %}{{- '<|start_of_role|>assistant<|end_of_role|>' }}{%- endif %}"""
 
-REAL = {"llama2": LLAMA2, "llama3": LLAMA3, "llama3.1-tools": LLAMA31_TOOLS, "chatml": CHATML,
-        "qwen2.5-tools": QWEN25_TOOLS, "gemma": GEMMA, "mistral": MISTRAL, "phi3": PHI3, "deepseek-r1": DEEPSEEK_R1,
-        "hermes-tool-macros": HERMES_TOOL_MACROS, "zephyr": ZEPHYR, "command-r": COMMAND_R,
-        "granite-loop-controls": GRANITE_LOOP_CONTROLS}
+REAL = {
+    "llama2": LLAMA2,
+    "llama3": LLAMA3,
+    "llama3.1-tools": LLAMA31_TOOLS,
+    "chatml": CHATML,
+    "qwen2.5-tools": QWEN25_TOOLS,
+    "gemma": GEMMA,
+    "mistral": MISTRAL,
+    "phi3": PHI3,
+    "deepseek-r1": DEEPSEEK_R1,
+    "hermes-tool-macros": HERMES_TOOL_MACROS,
+    "zephyr": ZEPHYR,
+    "command-r": COMMAND_R,
+    "granite-loop-controls": GRANITE_LOOP_CONTROLS,
+}
 
 MALICIOUS = {
     "mro-subclasses": "{{ ''.__class__.__mro__[1].__subclasses__() }}",
@@ -434,76 +445,134 @@ _POPEN = "['os']['popen']('id').read()"
 _MSG = {"messages": [{"role": "user", "content": "__globals__"}]}
 _TWO = {"messages": [{"role": "__init__", "content": "__globals__"}, {"role": "user", "content": "__globals__"}]}
 FOLLOWED = {
-    "namespace-constructor": ("{% set ns = namespace(g='__glo'~'bals__', m='o'~'s', f='po'~'pen') %}"
-                              "{{ lipsum[ns.g][ns.m][ns.f]('id').read() }}", {}),
-    "namespace-constructor-two-hops": ("{% set ns = namespace(a='__in' ~ 'it__', b='__glo' ~ 'bals__') %}"
-                                       "{{ cycler[ns.a][ns.b]" + _POPEN + " }}", {}),
-    "namespace-assigned": ("{% set ns = namespace() %}{% set ns.k = '__glo' %}{% set ns.k = ns.k ~ 'bals__' %}"
-                           "{{ lipsum[ns.k]" + _POPEN + " }}", {}),
-    "namespace-assigned-in-loop": ("{% set ns = namespace(p='__') %}{% for m in messages %}"
-                                   "{% set ns.p = ns.p ~ m.content[2:] %}{% endfor %}"
-                                   "{{ lipsum[ns.p]" + _POPEN + " }}", _MSG),
-    "macro-argument": ("{% macro get(o, k) %}{{ o[k]" + _POPEN + " }}{% endmacro %}"
-                       "{{ get(lipsum, '__glo' ~ 'bals__') }}", {}),
-    "macro-keyword-and-default": ("{% macro get(k='__glo' ~ 'bals__', o=none) %}{{ o[k]" + _POPEN + " }}"
-                                  "{% endmacro %}{{ get(o=lipsum) }}", {}),
+    "namespace-constructor": (
+        "{% set ns = namespace(g='__glo'~'bals__', m='o'~'s', f='po'~'pen') %}"
+        "{{ lipsum[ns.g][ns.m][ns.f]('id').read() }}",
+        {},
+    ),
+    "namespace-constructor-two-hops": (
+        "{% set ns = namespace(a='__in' ~ 'it__', b='__glo' ~ 'bals__') %}{{ cycler[ns.a][ns.b]" + _POPEN + " }}",
+        {},
+    ),
+    "namespace-assigned": (
+        "{% set ns = namespace() %}{% set ns.k = '__glo' %}{% set ns.k = ns.k ~ 'bals__' %}"
+        "{{ lipsum[ns.k]" + _POPEN + " }}",
+        {},
+    ),
+    "namespace-assigned-in-loop": (
+        "{% set ns = namespace(p='__') %}{% for m in messages %}"
+        "{% set ns.p = ns.p ~ m.content[2:] %}{% endfor %}"
+        "{{ lipsum[ns.p]" + _POPEN + " }}",
+        _MSG,
+    ),
+    "macro-argument": (
+        "{% macro get(o, k) %}{{ o[k]" + _POPEN + " }}{% endmacro %}{{ get(lipsum, '__glo' ~ 'bals__') }}",
+        {},
+    ),
+    "macro-keyword-and-default": (
+        "{% macro get(k='__glo' ~ 'bals__', o=none) %}{{ o[k]" + _POPEN + " }}{% endmacro %}{{ get(o=lipsum) }}",
+        {},
+    ),
     "loop-variable": ("{% for k in ['__glo' ~ 'bals__'] %}{{ lipsum[k]" + _POPEN + " }}{% endfor %}", {}),
-    "loop-unpacked": ("{% for a, b in [('__in' ~ 'it__', '__glo' ~ 'bals__')] %}{{ cycler[a][b]" + _POPEN + " }}"
-                      "{% endfor %}", {}),
+    "loop-unpacked": (
+        "{% for a, b in [('__in' ~ 'it__', '__glo' ~ 'bals__')] %}{{ cycler[a][b]" + _POPEN + " }}{% endfor %}",
+        {},
+    ),
     "dict-value": ("{% set d = {'g': '__glo' ~ 'bals__'} %}{{ lipsum[d.g]" + _POPEN + " }}", {}),
-    "dict-items": ("{% set d = dict(g='__glo' ~ 'bals__') %}{% for k, v in d|items %}{{ lipsum[v]" + _POPEN + " }}"
-                   "{% endfor %}", {}),
+    "dict-items": (
+        "{% set d = dict(g='__glo' ~ 'bals__') %}{% for k, v in d|items %}{{ lipsum[v]" + _POPEN + " }}{% endfor %}",
+        {},
+    ),
     "with": ("{% with k = '__glo' ~ 'bals__' %}{{ lipsum[k]" + _POPEN + " }}{% endwith %}", {}),
     "with-context": ("{% with f = lipsum, k = messages[0].content %}{{ f[k]" + _POPEN + " }}{% endwith %}", _MSG),
-    "caller-output": ("{% macro run() %}{{ lipsum[caller()]" + _POPEN + " }}{% endmacro %}"
-                      "{% call run() %}__glo{{ 'bals' }}__{% endcall %}", {}),
-    "caller-argument": ("{% macro run() %}{{ caller('__glo' ~ 'bals__') }}{% endmacro %}"
-                        "{% call(k) run() %}{{ lipsum[k]" + _POPEN + " }}{% endcall %}", {}),
+    "caller-output": (
+        "{% macro run() %}{{ lipsum[caller()]" + _POPEN + " }}{% endmacro %}"
+        "{% call run() %}__glo{{ 'bals' }}__{% endcall %}",
+        {},
+    ),
+    "caller-argument": (
+        "{% macro run() %}{{ caller('__glo' ~ 'bals__') }}{% endmacro %}"
+        "{% call(k) run() %}{{ lipsum[k]" + _POPEN + " }}{% endcall %}",
+        {},
+    ),
     "block-set": ("{% set k %}__glo{{ 'bals' }}__{% endset %}{{ lipsum[k]" + _POPEN + " }}", {}),
-    "block-set-with-if": ("{% set a %}__in{{ 'it' }}__{% endset %}{% set b %}{% if messages %}__globals__{% endif %}"
-                          "{% endset %}{{ cycler[a][b]" + _POPEN + " }}", {}),
-    "macro-output": ("{% macro a() %}__in{{ 'it' }}__{% endmacro %}{% macro b() %}__glo{{ 'bals' }}__{% endmacro %}"
-                     "{{ cycler[a()][b()]" + _POPEN + " }}", {}),
+    "block-set-with-if": (
+        "{% set a %}__in{{ 'it' }}__{% endset %}{% set b %}{% if messages %}__globals__{% endif %}"
+        "{% endset %}{{ cycler[a][b]" + _POPEN + " }}",
+        {},
+    ),
+    "macro-output": (
+        "{% macro a() %}__in{{ 'it' }}__{% endmacro %}{% macro b() %}__glo{{ 'bals' }}__{% endmacro %}"
+        "{{ cycler[a()][b()]" + _POPEN + " }}",
+        {},
+    ),
     "context-key": ("{{ lipsum[messages[0]['content']]" + _POPEN + " }}", _MSG),
-    "context-keys-in-loop": ("{% for m in messages[:1] %}{{ cycler[m.role][m.content]" + _POPEN + " }}{% endfor %}",
-                             _TWO),
+    "context-keys-in-loop": (
+        "{% for m in messages[:1] %}{{ cycler[m.role][m.content]" + _POPEN + " }}{% endfor %}",
+        _TWO,
+    ),
     "unmodelled-filter": ("{{ lipsum[messages|map(attribute='content')|first]" + _POPEN + " }}", _MSG),
-    "unmodelled-filter-on-joiner": ("{{ joiner[messages[0].role|urlencode][messages[1].content|urlencode]"
-                                    + _POPEN + " }}", _TWO),
-    "past-the-value-budget": ("".join(f"{{% set v{i} = '' if messages else 'x{i}' %}}" for i in range(18))
-                              + "{{ lipsum['__glo' ~ " + " ~ ".join(f"v{i}" for i in range(18)) + " ~ 'bals__']"
-                              + _POPEN + " }}", _MSG),
+    "unmodelled-filter-on-joiner": (
+        "{{ joiner[messages[0].role|urlencode][messages[1].content|urlencode]" + _POPEN + " }}",
+        _TWO,
+    ),
+    "past-the-value-budget": (
+        "".join(f"{{% set v{i} = '' if messages else 'x{i}' %}}" for i in range(18))
+        + "{{ lipsum['__glo' ~ "
+        + " ~ ".join(f"v{i}" for i in range(18))
+        + " ~ 'bals__']"
+        + _POPEN
+        + " }}",
+        _MSG,
+    ),
     "past-the-length-budget": ("{{ lipsum['__glo' ~ ('' * 1000000) ~ 'bals__']" + _POPEN + " }}", {}),
     "global-alias": ("{% set f = lipsum %}{% set k = messages[0].content %}{{ f[k]" + _POPEN + " }}", _MSG),
-    "global-in-a-list": ("{% set r = [cycler] %}{{ (r|first)[messages[0].role][messages[0].content]" + _POPEN
-                         + " }}", _TWO),
+    "global-in-a-list": (
+        "{% set r = [cycler] %}{{ (r|first)[messages[0].role][messages[0].content]" + _POPEN + " }}",
+        _TWO,
+    ),
 }
 
 # the same binding forms on ordinary data: dynamic keys, namespaces, macros, loops, with, call blocks (silent)
 FOLLOWED_BENIGN = {
-    "namespace-dict-by-role": ("{% set ns = namespace(roles={'user': 'U', 'assistant': 'A'}) %}"
-                               "{% for m in messages %}{{ ns.roles[m.role] }}{% endfor %}"),
-    "namespace-index": ("{% set ns = namespace(last=-1) %}{% for m in messages %}{% set ns.last = loop.index0 %}"
-                        "{% endfor %}{{ messages[ns.last].content }}"),
-    "macro-field": ("{% macro field(msg, k) %}{{ msg[k] }}{% endmacro %}{% for m in messages %}"
-                    "{{ field(m, 'content') }}{{ field(m, m.role) if m.role in m else '' }}{% endfor %}"),
-    "macro-default": ("{% macro show(m, key='content') %}{{ m[key]|trim }}{% endmacro %}"
-                      "{% for m in messages %}{{ show(m) }}{% endfor %}"),
+    "namespace-dict-by-role": (
+        "{% set ns = namespace(roles={'user': 'U', 'assistant': 'A'}) %}"
+        "{% for m in messages %}{{ ns.roles[m.role] }}{% endfor %}"
+    ),
+    "namespace-index": (
+        "{% set ns = namespace(last=-1) %}{% for m in messages %}{% set ns.last = loop.index0 %}"
+        "{% endfor %}{{ messages[ns.last].content }}"
+    ),
+    "macro-field": (
+        "{% macro field(msg, k) %}{{ msg[k] }}{% endmacro %}{% for m in messages %}"
+        "{{ field(m, 'content') }}{{ field(m, m.role) if m.role in m else '' }}{% endfor %}"
+    ),
+    "macro-default": (
+        "{% macro show(m, key='content') %}{{ m[key]|trim }}{% endmacro %}"
+        "{% for m in messages %}{{ show(m) }}{% endfor %}"
+    ),
     "loop-keys": "{% for k in ['role', 'content'] %}{{ messages[0][k] }}{% endfor %}",
-    "loop-items": ("{% for m in messages %}{% for k, v in m|items %}{{ k }}={{ m[k] }}{{ v }}{% endfor %}"
-                   "{% endfor %}"),
-    "dict-lookup": ("{% set prefix = {'user': '<u>', 'assistant': '<a>'} %}{% for m in messages %}"
-                    "{{ prefix[m.role] }}{{ m.content }}{% endfor %}"),
+    "loop-items": ("{% for m in messages %}{% for k, v in m|items %}{{ k }}={{ m[k] }}{{ v }}{% endfor %}{% endfor %}"),
+    "dict-lookup": (
+        "{% set prefix = {'user': '<u>', 'assistant': '<a>'} %}{% for m in messages %}"
+        "{{ prefix[m.role] }}{{ m.content }}{% endfor %}"
+    ),
     "with-key": "{% with k = 'content' %}{{ messages[0][k] }}{% endwith %}",
-    "caller-wrap": ("{% macro wrap() %}<b>{{ caller() }}</b>{% endmacro %}"
-                    "{% call wrap() %}{{ messages[0].content }}{% endcall %}"),
-    "caller-argument": ("{% macro each() %}{% for m in messages %}{{ caller(m) }}{% endfor %}{% endmacro %}"
-                        "{% call(m) each() %}{{ m['content'] }}{{ m[m.role] if m.role in m else '' }}{% endcall %}"),
-    "joiner-and-cycler": ("{% set sep = joiner(', ') %}{% set c = cycler('odd', 'even') %}"
-                          "{% for m in messages %}{{ sep() }}{{ c.next() }}{{ m.content }}{% endfor %}"),
+    "caller-wrap": (
+        "{% macro wrap() %}<b>{{ caller() }}</b>{% endmacro %}{% call wrap() %}{{ messages[0].content }}{% endcall %}"
+    ),
+    "caller-argument": (
+        "{% macro each() %}{% for m in messages %}{{ caller(m) }}{% endfor %}{% endmacro %}"
+        "{% call(m) each() %}{{ m['content'] }}{{ m[m.role] if m.role in m else '' }}{% endcall %}"
+    ),
+    "joiner-and-cycler": (
+        "{% set sep = joiner(', ') %}{% set c = cycler('odd', 'even') %}"
+        "{% for m in messages %}{{ sep() }}{{ c.next() }}{{ m.content }}{% endfor %}"
+    ),
     "block-set-key": ("{% set k %}content{% endset %}{% for m in messages %}{{ m[k|trim] }}{% endfor %}"),
-    "self-block": ("{% block preamble %}U{% endblock %}{% for m in messages %}{{ m.content }}{% endfor %}"
-                   "{{ self.preamble() }}"),
+    "self-block": (
+        "{% block preamble %}U{% endblock %}{% for m in messages %}{{ m.content }}{% endfor %}{{ self.preamble() }}"
+    ),
 }
 
 

@@ -14,8 +14,18 @@ from gguf_construct.rulebook.catalog import catalog, implemented
 from gguf_construct.checker.security import advisories, annotate, matching
 
 ADVISORIES = {a["id"]: a for a in advisories()}
-REQUIRED = ["CVE-2024-21802", "CVE-2024-21825", "CVE-2024-21836", "CVE-2024-23496", "CVE-2024-23605",
-            "CVE-2025-53630", "CVE-2026-27940", "CVE-2026-33298", "CVE-2026-7482", "CVE-2024-34359"]
+REQUIRED = [
+    "CVE-2024-21802",
+    "CVE-2024-21825",
+    "CVE-2024-21836",
+    "CVE-2024-23496",
+    "CVE-2024-23605",
+    "CVE-2025-53630",
+    "CVE-2026-27940",
+    "CVE-2026-33298",
+    "CVE-2026-7482",
+    "CVE-2024-34359",
+]
 
 
 def _rules(adv: dict) -> set[str]:
@@ -66,7 +76,9 @@ def test_matching_narrows_by_path_and_parameters():
     assert [a["id"] for a in matching("HDR-COUNT", "header.metadata_kv_count")] == ["CVE-2024-23605"]
     assert matching("STR-EOF", "x", {"length": 100}) == []
     assert {a["id"] for a in matching("STR-EOF", "x", {"length": 2**64 - 1})} == {
-        "CVE-2024-23496", "gguf-parser-go-string-length"}
+        "CVE-2024-23496",
+        "gguf-parser-go-string-length",
+    }
     assert annotate("KV-KEY-FLAT", "msg") == "msg"
     assert annotate("TI-NDIMS", "msg") == "msg [CVE-2024-21802]"
 

@@ -40,8 +40,13 @@ def test_every_llama_cpp_architecture_is_declared():
 @pytest.mark.parametrize("path", ARCH_FILES + [ARCH_DIR / "_loader.yaml"], ids=lambda p: p.name)
 def test_expressions_are_python_syntax(path):
     data = _load(path)
-    programs = [data.get("hparams"), data.get("tensors"), data.get("load_hparams"), data.get("load_tensors"),
-                data.get("locals")]
+    programs = [
+        data.get("hparams"),
+        data.get("tensors"),
+        data.get("load_hparams"),
+        data.get("load_tensors"),
+        data.get("locals"),
+    ]
     programs += [f["body"] for f in data.get("functions", {}).values()]
     for program in programs:
         for s in _statements(program):
@@ -51,9 +56,13 @@ def test_expressions_are_python_syntax(path):
 
 
 def test_few_statements_left_unread():
-    unparsed = sum(1 for p in ARCH_FILES + [ARCH_DIR / "_loader.yaml"]
-                   for prog in ("hparams", "tensors", "load_hparams", "load_tensors")
-                   for s in _statements(_load(p).get(prog)) if "unparsed" in s)
+    unparsed = sum(
+        1
+        for p in ARCH_FILES + [ARCH_DIR / "_loader.yaml"]
+        for prog in ("hparams", "tensors", "load_hparams", "load_tensors")
+        for s in _statements(_load(p).get(prog))
+        if "unparsed" in s
+    )
     assert unparsed < 80
 
 
@@ -67,12 +76,15 @@ def test_llama_declares_its_standard_tensors():
     assert loader["hparams_fields"]["n_embd"]["type"] == "uint32_t"
 
 
-@pytest.mark.parametrize("tokens,bad", [
-    (["<unk>", "a", "b", "c"], False),
-    (["<unk>", "a", "b", "a"], True),            # two equal strings
-    (["<unk>", "", "b", "c"], False),           # an empty token is named by its id
-    (["<unk>", "", "[EMPTY_1]", "c"], True),    # ... and that name may collide with a real token
-])
+@pytest.mark.parametrize(
+    "tokens,bad",
+    [
+        (["<unk>", "a", "b", "c"], False),
+        (["<unk>", "a", "b", "a"], True),  # two equal strings
+        (["<unk>", "", "b", "c"], False),  # an empty token is named by its id
+        (["<unk>", "", "[EMPTY_1]", "c"], True),  # ... and that name may collide with a real token
+    ],
+)
 def test_vocabulary_strings_must_be_unique(tokens, bad):
     from gguf_construct.arch.loader import Fatal, _unique_tokens
 

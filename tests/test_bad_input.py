@@ -52,8 +52,9 @@ def test_huge_counts_in_a_tiny_file(field, count):
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert info.value.rule == "HDR-COUNT"  # at the count that cannot be satisfied, as the checker reports it
-    assert (info.value.offset, info.value.path) == ((8, "header.tensor_count") if field == "n_tensors"
-                                                    else (16, "header.metadata_kv_count"))
+    assert (info.value.offset, info.value.path) == (
+        (8, "header.tensor_count") if field == "n_tensors" else (16, "header.metadata_kv_count")
+    )
     assert peak < 1 << 20 and elapsed < 1.0
 
 
@@ -124,12 +125,12 @@ def test_tensor_out_of_bounds_and_unknown_type():
     gguf = g.load(bytes(data))
     # the tensor info is the last thing before the padding: type (u32) then offset (u64)
     end = gguf._orig["head_end"]
-    bad_offset = bytes(data[:end - 8]) + struct.pack("<Q", 2**64 - 32) + bytes(data[end:])
+    bad_offset = bytes(data[: end - 8]) + struct.pack("<Q", 2**64 - 32) + bytes(data[end:])
     with pytest.raises(g.GGUFError) as info:
         g.load(bad_offset)
     assert info.value.rule == "DATA-BOUNDS" and info.value.path == "tensor_infos[0].offset"
     for bad_type in (4, 31, 43, 0xFFFFFFFF):  # removed and unknown types: the file opens, the tensor is opaque
-        mutated = bytes(data[:end - 12]) + struct.pack("<I", bad_type) + bytes(data[end - 8:])
+        mutated = bytes(data[: end - 12]) + struct.pack("<I", bad_type) + bytes(data[end - 8 :])
         t = g.load(mutated).tensors[0]
         assert t.opaque and int(t.ggml_type) == bad_type and bytes(t.raw()) == bytes(gguf.tensors[0].raw())
         with pytest.raises(g.GGUFError) as info:
@@ -160,9 +161,9 @@ def test_mutated_files_raise_only_gguf_error(edits):
 @given(st.integers(0, len(EXAMPLE)), st.sampled_from([0, 1, 2**31, 2**32 - 1, 2**63, 2**64 - 1]))
 def test_boundary_values_written_over_any_field(pos, value):
     data = bytearray(EXAMPLE)
-    data[pos:pos + 8] = struct.pack("<Q", value)
+    data[pos : pos + 8] = struct.pack("<Q", value)
     try:
-        g.load(bytes(data[:len(EXAMPLE)]))
+        g.load(bytes(data[: len(EXAMPLE)]))
     except g.GGUFError:
         pass
 

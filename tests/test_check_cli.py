@@ -4,7 +4,6 @@ standard input, caps with "and N more", escaped names, SARIF that validates agai
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import struct
@@ -73,8 +72,9 @@ def test_unknown_rule_pattern_is_a_usage_error(tmp_path, capsys):
 
 def test_config_file_gives_defaults_and_the_command_line_wins(tmp_path, capsys, monkeypatch):
     warn = _warn_file(tmp_path)
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.gguf-construct]\n'
-                                              'fail-on = "warning"\nprofile = "ggml"\n')
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n\n[tool.gguf-construct]\nfail-on = "warning"\nprofile = "ggml"\n'
+    )
     sub = tmp_path / "deeper"
     sub.mkdir()
     monkeypatch.chdir(sub)
@@ -126,8 +126,13 @@ def test_findings_are_printed_before_the_next_file_is_checked(tmp_path):
     writes yet would block the check; we only write it after seeing the first report)."""
     good = _write(tmp_path, crafting.CARRIER_NAME, CARRIER)
     env = dict(os.environ, PYTHONPATH=ROOT)
-    proc = subprocess.Popen([sys.executable, "-m", "gguf_construct", "check", "--no-config", good, "-"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gguf_construct", "check", "--no-config", good, "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
     lines = []
     reader = threading.Thread(target=lambda: lines.append(proc.stdout.readline()), daemon=True)
     reader.start()
@@ -146,15 +151,25 @@ def test_findings_are_printed_before_the_next_file_is_checked(tmp_path):
 
 def test_stdin_and_devices(tmp_path):
     env = dict(os.environ, PYTHONPATH=ROOT)
-    run = subprocess.run([sys.executable, "-m", "gguf_construct", "check", "--no-config", "-"], input=CARRIER,
-                         capture_output=True, env=env, timeout=60)
+    run = subprocess.run(
+        [sys.executable, "-m", "gguf_construct", "check", "--no-config", "-"],
+        input=CARRIER,
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
     assert run.returncode == 0 and b"<stdin>: valid" in run.stdout
-    run = subprocess.run([sys.executable, "-m", "gguf_construct", "dump", "-"], input=CARRIER,
-                         capture_output=True, env=env, timeout=60)
+    run = subprocess.run(
+        [sys.executable, "-m", "gguf_construct", "dump", "-"], input=CARRIER, capture_output=True, env=env, timeout=60
+    )
     assert run.returncode == 0 and b"general.architecture" in run.stdout
     if os.path.exists("/dev/zero"):
-        run = subprocess.run([sys.executable, "-m", "gguf_construct", "check", "--no-config", "/dev/zero"],
-                             capture_output=True, env=env, timeout=60)
+        run = subprocess.run(
+            [sys.executable, "-m", "gguf_construct", "check", "--no-config", "/dev/zero"],
+            capture_output=True,
+            env=env,
+            timeout=60,
+        )
         assert run.returncode == 2 and b"not a regular file" in run.stderr and b"too short" not in run.stderr
 
 
@@ -220,13 +235,16 @@ def test_sarif_validates_and_has_what_code_scanning_needs(tmp_path, capsys, monk
     for res in run["results"]:
         loc = res["locations"][0]["physicalLocation"]
         assert loc["artifactLocation"]["uriBaseId"] == "SRCROOT" and loc["artifactLocation"]["uri"] in (
-            "b.gguf", "x.gguf")
+            "b.gguf",
+            "x.gguf",
+        )
         assert loc["region"]["startLine"] == 1 and "byteOffset" in loc["region"]
         fingerprints.add(res["partialFingerprints"]["ggufFinding/v1"])
     assert len(fingerprints) == len(run["results"])
     rc, again, _ = _cli(capsys, "b.gguf", "x.gguf", "--format", "sarif", "--profile", "ggml")
     assert [r["partialFingerprints"] for r in json.loads(again)["runs"][0]["results"]] == [
-        r["partialFingerprints"] for r in run["results"]]
+        r["partialFingerprints"] for r in run["results"]
+    ]
 
 
 def test_sarif_of_absolute_paths_uses_file_uris(tmp_path, capsys):

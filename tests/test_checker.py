@@ -72,8 +72,9 @@ def test_crafted_file_fires_its_rules_and_no_unrelated_error(name, tmp_path, mon
         assert not r.internal_errors, r.internal_errors
         for f in r.findings:
             assert "?>" not in f.message, f  # every template field was supplied
-            assert f.offset is None or 0 <= f.offset <= max(len(d) for d in (crafted.files or {0: crafted.data})
-                                                           .values())
+            assert f.offset is None or 0 <= f.offset <= max(
+                len(d) for d in (crafted.files or {0: crafted.data}).values()
+            )
 
 
 def test_breakage_applies_to_other_valid_files():
@@ -94,13 +95,21 @@ def test_offsets_point_at_the_broken_bytes():
     assert data[f.offset] == 2 and f.path.endswith(".value")
     report = check(crafting.craft("alignment-24").data)
     (f,) = [f for f in report.findings if f.rule == "ALIGN-POW2"]
-    assert int.from_bytes(crafting.craft("alignment-24").data[f.offset:f.offset + 4], "little") == 24
+    assert int.from_bytes(crafting.craft("alignment-24").data[f.offset : f.offset + 4], "little") == 24
 
 
 # -- profiles ------------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("name, rule", [("alignment-24", "ALIGN-POW2"), ("nested-array", "ARR-NESTED"),
-                                        ("tensor-name-64", "TI-NAME-64"), ("reversed-data", "DATA-ORDER"),
-                                        ("version-1", "HDR-V1-UNSUPPORTED"), ("big-endian", "HDR-ENDIAN")])
+@pytest.mark.parametrize(
+    "name, rule",
+    [
+        ("alignment-24", "ALIGN-POW2"),
+        ("nested-array", "ARR-NESTED"),
+        ("tensor-name-64", "TI-NAME-64"),
+        ("reversed-data", "DATA-ORDER"),
+        ("version-1", "HDR-V1-UNSUPPORTED"),
+        ("big-endian", "HDR-ENDIAN"),
+    ],
+)
 def test_ggml_only_restrictions_are_errors_under_ggml(name, rule, tmp_path):
     crafted = crafting.craft(name)
     spec_report = _run(crafted, tmp_path)[0]
@@ -109,8 +118,15 @@ def test_ggml_only_restrictions_are_errors_under_ggml(name, rule, tmp_path):
     assert not ggml_report.valid and rule in {f.rule for f in ggml_report.errors()}
 
 
-@pytest.mark.parametrize("name, rule", [("bool-not-0-or-1", "KV-BOOL"), ("key-upper-case", "KV-KEY-CHARSET"),
-                                        ("invalid-utf8", "STR-UTF8"), ("alignment-4", "ALIGN-MULT8")])
+@pytest.mark.parametrize(
+    "name, rule",
+    [
+        ("bool-not-0-or-1", "KV-BOOL"),
+        ("key-upper-case", "KV-KEY-CHARSET"),
+        ("invalid-utf8", "STR-UTF8"),
+        ("alignment-4", "ALIGN-MULT8"),
+    ],
+)
 def test_spec_errors_that_ggml_accepts_are_warnings_under_ggml(name, rule):
     data = crafting.craft(name).data
     assert not check(data).valid
@@ -155,7 +171,7 @@ def test_never_raises_on_mutated_files():
     for i in range(300):
         data = bytearray(CARRIER)
         if i % 3 == 0:
-            data = data[:int(rng.integers(0, len(data)))]
+            data = data[: int(rng.integers(0, len(data)))]
         else:
             for pos in rng.integers(0, len(data), size=int(rng.integers(1, 6))):
                 data[pos] = int(rng.integers(0, 256))
@@ -297,18 +313,23 @@ def test_cli_prints_invalid_utf8_in_any_locale(tmp_path):
     f = gguf_construct.GGUFFile.new()
     f.metadata.set("general.architecture", "llama", "STRING")
     f.metadata.set("test.bad", "ab\udc80cd", "STRING")
-    f.metadata.set("test.wide", "x\U0001F600", "STRING")
+    f.metadata.set("test.wide", "x\U0001f600", "STRING")
     path = tmp_path / "bad.gguf"
     f.save(path)
     for encoding in ("utf-8:strict", "ascii:strict"):
         env = dict(os.environ, PYTHONIOENCODING=encoding)
-        for args, parse in ((["dump", "--json"], True), (["check", "--format", "sarif"], True), (["dump"], False),
-                            (["check"], False)):
-            run = subprocess.run([sys.executable, "-m", "gguf_construct", *args, str(path)], capture_output=True,
-                                 env=env)
+        for args, parse in (
+            (["dump", "--json"], True),
+            (["check", "--format", "sarif"], True),
+            (["dump"], False),
+            (["check"], False),
+        ):
+            run = subprocess.run(
+                [sys.executable, "-m", "gguf_construct", *args, str(path)], capture_output=True, env=env
+            )
             assert b"Traceback" not in run.stderr and run.returncode in (0, 1), (encoding, args, run.stderr)
             if parse:
                 doc = json.loads(run.stdout.decode("utf-8"))
                 if args[0] == "dump":
                     values = {m["key"]: m["value"] for m in doc["metadata"]}
-                    assert values["test.bad"] == "ab\udc80cd" and values["test.wide"] == "x\U0001F600"
+                    assert values["test.bad"] == "ab\udc80cd" and values["test.wide"] == "x\U0001f600"

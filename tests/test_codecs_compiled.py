@@ -30,10 +30,38 @@ from codec_golden import SHARED_GOLDEN  # noqa: E402
 COMPILED = [t.name for t in spec.tensor_types() if t.is_current and t.codec and codecs.compiled_decoder(t.id)]
 ENCODERS = [t.name for t in spec.tensor_types() if t.is_current and t.codec and codecs.compiled_encoder(t.id)]
 
-_HALF_SPECIALS = [0x7E00, 0xFE00, 0x7C01, 0xFC01, 0x7D55, 0x7FFF, 0x7C00, 0xFC00, 0x0001, 0x8001, 0x03FF,
-                  0x0000, 0x8000, 0x7BFF, 0xFBFF, 0x3C00]
-_FLOAT_SPECIALS = [0x7FC00000, 0xFFC00000, 0x7F800001, 0x7FA5A5A5, 0xFF800000, 0x7F800000, 0x00000001,
-                   0x807FFFFF, 0x00000000, 0x80000000, 0x7F7FFFFF, 0x3F800000]
+_HALF_SPECIALS = [
+    0x7E00,
+    0xFE00,
+    0x7C01,
+    0xFC01,
+    0x7D55,
+    0x7FFF,
+    0x7C00,
+    0xFC00,
+    0x0001,
+    0x8001,
+    0x03FF,
+    0x0000,
+    0x8000,
+    0x7BFF,
+    0xFBFF,
+    0x3C00,
+]
+_FLOAT_SPECIALS = [
+    0x7FC00000,
+    0xFFC00000,
+    0x7F800001,
+    0x7FA5A5A5,
+    0xFF800000,
+    0x7F800000,
+    0x00000001,
+    0x807FFFFF,
+    0x00000000,
+    0x80000000,
+    0x7F7FFFFF,
+    0x3F800000,
+]
 
 
 def bits(a: np.ndarray) -> np.ndarray:
@@ -65,8 +93,25 @@ def hostile_blocks(draw, name: str) -> bytes:
     return raw.tobytes()
 
 
-_HOSTILE_FLOATS = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-40, 1e-38, 3.4e38, -3.4e38, 65504.0,
-                   1e-30, 1e4, 1.0, -1.0, 0.5]
+_HOSTILE_FLOATS = [
+    np.nan,
+    -np.nan,
+    np.inf,
+    -np.inf,
+    0.0,
+    -0.0,
+    1e-45,
+    -1e-40,
+    1e-38,
+    3.4e38,
+    -3.4e38,
+    65504.0,
+    1e-30,
+    1e4,
+    1.0,
+    -1.0,
+    0.5,
+]
 
 
 @st.composite
@@ -78,8 +123,9 @@ def hostile_rows(draw, name: str):
     n_per_row = t.block_size * draw(st.integers(1, 2))
     seed = draw(st.integers(0, 2**32 - 1))
     rng = np.random.default_rng(seed)
-    x = (rng.standard_normal((n_rows, n_per_row)) * draw(st.sampled_from([1e-30, 1e-3, 1.0, 1e3, 1e30]))
-         ).astype(np.float32)
+    x = (rng.standard_normal((n_rows, n_per_row)) * draw(st.sampled_from([1e-30, 1e-3, 1.0, 1e3, 1e30]))).astype(
+        np.float32
+    )
     kind = draw(st.sampled_from(["plain", "specials", "zeros", "constant"]))
     if kind == "specials":
         for _ in range(draw(st.integers(1, 6))):
@@ -107,8 +153,11 @@ def encode(name: str, x, imatrix, path: str, **kw):
 
 def test_every_converting_type_runs_compiled_both_ways():
     """All types but F32, F64 and the integers (plain copies, numpy's best case) have compiled codecs."""
-    floats = [t.name for t in spec.tensor_types() if t.is_current and t.codec
-              and t.kind in ("quantized", "float") and t.name not in ("F32", "F64")]
+    floats = [
+        t.name
+        for t in spec.tensor_types()
+        if t.is_current and t.codec and t.kind in ("quantized", "float") and t.name not in ("F32", "F64")
+    ]
     assert sorted(COMPILED) == sorted(floats) and len(COMPILED) == 29
     assert sorted(ENCODERS) == sorted(floats)
 
@@ -212,7 +261,7 @@ def test_streaming_stores_write_the_same_values(name, monkeypatch):
         for skip in range(8):
             buf = codecs.empty_blocks(1, want.size + 8).reshape(-1)
             buf[:] = 0  # in memory: streamed (new memory is not, see the next test)
-            out = buf[skip:skip + want.size].reshape(want.shape)
+            out = buf[skip : skip + want.size].reshape(want.shape)
             decode(name, raw, "numba", threads=threads, out=out)
             assert np.array_equal(bits(out), want), (threads, skip)
         out[:] = 0
@@ -250,8 +299,12 @@ def test_last_level_cache_size_from_sysfs(tmp_path):
 
 
 def test_empty_blocks_start_on_a_cache_line():
-    for n_blocks, size, dtype in ((4096, 1, np.float32), (5, 256, np.float32), (300, 32, np.float64),
-                                  (0, 32, np.float32)):
+    for n_blocks, size, dtype in (
+        (4096, 1, np.float32),
+        (5, 256, np.float32),
+        (300, 32, np.float64),
+        (0, 32, np.float32),
+    ):
         a = codecs.empty_blocks(n_blocks, size, dtype)
         assert a.shape == (n_blocks, size) and a.dtype == dtype and a.flags.c_contiguous and a.flags.writeable
         assert a.ctypes.data % 64 == 0 or a.size == 0  # an empty slice may point anywhere
@@ -302,11 +355,13 @@ def test_backend_switch(monkeypatch):
 
 
 def test_import_compiles_nothing_and_numpy_path_needs_no_numba():
-    code = ("import sys, gguf_construct as g\n"
-            "assert 'numba' not in sys.modules\n"
-            "from gguf_construct import codecs\n"
-            "codecs.dequantize('Q4_K', bytes(144))\n"
-            "print(codecs.backend(), 'numba' in sys.modules)\n")
+    code = (
+        "import sys, gguf_construct as g\n"
+        "assert 'numba' not in sys.modules\n"
+        "from gguf_construct import codecs\n"
+        "codecs.dequantize('Q4_K', bytes(144))\n"
+        "print(codecs.backend(), 'numba' in sys.modules)\n"
+    )
     env = dict(os.environ, GGUF_CONSTRUCT_CODECS="numpy")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
@@ -340,13 +395,15 @@ def test_both_paths_equal_golden(path, codec_path):
     assert checked
 
 
-_CACHE_PROBE = ("import gguf_construct, numpy as np\n"
-                "from gguf_construct import codecs\n"
-                "from gguf_construct.codecs import compiled\n"
-                "from gguf_construct.codecs.compiled._jit import cache_folder\n"
-                "assert gguf_construct.__file__.startswith({root!r}), gguf_construct.__file__\n"
-                "assert codecs.dequantize('F16', np.float16([1.5, -2]).tobytes()).tolist() == [1.5, -2.0]\n"
-                "print(cache_folder()); print(sorted(compiled.compiled_kernels()))\n")
+_CACHE_PROBE = (
+    "import gguf_construct, numpy as np\n"
+    "from gguf_construct import codecs\n"
+    "from gguf_construct.codecs import compiled\n"
+    "from gguf_construct.codecs.compiled._jit import cache_folder\n"
+    "assert gguf_construct.__file__.startswith({root!r}), gguf_construct.__file__\n"
+    "assert codecs.dequantize('F16', np.float16([1.5, -2]).tobytes()).tolist() == [1.5, -2.0]\n"
+    "print(cache_folder()); print(sorted(compiled.compiled_kernels()))\n"
+)
 
 
 def test_read_only_install_caches_kernels_in_the_user_folder():
@@ -372,15 +429,29 @@ def test_read_only_install_caches_kernels_in_the_user_folder():
                 pytest.skip("running as root without setpriv: cannot make the package folder unwritable")
             os.chown(cache_home, 65534, 65534)
             command = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"] + command
-            reach = subprocess.run(command[:4] + [sys.executable, "-c", "import numpy, numba"], capture_output=True,
-                                   text=True, timeout=120, cwd=root, env={"PATH": os.environ.get("PATH", "")})
+            reach = subprocess.run(
+                command[:4] + [sys.executable, "-c", "import numpy, numba"],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                cwd=root,
+                env={"PATH": os.environ.get("PATH", "")},
+            )
             if reach.returncode != 0:  # e.g. a venv in a 0700 home or a mktemp -d folder
-                pytest.skip("an unprivileged user cannot import this interpreter's numpy and numba (the venv is "
-                            f"under a folder other users cannot enter): {reach.stderr.strip().splitlines()[-1:]}")
-        env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": site, "HOME": cache_home,
-               "XDG_CACHE_HOME": cache_home, "PYTHONDONTWRITEBYTECODE": "1"}
-        runs = [subprocess.run(command, env=env, capture_output=True, text=True, timeout=600,
-                               cwd=root) for _ in range(2)]
+                pytest.skip(
+                    "an unprivileged user cannot import this interpreter's numpy and numba (the venv is "
+                    f"under a folder other users cannot enter): {reach.stderr.strip().splitlines()[-1:]}"
+                )
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "PYTHONPATH": site,
+            "HOME": cache_home,
+            "XDG_CACHE_HOME": cache_home,
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
+        runs = [
+            subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, cwd=root) for _ in range(2)
+        ]
         for run in runs:
             assert run.returncode == 0, run.stderr
         want = os.path.join(cache_home, "gguf-construct", "numba")
@@ -408,13 +479,18 @@ def test_cache_folder_from_the_environment(monkeypatch, tmp_path):
 
 def test_warm_up_reports_every_kernel(capsys):
     done = codecs.warm_up(["Q8_0", "bf16"])
-    assert [(k.type, k.direction) for k in done] == [("Q8_0", "decode"), ("Q8_0", "encode"), ("BF16", "decode"),
-                                                    ("BF16", "encode")]
+    assert [(k.type, k.direction) for k in done] == [
+        ("Q8_0", "decode"),
+        ("Q8_0", "encode"),
+        ("BF16", "decode"),
+        ("BF16", "encode"),
+    ]
     assert all(k.seconds >= 0 and isinstance(k.compiled, bool) for k in done)
     assert [k.direction for k in codecs.warm_up(["Q4_K"], encode=False)] == ["decode"]
     with pytest.raises(ValueError):
         codecs.warm_up(["Q9_K"])
     from gguf_construct.commands.main import main
+
     assert main(["warm-up", "Q8_0", "--decode-only"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].split()[:2] == ["Q8_0", "decode"] and out[-1].startswith("1 kernels ready")
@@ -529,7 +605,7 @@ def test_the_codegen_option_is_set_once_around_nested_compiles(monkeypatch):
 
 
 # every code of 8 levels 0..2 (2 bits each): what the IQ1 and IQ2 encoders can look up
-_LEVEL_CODES = ((np.arange(3 ** 8)[:, None] // 3 ** np.arange(8)) % 3 << (2 * np.arange(8))).sum(axis=1)
+_LEVEL_CODES = ((np.arange(3**8)[:, None] // 3 ** np.arange(8)) % 3 << (2 * np.arange(8))).sum(axis=1)
 
 
 def _numpy_lattice(name: str):
@@ -537,16 +613,19 @@ def _numpy_lattice(name: str):
     numpy codec's lattice for ``name``."""
     if name == "IQ1_S":
         from gguf_construct.codecs.iq1 import _grid
+
         g = _grid()
-        return g.kmap, lambda c: g.nb_flat[g.nb_start[c]:g.nb_start[c] + g.nb_count[c]], _LEVEL_CODES
+        return g.kmap, lambda c: g.nb_flat[g.nb_start[c] : g.nb_start[c] + g.nb_count[c]], _LEVEL_CODES
     if name.startswith("IQ3"):
         from gguf_construct.codecs.iq3 import _grid
+
         g = _grid("iq3xxs_grid" if name == "IQ3_XXS" else "iq3s_grid")
-        return g.kmap, lambda c: g.nb_flat[g.nb_start[c]:g.nb_start[c] + g.nb_count[c]], np.arange(4096)
+        return g.kmap, lambda c: g.nb_flat[g.nb_start[c] : g.nb_start[c] + g.nb_count[c]], np.arange(4096)
     from gguf_construct.codecs.compiled import iq2
     from gguf_construct.codecs.iq2 import _lattice
+
     g = _lattice(iq2._GRIDS[name])
-    return g.map, lambda c: g.flat[g.starts[g.row[c]]:g.starts[g.row[c]] + g.counts[g.row[c]]], _LEVEL_CODES
+    return g.map, lambda c: g.flat[g.starts[g.row[c]] : g.starts[g.row[c]] + g.counts[g.row[c]]], _LEVEL_CODES
 
 
 @pytest.mark.parametrize("name", ["IQ1_S", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S"])
@@ -554,6 +633,7 @@ def test_packed_neighbour_lists_hold_the_numpy_codecs_lists(name):
     """Every code the encoders can make finds through ``slot`` / ``lists`` the grid index or the neighbour list
     (same entries, same order) of the numpy codec's lattice."""
     from gguf_construct.codecs import compiled
+
     t = next(t for t in spec.tensor_types() if t.name == name)
     slot, lists = compiled.encoder(t.id)[1][2:4]
     grid_of, listed, codes = _numpy_lattice(name)
@@ -564,4 +644,4 @@ def test_packed_neighbour_lists_hold_the_numpy_codecs_lists(name):
     for c in codes[~on]:
         o = -1 - slot[c]
         assert lists[o] > 0
-        assert np.array_equal(lists[o + 1:o + 1 + lists[o]], listed(c))
+        assert np.array_equal(lists[o + 1 : o + 1 + lists[o]], listed(c))

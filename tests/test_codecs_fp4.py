@@ -61,25 +61,51 @@ def test_e8m0_half():
 def test_ue4m3_table_and_encoder():
     table = spec.table("ue4m3_half")
     assert table[0] == 0 and table[0x7F] == 0 and table[0x80] == 0 and table[0x7E] == 224 and table[0xFF] == 240
-    assert table[1] == 2.0 ** -10 and table[8] == 2.0 ** -7  # subnormal man*2^-9, first normal 2^-6, halved
+    assert table[1] == 2.0**-10 and table[8] == 2.0**-7  # subnormal man*2^-9, first normal 2^-6, halved
     # encoding a decoded (doubled) value gives the byte back for every byte the encoder can produce: exponent 15
     # saturates to 0x7E (448), so 0x78..0x7D never come out
     b = np.r_[1:0x78, 0x7E].astype(np.uint8)
     assert np.array_equal(fp4.fp32_to_ue4m3(table[b] * np.float32(2)), b)
     assert np.all(fp4.fp32_to_ue4m3(table[0x78:0x7E] * np.float32(2)) == 0x7E)
-    x = np.array([0, -1, np.nan, np.inf, 1e9, 448, 449, 2.0 ** -10, 2.0 ** -12], dtype=np.float32)
+    x = np.array([0, -1, np.nan, np.inf, 1e9, 448, 449, 2.0**-10, 2.0**-12], dtype=np.float32)
     assert fp4.fp32_to_ue4m3(x).tolist() == [0, 0, 0, 0x7E, 0x7E, 0x7E, 0x7E, 1, 0]  # 2^-10 * 512 + 0.5 -> 1
 
 
-_SPECIAL = [0.0, -0.0, float("nan"), float("inf"), -float("inf"), 1e-45, 1e-39, 3e38, 0.5, 1.5, 2.5, 3.5, 5.0, 7.0,
-            10.0, 12.0, 13.0]
+_SPECIAL = [
+    0.0,
+    -0.0,
+    float("nan"),
+    float("inf"),
+    -float("inf"),
+    1e-45,
+    1e-39,
+    3e38,
+    0.5,
+    1.5,
+    2.5,
+    3.5,
+    5.0,
+    7.0,
+    10.0,
+    12.0,
+    13.0,
+]
 
 
 @settings(max_examples=60, deadline=None)
-@given(e=st.lists(st.integers(0, 255), min_size=1, max_size=4),
-       q=st.lists(st.one_of(st.floats(-16, 16, width=32), st.sampled_from(_SPECIAL),
-                            st.floats(width=32, allow_nan=True, allow_infinity=True)), min_size=32, max_size=32),
-       nudge=st.integers(-2, 2))
+@given(
+    e=st.lists(st.integers(0, 255), min_size=1, max_size=4),
+    q=st.lists(
+        st.one_of(
+            st.floats(-16, 16, width=32),
+            st.sampled_from(_SPECIAL),
+            st.floats(width=32, allow_nan=True, allow_infinity=True),
+        ),
+        min_size=32,
+        max_size=32,
+    ),
+    nudge=st.integers(-2, 2),
+)
 def test_power_of_two_scales_pick_the_codes_the_error_search_picks(e, q, nudge):
     """MXFP4's midpoint rule gives the codes of the candidate-by-candidate error search (the first smallest
     error) for values on, next to and between the grid points of any scale, and for NaN, infinities, zeros."""

@@ -98,4 +98,4 @@ def test_neighbour_lists_follow_ggml():
             dists = sorted(set(d2.tolist()))[:nwant]
             want = [j for j in order if d2[j] in dists]
             r = grid.row[u]
-            assert grid.neighbours[r, :grid.counts[r]].tolist() == want
+            assert grid.neighbours[r, : grid.counts[r]].tolist() == want

@@ -29,6 +29,7 @@ def _bits(a: np.ndarray) -> np.ndarray:
 # properties
 # --------------------------------------------------------------------------------------------------------------
 
+
 @settings(max_examples=20, deadline=None)
 @given(data=rows())
 def test_q8_k_reencode_is_stable(data):
@@ -45,5 +46,3 @@ def test_q8_k_reencode_is_stable(data):
     assert np.array_equal(q["bsums"], q["qs"].reshape(-1, 16, 16).sum(axis=2, dtype=np.int32))
     assert np.allclose(q2["d"] * sign, q["d"], rtol=1e-6, atol=0)
     assert np.allclose(codecs.dequantize("Q8_K", q2.tobytes()), y, rtol=2e-6, atol=0)
-
-

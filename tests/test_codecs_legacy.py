@@ -31,11 +31,13 @@ NAMES = [n.upper() for n in TYPES.values()]
 
 # rows of 1-4 blocks; each block's first element is +-1 before the per-block scale 10^e, so the fp16 scales
 # stay normal and the bounds below hold
-_blocks = st.integers(1, 4).flatmap(lambda nb: st.tuples(
-    st.lists(st.floats(-1, 1, width=32, allow_subnormal=False), min_size=32 * nb, max_size=32 * nb),
-    st.lists(st.floats(-2, 2), min_size=nb, max_size=nb),
-    st.lists(st.sampled_from([-1.0, 1.0]), min_size=nb, max_size=nb),
-))
+_blocks = st.integers(1, 4).flatmap(
+    lambda nb: st.tuples(
+        st.lists(st.floats(-1, 1, width=32, allow_subnormal=False), min_size=32 * nb, max_size=32 * nb),
+        st.lists(st.floats(-2, 2), min_size=nb, max_size=nb),
+        st.lists(st.sampled_from([-1.0, 1.0]), min_size=nb, max_size=nb),
+    )
+)
 
 
 def _rows(data) -> np.ndarray:
@@ -51,13 +53,13 @@ def _bound(name: str, x: np.ndarray) -> np.ndarray:
     b = x.reshape(-1, 32)
     amax = np.abs(b).max(axis=1)
     if name == "Q4_0":
-        return amax / 8 * 1.01      # the positive end clamps at 7 steps: up to one step
+        return amax / 8 * 1.01  # the positive end clamps at 7 steps: up to one step
     if name == "Q5_0":
         return amax / 16 * 1.01
     if name in ("Q8_0", "Q8_1"):
-        return amax / 127 * 0.51 + amax * 2 ** -10
+        return amax / 127 * 0.51 + amax * 2**-10
     steps = 15 if name == "Q4_1" else 31
-    return (b.max(axis=1) - b.min(axis=1)) / steps * 0.51 + amax * 2 ** -9
+    return (b.max(axis=1) - b.min(axis=1)) / steps * 0.51 + amax * 2**-9
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -132,9 +134,9 @@ def test_q8_1_sum_field():
 def test_q5_qh_bit_order():
     """Bit j of the little-endian qh word is the fifth bit of element j."""
     x = np.zeros((1, 32), np.float32)
-    x[0, 0] = -1.0          # largest magnitude, negative: d = 1/16, q = 0
-    x[0, 3] = 0.5           # q = 24 -> fifth bit set
-    x[0, 20] = 0.25         # q = 20 -> fifth bit set
+    x[0, 0] = -1.0  # largest magnitude, negative: d = 1/16, q = 0
+    x[0, 3] = 0.5  # q = 24 -> fifth bit set
+    x[0, 20] = 0.25  # q = 20 -> fifth bit set
     b = np.frombuffer(codecs.quantize("Q5_0", x), codecs.block_dtype("Q5_0"))
     qh = int(b["qh"][0])
     assert (qh >> 3) & 1 and (qh >> 20) & 1 and not qh & 1

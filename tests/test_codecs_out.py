@@ -45,8 +45,12 @@ class _nothing:
 def test_dequantize_refuses_an_out_that_does_not_fit(bad):
     raw = _raw("Q4_K")
     n = codecs.dequantize("Q4_K", raw).size
-    out = {"size": np.empty(n - 1, np.float32), "dtype": np.empty(n, np.float64),
-           "strided": np.empty(2 * n, np.float32)[::2], "readonly": np.empty(n, np.float32)}[bad]
+    out = {
+        "size": np.empty(n - 1, np.float32),
+        "dtype": np.empty(n, np.float64),
+        "strided": np.empty(2 * n, np.float32)[::2],
+        "readonly": np.empty(n, np.float32),
+    }[bad]
     if bad == "readonly":
         out.flags.writeable = False
     with pytest.raises(ValueError, match="out must"):

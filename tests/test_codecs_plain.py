@@ -22,6 +22,8 @@ from gguf_construct import codecs
 FLOAT_GOLDEN = {0: "f32", 1: "f16", 30: "bf16"}
 INTS = {"I8": np.int8, "I16": np.int16, "I32": np.int32, "I64": np.int64}
 ALL = ["F32", "F16", "BF16", "F64", *INTS]
+
+
 def _same_bits(a, b) -> bool:
     a = np.ascontiguousarray(a)
     b = np.ascontiguousarray(b)
@@ -59,8 +61,22 @@ def test_bf16_all_patterns():
 
 
 def test_fp16_rounding_cases():
-    f = np.array([65504.0, 65519.99, 65520.0, 1e9, -1e9, 2.0 ** -24, 2.0 ** -25, 2.0 ** -25 * 1.0001,
-                  1.0 + 2.0 ** -11, 1.0 + 3 * 2.0 ** -11, -0.0], np.float32)
+    f = np.array(
+        [
+            65504.0,
+            65519.99,
+            65520.0,
+            1e9,
+            -1e9,
+            2.0**-24,
+            2.0**-25,
+            2.0**-25 * 1.0001,
+            1.0 + 2.0**-11,
+            1.0 + 3 * 2.0**-11,
+            -0.0,
+        ],
+        np.float32,
+    )
     h = np.frombuffer(codecs.quantize("F16", f), np.uint16)
     assert h.tolist() == [0x7BFF, 0x7BFF, 0x7C00, 0x7C00, 0xFC00, 0x0001, 0x0000, 0x0001, 0x3C00, 0x3C02, 0x8000]
 
@@ -81,7 +97,7 @@ def test_fp16_narrowing_every_boundary():
     and a random sample: the chunked integer conversion equals the reference on all of them."""
     top = np.arange(1 << 19, dtype=np.uint32) << np.uint32(13)
     low = np.array([0, 1, 0x0FFF, 0x1000, 0x1001, 0x1FFF], np.uint32)
-    sub = (np.arange(1 << 12, dtype=np.float32) * np.float32(2.0 ** -25))  # multiples of half a subnormal step
+    sub = np.arange(1 << 12, dtype=np.float32) * np.float32(2.0**-25)  # multiples of half a subnormal step
     sub_bits = sub.view(np.uint32)
     near = np.concatenate([sub_bits, sub_bits + 1, sub_bits - 1, sub_bits | np.uint32(0x80000000)])
     rand = np.random.default_rng(7).integers(0, 1 << 32, 1 << 20, dtype=np.uint64).astype(np.uint32)
@@ -95,16 +111,18 @@ def test_fp16_narrowing_every_boundary():
 
 
 def test_bf16_rounding_cases():
-    u = np.array([0x3F808000, 0x3F818000, 0x3F808001, 0x7F7FFFFF, 0xFF800000, 0x7F800001, 0xFFC00001],
-                 np.uint32)
+    u = np.array([0x3F808000, 0x3F818000, 0x3F808001, 0x7F7FFFFF, 0xFF800000, 0x7F800001, 0xFFC00001], np.uint32)
     h = np.frombuffer(codecs.quantize("BF16", u.view(np.float32)), np.uint16)
     assert h.tolist() == [0x3F80, 0x3F82, 0x3F81, 0x7F80, 0xFF80, 0x7FC0, 0xFFC0]
 
 
 # ------------------------------------------------------------------------------------------------ properties
 
-_f32 = hnp.arrays(np.float32, st.tuples(st.integers(1, 3), st.integers(1, 40)),
-                  elements=st.floats(width=32, allow_nan=True, allow_infinity=True))
+_f32 = hnp.arrays(
+    np.float32,
+    st.tuples(st.integers(1, 3), st.integers(1, 40)),
+    elements=st.floats(width=32, allow_nan=True, allow_infinity=True),
+)
 
 
 @given(x=_f32)
@@ -120,12 +138,12 @@ def test_f16_bf16_roundtrip_bound(x):
     flat = x.reshape(-1)
     finite = np.isfinite(flat) & (np.abs(flat) < 65504)
     y = codecs.dequantize("F16", codecs.quantize("F16", x))
-    assert np.all(np.abs(y[finite] - flat[finite]) <= np.maximum(np.abs(flat[finite]) * 2.0 ** -11, 2.0 ** -25))
+    assert np.all(np.abs(y[finite] - flat[finite]) <= np.maximum(np.abs(flat[finite]) * 2.0**-11, 2.0**-25))
     assert np.array_equal(np.isnan(y), np.isnan(flat))
     z = codecs.dequantize("BF16", codecs.quantize("BF16", x))
     fin = np.isfinite(flat) & (np.abs(flat) < 3.3e38)
     err = np.abs(z[fin].astype(np.float64) - flat[fin])
-    assert np.all(err <= np.maximum(np.abs(flat[fin]) * 2.0 ** -8, 2.0 ** -133))
+    assert np.all(err <= np.maximum(np.abs(flat[fin]) * 2.0**-8, 2.0**-133))
     assert np.array_equal(np.isnan(z), np.isnan(flat))
 
 
@@ -144,8 +162,11 @@ def test_big_endian_same_values(name, data):
 def test_integer_roundtrip(name, data):
     dt = INTS[name]
     info = np.iinfo(dt)
-    x = data.draw(hnp.arrays(dt, st.tuples(st.integers(1, 3), st.integers(1, 20)),
-                             elements=st.integers(int(info.min), int(info.max))))
+    x = data.draw(
+        hnp.arrays(
+            dt, st.tuples(st.integers(1, 3), st.integers(1, 20)), elements=st.integers(int(info.min), int(info.max))
+        )
+    )
     raw = codecs.quantize(name, x)
     assert raw == x.astype(np.dtype(dt).newbyteorder("<")).tobytes()
     y = codecs.dequantize(name, raw)

@@ -54,8 +54,9 @@ def test_big_endian_blocks_decode_the_same(t, seed, n_blocks):
         assert_same(codecs.dequantize(t.id, swapped, byte_order="big"), codecs.dequantize(t.id, raw), t.name)
     x, imatrix = sample_rows(t, rng)
     little = codecs.quantize(t.id, x, imatrix=imatrix)
-    assert codecs.quantize(t.id, x, imatrix=imatrix, byte_order="big") == codecs.swap_blocks(t.id, little, "little",
-                                                                                               "big")
+    assert codecs.quantize(t.id, x, imatrix=imatrix, byte_order="big") == codecs.swap_blocks(
+        t.id, little, "little", "big"
+    )
 
 
 def test_imatrix_facts_match_ggml():

@@ -38,17 +38,29 @@ class Bound:
 
 
 BOUNDS = {
-    "Q2_K": Bound(1.0, 0.25, 15), "Q3_K": Bound(0.5, 0.15, 15), "Q4_K": Bound(0.3, 0.06, 15),
-    "Q5_K": Bound(0.15, 0.03, 15), "Q6_K": Bound(0.1, 0.02, 15), "Q8_K": Bound(0.0045, 0.003, 15),
-    "IQ4_NL": Bound(0.2, 0.07), "IQ4_XS": Bound(0.25, 0.09),
-    "MXFP4": Bound(0.3, 0.15), "NVFP4": Bound(0.25, 0.12),
-    "TQ1_0": Bound(0.51, 0.36), "TQ2_0": Bound(0.51, 0.36), "Q2_0": Bound(0.51, 0.36),
-    "IQ3_XXS": Bound(1.5, 0.25, 8, _WIDE), "IQ3_S": Bound(0.75, 0.2, 8, _WIDE),
-    "IQ2_XXS": Bound(1.5, 0.4, 8, _WIDE), "IQ2_XS": Bound(1.5, 0.35, 8, _WIDE), "IQ2_S": Bound(1.0, 0.3, 8, _WIDE),
+    "Q2_K": Bound(1.0, 0.25, 15),
+    "Q3_K": Bound(0.5, 0.15, 15),
+    "Q4_K": Bound(0.3, 0.06, 15),
+    "Q5_K": Bound(0.15, 0.03, 15),
+    "Q6_K": Bound(0.1, 0.02, 15),
+    "Q8_K": Bound(0.0045, 0.003, 15),
+    "IQ4_NL": Bound(0.2, 0.07),
+    "IQ4_XS": Bound(0.25, 0.09),
+    "MXFP4": Bound(0.3, 0.15),
+    "NVFP4": Bound(0.25, 0.12),
+    "TQ1_0": Bound(0.51, 0.36),
+    "TQ2_0": Bound(0.51, 0.36),
+    "Q2_0": Bound(0.51, 0.36),
+    "IQ3_XXS": Bound(1.5, 0.25, 8, _WIDE),
+    "IQ3_S": Bound(0.75, 0.2, 8, _WIDE),
+    "IQ2_XXS": Bound(1.5, 0.4, 8, _WIDE),
+    "IQ2_XS": Bound(1.5, 0.35, 8, _WIDE),
+    "IQ2_S": Bound(1.0, 0.3, 8, _WIDE),
     # ggml's IQ1 is coarse: a skipped all-zero group decodes as -0.875 times its scale (sparse blocks are far
     # off), and IQ1_M without an imatrix (weights x^2) refits the super-block scale so that a heavy-tailed block
     # can be off by several times its max |x| -- bit for bit what ggml does, so those cases are left out
-    "IQ1_S": Bound(2.5, 0.5, 8, _WIDE, _DENSE), "IQ1_M": Bound(2.5, 0.5, 8, _WIDE, _DENSE, _DENSE[:1] + _DENSE[2:]),
+    "IQ1_S": Bound(2.5, 0.5, 8, _WIDE, _DENSE),
+    "IQ1_M": Bound(2.5, 0.5, 8, _WIDE, _DENSE, _DENSE[:1] + _DENSE[2:]),
 }
 
 

@@ -74,7 +74,7 @@ def test_rename_tensor_keeps_the_data_section_verbatim(tmp_path, capsys):
     assert run(capsys, "rename-tensor", path, "b", "blk.0.attn_q.weight")[0] == 0
     f = g.load(path)
     assert [t.name for t in f.tensors] == ["a", "blk.0.attn_q.weight", "c"]
-    assert bytes(f._buf[f.data_offset:]) == tail and f.source_size - size == f.data_offset - data_offset
+    assert bytes(f._buf[f.data_offset :]) == tail and f.source_size - size == f.data_offset - data_offset
     f.close()
     assert run(capsys, "rename-tensor", path, "nope", "x")[0] == 2
     assert run(capsys, "rename-tensor", path, "a", "c")[0] == 2  # duplicate name
@@ -123,8 +123,10 @@ def test_dump_full_key_counts_layout_and_formats(tmp_path, capsys):
     assert repr(template) in out and "t19" in out  # whole template, whole array
     code, out, _ = run(capsys, "dump", path, "--key", "tokenizer.chat_template")
     assert code == 0 and out == template + "\n"  # exactly as stored, plus the newline it lacks
-    assert run(capsys, "dump", path, "--key", "tokenizer.ggml.tokens")[1] == json.dumps(
-        [f"t{i}" for i in range(20)]) + "\n"
+    assert (
+        run(capsys, "dump", path, "--key", "tokenizer.ggml.tokens")[1]
+        == json.dumps([f"t{i}" for i in range(20)]) + "\n"
+    )
     assert run(capsys, "dump", path, "--key", "llama.context_length")[1] == "2048\n"
     assert run(capsys, "dump", path, "--key", "absent")[0] == 1
     code, out, _ = run(capsys, "dump", path, "--json", "--no-tensors")
@@ -135,8 +137,8 @@ def test_dump_full_key_counts_layout_and_formats(tmp_path, capsys):
     raw = open(path, "rb").read()
     for entry in summary["metadata"]:  # each offset is where the key's record starts: length, then the key
         key = entry["key"].encode()
-        assert raw[entry["offset"]:entry["offset"] + 8] == len(key).to_bytes(8, "little")
-        assert raw[entry["offset"] + 8:entry["offset"] + 8 + len(key)] == key
+        assert raw[entry["offset"] : entry["offset"] + 8] == len(key).to_bytes(8, "little")
+        assert raw[entry["offset"] + 8 : entry["offset"] + 8 + len(key)] == key
     code, out, _ = run(capsys, "dump", path, "--no-tensors")
     assert "tensors:    3" in out and "offset" not in out.split("tensors:    3", 1)[1]  # no tensor table
     code, out, _ = run(capsys, "dump", path, "--markdown")
@@ -171,8 +173,11 @@ def test_unknown_tensor_type_opens_and_is_reported_per_profile(tmp_path, capsys)
     last.tensors[2].ggml_type = 200
     last.save(tmp_path / "last2.gguf")
     t = g.load(tmp_path / "last2.gguf").tensors[2]
-    assert t.opaque and t.offset + t.nbytes == os.path.getsize(tmp_path / "last2.gguf") - g.load(
-        tmp_path / "last2.gguf").data_offset  # the last one runs to the end of the file
+    assert (
+        t.opaque
+        and t.offset + t.nbytes
+        == os.path.getsize(tmp_path / "last2.gguf") - g.load(tmp_path / "last2.gguf").data_offset
+    )  # the last one runs to the end of the file
     with pytest.raises(ValueError, match="byte order"):
         g.load(path).convert(byte_order="big").to_bytes()
 
@@ -182,8 +187,20 @@ def test_every_subcommand_argument_and_flag_has_help():
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     helps = {c.dest: c.help for c in sub._choices_actions}
-    for name in ("dump", "convert", "check", "docs", "fuzz", "demo", "set", "rename-tensor", "diff", "split",
-                 "merge", "hash"):
+    for name in (
+        "dump",
+        "convert",
+        "check",
+        "docs",
+        "fuzz",
+        "demo",
+        "set",
+        "rename-tensor",
+        "diff",
+        "split",
+        "merge",
+        "hash",
+    ):
         sp = sub.choices[name]
         assert helps.get(name) and sp.description, name
         missing = [a.dest for a in sp._actions if not a.help and not isinstance(a, argparse._HelpAction)]

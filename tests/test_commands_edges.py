@@ -61,17 +61,28 @@ def test_a_reader_that_reports_no_values_has_no_values_correct():
     from gguf_construct.suite.matrix import counts_line
     from gguf_construct.suite.runner import score_case, summarise
 
-    cases = [{"file": f"c{i}.gguf", "group": "edge", "expect": {"spec": "accept"},
-              "metadata": [{"key": "general.name", "type": "STRING", "value": "x"}], "tensors": []}
-             for i in range(3)]
+    cases = [
+        {
+            "file": f"c{i}.gguf",
+            "group": "edge",
+            "expect": {"spec": "accept"},
+            "metadata": [{"key": "general.name", "type": "STRING", "value": "x"}],
+            "tensors": [],
+        }
+        for i in range(3)
+    ]
     silent = summarise([score_case(c, Outcome("accept"), "spec") for c in cases])
     assert silent["counts"]["pass"] == 3 and silent["values_correct"] == [0, 0]
     assert "values correct -" in counts_line(silent)
     told = {"metadata": [{"key": "general.name", "type": "STRING", "value": "x"}], "tensors": []}
     wrong = {"metadata": [{"key": "general.name", "type": "STRING", "value": "y"}], "tensors": []}
-    mixed = summarise([score_case(cases[0], Outcome("accept", summary=told), "spec"),
-                       score_case(cases[1], Outcome("accept", summary=wrong), "spec"),
-                       score_case(cases[2], Outcome("accept"), "spec")])
+    mixed = summarise(
+        [
+            score_case(cases[0], Outcome("accept", summary=told), "spec"),
+            score_case(cases[1], Outcome("accept", summary=wrong), "spec"),
+            score_case(cases[2], Outcome("accept"), "spec"),
+        ]
+    )
     assert mixed["values_correct"] == [1, 2]
 
 
@@ -130,8 +141,9 @@ def test_cli_and_api_agree_on_a_file_that_claims_a_later_split_no(tmp_path, caps
     shards = _split_set(tmp_path)
     for path in (shards[2], _split_no_out_of_range(tmp_path)):
         api = g.check(path, profile=profile)
-        code, out, _ = run(capsys, "check", "--no-config", "--fail-on", "error", "--profile", profile, "--format",
-                           "json", path)
+        code, out, _ = run(
+            capsys, "check", "--no-config", "--fail-on", "error", "--profile", profile, "--format", "json", path
+        )
         import json
 
         reports = json.loads(out)
@@ -167,7 +179,7 @@ def _model_with_tensors(path, n=6) -> bytes:
 def test_a_truncated_download_is_no_advisory(tmp_path):
     data = _model_with_tensors(tmp_path / "whole.gguf")
     cut = tmp_path / "cut.gguf"
-    cut.write_bytes(data[:len(data) - 3000])  # the last three tensors missing, one of them partly
+    cut.write_bytes(data[: len(data) - 3000])  # the last three tensors missing, one of them partly
     bounds = [f for f in g.check(str(cut)).findings if f.rule == "DATA-BOUNDS"]
     assert len(bounds) >= 3 and not [f for f in bounds if "CVE-" in f.message]
     crafted = g.load(tmp_path / "whole.gguf")
@@ -176,7 +188,7 @@ def test_a_truncated_download_is_no_advisory(tmp_path):
     oversize = tmp_path / "oversize.gguf"
     oversize.write_bytes(bytes(raw))
     # (to_bytes lays the data out for the new shape; cut it back to the original length, as the exploit file is)
-    oversize.write_bytes(bytes(raw[:len(data)]))
+    oversize.write_bytes(bytes(raw[: len(data)]))
     bounds = [f for f in g.check(str(oversize)).findings if f.rule == "DATA-BOUNDS"]
     assert bounds and all("[CVE-2026-7482]" in f.message for f in bounds)
 
@@ -186,7 +198,9 @@ def test_unknown_option_gets_the_sub_commands_usage(capsys):
         main(["check", "m.gguf", "--bogus"])
     err = capsys.readouterr().err
     assert caught.value.code == 2
-    assert "usage: gguf-construct check" in err and "gguf-construct check: error: unrecognized arguments: --bogus" in err
+    assert (
+        "usage: gguf-construct check" in err and "gguf-construct check: error: unrecognized arguments: --bogus" in err
+    )
     with pytest.raises(SystemExit):
         main(["suite", "run", "d", "--target", "x", "--bogus"])
     assert "gguf-construct suite run: error: unrecognized arguments: --bogus" in capsys.readouterr().err
@@ -207,8 +221,10 @@ def _complete(tmp_path, script: str, *words: str) -> list[str]:
     if shutil.which("bash") is None:
         pytest.skip("no bash here")
     (tmp_path / "completion.bash").write_text(script, encoding="utf-8")
-    probe = (f'source {tmp_path / "completion.bash"}; COMP_WORDS=({" ".join(repr(w) for w in words)}); '
-             'COMP_CWORD=$((${#COMP_WORDS[@]}-1)); COMPREPLY=(); _gguf_construct; printf "%s\\n" "${COMPREPLY[@]}"')
+    probe = (
+        f"source {tmp_path / 'completion.bash'}; COMP_WORDS=({' '.join(repr(w) for w in words)}); "
+        'COMP_CWORD=$((${#COMP_WORDS[@]}-1)); COMPREPLY=(); _gguf_construct; printf "%s\\n" "${COMPREPLY[@]}"'
+    )
     done = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     return [line for line in done.stdout.splitlines() if line]
 
@@ -253,8 +269,11 @@ def test_a_value_file_that_is_a_folder_a_silent_pipe_or_endless_is_one_line(tmp_
     monkeypatch.setattr(edit, "PIPE_SILENCE", 0.2)
     monkeypatch.setattr(edit, "VALUE_FILE_LIMIT", 1 << 20)
     os.mkfifo(tmp_path / "pipe")
-    for source, why in ((tmp_path, "is a directory"), (tmp_path / "pipe", "nothing to read"),
-                        ("/dev/zero", "more than")):
+    for source, why in (
+        (tmp_path, "is a directory"),
+        (tmp_path / "pipe", "nothing to read"),
+        ("/dev/zero", "more than"),
+    ):
         code, _, err = run(capsys, "set", path, "general.name", "--from-file", source)
         assert code == 2 and err.count("\n") == 1 and why in err, err
 

@@ -80,8 +80,11 @@ def _expected_definitions() -> list[str]:
         out += [a("rule", r["id"]) for r in rules["rules"]]
     if (SPEC / "errata.yaml").is_file():
         out += [a("erratum", e["id"]) for e in _load("errata.yaml")["errata"]]
-    out += [a("model", _load(f"architectures/{p.name}")["id"]) for p in sorted((SPEC / "architectures").glob("*.yaml"))
-            if not p.name.startswith("_")]
+    out += [
+        a("model", _load(f"architectures/{p.name}")["id"])
+        for p in sorted((SPEC / "architectures").glob("*.yaml"))
+        if not p.name.startswith("_")
+    ]
     names = _load("tensor_names.yaml")
     out += [a("tensorgroup", g["id"]) for g in names["groups"]]
     tensor_names = _load("architectures/_loader.yaml")["tensor_names"]
@@ -121,8 +124,11 @@ def test_check_reports_stale_and_write_keeps_prose(tmp_path, capsys):
     page = out / "tensor-types.md"
     text = page.read_text(encoding="utf-8")
     prose = "Hand-written note that must survive regeneration.\n"
-    text = text.replace("<!-- BEGIN GENERATED: tensor-types-summary -->\n",
-                        prose + "\n<!-- BEGIN GENERATED: tensor-types-summary -->\nstale line\n", 1)
+    text = text.replace(
+        "<!-- BEGIN GENERATED: tensor-types-summary -->\n",
+        prose + "\n<!-- BEGIN GENERATED: tensor-types-summary -->\nstale line\n",
+        1,
+    )
     page.write_text(text, encoding="utf-8")
     (out / "errata.md").unlink()
 
@@ -145,8 +151,10 @@ def test_check_reports_stale_and_write_keeps_prose(tmp_path, capsys):
 
 def test_splice_only_replaces_inside_markers():
     page = docgen.Page("x.md", "X", "x", "# X\n", ())
-    existing = ("# Mine\n\nintro\n\n<!-- BEGIN GENERATED: a -->\nold\n<!-- END GENERATED -->\n\nmiddle\n\n"
-                "<!-- BEGIN GENERATED: gone -->\nkept\n<!-- END GENERATED -->\n")
+    existing = (
+        "# Mine\n\nintro\n\n<!-- BEGIN GENERATED: a -->\nold\n<!-- END GENERATED -->\n\nmiddle\n\n"
+        "<!-- BEGIN GENERATED: gone -->\nkept\n<!-- END GENERATED -->\n"
+    )
     out = docgen.splice(existing, page, {"a": "new\n", "b": "added\n"})
     assert out.startswith("# Mine\n\nintro\n\n<!-- BEGIN GENERATED: a -->\nnew\n<!-- END GENERATED -->\n\nmiddle\n")
     assert "<!-- BEGIN GENERATED: gone -->\nkept\n" in out
@@ -204,9 +212,10 @@ def test_definitions_are_referenced_by_link_not_redefined():
             rid = m.group(1)
             if docgen.anchor("rule", rid) not in defined_in:
                 continue
-            before = text[max(0, m.start() - 60):m.start()]
-            assert f'id="{docgen.anchor("rule", rid)}"' in before or before.endswith("["), \
+            before = text[max(0, m.start() - 60) : m.start()]
+            assert f'id="{docgen.anchor("rule", rid)}"' in before or before.endswith("["), (
                 f"{name}: rule {rid} mentioned without a link"
+            )
 
 
 def test_index_links_every_page():
@@ -288,8 +297,22 @@ def test_spec_file_section_order(relative):
     assert actual == declared, f"{relative}: top-level sections {actual}, declared {declared}"
 
 
-TENSOR_TYPE_ORDER = ["id", "name", "c_name", "status", "kind", "in_gguf_md", "block_size", "type_size", "codec",
-                     "imatrix", "c_struct", "doc", "doc_ref", "fields"]
+TENSOR_TYPE_ORDER = [
+    "id",
+    "name",
+    "c_name",
+    "status",
+    "kind",
+    "in_gguf_md",
+    "block_size",
+    "type_size",
+    "codec",
+    "imatrix",
+    "c_struct",
+    "doc",
+    "doc_ref",
+    "fields",
+]
 FIELD_ORDER = ["id", "type", "count", "doc", "c_decl", "nan_codes"]
 TABLE_ORDER = ["name", "c_name", "dtype", "shape", "doc", "doc_ref", "values"]
 

@@ -13,8 +13,11 @@ VALUES = st.integers(-5, 5000)
 
 
 @settings(max_examples=200, deadline=None)
-@given(data=st.lists(VALUES, min_size=1, max_size=40), allowed=st.lists(VALUES, min_size=1, max_size=8),
-       dtype=st.sampled_from([np.int32, np.int64, np.uint16]))
+@given(
+    data=st.lists(VALUES, min_size=1, max_size=40),
+    allowed=st.lists(VALUES, min_size=1, max_size=8),
+    dtype=st.sampled_from([np.int32, np.int64, np.uint16]),
+)
 def test_first_outside_is_the_first_not_in(data, allowed, dtype):
     arr = np.array([v for v in data if np.iinfo(dtype).min <= v <= np.iinfo(dtype).max] or [0], dtype=dtype)
     outside = np.flatnonzero(~np.isin(arr.astype(np.int64), np.array(allowed, dtype=np.int64)))

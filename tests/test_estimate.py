@@ -17,8 +17,14 @@ from gguf_construct.breaking.models import build_model_file
 from gguf_construct.commands.main import main
 
 MiB = 1 << 20
-QWEN2_05B = ["embedding_length=896", "attention.head_count=14", "attention.head_count_kv=2",
-             "feed_forward_length=4864", "block_count=24", "context_length=32768"]
+QWEN2_05B = [
+    "embedding_length=896",
+    "attention.head_count=14",
+    "attention.head_count_kv=2",
+    "feed_forward_length=4864",
+    "block_count=24",
+    "context_length=32768",
+]
 
 
 def test_the_spec_names_what_create_memory_decides():
@@ -62,6 +68,7 @@ def test_sliding_window_cache_is_window_sized_without_swa_full():
 
 def small_plan_swa(meta, tensors):
     from gguf_construct.arch.loader import plan_load
+
     return plan_load(meta, tensors, vocab_only=False).hparams.n_swa
 
 
@@ -98,8 +105,7 @@ def test_dsa_cache_adds_a_k_only_indexer_cache():
     assert e.buffers["lid"] == sum(x.k_bytes for x in lid) == len(lid) * head * 2 * 512
 
 
-@pytest.mark.parametrize("arch", ["deepseek4", "dots3note", "glm-dsa", "glm5-next", "hy_v4", "minimax-m3",
-                                  "qwen4exp"])
+@pytest.mark.parametrize("arch", ["deepseek4", "dots3note", "glm-dsa", "glm5-next", "hy_v4", "minimax-m3", "qwen4exp"])
 def test_special_memory_classes_are_replayed(arch):
     meta, tensors = minimal_model_parts(arch)
     e = estimate(meta, tensors, 4096)
@@ -129,10 +135,18 @@ def test_cli_sweep_json(tmp_path, capsys):
     rows = json.loads(capsys.readouterr().out)
     assert [r["ctx"] for r in rows] == [512, 4096]
     for r in rows:
-        assert {"ctx", "model_bytes", "kv_bytes", "recurrent_bytes", "output_bytes", "compute_bytes",
-                "total_bytes"} <= set(r)
-        assert r["total_bytes"] == sum(r[k] for k in ("model_bytes", "kv_bytes", "recurrent_bytes", "output_bytes",
-                                                      "compute_bytes"))
+        assert {
+            "ctx",
+            "model_bytes",
+            "kv_bytes",
+            "recurrent_bytes",
+            "output_bytes",
+            "compute_bytes",
+            "total_bytes",
+        } <= set(r)
+        assert r["total_bytes"] == sum(
+            r[k] for k in ("model_bytes", "kv_bytes", "recurrent_bytes", "output_bytes", "compute_bytes")
+        )
     assert rows[1]["kv_bytes"] == 8 * rows[0]["kv_bytes"]
     assert rows[0]["model_bytes"] > 0
     assert main(["estimate", str(path), "--ctx", "2048", "--layers"]) == 0
@@ -152,17 +166,30 @@ def test_figures_agree_with_libllama(arch, tmp_path):
 
     path = tmp_path / f"{arch}.gguf"
     meta, tensors, offsets = md.wide_model(arch, path)
-    configs = [{"ctx": 4096}, {"ctx": 8192, "seqs": 2, "flash_attn": False, "type_k": "F32", "type_v": "F32"},
-               {"ctx": 4096, "swa_full": False, "type_k": "Q8_0", "type_v": "Q8_0", "flash_attn": True}]
+    configs = [
+        {"ctx": 4096},
+        {"ctx": 8192, "seqs": 2, "flash_attn": False, "type_k": "F32", "type_v": "F32"},
+        {"ctx": 4096, "swa_full": False, "type_k": "Q8_0", "type_v": "Q8_0", "flash_attn": True},
+    ]
     import subprocess
-    proc = subprocess.run([sys.executable, md.__file__, "--lib", LIB, "--worker", str(path), json.dumps(configs)],
-                          capture_output=True, text=True, timeout=600)
+
+    proc = subprocess.run(
+        [sys.executable, md.__file__, "--lib", LIB, "--worker", str(path), json.dumps(configs)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     model_lines, results = md.collect(proc.stdout)
     assert sorted(results) == list(range(len(configs))), proc.stderr[-500:]
     for index, r in sorted(results.items()):
         cfg = configs[index]
-        params = ContextParams(n_seq_max=cfg.get("seqs"), type_k=cfg.get("type_k"), type_v=cfg.get("type_v"),
-                               flash_attn=cfg.get("flash_attn"), swa_full=cfg.get("swa_full"))
+        params = ContextParams(
+            n_seq_max=cfg.get("seqs"),
+            type_k=cfg.get("type_k"),
+            type_v=cfg.get("type_v"),
+            flash_attn=cfg.get("flash_attn"),
+            swa_full=cfg.get("swa_full"),
+        )
         assert r["ok"] is not None, (cfg, proc.stderr[-300:])  # the context was created or refused, not aborted
         if not r["ok"]:  # llama.cpp refuses the context (a cache type that does not fit the heads): so do we
             with pytest.raises(ValueError):
@@ -185,8 +212,10 @@ def test_sweep_rows_carry_the_estimate(tmp_path):
     build_model_file(meta, tensors).save(path)
     row = sweep_one(str(path))
     offsets = {t.name: (0, int(t.offset)) for t in load(str(path)).tensors}
-    assert row["memory_bytes"] == {"4096": estimate(meta, tensors, 4096, offsets=offsets).total_bytes,
-                                   "train": estimate(meta, tensors, 0, offsets=offsets).total_bytes}
+    assert row["memory_bytes"] == {
+        "4096": estimate(meta, tensors, 4096, offsets=offsets).total_bytes,
+        "train": estimate(meta, tensors, 0, offsets=offsets).total_bytes,
+    }
     tensors = {n: t for n, t in tensors.items() if n != "output_norm.weight"}
     bad = tmp_path / "bad.gguf"
     build_model_file(meta, tensors).save(bad)
@@ -199,10 +228,15 @@ def _quantized(arch: str, type_name: str):
     from gguf_construct.format.spec import tensor_types
 
     t = {x.name: x for x in tensor_types()}[type_name]
-    meta, tensors = minimal_model_parts(arch, sizes={"embedding_length": 256, "feed_forward_length": 1024},
-                                        n_vocab=1000)
-    return meta, {n: dataclasses.replace(m, type=t.id) if len(m.ne) >= 2 and n.endswith(".weight")
-                  and "norm" not in n and int(m.ne[0]) % t.block_size == 0 else m for n, m in tensors.items()}
+    meta, tensors = minimal_model_parts(
+        arch, sizes={"embedding_length": 256, "feed_forward_length": 1024}, n_vocab=1000
+    )
+    return meta, {
+        n: dataclasses.replace(m, type=t.id)
+        if len(m.ne) >= 2 and n.endswith(".weight") and "norm" not in n and int(m.ne[0]) % t.block_size == 0
+        else m
+        for n, m in tensors.items()
+    }
 
 
 def test_cpu_repack_takes_matmul_weights_of_the_repacked_types():
@@ -243,11 +277,18 @@ def test_cpu_repack_agrees_with_libllama(type_name, tmp_path):
     path = tmp_path / "q.gguf"
     build_model_file(meta, tensors).save(path)
     offsets = {t.name: (0, int(t.offset)) for t in load(str(path)).tensors}
-    proc = subprocess.run([sys.executable, md.__file__, "--lib", LIB, "--worker", str(path), '[{"ctx": 512}]'],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, md.__file__, "--lib", LIB, "--worker", str(path), '[{"ctx": 512}]'],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     model_lines, _ = md.collect(proc.stdout)
-    logged = {m.group(1): float(m.group(2)) for m in (
-        __import__("re").search(r"(\w+) model buffer size\s*=\s*([\d.]+) MiB", x) for x in model_lines) if m}
+    logged = {
+        m.group(1): float(m.group(2))
+        for m in (__import__("re").search(r"(\w+) model buffer size\s*=\s*([\d.]+) MiB", x) for x in model_lines)
+        if m
+    }
     e = estimate(meta, tensors, 512, offsets=offsets)
     assert logged.get("CPU_REPACK", 0.0) == round(e.repack_bytes / MiB, 2)
     assert logged["CPU_Mapped"] == round((e.model_bytes - e.repack_bytes) / MiB, 2)

@@ -14,8 +14,13 @@ from gguf_construct.arch.synth import minimal_model_parts, model_architectures
 from gguf_construct.breaking.models import build_model_file
 from gguf_construct.commands.main import main
 
-QWEN2_05B = ["embedding_length=896", "attention.head_count=14", "attention.head_count_kv=2",
-             "feed_forward_length=4864", "block_count=24"]
+QWEN2_05B = [
+    "embedding_length=896",
+    "attention.head_count=14",
+    "attention.head_count_kv=2",
+    "feed_forward_length=4864",
+    "block_count=24",
+]
 
 
 def _by_name(e):
@@ -42,16 +47,16 @@ def test_concrete_shapes_follow_the_derived_quantities():
 
 
 def test_key_length_overrides_the_head_size():
-    e = expect_architecture("qwen2", QWEN2_05B + ["attention.key_length=80", "attention.value_length=80"],
-                            n_vocab=100)
+    e = expect_architecture("qwen2", QWEN2_05B + ["attention.key_length=80", "attention.value_length=80"], n_vocab=100)
     t = _by_name(e)
     assert t["blk.0.attn_k.weight"][0].shape == (896, 160)
     assert t["blk.0.attn_q.weight"][0].shape == (896, 896)  # qwen2's loader writes Q as n_embd x n_embd
 
 
 def test_settings_are_typed_as_the_loader_reads_them():
-    key, v = parse_setting("llama", "attention.layer_norm_rms_epsilon=1e-6",
-                           {"llama.attention.layer_norm_rms_epsilon": "float"})
+    key, v = parse_setting(
+        "llama", "attention.layer_norm_rms_epsilon=1e-6", {"llama.attention.layer_norm_rms_epsilon": "float"}
+    )
     assert key == "llama.attention.layer_norm_rms_epsilon" and v.type == "FLOAT32"
     key, v = parse_setting("llama", "general.name=x")
     assert key == "general.name" and v.type == "STRING"
@@ -128,18 +133,23 @@ def test_libllama_asks_for_what_expect_lists(tmp_path):
         path = tmp_path / f"{name}.gguf"
         build_model_file(meta, tensors).save(path)
         ours[str(path)] = [r.name for r in expect(meta, tensors).plan.requests]
-    proc = subprocess.run([sys.executable, str(tool), "--lib", LIB, "--requests", *ours], capture_output=True,
-                          text=True, timeout=1800)
+    proc = subprocess.run(
+        [sys.executable, str(tool), "--lib", LIB, "--requests", *ours], capture_output=True, text=True, timeout=1800
+    )
     got = {r["path"]: r for r in map(json.loads, proc.stdout.splitlines())}
     assert set(got) == set(ours), proc.stderr[-400:]
-    wrong = {Path(p).stem: (ours[p], got[p]["requests"]) for p in ours
-             if not got[p]["ok"] or got[p]["requests"] != ours[p]}
-    assert not wrong, {k: next(((i, a, b) for i, (a, b) in enumerate(zip(*v)) if a != b), len(v[0]) - len(v[1]))
-                       for k, v in wrong.items()}
+    wrong = {
+        Path(p).stem: (ours[p], got[p]["requests"]) for p in ours if not got[p]["ok"] or got[p]["requests"] != ours[p]
+    }
+    assert not wrong, {
+        k: next(((i, a, b) for i, (a, b) in enumerate(zip(*v)) if a != b), len(v[0]) - len(v[1]))
+        for k, v in wrong.items()
+    }
 
 
 def _corpus():
     from conftest import corpus_files
+
     return corpus_files()
 
 
@@ -172,8 +182,9 @@ def test_libllama_stops_at_the_first_missing_tensor_of_the_corpus():
     if not paths:
         pytest.skip("../shared/corpus is absent")
     tool = Path(__file__).resolve().parent.parent / "tools" / "memory_differential.py"
-    proc = subprocess.run([sys.executable, str(tool), "--lib", LIB, "--requests", *paths], capture_output=True,
-                          text=True, timeout=1800)
+    proc = subprocess.run(
+        [sys.executable, str(tool), "--lib", LIB, "--requests", *paths], capture_output=True, text=True, timeout=1800
+    )
     got = {r["path"]: r for r in map(json.loads, proc.stdout.splitlines())}
     assert set(got) == set(paths), proc.stderr[-400:]
     compared = 0
@@ -182,6 +193,6 @@ def test_libllama_stops_at_the_first_missing_tensor_of_the_corpus():
         ours = [r.name for r in expect(meta, tensors).plan.requests]
         theirs = got[p]["requests"]
         assert not got[p]["ok"]
-        assert theirs == ours[:len(theirs)], (p, theirs, ours[:len(theirs)])
+        assert theirs == ours[: len(theirs)], (p, theirs, ours[: len(theirs)])
         compared += bool(theirs)
     assert compared > 0

@@ -50,8 +50,9 @@ def test_cli_check_and_stale_detection(tmp_path, capsys):
     assert "gguf.magic" in capsys.readouterr().err
     changed, _notes = export.write_exports(out, compile_parser=False)
     assert {p.name for p in changed} == {"gguf.magic", "gguf.hexpat"}
-    recorded.write_text((EXPORTS / export.COMPILED_DIR / export.COMPILED_FROM).read_text(encoding="utf-8"),
-                        encoding="utf-8")
+    recorded.write_text(
+        (EXPORTS / export.COMPILED_DIR / export.COMPILED_FROM).read_text(encoding="utf-8"), encoding="utf-8"
+    )
     assert export.check_exports(out, compile_parser=False) == []
 
 
@@ -98,8 +99,9 @@ def test_ksy_covers_value_types_versions_and_byte_orders(ksy):
     assert head["meta"]["endian"]["switch-on"] == "_root.big_endian"
     nested = head["types"]
     assert {n for n in nested if not n.startswith("block_")} == set(GGUF["types"]) - {"file_head"}
-    assert {n for n in nested if n.startswith("block_")} == {f"block_{t.name.lower()}" for t in spec.tensor_types()
-                                                           if t.is_current}
+    assert {n for n in nested if n.startswith("block_")} == {
+        f"block_{t.name.lower()}" for t in spec.tensor_types() if t.is_current
+    }
     value = next(f for f in nested["metadata_kv"]["seq"] if f["id"] == "value")
     assert len(value["type"]["cases"]) == len(GGUF["value_types"])
     assert value["type"]["cases"]["value_types::array"] == "gguf_array"
@@ -109,8 +111,7 @@ def test_ksy_covers_value_types_versions_and_byte_orders(ksy):
     strlen = nested["gguf_string"]["seq"][0]["type"]
     assert strlen == {"switch-on": "_root.version", "cases": {1: "u4", "_": "u8"}}
     assert nested["gguf_string"]["seq"][1]["encoding"] == "UTF-8"
-    assert {v["id"] for v in ksy["enums"]["value_types"].values()} == {vt["name"].lower()
-                                                                      for vt in GGUF["value_types"]}
+    assert {v["id"] for v in ksy["enums"]["value_types"].values()} == {vt["name"].lower() for vt in GGUF["value_types"]}
 
 
 def test_ksy_has_every_tensor_type_with_its_sizes(ksy):
@@ -196,10 +197,12 @@ def test_file_recognises_every_version_and_byte_order(tmp_path, version, byte_or
     path = _sample(tmp_path, version, byte_order)
     magic = str(EXPORTS / "gguf.magic")
     out = subprocess.run(["file", "-b", "-m", magic, str(path)], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == (f"{GGUF['meta']['title']}, version {version}, {byte_order}-endian, 1 tensors, "
-                           "2 key/value pairs")
-    mime = subprocess.run(["file", "-b", "--mime-type", "-m", magic, str(path)], capture_output=True, text=True,
-                          check=True).stdout
+    assert out.strip() == (
+        f"{GGUF['meta']['title']}, version {version}, {byte_order}-endian, 1 tensors, 2 key/value pairs"
+    )
+    mime = subprocess.run(
+        ["file", "-b", "--mime-type", "-m", magic, str(path)], capture_output=True, text=True, check=True
+    ).stdout
     assert mime.strip() == export.signatures.MIME_TYPE
 
 
@@ -211,8 +214,7 @@ def test_file_rejects_what_is_not_gguf(tmp_path):
     for name, data in bad.items():
         path = tmp_path / name
         path.write_bytes(data)
-        out = subprocess.run(["file", "-b", "-m", magic, str(path)], capture_output=True, text=True,
-                             check=True).stdout
+        out = subprocess.run(["file", "-b", "-m", magic, str(path)], capture_output=True, text=True, check=True).stdout
         assert "GGUF" not in out, name
 
 
@@ -235,8 +237,15 @@ def moved_header(tmp_path, monkeypatch):
     gguf["types"]["header"]["seq"].insert(1, {"id": "flags", "type": "u2", "doc": "Hypothetical."})
     gguf["aliases"]["count_t"]["cases"][1] = "u2"
     (copy / "gguf.yaml").write_text(yaml.safe_dump(gguf, sort_keys=False), encoding="utf-8")
-    caches = (spec.load_yaml, spec.primitives, spec.tensor_types, spec.tensor_type_by_id, structs.family,
-              structs.field_spec, structs.value_types)
+    caches = (
+        spec.load_yaml,
+        spec.primitives,
+        spec.tensor_types,
+        spec.tensor_type_by_id,
+        structs.family,
+        structs.field_spec,
+        structs.value_types,
+    )
     monkeypatch.setattr(spec, "spec_dir", lambda: copy)
     for cached in caches:
         cached.cache_clear()
@@ -251,7 +260,9 @@ def test_exports_follow_the_generated_layout(moved_header):
     version word is read 2 bytes later and the v1 counts are 2-byte integers everywhere."""
     ksy = yaml.safe_load(export.render("ksy"))
     assert {k: ksy["instances"][k]["pos"] for k in ("version_word_le", "version_word_be")} == {
-        "version_word_le": 6, "version_word_be": 6}
+        "version_word_le": 6,
+        "version_word_be": 6,
+    }
     header = {f["id"]: f for f in ksy["types"]["file_head"]["types"]["header"]["seq"]}
     assert header["tensor_count"]["type"] == {"switch-on": "_root.version", "cases": {1: "u2", "_": "u8"}}
     hexpat = export.render("hexpat")

@@ -93,10 +93,13 @@ def view_loaded(path) -> dict:
     g = load(path)
     try:
         return {
-            "version": g.version, "byte_order": g.byte_order, "alignment": g.alignment,
+            "version": g.version,
+            "byte_order": g.byte_order,
+            "alignment": g.alignment,
             "keys": [(k, v.type.name, _canon_loaded(v)) for k, v in g.metadata.typed_items()],
-            "tensors": [(t.name, tuple(t.shape), int(t.ggml_type), t.offset, t.nbytes, bytes(t.raw()))
-                        for t in g.tensors],
+            "tensors": [
+                (t.name, tuple(t.shape), int(t.ggml_type), t.offset, t.nbytes, bytes(t.raw())) for t in g.tensors
+            ],
         }
     finally:
         g.close()
@@ -110,12 +113,17 @@ def view_kaitai(cls, path) -> dict:
         assert head.header.tensor_count == len(head.tensor_infos)
         assert head.header.metadata_kv_count == len(head.metadata_kv)
         return {
-            "version": head.header.version, "byte_order": "big" if k.big_endian else "little",
+            "version": head.header.version,
+            "byte_order": "big" if k.big_endian else "little",
             "alignment": k.alignment,
-            "keys": [(kv.key.data, VALUE_TYPE_NAMES[int(kv.value_type)], _canon_kaitai(kv.value_type, kv.value))
-                     for kv in head.metadata_kv],
-            "tensors": [(ti.name.data, tuple(ti.dimensions), int(ti.type), ti.offset, ti.n_bytes, ti.data)
-                        for ti in head.tensor_infos],
+            "keys": [
+                (kv.key.data, VALUE_TYPE_NAMES[int(kv.value_type)], _canon_kaitai(kv.value_type, kv.value))
+                for kv in head.metadata_kv
+            ],
+            "tensors": [
+                (ti.name.data, tuple(ti.dimensions), int(ti.type), ti.offset, ti.n_bytes, ti.data)
+                for ti in head.tensor_infos
+            ],
         }
     finally:
         k.close()
@@ -131,9 +139,20 @@ def generated_file(version: int, byte_order: str, alignment: int) -> GGUFFile:
     tensor of every current tensor type (random bytes), plus a scalar and a 4-dimensional tensor."""
     g = GGUFFile.new(version=version, byte_order=byte_order, alignment=alignment)
     md = g.metadata
-    samples = {"UINT8": 200, "INT8": -100, "UINT16": 60000, "INT16": -30000, "UINT32": 4_000_000_000,
-               "INT32": -2_000_000_000, "FLOAT32": 1.5, "BOOL": True, "STRING": "héllo wörld ✓",
-               "UINT64": 2**63 + 5, "INT64": -(2**62), "FLOAT64": -2.25}
+    samples = {
+        "UINT8": 200,
+        "INT8": -100,
+        "UINT16": 60000,
+        "INT16": -30000,
+        "UINT32": 4_000_000_000,
+        "INT32": -2_000_000_000,
+        "FLOAT32": 1.5,
+        "BOOL": True,
+        "STRING": "héllo wörld ✓",
+        "UINT64": 2**63 + 5,
+        "INT64": -(2**62),
+        "FLOAT64": -2.25,
+    }
     for vt in structs.container_spec()["value_types"]:
         if vt.get("since", 1) > version or vt["name"] == "ARRAY":
             continue
@@ -148,8 +167,9 @@ def generated_file(version: int, byte_order: str, alignment: int) -> GGUFFile:
             continue
         shape = (2 * t.block_size, 3)
         nbytes = 2 * t.type_size * 3
-        g.add_tensor(f"t.{t.name.lower()}", rng.integers(0, 256, nbytes, dtype=np.uint8).tobytes(),
-                     ggml_type=t.name, shape=shape)
+        g.add_tensor(
+            f"t.{t.name.lower()}", rng.integers(0, 256, nbytes, dtype=np.uint8).tobytes(), ggml_type=t.name, shape=shape
+        )
     g.add_tensor("t.scalar", struct.pack("<f" if byte_order == "little" else ">f", 3.0), ggml_type="F32", shape=())
     g.add_tensor("t.four_dims", bytes(range(2 * 3 * 4 * 5)), ggml_type="I8", shape=(2, 3, 4, 5))
     return g
@@ -241,8 +261,11 @@ def test_tensor_blocks_match_the_spec_block_layout(kaitai_gguf, tmp_path, byte_o
                 ours = ours.view(ours.dtype.str.replace("f", "u"))  # the 16 bits, as Kaitai holds them
             for b_k, b_n in zip(ti.blocks, ours):
                 arr = np.atleast_1d(b_n)
-                expected = ([struct.pack("<f" if f.type == "f4" else "<d", float(x)).hex() for x in arr]
-                            if f.type in ("f4", "f8") else [int(x) for x in arr])
+                expected = (
+                    [struct.pack("<f" if f.type == "f4" else "<d", float(x)).hex() for x in arr]
+                    if f.type in ("f4", "f8")
+                    else [int(x) for x in arr]
+                )
                 assert _field_values(b_k, f) == expected, (tt.name, f.id)
         checked += 1
     assert checked == sum(t.is_current for t in spec.tensor_types()) + 2
@@ -292,8 +315,9 @@ def test_ksy_compiles_for_every_target_language():
     kaitai.NOT_TARGETS)."""
     if kaitai.find_compiler() is None:
         pytest.skip("kaitai-struct-compiler not found")
-    _version, results = kaitai.compile_ksy_many((EXPORTS / "gguf.ksy").read_text(encoding="utf-8"),
-                                                list(kaitai.TARGETS))
+    _version, results = kaitai.compile_ksy_many(
+        (EXPORTS / "gguf.ksy").read_text(encoding="utf-8"), list(kaitai.TARGETS)
+    )
     failed = {lang: r for lang, r in results.items() if isinstance(r, str)}
     assert not failed
     assert all(any(text.strip() for text in files.values()) for files in results.values())
@@ -331,22 +355,31 @@ def test_javascript_parser_reads_generated_files_alike(tmp_path):
     for version, byte_order in structs.each_family():
         paths.append(tmp_path / f"v{version}-{byte_order}.gguf")
         generated_file(version, byte_order, 64).save(paths[-1])
-    proc = subprocess.run([node, str(ROOT / "tools" / "kaitai_js_dump.js"), str(parser), *map(str, paths)],
-                          capture_output=True, text=True, timeout=600, check=True,
-                          env={**os.environ, "NODE_PATH": str(modules)})
+    proc = subprocess.run(
+        [node, str(ROOT / "tools" / "kaitai_js_dump.js"), str(parser), *map(str, paths)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+        env={**os.environ, "NODE_PATH": str(modules)},
+    )
     seen = json.loads(proc.stdout)
     for path, js in zip(paths, seen):
         g = load(path)
         for key, vtype, value in js["keys"]:
             typed = g.metadata.typed(key)
             assert VALUE_TYPE_NAMES[vtype] == typed.type.name
-            expected = _js_value(typed.type.name, typed.value, typed.item_type.name if typed.item_type is not None else None)
+            expected = _js_value(
+                typed.type.name, typed.value, typed.item_type.name if typed.item_type is not None else None
+            )
             if expected is not None:
                 assert _without_none(value, expected) == expected, key
         assert [k for k, _, _ in js["keys"]] == list(g.metadata)
         assert (js["version"], js["byte_order"], js["alignment"]) == (g.version, g.byte_order, g.alignment)
-        assert js["tensors"] == [[t.name, list(t.shape), int(t.ggml_type), t.offset, t.nbytes,
-                                  hashlib.sha256(bytes(t.raw())).hexdigest()] for t in g.tensors]
+        assert js["tensors"] == [
+            [t.name, list(t.shape), int(t.ggml_type), t.offset, t.nbytes, hashlib.sha256(bytes(t.raw())).hexdigest()]
+            for t in g.tensors
+        ]
         g.close()
 
 

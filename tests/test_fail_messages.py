@@ -19,6 +19,9 @@ def test_a_model_rule_message_names_the_values(tmp_path):
     f.metadata.set("llama.rope.dimension_count", 3, "UINT32")
     path = tmp_path / "odd-rope.gguf"
     f.save(str(path))
-    messages = [x.message for x in gguf_construct.check(str(path), profile="llama.cpp").findings
-                if x.rule == "MODEL-HPARAM-RANGE"]
+    messages = [
+        x.message
+        for x in gguf_construct.check(str(path), profile="llama.cpp").findings
+        if x.rule == "MODEL-HPARAM-RANGE"
+    ]
     assert len(messages) == 1 and "invalid n_rot: 3, expected 16" in messages[0], messages

@@ -157,7 +157,7 @@ def test_common_field_is_the_place_every_family_agrees_on():
     for version, byte_order in structs.each_family():
         raw, _tree = structs.family(version, byte_order).build("header", _sample("header", 0) | {"version": version})
         end = word.offset.fixed + word.size.fixed
-        assert int.from_bytes(raw[word.offset.fixed:end], byte_order) == version
+        assert int.from_bytes(raw[word.offset.fixed : end], byte_order) == version
         assert structs.detect(raw[:end]) == (version, byte_order)
     with pytest.raises(ValueError, match="tensor_count"):  # count_t: 4 bytes in v1, 8 later
         fieldlayout.common_field("file_head", "header.tensor_count")
@@ -168,16 +168,20 @@ def test_scalars_are_what_the_family_writes(version, byte_order):
     """A primitive's or alias's width and kind: the bytes the builder writes for a field of that type, read back
     with numpy as that kind."""
     fam = structs.family(version, byte_order)
-    for type_name, field_id, value in (("tensor_info", "dimensions", [3]), ("header", "tensor_count", 5),
-                                       ("gguf_array", "type", 6)):
+    for type_name, field_id, value in (
+        ("tensor_info", "dimensions", [3]),
+        ("header", "tensor_count", 5),
+        ("gguf_array", "type", 6),
+    ):
         f = structs.field_spec(type_name, field_id)
         s = fieldlayout.scalar(fam, f["type"])
         raw, tree = fam.build(type_name, {**_sample(type_name, 1), field_id: value})
         node = tree.find(field_id)
         assert node.end - node.start == s.width * (len(value) if isinstance(value, list) else 1)
         dtype = np.dtype(f"{s.kind}{s.width}").newbyteorder("<" if byte_order == "little" else ">")
-        assert np.frombuffer(raw[node.start:node.end], dtype).tolist() == (value if isinstance(value, list)
-                                                                           else [value])
+        assert np.frombuffer(raw[node.start : node.end], dtype).tolist() == (
+            value if isinstance(value, list) else [value]
+        )
     assert fieldlayout.scalar(fam, "dim_t") == fieldlayout.common_scalar(structs.resolve_alias("dim_t", version))
 
 

@@ -99,8 +99,12 @@ def test_problem_names_the_rule_the_field_breaks():
     arr = (4).to_bytes(4, "little") + (1000).to_bytes(8, "little") + b"\0" * 8
     record = len(key).to_bytes(8, "little") + key + (9).to_bytes(4, "little") + arr
     p = fam.read("metadata_kv", record, 0, "metadata_kv[0]").problem
-    assert (p.rule, p.path, p.record["len"].value, p.record.start) == ("ARR-EOF", "metadata_kv[0].value.data",
-                                                                       1000, 8 + len(key) + 4)
+    assert (p.rule, p.path, p.record["len"].value, p.record.start) == (
+        "ARR-EOF",
+        "metadata_kv[0].value.data",
+        1000,
+        8 + len(key) + 4,
+    )
 
 
 @SETTINGS
@@ -110,7 +114,7 @@ def test_build_of_a_parsed_head_is_the_file_and_writes_where_the_read_reads(file
     fam = _family(data)
     tree = fam.compiled_head.parse_stream(BufferStream(data))
     built, node = fam.build("file_head", tree)
-    assert built == data[:len(built)]
+    assert built == data[: len(built)]
     assert _spans(node) == _spans(fam.read("file_head", data).root)
 
 
@@ -132,10 +136,14 @@ KEY = {"key": "a.b"}
 
 def test_build_derives_counts_and_lengths_left_out():
     fam = structs.family(2, "big")
-    value = {"header": {"magic": None, "version": 2},
-             "metadata_kv": [dict(KEY, value_type=8, value="hello"),
-                             dict(KEY, value_type=9, value={"type": 4, "data": [1, 2, 3]})],
-             "tensor_infos": [{"name": "t", "dimensions": [32, 2], "type": 0, "offset": 0}]}
+    value = {
+        "header": {"magic": None, "version": 2},
+        "metadata_kv": [
+            dict(KEY, value_type=8, value="hello"),
+            dict(KEY, value_type=9, value={"type": 4, "data": [1, 2, 3]}),
+        ],
+        "tensor_infos": [{"name": "t", "dimensions": [32, 2], "type": 0, "offset": 0}],
+    }
     data, node = fam.build("file_head", value)
     tree = fam.compiled_head.parse_stream(BufferStream(data))
     assert (tree.header.metadata_kv_count, tree.header.tensor_count) == (2, 1)
@@ -150,8 +158,11 @@ def test_build_writes_impossible_values_and_the_read_finds_them_where_they_were_
         (dict(KEY, value_type=8, value={"len": 10**6, "data": b"short"}), "value", "STR-EOF"),
         (dict(KEY, value_type=9, value={"type": 4, "len": 1000, "data": [1, 2]}), "value.data", "ARR-EOF"),
         (dict(KEY, value_type=99, value=b"\0" * 8), "value", "KV-TYPE"),
-        (dict(KEY, value_type=9, value={"type": 77, "len": 2, "data": [b"\1" * 4, b"\2" * 4]}), "value.data",
-         "ARR-TYPE"),
+        (
+            dict(KEY, value_type=9, value={"type": 77, "len": 2, "data": [b"\1" * 4, b"\2" * 4]}),
+            "value.data",
+            "ARR-TYPE",
+        ),
         (dict(KEY, value_type=4, value=-1), None, None),  # wraps to 0xFFFFFFFF: a valid UINT32
     ]
     for record, where, rule in cases:
@@ -161,8 +172,7 @@ def test_build_writes_impossible_values_and_the_read_finds_them_where_they_were_
             assert p is None
             continue
         assert (p.rule, p.path, p.offset) == (rule, node[where].path, node[where].start), record
-    raw, node = fam.build("tensor_info", {"name": "t", "n_dimensions": 9, "dimensions": [1, 2], "type": 0,
-                                          "offset": 3})
+    raw, node = fam.build("tensor_info", {"name": "t", "n_dimensions": 9, "dimensions": [1, 2], "type": 0, "offset": 3})
     assert node["n_dimensions"].value == 9 and node["dimensions"].end - node["dimensions"].start == 16
     p = fam.read("tensor_info", raw, 0, "tensor_infos[0]").problem  # 9 dimensions announced, 2 written
     assert (p.rule, p.path, p.offset) == ("ARR-EOF", "tensor_infos[0].dimensions", node["dimensions"].start)

@@ -86,7 +86,7 @@ def test_new_file_has_canonical_layout():
     assert back.alignment == 64
     assert [t.offset for t in back.tensors] == [0, 384]  # 3*32*4 bytes, already a multiple of 64
     start = back._orig["data_start"]
-    assert start % 64 == 0 and set(data[back._orig["head_end"]:start]) <= {0}
+    assert start % 64 == 0 and set(data[back._orig["head_end"] : start]) <= {0}
     assert len(data) == start + 384 + 64  # every tensor padded to the alignment, the last one too
     assert back.tensors[0].shape == (32, 3) and back.tensors[0].numpy().shape == (3, 32)
 

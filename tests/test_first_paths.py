@@ -75,9 +75,11 @@ def test_without_numba_every_type_decodes_on_the_numpy_path():
 
 
 def test_without_numba_warm_up_names_the_extra():
-    code = ("import sys; sys.modules['numba'] = None\n"
-            "from gguf_construct.commands.main import main\n"
-            "sys.exit(main(['warm-up', 'Q8_0']))")
+    code = (
+        "import sys; sys.modules['numba'] = None\n"
+        "from gguf_construct.commands.main import main\n"
+        "sys.exit(main(['warm-up', 'Q8_0']))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2
     _one_line_error(proc, "gguf-construct[fast]")
@@ -89,8 +91,9 @@ def test_without_numba_asking_for_the_compiled_path_names_the_extra(monkeypatch)
         codecs.use("numba")
 
 
-@pytest.mark.parametrize("out,engine,extra_module", [("rows.parquet", "local", "pyarrow"),
-                                                      ("rows.jsonl", "dask", "dask.distributed")])
+@pytest.mark.parametrize(
+    "out,engine,extra_module", [("rows.parquet", "local", "pyarrow"), ("rows.jsonl", "dask", "dask.distributed")]
+)
 def test_sweep_names_a_missing_extra_before_any_work(tmp_path, monkeypatch, capsys, out, engine, extra_module):
     from gguf_construct.base import extras as _extras
 
@@ -99,13 +102,21 @@ def test_sweep_names_a_missing_extra_before_any_work(tmp_path, monkeypatch, caps
     src = _small(tmp_path / "m.gguf")
     rc = main(["sweep", src, "--out", str(tmp_path / out), "--engine", engine])
     err = capsys.readouterr().err.strip()
-    assert rc == 2 and len(err.splitlines()) == 1 and 'gguf-construct[cluster]' in err, err
+    assert rc == 2 and len(err.splitlines()) == 1 and "gguf-construct[cluster]" in err, err
     assert not (tmp_path / out).exists()
 
 
 # -- 3. the CLI writes what the API writes ----------------------------------------------------------------------
-@pytest.mark.parametrize("key", ["llama.embedding_length", "llama.block_count", "llama.feed_forward_length",
-                                 "llama.attention.head_count", "llama.rope.dimension_count"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "llama.embedding_length",
+        "llama.block_count",
+        "llama.feed_forward_length",
+        "llama.attention.head_count",
+        "llama.rope.dimension_count",
+    ],
+)
 def test_set_types_a_new_key_as_the_api_does(tmp_path, key):
     path = _small(tmp_path / "m.gguf")
     assert main(["set", path, key, "4096"]) == 0
@@ -129,8 +140,9 @@ def test_every_key_set_from_text_keeps_the_model_loadable(arch):
         del model.metadata[key]
         set_key(model, key, text)
     report = check(model.to_bytes(), profile="llama.cpp")
-    assert report.valid and not [f for f in report.findings if f.rule.startswith("MODEL-KEY")], \
-        [(f.rule, f.message) for f in report.findings]
+    assert report.valid and not [f for f in report.findings if f.rule.startswith("MODEL-KEY")], [
+        (f.rule, f.message) for f in report.findings
+    ]
 
 
 def test_set_item_type_alone_means_an_array_of_it(tmp_path):
@@ -148,8 +160,23 @@ def test_set_from_files_and_special_tokens(tmp_path, capsys):
     (tmp_path / "t.jinja").write_text("{% for m in messages %}{{ m.content }}{% endfor %}\n", encoding="utf-8")
     (tmp_path / "tokenizer_config.json").write_text(json.dumps({"chat_template": "{{ messages[0].content }}"}))
     assert main(["set", path, "general.description", "--from-file", str(tmp_path / "t.jinja")]) == 0
-    assert main(["set", path, "--chat-template-file", str(tmp_path / "tokenizer_config.json"),
-                 "--special-token", "bos", "<s>", "--special-token", "sep", "b"]) == 0
+    assert (
+        main(
+            [
+                "set",
+                path,
+                "--chat-template-file",
+                str(tmp_path / "tokenizer_config.json"),
+                "--special-token",
+                "bos",
+                "<s>",
+                "--special-token",
+                "sep",
+                "b",
+            ]
+        )
+        == 0
+    )
     f = g.load(path)
     assert f.metadata["general.description"].endswith("{% endfor %}\n")
     assert f.metadata["tokenizer.chat_template"] == "{{ messages[0].content }}"
@@ -222,18 +249,25 @@ def test_interrupted_split_leaves_no_shard(tmp_path, monkeypatch, capsys):
     assert os.listdir(tmp_path / "s") == []
 
 
-@pytest.mark.parametrize("command", [["check", "--jobs", "2"], ["hash"], ["set", "llama.block_count", "2"],
-                                     ["convert", "OUT"], ["dump"]])
+@pytest.mark.parametrize(
+    "command", [["check", "--jobs", "2"], ["hash"], ["set", "llama.block_count", "2"], ["convert", "OUT"], ["dump"]]
+)
 def test_ctrl_c_is_one_line_and_status_130(tmp_path, monkeypatch, capsys, command):
     """Wherever the interrupt lands inside a command, the command line says so in one line and exits 130."""
     path = _small(tmp_path / "m.gguf")
     others = [_small(tmp_path / f"o{i}.gguf") for i in range(2)]
     import gguf_construct.filemodel.inputs as inputs_module
+
     monkeypatch.setattr(inputs_module, "load", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
     from gguf_construct.checker import core
+
     monkeypatch.setattr(core, "check_buffer", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
-    args = [command[0], path, *(others if command[0] == "check" else []),
-            *[str(tmp_path / "x.gguf") if a == "OUT" else a for a in command[1:]]]
+    args = [
+        command[0],
+        path,
+        *(others if command[0] == "check" else []),
+        *[str(tmp_path / "x.gguf") if a == "OUT" else a for a in command[1:]],
+    ]
     assert main(args) == 130
     assert capsys.readouterr().err == "gguf-construct: interrupted\n"
 
@@ -285,7 +319,7 @@ def test_convert_of_an_unknown_type_to_the_other_byte_order_is_one_line(tmp_path
     data = bytearray(open(path, "rb").read())
     root = structs.family(3, "little").read("file_head", bytes(data)).root
     at = root["tensor_infos[0].type"].start
-    data[at:at + 4] = (200).to_bytes(4, "little")
+    data[at : at + 4] = (200).to_bytes(4, "little")
     (tmp_path / "o.gguf").write_bytes(bytes(data))
     proc = _run(["convert", tmp_path / "o.gguf", tmp_path / "x.gguf", "--byte-order", "big"])
     assert proc.returncode == 2
@@ -307,8 +341,7 @@ def test_messages_name_the_file_in_the_project_words(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "rand.gguf: " in err and "magic" in err
     for command in (["dump"], ["hash"], ["convert", "--version", "3"]):
-        args = command[:1] + [str(tmp_path / "missing.gguf")] + (["o.gguf"] + command[1:] if len(command) > 1
-                                                                  else [])
+        args = command[:1] + [str(tmp_path / "missing.gguf")] + (["o.gguf"] + command[1:] if len(command) > 1 else [])
         assert main(args) == 2
         err = capsys.readouterr().err
         assert "missing.gguf: no such file or directory" in err and "Errno" not in err, (command, err)

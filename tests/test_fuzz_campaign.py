@@ -107,13 +107,35 @@ def test_signature_keeps_the_first_frames_inside_ggml():
 def test_docs_page_renders_a_recorded_campaign(tmp_path, monkeypatch):
     from gguf_construct.docgen.pages import fuzzing
 
-    run = {"arm": "spec", "run": 0, "edges": 120, "execs": 50, "series": [[1.0, 100, 0, 3], [9.0, 120, 0, 4]],
-           "crashes": [], "aborts": [{"kind": "abort", "signature": "f@gguf.cpp:1", "message": "GGML_ASSERT(x)"}],
-           "coverage": {"ggml/src/gguf.cpp": {"regions": [10, 20], "lines": [30, 40], "branches": [1, 2]}}}
-    other = dict(run, arm="bytes", edges=60, coverage={"ggml/src/gguf.cpp": {"regions": [5, 20], "lines": [9, 40],
-                                                                                 "branches": [1, 2]}}, aborts=[])
-    rec = {"target": "ggml", "doc": "d", "focus": ["ggml/src/gguf.cpp"], "arms": ["spec", "bytes"],
-           "budget_cpu_s": 10, "seeds": 3, "started": "now", "runs": [run, other], "oracle": {}, "unreached": {}}
+    run = {
+        "arm": "spec",
+        "run": 0,
+        "edges": 120,
+        "execs": 50,
+        "series": [[1.0, 100, 0, 3], [9.0, 120, 0, 4]],
+        "crashes": [],
+        "aborts": [{"kind": "abort", "signature": "f@gguf.cpp:1", "message": "GGML_ASSERT(x)"}],
+        "coverage": {"ggml/src/gguf.cpp": {"regions": [10, 20], "lines": [30, 40], "branches": [1, 2]}},
+    }
+    other = dict(
+        run,
+        arm="bytes",
+        edges=60,
+        coverage={"ggml/src/gguf.cpp": {"regions": [5, 20], "lines": [9, 40], "branches": [1, 2]}},
+        aborts=[],
+    )
+    rec = {
+        "target": "ggml",
+        "doc": "d",
+        "focus": ["ggml/src/gguf.cpp"],
+        "arms": ["spec", "bytes"],
+        "budget_cpu_s": 10,
+        "seeds": 3,
+        "started": "now",
+        "runs": [run, other],
+        "oracle": {},
+        "unreached": {},
+    }
     (tmp_path / "ggml.json").write_text(json.dumps(rec))
     monkeypatch.setattr(fuzzing, "_folder", lambda: tmp_path)
     text = fuzzing._sec_campaigns(None)
@@ -135,9 +157,16 @@ def _need(binary: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("binary,arm", [("ggml_reader", "bytes"), ("ggml_reader_spec", "spec"),
-                                        ("llama_loader", "bytes"), ("llama_loader_spec", "spec"),
-                                        ("llama_loader", "ossfuzz")])
+@pytest.mark.parametrize(
+    "binary,arm",
+    [
+        ("ggml_reader", "bytes"),
+        ("ggml_reader_spec", "spec"),
+        ("llama_loader", "bytes"),
+        ("llama_loader_spec", "spec"),
+        ("llama_loader", "ossfuzz"),
+    ],
+)
 def test_smoke_run_of_each_target(binary, arm, tmp_path, model):
     exe = _need(binary)
     corpus = tmp_path / "corpus"
@@ -145,9 +174,21 @@ def test_smoke_run_of_each_target(binary, arm, tmp_path, model):
     (corpus / "llama").write_bytes(model)
     (corpus / "empty").write_bytes(b"GGUF\x03\0\0\0" + bytes(16))
     env = campaign.runtime_env(arm, {"GGUF_HARNESS_ABORT_DIR": str(tmp_path)})
-    proc = subprocess.run([str(exe), str(corpus), "-runs=40", "-max_len=65536", "-timeout=20", "-seed=1",
-                           f"-artifact_prefix={tmp_path}/"],
-                          env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            str(exe),
+            str(corpus),
+            "-runs=40",
+            "-max_len=65536",
+            "-timeout=20",
+            "-seed=1",
+            f"-artifact_prefix={tmp_path}/",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "INITED" in proc.stderr and "Done 40 runs" in proc.stderr
 
@@ -157,8 +198,7 @@ def test_harness_prints_the_verdicts_of_every_read_path(tmp_path, model):
     seed = tmp_path / "m.gguf"
     seed.write_bytes(model)
     got = campaign.verdicts(campaign.TARGETS["ggml"], "bytes", [seed], BIN)
-    assert got[str(seed)] == {"buffer.no_alloc": True, "buffer.alloc": True, "file.no_alloc": True,
-                              "file.alloc": True}
+    assert got[str(seed)] == {"buffer.no_alloc": True, "buffer.alloc": True, "file.no_alloc": True, "file.alloc": True}
 
 
 def test_coverage_guided_reports_embed_their_committed_reproducers():

@@ -28,7 +28,9 @@ def _module(tmp_path, body: str) -> str:
 
 
 def test_our_own_reader_agrees_with_the_oracle(tmp_path):
-    mod = _module(tmp_path, """
+    mod = _module(
+        tmp_path,
+        """
         import gguf_construct as g
         from gguf_construct.filemodel.dump import file_summary
 
@@ -36,16 +38,20 @@ def test_our_own_reader_agrees_with_the_oracle(tmp_path):
             if not g.check(path).valid:
                 raise ValueError("invalid")
             return file_summary(g.load(path), full=True)
-    """)
-    results = run(PythonTarget(f"{mod}:read", timeout=20), count=60, seed=5, out_dir=str(tmp_path / "out"),
-                  progress=False)
+    """,
+    )
+    results = run(
+        PythonTarget(f"{mod}:read", timeout=20), count=60, seed=5, out_dir=str(tmp_path / "out"), progress=False
+    )
     assert results.generated == 60 and not results.findings, results.table()
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["generated"] == 60 and summary["findings"] == []
 
 
 def test_every_class_is_found_and_minimised(tmp_path):
-    mod = _module(tmp_path, """
+    mod = _module(
+        tmp_path,
+        """
         import time
 
         def read(path):
@@ -61,9 +67,16 @@ def test_every_class_is_found_and_minimised(tmp_path):
             if data[4] == 2:
                 raise ValueError("no v2")      # false rejects
             return {"metadata": [{"key": "invented.key", "type": "UINT8", "value": 1}]}  # value mismatch
-    """)
-    results = run(PythonTarget(f"{mod}:read", timeout=0.5), count=100, seed=2, out_dir=str(tmp_path / "out"),
-                  progress=False, max_minimize=8)
+    """,
+    )
+    results = run(
+        PythonTarget(f"{mod}:read", timeout=0.5),
+        count=100,
+        seed=2,
+        out_dir=str(tmp_path / "out"),
+        progress=False,
+        max_minimize=8,
+    )
     kinds = {f.kind for f in results.findings.values()}
     assert {"false_accept", "false_reject", "hang", "value_mismatch"} <= kinds, results.table()
     minimized = [f for f in results.findings.values() if f.minimized is not None]
@@ -79,8 +92,10 @@ def test_every_class_is_found_and_minimised(tmp_path):
 
 def test_cmd_target_exit_codes_and_json(tmp_path):
     script = tmp_path / "reader.sh"
-    script.write_text("#!/bin/sh\ncase \"$1\" in *ok*) echo '{\"metadata\": []}'; exit 0;; *seg*) kill -SEGV $$;;"
-                      " *slow*) sleep 5;; esac\nexit 3\n")
+    script.write_text(
+        '#!/bin/sh\ncase "$1" in *ok*) echo \'{"metadata": []}\'; exit 0;; *seg*) kill -SEGV $$;;'
+        " *slow*) sleep 5;; esac\nexit 3\n"
+    )
     script.chmod(0o755)
     t = CmdTarget(f"{script} {{file}}", timeout=0.5)
     assert t.run("x-ok").status == "accept" and t.run("x-ok").summary == {"metadata": []}
@@ -91,7 +106,9 @@ def test_cmd_target_exit_codes_and_json(tmp_path):
 
 
 def test_python_worker_survives_crashes_and_memory_limit(tmp_path):
-    mod = _module(tmp_path, """
+    mod = _module(
+        tmp_path,
+        """
         import os
 
         def read(path):
@@ -102,7 +119,8 @@ def test_python_worker_survives_crashes_and_memory_limit(tmp_path):
             if "dict" in path:
                 return {"metadata": [{"key": "a.b", "type": "FLOAT32", "value": float("nan")}]}
             raise ValueError("nope")
-    """)
+    """,
+    )
     t = PythonTarget(f"{mod}:read", timeout=20, memory=1 << 30)
     try:
         assert t.run("p-kill").status == "crash"
@@ -115,21 +133,40 @@ def test_python_worker_survives_crashes_and_memory_limit(tmp_path):
 
 
 def test_compare_reports_each_kind_of_difference():
-    ours = {"metadata": [{"key": "a.b", "type": "UINT32", "value": 3},
-                         {"key": "a.f", "type": "FLOAT32", "value": "nan"},
-                         {"key": "a.s", "type": "ARRAY", "item_type": "STRING", "length": 2, "value": ["x", "y"]}],
-            "tensors": [{"name": "w", "type": "Q4_0", "shape": [32, 2], "offset": 0, "nbytes": 36}]}
-    same = {"metadata": [{"key": "a.b", "type": 4, "value": 3}, {"key": "a.f", "type": "FLOAT32", "value": "NaN"},
-                         {"key": "a.s", "type": "ARRAY", "item_type": 8, "value": ["x", "y"]}],
-            "tensors": [{"name": "w", "type": 2, "shape": [32, 2], "offset": 0}]}
+    ours = {
+        "metadata": [
+            {"key": "a.b", "type": "UINT32", "value": 3},
+            {"key": "a.f", "type": "FLOAT32", "value": "nan"},
+            {"key": "a.s", "type": "ARRAY", "item_type": "STRING", "length": 2, "value": ["x", "y"]},
+        ],
+        "tensors": [{"name": "w", "type": "Q4_0", "shape": [32, 2], "offset": 0, "nbytes": 36}],
+    }
+    same = {
+        "metadata": [
+            {"key": "a.b", "type": 4, "value": 3},
+            {"key": "a.f", "type": "FLOAT32", "value": "NaN"},
+            {"key": "a.s", "type": "ARRAY", "item_type": 8, "value": ["x", "y"]},
+        ],
+        "tensors": [{"name": "w", "type": 2, "shape": [32, 2], "offset": 0}],
+    }
     assert compare(ours, same) == []
-    other = {"metadata": [{"key": "a.b", "type": "INT32", "value": 3}, {"key": "a.s", "type": "ARRAY",
-                                                                        "item_type": "STRING", "value": ["x"]},
-                          {"key": "new.k", "type": "UINT8", "value": 1}],
-             "tensors": [{"name": "w", "type": "Q4_0", "shape": [32, 3], "offset": 32}]}
+    other = {
+        "metadata": [
+            {"key": "a.b", "type": "INT32", "value": 3},
+            {"key": "a.s", "type": "ARRAY", "item_type": "STRING", "value": ["x"]},
+            {"key": "new.k", "type": "UINT8", "value": 1},
+        ],
+        "tensors": [{"name": "w", "type": "Q4_0", "shape": [32, 3], "offset": 32}],
+    }
     whats = {(d["what"], d["where"]) for d in compare(ours, other)}
-    assert whats == {("type", "a.b"), ("key", "a.f"), ("value", "a.s"), ("key", "new.k"), ("tensor shape", "w"),
-                     ("tensor offset", "w")}
+    assert whats == {
+        ("type", "a.b"),
+        ("key", "a.f"),
+        ("value", "a.s"),
+        ("key", "new.k"),
+        ("tensor shape", "w"),
+        ("tensor offset", "w"),
+    }
 
 
 def test_generate_is_reproducible():
@@ -157,8 +194,22 @@ def test_unknown_target_is_a_usage_error(capsys):
 
 @pytest.mark.skipif(importlib.util.find_spec("gguf") is None, reason="gguf-py not installed")
 def test_cli_against_gguf_py(tmp_path, capsys):
-    rc = main(["fuzz", "--target", "gguf-py", "--count", "40", "--seed", "3", "--timeout", "2", "--out",
-               str(tmp_path), "--no-minimize"])
+    rc = main(
+        [
+            "fuzz",
+            "--target",
+            "gguf-py",
+            "--count",
+            "40",
+            "--seed",
+            "3",
+            "--timeout",
+            "2",
+            "--out",
+            str(tmp_path),
+            "--no-minimize",
+        ]
+    )
     out = capsys.readouterr().out
     assert rc in (0, 1) and "false accepts" in out and (tmp_path / "summary.json").exists()
 
@@ -175,8 +226,22 @@ _GGML_LIB = os.environ.get("GGUF_CONSTRUCT_GGML_LIB")
 def test_ggml_target_agrees_with_the_ggml_profile(tmp_path, capsys):
     """ggml's own reader against the ggml profile: no false accepts or rejects on seeded files (aborts inside ggml
     and embedded-NUL strings are ggml's own findings)."""
-    rc = main(["fuzz", "--target", f"ggml:{_GGML_LIB}", "--profile", "ggml", "--count", "200", "--seed", "5",
-               "--out", str(tmp_path), "--no-minimize"])
+    rc = main(
+        [
+            "fuzz",
+            "--target",
+            f"ggml:{_GGML_LIB}",
+            "--profile",
+            "ggml",
+            "--count",
+            "200",
+            "--seed",
+            "5",
+            "--out",
+            str(tmp_path),
+            "--no-minimize",
+        ]
+    )
     capsys.readouterr()
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert rc in (0, 1)

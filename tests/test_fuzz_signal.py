@@ -16,6 +16,7 @@ from gguf_construct.fuzzing.report import Disagreement, OutDirError, Results, pr
 from gguf_construct.fuzzing.runner import carriers, generate, normalize, run, signature, supported
 from gguf_construct.fuzzing.targets import Outcome, Target
 
+
 def _pool(**kw):
     return carriers(7, 30, **kw)
 
@@ -61,8 +62,15 @@ def test_only_files_the_target_reads_are_generated():
 def test_a_v3_little_reader_has_no_false_rejects_when_it_says_so():
     everything = run(FakeTarget(_v3_little_reader), count=120, seed=4, minimize=False, progress=False)
     assert everything.per_class["false_reject"] > 0
-    told = run(FakeTarget(_v3_little_reader), count=120, seed=4, minimize=False, progress=False, versions=[3],
-               byte_orders=["little"])
+    told = run(
+        FakeTarget(_v3_little_reader),
+        count=120,
+        seed=4,
+        minimize=False,
+        progress=False,
+        versions=[3],
+        byte_orders=["little"],
+    )
     assert told.per_class["false_reject"] == 0, told.table()
 
 
@@ -100,13 +108,16 @@ def test_signatures_do_not_split_by_values_inside_messages():
 
 
 def test_crash_location_and_detail_come_from_the_minimised_reproducer(tmp_path):
-    tb = 'Traceback (most recent call last):\n  File "/x/gguf_construct/fuzzing/worker.py", line 70, in main\n' \
-         '  File "/home/u/myreader.py", line {line}, in parse\nIndexError: x'
+    tb = (
+        'Traceback (most recent call last):\n  File "/x/gguf_construct/fuzzing/worker.py", line 70, in main\n'
+        '  File "/home/u/myreader.py", line {line}, in parse\nIndexError: x'
+    )
 
     def decide(data):
         if _family(data)[0] == 3 and len(data) > 40:
-            return Outcome("crash", detail=f"IndexError: read past {len(data)} bytes",
-                           extra={"traceback": tb.format(line=42)})
+            return Outcome(
+                "crash", detail=f"IndexError: read past {len(data)} bytes", extra={"traceback": tb.format(line=42)}
+            )
         return Outcome("accept" if expect(data, "spec").valid else "reject", detail="no")
 
     results = run(FakeTarget(decide), count=40, seed=1, progress=False, out_dir=str(tmp_path / "out"))
@@ -176,8 +187,12 @@ def test_no_hypothesis_folder_is_left_in_the_working_directory(tmp_path, monkeyp
 
 
 def test_progress_lines_when_stderr_is_not_a_terminal(capsys):
-    run(FakeTarget(lambda d: Outcome("accept" if expect(d, "spec").valid else "reject")), count=20, seed=3,
-        minimize=False)
+    run(
+        FakeTarget(lambda d: Outcome("accept" if expect(d, "spec").valid else "reject")),
+        count=20,
+        seed=3,
+        minimize=False,
+    )
     err = capsys.readouterr().err
     assert "fuzz: 20/20 files" in err and "\r" not in err
     assert err.count("\n") >= 5

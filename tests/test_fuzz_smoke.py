@@ -46,9 +46,24 @@ def test_atheris_smoke(tmp_path):
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.run([sys.executable, str(HARNESS), "-runs=300", "-max_len=2048", "-timeout=10",
-                           "-rss_limit_mb=2048", f"-artifact_prefix={tmp_path}/", str(corpus), str(SEEDS)],
-                          capture_output=True, text=True, timeout=55, env=env, cwd=tmp_path)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(HARNESS),
+            "-runs=300",
+            "-max_len=2048",
+            "-timeout=10",
+            "-rss_limit_mb=2048",
+            f"-artifact_prefix={tmp_path}/",
+            str(corpus),
+            str(SEEDS),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=55,
+        env=env,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Done 300 runs" in proc.stderr
 

@@ -65,8 +65,9 @@ def test_hash_lines_equal_gguf_hash(model_file, capsys):
     assert main(["hash", "in.gguf", "--all", "--per-tensor", "--uuid"]) == 0
     assert capsys.readouterr().out == GGUF_HASH
     assert main(["hash", "in.gguf"]) == 0  # default: the xxh64 model line only
-    assert capsys.readouterr().out.splitlines() == [line for line in GGUF_HASH.splitlines()
-                                                    if line.startswith("xxh64") and ":" not in line]
+    assert capsys.readouterr().out.splitlines() == [
+        line for line in GGUF_HASH.splitlines() if line.startswith("xxh64") and ":" not in line
+    ]
     assert main(["hash", "in.gguf", "--algo", "sha256", "--algo", "sha1"]) == 0  # gguf-hash's order
     assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == ["sha1", "sha256"]
 
@@ -75,8 +76,7 @@ def test_pure_xxh64_fallback_gives_gguf_hash_values(model_file, monkeypatch, cap
     monkeypatch.setitem(__import__("sys").modules, "xxhash", None)  # as without the [hash] extra
     assert isinstance(hashing.new_hasher("xxh64"), XXH64)
     assert main(["hash", "in.gguf", "--per-tensor"]) == 0
-    assert capsys.readouterr().out.splitlines() == [line for line in GGUF_HASH.splitlines()
-                                                    if line.startswith("xxh64")]
+    assert capsys.readouterr().out.splitlines() == [line for line in GGUF_HASH.splitlines() if line.startswith("xxh64")]
 
 
 def test_model_hash_ignores_metadata(model_file, capsys):
@@ -103,7 +103,7 @@ def test_xxh64_matches_known_values_and_streaming():
             i = 0
             while i < n:  # fed in odd pieces: the 32-byte stripes straddle update() calls
                 k = rng.randint(1, 45)
-                h.update(data[i:i + k])
+                h.update(data[i : i + k])
                 i += k
             assert h.intdigest() == xxhash.xxh64_intdigest(data, seed), (n, seed)
 

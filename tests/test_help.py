@@ -13,9 +13,12 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_tensor_names_page_lists_gguf_md_spellings_beside_llama_cpps():
     text = (ROOT / "docs" / "tensor-names.md").read_text(encoding="utf-8")
     section = text.split("tensor-names-gguf-md")[-1]
-    for gguf_md, ours in (("pos_embd", "position_embd"), ("blk.{i}.ffn_gate_exp", "blk.{i}.ffn_gate_exps"),
-                          ("blk.{i}.ffn_down_exp", "blk.{i}.ffn_down_exps"),
-                          ("blk.{i}.ffn_up_exp", "blk.{i}.ffn_up_exps")):
+    for gguf_md, ours in (
+        ("pos_embd", "position_embd"),
+        ("blk.{i}.ffn_gate_exp", "blk.{i}.ffn_gate_exps"),
+        ("blk.{i}.ffn_down_exp", "blk.{i}.ffn_down_exps"),
+        ("blk.{i}.ffn_up_exp", "blk.{i}.ffn_up_exps"),
+    ):
         row = next(line for line in section.splitlines() if line.startswith(f"| `{gguf_md}` |"))
         assert f"[`{ours}`](#tensor-" in row
         assert "errata.md#erratum-gguf-md-tensor-names" in row
@@ -63,8 +66,11 @@ def test_rule_severity_per_profile_comes_from_the_catalog(capsys):
 
     info = json.loads(out)
     rule = catalog()["HDR-ENDIAN"]
-    assert info["severity"] == {"spec": rule.severity("spec"), "ggml": rule.severity("ggml"),
-                                "llama.cpp": rule.severity("llama.cpp")}
+    assert info["severity"] == {
+        "spec": rule.severity("spec"),
+        "ggml": rule.severity("ggml"),
+        "llama.cpp": rule.severity("llama.cpp"),
+    }
     assert info["severity"]["spec"] != info["severity"]["ggml"]  # the profiles differ for this rule
     assert "example" not in info
 
@@ -80,7 +86,9 @@ def test_every_rule_has_an_example_with_its_finding():
     from gguf_construct.commands.rule import example
     from gguf_construct.rulebook.catalog import catalog
 
-    missing = [rid for rid in catalog() if not (example(rid) or {}).get("findings") and "dormant" not in catalog()[rid].raw]
+    missing = [
+        rid for rid in catalog() if not (example(rid) or {}).get("findings") and "dormant" not in catalog()[rid].raw
+    ]
     assert not missing
 
 
@@ -146,12 +154,16 @@ def test_bash_completion_completes_commands_options_and_choices(tmp_path):
 
     if shutil.which("bash") is None:
         import pytest
+
         pytest.skip("needs bash")
-    script = shellhelp.completion(build_parser(), "bash") + """
+    script = (
+        shellhelp.completion(build_parser(), "bash")
+        + """
 COMP_WORDS=(gguf-construct ru); COMP_CWORD=1; _gguf_construct; echo "1:${COMPREPLY[*]}"
 COMP_WORDS=(gguf-construct check --prof); COMP_CWORD=2; _gguf_construct; echo "2:${COMPREPLY[*]}"
 COMP_WORDS=(gguf-construct check --profile ""); COMP_CWORD=3; _gguf_construct; echo "3:${COMPREPLY[*]}"
 """
+    )
     out = _shell(["bash"], script, tmp_path)
     assert "1:rule\n" in out and "2:--profile\n" in out and "3:spec ggml llama.cpp\n" in out
 

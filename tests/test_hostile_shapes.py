@@ -201,7 +201,7 @@ def test_doubling_and_compiled_walk_agree():
     win = np.frombuffer(data, dtype=np.uint8)
     chain = chain_by_doubling(win, 8, True, 10**9)
     want, _ = _reference(data, 3000)
-    assert np.array_equal(chain, want[:len(chain)] - 8) and len(chain) >= 2999
+    assert np.array_equal(chain, want[: len(chain)] - 8) and len(chain) >= 2999
     starts = np.empty(3000, dtype=np.int64)
     walked = walk_compiled(data, 0, 3000, 8, True, starts)
     if walked is not None:

@@ -56,10 +56,10 @@ def imports(path: Path) -> list[tuple[str, int]]:
     for child in ast.walk(ast.parse(path.read_text())):
         if isinstance(child, ast.ImportFrom):
             if child.level:
-                base = package[:len(package) - child.level + 1]
+                base = package[: len(package) - child.level + 1]
                 target = ".".join(base + ([child.module] if child.module else []))
             elif (child.module or "").startswith("gguf_construct"):
-                target = child.module[len("gguf_construct."):] if child.module != "gguf_construct" else ""
+                target = child.module[len("gguf_construct.") :] if child.module != "gguf_construct" else ""
             else:
                 continue
             for alias in child.names:
@@ -68,7 +68,7 @@ def imports(path: Path) -> list[tuple[str, int]]:
         elif isinstance(child, ast.Import):
             for alias in child.names:
                 if alias.name.startswith("gguf_construct."):
-                    out.append((alias.name[len("gguf_construct."):], child.lineno))
+                    out.append((alias.name[len("gguf_construct.") :], child.lineno))
 
     return out
 
@@ -87,7 +87,8 @@ def test_imports_run_downward(path):
         target = _target_name(target)
         assert may_import(here, target), (
             f"{here}:{line} (layer {layer_of(here)}, {_layer(here).holds}) imports {target} "
-            f"(layer {layer_of(target)}): only its own folder and lower layers")
+            f"(layer {layer_of(target)}): only its own folder and lower layers"
+        )
 
 
 def _imports_argparse(path: Path) -> bool:
@@ -101,8 +102,9 @@ def _imports_argparse(path: Path) -> bool:
 
 def test_only_the_command_layer_imports_argparse():
     """Argument parsers and the glue of each command live in commands/; library modules take plain arguments."""
-    outside = [str(p.relative_to(PACKAGE)) for p in SOURCES
-               if folder_of(module_name(p)) != COMMANDS and _imports_argparse(p)]
+    outside = [
+        str(p.relative_to(PACKAGE)) for p in SOURCES if folder_of(module_name(p)) != COMMANDS and _imports_argparse(p)
+    ]
     assert outside == []
     assert _imports_argparse(PACKAGE / "commands" / "main.py")  # the probe sees an import when there is one
 
@@ -192,8 +194,13 @@ def test_no_import_circles():
     """Downward imports allow modules of one layer to import each other; none may close a circle (the generator,
     the field tree and the symbolic layout, the crafted files and their advisory breakages were such circles)."""
     graph = import_graph()
-    assert {"format.structs", "format.fieldtree", "format.fieldlayout", "breaking.crafting",
-            "breaking.crafting_security"} <= set(graph)
+    assert {
+        "format.structs",
+        "format.fieldtree",
+        "format.fieldlayout",
+        "breaking.crafting",
+        "breaking.crafting_security",
+    } <= set(graph)
     assert circles(graph) == []
 
 

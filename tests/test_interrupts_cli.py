@@ -32,8 +32,13 @@ READY = "ready: main() is next"
 
 
 def _cli(*args: str) -> list[str]:
-    return [sys.executable, "-c", "import sys; from gguf_construct.commands.main import main; "
-            f"print({READY!r}, file=sys.stderr, flush=True); sys.exit(main())", *args]
+    return [
+        sys.executable,
+        "-c",
+        "import sys; from gguf_construct.commands.main import main; "
+        f"print({READY!r}, file=sys.stderr, flush=True); sys.exit(main())",
+        *args,
+    ]
 
 
 DONE = ("files checked", "summary.json in")  # the last line of check's and fuzz's output
@@ -70,8 +75,10 @@ def _interrupt(argv: list[str], delay: float, tmp: Path, out: Path | None = None
         return f"still running 30 s after SIGINT at {delay} s"
     err = err_bytes.decode(errors="replace")
     lines = [line for line in err.splitlines() if line.strip()]
-    if "interrupted" not in err and (proc.returncode in (0, 1) or (proc.returncode == -signal.SIGINT and not err
-                                                                     and any(d in out_bytes.decode() for d in DONE))):
+    if "interrupted" not in err and (
+        proc.returncode in (0, 1)
+        or (proc.returncode == -signal.SIGINT and not err and any(d in out_bytes.decode() for d in DONE))
+    ):
         return "finished"  # done before the signal (or it came while Python was exiting, after the last line)
     problems = []
     if proc.returncode != 130:
@@ -101,8 +108,9 @@ def test_ctrl_c_anywhere_in_fuzz(tmp_path, target):
     outcomes = []
     for delay in DELAYS:
         out = tmp_path / f"out-{delay}"
-        outcomes.append(_interrupt(_cli("fuzz", "--target", target, "--count", "400", "--out", str(out)),
-                                   delay, tmp_path, out))
+        outcomes.append(
+            _interrupt(_cli("fuzz", "--target", target, "--count", "400", "--out", str(out)), delay, tmp_path, out)
+        )
     _verdict(outcomes)
 
 
@@ -117,6 +125,8 @@ def test_ctrl_c_anywhere_in_check_jobs(tmp_path):
     f.save(model)
     for i in range(1, 400):
         shutil.copyfile(model, model.with_name(f"m-{i}.gguf"))
-    outcomes = [_interrupt(_cli("check", "--no-config", "--data", "--jobs", "2", str(model.parent)), delay,
-                           tmp_path) for delay in DELAYS]
+    outcomes = [
+        _interrupt(_cli("check", "--no-config", "--data", "--jobs", "2", str(model.parent)), delay, tmp_path)
+        for delay in DELAYS
+    ]
     _verdict(outcomes)

@@ -47,14 +47,29 @@ def test_llama_target_agrees_with_the_llama_cpp_profile(tmp_path, capsys):
     """Models of every architecture and labelled breakages: the llama.cpp profile's verdict is the loader's.  An
     abort of the loader (a failed GGML_ASSERT in load_hparams or the vocabulary kills the process) is a rejection
     the checker must have predicted (MODEL-HPARAM-RANGE or MODEL-VOCAB)."""
-    rc = main(["fuzz", "--target", f"llama:{LIB}", "--profile", "llama.cpp", "--count", "300", "--seed", "7",
-               "--out", str(tmp_path), "--no-minimize", "--timeout", "60"])
+    rc = main(
+        [
+            "fuzz",
+            "--target",
+            f"llama:{LIB}",
+            "--profile",
+            "llama.cpp",
+            "--count",
+            "300",
+            "--seed",
+            "7",
+            "--out",
+            str(tmp_path),
+            "--no-minimize",
+            "--timeout",
+            "60",
+        ]
+    )
     capsys.readouterr()
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert rc in (0, 1)
     per_class = summary["per_class"]
-    assert all(per_class.get(k, 0) == 0 for k in ("false_accept", "false_reject", "hang", "value_mismatch")), \
-        per_class
+    assert all(per_class.get(k, 0) == 0 for k in ("false_accept", "false_reject", "hang", "value_mismatch")), per_class
     for f in summary["findings"]:
         assert f["kind"] == "crash" and "SIGABRT" in f["detail"], f
         assert {"MODEL-HPARAM-RANGE", "MODEL-VOCAB"} & set(f["oracle_rules"]), f

@@ -13,8 +13,13 @@ from gguf_construct.breaking.models import minimal_model
 from gguf_construct.strategies import MODEL_TENSOR_TYPES, invalid_model_files, model_files
 
 LOADABLE = model_architectures()
-MODEL_RULES = ["MODEL-KEY-MISSING", "MODEL-KEY-TYPE", "MODEL-TENSOR-MISSING", "MODEL-TENSOR-SHAPE",
-               "MODEL-TENSOR-UNUSED"]
+MODEL_RULES = [
+    "MODEL-KEY-MISSING",
+    "MODEL-KEY-TYPE",
+    "MODEL-TENSOR-MISSING",
+    "MODEL-TENSOR-SHAPE",
+    "MODEL-TENSOR-UNUSED",
+]
 
 
 @settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])

@@ -31,8 +31,7 @@ def _assert_load_agrees(data: bytes) -> None:
         assert got == expected
         first = exc.findings[0]
         assert (exc.rule, exc.offset, exc.path) == (first.rule, first.offset, first.path)
-        assert all((first.offset is None, first.offset or 0) <= (f.offset is None, f.offset or 0)
-                   for f in exc.findings)
+        assert all((first.offset is None, first.offset or 0) <= (f.offset is None, f.offset or 0) for f in exc.findings)
         return
     assert not expected, f"load accepts, check finds {expected}"
 
@@ -49,12 +48,14 @@ def test_load_rules_are_declared_in_the_catalog():
 def test_load_rules_are_checked_below_the_checker():
     """The file model imports the rulebook, never the checker: every rule load refuses has its predicate (or the
     walk) there."""
-    code = ("import sys, gguf_construct.filemodel.gguffile\n"
-            "from gguf_construct.rulebook import load_rules\n"
-            "from gguf_construct.rulebook.catalog import implemented\n"
-            "assert not any(m.startswith('gguf_construct.checker') for m in sys.modules), 'checker imported'\n"
-            "missing = load_rules() - implemented()\n"
-            "assert not missing, missing\n")
+    code = (
+        "import sys, gguf_construct.filemodel.gguffile\n"
+        "from gguf_construct.rulebook import load_rules\n"
+        "from gguf_construct.rulebook.catalog import implemented\n"
+        "assert not any(m.startswith('gguf_construct.checker') for m in sys.modules), 'checker imported'\n"
+        "missing = load_rules() - implemented()\n"
+        "assert not missing, missing\n"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

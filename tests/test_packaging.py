@@ -43,8 +43,12 @@ def test_help_commands_and_site_work_from_a_non_editable_install(tmp_path):
     for folder in ("gguf_construct", "spec", "docs"):
         shutil.copytree(ROOT / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__"))
     target = tmp_path / "site-packages"
-    build = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
-                            str(src)], capture_output=True, text=True, timeout=600)
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(src)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if build.returncode != 0 and "setuptools" in build.stderr and "No matching distribution" in build.stderr:
         pytest.skip("pip cannot fetch setuptools to build the package")
     assert build.returncode == 0, build.stderr
@@ -54,21 +58,39 @@ def test_help_commands_and_site_work_from_a_non_editable_install(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(target)}
 
     def run(*argv: str) -> str:
-        done = subprocess.run([sys.executable, "-m", "gguf_construct", *argv], cwd=work, env=env,
-                              capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            [sys.executable, "-m", "gguf_construct", *argv],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert done.returncode == 0, (argv, done.stderr)
         return done.stdout
 
-    where = subprocess.run([sys.executable, "-c", "import gguf_construct, gguf_construct.format.spec as s; "
-                            "print(gguf_construct.__file__); print(s.spec_dir())"],
-                           cwd=work, env=env, capture_output=True, text=True, check=True).stdout.split()
+    where = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import gguf_construct, gguf_construct.format.spec as s; "
+            "print(gguf_construct.__file__); print(s.spec_dir())",
+        ],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert all(p.startswith(str(target)) for p in where), where
     assert "error HDR-MAGIC at byte 0" in run("rule", "HDR-MAGIC")
     # issue #41: the hand-written pages ship too: rule's link names a page that exists, docs --out keeps the prose
     link = json.loads(run("rule", "HDR-MAGIC", "--format", "json"))["docs"].split("#")[0]
     assert link.startswith(str(target)) and Path(link).is_file()
     run("docs", "--out", str(work / "docs"))
-    assert _prose(ROOT / "docs" / "rules.md") and _prose(ROOT / "docs" / "rules.md") <= _prose(work / "docs" / "rules.md")
+    assert _prose(ROOT / "docs" / "rules.md") and _prose(ROOT / "docs" / "rules.md") <= _prose(
+        work / "docs" / "rules.md"
+    )
     assert run("man").startswith('.TH "GGUF-CONSTRUCT"')
     assert "__fish_use_subcommand -a rule" in run("completion", "fish")
     if importlib.util.find_spec("mkdocs") and importlib.util.find_spec("material"):

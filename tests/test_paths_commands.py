@@ -37,10 +37,27 @@ DOCUMENTED = {0, 1, 2}
 
 # positional argument name -> role; "in" is a GGUF input (one file), "in+" several inputs (files, folders, globs),
 # "suite" a written suite's folder, "out" a file or prefix written, "outdir" a folder written
-ROLES = {"file": "in", "input": "in", "a": "in", "b": "in", "first_shard": "in", "paths": "in+", "inputs": "in+",
-         "output": "out", "prefix": "out", "dir": "suite", "key": "word", "value": "word", "old": "word",
-         "new": "word", "id": "word", "types": "word", "what": "choice", "shell": "choice",
-         "suite_command": "subcommands"}
+ROLES = {
+    "file": "in",
+    "input": "in",
+    "a": "in",
+    "b": "in",
+    "first_shard": "in",
+    "paths": "in+",
+    "inputs": "in+",
+    "output": "out",
+    "prefix": "out",
+    "dir": "suite",
+    "key": "word",
+    "value": "word",
+    "old": "word",
+    "new": "word",
+    "id": "word",
+    "types": "word",
+    "what": "choice",
+    "shell": "choice",
+    "suite_command": "subcommands",
+}
 # where one name has two roles
 ROLES_OF = {("suite write", "dir"): "outdir"}
 WORDS = {"key": "general.name", "value": "renamed", "old": "a", "new": "z", "id": None, "types": None}
@@ -90,8 +107,12 @@ def _role(words: str, dest: str) -> str | None:
 
 def _slots() -> list[tuple[str, str]]:
     """(command, positional name) for every input slot of every command."""
-    return [(words, a.dest) for words, parser in COMMANDS for a in _positionals(parser)
-            if _role(words, a.dest) in ("in", "in+", "suite")]
+    return [
+        (words, a.dest)
+        for words, parser in COMMANDS
+        for a in _positionals(parser)
+        if _role(words, a.dest) in ("in", "in+", "suite")
+    ]
 
 
 def test_every_positional_has_a_role():
@@ -213,15 +234,27 @@ def test_every_command_answers_every_path_kind(words, slot, kind, tmp_path, serv
 
 # -- options that take a path -------------------------------------------------------------------------------------
 # option dest -> what it names: "in" a file read, "out" a file written, "outdir" a folder written
-PATH_OPTIONS = {"out": "out", "install": "out", "from_file": "in", "chat_template_file": "in", "config": "in",
-                "site": "outdir", "results": "in", "compare": "in"}
+PATH_OPTIONS = {
+    "out": "out",
+    "install": "out",
+    "from_file": "in",
+    "chat_template_file": "in",
+    "config": "in",
+    "site": "outdir",
+    "results": "in",
+    "compare": "in",
+}
 OUTDIR_OPTIONS = {("docs", "out"), ("demo", "out"), ("fuzz", "out"), ("suite matrix", "out"), ("export", "out")}
 OPTION_KINDS = ("fifo", "device", "symlink-loop", "directory")
 
 
 def _option_slots() -> list[tuple[str, str]]:
-    return [(words, a.dest) for words, parser in COMMANDS for a in parser._actions
-            if a.option_strings and a.dest in PATH_OPTIONS]
+    return [
+        (words, a.dest)
+        for words, parser in COMMANDS
+        for a in parser._actions
+        if a.option_strings and a.dest in PATH_OPTIONS
+    ]
 
 
 @pytest.mark.parametrize("kind", OPTION_KINDS)

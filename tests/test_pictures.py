@@ -78,8 +78,10 @@ def test_q4_k_scales_measured_as_get_scale_min_k4():
     runs = _run_labels("Q4_K")
     assert bits.sub_blocks == tuple((32 * s, 32 * s + 31) for s in range(8))
     for j in range(4):
-        assert runs[f"scales[{j}]"] == [(7, 6, tuple(range(128 + 32 * j, 160 + 32 * j))),
-                                        (5, 0, tuple(range(32 * j, 32 * j + 32)))]
+        assert runs[f"scales[{j}]"] == [
+            (7, 6, tuple(range(128 + 32 * j, 160 + 32 * j))),
+            (5, 0, tuple(range(32 * j, 32 * j + 32))),
+        ]
     for j in range(8, 12):
         assert runs[f"scales[{j}]"] == [(7, 0, tuple(range(32 * (j - 4), 32 * (j - 4) + 32)))]
     assert runs["qs[0]"] == [(7, 4, (32,)), (3, 0, (0,))]

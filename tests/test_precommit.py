@@ -33,8 +33,14 @@ def _command(entry: str) -> list[str]:
 def _run(hook: dict, files: list[Path], cwd: Path) -> subprocess.CompletedProcess:
     here = str(Path(gguf_construct.__file__).resolve().parents[1])  # the package these tests import
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run(_command(hook["entry"]) + list(hook.get("args", [])) + [str(f) for f in files],
-                          cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        _command(hook["entry"]) + list(hook.get("args", [])) + [str(f) for f in files],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def _valid_model(path: Path) -> Path:

@@ -31,8 +31,7 @@ def _small(version: int, byte_order: str) -> g.GGUFFile:
     f.metadata.set("general.name", "tiny", "STRING")
     f.metadata.set("tokenizer.ggml.tokens", [f"t{i}" for i in range(300)], "ARRAY", GGUFValueType.STRING)
     f.add_tensor("token_embd.weight", np.linspace(-1, 1, 64 * 32, dtype=np.float32).reshape(32, 64))
-    f.add_tensor("blk.0.ffn_up.weight", np.linspace(-2, 2, 256 * 4, dtype=np.float32).reshape(4, 256),
-                 ggml_type="Q4_K")
+    f.add_tensor("blk.0.ffn_up.weight", np.linspace(-2, 2, 256 * 4, dtype=np.float32).reshape(4, 256), ggml_type="Q4_K")
     return f
 
 
@@ -84,11 +83,11 @@ def corpus_server():
 
 
 def _same_file(local: g.GGUFFile, remote: g.GGUFFile) -> None:
-    assert (local.version, local.byte_order, local.alignment) == (remote.version, remote.byte_order,
-                                                                  remote.alignment)
+    assert (local.version, local.byte_order, local.alignment) == (remote.version, remote.byte_order, remote.alignment)
     assert list(local.metadata.typed_items()) == list(remote.metadata.typed_items())
-    assert [(t.name, t.shape, t.ggml_type, t.offset, t.nbytes) for t in local.tensors] == \
-        [(t.name, t.shape, t.ggml_type, t.offset, t.nbytes) for t in remote.tensors]
+    assert [(t.name, t.shape, t.ggml_type, t.offset, t.nbytes) for t in local.tensors] == [
+        (t.name, t.shape, t.ggml_type, t.offset, t.nbytes) for t in remote.tensors
+    ]
 
 
 def _generated(files):
@@ -227,12 +226,18 @@ def test_file_shorter_than_claimed(files, server):
 
 def test_cli_check_and_dump(files, server):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(os.path.dirname(os.path.dirname(g.__file__)))]))
-    run = lambda *a: subprocess.run([sys.executable, "-m", "gguf_construct", *a], capture_output=True,  # noqa
-                                    text=True, env=env, timeout=120)
+
+    def run(*a):
+        return subprocess.run(
+            [sys.executable, "-m", "gguf_construct", *a], capture_output=True, text=True, env=env, timeout=120
+        )
+
     out = run("check", "--format", "json", "--stats", server.url("model-00001-of-00002.gguf"))
     reports = json.loads(out.stdout)
-    assert [r["file"] for r in reports[:2]] == [server.url("model-00001-of-00002.gguf"),
-                                                server.url("model-00002-of-00002.gguf")]
+    assert [r["file"] for r in reports[:2]] == [
+        server.url("model-00001-of-00002.gguf"),
+        server.url("model-00002-of-00002.gguf"),
+    ]
     assert all(r["transfer"]["bytes_fetched"] > 0 for r in reports[:2])
     assert "fetched" in out.stderr and "2 URL(s)" in out.stderr
     out = run("dump", "--json", "--stats", server.url("big.gguf"))
@@ -261,8 +266,12 @@ def test_hf_urls_use_huggingface_hub_file_system(monkeypatch):
 
 def test_hash_and_diff_take_urls(files, server):
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(g.__file__)))
-    run = lambda *a: subprocess.run([sys.executable, "-m", "gguf_construct", *a], capture_output=True,  # noqa
-                                    text=True, env=env, timeout=120)
+
+    def run(*a):
+        return subprocess.run(
+            [sys.executable, "-m", "gguf_construct", *a], capture_output=True, text=True, env=env, timeout=120
+        )
+
     local = run("hash", "--per-tensor", str(files / "big.gguf"))
     remote = run("hash", "--per-tensor", server.url("big.gguf"))
     assert local.returncode == remote.returncode == 0
@@ -282,8 +291,10 @@ def test_any_fsspec_url(files):
         remote = g.load("memory://gguf-remote-test/small-v3-big.gguf")
         _same_file(g.load(files / "small-v3-big.gguf"), remote)
         assert remote.transfer["bytes_fetched"] == os.path.getsize(files / "small-v3-big.gguf")
-        assert g.check("memory://gguf-remote-test/small-v3-big.gguf").findings == \
-            g.check(files / "small-v3-big.gguf").findings
+        assert (
+            g.check("memory://gguf-remote-test/small-v3-big.gguf").findings
+            == g.check(files / "small-v3-big.gguf").findings
+        )
     finally:
         fs.rm("/gguf-remote-test", recursive=True)
 
@@ -295,8 +306,8 @@ def test_buffer_of_a_huge_file_costs_only_what_is_written():
     buf, spill = _lazy_map(size)
     try:
         assert len(buf) == size
-        buf[size - 4:] = b"tail"
-        assert buf[size - 4:] == b"tail" and buf[1 << 30:(1 << 30) + 4] == bytes(4)
+        buf[size - 4 :] = b"tail"
+        assert buf[size - 4 :] == b"tail" and buf[1 << 30 : (1 << 30) + 4] == bytes(4)
     finally:
         buf.close()
         if spill is not None:

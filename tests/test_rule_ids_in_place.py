@@ -22,8 +22,11 @@ def _rule_ids() -> set[str]:
 def _spelled(path: Path, ids: set[str]) -> list[tuple[int, str]]:
     """(line, rule ID) of every string constant of a module that is a rule ID."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    return [(node.lineno, node.value) for node in ast.walk(tree)
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in ids]
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in ids
+    ]
 
 
 def test_no_module_outside_the_rule_layers_spells_a_rule_id():
@@ -57,5 +60,7 @@ def test_split_rules_are_raised_by_splitset_only():
                     if kw.arg == "rule":
                         value = kw.value
                         assert not (isinstance(value, ast.Constant) and value.value in split_rules), (rel, node.lineno)
-                        assert not (isinstance(value, ast.Call) and getattr(value.func, "id", "") == "breaks"), \
-                            (rel, node.lineno)
+                        assert not (isinstance(value, ast.Call) and getattr(value.func, "id", "") == "breaks"), (
+                            rel,
+                            node.lineno,
+                        )

@@ -26,8 +26,9 @@ import pytest
 from gguf_construct.commands import main as cli
 from gguf_construct.docgen import site
 
-pytestmark = pytest.mark.skipif(bool(site.missing_requirements()),
-                                reason="needs the [docs] extra: pip install -e \".[docs]\"")
+pytestmark = pytest.mark.skipif(
+    bool(site.missing_requirements()), reason='needs the [docs] extra: pip install -e ".[docs]"'
+)
 
 HREF_RE = re.compile(r'<(?:a|link)\b[^>]*\bhref="([^"]*)"')
 SRC_RE = re.compile(r'<(?:img|script)\b[^>]*\bsrc="([^"]*)"')
@@ -50,8 +51,11 @@ def test_site_has_every_page_and_picture(built):
     assert (built / "search" / "search_index.json").is_file()
     assert not list(built.rglob("*.md")), "Markdown sources are not part of the site"
     index = (built / "index.html").read_text(encoding="utf-8")
-    assert re.search(r'<li>\s*<a href="tensor-types.html">Tensor types</a>[^<]*<ul>\s*<li>\s*<a href="tensor-types.html#'
-                     r'tensor-types-summary">', index), "the index nests each page's sections"
+    assert re.search(
+        r'<li>\s*<a href="tensor-types.html">Tensor types</a>[^<]*<ul>\s*<li>\s*<a href="tensor-types.html#'
+        r'tensor-types-summary">',
+        index,
+    ), "the index nests each page's sections"
     assert "fonts.googleapis.com" not in index, "the site makes no third-party requests"
 
 
@@ -115,7 +119,7 @@ def test_no_table_has_an_empty_header(built):
 
 def test_rules_overview_is_a_table_of_the_rule_fields(built):
     text = (built / "rules.html").read_text(encoding="utf-8")
-    overview = text[text.index('id="rules-overview"'):text.index('id="rule-groups"')]
+    overview = text[text.index('id="rules-overview"') : text.index('id="rule-groups"')]
     heads = re.findall(r"<th\b[^>]*>(.*?)</th>", overview)
     assert "field of a rule" in heads
     for field in ("severity", "profiles.ggml", "profiles.llama.cpp", "applies_to", "load: refuse"):
@@ -126,8 +130,9 @@ def test_rules_overview_is_a_table_of_the_rule_fields(built):
 
 def test_pictures_are_shown_large_enough_for_their_labels(built):
     html_text = (built / "tensor-types.html").read_text(encoding="utf-8")
-    shown = re.findall(r'<a class="gguf-picture" href="([^"]+)"[^>]*><img src="\1" alt="[^"]*" width="(\d+)"',
-                       html_text)
+    shown = re.findall(
+        r'<a class="gguf-picture" href="([^"]+)"[^>]*><img src="\1" alt="[^"]*" width="(\d+)"', html_text
+    )
     assert len(shown) == 35
     for src, width in shown:
         svg = (built / src).read_text(encoding="utf-8")
@@ -151,7 +156,7 @@ def _chromium() -> str | None:
 @pytest.fixture(scope="module")
 def browser_page(built):
     if importlib.util.find_spec("playwright") is None:
-        pytest.skip("needs playwright: pip install -e \".[docs-test]\"")
+        pytest.skip('needs playwright: pip install -e ".[docs-test]"')
     executable = _chromium()
     if executable is None:
         pytest.skip("needs Chromium (apt-get install chromium, or GGUF_CONSTRUCT_CHROMIUM=PATH)")
@@ -183,12 +188,15 @@ def _shots(built: Path) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("url, name, pictures", [
-    ("index.html", "index", 0),
-    ("tensor-types.html#tt-q4_k", "tensor-type", 35),
-    ("format.html", "format", 5),  # v3 in the overview, each version, the differences
-    ("architectures/qwen2.html", "architecture", 0),
-])
+@pytest.mark.parametrize(
+    "url, name, pictures",
+    [
+        ("index.html", "index", 0),
+        ("tensor-types.html#tt-q4_k", "tensor-type", 35),
+        ("format.html", "format", 5),  # v3 in the overview, each version, the differences
+        ("architectures/qwen2.html", "architecture", 0),
+    ],
+)
 def test_pages_render_in_chromium(browser_page, built, url, name, pictures):
     page, base = browser_page
     failed: list[str] = []
@@ -198,7 +206,8 @@ def test_pages_render_in_chromium(browser_page, built, url, name, pictures):
     page.wait_for_load_state("networkidle")
     assert "GGUF reference" in page.title()
     images = page.eval_on_selector_all(
-        "article img", "els => els.map(e => [e.getAttribute('src'), e.complete && e.naturalWidth, e.naturalHeight])")
+        "article img", "els => els.map(e => [e.getAttribute('src'), e.complete && e.naturalWidth, e.naturalHeight])"
+    )
     assert len([i for i in images if "pictures/" in i[0]]) == pictures
     not_rendered = [src for src, width, height in images if not width or height < 50]
     assert not not_rendered, not_rendered
@@ -219,12 +228,18 @@ def test_search_finds(browser_page, built, query, page_file):
     page.wait_for_load_state("networkidle")
     page.keyboard.press("/")  # Material's shortcut to the search box
     # the index builds in a worker ("Initializing search"); a query typed before it is ready is never run
-    page.wait_for_function("() => { const m = document.querySelector('.md-search-result__meta');"
-                           " return m !== null && m.textContent.trim() === 'Type to start searching'; }",
-                           timeout=90_000)
+    page.wait_for_function(
+        "() => { const m = document.querySelector('.md-search-result__meta');"
+        " return m !== null && m.textContent.trim() === 'Type to start searching'; }",
+        timeout=90_000,
+    )
     page.locator("input.md-search__input").press_sequentially(query)  # key by key, as a reader types
-    page.wait_for_function("q => [...document.querySelectorAll('.md-search-result__item a')]"
-                           ".some(a => new URL(a.href).searchParams.get('h') === q)", arg=query.lower(), timeout=30_000)
+    page.wait_for_function(
+        "q => [...document.querySelectorAll('.md-search-result__item a')]"
+        ".some(a => new URL(a.href).searchParams.get('h') === q)",
+        arg=query.lower(),
+        timeout=30_000,
+    )
     hits = page.eval_on_selector_all(".md-search-result__item a", "els => els.map(e => e.href)")
     assert any(urlsplit(h).path.endswith("/" + page_file) for h in hits), hits[:10]
     page.screenshot(path=str(_shots(built) / f"search-{query}.png"))
@@ -250,8 +265,20 @@ _LAYOUT_JS = """() => {
 }"""
 
 
-@pytest.mark.parametrize("url", ["index.html", "tensor-types.html", "format.html", "rules.html", "errata.html",
-                                 "keys.html", "architectures/qwen2.html", "architectures.html", "security.html"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "index.html",
+        "tensor-types.html",
+        "format.html",
+        "rules.html",
+        "errata.html",
+        "keys.html",
+        "architectures/qwen2.html",
+        "architectures.html",
+        "security.html",
+    ],
+)
 def test_tables_and_pictures_fit_a_1280_px_window(browser_page, built, url):
     page, base = browser_page
     page.goto(base + url)

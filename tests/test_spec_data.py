@@ -22,8 +22,21 @@ SPEC = ROOT / "spec"
 SHARED_REF = ROOT.parent / "shared" / "reference"
 
 DATA_FILES = ("file_types", "keys", "naming", "rules")
-VALUE_TYPES = ("UINT8", "INT8", "UINT16", "INT16", "UINT32", "INT32", "FLOAT32", "BOOL", "STRING", "ARRAY",
-               "UINT64", "INT64", "FLOAT64")
+VALUE_TYPES = (
+    "UINT8",
+    "INT8",
+    "UINT16",
+    "INT16",
+    "UINT32",
+    "INT32",
+    "FLOAT32",
+    "BOOL",
+    "STRING",
+    "ARRAY",
+    "UINT64",
+    "INT64",
+    "FLOAT64",
+)
 TOP_LEVEL = {
     "file_types": ["meta", "file_types"],
     "keys": ["meta", "sections", "keys", "architectures"],
@@ -33,12 +46,43 @@ TOP_LEVEL = {
 # field order inside list entries (fields may be absent, but never out of order)
 ENTRY_ORDER = {
     ("file_types", "file_types"): ["value", "name", "c_name", "status", "tensor_type", "doc", "doc_ref"],
-    ("keys", "keys"): ["key", "type", "item_type", "alt_types", "required", "required_by", "optional_for", "section",
-                       "doc", "doc_ref", "aliases", "errata", "values", "values_from"],
+    ("keys", "keys"): [
+        "key",
+        "type",
+        "item_type",
+        "alt_types",
+        "required",
+        "required_by",
+        "optional_for",
+        "section",
+        "doc",
+        "doc_ref",
+        "aliases",
+        "errata",
+        "values",
+        "values_from",
+    ],
     ("naming", "components"): ["id", "optional", "pattern", "values", "metadata_key", "doc", "doc_ref"],
     ("naming", "examples"): ["name", "valid", "parse", "note", "rules", "source"],
-    ("rules", "rules"): ["id", "severity", "profiles", "load", "scope", "title", "doc", "message", "source", "doc_ref", "applies_to",
-                         "c_reader", "gguf_py", "adversarial", "see_also", "notes", "dormant"],
+    ("rules", "rules"): [
+        "id",
+        "severity",
+        "profiles",
+        "load",
+        "scope",
+        "title",
+        "doc",
+        "message",
+        "source",
+        "doc_ref",
+        "applies_to",
+        "c_reader",
+        "gguf_py",
+        "adversarial",
+        "see_also",
+        "notes",
+        "dormant",
+    ],
 }
 COMPONENTS = ["Sidecar", "BaseName", "SizeLabel", "FineTune", "Version", "Encoding", "Type", "Shard"]
 
@@ -337,8 +381,9 @@ def test_catalog_severities_kept():
         pytest.skip("../shared/reference/conformance-rules.md not present")
     by_id = {r["id"]: r for r in load("rules")["rules"]}
     for line in path.read_text(encoding="utf-8").splitlines():
-        m = re.match(r"^\|\s*((?:HDR|KV|STR|ARR|TI|ALIGN|DATA|META)-[A-Z0-9-]+)[^|]*\|[^|]*\|\s*(error|warning|info)\b",
-                     line)
+        m = re.match(
+            r"^\|\s*((?:HDR|KV|STR|ARR|TI|ALIGN|DATA|META)-[A-Z0-9-]+)[^|]*\|[^|]*\|\s*(error|warning|info)\b", line
+        )
         if m:
             assert by_id[m.group(1)]["severity"] == m.group(2), m.group(1)
 

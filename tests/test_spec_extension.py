@@ -32,8 +32,15 @@ NEW_FIELD = {"id": "flags", "type": "u4", "doc": "Hypothetical v4 tensor flags."
 
 
 def _clear_caches() -> None:
-    for cached in (spec.load_yaml, spec.primitives, spec.tensor_types, spec.tensor_type_by_id, structs.family,
-                   structs.field_spec, structs.value_types):
+    for cached in (
+        spec.load_yaml,
+        spec.primitives,
+        spec.tensor_types,
+        spec.tensor_type_by_id,
+        structs.family,
+        structs.field_spec,
+        structs.value_types,
+    ):
         cached.cache_clear()
     fieldtree._SPECS.clear()
     pictures.pictures.cache_clear()  # drawn from the spec in effect (a docs test after these must see the real one)
@@ -45,8 +52,9 @@ def v4_spec(tmp_path, monkeypatch):
     copy = tmp_path / "spec"
     shutil.copytree(spec.spec_dir(), copy)
     gguf = yaml.safe_load((copy / "gguf.yaml").read_text())
-    gguf["versions"].append({"version": 4, "status": "current", "doc": "Hypothetical: tensor infos gain flags.",
-                             "doc_ref": "none"})
+    gguf["versions"].append(
+        {"version": 4, "status": "current", "doc": "Hypothetical: tensor infos gain flags.", "doc_ref": "none"}
+    )
     seq = gguf["types"]["tensor_info"]["seq"]
     seq.insert(1 + next(i for i, f in enumerate(seq) if f["id"] == "name"), dict(NEW_FIELD))
     (copy / "gguf.yaml").write_text(yaml.safe_dump(gguf, sort_keys=False))
@@ -107,14 +115,16 @@ def test_a_new_tensor_info_field_is_read_built_checked_and_documented(v3_file, v
     assert not [f for f in check_buffer(v4).findings if f.severity == "error"]
     bad = _as_v4(v3_file, [7, 9], offset_shift=4)
     found = [f for f in check_buffer(bad).findings if f.rule == "TI-OFFSET-ALIGN"]
-    assert [(f.offset, f.path) for f in found] == [(fam.read("file_head", bad).root["tensor_infos[0].offset"].start,
-                                                    "tensor_infos[0].offset")]
+    assert [(f.offset, f.path) for f in found] == [
+        (fam.read("file_head", bad).root["tensor_infos[0].offset"].start, "tensor_infos[0].offset")
+    ]
     bad_type = _as_v4(v3_file, [7, 9], type_id=99)
     found = [(f.rule, f.offset, f.path) for f in check_buffer(bad_type).findings if f.rule == "TI-TYPE"]
-    assert found == [("TI-TYPE", fam.read("file_head", bad_type).root["tensor_infos[1].type"].start,
-                      "tensor_infos[1].type")]
+    assert found == [
+        ("TI-TYPE", fam.read("file_head", bad_type).root["tensor_infos[1].type"].start, "tensor_infos[1].type")
+    ]
     # a file cut inside the new field: the walk names the field
-    cut = v4[:flags[1].start + 2]
+    cut = v4[: flags[1].start + 2]
     trunc = [f for f in check_buffer(cut).findings if f.rule == "TI-TRUNC"]
     assert [(f.offset, f.path) for f in trunc] == [(flags[1].start, "tensor_infos[1].flags")]
 
@@ -145,8 +155,13 @@ def test_without_the_extension_no_flags_field():
     assert 4 not in structs.versions()
 
 
-STRIDES = {"id": "strides", "type": "dim_t", "repeat": "n_dimensions", "breaks": {"count": "TI-STRIDES"},
-           "doc": "Hypothetical v4 strides, one per dimension."}
+STRIDES = {
+    "id": "strides",
+    "type": "dim_t",
+    "repeat": "n_dimensions",
+    "breaks": {"count": "TI-STRIDES"},
+    "doc": "Hypothetical v4 strides, one per dimension.",
+}
 
 
 @pytest.fixture
@@ -162,8 +177,14 @@ def v4_strides_spec(tmp_path, monkeypatch):
     (copy / "gguf.yaml").write_text(yaml.safe_dump(gguf, sort_keys=False))
     rules = yaml.safe_load((copy / "rules.yaml").read_text())
     trunc = next(r for r in rules["rules"] if r["id"] == "TI-TRUNC")
-    rules["rules"].append(dict(trunc, id="TI-STRIDES", title="Strides past the end",
-                               doc="The strides of a tensor info must fit in the file."))
+    rules["rules"].append(
+        dict(
+            trunc,
+            id="TI-STRIDES",
+            title="Strides past the end",
+            doc="The strides of a tensor info must fit in the file.",
+        )
+    )
     (copy / "rules.yaml").write_text(yaml.safe_dump(rules, sort_keys=False))
     monkeypatch.setattr(spec, "spec_dir", lambda: copy)
     _clear_caches()
@@ -177,7 +198,7 @@ def test_a_new_field_breaks_the_rule_declared_with_it_in_both_reads(v4_strides_s
     info = {"name": "t", "n_dimensions": 3, "dimensions": [32, 2, 1], "strides": [1, 32], "type": 0, "offset": 0}
     raw, node = fam.build("tensor_info", info, "tensor_infos[0]")
     assert (node["strides"].start, node["strides"].end) == (node["dimensions"].end, node["dimensions"].end + 16)
-    cut = raw[:node["strides"].start + 12]  # three strides announced, room for one and a half
+    cut = raw[: node["strides"].start + 12]  # three strides announced, room for one and a half
     # the tolerant read
     p = fam.read("tensor_info", cut, 0, "tensor_infos[0]").problem
     assert (p.rule, p.path, p.offset) == ("TI-STRIDES", "tensor_infos[0].strides", node["strides"].start)
@@ -186,7 +207,7 @@ def test_a_new_field_breaks_the_rule_declared_with_it_in_both_reads(v4_strides_s
         fam.compiled_types["tensor_info"].parse_stream(BufferStream(cut))
     assert info_.value.rule == "TI-STRIDES"
     # the field before it keeps its own declaration
-    short = raw[:node["dimensions"].start + 8]
+    short = raw[: node["dimensions"].start + 8]
     assert fam.read("tensor_info", short, 0, "tensor_infos[0]").problem.rule == "ARR-EOF"
     # and the format page says what the new field breaks
     fmt = next(text for path, text in render_all(tmp_path / "docs").items() if path.name == "format.md")
@@ -195,8 +216,15 @@ def test_a_new_field_breaks_the_rule_declared_with_it_in_both_reads(v4_strides_s
 
 
 # -- issue #40: a new version and a new value type, written only in a copy of spec/, reach every part ---------------
-FLOAT16 = {"id": 13, "name": "FLOAT16", "c_name": "GGUF_METADATA_VALUE_TYPE_FLOAT16", "kind": "float",
-           "encoding": "f2", "since": 4, "doc": "Hypothetical IEEE 754 binary16 value."}
+FLOAT16 = {
+    "id": 13,
+    "name": "FLOAT16",
+    "c_name": "GGUF_METADATA_VALUE_TYPE_FLOAT16",
+    "kind": "float",
+    "encoding": "f2",
+    "since": 4,
+    "doc": "Hypothetical IEEE 754 binary16 value.",
+}
 
 
 @pytest.fixture(scope="module")
@@ -206,7 +234,9 @@ def v4_float16_spec(tmp_path_factory):
     copy = tmp_path_factory.mktemp("spec40") / "spec"
     shutil.copytree(spec.spec_dir(), copy)
     gguf = yaml.safe_load((copy / "gguf.yaml").read_text())
-    gguf["versions"].append({"version": 4, "status": "current", "doc": "Hypothetical: adds FLOAT16.", "doc_ref": "none"})
+    gguf["versions"].append(
+        {"version": 4, "status": "current", "doc": "Hypothetical: adds FLOAT16.", "doc_ref": "none"}
+    )
     gguf["value_types"].append(dict(FLOAT16))
     (copy / "gguf.yaml").write_text(yaml.safe_dump(gguf, sort_keys=False))
     return copy
@@ -254,8 +284,10 @@ def test_a_spec_only_version_and_value_type_reach_every_command(v4_float16_spec,
     run("docs", "--out", str(tmp_path / "docs"))
     assert 'id="version-4"' in (tmp_path / "docs" / "format.md").read_text()
     assert "FLOAT16" in (tmp_path / "docs" / "values.md").read_text()
-    assert "version-4" in (tmp_path / "docs" / "pictures" / "versions.svg").read_text() or \
-        "v4" in (tmp_path / "docs" / "pictures" / "versions.svg").read_text()
+    assert (
+        "version-4" in (tmp_path / "docs" / "pictures" / "versions.svg").read_text()
+        or "v4" in (tmp_path / "docs" / "pictures" / "versions.svg").read_text()
+    )
     assert "FLOAT16" in run("export", "ksy").stdout
     assert "4" in run("export", "hexpat").stdout.split("versions", 1)[1].split("\n", 1)[0]
 

@@ -23,18 +23,22 @@ GGUF_SPLIT = {  # gguf-split arguments -> digest of each file it wrote
     "--split-max-tensors 4": {
         "m-00001-of-00003.gguf": "f124bd75d42bd10b8a0a0e8b13a025ec693dcff66d2caf4d398b05f601ced79c",
         "m-00002-of-00003.gguf": "2aa56f47857628f2d8dcf4ae10d1d2b43bed8b84781a218af69658875c6d2f60",
-        "m-00003-of-00003.gguf": "e05132c408ac342f8d793ad3cdcd90519250f1e5e267f809d0bd1459ed2f5c0c"},
+        "m-00003-of-00003.gguf": "e05132c408ac342f8d793ad3cdcd90519250f1e5e267f809d0bd1459ed2f5c0c",
+    },
     "--split-max-size 1M --no-tensor-first-split": {
         "m-00001-of-00002.gguf": "6811fec9f28082787a2c4bdeb354f3859aa09a04de0d5ae2992327cfa47570f3",
-        "m-00002-of-00002.gguf": "81eb060c7ee87c1e51838ab357cc18533ef4b2229248a4dce60623d714aca887"},
+        "m-00002-of-00002.gguf": "81eb060c7ee87c1e51838ab357cc18533ef4b2229248a4dce60623d714aca887",
+    },
     "big: --split-max-size 1M": {
         "m-00001-of-00002.gguf": "2a23516fb4d9efb175f2b095f55324485603fd320b16d2e88dda84d989b072a2",
-        "m-00002-of-00002.gguf": "0d3acb0ebab70e39ea5cf8d1ded53b3a27e14cab7c7686422219e2881f40c569"},
+        "m-00002-of-00002.gguf": "0d3acb0ebab70e39ea5cf8d1ded53b3a27e14cab7c7686422219e2881f40c569",
+    },
 }
 MERGED_SHA = "9907396e70530c22b246853ace66d80dfd8c5a9d86e50139025a6c88ceca5c6b"  # --merge of the 3 shards above
 RESPLIT = {  # --split-max-tensors 5 of the merged file (it carries split.* keys already)
     "re-00001-of-00002.gguf": "873dfea9b85d8f5ac3de9906272eab2aade66795b3d386b5084a4145a53e248d",
-    "re-00002-of-00002.gguf": "1839494c989ca4a96d13069d4662a6610c551549a9ca051175e60a1b0b222efd"}
+    "re-00002-of-00002.gguf": "1839494c989ca4a96d13069d4662a6610c551549a9ca051175e60a1b0b222efd",
+}
 
 
 def model() -> g.GGUFFile:
@@ -45,8 +49,9 @@ def model() -> g.GGUFFile:
     f.metadata["tokenizer.ggml.tokens"] = ["a", "b", "c"]
     rng = np.random.default_rng(7)
     for i in range(9):
-        f.add_tensor(f"blk.{i}.w", rng.standard_normal((2 + i, 64)).astype(np.float32),
-                     ggml_type=["F32", "Q8_0", "F16"][i % 3])
+        f.add_tensor(
+            f"blk.{i}.w", rng.standard_normal((2 + i, 64)).astype(np.float32), ggml_type=["F32", "Q8_0", "F16"][i % 3]
+        )
     f.add_tensor("norm", np.ones((1, 1, 32), np.float32))  # trailing 1s: ggml writes 1 dimension
     return f
 
@@ -73,10 +78,15 @@ def inputs(tmp_path):
 
 def test_split_and_merge_are_byte_identical_to_gguf_split(inputs, capsys):
     d = inputs
-    runs = {"--split-max-tensors 4": ("in.gguf", "a", ["--max-tensors", "4"]),
-            "--split-max-size 1M --no-tensor-first-split": ("in.gguf", "c",
-                                                            ["--max-size", "1M", "--no-tensor-first-split"]),
-            "big: --split-max-size 1M": ("big.gguf", "b", ["--max-size", "1M"])}
+    runs = {
+        "--split-max-tensors 4": ("in.gguf", "a", ["--max-tensors", "4"]),
+        "--split-max-size 1M --no-tensor-first-split": (
+            "in.gguf",
+            "c",
+            ["--max-size", "1M", "--no-tensor-first-split"],
+        ),
+        "big: --split-max-size 1M": ("big.gguf", "b", ["--max-size", "1M"]),
+    }
     for label, (src, sub, opts) in runs.items():
         os.mkdir(d / sub)
         assert main(["split", str(d / src), str(d / sub / "m"), *opts]) == 0
@@ -141,5 +151,6 @@ def test_split_carries_opaque_tensors_and_merge_refuses_non_first_shards(tmp_pat
     assert main(["merge", str(tmp_path / "s-00002-of-00004.gguf"), str(tmp_path / "x.gguf")]) == 2
     assert main(["merge", str(tmp_path / "fork.gguf"), str(tmp_path / "x.gguf")]) == 2
     assert "split.count" in capsys.readouterr().err
-    assert main(["split", str(tmp_path / "fork.gguf"), str(tmp_path / "y"), "--max-size", "1M",
-                 "--max-tensors", "2"]) == 2
+    assert (
+        main(["split", str(tmp_path / "fork.gguf"), str(tmp_path / "y"), "--max-size", "1M", "--max-tensors", "2"]) == 2
+    )

@@ -77,8 +77,11 @@ def test_every_shard_path_gets_the_unsplit_verdict_under_every_profile(split_mod
             got = {f["rule"] for f in doc[0]["findings"] if not f["rule"].startswith(NOT_MODEL)}
             assert got == want, (profile, path)
             for later in doc[1:]:  # members of the set: their own container only, no model rules, no set findings
-                assert not [f for f in later["findings"] if f["rule"].startswith(("META-SPLIT", "MODEL-",
-                                                                                   "META-ARCH", "META-QV"))]
+                assert not [
+                    f
+                    for f in later["findings"]
+                    if f["rule"].startswith(("META-SPLIT", "MODEL-", "META-ARCH", "META-QV"))
+                ]
 
 
 def test_first_shard_is_judged_with_every_shards_tensors(split_model):
@@ -234,8 +237,7 @@ def test_first_shard_name_must_let_llama_cpp_find_the_others(tmp_path):
 @pytest.mark.parametrize("count", [0, 1])
 def test_split_count_below_two_is_a_whole_file(count):
     f = minimal_model("llama")
-    for key, value in ((splitset.SPLIT_NO, 0), (splitset.SPLIT_COUNT, count),
-                       (splitset.SPLIT_TENSORS, len(f.tensors))):
+    for key, value in ((splitset.SPLIT_NO, 0), (splitset.SPLIT_COUNT, count), (splitset.SPLIT_TENSORS, len(f.tensors))):
         f.metadata.set(key, value, "INT32" if key == splitset.SPLIT_TENSORS else "UINT16")
     report = check(f.to_bytes(), profile="llama.cpp")
     assert not [x for x in report.findings if x.rule.startswith("META-SPLIT")]
@@ -247,7 +249,10 @@ def test_roles_and_names_follow_llama_cpp():
     assert splitset.role(0, 3) == splitset.FIRST and splitset.role(None, 3) == splitset.FIRST
     assert splitset.role(2, 3) == splitset.LATER
     assert splitset.member_paths("d/m-00001-of-00003.gguf", 3) == [
-        "d/m-00001-of-00003.gguf", "d/m-00002-of-00003.gguf", "d/m-00003-of-00003.gguf"]
+        "d/m-00001-of-00003.gguf",
+        "d/m-00002-of-00003.gguf",
+        "d/m-00003-of-00003.gguf",
+    ]
     assert splitset.member_paths("d/m-00002-of-00003.gguf", 3) is None  # not a first shard's name
     assert splitset.member_paths("d/m.gguf", 3) is None
     assert splitset.shard_numbers(1, 3) == ("00002", "00003")
@@ -302,5 +307,6 @@ def test_metadata_only_first_shard_as_published_layouts_have_it(tmp_path, capsys
         # named by a later shard (the spec's view) or, under llama.cpp, which refuses a later shard, by the first
         rc, doc = _cli_json(capsys, "--profile", profile, shards[0 if profile == "llama.cpp" else -1])
         assert rc == rc_whole and [e["file"] for e in doc] == shards
-        assert {f["rule"] for f in doc[0]["findings"] if not f["rule"].startswith(NOT_MODEL)} == \
-            {f["rule"] for f in doc_whole["findings"] if not f["rule"].startswith(NOT_MODEL)}
+        assert {f["rule"] for f in doc[0]["findings"] if not f["rule"].startswith(NOT_MODEL)} == {
+            f["rule"] for f in doc_whole["findings"] if not f["rule"].startswith(NOT_MODEL)
+        }

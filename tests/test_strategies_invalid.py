@@ -26,8 +26,7 @@ SCALE = 20 if os.environ.get("HYPOTHESIS_PROFILE") == "long" else 1
 
 def _unpredicted(rule: str) -> bool:
     """Findings no breakage speaks for: the metadata-schema, model and file-name layers, and infos."""
-    return rule.startswith(("META-", "MODEL-", "NAME-")) or all(catalog()[rule].severity(p) == "info"
-                                                                for p in PROFILES)
+    return rule.startswith(("META-", "MODEL-", "NAME-")) or all(catalog()[rule].severity(p) == "info" for p in PROFILES)
 
 
 @functools.lru_cache(maxsize=512)
@@ -93,6 +92,7 @@ _LABELLED_TARGETS = sorted(violations(set().union(*(m.targets for m in MUTATIONS
 def test_rules_filter(rule):
     """Every rule a mutation aims at can be asked for alone (the mutations aim their kinds at it, so Hypothesis
     does not give up filtering)."""
+
     @settings(max_examples=5)
     @given(invalid_gguf_files(rules=[rule], max_kv=2))
     def run(sample):
@@ -178,12 +178,19 @@ def _plain_carriers() -> list[RawFile]:
 
     out = []
     for version, order, tensors in ((3, "little", 2), (2, "big", 1), (1, "little", 0)):
-        raw = RawFile(version, order, kvs=[RawKV(b"general.architecture", VT["STRING"], b"llama"),
-                                           RawKV(b"test.count", VT["UINT32"], 3),
-                                           RawKV(b"test.names", VT["ARRAY"], Arr(VT["STRING"], [b"a", b"bc"]))])
+        raw = RawFile(
+            version,
+            order,
+            kvs=[
+                RawKV(b"general.architecture", VT["STRING"], b"llama"),
+                RawKV(b"test.count", VT["UINT32"], 3),
+                RawKV(b"test.names", VT["ARRAY"], Arr(VT["STRING"], [b"a", b"bc"])),
+            ],
+        )
         shapes = [([4, 3], 0, 48), ([32], 8, 34)][:tensors]  # F32 [4, 3]; Q8_0 [32]: one block
-        raw.tensors = [RawTI(b"t%d" % i, dims, gtype, 0, bytes(range(1, n + 1))) for i, (dims, gtype, n)
-                       in enumerate(shapes)]
+        raw.tensors = [
+            RawTI(b"t%d" % i, dims, gtype, 0, bytes(range(1, n + 1))) for i, (dims, gtype, n) in enumerate(shapes)
+        ]
         raw.relayout()
         out.append(raw)
     return out

@@ -29,8 +29,11 @@ def encode(items, width, order):
     return b"".join(out)
 
 
-@given(st.lists(PIECES, max_size=300), st.sampled_from([(4, "little"), (8, "little"), (8, "big"), (4, "big")]),
-       st.binary(max_size=12))
+@given(
+    st.lists(PIECES, max_size=300),
+    st.sampled_from([(4, "little"), (8, "little"), (8, "big"), (4, "big")]),
+    st.binary(max_size=12),
+)
 def test_string_array_scan_is_exact(items, layout, trailer):
     width, order = layout
     data = encode(items, width, order) + trailer
@@ -92,8 +95,11 @@ def _valid(b: bytes) -> bool:
         return False
 
 
-@given(st.lists(PIECES, max_size=120), st.sampled_from([(4, "little"), (8, "little"), (8, "big"), (4, "big")]),
-       st.sampled_from([24, 64, 301, 1024]))
+@given(
+    st.lists(PIECES, max_size=120),
+    st.sampled_from([(4, "little"), (8, "little"), (8, "big"), (4, "big")]),
+    st.sampled_from([24, 64, 301, 1024]),
+)
 def test_the_scan_is_exact_at_every_window_boundary(items, layout, window):
     """Windows far smaller than the strings: records straddle window ends and long strings sit inside them."""
     from gguf_construct.base import stringscan as _stringscan

@@ -51,7 +51,7 @@ def lists(draw):
         return items, parsed(items, width, order, lead)
     extra = draw(st.lists(ITEM, max_size=5))
     whole = parsed(extra + items + extra, width, order, lead)
-    return items, whole[len(extra):len(extra) + len(items)]
+    return items, whole[len(extra) : len(extra) + len(items)]
 
 
 @given(lists(), st.data())
@@ -90,7 +90,7 @@ def test_searching_as_a_list_does(pair, probes):
         if value in items:
             assert sl.index(value) == items.index(value)
             first = items.index(value)
-            assert sl.index(value, first + 1) == items.index(value, first + 1) if value in items[first + 1:] else True
+            assert sl.index(value, first + 1) == items.index(value, first + 1) if value in items[first + 1 :] else True
         else:
             with pytest.raises(ValueError):
                 sl.index(value)

@@ -25,8 +25,20 @@ from gguf_construct.suite.runner import score_case, summarise
 
 ROOT = Path(__file__).resolve().parent.parent
 # rules with a limit in the spec: the suite has a file at the limit (accepted) and one past it
-LIMIT_RULES = ("KV-KEY-LEN", "TI-NAME-LEN", "TI-NAME-64", "TI-NDIMS", "HDR-VERSION", "ALIGN-MULT8", "ALIGN-POW2",
-               "KV-BOOL", "DATA-BOUNDS", "HDR-COUNT", "KV-TRUNC", "DATA-TRAILING-PAD")
+LIMIT_RULES = (
+    "KV-KEY-LEN",
+    "TI-NAME-LEN",
+    "TI-NAME-64",
+    "TI-NDIMS",
+    "HDR-VERSION",
+    "ALIGN-MULT8",
+    "ALIGN-POW2",
+    "KV-BOOL",
+    "DATA-BOUNDS",
+    "HDR-COUNT",
+    "KV-TRUNC",
+    "DATA-TRAILING-PAD",
+)
 
 
 @pytest.fixture(scope="module")
@@ -160,10 +172,14 @@ def test_untyped_nested_arrays_are_compared_by_value(suite):
     plain = [{"key": m["key"], "value": _plain(m["value"])} for m in case["metadata"]]
     answer = {"metadata": plain, "tensors": case["tensors"]}
     assert score_case(case, Outcome("accept", summary=answer), "spec").result == "pass"
-    typed = [dict(p, type=m["type"], item_type=m["item_type"]) if m["type"] == "ARRAY" else p
-             for p, m in zip(plain, case["metadata"])]
-    assert score_case(case, Outcome("accept", summary={"metadata": typed, "tensors": case["tensors"]}),
-                      "spec").result == "pass"
+    typed = [
+        dict(p, type=m["type"], item_type=m["item_type"]) if m["type"] == "ARRAY" else p
+        for p, m in zip(plain, case["metadata"])
+    ]
+    assert (
+        score_case(case, Outcome("accept", summary={"metadata": typed, "tensors": case["tensors"]}), "spec").result
+        == "pass"
+    )
     plain[-1]["value"][0][0] = "x"
     assert score_case(case, Outcome("accept", summary=answer), "spec").result == "wrong-values"
 
@@ -178,7 +194,12 @@ def _plain(value):
 def test_generation_is_deterministic(suite, tmp_path):
     root, manifest = suite
     env = dict(os.environ, PYTHONHASHSEED="12345")
-    proc = subprocess.run([sys.executable, "-m", "gguf_construct", "suite", "write", str(tmp_path)], env=env,
-                          capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "gguf_construct", "suite", "write", str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "manifest.json").read_bytes() == (root / "manifest.json").read_bytes()

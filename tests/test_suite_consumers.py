@@ -17,8 +17,7 @@ from gguf_construct.suite.cases import edge_cases
 from gguf_construct.suite.manifest import cases_tsv, write_suite
 
 ROOT = Path(__file__).resolve().parent.parent
-PICK = ("edge/valid/four-dimensions.gguf", "edge/KV-KEY-LEN/key-65536-bytes.gguf",
-        "edge/valid/alignment-8.gguf")
+PICK = ("edge/valid/four-dimensions.gguf", "edge/KV-KEY-LEN/key-65536-bytes.gguf", "edge/valid/alignment-8.gguf")
 
 
 @pytest.fixture(scope="module")
@@ -47,15 +46,19 @@ def test_file_names_are_safe_on_a_command_line():
 
 
 def _reader(profile: str) -> list[str]:
-    return [sys.executable, "-m", "gguf_construct", "check", "--no-config", "--profile", profile,
-            "--fail-on", "error"]
+    return [sys.executable, "-m", "gguf_construct", "check", "--no-config", "--profile", profile, "--fail-on", "error"]
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs node")
 def test_javascript_scoring_script(small_suite):
     root, _ = small_suite
-    proc = subprocess.run(["node", str(ROOT / "readers/examples/score.mjs"), str(root), "spec", *_reader("spec")],
-                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    proc = subprocess.run(
+        ["node", str(ROOT / "readers/examples/score.mjs"), str(root), "spec", *_reader("spec")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"pass": 3}
 
@@ -66,16 +69,24 @@ def test_javascript_scoring_script_with_a_reader_module(small_suite, tmp_path):
     refuses by throwing."""
     root, manifest = small_suite
     accepted = {c["file"]: c for c in manifest["cases"] if c["expect"]["spec"] == "accept"}
-    answers = {f: {"metadata": [{"key": m["key"], "value": m["value"]} for m in c["metadata"]]}
-               for f, c in accepted.items()}
+    answers = {
+        f: {"metadata": [{"key": m["key"], "value": m["value"]} for m in c["metadata"]]} for f, c in accepted.items()
+    }
     first = sorted(answers)[0]
     answers[first]["metadata"][0]["value"] = "not what the file says"
     module = tmp_path / "reader.mjs"
-    module.write_text("const answers = " + json.dumps({str(root / f): a for f, a in answers.items()}) + ";\n"
-                      "export default (path) => { if (!(path in answers)) throw new Error('refused'); "
-                      "return answers[path]; };\n")
-    proc = subprocess.run(["node", str(ROOT / "readers/examples/score.mjs"), str(root), "spec", str(module)],
-                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    module.write_text(
+        "const answers = " + json.dumps({str(root / f): a for f, a in answers.items()}) + ";\n"
+        "export default (path) => { if (!(path in answers)) throw new Error('refused'); "
+        "return answers[path]; };\n"
+    )
+    proc = subprocess.run(
+        ["node", str(ROOT / "readers/examples/score.mjs"), str(root), "spec", str(module)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.strip().splitlines()
     assert json.loads(lines[-1]) == {"pass": len(manifest["cases"]) - 1, "wrong-values": 1}
@@ -88,8 +99,7 @@ def test_c_scoring_script(small_suite, tmp_path):
     exe = tmp_path / "score"
     subprocess.run(["cc", "-o", str(exe), str(ROOT / "readers/examples/score.c")], check=True)
     reader = " ".join(_reader("ggml"))
-    proc = subprocess.run([str(exe), str(root), "2", reader], capture_output=True, text=True, timeout=600,
-                          cwd=ROOT)
+    proc = subprocess.run([str(exe), str(root), "2", reader], capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert proc.stdout.strip().splitlines()[-1] == "3 passed, 0 failed", proc.stdout
     assert proc.returncode == 0
 

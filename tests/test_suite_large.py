@@ -25,8 +25,10 @@ from gguf_construct.suite.manifest import NOT_COVERED, write_suite
 from gguf_construct.suite.runner import score_case
 
 LOWERED = {"string_bytes": 3 << 20, "array_elements": 3 << 20}  # above reference.BIG_VALUE: values by hash
-EXPECT = {"valid": {"spec": "accept", "ggml": "accept", "llama.cpp": "reject"},
-          "past": {"spec": "accept", "ggml": "reject", "llama.cpp": "reject"}}
+EXPECT = {
+    "valid": {"spec": "accept", "ggml": "accept", "llama.cpp": "reject"},
+    "past": {"spec": "accept", "ggml": "reject", "llama.cpp": "reject"},
+}
 
 
 def _sha256(path) -> str:
@@ -54,10 +56,13 @@ print(json.dumps(out))
 def _read(path, profile, isolate: bool) -> tuple[bool, Outcome]:
     """The checker's verdict and our reader's outcome on one file, here or in a child process."""
     if isolate:
-        proc = subprocess.run([sys.executable, "-c", CHILD, str(path), profile], capture_output=True, text=True,
-                              check=True)
+        proc = subprocess.run(
+            [sys.executable, "-c", CHILD, str(path), profile], capture_output=True, text=True, check=True
+        )
         out = json.loads(proc.stdout)
-        return out["status"] == "accept", Outcome(out["status"], summary=out.get("summary"), detail=out.get("detail", ""))
+        return out["status"] == "accept", Outcome(
+            out["status"], summary=out.get("summary"), detail=out.get("detail", "")
+        )
     valid = check(str(path), profile=profile, data=True).valid
     try:
         return valid, Outcome("accept", summary=reference.read(str(path), profile))
@@ -118,8 +123,10 @@ def test_the_real_large_cases_sit_on_ggmls_limits():
 
 def test_a_count_one_past_the_limit_in_a_short_file_is_refused_everywhere():
     cases = list(declared_past_limit_cases())
-    assert {c.path for c in cases} == {"edge/STR-MAXLEN/string-declared-past-limit.gguf",
-                                       "edge/ARR-MAXLEN/array-declared-past-limit.gguf"}
+    assert {c.path for c in cases} == {
+        "edge/STR-MAXLEN/string-declared-past-limit.gguf",
+        "edge/ARR-MAXLEN/array-declared-past-limit.gguf",
+    }
     for c in cases:
         assert len(c.data) < 4096
         for profile in PROFILES:
@@ -137,21 +144,24 @@ def test_big_values_are_compared_by_length_and_hash(tmp_path, monkeypatch):
     assert score_case(case, Outcome("accept", summary=answer), "spec").result == "pass"
 
     def printed(text):  # the big key printed in full, as a reader that knows no better does
-        return [{"key": m["key"], "type": "STRING", "value": text} if "sha256" in m else m
-                for m in case["metadata"]]
+        return [{"key": m["key"], "type": "STRING", "value": text} if "sha256" in m else m for m in case["metadata"]]
 
-    assert score_case(case, Outcome("accept", summary=dict(answer, metadata=printed("x" * 100))),
-                      "spec").result == "pass"
+    assert (
+        score_case(case, Outcome("accept", summary=dict(answer, metadata=printed("x" * 100))), "spec").result == "pass"
+    )
     for bad in ("x" * 99, "x" * 99 + "y"):
-        assert score_case(case, Outcome("accept", summary=dict(answer, metadata=printed(bad))),
-                          "spec").result == "wrong-values"
+        assert (
+            score_case(case, Outcome("accept", summary=dict(answer, metadata=printed(bad))), "spec").result
+            == "wrong-values"
+        )
     wrong = [dict(m, sha256="0" * 64) if "sha256" in m else m for m in case["metadata"]]
-    assert score_case(case, Outcome("accept", summary=dict(answer, metadata=wrong)), "spec").result == \
-        "wrong-values"
+    assert score_case(case, Outcome("accept", summary=dict(answer, metadata=wrong)), "spec").result == "wrong-values"
 
 
-@pytest.mark.skipif(os.environ.get("GGUF_CONSTRUCT_LARGE_TESTS") != "1",
-                    reason="writes 4 GiB and reads it twelve times (minutes): set GGUF_CONSTRUCT_LARGE_TESTS=1")
+@pytest.mark.skipif(
+    os.environ.get("GGUF_CONSTRUCT_LARGE_TESTS") != "1",
+    reason="writes 4 GiB and reads it twelve times (minutes): set GGUF_CONSTRUCT_LARGE_TESTS=1",
+)
 def test_the_large_suite_at_ggmls_limits(tmp_path):
     manifest = write_suite(tmp_path, [], large=True)
     arrays = [c for c in manifest["cases"] if "array" in c["file"]]

@@ -9,9 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gguf_construct.suite.matrix import (
-    COLOURS, check_matrix, compare_results, load_results, render_page, render_svg
-)
+from gguf_construct.suite.matrix import COLOURS, check_matrix, compare_results, load_results, render_page, render_svg
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "readers" / "results.json"
@@ -33,16 +31,31 @@ def test_the_matrix_has_six_readers_on_one_suite():
 
 
 def _fake() -> dict:
-    results = {"a/x.gguf": ["values", "accept", "accept", "pass"], "b/y.gguf": ["container", "reject", "accept",
-                                                                             "false-accept"],
-               "c/z.gguf": ["container", "either", "reject", "pass"], "d/w.gguf": ["model", "reject", "crash",
-                                                                                   "crash"]}
-    summary = {"cases": 4, "counts": {"pass": 2, "false-accept": 1, "false-reject": 0, "wrong-values": 0,
-                                      "crash": 1, "hang": 0},
-               "accepted_valid": [1, 1], "rejected_invalid": [0, 2], "values_correct": [1, 1], "crashed": 1,
-               "hung": 0}
-    reader = {"version": "1.0", "adapter": "a reader <&>", "profile": "spec", "suite_digest": "ab" * 32,
-              "suite_cases": 4, "notes": "", "summary": summary, "results": results}
+    results = {
+        "a/x.gguf": ["values", "accept", "accept", "pass"],
+        "b/y.gguf": ["container", "reject", "accept", "false-accept"],
+        "c/z.gguf": ["container", "either", "reject", "pass"],
+        "d/w.gguf": ["model", "reject", "crash", "crash"],
+    }
+    summary = {
+        "cases": 4,
+        "counts": {"pass": 2, "false-accept": 1, "false-reject": 0, "wrong-values": 0, "crash": 1, "hang": 0},
+        "accepted_valid": [1, 1],
+        "rejected_invalid": [0, 2],
+        "values_correct": [1, 1],
+        "crashed": 1,
+        "hung": 0,
+    }
+    reader = {
+        "version": "1.0",
+        "adapter": "a reader <&>",
+        "profile": "spec",
+        "suite_digest": "ab" * 32,
+        "suite_cases": 4,
+        "notes": "",
+        "summary": summary,
+        "results": results,
+    }
     return {"readers": {"one": reader, "two": dict(reader, results=dict(list(results.items())[:2]))}}
 
 
@@ -70,5 +83,8 @@ def test_a_rerun_is_compared_with_the_recorded_results():
     del rerun["readers"]["two"]
     rerun["readers"]["three"] = rerun["readers"]["one"]
     assert compare_results(recorded, rerun) == [
-        "one: version 1.0 -> 1.1", "one: b/y.gguf: accept (false-accept) -> reject (pass)",
-        "two: not run (is it installed?)", "three: not in the recorded results"]
+        "one: version 1.0 -> 1.1",
+        "one: b/y.gguf: accept (false-accept) -> reject (pass)",
+        "two: not run (is it installed?)",
+        "three: not in the recorded results",
+    ]

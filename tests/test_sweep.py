@@ -75,9 +75,25 @@ def test_cli(folder, tmp_path):
     pytest.importorskip("pyarrow", reason="Parquet output needs the [cluster] extra (pyarrow)")
     out = tmp_path / "cli.parquet"
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(g.__file__)))
-    done = subprocess.run([sys.executable, "-m", "gguf_construct", "sweep", str(folder), "--out", str(out),
-                           "--jobs", "1", "--profiles", "ggml"], capture_output=True, text=True, env=env,
-                          timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gguf_construct",
+            "sweep",
+            str(folder),
+            "--out",
+            str(out),
+            "--jobs",
+            "1",
+            "--profiles",
+            "ggml",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert "3 files checked" in done.stderr and "files/s" in done.stderr
     rows = read_rows(str(out))

@@ -71,6 +71,14 @@ def test_every_family_has_three_payloads():
     families: dict = {}
     for family, _, _ in PAYLOADS.values():
         families[family] = families.get(family, 0) + 1
-    assert set(families) == {"hidden-key", "first-hop", "dotted-path", "format-field", "binding", "key-discovery",
-                             "trigger", "gadget"}
+    assert set(families) == {
+        "hidden-key",
+        "first-hop",
+        "dotted-path",
+        "format-field",
+        "binding",
+        "key-discovery",
+        "trigger",
+        "gadget",
+    }
     assert min(families.values()) >= 3, families

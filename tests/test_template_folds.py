@@ -25,24 +25,67 @@ LIMIT = 4096
 # -- every fold against jinja2's own evaluation ----------------------------------------------------------------------
 # positional and keyword arguments tried for each filter and method (the value comes from Hypothesis)
 FILTER_CALLS = {
-    "join": [(), ("-",), ((), {"d": ", "})], "format": [(), ("x",), (3,), ("a", "b")], "reverse": [()],
-    "lower": [()], "upper": [()], "title": [()], "capitalize": [()], "trim": [(), ("_ ",)],
-    "replace": [("_", "-"), ("", "."), ("a", "bb", 1), ("a", "", 0)], "string": [()], "e": [()], "escape": [()],
-    "forceescape": [()], "safe": [()], "list": [()], "first": [()], "last": [()], "center": [(), (11,), (3,)],
+    "join": [(), ("-",), ((), {"d": ", "})],
+    "format": [(), ("x",), (3,), ("a", "b")],
+    "reverse": [()],
+    "lower": [()],
+    "upper": [()],
+    "title": [()],
+    "capitalize": [()],
+    "trim": [(), ("_ ",)],
+    "replace": [("_", "-"), ("", "."), ("a", "bb", 1), ("a", "", 0)],
+    "string": [()],
+    "e": [()],
+    "escape": [()],
+    "forceescape": [()],
+    "safe": [()],
+    "list": [()],
+    "first": [()],
+    "last": [()],
+    "center": [(), (11,), (3,)],
     "truncate": [(), (5,), (6, True, ""), (4, False, "..", 0), ((), {"length": 3, "end": "", "leeway": 1})],
-    "indent": [(), (2,), (">", True), (1, True, True), ((), {"first": True})], "wordwrap": [(), (4,), (3, False)],
-    "striptags": [()], "urlencode": [()], "tojson": [(), (2,)], "sort": [(), (True,), (False, True)],
-    "unique": [(), (True,)], "min": [(), (True,)], "max": [(), (True,)], "batch": [(1,), (2,), (3, "z")],
-    "slice": [(1,), (2,), (3, "z")], "random": [()], "pprint": [()], "length": [()], "count": [()],
+    "indent": [(), (2,), (">", True), (1, True, True), ((), {"first": True})],
+    "wordwrap": [(), (4,), (3, False)],
+    "striptags": [()],
+    "urlencode": [()],
+    "tojson": [(), (2,)],
+    "sort": [(), (True,), (False, True)],
+    "unique": [(), (True,)],
+    "min": [(), (True,)],
+    "max": [(), (True,)],
+    "batch": [(1,), (2,), (3, "z")],
+    "slice": [(1,), (2,), (3, "z")],
+    "random": [()],
+    "pprint": [()],
+    "length": [()],
+    "count": [()],
     "map": [("lower",), ("upper",), ("replace", "a", "b"), ("trim",), ("center", 5)],
 }
 METHOD_CALLS = {
-    "lower": [()], "upper": [()], "title": [()], "capitalize": [()], "casefold": [()], "swapcase": [()],
-    "strip": [(), ("_",)], "lstrip": [(), ("a_",)], "rstrip": [(), (" a",)], "removeprefix": [("_",)],
-    "removesuffix": [("a",)], "split": [(), ("_",), ("a", 1)], "rsplit": [(), ("_", 1)], "partition": [("_",)],
-    "rpartition": [("a",)], "splitlines": [(), (True,)], "center": [(9,), (12, "*")], "ljust": [(7,)],
-    "rjust": [(7, ".")], "zfill": [(6,)], "expandtabs": [(), (3,)], "join": [(["x", "y"],), ([],)],
-    "format": [(), ("z",), (1, "two")], "replace": [("a", "e"), ("_", "", 1)],
+    "lower": [()],
+    "upper": [()],
+    "title": [()],
+    "capitalize": [()],
+    "casefold": [()],
+    "swapcase": [()],
+    "strip": [(), ("_",)],
+    "lstrip": [(), ("a_",)],
+    "rstrip": [(), (" a",)],
+    "removeprefix": [("_",)],
+    "removesuffix": [("a",)],
+    "split": [(), ("_",), ("a", 1)],
+    "rsplit": [(), ("_", 1)],
+    "partition": [("_",)],
+    "rpartition": [("a",)],
+    "splitlines": [(), (True,)],
+    "center": [(9,), (12, "*")],
+    "ljust": [(7,)],
+    "rjust": [(7, ".")],
+    "zfill": [(6,)],
+    "expandtabs": [(), (3,)],
+    "join": [(["x", "y"],), ([],)],
+    "format": [(), ("z",), (1, "two")],
+    "replace": [("a", "e"), ("_", "", 1)],
 }
 
 _ALPHABET = "ab_A Z-(<&\"'\n\té%{}0"
@@ -126,17 +169,18 @@ def test_each_str_method_folds_as_python_evaluates(name, value):
 def test_the_fold_tables_are_the_spec_lists():
     values = spec.load_yaml("templates.yaml")["values"]
     assert set(values["filters"]["fold"]) == set(jinja_folds.FILTERS) == set(FILTER_CALLS)
-    assert {m for m, kind in values["methods"].items() if kind == "fold"} == set(jinja_folds.METHODS) \
-        == set(METHOD_CALLS)
+    assert (
+        {m for m, kind in values["methods"].items() if kind == "fold"} == set(jinja_folds.METHODS) == set(METHOD_CALLS)
+    )
 
 
 def test_folds_stay_within_the_length_budget():
     long_width = LIMIT + 1
     assert jinja_folds.fold_filter("center", "x", (long_width,), {}, LIMIT) is jinja_folds.UNKNOWN
-    assert jinja_folds.fold_method("rjust", "x", (10 ** 9,), {}, LIMIT) is jinja_folds.UNKNOWN
+    assert jinja_folds.fold_method("rjust", "x", (10**9,), {}, LIMIT) is jinja_folds.UNKNOWN
     assert jinja_folds.fold_filter("indent", "a\n" * 100, (100,), {}, LIMIT) is jinja_folds.UNKNOWN
     assert jinja_folds.fold_filter("replace", "a" * 1000, ("a", "bbbbb"), {}, LIMIT) is jinja_folds.UNKNOWN
-    assert jinja_folds.fold_filter("batch", ("a",), (10 ** 9,), {}, LIMIT) is jinja_folds.UNKNOWN
+    assert jinja_folds.fold_filter("batch", ("a",), (10**9,), {}, LIMIT) is jinja_folds.UNKNOWN
     assert jinja_folds.fold_filter("format", "%s" * 100, ("x" * 100,) * 100, {}, LIMIT) is jinja_folds.UNKNOWN
     # a template asking for a huge string folds nothing: a key left unknown on a string is an escape (issue #38)
     issues = jinja_scan.scan("{{ ''[('gi_' ~ 'frame')|center(10 ** 9)] }}")
@@ -153,7 +197,10 @@ FOLDED_KEYS = {
     "tojson": ("('gi_frame'|tojson)[1:-1]", "('f_globals'|tojson)[1:-1]"),
     "split": ("'x gi_frame'.split()[1]", "('f_globals y'.split())|first"),
     "lstrip-rstrip": ("'xxgi_frame'.lstrip('x')", "'f_globals..'.rstrip('.')"),
-    "truncate": ("'gi_framezzz'|truncate(8, true, '', 0)", "'f_globalsQQ'|truncate(9, killwords=true, end='', leeway=0)"),
+    "truncate": (
+        "'gi_framezzz'|truncate(8, true, '', 0)",
+        "'f_globalsQQ'|truncate(9, killwords=true, end='', leeway=0)",
+    ),
     "sort-max": ("['zz', 'gi_frame']|sort|first", "['f_globals', 'a']|max"),
     "random-unique": ("['gi_frame']|random", "['f_globals', 'F_GLOBALS']|unique|first"),
     "batch-slice": ("['gi_frame']|batch(1)|first|first", "['f_globals', 'x']|slice(2)|first|first"),
@@ -203,8 +250,7 @@ FRAME_ESCAPES = {
     "attribute": "{{ (()|select).gi_frame.f_globals" + _TAIL + " }}",
     "subscript": "{{ (()|map('string'))['gi_frame']['f_globals']" + _TAIL + " }}",
     "attr-filter": "{{ ((messages|selectattr('role'))|attr('gi_frame')|attr('f_globals'))" + _TAIL + " }}",
-    "builtins": "{{ (()|reject).gi_frame.f_builtins['eval'](\"0\") ~ (()|select).gi_frame.f_globals" + _TAIL
-                + " }}",
+    "builtins": "{{ (()|reject).gi_frame.f_builtins['eval'](\"0\") ~ (()|select).gi_frame.f_globals" + _TAIL + " }}",
 }
 
 
@@ -230,25 +276,32 @@ def test_a_constant_key_that_does_not_fold_is_an_escape_on_a_string():
     assert jinja_scan.scan("{% for m in messages %}{{ m[m.role|trim] }}{% endfor %}") == ()
 
 
-@pytest.mark.parametrize("text", [
-    "{{ messages[0]['content']|center(20) }}{{ 'x'|truncate(10) }}{{ tools|tojson(indent=2) }}",
-    "{% for m in messages %}{{ m.content.split('\\n')|first }}{{ m['role'].rjust(10) }}{% endfor %}",
-    "{{ (messages|map(attribute='content')|list|sort|first)|wordwrap(20) }}{{ 'a,b'.split(',')|join('-') }}",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{{ messages[0]['content']|center(20) }}{{ 'x'|truncate(10) }}{{ tools|tojson(indent=2) }}",
+        "{% for m in messages %}{{ m.content.split('\\n')|first }}{{ m['role'].rjust(10) }}{% endfor %}",
+        "{{ (messages|map(attribute='content')|list|sort|first)|wordwrap(20) }}{{ 'a,b'.split(',')|join('-') }}",
+    ],
+)
 def test_ordinary_uses_of_the_folded_filters_are_silent(text):
     assert jinja_scan.scan(text) == ()
 
 
-@pytest.mark.parametrize("text", [
-    "{{ ''[('a' * 4096)|list|map('center', 4096)|join] }}",
-    "{{ ''[((('x' * 4096),) * 4096)|tojson] }}",
-    "{{ ''[((('x' * 4096),) * 4096)|map('upper')|first] }}",
-    "{{ ''[('a' * 4096)|list|batch(4096)|map('join')|first] }}",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{{ ''[('a' * 4096)|list|map('center', 4096)|join] }}",
+        "{{ ''[((('x' * 4096),) * 4096)|tojson] }}",
+        "{{ ''[((('x' * 4096),) * 4096)|map('upper')|first] }}",
+        "{{ ''[('a' * 4096)|list|batch(4096)|map('join')|first] }}",
+    ],
+)
 def test_folding_builds_nothing_past_the_budget(text):
     """Each of these would build megabytes of strings; they fold to unknown keys instead (on a string: an
     escape), within the budget of spec/templates.yaml."""
     import tracemalloc
+
     tracemalloc.start()
     try:
         issues = jinja_scan.scan(text)
@@ -273,8 +326,11 @@ def test_folding_work_is_bounded_and_cannot_hide_a_key():
     kinds = {i.kind for i in jinja_scan.scan(hidden)}
     assert kinds == {jinja_scan.LIMIT, jinja_scan.ESCAPE}
     # each fold is computed once, whatever the number of passes: a template within the budget folds every key
-    settled = "{% set k = 'x' %}" * 3 + ("{{ ('a b' * 1365)|wordwrap(1) }}" * 4) + _frame_payload(
-        "'gi_frame'|center(8)", "'f_globals'|center(9)")
+    settled = (
+        "{% set k = 'x' %}" * 3
+        + ("{{ ('a b' * 1365)|wordwrap(1) }}" * 4)
+        + _frame_payload("'gi_frame'|center(8)", "'f_globals'|center(9)")
+    )
     constructs = {i.construct for i in jinja_scan.scan(settled)}
     assert "[...] = 'gi_frame'" in constructs
 
@@ -292,12 +348,34 @@ def test_a_key_built_around_a_dunder_stem_is_an_escape():
 
 # -- property: any chain of value-preserving folds around a split name still shows the name ---------------------------
 _WRAPS = [
-    "(@)|center(3)", "(@)|trim", "(@).strip()", "(@)|string", "(@)|list|join", "(@)|reverse|reverse",
-    "((@)|tojson)[1:-1]", "(@).split()|first", "[@]|first", "[@]|random", "[@, @]|unique|first",
-    "['a', @]|sort|last", "[@]|max", "(@)|lower", "(@)|truncate(300, true, '', 0)", "(@)|indent",
-    "(@)|wordwrap(300)", "(@)|urlencode", "(@).rjust(2)", "(@)|replace('Q', 'q')", "[@]|batch(1)|first|first",
-    "'%s'|format(@)", "'{}'.format(@)", "(@)|map('string')|join", "(@).partition('|')[0]",
-    "[@]|slice(1)|first|first", "(@).removesuffix('Q')", "(@).ljust(4)",
+    "(@)|center(3)",
+    "(@)|trim",
+    "(@).strip()",
+    "(@)|string",
+    "(@)|list|join",
+    "(@)|reverse|reverse",
+    "((@)|tojson)[1:-1]",
+    "(@).split()|first",
+    "[@]|first",
+    "[@]|random",
+    "[@, @]|unique|first",
+    "['a', @]|sort|last",
+    "[@]|max",
+    "(@)|lower",
+    "(@)|truncate(300, true, '', 0)",
+    "(@)|indent",
+    "(@)|wordwrap(300)",
+    "(@)|urlencode",
+    "(@).rjust(2)",
+    "(@)|replace('Q', 'q')",
+    "[@]|batch(1)|first|first",
+    "'%s'|format(@)",
+    "'{}'.format(@)",
+    "(@)|map('string')|join",
+    "(@).partition('|')[0]",
+    "[@]|slice(1)|first|first",
+    "(@).removesuffix('Q')",
+    "(@).ljust(4)",
 ]
 
 

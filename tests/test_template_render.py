@@ -25,8 +25,11 @@ def pool():
 
 
 def _render(pool, text: str, attacks=()) -> dict:
-    return pool.render(text, template_contexts.canonical_contexts()[:2],
-                       template_contexts.attack_contexts(list(attacks)) if attacks else [])
+    return pool.render(
+        text,
+        template_contexts.canonical_contexts()[:2],
+        template_contexts.attack_contexts(list(attacks)) if attacks else [],
+    )
 
 
 def test_workers_are_reused_and_start_with_no_environment(pool):
@@ -48,8 +51,10 @@ def test_a_hanging_template_is_stopped_and_the_worker_replaced(pool):
 
 
 def test_memory_exhaustion_is_bounded(pool):
-    hog = ("{% set ns = namespace(l=[]) %}{% for i in range(100000) %}"
-           "{% set ns.l = ns.l + [(i|string) * 99999] %}{% endfor %}{{ ns.l|length }}")
+    hog = (
+        "{% set ns = namespace(l=[]) %}{% for i in range(100000) %}"
+        "{% set ns.l = ns.l + [(i|string) * 99999] %}{% endfor %}{{ ns.l|length }}"
+    )
     t0 = time.monotonic()
     try:
         result = _render(pool, hog)
@@ -73,13 +78,15 @@ def test_refused_accesses_are_escapes_and_content_driven_ones_gadgets(pool):
     escape = _render(pool, "{% if messages|length > 6 %}{{ cycler.next.__globals__ }}{% endif %}")
     issues = template_oracle.render_issues(escape)
     assert [i.kind for i in issues] == [ESCAPE] and "function.__globals__" in issues[0].problem
-    gadget = _render(pool, "{% for m in messages %}{{ m.content.format(m) }}{% endfor %}",
-                     ["{0.__init__.__globals__}"])
+    gadget = _render(pool, "{% for m in messages %}{{ m.content.format(m) }}{% endfor %}", ["{0.__init__.__globals__}"])
     issues = template_oracle.render_issues(gadget)
     assert [i.kind for i in issues] == [GADGET] and "{0.__init__.__globals__}" in issues[0].problem
     # a dict the template built, indexed by content that is a dunder name: one inert hop, silent
-    silent = _render(pool, "{% set d = {'user': 'U'} %}{% for m in messages %}{{ d[m.role] }}{{ d[m.content] }}"
-                           "{% endfor %}", ["__class__", "__init__"])
+    silent = _render(
+        pool,
+        "{% set d = {'user': 'U'} %}{% for m in messages %}{{ d[m.role] }}{{ d[m.content] }}{% endfor %}",
+        ["__class__", "__init__"],
+    )
     assert template_oracle.render_issues(silent) == []
 
 
@@ -135,8 +142,9 @@ def test_package_templates_draw_no_finding_when_rendered():
     for name, text in templates.items():
         raw = crafting.carrier()
         raw.set("tokenizer.chat_template", "STRING", text)
-        found = [f.message for f in check(raw.to_bytes()).findings if f.rule.startswith("TPL-")
-                 and f.severity != "info"]
+        found = [
+            f.message for f in check(raw.to_bytes()).findings if f.rule.startswith("TPL-") and f.severity != "info"
+        ]
         if found:
             flagged[name] = found
     assert flagged == {}

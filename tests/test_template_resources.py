@@ -19,8 +19,10 @@ COSTLY = {
     "range-start-stop-step": "{% for i in range(-5, 2 ** 40, 3) %}x{% endfor %}",
     "range-past-64-bits": "{% set n = 10 ** 30 %}{{ range(n)|list|length }}",
     "nested": "{% for i in range(1000) %}{% for j in range(1000) %}x{% endfor %}{% endfor %}",
-    "nested-three": ("{% for a in range(100) %}{% for b in range(100) %}{% for c in range(100) %}x"
-                     "{% endfor %}{% endfor %}{% endfor %}"),
+    "nested-three": (
+        "{% for a in range(100) %}{% for b in range(100) %}{% for c in range(100) %}x"
+        "{% endfor %}{% endfor %}{% endfor %}"
+    ),
     "nested-over-a-list": "{% for c in 'abcdefghij' * 50 %}{% for i in range(1000) %}x{% endfor %}{% endfor %}",
     "repetition": "{{ 'x' * 10 ** 7 }}",
     "repetition-of-a-list": "{% set l = ['abc'] * 10 ** 6 %}{{ l|length }}",
@@ -90,7 +92,9 @@ def test_a_file_of_many_large_templates_analyses_only_its_budget(monkeypatch):
     jinja_scan.scan.cache_clear()
     raw = crafting.carrier()
     for i in range(20):
-        raw.set(f"tokenizer.chat_template.t{i}", "STRING", f"{{% for m in messages %}}{{{{ m.content }}}}{i}{{% endfor %}}")
+        raw.set(
+            f"tokenizer.chat_template.t{i}", "STRING", f"{{% for m in messages %}}{{{{ m.content }}}}{i}{{% endfor %}}"
+        )
     assert not [f for f in check(raw.to_bytes()).findings if f.rule.startswith("TPL-")] and len(analysed) == 20
 
 
@@ -125,7 +129,8 @@ def test_the_lexical_scan_finds_internal_attributes():
     payload = "{{ (()|select).gi_frame.f_globals['random']['_os']['popen']('id').read() }}"
     issues = jinja_scan.scan(payload + "{# " + "x" * LIMITS["bytes"] + " #}")
     assert {(i.kind, i.construct) for i in issues if i.kind == jinja_scan.ESCAPE} == {
-        (jinja_scan.ESCAPE, "f_globals"), (jinja_scan.ESCAPE, "gi_frame")}
+        (jinja_scan.ESCAPE, "f_globals"),
+        (jinja_scan.ESCAPE, "gi_frame"),
+    }
     # plain text and comments are not code
-    assert [i.kind for i in jinja_scan.scan("gi_frame {# f_globals #}" + "x" * LIMITS["bytes"])] == [
-        jinja_scan.LIMIT]
+    assert [i.kind for i in jinja_scan.scan("gi_frame {# f_globals #}" + "x" * LIMITS["bytes"])] == [jinja_scan.LIMIT]

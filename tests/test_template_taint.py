@@ -30,8 +30,12 @@ def _file(text: str, location: str) -> bytes:
     raw = crafting.carrier()
     if location == "array of string":
         third = len(text) // 3
-        raw.set("tokenizer.chat_template", "ARRAY", [text[:third], text[third:2 * third], text[2 * third:]],
-                item_type="STRING")
+        raw.set(
+            "tokenizer.chat_template",
+            "ARRAY",
+            [text[:third], text[third : 2 * third], text[2 * third :]],
+            item_type="STRING",
+        )
     else:
         raw.set(location, "STRING", text)
     return raw.to_bytes()
@@ -39,8 +43,12 @@ def _file(text: str, location: str) -> bytes:
 
 def _followed_escapes(issues) -> list:
     """The escapes that come from following a value (not from a literal dunder written in the template)."""
-    return [i for i in issues if i.kind == jinja_scan.ESCAPE
-            and (i.construct.startswith("[...] = ") or i.problem.startswith("key computed at render time"))]
+    return [
+        i
+        for i in issues
+        if i.kind == jinja_scan.ESCAPE
+        and (i.construct.startswith("[...] = ") or i.problem.startswith("key computed at render time"))
+    ]
 
 
 @pytest.mark.parametrize("location", _LOCATIONS)
@@ -59,8 +67,20 @@ def test_the_escape_comes_from_the_followed_key(name):
 
 
 def test_every_binding_form_has_two_payloads():
-    forms = ["namespace-constructor", "namespace-assigned", "macro-", "loop-", "dict-", "with", "caller-",
-             "block-set", "context-key", "unmodelled-filter", "past-the-", "global"]
+    forms = [
+        "namespace-constructor",
+        "namespace-assigned",
+        "macro-",
+        "loop-",
+        "dict-",
+        "with",
+        "caller-",
+        "block-set",
+        "context-key",
+        "unmodelled-filter",
+        "past-the-",
+        "global",
+    ]
     for form in forms:
         assert sum(name.startswith(form) for name in FOLLOWED) >= 2, form
 
@@ -146,8 +166,10 @@ def _package_templates() -> dict[str, str]:
 def test_real_templates_from_packages_stay_clean():
     templates = _package_templates()
     if not templates:
-        pytest.skip("no package templates: set GGUF_CONSTRUCT_REAL_TEMPLATES to a llama-cpp-python sdist or to "
-                    "llama.cpp's models/templates")
+        pytest.skip(
+            "no package templates: set GGUF_CONSTRUCT_REAL_TEMPLATES to a llama-cpp-python sdist or to "
+            "llama.cpp's models/templates"
+        )
     flagged = {}
     for name, text in templates.items():
         issues = [i for i in jinja_scan.scan(text) if i.kind != jinja_scan.UNPARSED]  # UNPARSED is info
@@ -198,8 +220,11 @@ def _bind(kind: str, i: int, expr: str, body) -> str:
     if kind == "with":
         return f"{{% with v{i} = {expr} %}}" + body(f"v{i}") + "{% endwith %}"
     if kind == "caller":
-        return (f"{{% macro c{i}() %}}{{{{ caller({expr}) }}}}{{% endmacro %}}{{% call(v{i}) c{i}() %}}"
-                + body(f"v{i}") + "{% endcall %}")
+        return (
+            f"{{% macro c{i}() %}}{{{{ caller({expr}) }}}}{{% endmacro %}}{{% call(v{i}) c{i}() %}}"
+            + body(f"v{i}")
+            + "{% endcall %}"
+        )
     if kind == "block-set":
         return f"{{% set v{i} %}}{{{{ {expr} }}}}{{% endset %}}" + body(f"v{i}")
     return body(f"(undefined{i}|default({expr}))")

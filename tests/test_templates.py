@@ -63,7 +63,7 @@ def test_injection_payloads_are_errors(name):
 @pytest.mark.parametrize("name", ["mro-subclasses", "concat", "cycler-globals", "reverse-slice", "self-context"])
 def test_array_of_strings_template_is_scanned(name):
     text = template_with(MALICIOUS[name])
-    thirds = [text[: len(text) // 3], text[len(text) // 3: 2 * len(text) // 3], text[2 * len(text) // 3:]]
+    thirds = [text[: len(text) // 3], text[len(text) // 3 : 2 * len(text) // 3], text[2 * len(text) // 3 :]]
     report = check(_file(value=thirds, vtype="ARRAY", item_type="STRING"))
     assert "TPL-ESCAPE" in {f.rule for f in report.errors()}, _tpl(report)
     clean = check(_file(value=[REAL["chatml"][:40], REAL["chatml"][40:]], vtype="ARRAY", item_type="STRING"))
@@ -114,10 +114,15 @@ def test_one_mib_template_is_bounded_and_still_scanned():
     assert "TPL-ESCAPE" in {f.rule for f in hidden.errors()}
 
 
-@pytest.mark.parametrize("text", ["{{ " + "(" * 5000 + "1" + ")" * 5000 + " }}",
-                                  "{% if a %}" * 3000 + "x" + "{% endif %}" * 3000,
-                                  "{{ " + "[" * 900 + "]" * 900 + " }}",
-                                  "{{ x|attr(a" + "|b" * 20000 + ") }}"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{{ " + "(" * 5000 + "1" + ")" * 5000 + " }}",
+        "{% if a %}" * 3000 + "x" + "{% endif %}" * 3000,
+        "{{ " + "[" * 900 + "]" * 900 + " }}",
+        "{{ x|attr(a" + "|b" * 20000 + ") }}",
+    ],
+)
 def test_pathological_templates_are_findings_not_hangs(text):
     report = check(_file(value=text))
     assert {f.rule for f in _tpl(report)} <= {"TPL-LIMIT", "TPL-UNPARSED"} and _tpl(report)
@@ -144,10 +149,12 @@ def test_folding_is_bounded():
 
 
 def test_jinja2_is_imported_only_for_templates():
-    code = ("import sys\nfrom gguf_construct.breaking import crafting\nfrom gguf_construct.checker import check\n"
-            "check(crafting.carrier().to_bytes())\nprint('jinja2' in sys.modules)\n"
-            "raw = crafting.carrier(); raw.set('tokenizer.chat_template', 'STRING', '{{ x }}')\n"
-            "check(raw.to_bytes())\nprint('jinja2' in sys.modules)\n")
+    code = (
+        "import sys\nfrom gguf_construct.breaking import crafting\nfrom gguf_construct.checker import check\n"
+        "check(crafting.carrier().to_bytes())\nprint('jinja2' in sys.modules)\n"
+        "raw = crafting.carrier(); raw.set('tokenizer.chat_template', 'STRING', '{{ x }}')\n"
+        "check(raw.to_bytes())\nprint('jinja2' in sys.modules)\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "True"]
 

@@ -21,8 +21,18 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-_SKIP_DIRS = {".git", ".venv", ".venv-core", "build", "dist", "__pycache__", ".pytest_cache", ".mypy_cache",
-              ".ruff_cache", "site"}
+_SKIP_DIRS = {
+    ".git",
+    ".venv",
+    ".venv-core",
+    "build",
+    "dist",
+    "__pycache__",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+    "site",
+}
 
 
 def _tracked_files() -> list[Path]:
@@ -32,8 +42,11 @@ def _tracked_files() -> list[Path]:
         out = None
     if out is not None and out.returncode == 0 and out.stdout:
         return [Path(p) for p in out.stdout.decode().split("\0") if p and (ROOT / p).is_file()]
-    return [p.relative_to(ROOT) for p in ROOT.rglob("*")
-            if p.is_file() and not _SKIP_DIRS.intersection(p.relative_to(ROOT).parts)]
+    return [
+        p.relative_to(ROOT)
+        for p in ROOT.rglob("*")
+        if p.is_file() and not _SKIP_DIRS.intersection(p.relative_to(ROOT).parts)
+    ]
 
 
 def _can_build_here() -> bool:
@@ -61,8 +74,12 @@ def wheel(tmp_path_factory) -> zipfile.ZipFile:
     (src / "gguf_construct" / "__pycache__" / "stray.cpython-311.pyc").write_bytes(b"\0" * 16)
     isolation = ["--no-build-isolation"] if _can_build_here() else []
     out = tmp / "dist"
-    run = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", *isolation, "-w", str(out),
-                          str(src)], capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", *isolation, "-w", str(out), str(src)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if run.returncode != 0 and "setuptools" in run.stderr and "No matching distribution" in run.stderr:
         pytest.skip("pip cannot fetch setuptools to build the wheel")
     assert run.returncode == 0, run.stderr[-2000:]
@@ -74,30 +91,54 @@ def wheel(tmp_path_factory) -> zipfile.ZipFile:
 
 def test_wheel_holds_every_module_of_every_layer_folder(wheel):
     names = set(wheel.namelist())
-    modules = {p.relative_to(ROOT).as_posix() for p in (ROOT / "gguf_construct").rglob("*.py")
-               if "__pycache__" not in p.parts}
+    modules = {
+        p.relative_to(ROOT).as_posix() for p in (ROOT / "gguf_construct").rglob("*.py") if "__pycache__" not in p.parts
+    }
     assert modules, "no modules found in the checkout"
     missing = sorted(modules - names)
     assert not missing, f"modules left out of the wheel: {missing}"
-    for folder in ("base", "format", "codecs", "arch", "rulebook", "filemodel", "checker", "breaking", "export",
-                   "operations", "fuzzing", "suite", "docgen", "commands"):
+    for folder in (
+        "base",
+        "format",
+        "codecs",
+        "arch",
+        "rulebook",
+        "filemodel",
+        "checker",
+        "breaking",
+        "export",
+        "operations",
+        "fuzzing",
+        "suite",
+        "docgen",
+        "commands",
+    ):
         assert f"gguf_construct/{folder}/__init__.py" in names, folder
 
 
 def test_wheel_holds_the_spec_and_py_typed(wheel):
     names = set(wheel.namelist())
     assert "gguf_construct/py.typed" in names
-    spec = {"gguf_construct/_spec/" + p.relative_to(ROOT / "spec").as_posix()
-            for p in (ROOT / "spec").rglob("*") if p.suffix in (".yaml", ".json")}
+    spec = {
+        "gguf_construct/_spec/" + p.relative_to(ROOT / "spec").as_posix()
+        for p in (ROOT / "spec").rglob("*")
+        if p.suffix in (".yaml", ".json")
+    }
     assert "gguf_construct/_spec/gguf.yaml" in spec and "gguf_construct/_spec/rules.yaml" in spec
     missing = sorted(spec - names)
     assert not missing, f"spec files left out of the wheel: {missing[:10]}"
 
 
 def test_wheel_has_nothing_else(wheel):
-    stray = [n for n in wheel.namelist()
-             if not (n.startswith("gguf_construct/") or n.startswith("gguf_construct-"))
-             or "__pycache__" in n or n.endswith(".pyc") or "/.venv" in n or n.startswith("gguf_construct/tests")]
+    stray = [
+        n
+        for n in wheel.namelist()
+        if not (n.startswith("gguf_construct/") or n.startswith("gguf_construct-"))
+        or "__pycache__" in n
+        or n.endswith(".pyc")
+        or "/.venv" in n
+        or n.startswith("gguf_construct/tests")
+    ]
     assert not stray, stray[:20]
 
 

@@ -42,8 +42,13 @@ def test_broken_pipe_is_silent(tmp_path):
     for i in range(3000):
         f.metadata.set(f"test.key_{i}", "value " * 20, "STRING")
     f.save(path)
-    proc = subprocess.run(f"{sys.executable} -m gguf_construct dump {path} | head -1", shell=True,
-                          capture_output=True, text=True, cwd=os.path.dirname(os.path.dirname(__file__)))
+    proc = subprocess.run(
+        f"{sys.executable} -m gguf_construct dump {path} | head -1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        cwd=os.path.dirname(os.path.dirname(__file__)),
+    )
     assert proc.stderr == ""
 
 

@@ -11,14 +11,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_TOKEN = re.compile(r"""
+_TOKEN = re.compile(
+    r"""
     (?P<ws>\s+)
   | (?P<str>"(?:[^"\\]|\\.)*")
   | (?P<chr>'(?:[^'\\]|\\.)')
   | (?P<num>(?:0[xX][0-9a-fA-F]+|\d+\.\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|\d+(?:[eE][-+]?\d+)?)[uUlLfF]*)
   | (?P<id>[A-Za-z_]\w*)
   | (?P<op>::|->|<<=|>>=|\+\+|--|&&|\|\||==|!=|<=|>=|\+=|-=|\*=|/=|%=|&=|\|=|\^=|<<|>>|[-+*/%<>=!&|^~?:;,.(){}\[\]#])
-""", re.VERBOSE)
+""",
+    re.VERBOSE,
+)
 
 
 @dataclass
@@ -36,7 +39,7 @@ def strip_comments(src: str) -> str:
             j = i + 1
             while j < n and src[j] != '"':
                 j += 2 if src[j] == "\\" else 1
-            out.append(src[i:j + 1])
+            out.append(src[i : j + 1])
             i = j + 1
         elif src.startswith("//", i):
             j = src.find("\n", i)
@@ -57,7 +60,7 @@ def tokenize(src: str) -> list[Tok]:
     while pos < len(src):
         m = _TOKEN.match(src, pos)
         if not m:
-            raise SyntaxError(f"cannot tokenize at {src[pos:pos + 40]!r}")
+            raise SyntaxError(f"cannot tokenize at {src[pos : pos + 40]!r}")
         pos = m.end()
         if m.lastgroup != "ws":
             toks.append(Tok(m.lastgroup, m.group()))
@@ -76,7 +79,7 @@ def find_function(src: str, qualified: str) -> str | None:
         elif src[j] == "}":
             depth -= 1
         j += 1
-    return src[m.end():j - 1]
+    return src[m.end() : j - 1]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -84,13 +87,47 @@ def find_function(src: str, qualified: str) -> str | None:
 # ---------------------------------------------------------------------------------------------------------------
 
 _BINARY = {
-    "||": (1, "or"), "&&": (2, "and"), "|": (3, "|"), "^": (4, "^"), "&": (5, "&"),
-    "==": (6, "=="), "!=": (6, "!="), "<": (7, "<"), ">": (7, ">"), "<=": (7, "<="), ">=": (7, ">="),
-    "<<": (8, "<<"), ">>": (8, ">>"), "+": (9, "+"), "-": (9, "-"), "*": (10, "*"), "/": (10, "/"), "%": (10, "%"),
+    "||": (1, "or"),
+    "&&": (2, "and"),
+    "|": (3, "|"),
+    "^": (4, "^"),
+    "&": (5, "&"),
+    "==": (6, "=="),
+    "!=": (6, "!="),
+    "<": (7, "<"),
+    ">": (7, ">"),
+    "<=": (7, "<="),
+    ">=": (7, ">="),
+    "<<": (8, "<<"),
+    ">>": (8, ">>"),
+    "+": (9, "+"),
+    "-": (9, "-"),
+    "*": (10, "*"),
+    "/": (10, "/"),
+    "%": (10, "%"),
 }
-_TYPE_WORDS = {"int", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t",
-               "size_t", "float", "double", "bool", "unsigned", "long", "char", "auto", "const", "ggml_type",
-               "llama_pos"}
+_TYPE_WORDS = {
+    "int",
+    "int8_t",
+    "int16_t",
+    "int32_t",
+    "int64_t",
+    "uint8_t",
+    "uint16_t",
+    "uint32_t",
+    "uint64_t",
+    "size_t",
+    "float",
+    "double",
+    "bool",
+    "unsigned",
+    "long",
+    "char",
+    "auto",
+    "const",
+    "ggml_type",
+    "llama_pos",
+}
 _INT_TYPES = _TYPE_WORDS - {"float", "double", "bool", "auto", "const", "char"}
 
 
@@ -179,8 +216,14 @@ class ExprParser(_Cursor):
                 return False
             words.append(self.t[j].text)
             j += 1
-        return bool(words) and all(w in _TYPE_WORDS or w in ("std", "::", "enum") or w.startswith("llama_")
-                                   or w.startswith("llm_") for w in words) and words[-1] not in ("std",)
+        return (
+            bool(words)
+            and all(
+                w in _TYPE_WORDS or w in ("std", "::", "enum") or w.startswith("llama_") or w.startswith("llm_")
+                for w in words
+            )
+            and words[-1] not in ("std",)
+        )
 
     @staticmethod
     def _cast(words: list[str], inner: str) -> str:
@@ -239,8 +282,13 @@ class ExprParser(_Cursor):
             self.take("::")
             name = name + "::" + self.take().text
         if name.startswith("std::"):
-            name = {"std::max": "max", "std::min": "min", "std::to_string": "str", "std::string": "str",
-                    "std::abs": "abs"}.get(name, name.replace("::", "."))
+            name = {
+                "std::max": "max",
+                "std::min": "min",
+                "std::to_string": "str",
+                "std::string": "str",
+                "std::abs": "abs",
+            }.get(name, name.replace("::", "."))
         elif "::" in name:
             name = name.split("::")[-1]
         if name in _TYPE_WORDS and self.peek() is not None and self.peek().text == "(":
@@ -337,7 +385,7 @@ class StmtParser(_Cursor):
                 break
         if self.i == start:  # a stray closing brace: consume it so that the parse always advances
             self.i += 1
-        return " ".join(t.text for t in self.t[start:self.i])
+        return " ".join(t.text for t in self.t[start : self.i])
 
     def statement(self) -> list:
         start = self.i
@@ -542,8 +590,13 @@ class StmtParser(_Cursor):
         ids = [w for w in words if w not in ("::", "&", "*", "<>")]
         if len(ids) < 2:
             return False
-        return ids[0] in _DECL_START or ids[0].startswith("llama_") or ids[0].startswith("llm_") or \
-            ids[0] in ("ggml_tensor", "LLM_TN") or "<>" in words
+        return (
+            ids[0] in _DECL_START
+            or ids[0].startswith("llama_")
+            or ids[0].startswith("llm_")
+            or ids[0] in ("ggml_tensor", "LLM_TN")
+            or "<>" in words
+        )
 
     def _declaration(self) -> list:
         type_words = []

@@ -34,9 +34,19 @@ def _pad(x: int, n: int) -> int:
     return (x + n - 1) // n * n
 
 
-def method(meta: Mapping[str, Any], tensors: Mapping[str, Any], ctx: int, *, seqs: int = 1,
-           type_k: str = "F16", type_v: str = "F16", flash_attn: bool = True, swa_full: bool = False,
-           row_size=None, tensor_bytes=None) -> dict[str, int]:
+def method(
+    meta: Mapping[str, Any],
+    tensors: Mapping[str, Any],
+    ctx: int,
+    *,
+    seqs: int = 1,
+    type_k: str = "F16",
+    type_v: str = "F16",
+    flash_attn: bool = True,
+    swa_full: bool = False,
+    row_size=None,
+    tensor_bytes=None,
+) -> dict[str, int]:
     """gguf-parser-go's figures (bytes) for ``ctx`` tokens: ``model``, ``kv``, ``recurrent``, ``output``.
 
     ``meta`` maps keys to plain values, ``tensors`` names to tensor infos; ``row_size(type, n)`` and

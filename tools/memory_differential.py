@@ -36,21 +36,45 @@ GGML_TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q8_0": 8, "BF16": 30}
 class ContextParams(ctypes.Structure):
     """``struct llama_context_params`` of llama.h (llama.cpp as vendored by llama-cpp-python 0.3.36)."""
 
-    _fields_ = [("n_ctx", ctypes.c_uint32), ("n_batch", ctypes.c_uint32), ("n_ubatch", ctypes.c_uint32),
-                ("n_seq_max", ctypes.c_uint32), ("n_rs_seq", ctypes.c_uint32), ("n_outputs_max", ctypes.c_uint32),
-                ("n_outputs_max_per_seq", ctypes.c_uint32), ("n_threads", ctypes.c_int32),
-                ("n_threads_batch", ctypes.c_int32), ("ctx_type", ctypes.c_int), ("rope_scaling_type", ctypes.c_int),
-                ("pooling_type", ctypes.c_int), ("attention_type", ctypes.c_int), ("flash_attn_type", ctypes.c_int),
-                ("rope_freq_base", ctypes.c_float), ("rope_freq_scale", ctypes.c_float),
-                ("yarn_ext_factor", ctypes.c_float), ("yarn_attn_factor", ctypes.c_float),
-                ("yarn_beta_fast", ctypes.c_float), ("yarn_beta_slow", ctypes.c_float),
-                ("yarn_orig_ctx", ctypes.c_uint32), ("defrag_thold", ctypes.c_float),
-                ("cb_eval", ctypes.c_void_p), ("cb_eval_user_data", ctypes.c_void_p),
-                ("type_k", ctypes.c_int), ("type_v", ctypes.c_int),
-                ("abort_callback", ctypes.c_void_p), ("abort_callback_data", ctypes.c_void_p),
-                ("embeddings", ctypes.c_bool), ("offload_kqv", ctypes.c_bool), ("no_perf", ctypes.c_bool),
-                ("op_offload", ctypes.c_bool), ("swa_full", ctypes.c_bool), ("kv_unified", ctypes.c_bool),
-                ("samplers", ctypes.c_void_p), ("n_samplers", ctypes.c_size_t), ("ctx_other", ctypes.c_void_p)]
+    _fields_ = [
+        ("n_ctx", ctypes.c_uint32),
+        ("n_batch", ctypes.c_uint32),
+        ("n_ubatch", ctypes.c_uint32),
+        ("n_seq_max", ctypes.c_uint32),
+        ("n_rs_seq", ctypes.c_uint32),
+        ("n_outputs_max", ctypes.c_uint32),
+        ("n_outputs_max_per_seq", ctypes.c_uint32),
+        ("n_threads", ctypes.c_int32),
+        ("n_threads_batch", ctypes.c_int32),
+        ("ctx_type", ctypes.c_int),
+        ("rope_scaling_type", ctypes.c_int),
+        ("pooling_type", ctypes.c_int),
+        ("attention_type", ctypes.c_int),
+        ("flash_attn_type", ctypes.c_int),
+        ("rope_freq_base", ctypes.c_float),
+        ("rope_freq_scale", ctypes.c_float),
+        ("yarn_ext_factor", ctypes.c_float),
+        ("yarn_attn_factor", ctypes.c_float),
+        ("yarn_beta_fast", ctypes.c_float),
+        ("yarn_beta_slow", ctypes.c_float),
+        ("yarn_orig_ctx", ctypes.c_uint32),
+        ("defrag_thold", ctypes.c_float),
+        ("cb_eval", ctypes.c_void_p),
+        ("cb_eval_user_data", ctypes.c_void_p),
+        ("type_k", ctypes.c_int),
+        ("type_v", ctypes.c_int),
+        ("abort_callback", ctypes.c_void_p),
+        ("abort_callback_data", ctypes.c_void_p),
+        ("embeddings", ctypes.c_bool),
+        ("offload_kqv", ctypes.c_bool),
+        ("no_perf", ctypes.c_bool),
+        ("op_offload", ctypes.c_bool),
+        ("swa_full", ctypes.c_bool),
+        ("kv_unified", ctypes.c_bool),
+        ("samplers", ctypes.c_void_p),
+        ("n_samplers", ctypes.c_size_t),
+        ("ctx_other", ctypes.c_void_p),
+    ]
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -188,13 +212,19 @@ def reported(lines: list[str]) -> dict[str, float | None]:
 
 def ours(est) -> dict[str, float]:
     """Our figures in MiB at llama.cpp's precision (2 decimals per buffer)."""
+
     def r(n: int) -> float:
         return round(n / (1024 * 1024), 2)
+
     kv = round(sum(r(b) for name, b in est.buffers.items() if name != "recurrent"), 2)
     model = round(r(est.model_bytes - est.repack_bytes) + r(est.repack_bytes), 2)  # logged per buffer
-    return {"model": model, "kv": kv,
-            "recurrent": r(est.buffers.get("recurrent", 0)), "output": r(est.output_bytes),
-            "compute": est.compute_bytes / 2**20}
+    return {
+        "model": model,
+        "kv": kv,
+        "recurrent": r(est.buffers.get("recurrent", 0)),
+        "output": r(est.output_bytes),
+        "compute": est.compute_bytes / 2**20,
+    }
 
 
 def configurations(ctxs: list[int], quick: bool) -> list[dict]:
@@ -205,15 +235,17 @@ def configurations(ctxs: list[int], quick: bool) -> list[dict]:
         out.append({"ctx": ctx})
         if quick:
             continue
-        out += [{"ctx": ctx, "type_k": "Q8_0", "type_v": "Q8_0", "flash_attn": True},
-                {"ctx": ctx, "type_k": "F32", "type_v": "F32", "flash_attn": False},
-                {"ctx": ctx, "seqs": 3},
-                {"ctx": ctx, "seqs": 2, "kv_unified": True},
-                {"ctx": ctx, "swa_full": False, "seqs": 2},
-                {"ctx": ctx, "embeddings": True},
-                {"ctx": ctx, "type_k": "Q4_0", "type_v": "F16", "flash_attn": False},
-                {"ctx": ctx, "type_k": "F16", "type_v": "Q4_0", "flash_attn": False},
-                {"ctx": ctx, "type_k": "F32", "type_v": "F16"}]
+        out += [
+            {"ctx": ctx, "type_k": "Q8_0", "type_v": "Q8_0", "flash_attn": True},
+            {"ctx": ctx, "type_k": "F32", "type_v": "F32", "flash_attn": False},
+            {"ctx": ctx, "seqs": 3},
+            {"ctx": ctx, "seqs": 2, "kv_unified": True},
+            {"ctx": ctx, "swa_full": False, "seqs": 2},
+            {"ctx": ctx, "embeddings": True},
+            {"ctx": ctx, "type_k": "Q4_0", "type_v": "F16", "flash_attn": False},
+            {"ctx": ctx, "type_k": "F16", "type_v": "Q4_0", "flash_attn": False},
+            {"ctx": ctx, "type_k": "F32", "type_v": "F16"},
+        ]
     return out
 
 
@@ -231,15 +263,20 @@ def quantized(tensors: dict, type_name: str) -> dict:
     t = {x.name: x for x in tensor_types()}[type_name]
     out = {}
     for name, meta in tensors.items():
-        if len(meta.ne) >= 2 and int(meta.ne[0]) % t.block_size == 0 and name.endswith(".weight") \
-                and "norm" not in name:
+        if (
+            len(meta.ne) >= 2
+            and int(meta.ne[0]) % t.block_size == 0
+            and name.endswith(".weight")
+            and "norm" not in name
+        ):
             meta = dataclasses.replace(meta, type=t.id)
         out[name] = meta
     return out
 
 
-def run_configs(lib: str, path: Path, configs: list[dict], timeout: float,
-                max_deaths: int | None = None) -> tuple[list[str], dict[int, dict]]:
+def run_configs(
+    lib: str, path: Path, configs: list[dict], timeout: float, max_deaths: int | None = None
+) -> tuple[list[str], dict[int, dict]]:
     """Every configuration through workers: after a context whose creation killed the process (the buffers it
     logged before dying are still compared), a new worker takes the remaining ones (up to ``max_deaths`` deaths
     per model, default one per configuration; the rest are then not reached)."""
@@ -250,9 +287,20 @@ def run_configs(lib: str, path: Path, configs: list[dict], timeout: float,
     deaths = 0
     while pending and deaths < max_deaths:
         try:
-            proc = subprocess.run([sys.executable, __file__, "--lib", lib, "--worker", str(path),
-                                   json.dumps([configs[i] for i in pending])], capture_output=True, text=True,
-                                  timeout=timeout)
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--lib",
+                    lib,
+                    "--worker",
+                    str(path),
+                    json.dumps([configs[i] for i in pending]),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
             stdout = proc.stdout
         except subprocess.TimeoutExpired as exc:
             stdout = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
@@ -274,33 +322,53 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--archs", default=None)
     ap.add_argument("--ctx", default="512,4096,32768")
     ap.add_argument("--quick", action="store_true", help="only the default configuration per context size")
-    ap.add_argument("--configs", default=None, metavar="N,M,...",
-                    help="only these of the configurations per context size (indexes into the list)")
+    ap.add_argument(
+        "--configs",
+        default=None,
+        metavar="N,M,...",
+        help="only these of the configurations per context size (indexes into the list)",
+    )
     ap.add_argument("--sizes", default="", help="hyperparameters of the minimal models, e.g. embedding_length=256")
     ap.add_argument("--vocab", type=int, default=32)
-    ap.add_argument("--quant", default=None, metavar="TYPES",
-                    help="also each model with its matrix weights in these types (e.g. Q4_0,Q4_K,IQ4_NL,Q8_0): the "
-                         "CPU_REPACK buffer ggml-cpu repacks some of them into (family 'weights TYPE')")
+    ap.add_argument(
+        "--quant",
+        default=None,
+        metavar="TYPES",
+        help="also each model with its matrix weights in these types (e.g. Q4_0,Q4_K,IQ4_NL,Q8_0): the "
+        "CPU_REPACK buffer ggml-cpu repacks some of them into (family 'weights TYPE')",
+    )
     ap.add_argument("--json", default=None)
     ap.add_argument("--out", default=None)
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--worker", nargs=2, metavar=("MODEL", "CONFIGS"), help=argparse.SUPPRESS)
     ap.add_argument("--requests", nargs="+", metavar="MODEL", help="print the tensors the loader asks for")
-    ap.add_argument("--results", default=None, metavar="FILE",
-                    help="write the note's results (per-family agreement of --summarize's rows and the side by "
-                         "side with gguf-parser-go's method) to FILE (JSON)")
-    ap.add_argument("--summarize", default=None, metavar="ROWS",
-                    help="with --results: the rows (--json output) of runs to summarise (comma-separated files)")
+    ap.add_argument(
+        "--results",
+        default=None,
+        metavar="FILE",
+        help="write the note's results (per-family agreement of --summarize's rows and the side by "
+        "side with gguf-parser-go's method) to FILE (JSON)",
+    )
+    ap.add_argument(
+        "--summarize",
+        default=None,
+        metavar="ROWS",
+        help="with --results: the rows (--json output) of runs to summarise (comma-separated files)",
+    )
     args = ap.parse_args(argv)
     if args.results:
         out = Path(args.out or tempfile.mkdtemp(prefix="mem-note-"))
         out.mkdir(parents=True, exist_ok=True)
         rows = [json.loads(x) for path in (args.summarize or "").split(",") if path for x in open(path)]
         rows = list({(r["arch"], json.dumps(r["config"], sort_keys=True)): r for r in rows}.values())
-        result = {"generated_by": "tools/memory_differential.py --results",
-                  "llama_cpp": "llama-cpp-python 0.3.36 (vendored llama.cpp), CPU backend",
-                  "agreement": summary(rows), "side_by_side": side_by_side(args.lib, out, args.timeout)}
+        result = {
+            "generated_by": "tools/memory_differential.py --results",
+            "llama_cpp": "llama-cpp-python 0.3.36 (vendored llama.cpp), CPU backend",
+            "agreement": summary(rows),
+            "side_by_side": side_by_side(args.lib, out, args.timeout),
+        }
         from gguf_construct.base.atomic import atomic_path
+
         with atomic_path(args.results) as tmp:
             Path(tmp).write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
         return 0
@@ -328,12 +396,16 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     sink = open(args.json, "w") if args.json else None  # noqa: SIM115 - rows as they come (a long run)
     quant = [q for q in (args.quant or "").split(",") if q]
-    todo = [(n, None) for n in names] + [(n, q) for n in names for q in quant] + [
-        (n, v) for n in names for v in VARIANTS.get(n, ())]
+    todo = (
+        [(n, None) for n in names]
+        + [(n, q) for n in names for q in quant]
+        + [(n, v) for n in names for v in VARIANTS.get(n, ())]
+    )
     for name, qt in todo:
         try:
             if qt in VARIANTS.get(name, ()):
                 from gguf_construct.arch.expect import architecture_parts
+
                 meta, tensors = architecture_parts(name, VARIANTS[name][qt], n_vocab=args.vocab)
             else:
                 try:
@@ -368,9 +440,15 @@ def main(argv: list[str] | None = None) -> int:
                     got["compute"] = None
                 row["llama"] = got
             try:
-                p = Params(n_seq_max=cfg.get("seqs"), type_k=cfg.get("type_k"), type_v=cfg.get("type_v"),
-                           flash_attn=cfg.get("flash_attn"), swa_full=cfg.get("swa_full"),
-                           kv_unified=cfg.get("kv_unified"), embeddings=cfg.get("embeddings"))
+                p = Params(
+                    n_seq_max=cfg.get("seqs"),
+                    type_k=cfg.get("type_k"),
+                    type_v=cfg.get("type_v"),
+                    flash_attn=cfg.get("flash_attn"),
+                    swa_full=cfg.get("swa_full"),
+                    kv_unified=cfg.get("kv_unified"),
+                    embeddings=cfg.get("embeddings"),
+                )
                 est = estimate(meta, tensors, cfg["ctx"], p, offsets=offsets)
                 row["ours"] = ours(est)
                 row["replayed"] = est.replayed
@@ -391,8 +469,13 @@ COMPONENTS = ("model", "kv", "recurrent", "output")
 
 # the side-by-side note (docs/memory.md): models large enough that 2 decimals of MiB discriminate
 NOTE_ARCHS = ("llama", "qwen2", "gemma2", "cohere2", "deepseek2", "mamba", "rwkv7", "jamba", "bert")
-NOTE_CONFIGS = ({"ctx": 4096}, {"ctx": 32768}, {"ctx": 4096, "seqs": 4}, {"ctx": 4096, "swa_full": False},
-                {"ctx": 4096, "type_k": "Q8_0", "type_v": "Q8_0", "flash_attn": True})
+NOTE_CONFIGS = (
+    {"ctx": 4096},
+    {"ctx": 32768},
+    {"ctx": 4096, "seqs": 4},
+    {"ctx": 4096, "swa_full": False},
+    {"ctx": 4096, "type_k": "Q8_0", "type_v": "Q8_0", "flash_attn": True},
+)
 
 
 def _plain(meta) -> dict:
@@ -408,8 +491,11 @@ def wide_model(name: str, path: Path) -> tuple[dict, dict, dict]:
     from gguf_construct.filemodel.gguffile import load
 
     try:
-        meta, tensors = minimal_model_parts(name, sizes=None if name.startswith("rwkv") else {
-            "embedding_length": 256, "feed_forward_length": 1024}, n_vocab=1000)
+        meta, tensors = minimal_model_parts(
+            name,
+            sizes=None if name.startswith("rwkv") else {"embedding_length": 256, "feed_forward_length": 1024},
+            n_vocab=1000,
+        )
     except ValueError:
         meta, tensors = minimal_model_parts(name, n_vocab=1000)
     build_model_file(meta, tensors).save(path)
@@ -441,16 +527,29 @@ def side_by_side(lib: str, out: Path, timeout: float) -> list[dict]:
                 row["llama"]["died"] = r["ok"] is None
             else:
                 row["llama"] = "not reached"
-            p = Params(n_seq_max=cfg.get("seqs"), type_k=cfg.get("type_k"), type_v=cfg.get("type_v"),
-                       flash_attn=cfg.get("flash_attn"), swa_full=cfg.get("swa_full"))
+            p = Params(
+                n_seq_max=cfg.get("seqs"),
+                type_k=cfg.get("type_k"),
+                type_v=cfg.get("type_v"),
+                flash_attn=cfg.get("flash_attn"),
+                swa_full=cfg.get("swa_full"),
+            )
             try:
                 row["ours"] = ours(estimate(meta, tensors, cfg["ctx"], p, offsets=offsets))
             except ValueError as exc:
                 row["ours"] = f"refused: {exc}"
-            pg = method(_plain(meta), tensors, cfg["ctx"], seqs=cfg.get("seqs", 1),
-                        type_k=cfg.get("type_k", "F16"), type_v=cfg.get("type_v", "F16"),
-                        flash_attn=cfg.get("flash_attn", True) is not False, swa_full=cfg.get("swa_full", True),
-                        row_size=row_size, tensor_bytes=lambda t: tensor_nbytes(t.type, t.ne))
+            pg = method(
+                _plain(meta),
+                tensors,
+                cfg["ctx"],
+                seqs=cfg.get("seqs", 1),
+                type_k=cfg.get("type_k", "F16"),
+                type_v=cfg.get("type_v", "F16"),
+                flash_attn=cfg.get("flash_attn", True) is not False,
+                swa_full=cfg.get("swa_full", True),
+                row_size=row_size,
+                tensor_bytes=lambda t: tensor_nbytes(t.type, t.ne),
+            )
             row["gguf_parser"] = {c: round(v / 2**20, 2) for c, v in pg.items()}
             rows.append(row)
     return rows
@@ -460,19 +559,36 @@ def summary(rows: list[dict]) -> dict:
     """Per family: contexts compared, agreement per component, refusals agreed, compute error."""
     fams: dict[str, dict] = {}
     for r in rows:
-        f = fams.setdefault(r["family"], {"archs": set(), "contexts": 0, "died": 0, "refusals": 0,
-                                          "refusals_agreed": 0, **{c: [0, 0] for c in COMPONENTS},
-                                          "compute_errors": []})
+        f = fams.setdefault(
+            r["family"],
+            {
+                "archs": set(),
+                "contexts": 0,
+                "died": 0,
+                "refusals": 0,
+                "refusals_agreed": 0,
+                **{c: [0, 0] for c in COMPONENTS},
+                "compute_errors": [],
+            },
+        )
         f["archs"].add(r["arch"])
         if r.get("llama") == "not reached":
             continue
         llama_refused = r.get("llama") == "refused" or (
-            (r.get("our_refusal") or "").startswith("ggml aborts") and isinstance(r.get("llama"), dict)
-            and r["llama"].get("crashed"))
+            (r.get("our_refusal") or "").startswith("ggml aborts")
+            and isinstance(r.get("llama"), dict)
+            and r["llama"].get("crashed")
+        )
         if llama_refused or r.get("our_refusal"):
             f["refusals"] += 1
-            f["refusals_agreed"] += bool(llama_refused and r.get("our_refusal") and (
-                r["our_refusal"].startswith("ggml aborts") or any(r["our_refusal"] in x for x in r.get("error") or [])))
+            f["refusals_agreed"] += bool(
+                llama_refused
+                and r.get("our_refusal")
+                and (
+                    r["our_refusal"].startswith("ggml aborts")
+                    or any(r["our_refusal"] in x for x in r.get("error") or [])
+                )
+            )
             continue
         if not isinstance(r.get("llama"), dict) or not r.get("ours"):
             continue
@@ -487,8 +603,11 @@ def summary(rows: list[dict]) -> dict:
     for name, f in sorted(fams.items()):
         errs = sorted(f.pop("compute_errors"))
         f["archs"] = len(f["archs"])
-        f["compute"] = {"n": len(errs), "median": round(errs[len(errs) // 2], 4) if errs else None,
-                        "within_10": sum(e <= 0.10 for e in errs)}
+        f["compute"] = {
+            "n": len(errs),
+            "median": round(errs[len(errs) // 2], 4) if errs else None,
+            "within_10": sum(e <= 0.10 for e in errs),
+        }
         out[name] = f
     return out
 
@@ -498,23 +617,46 @@ def report(rows: list[dict]) -> None:
     fams: dict[str, dict] = {}
     disagreements = []
     for r in rows:
-        f = fams.setdefault(r["family"], {"contexts": 0, "refused": 0, "agreed_refusals": 0, "crashed": 0,
-                                          "not_replayed": 0, **{c: [0, 0] for c in COMPONENTS}, "compute": []})
+        f = fams.setdefault(
+            r["family"],
+            {
+                "contexts": 0,
+                "refused": 0,
+                "agreed_refusals": 0,
+                "crashed": 0,
+                "not_replayed": 0,
+                **{c: [0, 0] for c in COMPONENTS},
+                "compute": [],
+            },
+        )
         llama_refused = r.get("llama") == "refused"
-        if (r.get("our_refusal") or "").startswith("ggml aborts") and isinstance(r.get("llama"), dict) \
-                and r["llama"].get("crashed"):
+        if (
+            (r.get("our_refusal") or "").startswith("ggml aborts")
+            and isinstance(r.get("llama"), dict)
+            and r["llama"].get("crashed")
+        ):
             llama_refused = True  # both abort creating the cache
             r["error"] = [r["our_refusal"]]
         if llama_refused or r.get("our_refusal"):  # refusals compared both ways, with llama.cpp's message
             if r.get("llama") == "not reached":
                 continue
             f["refused"] += 1
-            same = llama_refused and bool(r.get("our_refusal")) and any(
-                r["our_refusal"] in line for line in r.get("error") or [])
+            same = (
+                llama_refused
+                and bool(r.get("our_refusal"))
+                and any(r["our_refusal"] in line for line in r.get("error") or [])
+            )
             f["agreed_refusals"] += same
             if not same:
-                disagreements.append((r["arch"], r["config"], "refusal", r.get("our_refusal") or "created",
-                                      (r.get("error") or ["created"])[0] if llama_refused else "created"))
+                disagreements.append(
+                    (
+                        r["arch"],
+                        r["config"],
+                        "refusal",
+                        r.get("our_refusal") or "created",
+                        (r.get("error") or ["created"])[0] if llama_refused else "created",
+                    )
+                )
             continue
         if not isinstance(r.get("llama"), dict):
             continue
@@ -536,15 +678,19 @@ def report(rows: list[dict]) -> None:
                 disagreements.append((r["arch"], r["config"], c, got, want))
         if llama.get("compute"):
             f["compute"].append((mine["compute"] - llama["compute"]) / llama["compute"])
-    print(f"{'family':14} {'contexts':>8} {'died':>5} {'refused':>7} {'n/r':>4} " +
-          " ".join(f"{c:>10}" for c in COMPONENTS) + "  compute err (median |%|, max |%|)")
+    print(
+        f"{'family':14} {'contexts':>8} {'died':>5} {'refused':>7} {'n/r':>4} "
+        + " ".join(f"{c:>10}" for c in COMPONENTS)
+        + "  compute err (median |%|, max |%|)"
+    )
     for name, f in sorted(fams.items()):
         cells = [f"{f[c][0]}/{f[c][1]}" for c in COMPONENTS]
         errs = sorted(abs(e) * 100 for e in f["compute"])
         comp = f"{errs[len(errs) // 2]:.1f}%, {errs[-1]:.1f}%" if errs else "-"
-        print(f"{name:14} {f['contexts']:8d} {f['crashed']:5d} {f['agreed_refusals']:3d}/{f['refused']:<3d} "
-              f"{f['not_replayed']:4d} " +
-              " ".join(f"{x:>10}" for x in cells) + f"  {comp}")
+        print(
+            f"{name:14} {f['contexts']:8d} {f['crashed']:5d} {f['agreed_refusals']:3d}/{f['refused']:<3d} "
+            f"{f['not_replayed']:4d} " + " ".join(f"{x:>10}" for x in cells) + f"  {comp}"
+        )
     for arch, cfg, c, got, want in disagreements[:60]:
         if c == "refusal":
             print(f"DISAGREE {arch} {json.dumps(cfg)} refusal: ours {got!r}, llama.cpp {want!r}")

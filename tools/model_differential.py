@@ -51,9 +51,14 @@ def _sizes(rng: random.Random) -> dict[str, int]:
     """Random small hyperparameters (as strategies.model_files draws them)."""
     heads = rng.choice((1, 2, 4))
     kv = rng.choice([d for d in (1, 2, 4) if heads % d == 0])
-    return {"embedding_length": heads * rng.choice((16, 32)), "attention.head_count": heads,
-            "attention.head_count_kv": kv, "block_count": rng.randint(1, 3),
-            "feed_forward_length": rng.choice((32, 64, 128)), "context_length": rng.choice((32, 64, 128))}
+    return {
+        "embedding_length": heads * rng.choice((16, 32)),
+        "attention.head_count": heads,
+        "attention.head_count_kv": kv,
+        "block_count": rng.randint(1, 3),
+        "feed_forward_length": rng.choice((32, 64, 128)),
+        "context_length": rng.choice((32, 64, 128)),
+    }
 
 
 def cases(names: list[str], per_kind: int, seed: int, vary: bool = False):
@@ -82,9 +87,17 @@ def cases(names: list[str], per_kind: int, seed: int, vary: bool = False):
 
 
 def _row(path: Path, name: str, fam: str, m: Mutated, report) -> dict:
-    return {"file": str(path), "arch": name, "family": fam, "kind": m.kind, "what": m.what,
-            "labels": sorted(m.rules), "ours": report.valid, "rules": sorted({f.rule for f in report.errors()}),
-            "messages": [f.message for f in report.errors()][:3]}
+    return {
+        "file": str(path),
+        "arch": name,
+        "family": fam,
+        "kind": m.kind,
+        "what": m.what,
+        "labels": sorted(m.rules),
+        "ours": report.valid,
+        "rules": sorted({f.rule for f in report.errors()}),
+        "messages": [f.message for f in report.errors()][:3],
+    }
 
 
 def _split_rows(path: Path, name: str, m: Mutated, every: int) -> list[dict]:
@@ -100,8 +113,10 @@ def _split_rows(path: Path, name: str, m: Mutated, every: int) -> list[dict]:
     folder.mkdir(exist_ok=True)
     shards = [p for p, _ in split_model(source, str(folder / "s"), max_tensors=every)]
     source.close()
-    return [_row(Path(p), name, "split:first" if i == 0 else "split:later", m, check(p, profile="llama.cpp"))
-            for i, p in enumerate(shards)]
+    return [
+        _row(Path(p), name, "split:first" if i == 0 else "split:later", m, check(p, profile="llama.cpp"))
+        for i, p in enumerate(shards)
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,8 +130,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=None)
     ap.add_argument("--min-agreement", type=float, default=0.0)
     ap.add_argument("--vary", action="store_true", help="random small hyperparameters per architecture")
-    ap.add_argument("--split", type=int, default=0, metavar="N",
-                    help="also split each file every N tensors and judge every shard path")
+    ap.add_argument(
+        "--split",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also split each file every N tensors and judge every shard path",
+    )
     args = ap.parse_args(argv)
     out = Path(args.out or tempfile.mkdtemp(prefix="model-diff-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -150,12 +170,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'family':16} {'agree':>7} {'files':>6}")
     for fam, (a, n) in sorted(by_family.items()):
         print(f"{fam:16} {a:7d} {n:6d}  {100 * a / n:6.2f}%")
-    print(f"{'all':16} {total[0]:7d} {total[1]:6d}  {100 * total[0] / max(total[1], 1):6.2f}%  "
-          f"({len({r['arch'] for r in rows})} architectures)")
+    print(
+        f"{'all':16} {total[0]:7d} {total[1]:6d}  {100 * total[0] / max(total[1], 1):6.2f}%  "
+        f"({len({r['arch'] for r in rows})} architectures)"
+    )
     for r in rows:
         if not r["agree"]:
-            print(f"DISAGREE {Path(r['file']).name}: {r['what']} ours={'valid' if r['ours'] else r['rules']} "
-                  f"llama={'loads' if r['loads'] else r['error'][:1]}")
+            print(
+                f"DISAGREE {Path(r['file']).name}: {r['what']} ours={'valid' if r['ours'] else r['rules']} "
+                f"llama={'loads' if r['loads'] else r['error'][:1]}"
+            )
     if args.json:
         with open(args.json, "w") as fh:
             for r in rows:

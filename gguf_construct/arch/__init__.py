@@ -7,8 +7,21 @@
 from .loader import ExpectedTensor, LoadPlan, MetaValue, Problem, TensorMeta, file_kind, plan_load
 from .programs import Architecture, architecture, architectures, loader, model_spec
 
-__all__ = ["plan_load", "from_file", "LoadPlan", "Problem", "ExpectedTensor", "MetaValue", "TensorMeta", "file_kind",
-           "Architecture", "architecture", "architectures", "loader", "model_spec"]
+__all__ = [
+    "plan_load",
+    "from_file",
+    "LoadPlan",
+    "Problem",
+    "ExpectedTensor",
+    "MetaValue",
+    "TensorMeta",
+    "file_kind",
+    "Architecture",
+    "architecture",
+    "architectures",
+    "loader",
+    "model_spec",
+]
 
 
 def from_file(f) -> tuple[dict[str, MetaValue], dict[str, TensorMeta]]:

@@ -63,7 +63,7 @@ def field_sources() -> dict[str, tuple[str, str | None]]:
     def visit(s: dict) -> None:
         target = s.get("set")
         if isinstance(target, str) and target.startswith("hparams."):
-            last_set[target[len("hparams."):]] = str(s.get("value"))
+            last_set[target[len("hparams.") :]] = str(s.get("value"))
         text = s.get("do") if isinstance(s.get("do"), str) else None
         if not text:
             return
@@ -115,6 +115,7 @@ def _expressions(stmts) -> list[str]:
             v = s.get(key)
             if isinstance(v, str):
                 out.append(v)
+
     _walk(stmts, visit)
     return out
 
@@ -165,8 +166,10 @@ def derived_quantities() -> list[Derived]:
                 fields |= f2
                 for fn in fn2:
                     fields |= _fields_of_function(fn)
-        srcs = tuple(Source(f, *sources.get(f, (None, (loader()["hparams_fields"].get(f) or {}).get("default"))))
-                     for f in sorted(fields))
+        srcs = tuple(
+            Source(f, *sources.get(f, (None, (loader()["hparams_fields"].get(f) or {}).get("default"))))
+            for f in sorted(fields)
+        )
         if value.startswith("vocab."):
             srcs = (_vocab_source(value),)
         out.append(Derived(name, str(s.get("type", "")), value, srcs))

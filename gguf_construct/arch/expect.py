@@ -20,7 +20,15 @@ from .loader import LoadPlan, MetaValue, Problem, TensorMeta, plan_load
 from .programs import architecture, loader, model_spec
 from ..format import keynames
 
-__all__ = ["Expectation", "Expected", "expect", "expect_architecture", "architecture_parts", "parse_setting", "STATUSES"]
+__all__ = [
+    "Expectation",
+    "Expected",
+    "expect",
+    "expect_architecture",
+    "architecture_parts",
+    "parse_setting",
+    "STATUSES",
+]
 
 STATUSES = ("present", "missing", "shape", "unused")
 _NAMESPACES = ("general", "tokenizer", "split", "adapter", "imatrix")
@@ -44,9 +52,14 @@ class Expectation:
 
     def to_json(self) -> dict[str, Any]:
         """``{name, shape, required, duplicate, status, file_shape}``."""
-        return {"name": self.name, "shape": list(self.shape), "required": self.required,
-                "duplicate": self.duplicate, "status": self.status,
-                "file_shape": list(self.file_shape) if self.file_shape is not None else None}
+        return {
+            "name": self.name,
+            "shape": list(self.shape),
+            "required": self.required,
+            "duplicate": self.duplicate,
+            "status": self.status,
+            "file_shape": list(self.file_shape) if self.file_shape is not None else None,
+        }
 
 
 @dataclass
@@ -93,13 +106,21 @@ def expect(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], *, 
     flags = loader()["tensor_flags"]
     dup, reshape = flags["TENSOR_DUPLICATED"], flags["TENSOR_ALLOW_RESHAPE"]
     out = Expected(plan.arch, problems=list(plan.problems), has_file=has_file, plan=plan)
-    out.quantities = {k: v for k, v in plan.quantities.items()
-                      if isinstance(v, (int, float)) and not isinstance(v, bool) and v is not UNKNOWN}
+    out.quantities = {
+        k: v
+        for k, v in plan.quantities.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v is not UNKNOWN
+    }
     seen: set[tuple] = set()
     # a name asked for in more than one shape (try { [.., 6] } catch { [.., 5] }): the shape the file has is the
     # one the loader took, so the alternatives it tried first are no mismatch
-    fitting = {r.name for r in plan.requests if has_file and r.name in tensors and _matches(
-        _dims(r.ne), tuple(int(d) for d in tensors[r.name].ne), bool(r.flags & reshape))}
+    fitting = {
+        r.name
+        for r in plan.requests
+        if has_file
+        and r.name in tensors
+        and _matches(_dims(r.ne), tuple(int(d) for d in tensors[r.name].ne), bool(r.flags & reshape))
+    }
     for r in plan.requests:
         shape = _dims(r.ne)
         duplicate = bool(r.flags & dup)
@@ -175,8 +196,9 @@ def _cast(value: Any, gtype: str) -> Any:
     return int(value)
 
 
-def architecture_parts(arch: str, settings: list[str] | tuple[str, ...] = (), *,
-                       n_vocab: int | None = None) -> tuple[dict[str, MetaValue], dict[str, TensorMeta]]:
+def architecture_parts(
+    arch: str, settings: list[str] | tuple[str, ...] = (), *, n_vocab: int | None = None
+) -> tuple[dict[str, MetaValue], dict[str, TensorMeta]]:
     """Metadata and tensor infos of a model of architecture ``arch`` with the hyperparameters ``settings``
     (``key=value``; the others as :func:`~gguf_construct.arch.synth.minimal_model_parts` picks them)."""
     from .synth import minimal_model_parts
@@ -195,8 +217,9 @@ def architecture_parts(arch: str, settings: list[str] | tuple[str, ...] = (), *,
     return minimal_model_parts(arch, overrides=overrides, n_vocab=n_vocab)
 
 
-def expect_architecture(arch: str, settings: list[str] | tuple[str, ...] = (), *,
-                        n_vocab: int | None = None) -> Expected:
+def expect_architecture(
+    arch: str, settings: list[str] | tuple[str, ...] = (), *, n_vocab: int | None = None
+) -> Expected:
     """The tensors of a model of architecture ``arch`` with the hyperparameters ``settings``, without a file."""
     meta, tensors = architecture_parts(arch, settings, n_vocab=n_vocab)
     return expect(meta, tensors, has_file=False)

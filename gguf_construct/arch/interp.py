@@ -111,8 +111,9 @@ class Struct:
 class Frame:
     """One function activation: its local variables (with their C types) and the object whose members it sees."""
 
-    def __init__(self, owner: Any, parent: "Frame | None" = None, values: dict | None = None,
-                 types: dict | None = None):
+    def __init__(
+        self, owner: Any, parent: "Frame | None" = None, values: dict | None = None, types: dict | None = None
+    ):
         self.owner = owner
         self.parent = parent
         self.values: dict[str, Any] = dict(values or {})
@@ -134,7 +135,7 @@ _CXX_TYPE_SPACES = re.compile(r"\s*(::|<|>|,|&)\s*")
 def normalize_ctype(text: str) -> str:
     """``'const std :: string &'`` -> ``'std::string'``."""
     t = _CXX_TYPE_SPACES.sub(r"\1", text or "").replace("&", "").strip()
-    return t[len("const "):].strip() if t.startswith("const ") else t
+    return t[len("const ") :].strip() if t.startswith("const ") else t
 
 
 _UNSIGNED_BITS = {"uint8_t": 8, "uint16_t": 16, "uint32_t": 32, "uint64_t": 64, "size_t": 64}
@@ -190,8 +191,18 @@ class _Names(dict):
 
 
 _MISSING = object()
-_EVAL_ERRORS = (NameError, TypeError, AttributeError, ZeroDivisionError, IndexError, KeyError, ValueError,
-                OverflowError, Undecided, RecursionError)
+_EVAL_ERRORS = (
+    NameError,
+    TypeError,
+    AttributeError,
+    ZeroDivisionError,
+    IndexError,
+    KeyError,
+    ValueError,
+    OverflowError,
+    Undecided,
+    RecursionError,
+)
 
 
 class Interpreter:
@@ -270,8 +281,9 @@ class Interpreter:
     def step(self, s: dict, frame: Frame) -> None:
         if "let" in s:
             ctype = normalize_ctype(s.get("type", ""))
-            frame.values[s["let"]] = cast(ctype, self.eval(s.get("value"), frame)) if "value" in s \
-                else self.default_value(ctype)
+            frame.values[s["let"]] = (
+                cast(ctype, self.eval(s.get("value"), frame)) if "value" in s else self.default_value(ctype)
+            )
             frame.types[s["let"]] = ctype
         elif "set" in s:
             self.assign(s["set"], self.eval(s.get("value"), frame), frame)
@@ -331,6 +343,7 @@ class Interpreter:
 
         def call(*args: Any) -> Any:
             return self.call(s.get("body") or [], frame.owner, dict(zip(params, args)), frame)
+
         return call
 
     def do(self, text: str, frame: Frame) -> None:

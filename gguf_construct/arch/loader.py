@@ -76,8 +76,14 @@ def missing_key(key: str, phase: str = "") -> Problem:
 
 def wrong_key_type(key: str, got: str, expected: str, phase: str = "") -> Problem:
     """llama_model_loader's refusal of a key whose value type is not the one it reads."""
-    return Problem("KEY-TYPE", f"key {key} has wrong type {got} but expected type {expected}", key=key,
-                   expected=expected, got=got, phase=phase)
+    return Problem(
+        "KEY-TYPE",
+        f"key {key} has wrong type {got} but expected type {expected}",
+        key=key,
+        expected=expected,
+        got=got,
+        phase=phase,
+    )
 
 
 @dataclass
@@ -120,8 +126,12 @@ def file_kind(meta: Mapping[str, MetaValue], n_tensors: int) -> str:
     ``general.type = model`` into its --vocab-only files too."""
     kinds = model_spec()["file_kinds"]
     v = meta.get(keynames.GENERAL_TYPE)
-    if v is not None and v.type == "STRING" and v.value in kinds["kinds"] and not (
-            v.value == kinds["default"] and n_tensors == 0):
+    if (
+        v is not None
+        and v.type == "STRING"
+        and v.value in kinds["kinds"]
+        and not (v.value == kinds["default"] and n_tensors == 0)
+    ):
         return str(v.value)
     if any(k.startswith("imatrix.") for k in meta):
         return "imatrix"
@@ -187,13 +197,14 @@ class Hparams:
 
         def method(*args: Any) -> Any:
             return interp.call(fn["body"], self, _bind(fn, args, interp, self))
+
         return method
 
 
 def _bind(fn: dict, args: tuple, interp: Interpreter, owner: Any) -> dict[str, Any]:
     params = fn.get("params") or []
     bound = dict(zip(params, args))
-    for p in params[len(args):]:
+    for p in params[len(args) :]:
         bound[p] = interp.eval(str(fn.get("defaults", {}).get(p, "0")), Frame(owner))
     return bound
 
@@ -270,8 +281,14 @@ def _convert(item_type: str, value: Any) -> Any:
 class MetaReader:
     """``ml``: the accessors of ``llama_model_loader`` over the file's metadata and tensor infos."""
 
-    def __init__(self, arch: str, meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta],
-                 plan: LoadPlan, interp: Interpreter):
+    def __init__(
+        self,
+        arch: str,
+        meta: Mapping[str, MetaValue],
+        tensors: Mapping[str, TensorMeta],
+        plan: LoadPlan,
+        interp: Interpreter,
+    ):
         self.arch, self.meta, self.tensors, self.plan, self.interp = arch, meta, tensors, plan, interp
         self.types = model_spec()["key_types"]
         for name, value in (model_spec().get("load_params") or {}).items():  # ml.load_mtp, ...
@@ -327,8 +344,13 @@ class MetaReader:
             return False
         if n is None or not isinstance(ref, Ref) or ref.container is None:
             if v.type == "ARRAY":
-                return self._fail("KEY-TYPE", f"expected scalar, found array for key: {key}", key,
-                                  expected="scalar", got="ARRAY") if required else False
+                return (
+                    self._fail(
+                        "KEY-TYPE", f"expected scalar, found array for key: {key}", key, expected="scalar", got="ARRAY"
+                    )
+                    if required
+                    else False
+                )
             return self.get_key(key, ref, required)
         if n is UNKNOWN:
             return True
@@ -336,8 +358,13 @@ class MetaReader:
             return self._fail("HPARAM-RANGE", f"n > N_MAX: {n} > {ref.n_max} for key {key}", key)
         if v.type == "ARRAY":
             if len(v) != n:
-                return self._fail("KEY-TYPE", f"key {key} has wrong array length; expected {n}, got {len(v)}", key,
-                                  expected=n, got=len(v))
+                return self._fail(
+                    "KEY-TYPE",
+                    f"key {key} has wrong array length; expected {n}, got {len(v)}",
+                    key,
+                    expected=n,
+                    got=len(v),
+                )
             return self.get_arr(key, ref, required)
         want = self.types["scalar"].get(ref.ctype)
         if want is not None and v.type != want:
@@ -356,24 +383,36 @@ class MetaReader:
                 self._fail("KEY-MISSING", f"array key not found in model: {key}", key)
             return False
         if v.item_type not in self.types["array_any"]:
-            return self._fail("KEY-TYPE", f"{key} is not a string/float32/uint32/int32/uint64 array", key,
-                              expected="array", got=v.item_type)
-        if isinstance(ref, Ref) and not ref.container and (isinstance(ref.get(), list) or
-                                                           (not ref.ctype and ref.get() is None)):
+            return self._fail(
+                "KEY-TYPE",
+                f"{key} is not a string/float32/uint32/int32/uint64 array",
+                key,
+                expected="array",
+                got=v.item_type,
+            )
+        if (
+            isinstance(ref, Ref)
+            and not ref.container
+            and (isinstance(ref.get(), list) or (not ref.ctype and ref.get() is None))
+        ):
             # a vector, or a member of the model class the extractor has no declaration of (also a vector)
             ref.set(CxxVector(_convert(v.item_type, x) for x in v.value))
         elif isinstance(ref, Ref) and ref.container:
             accepted = self.types["array_elements"].get(ref.container, {}).get(ref.ctype)
             if accepted is not None and v.item_type not in accepted:
-                return self._fail("KEY-TYPE", f"{key} has wrong array element type {v.item_type}", key,
-                                  expected=accepted, got=v.item_type)
+                return self._fail(
+                    "KEY-TYPE",
+                    f"{key} has wrong array element type {v.item_type}",
+                    key,
+                    expected=accepted,
+                    got=v.item_type,
+                )
             if ref.container == "std::array" and ref.n_max is not None and len(v) > ref.n_max:
-                return self._fail("HPARAM-RANGE",
-                                  f"array length {len(v)} for key {key} exceeds max {ref.n_max}", key)
+                return self._fail("HPARAM-RANGE", f"array length {len(v)} for key {key} exceeds max {ref.n_max}", key)
             target = ref.get()
             values = [_convert(v.item_type, x) for x in v.value]
             if isinstance(target, list) and ref.container == "std::array":
-                target[:len(values)] = values
+                target[: len(values)] = values
             else:
                 ref.set(CxxVector(values))
         return True
@@ -447,6 +486,7 @@ def _nested_members() -> frozenset:
 
 def _all_architectures() -> Iterable[Architecture]:
     from .programs import architectures
+
     return architectures().values()
 
 
@@ -476,8 +516,13 @@ def _split_keys_refused(meta: Mapping[str, MetaValue], plan: LoadPlan) -> bool:
     return False
 
 
-def plan_load(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], *, vocab_only: bool | None = None,
-              n_tensors: int | None = None) -> LoadPlan:
+def plan_load(
+    meta: Mapping[str, MetaValue],
+    tensors: Mapping[str, TensorMeta],
+    *,
+    vocab_only: bool | None = None,
+    n_tensors: int | None = None,
+) -> LoadPlan:
     """Replay llama.cpp's model load over ``meta`` (key -> :class:`MetaValue`) and ``tensors`` (name ->
     :class:`TensorMeta`).  ``vocab_only`` defaults to what the file is (:func:`file_kind`)."""
     n_file_tensors = len(tensors) if n_tensors is None else n_tensors
@@ -505,8 +550,9 @@ def plan_load(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], 
     plan.arch = name
     arch = architecture(name)
     if arch is None or not arch.loadable:
-        plan.problems.append(Problem("ARCH-UNKNOWN", f"unknown model architecture: '{name}'",
-                                     key=arch_key, got=name, phase="arch"))
+        plan.problems.append(
+            Problem("ARCH-UNKNOWN", f"unknown model architecture: '{name}'", key=arch_key, got=name, phase="arch")
+        )
         return plan
 
     constants = dict(loader()["constants"])
@@ -524,18 +570,40 @@ def plan_load(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], 
     g = interp.globals
     g.update(constants)
     g.update(_ggml_type_ids())
-    g.update({
-        "True": True, "False": False, "None": None, "true": True, "false": False, "hparams": hparams, "ml": ml, "arch": name, "vocab": vocab,
-        "tn": _tn, "create_tensor": state.create_tensor, "int": _c_int, "float": float, "str": str,
-        "max": _c_max, "min": _c_min, "abs": abs, "powf": math.pow, "sqrtf": math.sqrt, "std": _Std,
-        "LLAMA_TOKEN_NULL": -1, "INT32_MAX": 2**31 - 1,
-        "_div": _div, "_mod": _mod, "_ref": Ref,
-        "llama_rope_scaling_type_from_string": _rope_scaling_type(constants),
-        "llm_arch_is_recurrent": lambda a: "recurrent" in (_arch_traits(a)),
-        "llm_arch_is_hybrid": lambda a: "hybrid" in (_arch_traits(a)),
-        "load_arch_hparams": lambda _ml: interp.call(arch.hparams, model, {}),
-        "load_arch_tensors": lambda _ml: interp.call(arch.tensors, model, {}),
-    })
+    g.update(
+        {
+            "True": True,
+            "False": False,
+            "None": None,
+            "true": True,
+            "false": False,
+            "hparams": hparams,
+            "ml": ml,
+            "arch": name,
+            "vocab": vocab,
+            "tn": _tn,
+            "create_tensor": state.create_tensor,
+            "int": _c_int,
+            "float": float,
+            "str": str,
+            "max": _c_max,
+            "min": _c_min,
+            "abs": abs,
+            "powf": math.pow,
+            "sqrtf": math.sqrt,
+            "std": _Std,
+            "LLAMA_TOKEN_NULL": -1,
+            "INT32_MAX": 2**31 - 1,
+            "_div": _div,
+            "_mod": _mod,
+            "_ref": Ref,
+            "llama_rope_scaling_type_from_string": _rope_scaling_type(constants),
+            "llm_arch_is_recurrent": lambda a: "recurrent" in (_arch_traits(a)),
+            "llm_arch_is_hybrid": lambda a: "hybrid" in (_arch_traits(a)),
+            "load_arch_hparams": lambda _ml: interp.call(arch.hparams, model, {}),
+            "load_arch_tensors": lambda _ml: interp.call(arch.tensors, model, {}),
+        }
+    )
     for fname, fn in loader()["functions"].items():
         if not fname.startswith("hparams."):
             g[fname] = _function(fn, interp, model)
@@ -559,8 +627,17 @@ def plan_load(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], 
             state.done(n_file_tensors)
     except Fatal as f:
         detail = dict(f.detail)
-        plan.problems.append(Problem(_code(f), f.message, key=detail.get("key"), tensor=detail.get("tensor"),
-                                     expected=detail.get("expected"), got=detail.get("got"), phase=phase))
+        plan.problems.append(
+            Problem(
+                _code(f),
+                f.message,
+                key=detail.get("key"),
+                tensor=detail.get("tensor"),
+                expected=detail.get("expected"),
+                got=detail.get("got"),
+                phase=phase,
+            )
+        )
     plan.approximations = interp.approximations
     # the interpreter stays reachable from the plan (its hparams methods run on it) and its globals form cycles
     # with it: keep no array of the file there, which would hold the file's memory map until a collection
@@ -581,8 +658,10 @@ def _plan_adapter(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMet
     plan.arch = name or None
     a = architecture(name)
     if a is None or not a.loadable:
-        problem(f"LoRA architecture {name!r} is not one llama.cpp knows (model arch and LoRA arch mismatch)",
-                key=model_spec()["architecture_key"])
+        problem(
+            f"LoRA architecture {name!r} is not one llama.cpp knows (model arch and LoRA arch mismatch)",
+            key=model_spec()["architecture_key"],
+        )
     for entry in ("type_key", "alpha_key", "invocation_tokens_key"):
         want = spec[entry]
         v = meta.get(want["key"])
@@ -598,18 +677,20 @@ def _plan_adapter(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMet
     pairs: dict[str, dict[str, TensorMeta]] = {}
     for t in tensors.values():
         if t.name.endswith(suffix_a):
-            pairs.setdefault(t.name[:-len(suffix_a)], {})["a"] = t
+            pairs.setdefault(t.name[: -len(suffix_a)], {})["a"] = t
         elif t.name.endswith(suffix_b):
-            pairs.setdefault(t.name[:-len(suffix_b)], {})["b"] = t
+            pairs.setdefault(t.name[: -len(suffix_b)], {})["b"] = t
         elif not t.name.endswith(spec["skipped_suffix"]):
             problem(f"LoRA tensor '{t.name}' has unexpected suffix", tensor=t.name)
     for base, pair in pairs.items():
         if len(pair) < 2:
-            problem(f"LoRA tensor pair for '{base}' is missing one component",
-                    tensor=next(iter(pair.values())).name)
+            problem(f"LoRA tensor pair for '{base}' is missing one component", tensor=next(iter(pair.values())).name)
         elif not base.endswith(spec["flipped_pair"]) and pair["a"].ne4[1] != pair["b"].ne4[0]:
-            problem(f"lora_a tensor is not transposed: '{pair['a'].name}' rank {pair['a'].ne4[1]} but "
-                    f"'{pair['b'].name}' {pair['b'].ne4[0]}", tensor=pair["a"].name)
+            problem(
+                f"lora_a tensor is not transposed: '{pair['a'].name}' rank {pair['a'].ne4[1]} but "
+                f"'{pair['b'].name}' {pair['b'].ne4[0]}",
+                tensor=pair["a"].name,
+            )
 
 
 def _plan_imatrix(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], plan: LoadPlan) -> None:
@@ -632,7 +713,7 @@ def _plan_imatrix(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMet
     for t in tensors.values():
         for part, suffix in (("sums", sums), ("counts", counts)):
             if t.name.endswith(suffix):
-                pairs.setdefault(t.name[:-len(suffix)], {})[part] = t
+                pairs.setdefault(t.name[: -len(suffix)], {})[part] = t
     for base, pair in pairs.items():
         first = next(iter(pair.values()))
         if len(pair) < 2:
@@ -654,8 +735,12 @@ def _unique_tokens(tokens: Any, empty_as: str) -> None:
     for i, word in enumerate(tokens):
         word = word or empty_as.format(i=i)
         if word in seen:
-            raise Fatal("VOCAB", f"token {i} repeats the string {word!r} of an earlier token: llama.cpp aborts "
-                        "(GGML_ASSERT(id_to_token.size() == token_to_id.size()))", key=keynames.TOKENIZER_GGML_TOKENS)
+            raise Fatal(
+                "VOCAB",
+                f"token {i} repeats the string {word!r} of an earlier token: llama.cpp aborts "
+                "(GGML_ASSERT(id_to_token.size() == token_to_id.size()))",
+                key=keynames.TOKENIZER_GGML_TOKENS,
+            )
         seen.add(word)
 
 
@@ -671,8 +756,9 @@ def named_model_missing_token(meta: Mapping[str, MetaValue], tokens: Any) -> str
     arch = str(arch.value) if arch is not None and arch.type == "STRING" else ""
     for req in model_spec()["vocab"].get("named_model_tokens") or ():
         unless = req.get("unless") or {}
-        if any(p in pre for p in unless.get("pre_contains", ())) or \
-                any(a in arch for a in unless.get("arch_contains", ())):
+        if any(p in pre for p in unless.get("pre_contains", ())) or any(
+            a in arch for a in unless.get("arch_contains", ())
+        ):
             continue
         if any(part in lowered for part in req["name_contains"]):
             have = tokens if isinstance(tokens, StringList) else set(tokens)  # a StringList looks up bytes
@@ -686,6 +772,7 @@ def _code(f: Fatal) -> str:
 
 def _arch_traits(name: Any) -> list:
     from .programs import architectures
+
     a = architectures().get(str(name))
     return list(getattr(a, "traits", []) or []) if a else []
 
@@ -701,16 +788,19 @@ def _statement(text: str, frame: Frame, interp: Interpreter) -> bool:
 def _function(fn: dict, interp: Interpreter, model: Model):
     def call(*args: Any) -> Any:
         return interp.call(fn["body"], model, _bind(fn, args, interp, model))
+
     return call
 
 
 def _div(a: Any, b: Any) -> Any:
     from .programs import c_div
+
     return c_div(a, b)
 
 
 def _mod(a: Any, b: Any) -> Any:
     from .programs import c_mod
+
     return c_mod(a, b)
 
 
@@ -738,14 +828,16 @@ def _rope_scaling_type(constants: Mapping[str, int]):
     def parse(text: Any) -> int:
         key = names.get(str(text))
         return constants[f"LLAMA_ROPE_SCALING_TYPE_{key}"] if key else constants["LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED"]
+
     return parse
 
 
 class _TensorState:
     """``create_tensor`` and ``done_getting_tensors``: what is asked for, what was found, what was counted."""
 
-    def __init__(self, plan: LoadPlan, tensors: Mapping[str, TensorMeta], interp: Interpreter,
-                 constants: Mapping[str, int]):
+    def __init__(
+        self, plan: LoadPlan, tensors: Mapping[str, TensorMeta], interp: Interpreter, constants: Mapping[str, int]
+    ):
         self.plan, self.tensors, self.interp = plan, tensors, interp
         self.NOT_REQUIRED = constants["TENSOR_NOT_REQUIRED"]
         self.DUPLICATED = constants["TENSOR_DUPLICATED"]
@@ -772,8 +864,15 @@ class _TensorState:
             if required and self.interp.trying:
                 raise Fatal("TENSOR-MISSING", f"tensor '{name}' not found", tensor=name)
             if required:
-                self.plan.problems.append(Problem("TENSOR-MISSING", f"tensor '{name}' not found", tensor=name,
-                                                  expected=", ".join(map(str, ne)), phase="tensors"))
+                self.plan.problems.append(
+                    Problem(
+                        "TENSOR-MISSING",
+                        f"tensor '{name}' not found",
+                        tensor=name,
+                        expected=", ".join(map(str, ne)),
+                        phase="tensors",
+                    )
+                )
             return None
         if not certain:
             self.plan.possible.add(name)
@@ -786,10 +885,16 @@ class _TensorState:
             if not ok and self.interp.trying:
                 raise Fatal("TENSOR-SHAPE", f"tensor '{name}' has wrong shape", tensor=name)
             if not ok and not any(p.tensor == name for p in self.plan.problems):
-                self.plan.problems.append(Problem(
-                    "TENSOR-SHAPE", f"tensor '{name}' has wrong shape; expected {_shape_text(ne)}, got "
-                    f"{_shape_text(meta.ne4)}", tensor=name, expected=_shape_text(ne), got=_shape_text(meta.ne4),
-                    phase="tensors"))
+                self.plan.problems.append(
+                    Problem(
+                        "TENSOR-SHAPE",
+                        f"tensor '{name}' has wrong shape; expected {_shape_text(ne)}, got {_shape_text(meta.ne4)}",
+                        tensor=name,
+                        expected=_shape_text(ne),
+                        got=_shape_text(meta.ne4),
+                        phase="tensors",
+                    )
+                )
         else:
             self.interp.note(f"shape of {name} not computable")
             self.plan.possible.add(name)
@@ -804,15 +909,26 @@ class _TensorState:
         if self.plan.problems:
             return
         if self.n_created > n_tensors:
-            raise Fatal("TENSOR-UNUSED", f"too many tensors created; expected {n_tensors}, got {self.n_created}",
-                        expected=n_tensors, got=self.n_created)
+            raise Fatal(
+                "TENSOR-UNUSED",
+                f"too many tensors created; expected {n_tensors}, got {self.n_created}",
+                expected=n_tensors,
+                got=self.n_created,
+            )
         unused = [n for n in self.tensors if n not in self.plan.used and n not in self.plan.possible]
         if self.n_created < n_tensors and unused:
             for n in unused:
-                self.plan.problems.append(Problem(
-                    "TENSOR-UNUSED", f"tensor '{n}' is not used by the {self.plan.arch} loader (llama.cpp: wrong "
-                    f"number of tensors; expected {n_tensors}, got {self.n_created})", tensor=n,
-                    expected=n_tensors, got=self.n_created, phase="tensors"))
+                self.plan.problems.append(
+                    Problem(
+                        "TENSOR-UNUSED",
+                        f"tensor '{n}' is not used by the {self.plan.arch} loader (llama.cpp: wrong "
+                        f"number of tensors; expected {n_tensors}, got {self.n_created})",
+                        tensor=n,
+                        expected=n_tensors,
+                        got=self.n_created,
+                        phase="tensors",
+                    )
+                )
 
 
 def _shape_text(ne: Iterable) -> str:
@@ -820,8 +936,9 @@ def _shape_text(ne: Iterable) -> str:
     return ", ".join(f"{d:5d}" if isinstance(d, int) else "?" for d in ne)
 
 
-def _load_vocab(meta: Mapping[str, MetaValue], ml: MetaReader, arch: str, vocab: Struct, plan: LoadPlan,
-                interp: Interpreter) -> int:
+def _load_vocab(
+    meta: Mapping[str, MetaValue], ml: MetaReader, arch: str, vocab: Struct, plan: LoadPlan, interp: Interpreter
+) -> int:
     """llama_vocab::impl::load: the checks that make it throw; returns the number of tokens."""
     spec = model_spec()["vocab"]
     typed = spec["typed_keys"]
@@ -863,8 +980,12 @@ def _load_vocab(meta: Mapping[str, MetaValue], ml: MetaReader, arch: str, vocab:
     _unique_tokens(tokens.value, spec["unique_tokens"]["empty_as"])
     missing = named_model_missing_token(meta, tokens.value)
     if missing is not None:
-        raise Fatal("VOCAB", f"general.name {meta['general.name'].value!r} makes llama.cpp look up token "
-                    f"{missing!r}, which the vocabulary lacks (unordered_map::at)", key=keynames.GENERAL_NAME)
+        raise Fatal(
+            "VOCAB",
+            f"general.name {meta['general.name'].value!r} makes llama.cpp look up token "
+            f"{missing!r}, which the vocabulary lacks (unordered_map::at)",
+            key=keynames.GENERAL_NAME,
+        )
     for part in ("scores", "token_types"):
         key, types = spec[part]["key"], spec[part]["element_types"]
         v = meta.get(key)
@@ -873,8 +994,13 @@ def _load_vocab(meta: Mapping[str, MetaValue], ml: MetaReader, arch: str, vocab:
         if v.type != "ARRAY" or v.item_type not in types:
             raise Fatal("VOCAB", f"invalid gguf type for {key}", key=key)
         if len(v) < n:
-            raise Fatal("VOCAB", f"Index out of array bounds for {part.replace('_', '')} ({len(v)} < {n})", key=key,
-                        expected=n, got=len(v))
+            raise Fatal(
+                "VOCAB",
+                f"Index out of array bounds for {part.replace('_', '')} ({len(v)} < {n})",
+                key=key,
+                expected=n,
+                got=len(v),
+            )
     for key, ctype in typed.items():
         if key.endswith(("_id", "_token")):
             _typed_key(ml, key, ctype)

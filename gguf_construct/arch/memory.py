@@ -42,8 +42,17 @@ from .interp import UNKNOWN, Frame, Interpreter
 from .loader import LoadPlan, MetaValue, TensorMeta, plan_load
 from .programs import architecture, c_div, c_mod, loader
 
-__all__ = ["ContextParams", "CacheLayer", "Estimate", "estimate", "memory_spec", "mib", "compute_estimate", "repacked",
-           "host_cpu_features"]
+__all__ = [
+    "ContextParams",
+    "CacheLayer",
+    "Estimate",
+    "estimate",
+    "memory_spec",
+    "mib",
+    "compute_estimate",
+    "repacked",
+    "host_cpu_features",
+]
 
 MiB = 1024 * 1024
 
@@ -52,6 +61,7 @@ MiB = 1024 * 1024
 def memory_spec() -> dict:
     """spec/architectures/_memory.yaml."""
     from ..format.spec import load_yaml
+
     return load_yaml("architectures/_memory.yaml")
 
 
@@ -97,8 +107,7 @@ class ContextParams:
         """Every field with llama.cpp's default filled in."""
         d = memory_spec()["context_defaults"]
         out = {}
-        for name in ("n_ctx", "n_batch", "n_ubatch", "n_seq_max", "swa_full", "kv_unified", "embeddings",
-                     "n_rs_seq"):
+        for name in ("n_ctx", "n_batch", "n_ubatch", "n_seq_max", "swa_full", "kv_unified", "embeddings", "n_rs_seq"):
             v = getattr(self, name)
             out[name] = d[name] if v is None else v
         for name in ("type_k", "type_v"):
@@ -155,14 +164,29 @@ class Estimate:
 
     def to_json(self) -> dict[str, Any]:
         """The figures as a JSON object (bytes), with the per-layer cache table."""
-        return {"ctx": self.ctx, "n_ctx": self.n_ctx, "n_ctx_seq": self.n_ctx_seq, "n_batch": self.n_batch,
-                "n_ubatch": self.n_ubatch, "n_seq_max": self.n_seq_max, "memory": self.memory,
-                "model_bytes": self.model_bytes, "repack_bytes": self.repack_bytes, "kv_bytes": self.kv_bytes,
-                "kv_size_bytes": self.kv_size_bytes,
-                "recurrent_bytes": self.recurrent_bytes, "output_bytes": self.output_bytes,
-                "compute_bytes": self.compute_bytes, "compute_estimated": True, "total_bytes": self.total_bytes,
-                "replayed": self.replayed, "caches": self.caches, "buffers": self.buffers, "notes": self.notes,
-                "layers": [vars(x) for x in self.layers]}
+        return {
+            "ctx": self.ctx,
+            "n_ctx": self.n_ctx,
+            "n_ctx_seq": self.n_ctx_seq,
+            "n_batch": self.n_batch,
+            "n_ubatch": self.n_ubatch,
+            "n_seq_max": self.n_seq_max,
+            "memory": self.memory,
+            "model_bytes": self.model_bytes,
+            "repack_bytes": self.repack_bytes,
+            "kv_bytes": self.kv_bytes,
+            "kv_size_bytes": self.kv_size_bytes,
+            "recurrent_bytes": self.recurrent_bytes,
+            "output_bytes": self.output_bytes,
+            "compute_bytes": self.compute_bytes,
+            "compute_estimated": True,
+            "total_bytes": self.total_bytes,
+            "replayed": self.replayed,
+            "caches": self.caches,
+            "buffers": self.buffers,
+            "notes": self.notes,
+            "layers": [vars(x) for x in self.layers],
+        }
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -181,14 +205,27 @@ class _Rules:
 
         class _Params:
             pass
+
         params = _Params()
         params.ctx_type = constants[ctx_type]
         interp = Interpreter({})
         interp.globals.update(constants)
-        interp.globals.update({"hparams": self.hparams, "arch": plan.arch, "params": params, "True": True,
-                               "False": False, "int": int, "max": max, "min": min, "_div": c_div, "_mod": c_mod,
-                               "llm_arch_is_recurrent": lambda a: "recurrent" in traits,
-                               "llm_arch_is_hybrid": lambda a: "hybrid" in traits})
+        interp.globals.update(
+            {
+                "hparams": self.hparams,
+                "arch": plan.arch,
+                "params": params,
+                "True": True,
+                "False": False,
+                "int": int,
+                "max": max,
+                "min": min,
+                "_div": c_div,
+                "_mod": c_mod,
+                "llm_arch_is_recurrent": lambda a: "recurrent" in traits,
+                "llm_arch_is_hybrid": lambda a: "hybrid" in traits,
+            }
+        )
         for name, expr in (spec.get("flags") or {}).items():
             interp.globals[name] = interp.eval(expr, Frame(None))
         self.interp = interp
@@ -231,8 +268,7 @@ def _h(plan: LoadPlan, name: str, *args: Any) -> Any:
     return value(*args) if callable(value) else value
 
 
-def _kv_cache(h: Any, cp: dict, kv_size: int, name: str, keep, est: Estimate, *,
-              unified: bool | None = None) -> None:
+def _kv_cache(h: Any, cp: dict, kv_size: int, name: str, keep, est: Estimate, *, unified: bool | None = None) -> None:
     """``llama_kv_cache``'s tensors over the hyperparameters ``h`` (the model's, or a special cache's copy) for the
     layers ``keep`` accepts; ``unified`` overrides the context's KV-unified setting (one stream)."""
     align = memory_spec()["cpu_buffer_alignment"]
@@ -248,8 +284,10 @@ def _kv_cache(h: Any, cp: dict, kv_size: int, name: str, keep, est: Estimate, *,
         for side, type_name, width in (("K", cp["type_k"], kw), ("V", cp["type_v"], vw)):
             block = _types()[type_name].block_size
             if width % block:  # ggml_new_tensor asserts that a row is whole blocks: the process aborts
-                raise ValueError(f"ggml aborts creating the {name} cache: layer {il}'s {side} row of {width} values "
-                                 f"is not a multiple of {type_name}'s block size {block}")
+                raise ValueError(
+                    f"ggml aborts creating the {name} cache: layer {il}'s {side} row of {width} values "
+                    f"is not a multiple of {type_name}'s block size {block}"
+                )
         kb = row_size(cp["type_k"], kw) * kv_size * n_stream
         vb = row_size(cp["type_v"], vw) * kv_size * n_stream if not is_mla else 0
         est.layers.append(CacheLayer(il, name, kv_size, kw, vw, kb, vb))
@@ -303,8 +341,17 @@ def _recurrent(plan: LoadPlan, cp: dict, keep, est: Estimate) -> None:
     est.caches["recurrent"] = rows
 
 
-def _attention(plan: LoadPlan, cp: dict, est: Estimate, keep, *, h: Any = None, split: bool = True,
-               unified: bool | None = None, prefix: str = "") -> None:
+def _attention(
+    plan: LoadPlan,
+    cp: dict,
+    est: Estimate,
+    keep,
+    *,
+    h: Any = None,
+    split: bool = True,
+    unified: bool | None = None,
+    prefix: str = "",
+) -> None:
     """A KV cache over ``h`` (default: the model's hyperparameters), split into base and SWA caches
     (llama_kv_cache_iswa) when ``split`` and the model has SWA layers."""
     h = plan.hparams if h is None else h
@@ -312,10 +359,10 @@ def _attention(plan: LoadPlan, cp: dict, est: Estimate, keep, *, h: Any = None, 
     base = est.n_ctx_seq
     if split and plan.hparams.swa_type != none:
         swa = _swa_cells(plan, cp, est, cp["kv_unified"] if unified is None else unified)
-        _kv_cache(h, cp, base, prefix + "kv", lambda il: keep(il) and not plan.hparams.is_swa(il), est,
-                  unified=unified)
-        _kv_cache(h, cp, swa, prefix + "swa", lambda il: keep(il) and bool(plan.hparams.is_swa(il)), est,
-                  unified=unified)
+        _kv_cache(h, cp, base, prefix + "kv", lambda il: keep(il) and not plan.hparams.is_swa(il), est, unified=unified)
+        _kv_cache(
+            h, cp, swa, prefix + "swa", lambda il: keep(il) and bool(plan.hparams.is_swa(il)), est, unified=unified
+        )
     else:
         _kv_cache(h, cp, base, prefix + "kv", keep, est, unified=unified)
 
@@ -366,8 +413,9 @@ def _memory(plan: LoadPlan, rules: _Rules, cls: str, cp: dict, est: Estimate) ->
     if cls == "llama_memory_recurrent":
         _recurrent(plan, cp, lambda il: True, est)
     elif cls in ("llama_memory_hybrid", "llama_memory_hybrid_iswa", "llama_memory_hybrid_idx"):
-        _attention(plan, cp, est, keep("filter_attn", defaults.get("filter_attn")),
-                   split=cls == "llama_memory_hybrid_iswa")
+        _attention(
+            plan, cp, est, keep("filter_attn", defaults.get("filter_attn")), split=cls == "llama_memory_hybrid_iswa"
+        )
         _recurrent(plan, cp, keep("filter_recr", defaults.get("filter_recr")), est)
         if cls == "llama_memory_hybrid_idx" and "filter_idx" in rules.functions:
             _kv_cache(_hparams_copy(plan, cls, "hparams_idx"), cp, est.n_ctx_seq, "idx", keep("filter_idx"), est)
@@ -383,10 +431,12 @@ def _memory(plan: LoadPlan, rules: _Rules, cls: str, cp: dict, est: Estimate) ->
     elif cls == "llama_kv_cache_dsa_iswa":  # a DSA cache for the full-attention layers, a KV cache for the SWA ones
         mla = kept("filter_mla")
         _kv_cache(h, cp, est.n_ctx_seq, "kv", lambda il: mla(il) and not h.is_swa(il), est)
-        _kv_cache(_hparams_copy(plan, "llama_kv_cache_dsa", "hparams_lid"), cp, est.n_ctx_seq, "lid",
-                  kept("filter_lid"), est)
-        _kv_cache(h, cp, _swa_cells(plan, cp, est, cp["kv_unified"]), "swa",
-                  lambda il: mla(il) and bool(h.is_swa(il)), est)
+        _kv_cache(
+            _hparams_copy(plan, "llama_kv_cache_dsa", "hparams_lid"), cp, est.n_ctx_seq, "lid", kept("filter_lid"), est
+        )
+        _kv_cache(
+            h, cp, _swa_cells(plan, cp, est, cp["kv_unified"]), "swa", lambda il: mla(il) and bool(h.is_swa(il)), est
+        )
     elif cls == "llama_kv_cache_dsv4":  # streams per sequence whatever kv_unified says
         facts = spec["dsv4"]
         _attention(plan, cp, est, lambda il: True, h=_hparams_copy(plan, cls, "hparams_raw"), unified=False)
@@ -394,8 +444,12 @@ def _memory(plan: LoadPlan, rules: _Rules, cls: str, cp: dict, est: Estimate) ->
 
         def by_ratio(f: str):
             return lambda il: int(h.dsv4_compress_ratios[il]) == ratio[f]
-        for name, copy_name, f in (("csa", "hparams_csa", "filter_csa"), ("hca", "hparams_hca", "filter_hca"),
-                                   ("lid", "hparams_lid", "filter_csa")):
+
+        for name, copy_name, f in (
+            ("csa", "hparams_csa", "filter_csa"),
+            ("hca", "hparams_hca", "filter_hca"),
+            ("lid", "hparams_lid", "filter_csa"),
+        ):
             r = ratio[f]
             cells = _pad(max(1, (est.n_ctx_seq + r - 1) // r), facts["compressed_pad"])
             _kv_cache(_hparams_copy(plan, cls, copy_name), cp, cells, name, by_ratio(f), est, unified=False)
@@ -406,8 +460,14 @@ def _memory(plan: LoadPlan, rules: _Rules, cls: str, cp: dict, est: Estimate) ->
 
 
 # /proc/cpuinfo flags -> the ggml_cpu_has_* feature they stand for (x86 and AArch64 spellings)
-_CPUINFO_FEATURES = {"avx2": "avx2", "avx512f": "avx512", "asimd": "neon", "asimddp": "dotprod",
-                     "i8mm": "matmul_int8", "sve": "sve"}
+_CPUINFO_FEATURES = {
+    "avx2": "avx2",
+    "avx512f": "avx512",
+    "asimd": "neon",
+    "asimddp": "dotprod",
+    "i8mm": "matmul_int8",
+    "sve": "sve",
+}
 
 
 @functools.lru_cache(maxsize=None)
@@ -448,8 +508,12 @@ def repacked(plan: LoadPlan, tensors: Mapping[str, TensorMeta], features: frozen
     ops = {p: op for op, patterns in spec["matmul_weights"].items() for p in patterns}
     dup = loader()["tensor_flags"]["TENSOR_DUPLICATED"]
     interp = Interpreter({})
-    interp.globals.update({f"ggml_cpu_has_{f}": (lambda f=f: f in features) for f in (
-        "avx2", "avx512", "neon", "dotprod", "matmul_int8", "sve", "vxe", "riscv_v")})
+    interp.globals.update(
+        {
+            f"ggml_cpu_has_{f}": (lambda f=f: f in features)
+            for f in ("avx2", "avx512", "neon", "dotprod", "matmul_int8", "sve", "vxe", "riscv_v")
+        }
+    )
     interp.globals.update({"ggml_cpu_get_sve_cnt": lambda: 0, "QK8_0": _types()["Q8_0"].block_size})
     out = []
     for r in plan.requests:
@@ -475,8 +539,13 @@ def repacked(plan: LoadPlan, tensors: Mapping[str, TensorMeta], features: frozen
     return out
 
 
-def model_buffer(plan: LoadPlan, tensors: Mapping[str, TensorMeta], offsets: Mapping[str, tuple] | None,
-                 alignment: int = 32, exclude: set[str] | frozenset[str] = frozenset()) -> int:
+def model_buffer(
+    plan: LoadPlan,
+    tensors: Mapping[str, TensorMeta],
+    offsets: Mapping[str, tuple] | None,
+    alignment: int = 32,
+    exclude: set[str] | frozenset[str] = frozenset(),
+) -> int:
     """Bytes of the CPU model buffers: with ``offsets`` (name -> (file, offset of the data)) the mapped range
     over the tensors the loader uses (but ``exclude``: those another buffer holds), one range per file of a split
     model; without, their sizes each padded to ``alignment`` (as a file lays them out)."""
@@ -520,8 +589,7 @@ def _ffn_rows(plan: LoadPlan, tensors: Mapping[str, TensorMeta], n_layer: int) -
     return widest
 
 
-def compute_estimate(plan: LoadPlan, est: Estimate, cp: dict,
-                     tensors: Mapping[str, TensorMeta] | None = None) -> int:
+def compute_estimate(plan: LoadPlan, est: Estimate, cp: dict, tensors: Mapping[str, TensorMeta] | None = None) -> int:
     """An estimate of the CPU compute buffer: ggml's allocator's peak over the prompt-processing graph that
     llama.cpp reserves (``T = min(n_ctx, n_ubatch)`` tokens, ``T`` outputs, a cache of ``n_kv`` cells).
 
@@ -567,8 +635,9 @@ def compute_estimate(plan: LoadPlan, est: Estimate, cp: dict,
     return max(ffn, attn, recr, head)
 
 
-def _check_context(plan: LoadPlan, tensors: Mapping[str, TensorMeta], cp: dict, params: ContextParams,
-                   n_ctx: int) -> bool:
+def _check_context(
+    plan: LoadPlan, tensors: Mapping[str, TensorMeta], cp: dict, params: ContextParams, n_ctx: int
+) -> bool:
     """llama.cpp's refusals to create the context (ValueError with its message): a draft model without the
     tensors it borrows from its target's context, then ``llama_init_from_model``'s checks as extracted into the
     spec (``context_checks``: equal K and V types for MLA, flash attention for a quantized V cache, cache block
@@ -580,17 +649,32 @@ def _check_context(plan: LoadPlan, tensors: Mapping[str, TensorMeta], cp: dict, 
     spec = memory_spec()
     constants = loader()["constants"]
     fa = {None: "AUTO", True: "ENABLED", False: "DISABLED"}[params.flash_attn]
-    p = SimpleNamespace(n_ctx=n_ctx, n_batch=cp["n_batch"], n_ubatch=cp["n_ubatch"], type_k=cp["type_k"],
-                        type_v=cp["type_v"], flash_attn_type=constants[f"LLAMA_FLASH_ATTN_TYPE_{fa}"])
+    p = SimpleNamespace(
+        n_ctx=n_ctx,
+        n_batch=cp["n_batch"],
+        n_ubatch=cp["n_ubatch"],
+        type_k=cp["type_k"],
+        type_v=cp["type_v"],
+        flash_attn_type=constants[f"LLAMA_FLASH_ATTN_TYPE_{fa}"],
+    )
     # one CPU device: any split mode but the tensor split
     model = SimpleNamespace(hparams=h, arch=plan.arch, split_mode=lambda: constants["LLAMA_SPLIT_MODE_LAYER"])
     interp = Interpreter({})
     interp.globals.update(constants)
-    interp.globals.update({"params": p, "model": model, "True": True, "False": False, "int": int, "_div": c_div,
-                           "_mod": c_mod,
-                           "ggml_is_quantized": lambda t: _types()[t].block_size > 1,
-                           "ggml_blck_size": lambda t: _types()[t].block_size,
-                           "ggml_type_name": lambda t: str(t).lower()})
+    interp.globals.update(
+        {
+            "params": p,
+            "model": model,
+            "True": True,
+            "False": False,
+            "int": int,
+            "_div": c_div,
+            "_mod": c_mod,
+            "ggml_is_quantized": lambda t: _types()[t].block_size > 1,
+            "ggml_blck_size": lambda t: _types()[t].block_size,
+            "ggml_type_name": lambda t: str(t).lower(),
+        }
+    )
     try:
         interp.run(spec["context_checks"], Frame(None))
     except Fatal as exc:
@@ -606,9 +690,15 @@ def _check_context(plan: LoadPlan, tensors: Mapping[str, TensorMeta], cp: dict, 
     return p.flash_attn_type != constants["LLAMA_FLASH_ATTN_TYPE_DISABLED"]
 
 
-def estimate(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], ctx: int,
-             params: ContextParams | None = None, *, offsets: Mapping[str, tuple] | None = None,
-             plan: LoadPlan | None = None) -> Estimate:
+def estimate(
+    meta: Mapping[str, MetaValue],
+    tensors: Mapping[str, TensorMeta],
+    ctx: int,
+    params: ContextParams | None = None,
+    *,
+    offsets: Mapping[str, tuple] | None = None,
+    plan: LoadPlan | None = None,
+) -> Estimate:
     """The memory of a context of ``ctx`` tokens (0: the training context) for this model on the CPU backend."""
     cp = (params or ContextParams()).resolved()
     if plan is None:
@@ -617,11 +707,13 @@ def estimate(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], c
     h = plan.hparams
     if plan.kind != "model":
         what = "a vocabulary only (no tensors)" if plan.kind == "vocab" else "an " + plan.kind
-        raise ValueError(f"this file is {what}: llama.cpp creates no context for it, so there is no memory "
-                         "to estimate")
+        raise ValueError(f"this file is {what}: llama.cpp creates no context for it, so there is no memory to estimate")
     if plan.problems or h is None:
-        raise ValueError(f"llama.cpp would not load this model: {plan.problems[0].message}" if plan.problems
-                         else "no hyperparameters")
+        raise ValueError(
+            f"llama.cpp would not load this model: {plan.problems[0].message}"
+            if plan.problems
+            else "no hyperparameters"
+        )
     params = params or ContextParams()
     cp["flash_attn"] = _check_context(plan, tensors, cp, params, int(ctx))
     n_ctx = int(ctx) if ctx else int(h.n_ctx_train)
@@ -640,13 +732,27 @@ def estimate(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], c
     repack = repacked(plan, tensors, features)
     moved = {name for name, duplicated, _ in repack if not duplicated}
     repack_bytes = sum(_pad(b, spec["cpu_buffer_alignment"]) for _, _, b in repack)
-    est = Estimate(ctx=int(ctx), n_ctx=n_ctx, n_ctx_seq=n_ctx_seq, n_batch=n_batch, n_ubatch=n_ubatch,
-                   n_seq_max=n_seq, memory="", model_bytes=model_buffer(plan, tensors, offsets, exclude=moved)
-                   + repack_bytes, kv_bytes=0, kv_size_bytes=0, recurrent_bytes=0, output_bytes=0, compute_bytes=0,
-                   repack_bytes=repack_bytes)
+    est = Estimate(
+        ctx=int(ctx),
+        n_ctx=n_ctx,
+        n_ctx_seq=n_ctx_seq,
+        n_batch=n_batch,
+        n_ubatch=n_ubatch,
+        n_seq_max=n_seq,
+        memory="",
+        model_bytes=model_buffer(plan, tensors, offsets, exclude=moved) + repack_bytes,
+        kv_bytes=0,
+        kv_size_bytes=0,
+        recurrent_bytes=0,
+        output_bytes=0,
+        compute_bytes=0,
+        repack_bytes=repack_bytes,
+    )
     if repack:
-        est.notes.append(f"{len(repack)} weights ({repack_bytes / MiB:.2f} MiB) in the CPU_REPACK buffer for CPU "
-                         f"features {', '.join(sorted(features)) or 'none'}")
+        est.notes.append(
+            f"{len(repack)} weights ({repack_bytes / MiB:.2f} MiB) in the CPU_REPACK buffer for CPU "
+            f"features {', '.join(sorted(features)) or 'none'}"
+        )
     # the output buffer, reserved for n_seq_max outputs when the context is created
     n_out = n_seq
     floats = int(plan.n_vocab or 0) * n_out
@@ -658,14 +764,21 @@ def estimate(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMeta], c
     if special is not None and special.get("falls_through") and not _Rules(plan)._true(special.get("own_when", "True")):
         special = None  # e.g. dflash without hyper-connections: the default branch
     rules = _Rules(plan, special["lambdas"] if special is not None else None)
-    cls = None if arch in (spec.get("no_memory") or ()) else rules.construct(
-        special["constructs"] if special is not None else spec["default_constructs"])
+    cls = (
+        None
+        if arch in (spec.get("no_memory") or ())
+        else rules.construct(special["constructs"] if special is not None else spec["default_constructs"])
+    )
     if cls is None:
         est.memory = "none"
     else:
-        est.memory = {"llama_memory_recurrent": "recurrent", "llama_memory_hybrid": "hybrid",
-                      "llama_memory_hybrid_iswa": "hybrid", "llama_kv_cache": "kv",
-                      "llama_kv_cache_iswa": "kv"}.get(cls, cls.replace("llama_", ""))
+        est.memory = {
+            "llama_memory_recurrent": "recurrent",
+            "llama_memory_hybrid": "hybrid",
+            "llama_memory_hybrid_iswa": "hybrid",
+            "llama_kv_cache": "kv",
+            "llama_kv_cache_iswa": "kv",
+        }.get(cls, cls.replace("llama_", ""))
         _memory(plan, rules, cls, cp, est)
     if "swa" in est.caches:
         est.memory += "+swa"

@@ -39,7 +39,7 @@ class KeyRead:
         """llama.cpp's value when the key is absent (the C initialiser of its ``hparams`` field), when known."""
         if not self.target.startswith("hparams."):
             return None
-        field = (loader().get("hparams_fields") or {}).get(self.target[len("hparams."):].split("[", 1)[0], {})
+        field = (loader().get("hparams_fields") or {}).get(self.target[len("hparams.") :].split("[", 1)[0], {})
         return field.get("default")
 
 
@@ -111,8 +111,11 @@ def _substitute(text: str, mapping: dict[str, str]) -> str:
 def _constant(text: str) -> bool | int | None:
     """The value of an expression made of the loader's constants only (``0 & TENSOR_SKIP``), else None."""
     try:
-        value = eval(compile(ast.parse(text, mode="eval"), "<constant>", "eval"),  # noqa: S307 - names only
-                     {"__builtins__": {}}, _constants())
+        value = eval(
+            compile(ast.parse(text, mode="eval"), "<constant>", "eval"),  # noqa: S307 - names only
+            {"__builtins__": {}},
+            _constants(),
+        )
     except Exception:  # noqa: BLE001 - anything but a constant expression
         return None
     return value if isinstance(value, (bool, int)) else None
@@ -148,8 +151,15 @@ class _Reader:
         return re.sub(r"\(?(has\([^()]*\)) != None\)?", r"\1", text)
 
     # statements -------------------------------------------------------------------------------------------
-    def block(self, stmts: list | None, conds: tuple[str, ...], env: dict[str, str], types: dict[str, str],
-              depth: int, per_layer: bool) -> None:
+    def block(
+        self,
+        stmts: list | None,
+        conds: tuple[str, ...],
+        env: dict[str, str],
+        types: dict[str, str],
+        depth: int,
+        per_layer: bool,
+    ) -> None:
         for s in stmts or ():
             self.stmt(s, conds, env, types, depth, per_layer)
 
@@ -162,8 +172,11 @@ class _Reader:
                 self.expr(s["value"], conds, env, types, depth, per_layer)
                 if depth and "create_tensor" not in str(s["value"]):  # a helper's local: show what it stands for
                     env[s["let"]] = _substitute(str(s["value"]), env)
-                elif not depth and "create_tensor" not in str(s["value"]) \
-                        and s["let"] not in {name for name, _, _ in self.out.locals}:
+                elif (
+                    not depth
+                    and "create_tensor" not in str(s["value"])
+                    and s["let"] not in {name for name, _, _ in self.out.locals}
+                ):
                     self.out.locals.append((s["let"], str(s.get("type", "")), str(s["value"])))
         elif "set" in s or "do" in s and "for" not in s:
             before = len(self.out.tensors)
@@ -177,12 +190,16 @@ class _Reader:
             if known is not False:
                 self.block(s.get("then"), conds if known else conds + (cond,), env, types, depth, per_layer)
             if s.get("else") and known is not True:
-                self.block(s["else"], conds if known is False else conds + (f"not {cond}",), env, types, depth,
-                           per_layer)
+                self.block(
+                    s["else"], conds if known is False else conds + (f"not {cond}",), env, types, depth, per_layer
+                )
         elif "for" in s:
             layered = per_layer or str(s.get("to", "")).strip() in ("n_layer", "n_layer_all", "hparams.n_layer()")
-            inner = conds if layered and s["for"] == "i" else conds + (f"for {s['for']} in [{s.get('from')}, "
-                                                                      f"{_substitute(str(s.get('to')), env)})",)
+            inner = (
+                conds
+                if layered and s["for"] == "i"
+                else conds + (f"for {s['for']} in [{s.get('from')}, {_substitute(str(s.get('to')), env)})",)
+            )
             self.block(s.get("do"), inner, env, types, depth, layered)
         elif "switch" in s:
             on = _substitute(str(s["switch"]), env)
@@ -232,13 +249,12 @@ class _Reader:
         if len(node.args) > req_at:
             flag = node.args[req_at]
             required = not (isinstance(flag, ast.Constant) and flag.value is False)
-        self.out.keys.append(KeyRead(node.args[0].value, reader, target, self.ctype_of(target, types), required,
-                                     conds))
+        self.out.keys.append(KeyRead(node.args[0].value, reader, target, self.ctype_of(target, types), required, conds))
 
     def ctype_of(self, target: str, types: dict[str, str]) -> str:
         base = target.split("[", 1)[0]
         if base.startswith("hparams."):
-            return self.field_types.get(base[len("hparams."):], "")
+            return self.field_types.get(base[len("hparams.") :], "")
         return types.get(base, "")
 
     def tensor(self, node: ast.Call, conds, per_layer) -> None:
@@ -256,14 +272,18 @@ class _Reader:
             base_name = ast.unparse(base)
         suffix = tn.args[1].value if len(tn.args) > 1 and isinstance(tn.args[1], ast.Constant) else None
         shape_node = node.args[1]
-        shape = tuple(ast.unparse(e) for e in shape_node.elts) if isinstance(shape_node, (ast.List, ast.Tuple)) \
+        shape = (
+            tuple(ast.unparse(e) for e in shape_node.elts)
+            if isinstance(shape_node, (ast.List, ast.Tuple))
             else (ast.unparse(shape_node),)
+        )
         flags = ast.unparse(node.args[2]) if len(node.args) > 2 else "0"
         value = _constant(flags)
         if value is not None:
             flags = _flag_names(int(value))
-        self.out.tensors.append(TensorDecl(tensor_name_pattern(base_name, suffix), shape, flags,
-                                           per_layer or "%d" in base_name, conds))
+        self.out.tensors.append(
+            TensorDecl(tensor_name_pattern(base_name, suffix), shape, flags, per_layer or "%d" in base_name, conds)
+        )
 
 
 @functools.lru_cache(maxsize=None)

@@ -45,9 +45,17 @@ def architectures() -> dict[str, Architecture]:
         if path.name.startswith("_"):
             continue
         d = load_yaml(f"architectures/{path.name}")
-        out[d["id"]] = Architecture(d["id"], d["enum"], d.get("class", ""), d.get("source", ""), d.get("inherits"),
-                                    d.get("loadable", True), d.get("hparams") or [], d.get("tensors") or [],
-                                    tuple(d.get("traits") or ()))
+        out[d["id"]] = Architecture(
+            d["id"],
+            d["enum"],
+            d.get("class", ""),
+            d.get("source", ""),
+            d.get("inherits"),
+            d.get("loadable", True),
+            d.get("hparams") or [],
+            d.get("tensors") or [],
+            tuple(d.get("traits") or ()),
+        )
     return out
 
 

@@ -17,8 +17,15 @@ class GGUFError(ValueError):
     refuses: the first is the one the error names.
     """
 
-    def __init__(self, message: str, *, offset: int | None = None, path: str = "", rule: str | None = None,
-                 findings: list | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        offset: int | None = None,
+        path: str = "",
+        rule: str | None = None,
+        findings: list | None = None,
+    ):
         self.message = message
         self.findings = list(findings or ())
         self.offset = offset

@@ -27,14 +27,23 @@ from typing import Any, Callable, Iterator, TypeVar
 
 from .errors import GGUFError
 
-__all__ = ["RemoteError", "RemoteFile", "is_url", "open_remote", "header_only", "exists", "sibling_url",
-           "FIRST_READ", "MARGIN"]
+__all__ = [
+    "RemoteError",
+    "RemoteFile",
+    "is_url",
+    "open_remote",
+    "header_only",
+    "exists",
+    "sibling_url",
+    "FIRST_READ",
+    "MARGIN",
+]
 
-FIRST_READ = 2 << 20      # the first ranged read; later reads grow the fetched prefix by GROWTH
+FIRST_READ = 2 << 20  # the first ranged read; later reads grow the fetched prefix by GROWTH
 GROWTH = 4
-MARGIN = 64 << 10         # bytes past the last record read that a parse may have peeked at
-FENCE = 64 << 10          # 0xFF bytes written after the fetched prefix while a header parse runs
-MAX_REQUEST = 64 << 20    # one request fetches at most this much (bounded memory per request)
+MARGIN = 64 << 10  # bytes past the last record read that a parse may have peeked at
+FENCE = 64 << 10  # 0xFF bytes written after the fetched prefix while a header parse runs
+MAX_REQUEST = 64 << 20  # one request fetches at most this much (bounded memory per request)
 STREAM_CHUNK = 1 << 20
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _PERMANENT_STATUS = range(400, 500)
@@ -71,8 +80,9 @@ def _filesystem(url: str, timeout: float, storage_options: dict | None):
             import aiohttp
         except ImportError:
             raise RemoteError('reading http(s) URLs needs aiohttp: pip install "gguf-construct[remote]"') from None
-        options["client_kwargs"] = {"timeout": aiohttp.ClientTimeout(total=None, sock_connect=timeout,
-                                                                     sock_read=timeout)}
+        options["client_kwargs"] = {
+            "timeout": aiohttp.ClientTimeout(total=None, sock_connect=timeout, sock_read=timeout)
+        }
     try:
         return fsspec.core.url_to_fs(url, **options)
     except ImportError as exc:
@@ -116,8 +126,9 @@ def _describe(exc: BaseException) -> str:
 
 def _transient(exc: BaseException) -> bool:
     exc = _root(exc)
-    if isinstance(exc, (FileNotFoundError, PermissionError, IsADirectoryError, NotImplementedError,
-                        AttributeError, TypeError)):
+    if isinstance(
+        exc, (FileNotFoundError, PermissionError, IsADirectoryError, NotImplementedError, AttributeError, TypeError)
+    ):
         return False
     status = _status(exc)
     if status is not None:
@@ -131,8 +142,15 @@ class RemoteFile:
     ``bytes_fetched`` and ``requests`` count what went over the network; :meth:`stats` reports them.
     """
 
-    def __init__(self, url: str, *, timeout: float = 30.0, retries: int = 3, first_read: int = FIRST_READ,
-                 storage_options: dict | None = None):
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout: float = 30.0,
+        retries: int = 3,
+        first_read: int = FIRST_READ,
+        storage_options: dict | None = None,
+    ):
         self.url = url
         self.timeout = timeout
         self.retries = retries
@@ -143,8 +161,11 @@ class RemoteFile:
         self._fs, self._path = _filesystem(url, timeout, storage_options)
         # plain http(s): ranges are fetched with a bounded read of our own (fsspec reads a 206 body whole, so a
         # server that sends more than asked could fill memory); other file systems use their own ranged reads
-        self._http_headers = dict((storage_options or {}).get("headers") or {}) \
-            if url.split("://", 1)[0].lower() in ("http", "https") else None
+        self._http_headers = (
+            dict((storage_options or {}).get("headers") or {})
+            if url.split("://", 1)[0].lower() in ("http", "https")
+            else None
+        )
         self._ranges: list[list[int]] = []  # sorted, disjoint [start, end) ranges that hold the file's bytes
         self._stream = None
         self._stream_pos = 0
@@ -152,8 +173,10 @@ class RemoteFile:
         size = getattr(self._fh, "size", None)
         if size is None:
             self._close_handles()
-            raise RemoteError(f"{url}: the server does not say how long the file is (no Content-Length), so it "
-                              "cannot be read in ranges; download it and check the local copy")
+            raise RemoteError(
+                f"{url}: the server does not say how long the file is (no Content-Length), so it "
+                "cannot be read in ranges; download it and check the local copy"
+            )
         self.size = int(size)
         self._map, self._spill = _lazy_map(self.size)
         self.view = memoryview(self._map) if self._map is not None else memoryview(b"")
@@ -249,7 +272,7 @@ class RemoteFile:
                 if attempt == self.retries or not _transient(exc):
                     tries = f" after {attempt + 1} attempts" if attempt else ""
                     raise RemoteError(f"{self.url}: {what} failed{tries}: {_describe(exc)}") from None
-                time.sleep(min(2.0, 0.1 * 2 ** attempt))
+                time.sleep(min(2.0, 0.1 * 2**attempt))
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _read(self, start: int, end: int) -> bytes:
@@ -257,14 +280,18 @@ class RemoteFile:
             try:
                 data = self._retrying(f"reading bytes {start}-{end - 1}", lambda: self._ranged(start, end))
             except _NoRanges:
-                self.note = ("the server does not support range requests: read by streaming from the start "
-                             "of the file (every byte before the ones needed is transferred)")
+                self.note = (
+                    "the server does not support range requests: read by streaming from the start "
+                    "of the file (every byte before the ones needed is transferred)"
+                )
                 data = self._streamed(start, end)
         else:
             data = self._streamed(start, end)
         if len(data) != end - start:
-            raise RemoteError(f"{self.url}: the file is shorter than it claims: asked for bytes {start}-{end - 1} "
-                              f"of a {self.size}-byte file, got {len(data)} bytes")
+            raise RemoteError(
+                f"{self.url}: the file is shorter than it claims: asked for bytes {start}-{end - 1} "
+                f"of a {self.size}-byte file, got {len(data)} bytes"
+            )
         return data
 
     def _ranged(self, start: int, end: int) -> bytes:
@@ -282,11 +309,13 @@ class RemoteFile:
             if "range" in str(exc).lower():
                 raise _NoRanges() from None
             raise
-        data = bytes(data[:end - start + 1])  # one byte more than asked is enough to tell "too long"
+        data = bytes(data[: end - start + 1])  # one byte more than asked is enough to tell "too long"
         self.bytes_fetched += len(data)
         if len(data) > end - start:
-            raise RemoteError(f"{self.url}: the server sent more than the {end - start} bytes asked for "
-                              f"(bytes {start}-{end - 1}); it does not honour range requests correctly")
+            raise RemoteError(
+                f"{self.url}: the server sent more than the {end - start} bytes asked for "
+                f"(bytes {start}-{end - 1}); it does not honour range requests correctly"
+            )
         return data
 
     def _streamed(self, start: int, end: int) -> bytes:
@@ -303,8 +332,9 @@ class RemoteFile:
             try:
                 chunk = self._stream.read(want)
             except Exception as exc:  # noqa: BLE001
-                raise RemoteError(f"{self.url}: streaming failed at byte {self._stream_pos}: {_describe(exc)}") \
-                    from None
+                raise RemoteError(
+                    f"{self.url}: streaming failed at byte {self._stream_pos}: {_describe(exc)}"
+                ) from None
             if not chunk:
                 break
             chunk = chunk[:want]
@@ -399,8 +429,12 @@ def open_remote(url: str, **options) -> RemoteFile:
     return RemoteFile(url, **options)
 
 
-def header_only(remote: RemoteFile, attempt: Callable[[], T], reach: Callable[[T], int],
-                error_reach: Callable[[GGUFError], int] | None = None) -> T:
+def header_only(
+    remote: RemoteFile,
+    attempt: Callable[[], T],
+    reach: Callable[[T], int],
+    error_reach: Callable[[GGUFError], int] | None = None,
+) -> T:
     """Run ``attempt`` (a parse of ``remote.view``) on a fetched prefix that grows until it covers ``reach`` of
     the result (the end of what the parse consumed) plus :data:`MARGIN`; a :class:`GGUFError` raised by the parse
     is judged the same way by its offset.  Returns (or raises) what the parse of the whole file would."""
@@ -465,8 +499,11 @@ def print_transfer_stats(transfers: list[dict], command: str) -> None:
     requests = sum(t["requests"] for t in transfers)
     size = sum(t["size"] for t in transfers)
     share = f" ({100 * fetched / size:.3g}% of {size:,} bytes)" if size else ""
-    print(f"gguf-construct {command}: fetched {fetched:,} bytes{share} in {requests} requests "
-          f"for {len(transfers)} URL(s)", file=sys.stderr)
+    print(
+        f"gguf-construct {command}: fetched {fetched:,} bytes{share} in {requests} requests "
+        f"for {len(transfers)} URL(s)",
+        file=sys.stderr,
+    )
     for t in transfers:
         if t.get("note"):
             print(f"gguf-construct {command}: {t['url']}: {t['note']}", file=sys.stderr)

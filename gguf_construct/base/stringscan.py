@@ -47,7 +47,7 @@ def _chain_in_window(win: np.ndarray, width: int, little: bool, limit: int) -> n
         step = min(run, width - 1 - run)
         high = high[:-step] & high[step:]
         run += step
-    cand = np.flatnonzero(high[first_zero:first_zero + m])
+    cand = np.flatnonzero(high[first_zero : first_zero + m])
     low = win[cand + (0 if little else width - 1)]
     nxt = cand + width + low
     bad = np.flatnonzero(nxt[:-1] != cand[1:])  # where a candidate's successor is not the next candidate
@@ -64,14 +64,14 @@ def _chain_in_window(win: np.ndarray, width: int, little: bool, limit: int) -> n
             while b < len(bad) and bad[b] < k:
                 b += 1
             j = int(bad[b]) if b < len(bad) else len(cand) - 1
-            pieces.append(cand[k:j + 1])
+            pieces.append(cand[k : j + 1])
             total += j + 1 - k
             target = int(nxt[j])
             continue
         # not a candidate (a string of 256 bytes or more, or too near the window's end): read its length
         if target + width > len(win):
             break
-        n = int.from_bytes(win[target:target + width].tobytes(), order)
+        n = int.from_bytes(win[target : target + width].tobytes(), order)
         pieces.append(np.array([target], dtype=np.int64))
         total += 1
         target += width + n
@@ -164,13 +164,13 @@ def _walk_rest(buf, pos: int, chain: np.ndarray, heads: list, done: int, count: 
     out = np.empty(count, dtype=np.int64)
     filled = 0
     for piece in heads + [chain + pos]:
-        out[filled:filled + len(piece)] = piece + width
+        out[filled : filled + len(piece)] = piece + width
         filled += len(piece)
     piece = max(1, _RELEASE // (2 * width))  # records per call: the pages read so far go back between calls
     end = at
     while True:
         take = min(piece, count - filled)
-        walked = walk_compiled(buf, end, take, width, little, out[filled:filled + take])
+        walked = walk_compiled(buf, end, take, width, little, out[filled : filled + take])
         if walked is None:
             return None
         heads.clear()

@@ -82,7 +82,7 @@ def chain_by_doubling(win: np.ndarray, width: int, little: bool, limit: int) -> 
         more = jump[chain]
         stop = np.flatnonzero(more == end)
         if len(stop):
-            chain = np.concatenate([chain, more[:stop[0]]])
+            chain = np.concatenate([chain, more[: stop[0]]])
             break
         chain = np.concatenate([chain, more])
         jump = jump[jump]

@@ -8,8 +8,13 @@ import numpy as np
 __all__ = ["XXH64"]
 
 _M = (1 << 64) - 1
-P1, P2, P3, P4, P5 = (0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0x85EBCA77C2B2AE63,
-                      0x27D4EB2F165667C5)
+P1, P2, P3, P4, P5 = (
+    0x9E3779B185EBCA87,
+    0xC2B2AE3D27D4EB4F,
+    0x165667B19E3779F9,
+    0x85EBCA77C2B2AE63,
+    0x27D4EB2F165667C5,
+)
 _STRIPE = 32
 
 
@@ -73,11 +78,11 @@ class XXH64:
         tail = self._buf
         i = 0
         while i + 8 <= len(tail):
-            h ^= _round(0, int.from_bytes(tail[i:i + 8], "little"))
+            h ^= _round(0, int.from_bytes(tail[i : i + 8], "little"))
             h = (_rotl(h, 27) * P1 + P4) & _M
             i += 8
         if i + 4 <= len(tail):
-            h ^= (int.from_bytes(tail[i:i + 4], "little") * P1) & _M
+            h ^= (int.from_bytes(tail[i : i + 4], "little") * P1) & _M
             h = (_rotl(h, 23) * P2 + P3) & _M
             i += 4
         for byte in tail[i:]:

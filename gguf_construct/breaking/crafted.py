@@ -28,14 +28,32 @@ from ..rulebook import read_head
 from ..rulebook.walk import ALIGNMENT_KEY, ALIGNMENT_TYPE, _VT
 from ..format import keynames
 
-__all__ = ["RawKV", "payload", "set_payload", "RawTensor", "RawFile", "Breakage", "Crafted", "BREAKAGES", "CARRIER_NAME", "VT", "breakage",
-           "breakages_for", "craft", "carrier", "encode_value", "struct_order", "tensor_nbytes"]
+__all__ = [
+    "RawKV",
+    "payload",
+    "set_payload",
+    "RawTensor",
+    "RawFile",
+    "Breakage",
+    "Crafted",
+    "BREAKAGES",
+    "CARRIER_NAME",
+    "VT",
+    "breakage",
+    "breakages_for",
+    "craft",
+    "carrier",
+    "encode_value",
+    "struct_order",
+    "tensor_nbytes",
+]
 
 VT = dict(_VT)
 
 
-def encode_value(vtype: int | str, value: Any, *, version: int = 3, byte_order: str = "little",
-                 item_type: int | str | None = None) -> bytes:
+def encode_value(
+    vtype: int | str, value: Any, *, version: int = 3, byte_order: str = "little", item_type: int | str | None = None
+) -> bytes:
     """The payload bytes of a metadata value, written by the generated family's permissive build.
 
     Scalars are numbers, ``str``/``bytes`` for STRING; arrays take ``item_type`` and a list (for nested arrays,
@@ -105,7 +123,7 @@ class RawFile:
         if not ctx.head_complete:
             raise ValueError("from_bytes needs a file whose head can be read")
         buf = ctx.buf
-        kvs = [RawKV(kv.key_bytes, kv.vtype, bytes(buf[kv.value_offset:kv.end])) for kv in ctx.kvs]
+        kvs = [RawKV(kv.key_bytes, kv.vtype, bytes(buf[kv.value_offset : kv.end])) for kv in ctx.kvs]
         tensors = [RawTensor(t.name_bytes, list(t.dims), t.type, t.data_offset) for t in ctx.tensors]
         start = ctx.data_start if ctx.data_start is not None else ctx.head_end
         return cls(ctx.version, ctx.byte_order, kvs, tensors, bytes(buf[start:]))
@@ -174,7 +192,7 @@ class RawFile:
         a = self.alignment
         body = b""
         for t in self.tensors:
-            raw = self.data[t.offset:t.offset + tensor_nbytes(t)]
+            raw = self.data[t.offset : t.offset + tensor_nbytes(t)]
             t.offset = len(body)
             body = (body + raw).ljust(align_offset(len(body) + len(raw), a), b"\0")
         self.data = body
@@ -196,11 +214,19 @@ class RawFile:
         """This file as the field model of :mod:`.rawfile` (payloads written as they are), whose head mapping
         both models share."""
         version = self.version_word
-        raw_version = None if version is None else int.from_bytes(
-            (version % 2**32).to_bytes(4, self.byte_order), "little")
+        raw_version = (
+            None if version is None else int.from_bytes((version % 2**32).to_bytes(4, self.byte_order), "little")
+        )
         return rawfile.RawFile(
-            self.version, self.byte_order, magic=self.magic, raw_version=raw_version, n_kv=self.kv_count,
-            n_tensors=self.tensor_count, kvs=list(self.kvs), tensors=list(self.tensors))
+            self.version,
+            self.byte_order,
+            magic=self.magic,
+            raw_version=raw_version,
+            n_kv=self.kv_count,
+            n_tensors=self.tensor_count,
+            kvs=list(self.kvs),
+            tensors=list(self.tensors),
+        )
 
     def head(self) -> bytes:
         """Header, KV pairs and tensor infos, written by the generated family's permissive build."""
@@ -216,7 +242,7 @@ class RawFile:
     def to_bytes(self) -> bytes:
         """The file."""
         out = self.head() + self.head_padding() + self.data + self.tail
-        return out[:self.truncate] if self.truncate is not None else out
+        return out[: self.truncate] if self.truncate is not None else out
 
 
 def tensor_nbytes(t: RawTensor) -> int:
@@ -246,14 +272,24 @@ def carrier(version: int = 3, byte_order: str = "little") -> RawFile:
     g = GGUFFile.new(version=version, byte_order=byte_order)
     m = g.metadata
     m.set(keynames.GENERAL_ARCHITECTURE, "llama", "STRING")
-    for key, value in ((keynames.GENERAL_NAME, "Tiny"), (keynames.GENERAL_BASENAME, "Tiny"),
-                       (keynames.GENERAL_SIZE_LABEL, "1B"), (keynames.GENERAL_VERSION, "v1.0")):
+    for key, value in (
+        (keynames.GENERAL_NAME, "Tiny"),
+        (keynames.GENERAL_BASENAME, "Tiny"),
+        (keynames.GENERAL_SIZE_LABEL, "1B"),
+        (keynames.GENERAL_VERSION, "v1.0"),
+    ):
         m.set(key, value, "STRING")
     m.set(ALIGNMENT_KEY, 32, "UINT32")
     m.set(keynames.GENERAL_FILE_TYPE, 2, "UINT32")
     m.set(keynames.GENERAL_QUANTIZATION_VERSION, 2, "UINT32")
-    for key, value in (("context_length", 128), ("embedding_length", 32), ("block_count", 1),
-                       ("feed_forward_length", 64), ("attention.head_count", 4), ("rope.dimension_count", 8)):
+    for key, value in (
+        ("context_length", 128),
+        ("embedding_length", 32),
+        ("block_count", 1),
+        ("feed_forward_length", 64),
+        ("attention.head_count", 4),
+        ("rope.dimension_count", 8),
+    ):
         m.set(f"llama.{key}", value, "UINT32")
     m.set("llama.attention.layer_norm_rms_epsilon", 1e-5, "FLOAT32")
     m.set(keynames.TOKENIZER_GGML_MODEL, "llama", "STRING")
@@ -313,6 +349,7 @@ def breakage(name: str, *rules: str, carrier_only: bool = True):
     def deco(fn):
         BREAKAGES[name] = Breakage(name, frozenset(rules), fn, (fn.__doc__ or "").strip(), carrier_only)
         return fn
+
     return deco
 
 

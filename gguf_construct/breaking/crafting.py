@@ -26,8 +26,18 @@ from ..format import structs
 from ..format.reader import align_offset
 from ..rulebook.walk import ALIGNMENT_KEY
 from .crafted import (
-    BREAKAGES, CARRIER_NAME, VT, Breakage, Crafted, RawFile, RawKV, RawTensor, breakages_for, carrier, craft,
-    encode_value
+    BREAKAGES,
+    CARRIER_NAME,
+    VT,
+    Breakage,
+    Crafted,
+    RawFile,
+    RawKV,
+    RawTensor,
+    breakages_for,
+    carrier,
+    craft,
+    encode_value,
 )
 from .crafted import breakage as _breakage
 from .rawfile import Str
@@ -35,8 +45,18 @@ from .crafted import struct_order as _le
 from .crafted import tensor_nbytes as _nbytes
 from ..format import keynames
 
-__all__ = ["RawKV", "RawTensor", "RawFile", "Breakage", "Crafted", "BREAKAGES", "craft", "carrier",
-           "encode_value", "breakages_for"]
+__all__ = [
+    "RawKV",
+    "RawTensor",
+    "RawFile",
+    "Breakage",
+    "Crafted",
+    "BREAKAGES",
+    "craft",
+    "carrier",
+    "encode_value",
+    "breakages_for",
+]
 
 
 # header
@@ -410,7 +430,7 @@ def _(raw):
 def _(raw):
     """The data of the second tensor comes first."""
     q, f = raw.tensors
-    qa, fa = raw.data[q.offset:q.offset + _nbytes(q)], raw.data[f.offset:f.offset + _nbytes(f)]
+    qa, fa = raw.data[q.offset : q.offset + _nbytes(q)], raw.data[f.offset : f.offset + _nbytes(f)]
     f.offset, q.offset = 0, align_offset(len(fa), raw.alignment)
     body = fa.ljust(q.offset, b"\0") + qa
     raw.data = body.ljust(align_offset(len(body), raw.alignment), b"\0")
@@ -427,7 +447,7 @@ def _(raw):
 def _(raw):
     """The Q4_0 matrix (90 bytes) is last and the file ends right after it."""
     q, f = raw.tensors
-    qa, fa = raw.data[q.offset:q.offset + _nbytes(q)], raw.data[f.offset:f.offset + _nbytes(f)]
+    qa, fa = raw.data[q.offset : q.offset + _nbytes(q)], raw.data[f.offset : f.offset + _nbytes(f)]
     f.offset, q.offset = 0, align_offset(len(fa), raw.alignment)
     raw.tensors = [f, q]
     raw.data = fa.ljust(q.offset, b"\0") + qa
@@ -445,7 +465,7 @@ def _(raw):
     inf = np.array([np.inf], dtype=_le(raw) + "f2").tobytes()
     q = raw.tensors[0]
     pos = q.offset + 2 * 18
-    raw.data = raw.data[:pos] + inf + raw.data[pos + 2:]
+    raw.data = raw.data[:pos] + inf + raw.data[pos + 2 :]
     return raw, {"check_data": True}
 
 
@@ -454,7 +474,7 @@ def _(raw):
     """Element 3 of the F32 vector is NaN (checked with data=True)."""
     nan = np.array([np.nan], dtype=_le(raw) + "f4").tobytes()
     pos = raw.tensors[-1].offset + 12
-    raw.data = raw.data[:pos] + nan + raw.data[pos + 4:]
+    raw.data = raw.data[:pos] + nan + raw.data[pos + 4 :]
     return raw, {"check_data": True}
 
 
@@ -532,8 +552,11 @@ def _(raw):
 
 
 def _split(raw: RawFile, no: int, count: int, tensors: int, no_type: str = "UINT16") -> RawFile:
-    return raw.set(keynames.SPLIT_NO, no_type, no).set(keynames.SPLIT_COUNT, "UINT16", count).set(
-        keynames.SPLIT_TENSORS_COUNT, "INT32", tensors)
+    return (
+        raw.set(keynames.SPLIT_NO, no_type, no)
+        .set(keynames.SPLIT_COUNT, "UINT16", count)
+        .set(keynames.SPLIT_TENSORS_COUNT, "INT32", tensors)
+    )
 
 
 @_breakage("split-key-wrong-type", "META-SPLIT-TYPES")
@@ -560,18 +583,26 @@ def _(raw):
     _split(raw, 0, 1, 3)
 
 
-def _shards(raw: RawFile, *, second_tensors: int = 2, duplicate: bool = False, total: int = 2,
-            present: Iterable[int] = (1, 2), first_tensors: int = 2, second_no: int = 1) -> dict:
+def _shards(
+    raw: RawFile,
+    *,
+    second_tensors: int = 2,
+    duplicate: bool = False,
+    total: int = 2,
+    present: Iterable[int] = (1, 2),
+    first_tensors: int = 2,
+    second_no: int = 1,
+) -> dict:
     """Split the carrier's two tensors over two shards (the first keeps the metadata)."""
     q, f = raw.tensors
     first = raw.copy()
     first.tensors = [q]
-    first.data = raw.data[:align_offset(_nbytes(q), raw.alignment)]
+    first.data = raw.data[: align_offset(_nbytes(q), raw.alignment)]
     _split(first, 0, total, first_tensors)
     second = raw.copy()
     keep = q if duplicate else f
     second.tensors = [replace(keep, offset=0)]
-    second.data = raw.data[keep.offset:keep.offset + align_offset(_nbytes(keep), raw.alignment)]
+    second.data = raw.data[keep.offset : keep.offset + align_offset(_nbytes(keep), raw.alignment)]
     second.kvs = [kv for kv in raw.kvs if kv.key in (b"general.architecture", ALIGNMENT_KEY.encode())]
     _split(second, second_no, total, second_tensors)
     stem = CARRIER_NAME[:-5]
@@ -646,12 +677,14 @@ def _model(overrides: dict | None = None, edit=None) -> RawFile:
 def _model_case(**overrides):
     def build(raw):
         return _model(overrides), {"profile": "llama.cpp"}
+
     return build
 
 
 def _model_edit(edit):
     def build(raw):
         return _model(edit=edit), {"profile": "llama.cpp"}
+
     return build
 
 
@@ -700,39 +733,85 @@ def _half_adapter(raw):
     from ..filemodel.gguffile import GGUFFile
 
     f = GGUFFile.new(version=3, byte_order="little")
-    for key, value, vtype in ((keynames.GENERAL_TYPE, "adapter", "STRING"),
-                              (keynames.GENERAL_ARCHITECTURE, "llama", "STRING"),
-                              (keynames.ADAPTER_TYPE, "lora", "STRING"),
-                              (keynames.ADAPTER_LORA_ALPHA, 16.0, "FLOAT32")):
+    for key, value, vtype in (
+        (keynames.GENERAL_TYPE, "adapter", "STRING"),
+        (keynames.GENERAL_ARCHITECTURE, "llama", "STRING"),
+        (keynames.ADAPTER_TYPE, "lora", "STRING"),
+        (keynames.ADAPTER_LORA_ALPHA, 16.0, "FLOAT32"),
+    ):
         f.metadata.set(key, value, vtype)
     f.add_tensor("blk.0.attn_q.weight.lora_a", bytes(4 * 64 * 8), "F32", shape=(64, 8))
     return RawFile.from_bytes(f.to_bytes()), {"profile": "llama.cpp"}
 
 
 for _name, _rules, _doc, _build in (
-    ("model-arch-unknown", ("MODEL-ARCH-UNKNOWN", "META-ARCH-UNKNOWN"), "general.architecture = tinyarch.",
-     _model_case(**{keynames.GENERAL_ARCHITECTURE: ("tinyarch", "STRING")})),
-    ("model-key-missing", ("MODEL-KEY-MISSING",), "llama without llama.embedding_length.",
-     _model_case(**{"llama.embedding_length": (None, None)})),
-    ("model-key-type", ("MODEL-KEY-TYPE", "META-KEY-TYPE"), "llama.context_length stored as a STRING.",
-     _model_edit(_retype_key)),
-    ("model-hparam-range", ("MODEL-HPARAM-RANGE",), "llama.expert_used_count = 3 with no experts.",
-     _model_case(**{"llama.expert_used_count": (3, "UINT32")})),
-    ("model-vocab", ("MODEL-VOCAB",), "tokenizer.ggml.model = sentencepiece, which llama.cpp does not know.",
-     _model_case(**{keynames.TOKENIZER_GGML_MODEL: ("sentencepiece", "STRING")})),
+    (
+        "model-arch-unknown",
+        ("MODEL-ARCH-UNKNOWN", "META-ARCH-UNKNOWN"),
+        "general.architecture = tinyarch.",
+        _model_case(**{keynames.GENERAL_ARCHITECTURE: ("tinyarch", "STRING")}),
+    ),
+    (
+        "model-key-missing",
+        ("MODEL-KEY-MISSING",),
+        "llama without llama.embedding_length.",
+        _model_case(**{"llama.embedding_length": (None, None)}),
+    ),
+    (
+        "model-key-type",
+        ("MODEL-KEY-TYPE", "META-KEY-TYPE"),
+        "llama.context_length stored as a STRING.",
+        _model_edit(_retype_key),
+    ),
+    (
+        "model-hparam-range",
+        ("MODEL-HPARAM-RANGE",),
+        "llama.expert_used_count = 3 with no experts.",
+        _model_case(**{"llama.expert_used_count": (3, "UINT32")}),
+    ),
+    (
+        "model-vocab",
+        ("MODEL-VOCAB",),
+        "tokenizer.ggml.model = sentencepiece, which llama.cpp does not know.",
+        _model_case(**{keynames.TOKENIZER_GGML_MODEL: ("sentencepiece", "STRING")}),
+    ),
     ("model-tensor-missing", ("MODEL-TENSOR-MISSING",), "blk.0.ffn_up.weight removed.", _model_edit(_drop_tensor)),
-    ("model-tensor-shape", ("MODEL-TENSOR-SHAPE",), "blk.0.attn_q.weight with half its columns.",
-     _model_edit(_halve_q)),
-    ("model-tensor-unused", ("MODEL-TENSOR-UNUSED",), "an extra tensor blk.0.attn_qq.weight.",
-     _model_edit(_extra_tensor)),
-    ("model-block-count", ("MODEL-BLOCK-COUNT", "MODEL-TENSOR-MISSING"), "llama.block_count = 3 with blocks 0..1.",
-     _model_case(**{"llama.block_count": (3, "UINT32")})),
-    ("model-tensor-name", ("MODEL-TENSOR-NAME",), "a tensor my_custom_head.weight (an info under spec).",
-     lambda raw: _model(edit=_bad_name)),
-    ("model-adapter", ("MODEL-ADAPTER",), "a LoRA adapter with blk.0.attn_q.weight.lora_a and no lora_b.",
-     _half_adapter),
-    ("model-imatrix", ("MODEL-IMATRIX",), "an importance matrix whose blk.0.ffn_up.weight has sums, no counts.",
-     _half_imatrix),
+    (
+        "model-tensor-shape",
+        ("MODEL-TENSOR-SHAPE",),
+        "blk.0.attn_q.weight with half its columns.",
+        _model_edit(_halve_q),
+    ),
+    (
+        "model-tensor-unused",
+        ("MODEL-TENSOR-UNUSED",),
+        "an extra tensor blk.0.attn_qq.weight.",
+        _model_edit(_extra_tensor),
+    ),
+    (
+        "model-block-count",
+        ("MODEL-BLOCK-COUNT", "MODEL-TENSOR-MISSING"),
+        "llama.block_count = 3 with blocks 0..1.",
+        _model_case(**{"llama.block_count": (3, "UINT32")}),
+    ),
+    (
+        "model-tensor-name",
+        ("MODEL-TENSOR-NAME",),
+        "a tensor my_custom_head.weight (an info under spec).",
+        lambda raw: _model(edit=_bad_name),
+    ),
+    (
+        "model-adapter",
+        ("MODEL-ADAPTER",),
+        "a LoRA adapter with blk.0.attn_q.weight.lora_a and no lora_b.",
+        _half_adapter,
+    ),
+    (
+        "model-imatrix",
+        ("MODEL-IMATRIX",),
+        "an importance matrix whose blk.0.ffn_up.weight has sums, no counts.",
+        _half_imatrix,
+    ),
 ):
     _register(_name, _rules, _doc, _build)
 from . import crafting_security  # noqa: E402,F401 - issue #16: advisory reproducers and chat templates

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import struct
 
-from ..format import structs
+from ..format import keynames, structs
+from ..rulebook.walk import ALIGNMENT_KEY
 from .crafted import RawFile, RawTensor
 from .crafted import breakage as _breakage
 from .crafted import struct_order as _le
@@ -15,14 +16,15 @@ from .crafted import struct_order as _le
 def _uint(value: int, width: int, byte_order: str) -> bytes:
     """``value`` as an unsigned integer of ``width`` bytes (wrapped), for lengths that lie."""
     return (value % (1 << (8 * width))).to_bytes(width, byte_order)
-from ..rulebook.walk import ALIGNMENT_KEY
-from ..format import keynames
+
 
 __all__ = ["CLASSIC_INJECTION", "template_with"]
 
 CLASSIC_INJECTION = "{{ ''.__class__.__mro__[1].__subclasses__() }}"
-_CHATML = ("{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
-           "'<|im_end|>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
+_CHATML = (
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+    "'<|im_end|>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
 
 
 def template_with(payload: str) -> str:
@@ -150,8 +152,11 @@ def _(raw):
 @_breakage("template-obfuscated", "TPL-ESCAPE", carrier_only=False)
 def _(raw):
     """A named template reaching __globals__ through a name built by concatenation and a set variable."""
-    raw.set("tokenizer.chat_template.tool_use", "STRING",
-            template_with("{% set u = '_' * 2 %}{{ lipsum|attr(u ~ 'glob' ~ 'als' ~ u) }}"))
+    raw.set(
+        "tokenizer.chat_template.tool_use",
+        "STRING",
+        template_with("{% set u = '_' * 2 %}{{ lipsum|attr(u ~ 'glob' ~ 'als' ~ u) }}"),
+    )
 
 
 @_breakage("template-suspicious", "TPL-SUSPICIOUS", carrier_only=False)
@@ -171,8 +176,11 @@ def _(raw):
 @_breakage("template-unparsed", "TPL-UNPARSED", carrier_only=False)
 def _(raw):
     """A template with a tag jinja2 does not know ({% reasoning %}: no runtime tag the scan knows either)."""
-    raw.set(keynames.TOKENIZER_CHAT_TEMPLATE, "STRING",
-            "{% for m in messages %}{% reasoning %}{{ m.content }}{% endreasoning %}{% endfor %}")
+    raw.set(
+        keynames.TOKENIZER_CHAT_TEMPLATE,
+        "STRING",
+        "{% for m in messages %}{% reasoning %}{{ m.content }}{% endreasoning %}{% endfor %}",
+    )
 
 
 @_breakage("template-too-large", "TPL-LIMIT", carrier_only=False)
@@ -190,8 +198,7 @@ def _(raw):
 @_breakage("template-resource", "TPL-RESOURCE", carrier_only=False)
 def _(raw):
     """A template whose loop runs a billion times (range(10**9))."""
-    raw.set(keynames.TOKENIZER_CHAT_TEMPLATE, "STRING",
-            template_with("{% for i in range(10**9) %}{{ i }}{% endfor %}"))
+    raw.set(keynames.TOKENIZER_CHAT_TEMPLATE, "STRING", template_with("{% for i in range(10**9) %}{{ i }}{% endfor %}"))
 
 
 @_breakage("template-stray", "TPL-STRAY", carrier_only=False)

@@ -35,8 +35,18 @@ class Bytes:
 
 
 # the rules of the data section's layout: an edit that moves or resizes tensor data can hide any of them
-DATA_LAYOUT = frozenset({"DATA-START", "DATA-BOUNDS", "DATA-OVERLAP", "DATA-ORDER", "DATA-PAD-ZERO",
-                         "DATA-TRAILING-PAD", "DATA-TRAILING-BYTES", "SEC-DATA-SIZE-OVERFLOW"})
+DATA_LAYOUT = frozenset(
+    {
+        "DATA-START",
+        "DATA-BOUNDS",
+        "DATA-OVERLAP",
+        "DATA-ORDER",
+        "DATA-PAD-ZERO",
+        "DATA-TRAILING-PAD",
+        "DATA-TRAILING-BYTES",
+        "SEC-DATA-SIZE-OVERFLOW",
+    }
+)
 
 
 @dataclass(frozen=True)

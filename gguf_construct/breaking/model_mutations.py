@@ -74,16 +74,23 @@ def _required_keys(meta: Meta, tensors: Tensors) -> set[str]:
     return out
 
 
-_RETYPE = {"UINT32": ("INT32", "STRING", "UINT64"), "INT32": ("UINT32", "STRING"), "FLOAT32": ("FLOAT64", "UINT32"),
-           "BOOL": ("UINT8", "INT32"), "UINT64": ("UINT32",), "STRING": ("UINT32",)}
+_RETYPE = {
+    "UINT32": ("INT32", "STRING", "UINT64"),
+    "INT32": ("UINT32", "STRING"),
+    "FLOAT32": ("FLOAT64", "UINT32"),
+    "BOOL": ("UINT8", "INT32"),
+    "UINT64": ("UINT32",),
+    "STRING": ("UINT32",),
+}
 
 
 def _retype_key(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated | None:
     plan = _reads(meta, tensors)
     scalar_types = model_spec()["key_types"]["scalar"]
     # any key the loader reads with a type check: the architecture's, general.*, the tokenizer's scalars
-    keys = sorted(k for k, v in meta.items() if v.type in _RETYPE
-                  and scalar_types.get(plan.keys_read.get(k, "")) == v.type)
+    keys = sorted(
+        k for k, v in meta.items() if v.type in _RETYPE and scalar_types.get(plan.keys_read.get(k, "")) == v.type
+    )
     if not keys:
         return None
     key = rng.choice(keys)
@@ -126,12 +133,17 @@ def _reshape_tensor(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated
     ne[axis] = ne[axis] * 2 if rng.random() < 0.5 or ne[axis] < 2 else ne[axis] // 2
     new = dict(tensors)
     new[name] = TensorMeta(name, tuple(ne), t.type)
-    return Mutated("reshape-tensor", f"{name}: {list(t.ne)} -> {ne}", dict(meta), new,
-                   frozenset({"MODEL-TENSOR-SHAPE"}))
+    return Mutated(
+        "reshape-tensor", f"{name}: {list(t.ne)} -> {ne}", dict(meta), new, frozenset({"MODEL-TENSOR-SHAPE"})
+    )
 
 
-_EXTRA_NAMES = ("blk.0.attn_qq.weight", "blk.{last}.ffn_extra.weight", "model.extra_head.weight",
-                "blk.{next}.attn_norm.weight")
+_EXTRA_NAMES = (
+    "blk.0.attn_qq.weight",
+    "blk.{last}.ffn_extra.weight",
+    "model.extra_head.weight",
+    "blk.{next}.attn_norm.weight",
+)
 
 
 def _add_tensor(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated | None:
@@ -159,8 +171,13 @@ def _retype_tensor(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated 
     fits = bool(t.ne) and t.ne[0] % spec.block_size == 0
     new = dict(tensors)
     new[name] = TensorMeta(name, t.ne, spec.id)
-    return Mutated("retype-tensor", f"{name}: type {t.type} -> {spec.name}", dict(meta), new,
-                   frozenset() if fits else frozenset({"TI-BLOCK"}))
+    return Mutated(
+        "retype-tensor",
+        f"{name}: type {t.type} -> {spec.name}",
+        dict(meta),
+        new,
+        frozenset() if fits else frozenset({"TI-BLOCK"}),
+    )
 
 
 def _key_to_array(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated | None:
@@ -170,8 +187,11 @@ def _key_to_array(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated |
 
     arch = _arch(meta)
     o = outline(arch)
-    per_layer = {k.key.replace("{arch}", arch) for k in (*common_key_reads(), *(o.keys if o else ()))
-                 if k.reader == "get_key_or_arr"}
+    per_layer = {
+        k.key.replace("{arch}", arch)
+        for k in (*common_key_reads(), *(o.keys if o else ()))
+        if k.reader == "get_key_or_arr"
+    }
     n_layer = meta.get(f"{arch}.block_count")
     keys = sorted(k for k in per_layer if k in meta and meta[k].type in ("UINT32", "INT32", "FLOAT32"))
     if not keys or n_layer is None or n_layer.type == "ARRAY":
@@ -182,8 +202,13 @@ def _key_to_array(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated |
     length = n if rng.random() < 0.5 else rng.choice((n + 1, max(n - 1, 0) or n + 2))
     new = dict(meta)
     new[key] = MetaValue("ARRAY", [v.value] * length, v.type)
-    return Mutated("key-to-array", f"{key}: {v.type} -> ARRAY[{v.type}] x {length}", new, dict(tensors),
-                   frozenset() if length == n else frozenset({"MODEL-KEY-TYPE"}))
+    return Mutated(
+        "key-to-array",
+        f"{key}: {v.type} -> ARRAY[{v.type}] x {length}",
+        new,
+        dict(tensors),
+        frozenset() if length == n else frozenset({"MODEL-KEY-TYPE"}),
+    )
 
 
 def _duplicate_token(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated | None:
@@ -196,8 +221,9 @@ def _duplicate_token(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutate
     values[j] = values[i]
     new = dict(meta)
     new[keynames.TOKENIZER_GGML_TOKENS] = MetaValue("ARRAY", values, tokens.item_type)
-    return Mutated("duplicate-token", f"token {j} = token {i} ({values[i]!r})", new, dict(tensors),
-                   frozenset({"MODEL-VOCAB"}))
+    return Mutated(
+        "duplicate-token", f"token {j} = token {i} ({values[i]!r})", new, dict(tensors), frozenset({"MODEL-VOCAB"})
+    )
 
 
 _MODEL_NAMES = ("Phi-3-mini-4k-instruct", "phi3 tiny", "Llama-3.2-1B", "Qwen2.5-0.5B", "Mistral-7B")
@@ -212,8 +238,13 @@ def _rename_model(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated |
     new[keynames.GENERAL_NAME] = MetaValue("STRING", name)
     tokens = meta.get(keynames.TOKENIZER_GGML_TOKENS)
     missing = tokens is not None and named_model_missing_token(new, tokens.value) is not None
-    return Mutated("rename-model", f"general.name = {name!r}", new, dict(tensors),
-                   frozenset({"MODEL-VOCAB"}) if missing else frozenset())
+    return Mutated(
+        "rename-model",
+        f"general.name = {name!r}",
+        new,
+        dict(tensors),
+        frozenset({"MODEL-VOCAB"}) if missing else frozenset(),
+    )
 
 
 def _block_count(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated | None:
@@ -227,16 +258,26 @@ def _block_count(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated | 
     delta = rng.choice((1, -1)) if n > 1 else 1
     new = dict(meta)
     new[key] = MetaValue(v.type, n + delta)
-    return Mutated("block-count", f"{key}: {n} -> {n + delta}", new, dict(tensors),
-                   frozenset({"MODEL-TENSOR-MISSING"} if delta > 0 else {"MODEL-TENSOR-UNUSED"}))
+    return Mutated(
+        "block-count",
+        f"{key}: {n} -> {n + delta}",
+        new,
+        dict(tensors),
+        frozenset({"MODEL-TENSOR-MISSING"} if delta > 0 else {"MODEL-TENSOR-UNUSED"}),
+    )
 
 
 MUTATIONS: tuple[ModelMutation, ...] = (
-    ModelMutation("drop-key", _drop_key), ModelMutation("retype-key", _retype_key),
-    ModelMutation("drop-tensor", _drop_tensor), ModelMutation("reshape-tensor", _reshape_tensor),
-    ModelMutation("add-tensor", _add_tensor), ModelMutation("retype-tensor", _retype_tensor),
-    ModelMutation("block-count", _block_count), ModelMutation("key-to-array", _key_to_array),
-    ModelMutation("duplicate-token", _duplicate_token), ModelMutation("rename-model", _rename_model),
+    ModelMutation("drop-key", _drop_key),
+    ModelMutation("retype-key", _retype_key),
+    ModelMutation("drop-tensor", _drop_tensor),
+    ModelMutation("reshape-tensor", _reshape_tensor),
+    ModelMutation("add-tensor", _add_tensor),
+    ModelMutation("retype-tensor", _retype_tensor),
+    ModelMutation("block-count", _block_count),
+    ModelMutation("key-to-array", _key_to_array),
+    ModelMutation("duplicate-token", _duplicate_token),
+    ModelMutation("rename-model", _rename_model),
 )
 
 

@@ -11,16 +11,18 @@ from ..format.reader import tensor_nbytes
 __all__ = ["minimal_model", "build_model_file"]
 
 
-def minimal_model(name: str, *, version: int = 3, byte_order: str = "little", n_vocab: int = 32,
-                  overrides: dict | None = None):
+def minimal_model(
+    name: str, *, version: int = 3, byte_order: str = "little", n_vocab: int = 32, overrides: dict | None = None
+):
     """A :class:`~gguf_construct.filemodel.gguffile.GGUFFile` holding the smallest model of architecture ``name`` (F32 zeros
     for every tensor) that the replayed loader accepts."""
     meta, tensors = minimal_model_parts(name, n_vocab=n_vocab, overrides=overrides)
     return build_model_file(meta, tensors, version=version, byte_order=byte_order)
 
 
-def build_model_file(meta: dict[str, MetaValue], tensors: dict[str, TensorMeta], *, version: int = 3,
-                     byte_order: str = "little"):
+def build_model_file(
+    meta: dict[str, MetaValue], tensors: dict[str, TensorMeta], *, version: int = 3, byte_order: str = "little"
+):
     """A :class:`~gguf_construct.filemodel.gguffile.GGUFFile` with these metadata values and tensor infos; each tensor holds
     zeros of its type (F32 when the type id is 0)."""
     f = GGUFFile.new(version=version, byte_order=byte_order)

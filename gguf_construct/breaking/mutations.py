@@ -30,8 +30,22 @@ from ..format import structs
 from ..format.spec import primitives, tensor_type_by_id
 from .intent import DATA, DATA_LAYOUT, TENSOR_INFOS, Bytes, Intent
 from .rawfile import (
-    ALIGNMENT_KEY, ARRAY, BOOL, LEGACY_MAGICS, SCALAR_FORMATS, STRING, UINT32, VT, Arr, RawFile, WRITE_LIMIT,
-    RawKV, RawTI, Str, align, marks_at
+    ALIGNMENT_KEY,
+    ARRAY,
+    BOOL,
+    LEGACY_MAGICS,
+    SCALAR_FORMATS,
+    STRING,
+    UINT32,
+    VT,
+    Arr,
+    RawFile,
+    WRITE_LIMIT,
+    RawKV,
+    RawTI,
+    Str,
+    align,
+    marks_at,
 )
 
 __all__ = ["Pick", "RandomPick", "HypothesisPick", "Skip", "Mutation", "MUTATIONS", "mutations_for", "Intent"]
@@ -110,7 +124,6 @@ class HypothesisPick(Pick):
         return self.draw(self.st.integers(lo, hi))
 
 
-
 # phases: mutations of records first, then of tensor offsets (after every re-layout), then of the data section's
 # bytes, then of the header and the file's end (counts and cuts that depend on the final size)
 RECORDS, OFFSETS, DATA_BYTES, FILE = 0, 1, 2, 3
@@ -142,8 +155,17 @@ class Mutation:
 
 
 # -- helpers ---------------------------------------------------------------------------------------------------
-_BAD_UTF8 = [b"\x80", b"\xc0\xaf", b"\xc0\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe2\x82", b"\xff",
-             b"\xfe", b"a\xbfz"]
+_BAD_UTF8 = [
+    b"\x80",
+    b"\xc0\xaf",
+    b"\xc0\x80",
+    b"\xed\xa0\x80",
+    b"\xf4\x90\x80\x80",
+    b"\xe2\x82",
+    b"\xff",
+    b"\xfe",
+    b"a\xbfz",
+]
 _SCALAR_TYPES = sorted(SCALAR_FORMATS)
 F32, I8, I64, Q4_0, Q4_K = (int(GGMLType[n]) for n in ("F32", "I8", "I64", "Q4_0", "Q4_K"))
 _CURRENT = [i for i, t in sorted(tensor_type_by_id().items()) if t.is_current]
@@ -225,8 +247,13 @@ def _tensor(raw: RawFile, pick: Pick) -> RawTI:
 def _new_tensor(raw: RawFile, dims: list[int]) -> RawTI:
     """Append an F32 tensor of shape ``dims`` with a name no other tensor has."""
     written = [u.offset + len(u.blob) for u in raw.tensors if u.offset + len(u.blob) <= WRITE_LIMIT]
-    t = RawTI(b"fuzz.weight.%d" % len(raw.tensors), list(dims), F32, align(max(written, default=0), raw.alignment()),
-              bytes(4 * _product(dims)))
+    t = RawTI(
+        b"fuzz.weight.%d" % len(raw.tensors),
+        list(dims),
+        F32,
+        align(max(written, default=0), raw.alignment()),
+        bytes(4 * _product(dims)),
+    )
     raw.tensors.append(t)  # after the others, which keep their offsets (an offset edit may have moved them)
     return t
 
@@ -252,8 +279,9 @@ def _block_rule(gtype: int, ne0: int) -> frozenset:
 
 
 # -- header ----------------------------------------------------------------------------------------------------
-_MAGICS = ([(m, {"HDR-MAGIC"}) for m in (b"GGUG", b"FUGG", b"gguf", b"\0\0\0\0", b"GGU\0")]
-           + [(m, {"HDR-MAGIC", "HDR-MAGIC-LEGACY"}) for m in sorted(LEGACY_MAGICS)])
+_MAGICS = [(m, {"HDR-MAGIC"}) for m in (b"GGUG", b"FUGG", b"gguf", b"\0\0\0\0", b"GGU\0")] + [
+    (m, {"HDR-MAGIC", "HDR-MAGIC-LEGACY"}) for m in sorted(LEGACY_MAGICS)
+]
 
 
 def m_magic(raw: RawFile, pick: Pick) -> Intent:
@@ -448,8 +476,7 @@ def m_array_type(raw: RawFile, pick: Pick) -> Intent:
 
 def m_array_bomb(raw: RawFile, pick: Pick) -> Intent:
     big = [2**63, 2**64 - 1, 2**62, 2**60, 2**40] if raw.wide == 8 else [2**32 - 1, 2**31, 2**30]
-    item = pick.choice([VT["UINT8"], VT["UINT32"], VT["FLOAT64"] if raw.version > 1 else VT["INT32"], STRING,
-                        ARRAY])
+    item = pick.choice([VT["UINT8"], VT["UINT32"], VT["FLOAT64"] if raw.version > 1 else VT["INT32"], STRING, ARRAY])
     n = pick.integer(0, 3)
     if item == STRING:
         items = [b"x" * j for j in range(n)]
@@ -488,21 +515,42 @@ def m_v1_types(raw: RawFile, pick: Pick) -> Intent:
 
 _M8, _P2 = "ALIGN-MULT8", "ALIGN-POW2"
 # UINT32 alignments with the alignment rules each breaks (8 ... 256 are valid: the file stays correct)
-_ALIGNMENTS = [(0, {"ALIGN-ZERO"}), (1, {_M8}), (2, {_M8}), (4, {_M8}), (7, {_M8, _P2}), (12, {_M8, _P2}),
-               (24, {_P2}), (40, {_P2}), (48, {_P2}), (96, {_P2}), (8, set()), (16, set()), (64, set()),
-               (256, set())]
+_ALIGNMENTS = [
+    (0, {"ALIGN-ZERO"}),
+    (1, {_M8}),
+    (2, {_M8}),
+    (4, {_M8}),
+    (7, {_M8, _P2}),
+    (12, {_M8, _P2}),
+    (24, {_P2}),
+    (40, {_P2}),
+    (48, {_P2}),
+    (96, {_P2}),
+    (8, set()),
+    (16, set()),
+    (64, set()),
+    (256, set()),
+]
 # alignments too large for any tensor to follow (offered to files without tensors): a tensor another breakage adds
 # later starts beyond the end of the file (DATA-START) and no other rule of the data section is checked
 _HUGE_ALIGNMENTS = [(0xFFFFFFFF, {_M8, _P2, "SEC-ALIGN-HUGE"}), (2**31, {"SEC-ALIGN-HUGE"}), (2**20 + 8, {_P2})]
-_WRONG_ALIGNMENT_TYPES = [(VT["INT32"], 32), (VT["UINT16"], 32), (VT["UINT8"], 8), (STRING, b"32"),
-                          (ARRAY, Arr(UINT32, [32])), (VT["FLOAT32"], 32.0), (VT["UINT64"], 32)]
+_WRONG_ALIGNMENT_TYPES = [
+    (VT["INT32"], 32),
+    (VT["UINT16"], 32),
+    (VT["UINT8"], 8),
+    (STRING, b"32"),
+    (ARRAY, Arr(UINT32, [32])),
+    (VT["FLOAT32"], 32.0),
+    (VT["UINT64"], 32),
+]
 
 
 def m_alignment(raw: RawFile, pick: Pick) -> Intent:
     u32 = [(UINT32, v, r, False) for v, r in _ALIGNMENTS]
     u32 += [(UINT32, v, r, True) for v, r in _HUGE_ALIGNMENTS if not raw.tensors]
-    wrong = [(vt, v, {"ALIGN-TYPE"}, False) for vt, v in _WRONG_ALIGNMENT_TYPES
-             if raw.version > 1 or vt != VT["UINT64"]]
+    wrong = [
+        (vt, v, {"ALIGN-TYPE"}, False) for vt, v in _WRONG_ALIGNMENT_TYPES if raw.version > 1 or vt != VT["UINT64"]
+    ]
     kind = pick.kind({"u32": frozenset().union(*(o[2] for o in u32)), "wrong": frozenset({"ALIGN-TYPE"})})
     vt, v, rules, huge = pick.aimed(u32 if kind == "u32" else wrong, lambda o: o[2])
     first = next((kv for kv in raw.kvs if _key_of(kv) == ALIGNMENT_KEY), None)
@@ -528,8 +576,9 @@ def _resized(rules, t: RawTI, side_effects: frozenset = frozenset(), at=None) ->
 
 def m_ndims(raw: RawFile, pick: Pick) -> Intent:
     t = _ensure_tensor(raw, pick)
-    kind = pick.kind({"five": frozenset({"TI-NDIMS"}), "huge": frozenset({"TI-NDIMS"}),
-                      "zero": frozenset({"TI-NDIMS-ZERO"})})
+    kind = pick.kind(
+        {"five": frozenset({"TI-NDIMS"}), "huge": frozenset({"TI-NDIMS"}), "zero": frozenset({"TI-NDIMS-ZERO"})}
+    )
     if kind == "five":  # more dimensions of 1: same element count; reading may stop at the bad count
         t.dims = list(t.dims) + [1] * (pick.integer(MAX_DIMS + 1, 2 * MAX_DIMS) - len(t.dims))
         raw.relayout()
@@ -548,29 +597,41 @@ def m_dims(raw: RawFile, pick: Pick) -> Intent:
     if not t.dims:
         raise Skip
     axis = pick.integer(0, len(t.dims) - 1)
-    others = _product(t.dims[:axis] + t.dims[axis + 1:])
+    others = _product(t.dims[:axis] + t.dims[axis + 1 :])
     row = _block_rule(t.type, 2**32 - 1) if axis == 0 else frozenset()
     # each value with the rules it breaks, from the edit alone: the new dimension, the others' product, the row
-    values = [(0, {"TI-DIM-ZERO"}, SHRUNK),
-              (2**32 - 1, row or {"DATA-BOUNDS"}, frozenset() if row else GROWN)]  # an odd row, or a huge tensor
+    values = [
+        (0, {"TI-DIM-ZERO"}, SHRUNK),
+        (2**32 - 1, row or {"DATA-BOUNDS"}, frozenset() if row else GROWN),
+    ]  # an odd row, or a huge tensor
     if raw.wide == 8:
-        values += [(2**64 - 1, {"TI-DIM-RANGE"}, frozenset()), (2**63, {"TI-DIM-RANGE"}, frozenset()),
-                   (2**32, {"DATA-BOUNDS"}, GROWN)]
+        values += [
+            (2**64 - 1, {"TI-DIM-RANGE"}, frozenset()),
+            (2**63, {"TI-DIM-RANGE"}, frozenset()),
+            (2**32, {"DATA-BOUNDS"}, GROWN),
+        ]
         if others >= 2:
             values.append((2**63 - 1, {"TI-NELEM-OVERFLOW"}, frozenset({"TI-BLOCK"})))  # an odd row, too
     v, rules, side = pick.aimed(values, lambda o: o[1])
-    t.dims = t.dims[:axis] + [v] + t.dims[axis + 1:]
+    t.dims = t.dims[:axis] + [v] + t.dims[axis + 1 :]
     return _resized(rules, t, side, at=DATA if "DATA-BOUNDS" in rules else t)
 
 
 # shapes and types with the size rule each breaks: element count or byte size past 2^63 / 2^64, or a size that is
 # defined but far beyond the file
-_OVERFLOWS = [([2**32, 2**32], F32, {"TI-NELEM-OVERFLOW"}), ([2**63 - 1, 2], I8, {"TI-NELEM-OVERFLOW"}),
-              ([2**31, 2**31, 2**31], F32, {"TI-NELEM-OVERFLOW"}), ([2**32 - 1] * 3, F32, {"TI-NELEM-OVERFLOW"}),
-              ([2**62], F32, {"TI-NBYTES-OVERFLOW"}), ([2**61], I64, {"TI-NBYTES-OVERFLOW"}),
-              ([2**31, 2**30], I64, {"TI-NBYTES-OVERFLOW"}), ([2**31, 2**31], F32, {"TI-NBYTES-OVERFLOW"}),
-              ([2**40], F32, {"DATA-BOUNDS"}), ([256 * 2**20, 2**20], Q4_K, {"DATA-BOUNDS"}),
-              ([2**30], F32, {"DATA-BOUNDS"})]
+_OVERFLOWS = [
+    ([2**32, 2**32], F32, {"TI-NELEM-OVERFLOW"}),
+    ([2**63 - 1, 2], I8, {"TI-NELEM-OVERFLOW"}),
+    ([2**31, 2**31, 2**31], F32, {"TI-NELEM-OVERFLOW"}),
+    ([2**32 - 1] * 3, F32, {"TI-NELEM-OVERFLOW"}),
+    ([2**62], F32, {"TI-NBYTES-OVERFLOW"}),
+    ([2**61], I64, {"TI-NBYTES-OVERFLOW"}),
+    ([2**31, 2**30], I64, {"TI-NBYTES-OVERFLOW"}),
+    ([2**31, 2**31], F32, {"TI-NBYTES-OVERFLOW"}),
+    ([2**40], F32, {"DATA-BOUNDS"}),
+    ([256 * 2**20, 2**20], Q4_K, {"DATA-BOUNDS"}),
+    ([2**30], F32, {"DATA-BOUNDS"}),
+]
 
 
 def m_overflow(raw: RawFile, pick: Pick) -> Intent:
@@ -585,8 +646,9 @@ def m_overflow(raw: RawFile, pick: Pick) -> Intent:
 
 def m_tensor_type(raw: RawFile, pick: Pick) -> Intent:
     t = _ensure_tensor(raw, pick)
-    t.type = pick.choice(_REMOVED + [max(tensor_type_by_id()) + 1, max(tensor_type_by_id()) + 2, 1000,
-                                     0x7FFFFFFF, 0xFFFFFFFF])
+    t.type = pick.choice(
+        _REMOVED + [max(tensor_type_by_id()) + 1, max(tensor_type_by_id()) + 2, 1000, 0x7FFFFFFF, 0xFFFFFFFF]
+    )
     return _resized({"TI-TYPE"}, t)
 
 
@@ -603,8 +665,14 @@ def m_block(raw: RawFile, pick: Pick) -> Intent:
 
 
 def m_name(raw: RawFile, pick: Pick) -> Intent:
-    kind = pick.kind({"long": frozenset({"TI-NAME-LEN"}), "64": frozenset({"TI-NAME-64"}),
-                      "empty": frozenset({"TI-NAME-EMPTY"}), "dup": frozenset({"TI-NAME-DUP"})})
+    kind = pick.kind(
+        {
+            "long": frozenset({"TI-NAME-LEN"}),
+            "64": frozenset({"TI-NAME-64"}),
+            "empty": frozenset({"TI-NAME-EMPTY"}),
+            "dup": frozenset({"TI-NAME-DUP"}),
+        }
+    )
     t = _ensure_tensor(raw, pick)
     if kind == "dup":
         others = [u for u in _untouched(raw, raw.tensors) if u is not t]
@@ -716,9 +784,11 @@ def m_data(raw: RawFile, pick: Pick) -> Intent:
             return Intent({"DATA-PAD-ZERO"}, at=Bytes(layout.head_end, start), touches=("padding",))
         return Intent(set(), {"DATA-PAD-ZERO"}, touches=("padding",))  # only padding between tensors, if any
     last = start + max((t.offset + len(t.blob) for t in raw.tensors), default=0)
-    lo, hi, rule = {"headless": (layout.head_end, start, "DATA-START"),  # the file ends before the data starts
-                    "short": (start, last, "DATA-BOUNDS"),  # ... inside a tensor's bytes
-                    "unpadded": (last, layout.data_end, "DATA-TRAILING-PAD")}[kind]  # ... in the final padding
+    lo, hi, rule = {
+        "headless": (layout.head_end, start, "DATA-START"),  # the file ends before the data starts
+        "short": (start, last, "DATA-BOUNDS"),  # ... inside a tensor's bytes
+        "unpadded": (last, layout.data_end, "DATA-TRAILING-PAD"),
+    }[kind]  # ... in the final padding
     if not lo < hi or hi > layout.data_end:
         raise Skip
     raw.truncate = cut = pick.integer(lo, hi - 1)
@@ -735,10 +805,10 @@ def _cut_rules(raw: RawFile, cut: int, m) -> tuple[frozenset, int]:
         rule = "ARR-EOF"
     if cut < hsize:
         return frozenset({rule}), cut
-    n_kv = (2**63 if "metadata_kv_count" in raw.swapped_counts else
-            len(raw.kvs) if raw.n_kv is None else raw.n_kv)
-    n_ti = (2**63 if "tensor_count" in raw.swapped_counts else
-            len(raw.tensors) if raw.n_tensors is None else raw.n_tensors)
+    n_kv = 2**63 if "metadata_kv_count" in raw.swapped_counts else len(raw.kvs) if raw.n_kv is None else raw.n_kv
+    n_ti = (
+        2**63 if "tensor_count" in raw.swapped_counts else len(raw.tensors) if raw.n_tensors is None else raw.n_tensors
+    )
     kv_need = n_kv * fam.min_sizes["metadata_kv"]
     if n_kv >= 2**63 or kv_need > cut - hsize:
         return frozenset({"HDR-COUNT"}), hsize
@@ -749,8 +819,19 @@ def _cut_rules(raw: RawFile, cut: int, m) -> tuple[frozenset, int]:
 
 
 # what a cut can break: a cut inside the value of a bad type is left to the breakage that wrote that type
-_CUT_RULES = frozenset({"HDR-TRUNC", "HDR-COUNT", "KV-TRUNC", "STR-EOF", "ARR-EOF", "TI-TRUNC", "DATA-START",
-                        "DATA-BOUNDS", "DATA-TRAILING-PAD"})
+_CUT_RULES = frozenset(
+    {
+        "HDR-TRUNC",
+        "HDR-COUNT",
+        "KV-TRUNC",
+        "STR-EOF",
+        "ARR-EOF",
+        "TI-TRUNC",
+        "DATA-START",
+        "DATA-BOUNDS",
+        "DATA-TRAILING-PAD",
+    }
+)
 
 
 def m_truncate(raw: RawFile, pick: Pick) -> Intent:
@@ -777,33 +858,36 @@ def m_truncate(raw: RawFile, pick: Pick) -> Intent:
     return Intent(rules, at=Bytes(stop, stop + 1), stops=Bytes(stop, stop + 1))
 
 
-MUTATIONS: tuple[Mutation, ...] = tuple(Mutation(n, frozenset(r), f, p) for n, r, f, p in [
-    ("magic", {"HDR-MAGIC", "HDR-MAGIC-LEGACY"}, m_magic, FILE),
-    ("version", {"HDR-VERSION"}, m_version, FILE),
-    ("count", {"HDR-COUNT"}, m_count, FILE),
-    ("mixed-byte-order", {"HDR-COUNT"}, m_mixed_order, FILE),
-    ("value-type", {"KV-TYPE"}, m_kv_type, RECORDS),
-    ("bool", {"KV-BOOL", "ARR-NESTED"}, m_bool, RECORDS),
-    ("duplicate-key", {"KV-KEY-DUP"}, m_dup_key, RECORDS),
-    ("key-syntax", frozenset().union(*(r for _, r in _BAD_KEYS)), m_key_syntax, RECORDS),
-    ("bad-utf8", {"STR-UTF8", "KV-KEY-ASCII"}, m_bad_utf8, RECORDS),
-    ("nul", {"STR-NUL"}, m_nul, RECORDS),
-    ("string-eof", {"STR-EOF"}, m_string_eof, RECORDS),
-    ("array-type", {"ARR-TYPE"}, m_array_type, RECORDS),
-    ("array-bomb", {"ARR-EOF"}, m_array_bomb, RECORDS),
-    ("nested", {"ARR-NESTED", "ARR-DEPTH"}, m_nested, RECORDS),
-    ("v1-64bit-type", {"KV-TYPE-V1"}, m_v1_types, RECORDS),
-    ("alignment", {"ALIGN-TYPE", "ALIGN-ZERO", _M8, _P2, "SEC-ALIGN-HUGE"}, m_alignment, RECORDS),
-    ("n-dims", {"TI-NDIMS", "TI-NDIMS-ZERO", "TI-BLOCK"}, m_ndims, RECORDS),
-    ("dims", {"TI-DIM-RANGE", "TI-DIM-ZERO", "TI-NELEM-OVERFLOW", "TI-BLOCK", "DATA-BOUNDS"}, m_dims, RECORDS),
-    ("size-overflow", {"TI-NELEM-OVERFLOW", "TI-NBYTES-OVERFLOW", "DATA-BOUNDS"}, m_overflow, RECORDS),
-    ("tensor-type", {"TI-TYPE"}, m_tensor_type, RECORDS),
-    ("block", {"TI-BLOCK"}, m_block, RECORDS),
-    ("tensor-name", {"TI-NAME-LEN", "TI-NAME-64", "TI-NAME-EMPTY", "TI-NAME-DUP"}, m_name, RECORDS),
-    ("offset", frozenset().union(*_OFFSET_KINDS.values()), m_offset, OFFSETS),
-    ("data", frozenset().union(*_DATA_KINDS.values()), m_data, DATA_BYTES),
-    ("truncate", _CUT_RULES, m_truncate, FILE),
-])
+MUTATIONS: tuple[Mutation, ...] = tuple(
+    Mutation(n, frozenset(r), f, p)
+    for n, r, f, p in [
+        ("magic", {"HDR-MAGIC", "HDR-MAGIC-LEGACY"}, m_magic, FILE),
+        ("version", {"HDR-VERSION"}, m_version, FILE),
+        ("count", {"HDR-COUNT"}, m_count, FILE),
+        ("mixed-byte-order", {"HDR-COUNT"}, m_mixed_order, FILE),
+        ("value-type", {"KV-TYPE"}, m_kv_type, RECORDS),
+        ("bool", {"KV-BOOL", "ARR-NESTED"}, m_bool, RECORDS),
+        ("duplicate-key", {"KV-KEY-DUP"}, m_dup_key, RECORDS),
+        ("key-syntax", frozenset().union(*(r for _, r in _BAD_KEYS)), m_key_syntax, RECORDS),
+        ("bad-utf8", {"STR-UTF8", "KV-KEY-ASCII"}, m_bad_utf8, RECORDS),
+        ("nul", {"STR-NUL"}, m_nul, RECORDS),
+        ("string-eof", {"STR-EOF"}, m_string_eof, RECORDS),
+        ("array-type", {"ARR-TYPE"}, m_array_type, RECORDS),
+        ("array-bomb", {"ARR-EOF"}, m_array_bomb, RECORDS),
+        ("nested", {"ARR-NESTED", "ARR-DEPTH"}, m_nested, RECORDS),
+        ("v1-64bit-type", {"KV-TYPE-V1"}, m_v1_types, RECORDS),
+        ("alignment", {"ALIGN-TYPE", "ALIGN-ZERO", _M8, _P2, "SEC-ALIGN-HUGE"}, m_alignment, RECORDS),
+        ("n-dims", {"TI-NDIMS", "TI-NDIMS-ZERO", "TI-BLOCK"}, m_ndims, RECORDS),
+        ("dims", {"TI-DIM-RANGE", "TI-DIM-ZERO", "TI-NELEM-OVERFLOW", "TI-BLOCK", "DATA-BOUNDS"}, m_dims, RECORDS),
+        ("size-overflow", {"TI-NELEM-OVERFLOW", "TI-NBYTES-OVERFLOW", "DATA-BOUNDS"}, m_overflow, RECORDS),
+        ("tensor-type", {"TI-TYPE"}, m_tensor_type, RECORDS),
+        ("block", {"TI-BLOCK"}, m_block, RECORDS),
+        ("tensor-name", {"TI-NAME-LEN", "TI-NAME-64", "TI-NAME-EMPTY", "TI-NAME-DUP"}, m_name, RECORDS),
+        ("offset", frozenset().union(*_OFFSET_KINDS.values()), m_offset, OFFSETS),
+        ("data", frozenset().union(*_DATA_KINDS.values()), m_data, DATA_BYTES),
+        ("truncate", _CUT_RULES, m_truncate, FILE),
+    ]
+)
 
 
 def mutations_for(rules: Iterable[str] | None) -> list[Mutation]:

@@ -20,14 +20,29 @@ from ..format.enums import VALUE_TYPE_IDS
 from ..format.reader import ALIGNMENT_KEY as _ALIGNMENT_KEY
 from ..format.reader import DEFAULT_ALIGNMENT, LEGACY_MAGICS, align_offset
 
-__all__ = ["Str", "Arr", "RawKV", "RawTI", "RawFile", "Mark", "from_document", "align", "marks_at", "VT",
-           "SCALAR_FORMATS", "LEGACY_MAGICS"]
+__all__ = [
+    "Str",
+    "Arr",
+    "RawKV",
+    "RawTI",
+    "RawFile",
+    "Mark",
+    "from_document",
+    "align",
+    "marks_at",
+    "VT",
+    "SCALAR_FORMATS",
+    "LEGACY_MAGICS",
+]
 
 VT = VALUE_TYPE_IDS  # the enum generated from the spec, as plain ints
 ARRAY, STRING, BOOL, UINT32 = VT["ARRAY"], VT["STRING"], VT["BOOL"], VT["UINT32"]
 # struct format of each fixed-size value type, from the spec's primitive encodings
-SCALAR_FORMATS = {vt["id"]: structs.STRUCT_FORMATS[vt["encoding"]] for vt in structs.container_spec()["value_types"]
-                  if vt.get("encoding")}
+SCALAR_FORMATS = {
+    vt["id"]: structs.STRUCT_FORMATS[vt["encoding"]]
+    for vt in structs.container_spec()["value_types"]
+    if vt.get("encoding")
+}
 ALIGNMENT_KEY = _ALIGNMENT_KEY.encode()
 WRITE_LIMIT = 1 << 20  # tensor data further than this into the data section is not written (offset mutations)
 
@@ -143,8 +158,7 @@ class RawFile:
     def copy(self) -> "RawFile":
         """A copy whose lists can be edited without touching this one (without the intents, which name the
         records of this one)."""
-        return replace(self, kvs=[replace(k) for k in self.kvs], tensors=[replace(t) for t in self.tensors],
-                       intents=[])
+        return replace(self, kvs=[replace(k) for k in self.kvs], tensors=[replace(t) for t in self.tensors], intents=[])
 
     # -- layout ---------------------------------------------------------------------------------------------
     def alignment(self) -> int:
@@ -167,6 +181,7 @@ class RawFile:
     # -- encoding -------------------------------------------------------------------------------------------
     def head_value(self) -> dict:
         """The head as a value for the generated family's permissive build (overrides written as given)."""
+
         def count(n: int | None, records: list, name: str) -> Any:
             value = len(records) if n is None else n
             if name not in self.swapped_counts:
@@ -175,15 +190,26 @@ class RawFile:
             other = structs.byte_order(self.byte_order).other.name
             return fieldtree.Raw((value % (1 << (8 * width))).to_bytes(width, other))
 
-        header = {"magic": fieldtree.Raw(self.magic),
-                  "version": self.version if self.raw_version is None
-                  else fieldtree.Raw(struct.pack("<I", self.raw_version)),
-                  "tensor_count": count(self.n_tensors, self.tensors, "tensor_count"),
-                  "metadata_kv_count": count(self.n_kv, self.kvs, "metadata_kv_count")}
-        kvs = [{"key": _string_value(kv.key), "value_type": kv.vtype, "value": _value(kv.vtype, kv.value)}
-               for kv in self.kvs]
-        infos = [{"name": _string_value(t.name), "n_dimensions": len(t.dims) if t.n_dims is None else t.n_dims,
-                  "dimensions": list(t.dims), "type": t.type, "offset": t.offset} for t in self.tensors]
+        header = {
+            "magic": fieldtree.Raw(self.magic),
+            "version": self.version if self.raw_version is None else fieldtree.Raw(struct.pack("<I", self.raw_version)),
+            "tensor_count": count(self.n_tensors, self.tensors, "tensor_count"),
+            "metadata_kv_count": count(self.n_kv, self.kvs, "metadata_kv_count"),
+        }
+        kvs = [
+            {"key": _string_value(kv.key), "value_type": kv.vtype, "value": _value(kv.vtype, kv.value)}
+            for kv in self.kvs
+        ]
+        infos = [
+            {
+                "name": _string_value(t.name),
+                "n_dimensions": len(t.dims) if t.n_dims is None else t.n_dims,
+                "dimensions": list(t.dims),
+                "type": t.type,
+                "offset": t.offset,
+            }
+            for t in self.tensors
+        ]
         return {"header": header, "metadata_kv": kvs, "tensor_infos": infos}
 
     def encode(self, with_marks: bool = True) -> tuple[bytes, list[Mark], int]:
@@ -213,7 +239,7 @@ class RawFile:
             data = bytearray(bytes([self.pad_byte]) * align(last, a))
             for t in self.tensors:
                 if t.offset + len(t.blob) <= WRITE_LIMIT:
-                    data[t.offset:t.offset + len(t.blob)] = t.blob
+                    data[t.offset : t.offset + len(t.blob)] = t.blob
             out.extend(data)
             if last:
                 marks.append(Mark(start, start + last, "tensor_data", "DATA-BOUNDS"))
@@ -238,7 +264,7 @@ class RawFile:
         out.extend(self.tail)
         data = bytes(out)
         if self.truncate is not None:
-            data = data[:self.truncate]
+            data = data[: self.truncate]
         return data, marks, head_end
 
 
@@ -299,8 +325,11 @@ def _truncation_rule(node: fieldtree.Node) -> str:
     if node.type == "bytes":  # a string's payload
         return fieldrules.truncated_rule("gguf_string")
     if node.type == "raw":  # the value of an unknown type, or the elements of an array of one
-        return (fieldrules.field_rule("gguf_array", "data", "selector") if node.path.endswith(".data")
-                else fieldrules.field_rule("metadata_kv", "value", "selector"))
+        return (
+            fieldrules.field_rule("gguf_array", "data", "selector")
+            if node.path.endswith(".data")
+            else fieldrules.field_rule("metadata_kv", "value", "selector")
+        )
     if node.item_width is not None and node.path.endswith(".data"):  # the elements of an array of numbers
         return fieldrules.field_rule("gguf_array", "data", "count")
     section = node.path.split(".")[0].split("[")[0]  # header, metadata_kv or tensor_infos: a field of file_head

@@ -9,4 +9,3 @@ from .core import check, check_buffer
 from .report import Finding, Report
 
 __all__ = ["check", "check_buffer", "Report", "Finding"]
-

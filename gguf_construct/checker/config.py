@@ -26,8 +26,16 @@ __all__ = ["find_config", "load_config", "ConfigError", "KEYS"]
 
 TABLE = "gguf-construct"
 OWN_FILE = ".gguf-construct.toml"
-KEYS = {"profile": str, "format": str, "select": list, "ignore": list, "fail-on": str, "data": bool, "jobs": int,
-        "max-per-rule": int}
+KEYS = {
+    "profile": str,
+    "format": str,
+    "select": list,
+    "ignore": list,
+    "fail-on": str,
+    "data": bool,
+    "jobs": int,
+    "max-per-rule": int,
+}
 
 
 class ConfigError(ValueError):
@@ -72,8 +80,11 @@ def load_config(path: str | os.PathLike) -> dict[str, Any]:
             raise ConfigError(f"{path}: unknown key {key!r} (known: {', '.join(KEYS)})")
         if want is list and isinstance(value, str):
             value = [v for v in value.split(",") if v.strip()]
-        if not isinstance(value, want) or (want is int and isinstance(value, bool)) or (
-                want is list and not all(isinstance(v, str) for v in value)):
+        if (
+            not isinstance(value, want)
+            or (want is int and isinstance(value, bool))
+            or (want is list and not all(isinstance(v, str) for v in value))
+        ):
             raise ConfigError(f"{path}: {key} must be {'a list of strings' if want is list else want.__name__}")
         out[key] = value
     return out

@@ -10,12 +10,20 @@ from typing import Any, Callable, Iterable
 
 from ..format.reader import open_source
 from ..base.remote import RemoteFile, remote_of
-from . import data, metadata, model, naming  # noqa: F401 - importing registers the predicates
+from . import data as _data_rules, metadata, model, naming  # noqa: F401 - importing registers the predicates
 from . import security, templates  # noqa: F401 - issue #16: advisory and chat-template rules
 from .report import Finding, Report
 from .shards import split_view
 from ..rulebook.catalog import (
-    OFF, PRACTICE_EXEMPT, PROFILES, Hit, catalog, format_message, matches, predicates, severity
+    OFF,
+    PRACTICE_EXEMPT,
+    PROFILES,
+    Hit,
+    catalog,
+    format_message,
+    matches,
+    predicates,
+    severity,
 )
 from ..rulebook import read_head
 from ..rulebook.walk import Context, base_name, display_name
@@ -26,9 +34,17 @@ __all__ = ["check", "check_buffer", "selected", "resolve", "Resolution", "MAX_FI
 MAX_FINDINGS_PER_RULE = 1000
 
 
-def check(source, *, profile: str = "spec", data: bool = False, select: Iterable[str] | None = None,
-          ignore: Iterable[str] | None = None, max_per_rule: int | None = MAX_FINDINGS_PER_RULE,
-          progress: Callable[[int, int], None] | None = None, as_member: bool = False) -> "Report":
+def check(
+    source,
+    *,
+    profile: str = "spec",
+    data: bool = False,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
+    max_per_rule: int | None = MAX_FINDINGS_PER_RULE,
+    progress: Callable[[int, int], None] | None = None,
+    as_member: bool = False,
+) -> "Report":
     """Check a GGUF file against every conformance rule and return a :class:`Report` of all findings.
 
     ``source`` is a path, a URL, a bytes-like object or a binary file object (as for :func:`gguf_construct.load`);
@@ -50,9 +66,20 @@ def check(source, *, profile: str = "spec", data: bool = False, select: Iterable
     buf, path, keepalive = open_source(source)
     try:
         name = display_name(source, path)
-        return check_buffer(buf, file=name, file_name=base_name(name), profile=profile, data=data,
-                            remote=remote_of(source, keepalive), select=select, ignore=ignore,
-                            max_per_rule=max_per_rule, progress=progress, location=path, as_member=as_member)
+        return check_buffer(
+            buf,
+            file=name,
+            file_name=base_name(name),
+            profile=profile,
+            data=data,
+            remote=remote_of(source, keepalive),
+            select=select,
+            ignore=ignore,
+            max_per_rule=max_per_rule,
+            progress=progress,
+            location=path,
+            as_member=as_member,
+        )
     finally:
         del buf
         if keepalive is not None:
@@ -62,8 +89,9 @@ def check(source, *, profile: str = "spec", data: bool = False, select: Iterable
                 pass
 
 
-def selected(rule_id: str, profile: str, select: Iterable[str] | None = None,
-             ignore: Iterable[str] | None = None) -> bool:
+def selected(
+    rule_id: str, profile: str, select: Iterable[str] | None = None, ignore: Iterable[str] | None = None
+) -> bool:
     """True when ``rule_id`` is checked: known, not off under ``profile``, selected and not ignored."""
     known = catalog()
     if rule_id in known and severity(rule_id, profile) == OFF:
@@ -96,21 +124,31 @@ def resolve(rule_id: str, profile: str, select: tuple[str, ...] = (), ignore: tu
     """The :class:`Resolution` of a catalog rule under ``profile`` and a selection (one catalog question per rule
     and check, not four per finding)."""
     checked = selected(rule_id, profile, select, ignore)
-    return Resolution(rule_id, checked, severity(rule_id, profile) if checked else OFF,
-                      bool(security.rule_advisories(rule_id)))
+    return Resolution(
+        rule_id, checked, severity(rule_id, profile) if checked else OFF, bool(security.rule_advisories(rule_id))
+    )
 
 
 @functools.lru_cache(maxsize=64)
-def _selected_predicates(profile: str, select: tuple[str, ...], ignore: tuple[str, ...],
-                         registered: tuple) -> tuple:
+def _selected_predicates(profile: str, select: tuple[str, ...], ignore: tuple[str, ...], registered: tuple) -> tuple:
     return tuple((rule_id, fn) for rule_id, fn in registered if selected(rule_id, profile, select, ignore))
 
 
-def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, profile: str = "spec",
-                 data: bool = False, remote: RemoteFile | None = None, select: Iterable[str] | None = None,
-                 ignore: Iterable[str] | None = None, max_per_rule: int | None = MAX_FINDINGS_PER_RULE,
-                 progress: Callable[[int, int], None] | None = None, location: str | None = None,
-                 as_member: bool = False) -> Report:
+def check_buffer(
+    buf,
+    *,
+    file: str | None = None,
+    file_name: str | None = None,
+    profile: str = "spec",
+    data: bool = False,
+    remote: RemoteFile | None = None,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
+    max_per_rule: int | None = MAX_FINDINGS_PER_RULE,
+    progress: Callable[[int, int], None] | None = None,
+    location: str | None = None,
+    as_member: bool = False,
+) -> Report:
     """Check an in-memory buffer; ``file_name`` (a bare name) enables the naming rules.  ``remote`` is the
     :class:`~gguf_construct.base.remote.RemoteFile` whose view ``buf`` is: the head is then fetched as the walk needs
     it and the data only with ``data=True``.  ``location`` (a path or URL) is where the other shards of a split
@@ -119,8 +157,12 @@ def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, 
         raise ValueError("max_per_rule must be at least 1 (None: no limit)")
     select, ignore = tuple(select or ()), tuple(ignore or ())
     view = memoryview(buf).cast("B") if not isinstance(buf, bytes) else buf
-    fields: dict[str, Any] = {"file": file, "file_name": file_name, "data": data,
-              "cache": {"progress": progress} if progress is not None else {}}
+    fields: dict[str, Any] = {
+        "file": file,
+        "file_name": file_name,
+        "data": data,
+        "cache": {"progress": progress} if progress is not None else {},
+    }
     fields["cache"]["max_hits"] = max_per_rule  # predicates over big arrays stop making hits past it
     report = Report(file=file, profile=profile)
     try:
@@ -174,15 +216,21 @@ def check_buffer(buf, *, file: str | None = None, file_name: str | None = None, 
     return report
 
 
-NO_CHAT_TEMPLATE = ("no chat template (tokenizer.chat_template): chat front ends will guess one; add it with "
-                    "`gguf-construct set FILE --chat-template-file tokenizer_config.json`")
+NO_CHAT_TEMPLATE = (
+    "no chat template (tokenizer.chat_template): chat front ends will guess one; add it with "
+    "`gguf-construct set FILE --chat-template-file tokenizer_config.json`"
+)
 
 
 def notes(ctx: Context) -> list[str]:
     """What is worth saying about a readable file without judging it: a model (tensors and a vocabulary) that has
     no chat template."""
-    if ctx.kv_complete and ctx.tensors and ctx.first(keynames.TOKENIZER_GGML_TOKENS) is not None \
-            and ctx.first(keynames.TOKENIZER_CHAT_TEMPLATE) is None:
+    if (
+        ctx.kv_complete
+        and ctx.tensors
+        and ctx.first(keynames.TOKENIZER_GGML_TOKENS) is not None
+        and ctx.first(keynames.TOKENIZER_CHAT_TEMPLATE) is None
+    ):
         return [NO_CHAT_TEMPLATE]
     return []
 

@@ -21,8 +21,12 @@ __all__ = ["scale_fields", "CHUNK_BYTES"]
 CHUNK_BYTES = 32 << 20
 
 # (mask, exponent-all-ones pattern) of the IEEE-like float encodings, by spec primitive
-_NONFINITE = {"f2": (0x7C00, 0x7C00), "bf2": (0x7F80, 0x7F80), "f4": (0x7F800000, 0x7F800000),
-              "f8": (0x7FF0000000000000, 0x7FF0000000000000)}
+_NONFINITE = {
+    "f2": (0x7C00, 0x7C00),
+    "bf2": (0x7F80, 0x7F80),
+    "f4": (0x7F800000, 0x7F800000),
+    "f8": (0x7FF0000000000000, 0x7FF0000000000000),
+}
 _UINT = {"f2": "u2", "bf2": "u2", "f4": "u4", "f8": "u8"}
 
 
@@ -72,8 +76,7 @@ def _targets(ctx: Context, kind: str) -> list[TensorInfo]:
     if not ctx.data or not ctx.layout_known:
         return []
     avail = ctx.size - ctx.data_start
-    return [t for t in ctx.tensor_ready()
-            if t.spec.kind == kind and t.nbytes and t.data_offset + t.nbytes <= avail]
+    return [t for t in ctx.tensor_ready() if t.spec.kind == kind and t.nbytes and t.data_offset + t.nbytes <= avail]
 
 
 def _order(ctx: Context) -> str:
@@ -93,21 +96,19 @@ def _quant_finite(ctx: Context) -> Iterator[Hit]:
             bad = np.zeros(len(blocks), dtype=bool)
             for pos, count, prim, codes in fields:
                 if codes:
-                    cols = blocks[:, pos:pos + count]
+                    cols = blocks[:, pos : pos + count]
                     for code in codes:
                         bad |= (cols == code).any(axis=1)
                 else:
                     width = 2 if prim == "f2" else 4
-                    cols = np.ascontiguousarray(blocks[:, pos:pos + count * width]).view(
-                        _order(ctx) + _UINT[prim])
+                    cols = np.ascontiguousarray(blocks[:, pos : pos + count * width]).view(_order(ctx) + _UINT[prim])
                     mask, pattern = _NONFINITE[prim]
                     bad |= ((cols & mask) == pattern).any(axis=1)
             if bad.any():
                 first = b0 + int(np.flatnonzero(bad)[0])
                 break
         if first is not None:
-            yield Hit(ctx.data_start + t.data_offset + first * size, f"tensor_data[{t.name}]", name=t.name,
-                      index=first)
+            yield Hit(ctx.data_start + t.data_offset + first * size, f"tensor_data[{t.name}]", name=t.name, index=first)
 
 
 @rule("DATA-FLOAT-FINITE")
@@ -125,5 +126,10 @@ def _float_finite(ctx: Context) -> Iterator[Hit]:
                 first = e0 + int(np.flatnonzero(bad)[0])
             count += n
         if count:
-            yield Hit(ctx.data_start + t.data_offset + first * width, f"tensor_data[{t.name}]", name=t.name,
-                      count=count, index=first)
+            yield Hit(
+                ctx.data_start + t.data_offset + first * width,
+                f"tensor_data[{t.name}]",
+                name=t.name,
+                count=count,
+                index=first,
+            )

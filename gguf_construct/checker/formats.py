@@ -42,12 +42,17 @@ def render_report_text(r: Report, *, color: bool = False) -> str:
     verdict = "valid" if r.valid else "INVALID"
     if color:
         verdict = f"\033[32m{verdict}\033[0m" if r.valid else f"\033[31;1m{verdict}\033[0m"
-    lines.append(f"{printable(r.file or '<bytes>')}: {verdict} under profile {r.profile} ({what}"
-                 f"{'; ' + summary if summary else '; no findings'})")
+    lines.append(
+        f"{printable(r.file or '<bytes>')}: {verdict} under profile {r.profile} ({what}"
+        f"{'; ' + summary if summary else '; no findings'})"
+    )
     if r.profile == "ggml":
         errors = r.errors()
-        lines.append("  ggml's loader would accept this file" if not errors else
-                     f"  ggml's loader would reject this file: {errors[0].message} [{errors[0].rule}]")
+        lines.append(
+            "  ggml's loader would accept this file"
+            if not errors
+            else f"  ggml's loader would reject this file: {errors[0].message} [{errors[0].rule}]"
+        )
     omitted = r.omitted()
     for sev in _ORDER:
         group = [f for f in r.findings if f.severity == sev]
@@ -80,8 +85,10 @@ def render_summary(reports: list[Report], io_errors: int = 0, fail_on: str | Non
         for s, n in r.severity_counts().items():
             total[s] += n
     valid = sum(1 for r in reports if r.valid)
-    line = (f"{len(reports)} file{'s' if len(reports) != 1 else ''} checked: {valid} valid, "
-            f"{len(reports) - valid} invalid; {_counted(total) or 'no findings'}")
+    line = (
+        f"{len(reports)} file{'s' if len(reports) != 1 else ''} checked: {valid} valid, "
+        f"{len(reports) - valid} invalid; {_counted(total) or 'no findings'}"
+    )
     if io_errors:
         line += f"; {io_errors} could not be read"
     if fail_on is not None and fail_on != "never":
@@ -115,8 +122,12 @@ def _sarif_rule(rule, profile: str) -> dict:
         "fullDescription": {"text": rule.doc},
         "help": {"text": help_text},
         "defaultConfiguration": config,
-        "properties": {"profiles": rule.profiles, "c_reader": raw.get("c_reader"), "gguf_py": raw.get("gguf_py"),
-                       **security_tags(rule.id)},
+        "properties": {
+            "profiles": rule.profiles,
+            "c_reader": raw.get("c_reader"),
+            "gguf_py": raw.get("gguf_py"),
+            **security_tags(rule.id),
+        },
         **help_uri(rule.id),
     }
 
@@ -161,25 +172,43 @@ def render_sarif(reports: Iterable[Report], *, profile: str | None = None) -> st
     for r in reports:
         where = _artifact_location(r.file)
         relative = relative or "uriBaseId" in where
-        artifacts.append({"location": where, "properties": {"counts": dict(sorted(r.counts.items())),
-                                                             "omitted": r.omitted(), "valid": r.valid}})
+        artifacts.append(
+            {
+                "location": where,
+                "properties": {"counts": dict(sorted(r.counts.items())), "omitted": r.omitted(), "valid": r.valid},
+            }
+        )
         for f in r.findings:
-            region = {"startLine": 1, "byteOffset": f.offset if f.offset is not None else 0,
-                      "byteLength": 1 if f.offset is not None else 0}
-            location: dict = {"physicalLocation": {"artifactLocation": dict(where, index=len(artifacts) - 1),
-                                                   "region": region}}
+            region = {
+                "startLine": 1,
+                "byteOffset": f.offset if f.offset is not None else 0,
+                "byteLength": 1 if f.offset is not None else 0,
+            }
+            location: dict = {
+                "physicalLocation": {"artifactLocation": dict(where, index=len(artifacts) - 1), "region": region}
+            }
             if f.path:
                 location["logicalLocations"] = [{"fullyQualifiedName": f.path, "kind": "member"}]
-            result = {"ruleId": f.rule, "ruleIndex": index[f.rule], "level": _SARIF_LEVEL[f.severity],
-                      "message": {"text": f.message}, "locations": [location],
-                      "partialFingerprints": {"ggufFinding/v1": _fingerprint(where["uri"], f)}}
+            result = {
+                "ruleId": f.rule,
+                "ruleIndex": index[f.rule],
+                "level": _SARIF_LEVEL[f.severity],
+                "message": {"text": f.message},
+                "locations": [location],
+                "partialFingerprints": {"ggufFinding/v1": _fingerprint(where["uri"], f)},
+            }
             if f.count > 1:
                 result["properties"] = {"count": f.count}
             results.append(result)
     run = {
-        "tool": {"driver": {"name": "gguf-construct", "version": __version__,
-                            "informationUri": "https://github.com/ggml-org/ggml/blob/master/docs/gguf.md",
-                            "rules": [_sarif_rule(r, profile) for r in rules]}},
+        "tool": {
+            "driver": {
+                "name": "gguf-construct",
+                "version": __version__,
+                "informationUri": "https://github.com/ggml-org/ggml/blob/master/docs/gguf.md",
+                "rules": [_sarif_rule(r, profile) for r in rules],
+            }
+        },
         "automationDetails": {"id": f"gguf-construct/check/{profile}/"},
         "artifacts": artifacts,
         "results": results,

@@ -173,6 +173,7 @@ def _end(index: int):
         if not items:
             raise Unfoldable  # undefined when rendered
         return items[index]
+
     return fold
 
 
@@ -188,7 +189,7 @@ def _truncate(limit, value, length=255, killwords=False, end="...", leeway=None)
         raise ValueError("truncate: length shorter than end, or negative leeway")
     if len(s) <= length + leeway:
         return s
-    kept = s[:length - len(end)]
+    kept = s[: length - len(end)]
     return (kept if killwords else kept.rsplit(" ", 1)[0]) + end
 
 
@@ -208,10 +209,19 @@ def _wordwrap(limit, value, width=79, break_long_words=True, wrapstring=None, br
     s = _string(value)
     sep = "\n" if wrapstring is None else _string(wrapstring)
     _within(len(s) * (len(sep) + 1), 4 * limit)
-    return sep.join(sep.join(textwrap.wrap(line, width=_count(width, limit), expand_tabs=False,
-                                           replace_whitespace=False, break_long_words=bool(break_long_words),
-                                           break_on_hyphens=bool(break_on_hyphens)))
-                    for line in s.splitlines())
+    return sep.join(
+        sep.join(
+            textwrap.wrap(
+                line,
+                width=_count(width, limit),
+                expand_tabs=False,
+                replace_whitespace=False,
+                break_long_words=bool(break_long_words),
+                break_on_hyphens=bool(break_on_hyphens),
+            )
+        )
+        for line in s.splitlines()
+    )
 
 
 def _striptags(limit, value):
@@ -258,6 +268,7 @@ def _extreme(pick):
         if not items:
             raise Unfoldable
         return pick(items, key=_caseless(case_sensitive))
+
     return fold
 
 
@@ -266,7 +277,7 @@ def _batch(limit, value, linecount, fill_with=None):
     if size < 1:
         raise Unfoldable
     _within(len(items) + size, limit)
-    rows = [items[i:i + size] for i in range(0, len(items), size)]
+    rows = [items[i : i + size] for i in range(0, len(items), size)]
     if rows and fill_with is not None:
         rows[-1] = rows[-1] + (fill_with,) * (size - len(rows[-1]))
     return tuple(rows)
@@ -319,8 +330,10 @@ def _map(limit, value, name=None, *args, **kwargs):
 
 def _on_text(transform):
     """A filter that applies ``transform`` to what soft_str makes of the value."""
+
     def fold(limit, value):
         return transform(_text(value))
+
     return fold
 
 
@@ -329,14 +342,41 @@ def _list(limit, value):
 
 
 FILTERS: dict[str, Callable[..., Any]] = {
-    "join": _join, "format": _format_filter, "reverse": _reverse, "lower": _on_text(str.lower),
-    "upper": _on_text(str.upper), "title": _title, "capitalize": _on_text(str.capitalize), "trim": _trim,
-    "replace": _replace, "string": _on_text(str), "e": _escape, "escape": _escape, "forceescape": _escape,
-    "safe": _on_text(str), "list": _list, "first": _end(0), "last": _end(-1), "center": _center,
-    "truncate": _truncate, "indent": _indent, "wordwrap": _wordwrap, "striptags": _striptags,
-    "urlencode": _urlencode, "tojson": _tojson, "sort": _sort, "unique": _unique, "min": _extreme(min),
-    "max": _extreme(max), "batch": _batch, "slice": _slice, "random": _random, "pprint": _pprint,
-    "length": _length, "count": _length, "map": _map,
+    "join": _join,
+    "format": _format_filter,
+    "reverse": _reverse,
+    "lower": _on_text(str.lower),
+    "upper": _on_text(str.upper),
+    "title": _title,
+    "capitalize": _on_text(str.capitalize),
+    "trim": _trim,
+    "replace": _replace,
+    "string": _on_text(str),
+    "e": _escape,
+    "escape": _escape,
+    "forceescape": _escape,
+    "safe": _on_text(str),
+    "list": _list,
+    "first": _end(0),
+    "last": _end(-1),
+    "center": _center,
+    "truncate": _truncate,
+    "indent": _indent,
+    "wordwrap": _wordwrap,
+    "striptags": _striptags,
+    "urlencode": _urlencode,
+    "tojson": _tojson,
+    "sort": _sort,
+    "unique": _unique,
+    "min": _extreme(min),
+    "max": _extreme(max),
+    "batch": _batch,
+    "slice": _slice,
+    "random": _random,
+    "pprint": _pprint,
+    "length": _length,
+    "count": _length,
+    "map": _map,
 }
 
 
@@ -352,6 +392,7 @@ def _str_method(name: str, widens: bool = False):
         if widens:
             _within(_count(args[0], limit) if args else 0, limit)
         return method(s, *args, **kwargs)
+
     return fold
 
 
@@ -378,11 +419,32 @@ def _expandtabs(limit, value, tabsize=8):
 
 
 METHODS: dict[str, Callable[..., Any]] = {
-    **{name: _str_method(name) for name in (
-        "lower", "upper", "title", "capitalize", "casefold", "swapcase", "strip", "lstrip", "rstrip",
-        "removeprefix", "removesuffix", "split", "rsplit", "partition", "rpartition", "splitlines")},
+    **{
+        name: _str_method(name)
+        for name in (
+            "lower",
+            "upper",
+            "title",
+            "capitalize",
+            "casefold",
+            "swapcase",
+            "strip",
+            "lstrip",
+            "rstrip",
+            "removeprefix",
+            "removesuffix",
+            "split",
+            "rsplit",
+            "partition",
+            "rpartition",
+            "splitlines",
+        )
+    },
     **{name: _str_method(name, widens=True) for name in ("center", "ljust", "rjust", "zfill")},
-    "join": _join_method, "format": _format_method, "replace": _replace_method, "expandtabs": _expandtabs,
+    "join": _join_method,
+    "format": _format_method,
+    "replace": _replace_method,
+    "expandtabs": _expandtabs,
 }
 
 

@@ -19,8 +19,19 @@ from ..format import spec as _spec
 from . import jinja_folds as _folds
 from . import jinja_values as _values
 
-__all__ = ["Issue", "scan", "scan_lexically", "limit", "ESCAPE", "SUSPICIOUS", "UNPARSED", "LIMIT", "RESOURCE",
-           "GADGET", "is_template"]
+__all__ = [
+    "Issue",
+    "scan",
+    "scan_lexically",
+    "limit",
+    "ESCAPE",
+    "SUSPICIOUS",
+    "UNPARSED",
+    "LIMIT",
+    "RESOURCE",
+    "GADGET",
+    "is_template",
+]
 
 ESCAPE, SUSPICIOUS, UNPARSED, LIMIT, RESOURCE = "escape", "suspicious", "unparsed", "limit", "resource"
 GADGET = "gadget"  # found by the render oracle only (template_oracle.py)
@@ -130,7 +141,7 @@ def _inside_tags(text: str) -> str:
             if start is None:
                 start = m.end()
         elif start is not None:
-            parts.append(text[start:m.start()])
+            parts.append(text[start : m.start()])
             start = None
     if start is not None:
         parts.append(text[start:])
@@ -144,7 +155,8 @@ def _lexical(text: str) -> list[Issue]:
     seen = sorted(set(_dunder_in_text().findall(code)) | set(re.findall(r"_TemplateReference__\w+", code)))
     internal = sorted(_names("internal_attributes") & set(re.findall(r"\b[a-z]\w*\b", code)))
     return [Issue(ESCAPE, "dunder name in a template that was not parsed", name) for name in seen[:10]] + [
-        Issue(ESCAPE, "internal attribute in a template that was not parsed", name) for name in internal[:10]]
+        Issue(ESCAPE, "internal attribute in a template that was not parsed", name) for name in internal[:10]
+    ]
 
 
 def limit(name: str) -> int:
@@ -162,8 +174,9 @@ def scan_lexically(text: str, problem: str, bound: int) -> tuple[Issue, ...]:
 def scan(text: str) -> tuple[Issue, ...]:
     """Every issue of the template ``text`` (cached by text)."""
     limits = _facts()["limits"]
-    if len(text) > limits["bytes"] or (4 * len(text) > limits["bytes"]
-                                       and len(text.encode("utf-8", "surrogatepass")) > limits["bytes"]):
+    if len(text) > limits["bytes"] or (
+        4 * len(text) > limits["bytes"] and len(text.encode("utf-8", "surrogatepass")) > limits["bytes"]
+    ):
         return (Issue(LIMIT, f"{len(text)} characters", "", limits["bytes"]), *_lexical(text))
     depth = _nesting_depth(text)
     if depth > limits["depth"]:
@@ -211,8 +224,9 @@ class _Walker(_values.Evaluator):
                 self.exhausted = True
                 return
             if depth > self.limits["tree_depth"]:
-                self.issues.append(Issue(LIMIT, f"syntax tree deeper than {self.limits['tree_depth']}", "",
-                                         self.limits["tree_depth"]))
+                self.issues.append(
+                    Issue(LIMIT, f"syntax tree deeper than {self.limits['tree_depth']}", "", self.limits["tree_depth"])
+                )
                 self.exhausted = True
                 return
             yield node
@@ -226,20 +240,32 @@ class _Walker(_values.Evaluator):
             return
         n = self.n
         # names of the public-attribute globals used only as `self.name`: not a reference worth reporting
-        self.public_bases = {id(node.node) for node in nodes if isinstance(node, n.Getattr)
-                             and isinstance(node.node, n.Name) and not node.attr.startswith("_")
-                             and node.node.name in _names("public_attribute_globals")}
+        self.public_bases = {
+            id(node.node)
+            for node in nodes
+            if isinstance(node, n.Getattr)
+            and isinstance(node.node, n.Name)
+            and not node.attr.startswith("_")
+            and node.node.name in _names("public_attribute_globals")
+        }
         if not self.evaluate(tree, nodes):
-            self.issues.append(Issue(LIMIT, f"values still changing after {self.limits['passes']} passes", "",
-                                     self.limits["passes"]))
+            self.issues.append(
+                Issue(LIMIT, f"values still changing after {self.limits['passes']} passes", "", self.limits["passes"])
+            )
         self._nested_loops(tree)
 
     # -- render cost -------------------------------------------------------------------------------------------
     def _range_length(self, call) -> int | None:
         """The most items a call of the global range can give (None: not a range call, or its bounds unknown)."""
         n = self.n
-        if not (isinstance(call, n.Call) and isinstance(call.node, n.Name) and call.node.name == "range"
-                and call.node.name not in self.bound and not call.kwargs and 1 <= len(call.args) <= 3):
+        if not (
+            isinstance(call, n.Call)
+            and isinstance(call.node, n.Name)
+            and call.node.name == "range"
+            and call.node.name not in self.bound
+            and not call.kwargs
+            and 1 <= len(call.args) <= 3
+        ):
             return None
         lengths = self.product([self.v(a) for a in call.args], _range_items, "range")
         counts = [c for c in lengths if type(c) is int]
@@ -265,8 +291,7 @@ class _Walker(_values.Evaluator):
                 count = self._loop_length(node)
                 inner = times * (count or 1)
                 if count is not None and times > 1 and inner > most >= times:
-                    self.issues.append(Issue(RESOURCE, f"nested loops run their body {inner} times", "{% for %}",
-                                             most))
+                    self.issues.append(Issue(RESOURCE, f"nested loops run their body {inner} times", "{% for %}", most))
                 repeated = {id(c) for c in node.body} | {id(node.test)}
                 stack.extend((c, inner if id(c) in repeated else times) for c in node.iter_child_nodes())
             else:
@@ -278,15 +303,20 @@ class _Walker(_values.Evaluator):
         if isinstance(node, n.Call):
             count = self._range_length(node)
             if count is not None and count > self.limits["render_items"]:
-                self.issues.append(Issue(RESOURCE, f"range of {count} items", "range(...)",
-                                         self.limits["render_items"]))
+                self.issues.append(
+                    Issue(RESOURCE, f"range of {count} items", "range(...)", self.limits["render_items"])
+                )
         elif isinstance(node, n.Mul):
             operands = self.v(node.left) | self.v(node.right)
-            sizes = [_folds.size(s) * k for s in operands if isinstance(s, (str, tuple))
-                     for k in operands if type(k) is int]
+            sizes = [
+                _folds.size(s) * k for s in operands if isinstance(s, (str, tuple)) for k in operands if type(k) is int
+            ]
             if sizes and max(sizes) > self.limits["render_chars"]:
-                self.issues.append(Issue(RESOURCE, f"repetition builds {max(sizes)} characters", "... * ...",
-                                         self.limits["render_chars"]))
+                self.issues.append(
+                    Issue(
+                        RESOURCE, f"repetition builds {max(sizes)} characters", "... * ...", self.limits["render_chars"]
+                    )
+                )
 
     # -- checks --------------------------------------------------------------------------------------------------
     def _strings(self, node) -> set:
@@ -296,16 +326,23 @@ class _Walker(_values.Evaluator):
         n = self.n
         if isinstance(node, (n.Add, n.Mod, n.Mul)):  # arithmetic unless a string literal takes part
             return any(isinstance(c.value, str) for c in node.find_all(n.Const))
-        return isinstance(node, n.Concat) or (
-            isinstance(node, n.Filter) and node.name in ("join", "format", "reverse", "replace", "string")) or (
-            isinstance(node, n.Call) and isinstance(node.node, n.Getattr)
-            and node.node.attr in ("join", "format", "replace")) or self._of_constants(node)
+        return (
+            isinstance(node, n.Concat)
+            or (isinstance(node, n.Filter) and node.name in ("join", "format", "reverse", "replace", "string"))
+            or (
+                isinstance(node, n.Call)
+                and isinstance(node.node, n.Getattr)
+                and node.node.attr in ("join", "format", "replace")
+            )
+            or self._of_constants(node)
+        )
 
     def _of_constants(self, node) -> bool:
         """``node`` is computed from string constants alone (no name of the render context or the template)."""
         n = self.n
         return next(node.find_all(n.Name), None) is None and any(
-            isinstance(c.value, str) for c in node.find_all(n.Const))
+            isinstance(c.value, str) for c in node.find_all(n.Const)
+        )
 
     def _attribute(self, name: str, how: str, construct: str, subscript: bool = False) -> None:
         """An attribute (or subscript key) ``name`` reached from the template."""
@@ -331,8 +368,9 @@ class _Walker(_values.Evaluator):
                 self._attribute(segment, how, _show(construct, v), subscript=how == "subscript")
         if all(_values.is_safe_key(k) for k in keys):
             return
-        stems = sorted({c.value for c in node.find_all(self.n.Const)
-                        if isinstance(c.value, str) and _key_stem().match(c.value)})
+        stems = sorted(
+            {c.value for c in node.find_all(self.n.Const) if isinstance(c.value, str) and _key_stem().match(c.value)}
+        )
         if how == "subscript" and obj and all(_values.is_plain_data(a) for a in obj) and not stems:
             return
         routes = sorted({a.origin for a in obj if isinstance(a, _values.Route)})
@@ -362,20 +400,24 @@ class _Walker(_values.Evaluator):
             self._render_cost(node)
         if isinstance(node, n.Getattr):
             self._attribute(node.attr, "attribute access", f".{node.attr}")
-            if isinstance(node.node, n.Name) and node.node.name in _names("escape_globals") \
-                    and node.node.name not in self.bound \
-                    and node.attr not in _names("benign_attributes") and not node.attr.startswith("_") \
-                    and node.node.name not in _names("public_attribute_globals"):
-                self.issues.append(Issue(SUSPICIOUS, f"attribute of the global {node.node.name}",
-                                         f"{node.node.name}.{node.attr}"))
+            if (
+                isinstance(node.node, n.Name)
+                and node.node.name in _names("escape_globals")
+                and node.node.name not in self.bound
+                and node.attr not in _names("benign_attributes")
+                and not node.attr.startswith("_")
+                and node.node.name not in _names("public_attribute_globals")
+            ):
+                self.issues.append(
+                    Issue(SUSPICIOUS, f"attribute of the global {node.node.name}", f"{node.node.name}.{node.attr}")
+                )
         elif isinstance(node, n.Getitem) and not isinstance(node.arg, n.Slice):
             self._key(self.v(node.node), node.arg, "subscript", "[...]")
         elif isinstance(node, n.Filter):
             self._filter(node)
         elif isinstance(node, n.Call):
             callee = node.node
-            name = callee.attr if isinstance(callee, n.Getattr) else callee.name if isinstance(callee, n.Name) \
-                else None
+            name = callee.attr if isinstance(callee, n.Getattr) else callee.name if isinstance(callee, n.Name) else None
             if name in _names("calls") and not (isinstance(callee, n.Name) and name in self.bound):
                 self.issues.append(Issue(ESCAPE, f"call of {name}", f"{name}(...)"))
             if isinstance(callee, n.Getitem):  # f_builtins['eval'](...)
@@ -383,12 +425,26 @@ class _Walker(_values.Evaluator):
                     self.issues.append(Issue(ESCAPE, f"call of {key}", f"[{key!r}](...)"))
             if isinstance(callee, n.Getattr) and name in ("format", "format_map"):
                 self._format_fields(callee.node)
-            picked = callee.arg if isinstance(callee, n.Getitem) and not isinstance(callee.arg, n.Slice) else \
-                callee.args[0] if isinstance(callee, n.Filter) and callee.name == "attr" and callee.args else None
-            if picked is not None and not all(_values.is_constant(k) for k in self.v(picked)) and not all(
-                    isinstance(a, _values.Slots) and a.kind == "dict" for a in self.v(callee.node)):
-                self.issues.append(Issue(ESCAPE, "call of a member picked by a key computed at render time (a "
-                                                 "method such as str.format of a string)", "[...](...)"))
+            picked = (
+                callee.arg
+                if isinstance(callee, n.Getitem) and not isinstance(callee.arg, n.Slice)
+                else callee.args[0]
+                if isinstance(callee, n.Filter) and callee.name == "attr" and callee.args
+                else None
+            )
+            if (
+                picked is not None
+                and not all(_values.is_constant(k) for k in self.v(picked))
+                and not all(isinstance(a, _values.Slots) and a.kind == "dict" for a in self.v(callee.node))
+            ):
+                self.issues.append(
+                    Issue(
+                        ESCAPE,
+                        "call of a member picked by a key computed at render time (a "
+                        "method such as str.format of a string)",
+                        "[...](...)",
+                    )
+                )
             for kw in node.kwargs:
                 if _DUNDER.match(kw.key):
                     self.issues.append(Issue(SUSPICIOUS, "dunder keyword argument", f"{kw.key}="))
@@ -410,8 +466,13 @@ class _Walker(_values.Evaluator):
                 for name in attrs:
                     self._attribute(name, "a str.format field", f"{{{field}}}")
         if not all(_values.is_constant(v) for v in values):
-            self.issues.append(Issue(ESCAPE, "format string computed at render time (its fields can name any "
-                                             "attribute of the arguments)", ".format(...)"))
+            self.issues.append(
+                Issue(
+                    ESCAPE,
+                    "format string computed at render time (its fields can name any attribute of the arguments)",
+                    ".format(...)",
+                )
+            )
 
     def _filter(self, node) -> None:
         spec = _facts()["names"]["attribute_filters"].get(node.name)
@@ -425,13 +486,22 @@ class _Walker(_values.Evaluator):
         if isinstance(spec, int):
             if len(node.args) > spec:
                 attr = node.name == "attr"
-                self._key(target if attr else self.elements(target), node.args[spec],
-                          "the attr filter" if attr else f"the {node.name} filter", f"|{node.name}(...)",
-                          path=not attr)
+                self._key(
+                    target if attr else self.elements(target),
+                    node.args[spec],
+                    "the attr filter" if attr else f"the {node.name} filter",
+                    f"|{node.name}(...)",
+                    path=not attr,
+                )
         for kw in node.kwargs:
             if kw.key == "attribute" or kw.key == spec:
-                self._key(self.elements(target), kw.value, f"the {node.name} filter",
-                          f"|{node.name}(attribute=...)", path=True)
+                self._key(
+                    self.elements(target),
+                    kw.value,
+                    f"the {node.name} filter",
+                    f"|{node.name}(attribute=...)",
+                    path=True,
+                )
 
 
 def _format_paths(text: str, depth: int = 0) -> list[tuple[str, list[str]]]:

@@ -174,7 +174,7 @@ def _int_op(op: str, left: int, right: int):
             return UNKNOWN
         if abs(left) > 1 and right * (abs(left).bit_length() - 1) > 64:
             return -INT_CAP if left < 0 and right % 2 else INT_CAP
-        result = left ** right
+        result = left**right
     elif op in ("FloorDiv", "Mod"):
         result = left // right if op == "FloorDiv" else left % right
     else:
@@ -249,10 +249,19 @@ class Evaluator:
                 targets = [node.target] if isinstance(node.target, n.Name) else list(node.target.find_all(n.Name))
                 for name in targets:
                     first_set.setdefault(name.name, i)
-        self.assigned = {node.name for i, node in enumerate(nodes) if isinstance(node, n.Name) and node.ctx == "load"
-                         and node.name in first_set and i < first_set[node.name]}
-        self.assigned |= {node.node.name for node in nodes if isinstance(node, n.Test) and node.name == "defined"
-                          and isinstance(node.node, n.Name) and node.node.name in first_set}
+        self.assigned = {
+            node.name
+            for i, node in enumerate(nodes)
+            if isinstance(node, n.Name) and node.ctx == "load" and node.name in first_set and i < first_set[node.name]
+        }
+        self.assigned |= {
+            node.node.name
+            for node in nodes
+            if isinstance(node, n.Test)
+            and node.name == "defined"
+            and isinstance(node.node, n.Name)
+            and node.node.name in first_set
+        }
         for node in nodes:
             if isinstance(node, n.Macro):
                 self.bound |= {node.name, "varargs", "kwargs"}  # extra positional and keyword arguments
@@ -266,16 +275,19 @@ class Evaluator:
         for node in nodes:
             # a macro reached other than by a call of its name (namespace(f=m).f(...), a list of macros) can get
             # any arguments: its parameters may be anything
-            if isinstance(node, n.Name) and node.ctx == "load" and node.name in self.callables \
-                    and id(node) not in called:
+            if (
+                isinstance(node, n.Name)
+                and node.ctx == "load"
+                and node.name in self.callables
+                and id(node) not in called
+            ):
                 for p in self.callables[node.name].args:
                     self.bind(p, ANY)
         self._update(self.env, "kwargs", ANY)
         self._update(self.env, "varargs", ANY)
         for node in nodes:
             if isinstance(node, n.For):
-                kids = [node.iter, (2, node), node.target, *([node.test] if node.test else []), *node.body,
-                        *node.else_]
+                kids = [node.iter, (2, node), node.target, *([node.test] if node.test else []), *node.body, *node.else_]
             elif isinstance(node, n.With):
                 kids = [*node.values, (2, node), *node.targets, *node.body]
             else:
@@ -317,7 +329,8 @@ class Evaluator:
         if new != old and self.widening:
             ints = all(type(a) is int for a in new if is_constant(a) or isinstance(a, Seq)) and MANY not in new
             new = frozenset(a for a in new if not is_constant(a) and not isinstance(a, Seq)) | (
-                frozenset((NUM,)) if ints else SATURATED)
+                frozenset((NUM,)) if ints else SATURATED
+            )
         if new != old:
             table[key] = new
             self.changed = True
@@ -371,7 +384,7 @@ class Evaluator:
                 self.bind(p, ANY)
         for p, a in zip(params, node.args):
             self.bind(p, self.v(a))
-        extra = [self.v(a) for a in node.args[len(params):]]
+        extra = [self.v(a) for a in node.args[len(params) :]]
         if extra:
             self._update(self.env, "varargs", frozenset((Seq(frozenset().union(*extra)),)))
         names = {p.name: p for p in params}
@@ -397,7 +410,8 @@ class Evaluator:
         if consts > self.limits["fold_values"] or (consts and MANY in out):
             ints = all(type(a) is int for a in out if is_constant(a) or isinstance(a, Seq))
             out = {a for a in out if not is_constant(a) and not isinstance(a, Seq)} | (
-                {NUM} if ints and MANY not in out else SATURATED)
+                {NUM} if ints and MANY not in out else SATURATED
+            )
         return frozenset(out)
 
     def product(self, parts: list, combine, tag, cost: int = 1) -> frozenset:
@@ -563,16 +577,21 @@ class Evaluator:
             left, right = self.v(node.left), self.v(node.right)
             value = self.product([left, right], lambda lr: binary(op, *lr, length), op)
             # - // ** give numbers or fail; + * % give numbers when both operands are numbers
-            return self._numbers(value, op in ("Sub", "FloorDiv", "Pow") or (
-                self._numeric(left) and self._numeric(right)))
+            return self._numbers(
+                value, op in ("Sub", "FloorDiv", "Pow") or (self._numeric(left) and self._numeric(right))
+            )
         if isinstance(node, n.Slice):
             parts = [self.v(x) if x is not None else frozenset((_NONE,)) for x in (node.start, node.stop, node.step)]
             return self.product(parts, lambda p: _slice(*p), "slice")
         if isinstance(node, n.Getitem):
             return self.member(self.v(node.node), self.v(node.arg))
         if isinstance(node, n.Getattr):
-            if isinstance(node.node, n.Name) and node.node.name == "loop" and node.attr in LOOP_NUMBERS \
-                    and "loop" not in self.bound:
+            if (
+                isinstance(node.node, n.Name)
+                and node.node.name == "loop"
+                and node.attr in LOOP_NUMBERS
+                and "loop" not in self.bound
+            ):
                 return frozenset((NUM,))
             return self.member(self.v(node.node), frozenset((node.attr,)))
         if isinstance(node, n.Filter):
@@ -618,7 +637,7 @@ class Evaluator:
         else:  # a macro or a call block: its defaults, its output, and (call block) what ``caller`` is
             key = node.name if isinstance(node, n.Macro) else id(node)
             self.callables[key] = node
-            for p, d in zip(node.args[len(node.args) - len(node.defaults):], node.defaults):
+            for p, d in zip(node.args[len(node.args) - len(node.defaults) :], node.defaults):
                 self.bind(p, self.v(d))
             self._update(self.outputs, key, self.output(node.body))
             if isinstance(node, n.CallBlock):
@@ -641,8 +660,13 @@ class Evaluator:
         if "default" in kinds:
             return self.cap(out | target | (args[0] if args else EMPTY))
         if "items" in kinds:
-            pairs = {(k, v) for a in target if isinstance(a, Slots) for k in self.members.get(a, ())
-                     for v in self.slots.get((a, k), EMPTY)}
+            pairs = {
+                (k, v)
+                for a in target
+                if isinstance(a, Slots)
+                for k in self.members.get(a, ())
+                for v in self.slots.get((a, k), EMPTY)
+            }
             other = any(not isinstance(a, Slots) for a in target)  # DATA left the target above: it gives DATA
             return self.cap(out | ({Seq(self.cap(pairs))} if pairs else set()) | (ANY if other or not out else EMPTY))
         if "fold" in kinds and node.dyn_args is None and node.dyn_kwargs is None:
@@ -657,9 +681,12 @@ class Evaluator:
         positional arguments and the keyword arguments (``kwargs``: their nodes)."""
         keys = [kw.key for kw in kwargs]
         n, limit = len(args), self.limits["fold_length"]
-        return self.product([target, *args, *(self.v(kw.value) for kw in kwargs)],
-                            lambda p: fold(name, p[0], p[1:1 + n], dict(zip(keys, p[1 + n:])), limit),
-                            (fold.__name__, name, n, tuple(keys)), _folds.cost(fold, name))
+        return self.product(
+            [target, *args, *(self.v(kw.value) for kw in kwargs)],
+            lambda p: fold(name, p[0], p[1 : 1 + n], dict(zip(keys, p[1 + n :])), limit),
+            (fold.__name__, name, n, tuple(keys)),
+            _folds.cost(fold, name),
+        )
 
     def _call_value(self, node) -> frozenset:
         n = self.n
@@ -671,8 +698,9 @@ class Evaluator:
             self.bind(self.loop_calls[id(node)].target, self.elements(self.v(node.args[0])))
         if isinstance(callee, n.Getattr):  # a method: 'x'.join(...), '{}'.format(...), d.items(), ...
             target = self.v(callee.node)
-            for atom in self.member(target, frozenset((callee.attr,))) if any(
-                    isinstance(a, Slots) for a in target) else ():
+            for atom in (
+                self.member(target, frozenset((callee.attr,))) if any(isinstance(a, Slots) for a in target) else ()
+            ):
                 if isinstance(atom, Callable) and atom.key in self.callables:  # namespace(f=m).f(...)
                     self._bind_call(self.callables[atom.key], node)
             out |= {a for a in target if isinstance(a, Route)}

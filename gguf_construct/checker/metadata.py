@@ -13,9 +13,18 @@ import numpy as np
 from ..format import spec as _spec
 from ..format import splitset
 from ..rulebook.keys import (
-    HYPHENATED_ARCHITECTURES, UNWRITTEN_KEYS, allowed_types, documented_architectures, entry_fact,
-    file_architecture, known_architectures, lookup, registry_entries, required_spellings, type_label,
-    unwritten_keys
+    HYPHENATED_ARCHITECTURES,
+    UNWRITTEN_KEYS,
+    allowed_types,
+    documented_architectures,
+    entry_fact,
+    file_architecture,
+    known_architectures,
+    lookup,
+    registry_entries,
+    required_spellings,
+    type_label,
+    unwritten_keys,
 )
 from ..rulebook.catalog import Hit, rule
 from ..rulebook.walk import ALIGNMENT_KEY, ARRAY, STRING, KV, Context
@@ -26,8 +35,12 @@ ARCH_KEY = keynames.GENERAL_ARCHITECTURE
 QV_KEY = keynames.GENERAL_QUANTIZATION_VERSION
 FILE_TYPE_KEY = keynames.GENERAL_FILE_TYPE
 TOKENS_KEY = keynames.TOKENIZER_GGML_TOKENS
-TOKENIZER_ARRAYS = (keynames.TOKENIZER_GGML_TOKENS, keynames.TOKENIZER_GGML_SCORES,
-                    keynames.TOKENIZER_GGML_TOKEN_TYPE, keynames.TOKENIZER_GGML_MERGES)
+TOKENIZER_ARRAYS = (
+    keynames.TOKENIZER_GGML_TOKENS,
+    keynames.TOKENIZER_GGML_SCORES,
+    keynames.TOKENIZER_GGML_TOKEN_TYPE,
+    keynames.TOKENIZER_GGML_MERGES,
+)
 SPLIT_KEYS = splitset.SPLIT_KEYS
 _ARCH_CHARSET = re.compile(r"[a-z0-9]+\Z")
 _TOKEN_ID = re.compile(r"tokenizer\.ggml\.[a-z0-9_]+_token_id\Z")
@@ -47,8 +60,9 @@ def _value_hit(kv: KV, **params) -> Hit:
 
 
 def _type_hit(kv: KV, allowed) -> Hit:
-    return Hit(kv.at("value_type"), f"{kv.path}.value_type", key=kv.key, type=kv.type_label(),
-               expected=type_label(allowed))
+    return Hit(
+        kv.at("value_type"), f"{kv.path}.value_type", key=kv.key, type=kv.type_label(), expected=type_label(allowed)
+    )
 
 
 @rule("META-ARCH-MISSING")
@@ -97,8 +111,13 @@ def _tokenizer_type(ctx: Context) -> Iterator[Hit]:
             continue
         allowed = allowed_types(lookup(key, None))
         if (kv.vtype, kv.item_type) not in allowed:
-            yield Hit(kv.at("value_type"), f"{kv.path}.value_type", key=key, type=kv.type_label(),
-                      expected=type_label(allowed))
+            yield Hit(
+                kv.at("value_type"),
+                f"{kv.path}.value_type",
+                key=key,
+                type=kv.type_label(),
+                expected=type_label(allowed),
+            )
 
 
 @rule("META-SPLIT-TYPES")
@@ -159,13 +178,13 @@ def _key_value(ctx: Context) -> Iterator[Hit]:
             if isinstance(data, np.ndarray) and data.dtype.kind in "iu" and len(data):
                 j = _first_outside(data, *entry_fact(entry, _int_values))
                 if j is not None:
-                    yield Hit(kv.value_offset, f"{kv.path}.value.data[{j}]", key=kv.key, value=int(data[j]),
-                              expected=expected)
+                    yield Hit(
+                        kv.value_offset, f"{kv.path}.value.data[{j}]", key=kv.key, value=int(data[j]), expected=expected
+                    )
             elif isinstance(data, (list, StringList)):
                 for j, v in enumerate(data):
                     if isinstance(v, str) and v not in values:
-                        yield Hit(kv.value_offset, f"{kv.path}.value.data[{j}]", key=kv.key, value=v,
-                                  expected=expected)
+                        yield Hit(kv.value_offset, f"{kv.path}.value.data[{j}]", key=kv.key, value=v, expected=expected)
                         break
         elif isinstance(kv.value, (str, int)) and not isinstance(kv.value, bool) and kv.value not in values:
             yield _value_hit(kv, value=kv.value, expected=expected)
@@ -204,8 +223,7 @@ def _llm_placeholder(ctx: Context) -> Iterator[Hit]:
         return
     for kv in ctx.kvs:
         if kv.key.startswith("llm."):
-            yield Hit(kv.offset, f"{kv.path}.key", key=kv.key,
-                      expected=(arch or "<architecture>") + kv.key[3:])
+            yield Hit(kv.offset, f"{kv.path}.key", key=kv.key, expected=(arch or "<architecture>") + kv.key[3:])
 
 
 def _array_len(kv: KV | None) -> int | None:
@@ -230,8 +248,12 @@ def _token_id(ctx: Context) -> Iterator[Hit]:
     if n is None:
         return
     for kv in ctx.kvs:
-        if (kv.key.endswith("_token_id") and _TOKEN_ID.match(kv.key) and kv.vtype in _INTEGER_TYPES
-                and int(kv.value) >= n):
+        if (
+            kv.key.endswith("_token_id")
+            and _TOKEN_ID.match(kv.key)
+            and kv.vtype in _INTEGER_TYPES
+            and int(kv.value) >= n
+        ):
             yield _value_hit(kv, value=int(kv.value), expected=n)
 
 
@@ -260,13 +282,15 @@ def _file_type(ctx: Context) -> Iterator[Hit]:
     if want == "F32" and entry["value"] == 0:
         other = next((t for t in typed if t.spec.name != want), None)
         if other is not None:
-            yield _value_hit(kv, value=value, name=entry["name"],
-                             problem=f"but tensor {other.name!r} is {other.spec.name}")
+            yield _value_hit(
+                kv, value=value, name=entry["name"], problem=f"but tensor {other.name!r} is {other.spec.name}"
+            )
         return
     matrices = [t for t in typed if len(t.dims) >= 2]
     if matrices and not any(t.spec.name == want for t in matrices):
-        yield _value_hit(kv, value=value, name=entry["name"],
-                         problem=f"but no tensor of two or more dimensions is {want}")
+        yield _value_hit(
+            kv, value=value, name=entry["name"], problem=f"but no tensor of two or more dimensions is {want}"
+        )
 
 
 @rule("META-SPLIT-RANGE")

@@ -177,15 +177,18 @@ def _standard_names() -> re.Pattern:
     for name in set(arch.loader()["tensor_names"].values()):
         node = trie
         for token in re.split(r"(%d)", name):
-            for piece in ([token] if token == "%d" else token):
+            for piece in [token] if token == "%d" else token:
                 node = node.setdefault(piece, {})
         node[""] = {}
     return re.compile(rf"(?:{_trie_pattern(trie)})(?:\.[a-z_0-9]+)?\Z")
 
 
 def _trie_pattern(node: dict) -> str:
-    alts = [(r"\d+" if piece == "%d" else re.escape(piece)) + _trie_pattern(child)
-            for piece, child in sorted(node.items()) if piece]
+    alts = [
+        (r"\d+" if piece == "%d" else re.escape(piece)) + _trie_pattern(child)
+        for piece, child in sorted(node.items())
+        if piece
+    ]
     if not alts:
         return ""
     body = alts[0] if len(alts) == 1 else f"(?:{'|'.join(alts)})"

@@ -45,7 +45,7 @@ def shard_of(file_name: str) -> tuple[str, str, str] | None:
     m = _GENERIC_SHARD.search(file_name)
     if m is None:
         return None
-    return file_name[:m.start()], m.group(1), m.group(2)
+    return file_name[: m.start()], m.group(1), m.group(2)
 
 
 @rule("NAME-REGEX")

@@ -70,8 +70,14 @@ class Report:
     def to_dict(self) -> dict:
         """The JSON shape: file, valid, version, byte_order, findings, counts (every occurrence per rule), omitted
         when the per-rule cap left some out, transfer for URLs, and notes when there are any."""
-        out: dict[str, Any] = {"file": self.file, "valid": self.valid, "version": self.version, "byte_order": self.byte_order,
-               "findings": [f.to_dict() for f in self.findings], "counts": dict(sorted(self.counts.items()))}
+        out: dict[str, Any] = {
+            "file": self.file,
+            "valid": self.valid,
+            "version": self.version,
+            "byte_order": self.byte_order,
+            "findings": [f.to_dict() for f in self.findings],
+            "counts": dict(sorted(self.counts.items())),
+        }
         omitted = self.omitted()
         if omitted:
             out["omitted"] = omitted

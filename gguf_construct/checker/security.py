@@ -12,8 +12,17 @@ from ..rulebook.container import _alignment_value
 from ..rulebook.catalog import Hit, rule
 from ..rulebook.walk import Context
 
-__all__ = ["advisories", "limits", "matching", "rule_advisories", "annotate", "security_tags", "help_uri",
-           "data_size_overflow", "alignment_too_large"]
+__all__ = [
+    "advisories",
+    "limits",
+    "matching",
+    "rule_advisories",
+    "annotate",
+    "security_tags",
+    "help_uri",
+    "data_size_overflow",
+    "alignment_too_large",
+]
 
 
 @functools.lru_cache(maxsize=None)
@@ -116,8 +125,10 @@ def _data_size(ctx: Context) -> Iterator[Hit]:
     if stage == "sum":
         problem = f"the sizes padded to {ctx.alignment} add up to more than 2^64"
     else:
-        problem = (f"the padded sizes plus ggml's context overhead of {limits()['tensor_overhead']} bytes per "
-                   f"tensor add up to more than 2^64")
+        problem = (
+            f"the padded sizes plus ggml's context overhead of {limits()['tensor_overhead']} bytes per "
+            f"tensor add up to more than 2^64"
+        )
     t = ctx.tensors[0]
     yield Hit(t.offset, t.path, count=len(ctx.tensors), value=total, problem=problem, stage=stage)
 

@@ -37,9 +37,11 @@ class SplitView:
     notes: list = dataclasses.field(default_factory=list)
 
 
-UNSEEN_SHARDS = ("first shard of a split model of {count} shards, read without a location (bytes or standard "
-                 "input): its other shards cannot be looked for, so the model (its tensors, the rules of scope "
-                 "model) was not judged; check it by path or URL to judge the set")
+UNSEEN_SHARDS = (
+    "first shard of a split model of {count} shards, read without a location (bytes or standard "
+    "input): its other shards cannot be looked for, so the model (its tensors, the rules of scope "
+    "model) was not judged; check it by path or URL to judge the set"
+)
 
 
 @dataclass
@@ -71,11 +73,15 @@ def _int(ctx: Context, key: str) -> int | None:
 
 def _facts(ctx: Context, path: str) -> splitset.ShardFacts:
     no = ctx.first(splitset.SPLIT_NO)
-    return splitset.ShardFacts(path, readable=ctx.head_complete, split_no=_int(ctx, splitset.SPLIT_NO),
-                               split_no_type=type_name(no.vtype) if no is not None else None,
-                               split_count=_int(ctx, splitset.SPLIT_COUNT),
-                               split_tensors=_int(ctx, splitset.SPLIT_TENSORS),
-                               tensor_names=[t.name for t in ctx.tensors])
+    return splitset.ShardFacts(
+        path,
+        readable=ctx.head_complete,
+        split_no=_int(ctx, splitset.SPLIT_NO),
+        split_no_type=type_name(no.vtype) if no is not None else None,
+        split_count=_int(ctx, splitset.SPLIT_COUNT),
+        split_tensors=_int(ctx, splitset.SPLIT_TENSORS),
+        tensor_names=[t.name for t in ctx.tensors],
+    )
 
 
 def _read_sibling(path: str) -> tuple[splitset.ShardFacts, list[TensorInfo]]:
@@ -103,8 +109,10 @@ def _read_sibling_once(path: str, stamp) -> tuple[splitset.ShardFacts, list[Tens
         ctx = read_head(view, remote=remote_of(path, keepalive))
         facts = _facts(ctx, path)
         name = _name(path)
-        tensors = [SiblingTensor(**{f.name: getattr(t, f.name) for f in dataclasses.fields(TensorInfo)},
-                                 shard=name) for t in ctx.tensors]
+        tensors = [
+            SiblingTensor(**{f.name: getattr(t, f.name) for f in dataclasses.fields(TensorInfo)}, shard=name)
+            for t in ctx.tensors
+        ]
         for t in tensors:
             t.offset = None  # type: ignore[assignment]
         ctx.buf = None
@@ -135,12 +143,20 @@ def split_view(ctx: Context, location: str | None, *, as_member: bool = False) -
         first = splitset.first_shard_path(location) if location else None
         if first is not None and first != location and not _present(first):
             index, total = splitset.shard_numbers(0, count)
-            hits.append(("META-SPLIT-MISSING", Hit(None, "file_name", set=splitset.set_label(location),
-                                                   index=index, count=total)))
+            hits.append(
+                (
+                    "META-SPLIT-MISSING",
+                    Hit(None, "file_name", set=splitset.set_label(location), index=index, count=total),
+                )
+            )
         if not as_member:
             kv = ctx.first(splitset.SPLIT_NO)
-            hits.append(("META-SPLIT-LATER", Hit(kv.value_offset, f"{kv.path}.value",
-                                                 **splitset.later_shard_params(location or "", no, count))))
+            hits.append(
+                (
+                    "META-SPLIT-LATER",
+                    Hit(kv.value_offset, f"{kv.path}.value", **splitset.later_shard_params(location or "", no, count)),
+                )
+            )
         return SplitView(role, model_scope(), hits)
     if location is None:
         return SplitView(role, model_scope(), notes=[UNSEEN_SHARDS.format(count=count)])
@@ -149,8 +165,11 @@ def split_view(ctx: Context, location: str | None, *, as_member: bool = False) -
     ctx.shard_tensors = [t for _, tensors in siblings for t in tensors]
     problems = splitset.set_problems(_facts(ctx, location), [facts for facts, _ in siblings])
     whole = members is not None and all(facts.readable for facts, _ in siblings)
-    return SplitView(role, frozenset() if whole else model_scope(),  # without every shard the model is unknown
-                     [(p.rule, Hit(None, "file_name", **p.params)) for p in problems])
+    return SplitView(
+        role,
+        frozenset() if whole else model_scope(),  # without every shard the model is unknown
+        [(p.rule, Hit(None, "file_name", **p.params)) for p in problems],
+    )
 
 
 def shard_siblings(paths: list[str]) -> list[str]:
@@ -181,9 +200,8 @@ def check_plan(paths: list[str], *, later_alone: bool = False) -> list[tuple[str
     for p in paths:
         first = splitset.first_shard_path(p)
         alone = later_alone and first is not None and first != p and first not in named
-        for f in ([p] if alone else shard_siblings([p])):
+        for f in [p] if alone else shard_siblings([p]):
             if f not in seen:
                 seen.add(f)
                 files.append(f)
-    return [(f, (first := splitset.first_shard_path(f)) is not None and first != f and first in seen)
-            for f in files]
+    return [(f, (first := splitset.first_shard_path(f)) is not None and first != f and first in seen) for f in files]

@@ -27,15 +27,28 @@ def attack_context(text: str) -> dict:
     name, a tool name and description, a tool call's name, argument name and value, and a document."""
     call = {"id": text, "type": "function", "function": {"name": text, "arguments": {text: text}}}
     return {
-        "messages": [{"role": "system", "content": text}, {"role": "user", "content": text, "name": text},
-                     {"role": text, "content": text},
-                     {"role": "assistant", "content": text, "tool_calls": [call], "reasoning_content": text},
-                     {"role": "tool", "tool_call_id": text, "name": text, "content": text},
-                     {"role": "user", "content": text}],
-        "tools": [{"type": "function", "function": {"name": text, "description": text,
-                                                    "parameters": {"type": "object", "required": [text],
-                                                                   "properties": {text: {"type": "string",
-                                                                                         "description": text}}}}}],
+        "messages": [
+            {"role": "system", "content": text},
+            {"role": "user", "content": text, "name": text},
+            {"role": text, "content": text},
+            {"role": "assistant", "content": text, "tool_calls": [call], "reasoning_content": text},
+            {"role": "tool", "tool_call_id": text, "name": text, "content": text},
+            {"role": "user", "content": text},
+        ],
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": text,
+                    "description": text,
+                    "parameters": {
+                        "type": "object",
+                        "required": [text],
+                        "properties": {text: {"type": "string", "description": text}},
+                    },
+                },
+            }
+        ],
         "documents": [{"title": text, "text": text}],
         "add_generation_prompt": True,
     }

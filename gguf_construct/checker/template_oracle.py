@@ -22,8 +22,14 @@ from .jinja_scan import ESCAPE, GADGET, RESOURCE, Issue
 
 __all__ = ["render_issues", "annotate_lines"]
 
-_FAILURES = {"timeout": "wall_seconds", "cpu": "cpu_seconds", "memory": "memory_bytes", "killed": "wall_seconds",
-             "output": "response_bytes", "died": "memory_bytes"}
+_FAILURES = {
+    "timeout": "wall_seconds",
+    "cpu": "cpu_seconds",
+    "memory": "memory_bytes",
+    "killed": "wall_seconds",
+    "output": "response_bytes",
+    "died": "memory_bytes",
+}
 
 
 def _route(access: list) -> str:
@@ -38,8 +44,14 @@ def render_issues(result: dict) -> list[Issue]:
     limits = _contexts.settings()
     if "failure" in result:
         key = _FAILURES.get(result["failure"], "wall_seconds")
-        return [Issue(RESOURCE, f"rendering the template passed the render worker's {key} limit "
-                                f"({result['failure']})", "render", limits[key])]
+        return [
+            Issue(
+                RESOURCE,
+                f"rendering the template passed the render worker's {key} limit ({result['failure']})",
+                "render",
+                limits[key],
+            )
+        ]
     out: list[Issue] = []
     ordinary: set = set()
     inert = set(limits["inert_owners"])
@@ -50,20 +62,42 @@ def render_issues(result: dict) -> list[Issue]:
             if access[1] in inert:
                 continue
             ordinary.add(tuple(access))
-            how = (f"the {r['label']} conversation" if r["kind"] == "canonical"
-                   else f"a conversation with {r['label']!r} (a value the template compares its input with)")
-            out.append(Issue(ESCAPE, f"rendering {how} reaches {_route(access)}, which jinja2's sandbox refuses",
-                             _route(access), line=access[3] or None))
+            how = (
+                f"the {r['label']} conversation"
+                if r["kind"] == "canonical"
+                else f"a conversation with {r['label']!r} (a value the template compares its input with)"
+            )
+            out.append(
+                Issue(
+                    ESCAPE,
+                    f"rendering {how} reaches {_route(access)}, which jinja2's sandbox refuses",
+                    _route(access),
+                    line=access[3] or None,
+                )
+            )
         if r["stopped"] and r["kind"] == "canonical":
-            out.append(Issue(RESOURCE, f"rendering the {r['label']} conversation writes past the output limit "
-                                       f"({r['error'] or 'output'})", "render", limits["output_chars"]))
+            out.append(
+                Issue(
+                    RESOURCE,
+                    f"rendering the {r['label']} conversation writes past the output limit ({r['error'] or 'output'})",
+                    "render",
+                    limits["output_chars"],
+                )
+            )
     for r in result.get("renders", []):
         if r["kind"] != "attack":
             continue
         for access in r["refused"]:
             if tuple(access) not in ordinary and access[1] not in inert:
-                out.append(Issue(GADGET, f"a chat message {r['label']!r} makes the render reach {_route(access)}, "
-                                         f"which jinja2's sandbox refuses", repr(r["label"]), line=access[3] or None))
+                out.append(
+                    Issue(
+                        GADGET,
+                        f"a chat message {r['label']!r} makes the render reach {_route(access)}, "
+                        f"which jinja2's sandbox refuses",
+                        repr(r["label"]),
+                        line=access[3] or None,
+                    )
+                )
     return list(dict.fromkeys(out))
 
 

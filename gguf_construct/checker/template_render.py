@@ -30,13 +30,25 @@ from typing import Iterator
 from ..format import spec as _spec
 from . import template_contexts as _contexts
 
-__all__ = ["RenderPool", "RenderFailure", "render", "rendering", "rendering_enabled", "set_rendering", "jinja2_is_safe",
-           "default_pool", "render_soon", "NO_RENDER_ENV"]
+__all__ = [
+    "RenderPool",
+    "RenderFailure",
+    "render",
+    "rendering",
+    "rendering_enabled",
+    "set_rendering",
+    "jinja2_is_safe",
+    "default_pool",
+    "render_soon",
+    "NO_RENDER_ENV",
+]
 
 NO_RENDER_ENV = "GGUF_CONSTRUCT_NO_RENDER"
 _SANDBOX = Path(__file__).with_name("template_sandbox.py")
-_BOOT = ("import importlib.util, sys; s = importlib.util.spec_from_file_location('template_sandbox', sys.argv[1]); "
-         "m = importlib.util.module_from_spec(s); s.loader.exec_module(m); m.serve()")
+_BOOT = (
+    "import importlib.util, sys; s = importlib.util.spec_from_file_location('template_sandbox', sys.argv[1]); "
+    "m = importlib.util.module_from_spec(s); s.loader.exec_module(m); m.serve()"
+)
 
 
 class RenderFailure(Exception):
@@ -89,9 +101,15 @@ class _Worker:
     """One child process speaking JSON lines."""
 
     def __init__(self, config: dict) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-I", "-c", _BOOT, str(_SANDBOX)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={}, cwd="/",
-                                     close_fds=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-c", _BOOT, str(_SANDBOX)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={},
+            cwd="/",
+            close_fds=True,
+        )
         self.buffer = b""
         self.send(config)
         self.receive(config["wall_seconds"] + 20, 1024)  # the ready line (a cold start imports jinja2)
@@ -139,8 +157,20 @@ class RenderPool:
     def __init__(self, size: int | None = None, **overrides) -> None:
         cfg = _contexts.settings()
         self.size = size or cfg["workers"]
-        self.config = {k: cfg[k] for k in ("cpu_seconds", "wall_seconds", "memory_bytes", "output_chars",
-                                           "response_bytes", "max_refusals", "recursion", "triggers", "globals")}
+        self.config = {
+            k: cfg[k]
+            for k in (
+                "cpu_seconds",
+                "wall_seconds",
+                "memory_bytes",
+                "output_chars",
+                "response_bytes",
+                "max_refusals",
+                "recursion",
+                "triggers",
+                "globals",
+            )
+        }
         facts = _spec.load_yaml("templates.yaml")
         self.config["block_tags"] = facts["dialect"]["block_tags"]
         self.config["internal"] = facts["names"]["internal_attributes"]

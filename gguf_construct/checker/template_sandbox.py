@@ -39,8 +39,12 @@ class _Hole(jinja2.ChainableUndefined):
         return self
 
     def __getattr__(self, name: str) -> Any:
-        if _ACTIVE is not None and (name.startswith("_") or name in _ACTIVE.internal) \
-                and not name.startswith("_undefined") and name not in _PROBED:
+        if (
+            _ACTIVE is not None
+            and (name.startswith("_") or name in _ACTIVE.internal)
+            and not name.startswith("_undefined")
+            and name not in _PROBED
+        ):
             _ACTIVE._record("attribute", self, name)
         return super().__getattr__(name)
 
@@ -89,8 +93,11 @@ class RecordingSandbox(ImmutableSandboxedEnvironment):
     def __init__(self, block_tags: list, max_chars: int, max_refusals: int = 64) -> None:
         # optimized=False: no constant folding at compile time (half the code generation, and nothing of the
         # template is evaluated before the render's own limits apply)
-        super().__init__(extensions=["jinja2.ext.loopcontrols", "jinja2.ext.do", _block_tags(block_tags)],
-                         undefined=_Lenient, optimized=False)
+        super().__init__(
+            extensions=["jinja2.ext.loopcontrols", "jinja2.ext.do", _block_tags(block_tags)],
+            undefined=_Lenient,
+            optimized=False,
+        )
         self.max_chars = max_chars
         self.max_refusals = max_refusals
         self.refused: list = []
@@ -141,8 +148,13 @@ class RecordingSandbox(ImmutableSandboxedEnvironment):
             for seq, k in ((left, right), (right, left)):
                 if isinstance(seq, (str, list, tuple)) and isinstance(k, int) and len(seq) * k > self.max_chars:
                     raise OutputLimit(f"repetition of {len(seq) * k} items")
-        if operator == "**" and isinstance(left, int) and isinstance(right, int) \
-                and abs(left) > 1 and right * abs(left).bit_length() > 4 * self.max_chars:
+        if (
+            operator == "**"
+            and isinstance(left, int)
+            and isinstance(right, int)
+            and abs(left) > 1
+            and right * abs(left).bit_length() > 4 * self.max_chars
+        ):
             raise OutputLimit("power too large")
         return super().call_binop(context, operator, left, right)
 
@@ -168,27 +180,39 @@ def trigger_contexts(tree, budget: int, covered: frozenset = frozenset()) -> lis
         for node in [cmp.expr, *(op.expr for op in cmp.ops)]:
             for const in [node] if isinstance(node, nodes.Const) else node.find_all(nodes.Const):
                 value = const.value
-                if isinstance(value, str) and 0 < len(value) <= 256 and value not in strings \
-                        and value not in covered:
+                if isinstance(value, str) and 0 < len(value) <= 256 and value not in strings and value not in covered:
                     strings.append(value)
                 elif type(value) is int and 2 <= value <= 64 and value not in counts:
                     counts.append(value)
     out = []
     for s in strings[:budget]:
-        out.append({"messages": [{"role": "system", "content": s}, {"role": s, "content": s},
-                                 {"role": "user", "content": s}, {"role": "assistant", "content": s}],
-                    "tools": [{"type": "function", "function": {"name": s, "description": s,
-                                                                 "parameters": {"type": "object",
-                                                                                "properties": {}}}}],
-                    "add_generation_prompt": True, "trigger": s})
+        out.append(
+            {
+                "messages": [
+                    {"role": "system", "content": s},
+                    {"role": s, "content": s},
+                    {"role": "user", "content": s},
+                    {"role": "assistant", "content": s},
+                ],
+                "tools": [
+                    {
+                        "type": "function",
+                        "function": {"name": s, "description": s, "parameters": {"type": "object", "properties": {}}},
+                    }
+                ],
+                "add_generation_prompt": True,
+                "trigger": s,
+            }
+        )
     for k in counts[:budget]:
         for n in sorted({k, k + 1}):
             msgs = [{"role": ("user", "assistant")[i % 2], "content": f"m{i}"} for i in range(n)]
-            tools = [{"type": "function", "function": {"name": f"t{i}", "parameters": {"type": "object",
-                                                                                        "properties": {}}}}
-                     for i in range(n)]
+            tools = [
+                {"type": "function", "function": {"name": f"t{i}", "parameters": {"type": "object", "properties": {}}}}
+                for i in range(n)
+            ]
             out.append({"messages": msgs, "tools": tools, "add_generation_prompt": True, "trigger": f"count {n}"})
-    return out[:2 * budget]
+    return out[: 2 * budget]
 
 
 def _code_lines(template) -> set:
@@ -240,8 +264,16 @@ def render_all(text: str, contexts: list, attacks: list, config: dict, trace: bo
             error = f"{type(exc).__name__}: {str(exc)[:120]}"
         finally:
             sys.settrace(None)
-        renders.append({"kind": kind, "label": label[:200], "refused": env.refused, "error": error,
-                        "chars": chars, "stopped": stopped})
+        renders.append(
+            {
+                "kind": kind,
+                "label": label[:200],
+                "refused": env.refused,
+                "error": error,
+                "chars": chars,
+                "stopped": stopped,
+            }
+        )
     if not trace:
         return {"renders": renders}
     lines = {template.get_corresponding_lineno(n) for n in covered}
@@ -298,12 +330,12 @@ def serve() -> None:
         request = json.loads(line)
         _cpu_budget(config["cpu_seconds"])
         try:
-            result = render_all(request["text"], request["contexts"], request["attacks"], config,
-                                request.get("trace", False))
+            result = render_all(
+                request["text"], request["contexts"], request["attacks"], config, request.get("trace", False)
+            )
         except MemoryError:
             result = {"error": "MemoryError", "renders": []}
         except Exception as exc:  # noqa: BLE001 - the worker answers every request
             result = {"error": f"{type(exc).__name__}: {str(exc)[:200]}", "renders": []}
         stdout.write(json.dumps(result, default=str).encode() + b"\n")
         stdout.flush()
-

@@ -74,8 +74,11 @@ def _scans(ctx: Context) -> dict[str, tuple]:
                 out[text] = jinja_scan.scan(text)
                 budget -= len(text) if analysed else 0
             else:
-                out[text] = jinja_scan.scan_lexically(text, "the file's templates are past the characters analysed "
-                                                            "per file", jinja_scan.limit("file_bytes"))
+                out[text] = jinja_scan.scan_lexically(
+                    text,
+                    "the file's templates are past the characters analysed per file",
+                    jinja_scan.limit("file_bytes"),
+                )
     for text, pending in renders.items():
         out[text] = _with_renders(text, out.get(text, ()), pending.result())
     return out
@@ -118,8 +121,14 @@ def _issues(ctx: Context, kind: str) -> Iterator[Hit]:
             for issue in scans[text]:
                 if issue.kind == kind and (issue.problem, issue.construct) not in seen:
                     seen.add((issue.problem, issue.construct))
-                    yield Hit(kv.value_offset, f"{kv.path}.value", key=kv.key, problem=issue.problem,
-                              construct=issue.construct, limit=issue.limit)
+                    yield Hit(
+                        kv.value_offset,
+                        f"{kv.path}.value",
+                        key=kv.key,
+                        problem=issue.problem,
+                        construct=issue.construct,
+                        limit=issue.limit,
+                    )
 
 
 @rule("TPL-ESCAPE")
@@ -156,5 +165,6 @@ def _resource(ctx: Context) -> Iterator[Hit]:
 def _stray(ctx: Context) -> Iterator[Hit]:
     for kv, texts, is_chat_key in template_values(ctx):
         if not is_chat_key:
-            yield Hit(kv.value_offset, f"{kv.path}.value", key=kv.key, count=len(texts[0].encode("utf-8",
-                                                                                              "surrogatepass")))
+            yield Hit(
+                kv.value_offset, f"{kv.path}.value", key=kv.key, count=len(texts[0].encode("utf-8", "surrogatepass"))
+            )

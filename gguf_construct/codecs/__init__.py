@@ -44,7 +44,7 @@ TypeLike = Union[int, str, SupportsInt]  # a GGMLType, an id, a name
 BACKEND_ENV = "GGUF_CONSTRUCT_CODECS"
 _BACKENDS = ("auto", "numba", "numpy")
 _backend_choice: str | None = None  # set by use(); None: the environment variable decides
-_FAST_MISSING = "the compiled codecs need numba: pip install \"gguf-construct[fast]\""
+_FAST_MISSING = 'the compiled codecs need numba: pip install "gguf-construct[fast]"'
 
 
 def use(name: str) -> None:
@@ -132,12 +132,10 @@ def warm_up(types: Iterable | None = None, *, decode: bool = True, encode: bool 
     with using("numba"), np.errstate(all="ignore"):
         for t in wanted:
             if decode and compiled_decoder(t.id):
-                done.append(_timed(compiled, t, "decode", lambda: decode_blocks(t.id, bytes(t.type_size),
-                                                                                 threads=1)))
+                done.append(_timed(compiled, t, "decode", lambda: decode_blocks(t.id, bytes(t.type_size), threads=1)))
             if encode and compiled_encoder(t.id):
                 x, imatrix = _sample_rows(t)
-                done.append(_timed(compiled, t, "encode", lambda: encode_blocks(t.id, x, imatrix=imatrix,
-                                                                                 threads=1)))
+                done.append(_timed(compiled, t, "encode", lambda: encode_blocks(t.id, x, imatrix=imatrix, threads=1)))
     return done
 
 
@@ -254,8 +252,15 @@ def _byte_view(raw):
     return memoryview(raw).cast("B") if not isinstance(raw, np.ndarray) else raw.reshape(-1).view(np.uint8)
 
 
-def decode_blocks(ggml_type: TypeLike, raw, *, byte_order: str = "little", out: np.ndarray | None = None,
-                  threads: int | None = None, stream: bool = True) -> np.ndarray:
+def decode_blocks(
+    ggml_type: TypeLike,
+    raw,
+    *,
+    byte_order: str = "little",
+    out: np.ndarray | None = None,
+    threads: int | None = None,
+    stream: bool = True,
+) -> np.ndarray:
     """Decode whole blocks to an array of shape ``(n_blocks, block_size)``.
 
     ``out``: a C-contiguous array of that shape and the decoded dtype to write into (returned).  Decoders that
@@ -290,8 +295,15 @@ def decode_blocks(ggml_type: TypeLike, raw, *, byte_order: str = "little", out: 
     return out
 
 
-def _decode_compiled(compiled, t: _spec.TensorTypeSpec, blocks: np.ndarray, byte_order: str,
-                     out: np.ndarray | None, threads: int | None, stream: bool) -> np.ndarray:
+def _decode_compiled(
+    compiled,
+    t: _spec.TensorTypeSpec,
+    blocks: np.ndarray,
+    byte_order: str,
+    out: np.ndarray | None,
+    threads: int | None,
+    stream: bool,
+) -> np.ndarray:
     """:func:`decode_blocks` on the compiled path (kernels read little-endian bytes: big-endian blocks are
     swapped chunk by chunk)."""
     n = blocks.shape[0]
@@ -321,11 +333,12 @@ def empty_blocks(n_blocks: int, block_size: int, dtype=np.float32) -> np.ndarray
     n = n_blocks * block_size
     buf = np.empty(n + _OUTPUT_ALIGN // dtype.itemsize, dtype)
     skip = (-buf.ctypes.data % _OUTPUT_ALIGN) // dtype.itemsize
-    return buf[skip:skip + n].reshape(n_blocks, block_size)
+    return buf[skip : skip + n].reshape(n_blocks, block_size)
 
 
-def dequantize(ggml_type: TypeLike, raw, *, byte_order: str = "little", threads: int | None = None,
-               out: np.ndarray | None = None) -> np.ndarray:
+def dequantize(
+    ggml_type: TypeLike, raw, *, byte_order: str = "little", threads: int | None = None, out: np.ndarray | None = None
+) -> np.ndarray:
     """Decode raw tensor bytes of ``ggml_type`` to a flat array, bit-identical to ggml's ``dequantize_row_*``.
 
     The result is float32 for quantized and float types, and the type's own dtype for F64 and integer types.
@@ -361,13 +374,15 @@ def blocks_view(ggml_type: TypeLike, out: np.ndarray, n_bytes: int) -> np.ndarra
     if not isinstance(out, np.ndarray) or not out.flags.c_contiguous or not out.flags.writeable:
         raise ValueError("out must be a writeable C-contiguous numpy array")
     if out.dtype != dtype or out.size != n_blocks * t.block_size:
-        raise ValueError(f"{t.name}: out must hold {n_blocks * t.block_size} values of {dtype}, not {out.size} "
-                         f"of {out.dtype}")
+        raise ValueError(
+            f"{t.name}: out must hold {n_blocks * t.block_size} values of {dtype}, not {out.size} of {out.dtype}"
+        )
     return out.reshape(n_blocks, t.block_size)
 
 
-def quantize(ggml_type: TypeLike, values, *, imatrix=None, byte_order: str = "little",
-             threads: int | None = None) -> bytes:
+def quantize(
+    ggml_type: TypeLike, values, *, imatrix=None, byte_order: str = "little", threads: int | None = None
+) -> bytes:
     """Encode float values into ``ggml_type`` blocks, bit-identical to ggml's ``ggml_quantize_chunk``.
 
     ``values`` is float32 of shape ``(rows, n_per_row)`` or 1-D (one row); ``imatrix`` holds ``n_per_row``
@@ -380,8 +395,9 @@ def quantize(ggml_type: TypeLike, values, *, imatrix=None, byte_order: str = "li
     return encode_blocks(ggml_type, values, imatrix=imatrix, byte_order=byte_order, threads=threads).tobytes()
 
 
-def encode_blocks(ggml_type: TypeLike, values, *, imatrix=None, byte_order: str = "little",
-                  threads: int | None = None) -> np.ndarray:
+def encode_blocks(
+    ggml_type: TypeLike, values, *, imatrix=None, byte_order: str = "little", threads: int | None = None
+) -> np.ndarray:
     """:func:`quantize` returning the blocks as a 1-D structured array of :func:`block_dtype` (no copy into
     ``bytes``; write it with ``tofile`` or into a buffer); ``threads`` as there."""
     t = type_spec(ggml_type)
@@ -406,8 +422,10 @@ def encode_blocks(ggml_type: TypeLike, values, *, imatrix=None, byte_order: str 
         if t.imatrix == "ignored":
             imatrix = None
     elif t.imatrix == "required":
-        raise ValueError(f"{t.name} requires an importance matrix (ggml_quantize_requires_imatrix: "
-                         "ggml_quantize_chunk asserts imatrix != NULL): pass imatrix=")
+        raise ValueError(
+            f"{t.name} requires an importance matrix (ggml_quantize_requires_imatrix: "
+            "ggml_quantize_chunk asserts imatrix != NULL): pass imatrix="
+        )
     compiled = _compiled()
     if compiled is not None and compiled.encoder(t.id) is not None:
         blocks = np.zeros(rows.size // t.block_size, dtype=block_dtype(t.id, "little"))

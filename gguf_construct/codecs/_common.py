@@ -46,11 +46,30 @@ QK_K: int = next(t.block_size for t in _spec.tensor_types() if t.name == "Q4_K")
 QK: int = next(t.block_size for t in _spec.tensor_types() if t.name == "Q4_0")
 
 __all__ = [
-    "F32_ZERO", "FLT_MAX",
-    "fp16_to_fp32", "fp32_to_fp16", "fp16_bits", "bf16_to_fp32", "fp32_to_bf16",
-    "nearest_int", "c_float_to_int32", "roundf", "seq_sum", "c_row_max", "first_abs_max", "f32",
-    "DECODE_CHUNK_VALUES", "decode_chunks", "output_array", "block_bytes", "byte_runs", "gather_runs", "low_nibbles",
-    "high_nibbles", "spread_runs", "scale_groups",
+    "F32_ZERO",
+    "FLT_MAX",
+    "fp16_to_fp32",
+    "fp32_to_fp16",
+    "fp16_bits",
+    "bf16_to_fp32",
+    "fp32_to_bf16",
+    "nearest_int",
+    "c_float_to_int32",
+    "roundf",
+    "seq_sum",
+    "c_row_max",
+    "first_abs_max",
+    "f32",
+    "DECODE_CHUNK_VALUES",
+    "decode_chunks",
+    "output_array",
+    "block_bytes",
+    "byte_runs",
+    "gather_runs",
+    "low_nibbles",
+    "high_nibbles",
+    "spread_runs",
+    "scale_groups",
 ]
 
 F32_ZERO = np.float32(0.0)
@@ -79,9 +98,9 @@ def _as_half(h) -> np.ndarray:
     raise TypeError(f"expected a 16-bit array, got {h.dtype}")
 
 
-_HALF_CHUNK = 1 << 16               # values per chunk of the fp16 conversions: the temporaries stay in L2
-_HALF_SCALE = np.float32(2.0 ** 112)  # 2**(127 - 15): moves a binary16 exponent to binary32's bias
-_HALF_BITS = np.int32(-0x70002000)   # 0x8FFFE000: sign, then binary16's exponent and mantissa moved up 13
+_HALF_CHUNK = 1 << 16  # values per chunk of the fp16 conversions: the temporaries stay in L2
+_HALF_SCALE = np.float32(2.0**112)  # 2**(127 - 15): moves a binary16 exponent to binary32's bias
+_HALF_BITS = np.int32(-0x70002000)  # 0x8FFFE000: sign, then binary16's exponent and mantissa moved up 13
 _HALF_EXP = np.uint16(0x7C00)
 _HALF_ABS = np.uint16(0x7FFF)
 
@@ -120,26 +139,27 @@ def fp16_to_fp32(h, out: np.ndarray | None = None) -> np.ndarray:
     out = np.empty(bits.size, dtype=np.float32) if out is None else out.reshape(-1)
     wide = out.view(np.int32)
     for s in range(0, bits.size, _HALF_CHUNK):
-        w = wide[s:s + _HALF_CHUNK]
-        np.copyto(w, signed[s:s + _HALF_CHUNK])
+        w = wide[s : s + _HALF_CHUNK]
+        np.copyto(w, signed[s : s + _HALF_CHUNK])
         np.left_shift(w, np.int32(13), out=w)
         np.bitwise_and(w, _HALF_BITS, out=w)
-        f = out[s:s + _HALF_CHUNK]
+        f = out[s : s + _HALF_CHUNK]
         np.multiply(f, _HALF_SCALE, out=f)
     _half_specials(bits, out)
     return out.reshape(shape)
 
 
-_F32_NORMAL_HALF = np.uint32(0x38800000)   # 2**-14, the smallest normal binary16
-_F32_HALF_INF = np.uint32(0x477FF000)      # 65520: rounds to binary16 infinity
+_F32_NORMAL_HALF = np.uint32(0x38800000)  # 2**-14, the smallest normal binary16
+_F32_HALF_INF = np.uint32(0x477FF000)  # 65520: rounds to binary16 infinity
 _REBIAS_ROUND = np.uint32((0xFFF - (112 << 23)) & 0xFFFFFFFF)  # exponent 127 -> 15, plus the rounding bias
 _POINT_FIVE = np.float32(0.5)
 _POINT_FIVE_BITS = np.uint32(0x3F000000)
 _SMALL_HALF = 8192
 
 
-def _narrow_chunk(u: np.ndarray, out: np.ndarray, a: np.ndarray, t: np.ndarray, s: np.ndarray,
-                  small: np.ndarray) -> None:
+def _narrow_chunk(
+    u: np.ndarray, out: np.ndarray, a: np.ndarray, t: np.ndarray, s: np.ndarray, small: np.ndarray
+) -> None:
     """:func:`fp32_to_fp16` of float32 bits ``u`` into ``out`` (uint16); ``a``, ``t``, ``s`` uint32 and
     ``small`` bool scratch of the same length."""
     np.bitwise_and(u, _ABS_MASK, out=a)
@@ -186,7 +206,7 @@ def fp32_to_fp16(f) -> np.ndarray:
     with np.errstate(invalid="ignore"):  # the 0.5f addition also sees NaNs, whose result is not used
         for i in range(0, u.size, _HALF_CHUNK):
             k = min(_HALF_CHUNK, u.size - i)
-            _narrow_chunk(u[i:i + k], out[i:i + k], a[:k], t[:k], s[:k], small[:k])
+            _narrow_chunk(u[i : i + k], out[i : i + k], a[:k], t[:k], s[:k], small[:k])
     return out.view(np.float16).reshape(f.shape)
 
 
@@ -221,8 +241,8 @@ def nearest_int(f) -> np.ndarray:
     return (v.view(np.int32) & np.int32(0x007FFFFF)) - np.int32(0x00400000)
 
 
-_I32_LO = np.float32(-2147483648.0)   # -2**31, representable
-_I32_HI = np.float32(2147483648.0)    # 2**31, first value that does not fit
+_I32_LO = np.float32(-2147483648.0)  # -2**31, representable
+_I32_HI = np.float32(2147483648.0)  # 2**31, first value that does not fit
 
 
 def c_float_to_int32(f) -> np.ndarray:
@@ -336,7 +356,7 @@ def byte_runs(u8: np.ndarray, start: int, size: int, count: int = 1, step: int |
     runs with one item move each instead of a byte loop per row."""
     step = size if step is None else step
     assert start + (count - 1) * step + size <= u8.shape[1]
-    first = u8[:, start:start + size].view(np.dtype(f"V{size}"))  # (n, 1)
+    first = u8[:, start : start + size].view(np.dtype(f"V{size}"))  # (n, 1)
     return np.lib.stride_tricks.as_strided(first, (u8.shape[0], count), (u8.strides[0], step), writeable=False)
 
 
@@ -389,8 +409,9 @@ def spread_runs(runs: np.ndarray, shifts: tuple, mask: int, buf: np.ndarray) -> 
     return flat.reshape(n, count, fields, size)
 
 
-def scale_groups(out: np.ndarray, q: np.ndarray, scales: np.ndarray, offsets: np.ndarray | None = None,
-                 subtract: bool = True) -> None:
+def scale_groups(
+    out: np.ndarray, q: np.ndarray, scales: np.ndarray, offsets: np.ndarray | None = None, subtract: bool = True
+) -> None:
     """``out = q * s`` then ``out -= m`` (or ``+= m``) in float32, where s, m are ``scales`` / ``offsets``
     repeated over groups of ``out.size // scales.size`` consecutive values (all arrays flat, C order; ``q`` any
     integer or float dtype, converted exactly).  Each step is one rounding, in ggml's order."""

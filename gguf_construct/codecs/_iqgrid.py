@@ -214,8 +214,8 @@ class LatticeGrid:
         with np.errstate(over="ignore", invalid="ignore"):
             for i in range(self.dim):
                 diff = sc * q[:, :, i]
-                diff -= xval[:, i:i + 1]
-                t = w[:, i:i + 1] * diff
+                diff -= xval[:, i : i + 1]
+                t = w[:, i : i + 1] * diff
                 t *= diff
                 d2 += t
         # strict "d2 < best" from FLT_MAX: NaN, inf and padding never win, the first minimum does

@@ -76,8 +76,8 @@ def _best_index(x: np.ndarray, d: np.ndarray) -> np.ndarray:
 # that would overflow or lose bits), q from 2^20 on, infinities and NaNs take :func:`_best_index`.
 _K8 = np.ascontiguousarray(_KVF[:8])
 _MIDPOINTS = (_K8[:-1] + _K8[1:]) / _F32(2)
-_SAFE_SCALES = (_F32(2.0 ** -100), _F32(2.0 ** 100))
-_SAFE_Q = _F32(2.0 ** 20)
+_SAFE_SCALES = (_F32(2.0**-100), _F32(2.0**100))
+_SAFE_Q = _F32(2.0**20)
 
 
 def _best_index_pow2(x: np.ndarray, d: np.ndarray) -> np.ndarray:

@@ -138,7 +138,7 @@ class _Grid:
     NWANT = 3
 
     def __init__(self):
-        levels = (_grid_values().astype(np.int32) + 1)
+        levels = _grid_values().astype(np.int32) + 1
         n = levels.shape[0]
         self.levels = levels.astype(np.int8)
         shifts = 2 * np.arange(8, dtype=np.int32)
@@ -147,7 +147,7 @@ class _Grid:
         kmap[codes] = np.arange(n, dtype=np.int32)
         self.kmap = kmap
         # all codes with levels 0..2, off the grid
-        digits = (np.arange(3 ** 8)[:, None] // 3 ** np.arange(8)) % 3
+        digits = (np.arange(3**8)[:, None] // 3 ** np.arange(8)) % 3
         allc = (digits << shifts).sum(1)
         off_mask = kmap[allc] < 0
         off, dq = allc[off_mask], digits[off_mask]
@@ -208,7 +208,7 @@ def _best_neighbour2(grid: _Grid, codes, xv, wv, sc, xx) -> np.ndarray:
     return cand[np.minimum(first, total - 1)]
 
 
-_MARGIN = np.float32(1 - 2.0 ** -10)
+_MARGIN = np.float32(1 - 2.0**-10)
 
 
 def _sequential_pick(sumqx: np.ndarray, sumq2: np.ndarray, safe: np.ndarray):
@@ -233,7 +233,7 @@ def _sequential_pick(sumqx: np.ndarray, sumq2: np.ndarray, safe: np.ndarray):
     prev[:, 0] = -np.inf
     np.maximum.accumulate(score[:, :-1], axis=1, out=prev[:, 1:])
     top = np.maximum(prev[:, -1], score[:, -1])
-    ok = safe & (top >= _F32(2.0 ** -40)) & (top <= _F32(2.0 ** 60))
+    ok = safe & (top >= _F32(2.0**-40)) & (top <= _F32(2.0**60))
     prev *= _MARGIN
     possible = score > prev
     if not ok.all():
@@ -276,7 +276,7 @@ def _safe_groups(xs: np.ndarray, ws: np.ndarray) -> np.ndarray:
     sw = ws.sum(axis=1, dtype=np.float64)
     sax = wx.sum(axis=1)
     fin = np.isfinite(sax) & np.isfinite(sw)
-    return fin & (sw >= 2.0 ** -40) & (sw <= 2.0 ** 60) & (sax <= 2.0 ** 40) & (ws >= 0).all(axis=1)
+    return fin & (sw >= 2.0**-40) & (sw <= 2.0**60) & (sax <= 2.0**40) & (ws >= 0).all(axis=1)
 
 
 def _stable_sort(x: np.ndarray):
@@ -322,9 +322,14 @@ def _map_to_grid(grid: _Grid, L: np.ndarray, xb, weight, scale, xx):
     off = gi < 0
     if off.any():
         g_off, k_off = np.nonzero(off)
-        gi[g_off, k_off] = _best_neighbour2(grid, codes[g_off, k_off], xb.reshape(g, nv, 8)[g_off, k_off],
-                                            weight.reshape(g, nv, 8)[g_off, k_off], scale[g_off],
-                                            xx[g_off, k_off])
+        gi[g_off, k_off] = _best_neighbour2(
+            grid,
+            codes[g_off, k_off],
+            xb.reshape(g, nv, 8)[g_off, k_off],
+            weight.reshape(g, nv, 8)[g_off, k_off],
+            scale[g_off],
+            xx[g_off, k_off],
+        )
     return gi, ~off.any(axis=1)
 
 
@@ -388,7 +393,7 @@ def encode_iq1_s(rows: np.ndarray, imatrix: np.ndarray) -> np.ndarray:
                 scale = sqx.reshape(n, -1)[np.arange(n), sel_c] / sq2.reshape(n, -1)[np.arange(n), sel_c]
                 shift = np.where(sh == 0, 1, -1).astype(np.int8)
                 j = np.arange(32)
-                Ls = ((j >= i1[pair][:, None]).astype(np.int8) + (j >= i2[pair][:, None]))
+                Ls = (j >= i1[pair][:, None]).astype(np.int8) + (j >= i2[pair][:, None])
                 L = np.empty_like(Ls)
                 np.put_along_axis(L, perm, Ls, axis=1)
                 flip = scale < 0
@@ -421,7 +426,7 @@ def encode_iq1_s(rows: np.ndarray, imatrix: np.ndarray) -> np.ndarray:
             l |= np.where(shifts.reshape(b, 8) == -1, np.uint16(8), np.uint16(0))
             keep = max_scale > 0
             qh = qh.reshape(b, 8) | np.where(keep[:, None], l << np.uint16(12), np.uint16(0))
-            blk = out[b0:b0 + b]
+            blk = out[b0 : b0 + b]
             blk["d"] = np.where(keep, dh, np.float16(0))
             blk["qs"] = qs.reshape(b, 32)
             blk["qh"] = qh
@@ -494,7 +499,7 @@ def encode_iq1_m(rows: np.ndarray, imatrix) -> np.ndarray:
                 pair, best_k = sel_c // 4, sel_c % 4
                 scale = sqx.reshape(n, -1)[np.arange(n), sel_c] / sq2.reshape(n, -1)[np.arange(n), sel_c]
                 j = np.arange(16)
-                Ls = ((j >= i1[pair][:, None]).astype(np.int8) + (j >= i2[pair][:, None]))
+                Ls = (j >= i1[pair][:, None]).astype(np.int8) + (j >= i2[pair][:, None])
                 L = np.empty_like(Ls)
                 np.put_along_axis(L, perm, Ls, axis=1)
                 flip = scale < 0
@@ -544,7 +549,7 @@ def encode_iq1_m(rows: np.ndarray, imatrix) -> np.ndarray:
             sc[:, 1] |= (s16 & np.uint16(0x00F0)) << np.uint16(8)
             sc[:, 2] |= (s16 & np.uint16(0x0F00)) << np.uint16(4)
             sc[:, 3] |= s16 & np.uint16(0xF000)
-            blk = out[b0:b0 + b]
+            blk = out[b0 : b0 + b]
             blk["qs"] = qs
             blk["qh"] = qh
             blk["scales"] = np.where(keep[:, None], sc, 0)

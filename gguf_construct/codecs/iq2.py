@@ -126,7 +126,7 @@ def _decode_chunked(blocks: np.ndarray, step) -> np.ndarray:
     nb = blocks.shape[0]
     out = np.empty((nb, QK_K), dtype=np.float32)
     for i in range(0, nb, _CHUNK):
-        step(blocks[i:i + _CHUNK], out[i:i + _CHUNK])
+        step(blocks[i : i + _CHUNK], out[i : i + _CHUNK])
     return out
 
 
@@ -140,8 +140,9 @@ def _iq2_xxs_step(blocks: np.ndarray, out: np.ndarray) -> None:
     idx = np.empty((nb, 8, 4), dtype=np.intp)
     for l in range(4):
         idx[:, :, l] = ((q_aux >> (7 * l)) & 127) << 8 | ((q_grid >> (8 * l)) & 255)
-    np.take(_signed_grid("iq2xxs_grid", 8), idx.reshape(-1), axis=0,
-            out=out.view(np.uint64).reshape(-1, 4), mode="clip")
+    np.take(
+        _signed_grid("iq2xxs_grid", 8), idx.reshape(-1), axis=0, out=out.view(np.uint64).reshape(-1, 4), mode="clip"
+    )
     _apply_scales(out, db)
 
 
@@ -150,8 +151,13 @@ def _iq2_xs_step(blocks: np.ndarray, out: np.ndarray) -> None:
     d = _fp16_to_fp32(blocks["d"]).reshape(nb, 1)
     db = _scale_nibbles(d, blocks["scales"])  # one scale per 16 weights
     # each 16-bit word is (sign_index << 9) | grid_index: the signed table's row
-    np.take(_signed_grid("iq2xs_grid", 9), blocks["qs"].reshape(-1), axis=0,
-            out=out.view(np.uint64).reshape(-1, 4), mode="clip")
+    np.take(
+        _signed_grid("iq2xs_grid", 9),
+        blocks["qs"].reshape(-1),
+        axis=0,
+        out=out.view(np.uint64).reshape(-1, 4),
+        mode="clip",
+    )
     _apply_scales(out, db)
 
 
@@ -228,7 +234,7 @@ def _signs(xb: np.ndarray, weight: np.ndarray, parity: bool):
                 m = np.where(upd, ax[:, i], m)
                 imin[upd] = i
             xval[rows, imin] = -xval[rows, imin]
-            s[rows] ^= (np.uint8(1) << imin.astype(np.uint8))
+            s[rows] ^= np.uint8(1) << imin.astype(np.uint8)
         s &= np.uint8(127)
     return xval, s
 
@@ -459,7 +465,7 @@ def _iter_chunks(rows: np.ndarray, imatrix):
     x_all = rows.reshape(-1, QK_K)
     qw_blocks = None if imatrix is None else imatrix.reshape(bpr, QK_K)
     for start in range(0, x_all.shape[0], _ENC_CHUNK):
-        x = x_all[start:start + _ENC_CHUNK]
+        x = x_all[start : start + _ENC_CHUNK]
         qw = None
         if qw_blocks is not None:
             qw = qw_blocks[np.arange(start, start + x.shape[0]) % bpr]
@@ -505,7 +511,7 @@ def encode_iq2_xxs(rows: np.ndarray, imatrix) -> np.ndarray:
         qs[:, :, 1] = q_hi.reshape(nbl, 8)
         zero = ~(max_scale != 0)
         qs[zero] = 0
-        blk = out[start:start + nbl]
+        blk = out[start : start + nbl]
         blk["d"] = np.where(zero, np.float16(0), dh)
         blk["qs"] = qs.reshape(nbl, 16)
     return out
@@ -554,7 +560,7 @@ def encode_iq2_xs(rows: np.ndarray, imatrix) -> np.ndarray:
         zero = ~(max_scale != 0)
         qs[zero] = 0
         sc[zero] = 0
-        blk = out[start:start + nbl]
+        blk = out[start : start + nbl]
         blk["d"] = np.where(zero, np.float16(0), dh)
         blk["qs"] = qs
         blk["scales"] = sc
@@ -574,7 +580,7 @@ def encode_iq2_s(rows: np.ndarray, imatrix) -> np.ndarray:
         sc = (nib[:, 0::2] | nib[:, 1::2] << 4).astype(np.uint8)
         zero = ~(max_scale != 0)
         sc[zero] = 0  # ggml leaves d = 0 and the scales 0 but keeps qs, qh and the signs
-        blk = out[start:start + nbl]
+        blk = out[start : start + nbl]
         blk["d"] = np.where(zero, np.float16(0), dh)
         blk["qs"] = qs
         blk["qh"] = qh

@@ -375,7 +375,7 @@ def encode_iq3_xxs(rows: np.ndarray, imatrix) -> np.ndarray:
             max_scale, dh, l = _final_scales(scales.reshape(b, 8), _F32(1.0125))
             sas = sas.reshape(b, 8) | (l << np.uint32(28))
             keep = max_scale > 0
-            blk = out[b0:b0 + b]
+            blk = out[b0 : b0 + b]
             blk["d"] = np.where(keep, dh, np.float16(0))
             blk["qs"] = np.where(keep[:, None], gi.reshape(b, 64), 0).astype(np.uint8)
             blk["scales_and_signs"] = np.where(keep[:, None], sas, 0)
@@ -419,7 +419,7 @@ def encode_iq3_s(rows: np.ndarray, imatrix) -> np.ndarray:
             sg[bi, slot[bi, gj]] = signs.reshape(b, 8, 4)[bi, gj]
             qh = ((gi_b >> 8).astype(np.uint8) * bit).sum(axis=2, dtype=np.uint32).astype(np.uint8)
             qh[~live_b] = 0
-            blk = out[b0:b0 + b]
+            blk = out[b0 : b0 + b]
             blk["d"] = np.where(keep, dh, np.float16(0))
             blk["qs"] = qs.reshape(b, 64)  # written during the group loop, kept even when max_scale == 0
             blk["qh"] = qh

@@ -20,8 +20,17 @@ import numpy as np
 from ..format import spec
 from . import block_dtype
 from ._common import (
-    DECODE_CHUNK_VALUES, block_bytes, byte_runs, decode_chunks, first_abs_max, fp16_to_fp32, fp32_to_fp16,
-    nearest_int, output_array, scale_groups, spread_runs
+    DECODE_CHUNK_VALUES,
+    block_bytes,
+    byte_runs,
+    decode_chunks,
+    first_abs_max,
+    fp16_to_fp32,
+    fp32_to_fp16,
+    nearest_int,
+    output_array,
+    scale_groups,
+    spread_runs,
 )
 
 __all__ = ["decode_iq4_nl", "encode_iq4_nl", "decode_iq4_xs", "encode_iq4_xs", "best_index_iq4nl"]
@@ -69,8 +78,9 @@ _PAIRS = _pair_table(_KV)
 
 
 @np.errstate(over="ignore", invalid="ignore")  # inf * 0 and NaN scales are data here, not errors
-def _decode_codes(blocks: np.ndarray, q_offset: int, n_groups: int, scales: np.ndarray,
-                  out: np.ndarray | None) -> np.ndarray:
+def _decode_codes(
+    blocks: np.ndarray, q_offset: int, n_groups: int, scales: np.ndarray, out: np.ndarray | None
+) -> np.ndarray:
     """Values of ``n_groups`` groups of 16 code bytes at ``q_offset`` per block (byte j: low nibble value j,
     high nibble value j + 16), ``y = scale * kv[code]`` with one float32 scale per group of 32 values."""
     n = blocks.shape[0]
@@ -83,7 +93,7 @@ def _decode_codes(blocks: np.ndarray, q_offset: int, n_groups: int, scales: np.n
         codes = spread_runs(runs[s:e], (0, 4), 0xF, buf)  # codes in output order
         o = out[s:e].reshape(-1)
         np.take(_PAIRS, _pair_index(codes), out=o.view(np.uint64), mode="clip")  # kv values, two per lookup
-        scale_groups(o, o, scales[s * n_groups:e * n_groups])
+        scale_groups(o, o, scales[s * n_groups : e * n_groups])
     return out
 
 

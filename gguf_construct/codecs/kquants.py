@@ -22,19 +22,27 @@ from ._common import QK_K
 from ._common import fp16_to_fp32 as _f16_to_f32
 from ._common import fp32_to_fp16 as _f32_to_f16
 from ._common import nearest_int as _nearest_int
-from ._common import (
-    DECODE_CHUNK_VALUES, block_bytes, byte_runs, decode_chunks, output_array, scale_groups, spread_runs
-)
+from ._common import DECODE_CHUNK_VALUES, block_bytes, byte_runs, decode_chunks, output_array, scale_groups, spread_runs
 
 __all__ = [
-    "decode_q2_k", "encode_q2_k", "decode_q3_k", "encode_q3_k", "decode_q4_k", "encode_q4_k",
-    "decode_q5_k", "encode_q5_k", "decode_q6_k", "encode_q6_k", "decode_q8_k", "encode_q8_k",
+    "decode_q2_k",
+    "encode_q2_k",
+    "decode_q3_k",
+    "encode_q3_k",
+    "decode_q4_k",
+    "encode_q4_k",
+    "decode_q5_k",
+    "encode_q5_k",
+    "decode_q6_k",
+    "encode_q6_k",
+    "decode_q8_k",
+    "encode_q8_k",
 ]
 
 _F32 = np.float32
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
-_EPS = np.float32(1e-15)          # GROUP_MAX_EPS
+_EPS = np.float32(1e-15)  # GROUP_MAX_EPS
 _TENTH = np.float32(0.1)
 
 # Blocks handled per vectorized pass: bounds the temporaries and keeps them cache friendly.
@@ -144,8 +152,12 @@ def _make_q3_quants(x: np.ndarray):
             nlf = new_l.astype(np.float32)
             slx = slx + wxi * nlf
             sl2n = sl2 + (wi * nlf) * nlf
-            acc = ((sumlx - wxi * li) > _ZERO) & (new_l != L[i]) & (sl2n > _ZERO) & (
-                (slx * slx) * suml2 > (sumlx * sumlx) * sl2n)
+            acc = (
+                ((sumlx - wxi * li) > _ZERO)
+                & (new_l != L[i])
+                & (sl2n > _ZERO)
+                & ((slx * slx) * suml2 > (sumlx * sumlx) * sl2n)
+            )
             if acc.any():
                 changed = True
                 L[i] = np.where(acc, new_l, L[i])
@@ -162,8 +174,9 @@ def _make_q3_quants(x: np.ndarray):
     return scale, L
 
 
-def _make_qkx_quants(x: np.ndarray, w: np.ndarray, nmax: int, rmin: float, rdelta: float, nstep: int,
-                     use_mad: bool, v3: bool):
+def _make_qkx_quants(
+    x: np.ndarray, w: np.ndarray, nmax: int, rmin: float, rdelta: float, nstep: int, use_mad: bool, v3: bool
+):
     """``make_qkx2_quants`` (``v3=False``) / ``make_qkx3_quants`` with explicit weights.
 
     Returns ``(scale (N,), the_min (N,), L (n, N) int32 in [0, nmax])``.
@@ -359,15 +372,15 @@ def _pack_q3_scales(l: np.ndarray) -> np.ndarray:
     s[:, 0:8] = (l[:, 0:8] & 0xF) | ((l[:, 8:16] & 0xF) << 4)
     hi = l >> 4
     for g in range(4):
-        s[:, 8:12] |= hi[:, 4 * g:4 * g + 4] << (2 * g)
+        s[:, 8:12] |= hi[:, 4 * g : 4 * g + 4] << (2 * g)
     return (s & 0xFF).astype(np.uint8)
 
 
 def _unpack_q3_scales(s: np.ndarray) -> np.ndarray:
     """(c, 12) bytes -> (c, 16) int8 scales in [-32, 31]."""
     low = np.concatenate([s[:, 0:8] & 0xF, s[:, 0:8] >> 4], axis=1)
-    hi = (s[:, None, 8:12] >> np.array([0, 2, 4, 6], dtype=np.uint8)[None, :, None]) & 3   # (c, 4 groups, 4)
-    return ((low | (hi.reshape(-1, 16) << 4)).astype(np.int8) - np.int8(32))
+    hi = (s[:, None, 8:12] >> np.array([0, 2, 4, 6], dtype=np.uint8)[None, :, None]) & 3  # (c, 4 groups, 4)
+    return (low | (hi.reshape(-1, 16) << 4)).astype(np.int8) - np.int8(32)
 
 
 def _q3_scale_bytes(blocks: np.ndarray) -> np.ndarray:
@@ -399,7 +412,6 @@ def _block_weights(qw: np.ndarray, start: int, stop: int) -> np.ndarray:
 # --------------------------------------------------------------------------------------------------------------
 # Q2_K
 # --------------------------------------------------------------------------------------------------------------
-
 
 
 def _encode_q2_k_blocks(x: np.ndarray, qw) -> np.ndarray:
@@ -465,7 +477,6 @@ def encode_q2_k(rows: np.ndarray, imatrix) -> np.ndarray:
 # --------------------------------------------------------------------------------------------------------------
 
 
-
 def _q3_finish(out, x, scale_bytes, d16, L):
     """Requantize with the stored scales and pack hmask/qs (shared tail of the ref and impl paths)."""
     c = x.shape[0]
@@ -507,8 +518,9 @@ def _encode_q3_k_blocks(x: np.ndarray, qw) -> np.ndarray:
             W = _sub_major(qw, 16) * np.sqrt(s2 + X * X)
             sw = _seq_sum(W)
             scales, L = _make_qx_quants(X, 4, W)
-            d_block, Ls = _make_qx_quants(np.ascontiguousarray(scales.reshape(c, 16).T), 32,
-                                          np.ascontiguousarray(sw.reshape(c, 16).T))
+            d_block, Ls = _make_qx_quants(
+                np.ascontiguousarray(scales.reshape(c, 16).T), 32, np.ascontiguousarray(sw.reshape(c, 16).T)
+            )
             sb = _pack_q3_scales(Ls.T)
             d16 = _f32_to_f16(d_block)
         _q3_finish(out, x, sb, d16, L)
@@ -522,8 +534,6 @@ def encode_q3_k(rows: np.ndarray, imatrix) -> np.ndarray:
 # --------------------------------------------------------------------------------------------------------------
 # Q4_K and Q5_K
 # --------------------------------------------------------------------------------------------------------------
-
-
 
 
 def _encode_k45_blocks(x: np.ndarray, qw, nmax: int, type_name: str) -> np.ndarray:
@@ -596,7 +606,6 @@ def encode_q5_k(rows: np.ndarray, imatrix) -> np.ndarray:
 # --------------------------------------------------------------------------------------------------------------
 
 
-
 def _encode_q6_k_blocks(x: np.ndarray, qw) -> np.ndarray:
     c = x.shape[0]
     out = np.zeros(c, dtype=block_dtype("Q6_K"))
@@ -635,7 +644,6 @@ def encode_q6_k(rows: np.ndarray, imatrix) -> np.ndarray:
 # --------------------------------------------------------------------------------------------------------------
 # Q8_K
 # --------------------------------------------------------------------------------------------------------------
-
 
 
 def encode_q8_k(rows: np.ndarray, imatrix) -> np.ndarray:
@@ -677,7 +685,7 @@ _U4 = np.dtype("<u4")
 def _words(u8: np.ndarray, start: int, count: int) -> np.ndarray:
     """``count`` little-endian uint32 words from bytes ``start..`` of each block (as ggml's memcpy reads them
     on a little-endian host), as a (count, n_blocks) array."""
-    w = np.ascontiguousarray(u8[:, start:start + 4 * count]).view(_U4)
+    w = np.ascontiguousarray(u8[:, start : start + 4 * count]).view(_U4)
     return np.ascontiguousarray(w.T).astype(np.uint32)
 
 

@@ -27,8 +27,22 @@ import numpy as np
 
 from . import block_dtype
 from ._common import (
-    DECODE_CHUNK_VALUES, FLT_MAX, QK, block_bytes, byte_runs, c_float_to_int32, decode_chunks, first_abs_max,
-    fp16_to_fp32, fp32_to_fp16, nearest_int, output_array, roundf, scale_groups, seq_sum, spread_runs
+    DECODE_CHUNK_VALUES,
+    FLT_MAX,
+    QK,
+    block_bytes,
+    byte_runs,
+    c_float_to_int32,
+    decode_chunks,
+    first_abs_max,
+    fp16_to_fp32,
+    fp32_to_fp16,
+    nearest_int,
+    output_array,
+    roundf,
+    scale_groups,
+    seq_sum,
+    spread_runs,
 )
 
 _F = np.float32
@@ -63,7 +77,7 @@ def _decode(blocks: np.ndarray, bits: int, offset: int, with_min: bool, out: np.
     u8 = block_bytes(blocks)
     qs_at = blocks.dtype.fields["qs"][1]
     if bits == 8:
-        q8 = u8[:, qs_at:qs_at + QK].view(np.int8)
+        q8 = u8[:, qs_at : qs_at + QK].view(np.int8)
     else:
         runs = byte_runs(u8, qs_at, 16)
         step = min(n, DECODE_CHUNK_VALUES // QK)
@@ -82,8 +96,7 @@ def _decode(blocks: np.ndarray, bits: int, offset: int, with_min: bool, out: np.
         if offset:
             q = q.view(np.int8)
             q -= np.int8(offset)
-        scale_groups(out[s:e].reshape(-1), q.reshape(-1), d_all[s:e], m_all[s:e] if with_min else None,
-                     subtract=False)
+        scale_groups(out[s:e].reshape(-1), q.reshape(-1), d_all[s:e], m_all[s:e] if with_min else None, subtract=False)
     return out
 
 
@@ -432,8 +445,8 @@ def _encode_chunked(name: str, x: np.ndarray, fast, slow) -> np.ndarray:
     n = x.shape[0]
     out = np.empty(n, dtype=block_dtype(name))
     for s in range(0, n, ENCODE_CHUNK_BLOCKS):
-        xc = x[s:s + ENCODE_CHUNK_BLOCKS]
-        oc = out[s:s + ENCODE_CHUNK_BLOCKS]
+        xc = x[s : s + ENCODE_CHUNK_BLOCKS]
+        oc = out[s : s + ENCODE_CHUNK_BLOCKS]
         xt = xc.T.copy()  # always a copy: the fast paths work in it in place
         with np.errstate(invalid="ignore", over="ignore"):
             done = fast(xt, xc, oc)
@@ -501,6 +514,7 @@ def _fast_x0(name: str, nmax: int):
         np.minimum(q, cap, out=q)
         _store_nibbles(q, out, d, None)
         return True
+
     return fast
 
 
@@ -531,6 +545,7 @@ def _fast_x1(name: str, nmax: int):
             np.minimum(q, cap, out=q)
         _store_nibbles(q, out, d, mn)
         return True
+
     return fast
 
 
@@ -582,13 +597,17 @@ def _fast_q8(with_sum: bool):
             with np.errstate(over="ignore"):
                 out["s"] = fp32_to_fp16(total.astype(np.float32) * d)
         return True
+
     return fast
 
 
 _FAST = {
-    "Q4_0": _fast_x0("Q4_0", 8), "Q5_0": _fast_x0("Q5_0", 16),
-    "Q4_1": _fast_x1("Q4_1", 15), "Q5_1": _fast_x1("Q5_1", 31),
-    "Q8_0": _fast_q8(False), "Q8_1": _fast_q8(True),
+    "Q4_0": _fast_x0("Q4_0", 8),
+    "Q5_0": _fast_x0("Q5_0", 16),
+    "Q4_1": _fast_x1("Q4_1", 15),
+    "Q5_1": _fast_x1("Q5_1", 31),
+    "Q8_0": _fast_q8(False),
+    "Q8_1": _fast_q8(True),
 }
 
 
@@ -627,8 +646,14 @@ def _slow_q8_1(x):
     return _finish("Q8_1", {"d": fp32_to_fp16(d), "s": fp32_to_fp16(s), "qs": q})
 
 
-_SLOW = {"Q4_0": _slow_q4_0, "Q4_1": _slow_q4_1, "Q5_0": _slow_q5_0, "Q5_1": _slow_q5_1,
-         "Q8_0": _slow_q8_0, "Q8_1": _slow_q8_1}
+_SLOW = {
+    "Q4_0": _slow_q4_0,
+    "Q4_1": _slow_q4_1,
+    "Q5_0": _slow_q5_0,
+    "Q5_1": _slow_q5_1,
+    "Q8_0": _slow_q8_0,
+    "Q8_1": _slow_q8_1,
+}
 
 
 def _ref_encode(name: str, rows: np.ndarray) -> np.ndarray:
@@ -669,8 +694,7 @@ def encode_q5_1(rows: np.ndarray, imatrix=None) -> np.ndarray:
     x = _blocks_of(rows)
     w = _row_weights(rows, imatrix).reshape(-1, QK)
     d, mn, q = _make_qkx3_quants(x, 31, w)
-    return _finish("Q5_1", {"d": fp32_to_fp16(d), "m": fp32_to_fp16(mn), "qh": _pack_qh(q),
-                            "qs": _pack_nibbles(q)})
+    return _finish("Q5_1", {"d": fp32_to_fp16(d), "m": fp32_to_fp16(mn), "qh": _pack_qh(q), "qs": _pack_nibbles(q)})
 
 
 def encode_q8_0(rows: np.ndarray, imatrix=None) -> np.ndarray:

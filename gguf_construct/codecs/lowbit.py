@@ -19,7 +19,14 @@ import numpy as np
 
 from . import block_dtype
 from ._common import (
-    block_bytes, c_float_to_int32, decode_chunks, fp16_to_fp32, fp32_to_fp16, output_array, roundf, seq_sum
+    block_bytes,
+    c_float_to_int32,
+    decode_chunks,
+    fp16_to_fp32,
+    fp32_to_fp16,
+    output_array,
+    roundf,
+    seq_sum,
 )
 
 __all__ = ["decode_q1_0", "encode_q1_0", "decode_q2_0", "encode_q2_0"]
@@ -58,8 +65,15 @@ def nibble_tables(values) -> tuple[bytes, bytes]:
 
 
 @np.errstate(all="ignore")  # inf * 0 and NaN scales are data here, not errors
-def decode_nibbles(blocks: np.ndarray, q_offset: int, q_bytes: int, group: int, tables: tuple[bytes, bytes],
-                   scales: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+def decode_nibbles(
+    blocks: np.ndarray,
+    q_offset: int,
+    q_bytes: int,
+    group: int,
+    tables: tuple[bytes, bytes],
+    scales: np.ndarray,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
     """Decode 4-bit codes laid out in groups of ``group`` bytes, byte j of a group holding element j (low
     nibble) and element j + group (high nibble), as ``float(table[code]) * scale`` with one scale per group.
 
@@ -75,7 +89,7 @@ def decode_nibbles(blocks: np.ndarray, q_offset: int, q_bytes: int, group: int, 
     sc = scales.reshape(n, n_groups, 1)
     for s, e in chunks(n, 2 * q_bytes):
         c = e - s
-        qs = raw[s:e, q_offset:q_offset + q_bytes].tobytes()
+        qs = raw[s:e, q_offset : q_offset + q_bytes].tobytes()
         v = np.empty((c * n_groups, 2, group), dtype=np.int8)  # per group: low-nibble values, high-nibble values
         vv = v.view(unit).reshape(c * n_groups, 2)
         vv[:, 0] = np.frombuffer(qs.translate(lo_t), dtype=unit)
@@ -132,8 +146,9 @@ def encode_q1_0(rows: np.ndarray, imatrix: np.ndarray | None) -> np.ndarray:
 # --------------------------------------------------------------------------------------------------------------
 
 # byte -> its four 2-bit codes minus one (lowest pair first) as four int8 packed in a uint32 (derived layout)
-_Q2_QUADS = ((((np.arange(256)[:, None] >> (2 * np.arange(4))) & 3) - 1).astype(np.int8).copy()
-             .view(np.uint32).reshape(256))
+_Q2_QUADS = (
+    (((np.arange(256)[:, None] >> (2 * np.arange(4))) & 3) - 1).astype(np.int8).copy().view(np.uint32).reshape(256)
+)
 
 
 @np.errstate(all="ignore")

@@ -79,7 +79,7 @@ def encode_bf16(rows: np.ndarray, imatrix=None) -> np.ndarray:
     t = np.empty(min(u.size, _BF16_CHUNK), dtype=np.uint32)
     for s in range(0, u.size, _BF16_CHUNK):
         e = min(u.size, s + _BF16_CHUNK)
-        _bf16_chunk(u[s:e], out[s:e], t[:e - s])
+        _bf16_chunk(u[s:e], out[s:e], t[: e - s])
     return _as_blocks("BF16", out)
 
 

@@ -25,7 +25,7 @@ _F32 = np.float32
 
 # byte -> its base-3 digit n (0 = most significant) minus one, by ggml's multiply-and-shift extraction
 _b = np.arange(256, dtype=np.int64)
-_TRIT_TABLES = [byte_table(((((_b * 3 ** n) & 0xFF) * 3) >> 8) - 1) for n in range(5)]
+_TRIT_TABLES = [byte_table(((((_b * 3**n) & 0xFF) * 3) >> 8) - 1) for n in range(5)]
 _LOW2 = np.uint32(0x03030303)  # the low two bits of each byte of a 32-bit word
 del _b
 
@@ -43,10 +43,10 @@ def decode_tq1_0(blocks: np.ndarray, out: np.ndarray | None = None) -> np.ndarra
         for k, table in enumerate(_TRIT_TABLES):
             t = translate(chunk, table, (c, 54))
             # byte runs are moved as single items (V32 etc.): one strided copy each
-            v[:, 32 * k:32 * k + 32].view("V32")[:] = t[:, 0:32].view("V32")  # qs[0:32]: element 32k + m
-            v[:, 160 + 16 * k:176 + 16 * k].view("V16")[:] = t[:, 32:48].view("V16")  # qs[32:48]: 160 + 16k + m
+            v[:, 32 * k : 32 * k + 32].view("V32")[:] = t[:, 0:32].view("V32")  # qs[0:32]: element 32k + m
+            v[:, 160 + 16 * k : 176 + 16 * k].view("V16")[:] = t[:, 32:48].view("V16")  # qs[32:48]: 160 + 16k + m
             if k < 4:
-                v[:, 240 + 4 * k:244 + 4 * k].view("V4")[:] = t[:, 48:52].view("V4")  # qh: 240 + 4k + j
+                v[:, 240 + 4 * k : 244 + 4 * k].view("V4")[:] = t[:, 48:52].view("V4")  # qh: 240 + 4k + j
         np.multiply(v, d[s:e], out=out[s:e], dtype=np.float32, casting="unsafe")  # (float)(xi - 1) * d
     return out
 
@@ -132,8 +132,8 @@ def _encode_chunked(name: str, x: np.ndarray, fast, slow) -> np.ndarray:
     n = x.shape[0]
     out = np.zeros(n, dtype=block_dtype(name))
     for s in range(0, n, ENCODE_CHUNK_BLOCKS):
-        xc = x[s:s + ENCODE_CHUNK_BLOCKS]
-        oc = out[s:s + ENCODE_CHUNK_BLOCKS]
+        xc = x[s : s + ENCODE_CHUNK_BLOCKS]
+        oc = out[s : s + ENCODE_CHUNK_BLOCKS]
         with np.errstate(invalid="ignore", over="ignore"):
             finite = bool(np.isfinite(np.sum(xc)))
         if not (finite and fast(xc, oc)):

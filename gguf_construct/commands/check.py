@@ -23,47 +23,94 @@ __all__ = ["add_cli", "run"]
 
 STDIN = "-"
 FAIL_ON = ("error", "warning", "info", "never")
-DEFAULTS = {"profile": "spec", "format": "text", "select": [], "ignore": [], "fail-on": "error", "data": False,
-            "jobs": 1, "max-per-rule": 100}
+DEFAULTS = {
+    "profile": "spec",
+    "format": "text",
+    "select": [],
+    "ignore": [],
+    "fail-on": "error",
+    "data": False,
+    "jobs": 1,
+    "max-per-rule": 100,
+}
 
 
 def add_cli(subparsers) -> None:
     """Register ``check`` on the sub-parsers of the main command line."""
-    p = subparsers.add_parser("check", help="check files against the conformance rules (every finding)",
-                              description="Report every conformance finding of GGUF files, with rule ID, severity, "
-                                          "byte offset and field path. Defaults for the options come from a "
-                                          "[tool.gguf-construct] table in pyproject.toml or a .gguf-construct.toml "
-                                          "in this directory or a parent; options given here win.")
-    p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="GGUF files, directories (searched for *.gguf) or URLs (https://, hf://, s3://, ...); - "
-                        "reads standard input (after the files)")
-    p.add_argument("--format", choices=("text", "json", "sarif"), default=None,
-                   help="text for people (default), json for programs, sarif for code-scanning tools")
-    p.add_argument("--profile", choices=PROFILES, default=None,
-                   help="spec: gguf.md's verdicts (default); ggml: what ggml's reader accepts; llama.cpp: what "
-                        "llama.cpp's model loader accepts (container as mmap-ed by llama.cpp, plus the model rules)")
-    p.add_argument("--data", action="store_true", default=None,
-                   help="also look inside tensor data (non-finite values)")
-    p.add_argument("--fail-on", choices=FAIL_ON, default=None,
-                   help="exit 1 when a finding of this severity or worse exists (default: error; never: only "
-                        "unreadable paths fail)")
-    p.add_argument("--select", action="append", default=None, metavar="RULES",
-                   help="check only these rules: IDs or ID prefixes, comma-separated (KV,META-SPLIT,TI-TYPE); "
-                        "repeatable")
-    p.add_argument("--ignore", action="append", default=None, metavar="RULES",
-                   help="never report these rules (IDs or prefixes, comma-separated); repeatable")
-    p.add_argument("--max-per-rule", type=int, default=None, metavar="N",
-                   help="list at most N findings of one rule per file, then '... and M more' (default 100; "
-                        "0: all); counts in JSON and SARIF are always exact")
+    p = subparsers.add_parser(
+        "check",
+        help="check files against the conformance rules (every finding)",
+        description="Report every conformance finding of GGUF files, with rule ID, severity, "
+        "byte offset and field path. Defaults for the options come from a "
+        "[tool.gguf-construct] table in pyproject.toml or a .gguf-construct.toml "
+        "in this directory or a parent; options given here win.",
+    )
+    p.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="GGUF files, directories (searched for *.gguf) or URLs (https://, hf://, s3://, ...); - "
+        "reads standard input (after the files)",
+    )
+    p.add_argument(
+        "--format",
+        choices=("text", "json", "sarif"),
+        default=None,
+        help="text for people (default), json for programs, sarif for code-scanning tools",
+    )
+    p.add_argument(
+        "--profile",
+        choices=PROFILES,
+        default=None,
+        help="spec: gguf.md's verdicts (default); ggml: what ggml's reader accepts; llama.cpp: what "
+        "llama.cpp's model loader accepts (container as mmap-ed by llama.cpp, plus the model rules)",
+    )
+    p.add_argument("--data", action="store_true", default=None, help="also look inside tensor data (non-finite values)")
+    p.add_argument(
+        "--fail-on",
+        choices=FAIL_ON,
+        default=None,
+        help="exit 1 when a finding of this severity or worse exists (default: error; never: only "
+        "unreadable paths fail)",
+    )
+    p.add_argument(
+        "--select",
+        action="append",
+        default=None,
+        metavar="RULES",
+        help="check only these rules: IDs or ID prefixes, comma-separated (KV,META-SPLIT,TI-TYPE); repeatable",
+    )
+    p.add_argument(
+        "--ignore",
+        action="append",
+        default=None,
+        metavar="RULES",
+        help="never report these rules (IDs or prefixes, comma-separated); repeatable",
+    )
+    p.add_argument(
+        "--max-per-rule",
+        type=int,
+        default=None,
+        metavar="N",
+        help="list at most N findings of one rule per file, then '... and M more' (default 100; "
+        "0: all); counts in JSON and SARIF are always exact",
+    )
     p.add_argument("--jobs", type=int, default=None, metavar="N", help="check files in N processes")
-    p.add_argument("--config", metavar="FILE", default=None,
-                   help="read defaults from this TOML file instead of looking for one")
+    p.add_argument(
+        "--config", metavar="FILE", default=None, help="read defaults from this TOML file instead of looking for one"
+    )
     p.add_argument("--no-config", action="store_true", help="ignore configuration files")
-    p.add_argument("--stats", action="store_true",
-                   help="print the bytes and requests fetched for URLs (header-only unless --data) on stderr")
-    p.add_argument("--no-render", action="store_true",
-                   help="scan chat templates without rendering them (parse-only; by default each template is also "
-                        "rendered in jinja2's sandbox in a limited worker process: TPL-ESCAPE, TPL-GADGET)")
+    p.add_argument(
+        "--stats",
+        action="store_true",
+        help="print the bytes and requests fetched for URLs (header-only unless --data) on stderr",
+    )
+    p.add_argument(
+        "--no-render",
+        action="store_true",
+        help="scan chat templates without rendering them (parse-only; by default each template is also "
+        "rendered in jinja2's sandbox in a limited worker process: TPL-ESCAPE, TPL-GADGET)",
+    )
     p.set_defaults(func=run)
 
 
@@ -161,8 +208,11 @@ class _Progress:
             pct = 100 * done // total if total else 100
             if pct != self._last:
                 self._last = pct
-                self._draw(done / total if total else 1.0, f"{pct:3d}% of the tensor data of "
-                                                           f"{printable(os.path.basename(name))}")
+                self._draw(
+                    done / total if total else 1.0,
+                    f"{pct:3d}% of the tensor data of {printable(os.path.basename(name))}",
+                )
+
         return report
 
     def clear(self) -> None:
@@ -185,8 +235,13 @@ def _run(args) -> int:
     except ConfigError as exc:
         print(f"gguf-construct check: {exc}", file=sys.stderr)
         return 2
-    opts = {"profile": cfg["profile"], "data": cfg["data"], "select": cfg["select"], "ignore": cfg["ignore"],
-            "max_per_rule": cfg["max-per-rule"] or None}
+    opts = {
+        "profile": cfg["profile"],
+        "data": cfg["data"],
+        "select": cfg["select"],
+        "ignore": cfg["ignore"],
+        "max_per_rule": cfg["max-per-rule"] or None,
+    }
     text = cfg["format"] == "text"
     color = text and sys.stdout.isatty()
     missing = [p for p in args.paths if p != STDIN and not is_url(p) and not os.path.lexists(p)]
@@ -242,4 +297,3 @@ def _run(args) -> int:
     rank = SEVERITY_RANK[cfg["fail-on"]]
     failed = any(SEVERITY_RANK[f.severity] >= rank for r in reports for f in r.findings)
     return 1 if failed else 0
-

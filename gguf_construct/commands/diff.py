@@ -32,14 +32,19 @@ def _cmd_diff(args) -> int:
 def add_cli(subparsers) -> None:
     """Register the ``diff`` sub-command."""
     p = subparsers.add_parser(
-        "diff", help="compare two GGUF files (header, keys, tensors); exit 1 when they differ",
+        "diff",
+        help="compare two GGUF files (header, keys, tensors); exit 1 when they differ",
         description="Compare B against A: header fields, metadata keys (- only in A, + only in B, ~ changed, "
-                    "with types) and tensors (removed, added, changed shape/type/offset; with --data, tensors "
-                    "whose bytes differ). Exit status as diff: 0 same, 1 different, 2 trouble.")
+        "with types) and tensors (removed, added, changed shape/type/offset; with --data, tensors "
+        "whose bytes differ). Exit status as diff: 0 same, 1 different, 2 trouble.",
+    )
     p.add_argument("a", help="the first GGUF file")
     p.add_argument("b", help="the second GGUF file")
-    p.add_argument("--data", action="store_true", help="also compare the tensors' data (reads both files): byte for byte, or by value when "
-                        "the byte orders differ")
+    p.add_argument(
+        "--data",
+        action="store_true",
+        help="also compare the tensors' data (reads both files): byte for byte, or by value when "
+        "the byte orders differ",
+    )
     p.add_argument("--json", action="store_true", help="the differences as JSON")
     p.set_defaults(func=_cmd_diff)
-

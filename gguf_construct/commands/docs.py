@@ -31,8 +31,10 @@ def _cmd_site(out: str) -> int:
         print(f"gguf-construct: {DOCS_EXTRA_HINT}", file=sys.stderr)
         return 2
     seconds, n = build_site(out, write_docs)
-    print(f"wrote {out}: {n} pages in {seconds:.1f} s (open {Path(out) / 'index.html'}; search needs it served, "
-          f"e.g. python -m http.server -d {out})")
+    print(
+        f"wrote {out}: {n} pages in {seconds:.1f} s (open {Path(out) / 'index.html'}; search needs it served, "
+        f"e.g. python -m http.server -d {out})"
+    )
     return 0
 
 
@@ -56,6 +58,7 @@ def _cmd_docs(args: argparse.Namespace) -> int:
         if exports:
             from ..docgen.keynames import check_keynames
             from ..export import check_exports
+
             problems += check_exports(compile_parser=False) + check_keynames()
         for p in problems:
             print(p, file=sys.stderr)
@@ -68,6 +71,7 @@ def _cmd_docs(args: argparse.Namespace) -> int:
     if exports:
         from ..docgen.keynames import write_keynames
         from ..export import write_exports
+
         written, notes = write_exports()
         written += write_keynames()
         changed += written
@@ -82,15 +86,24 @@ def _cmd_docs(args: argparse.Namespace) -> int:
 
 def add_cli(subparsers: Any) -> None:
     """Register the ``docs`` sub-command on the CLI's subparsers."""
-    p = subparsers.add_parser("docs", help="render the Markdown reference in docs/ from spec/",
-                              description="Render the GGUF reference (Markdown) in docs/ from spec/; hand-written "
-                                          "prose outside the generated blocks is kept.")
-    p.add_argument("--out", default=None,
-                   help="output directory (default: docs/ beside spec/ in a source checkout, else ./docs)")
-    p.add_argument("--check", action="store_true",
-                   help="write nothing; exit 1 listing the files that differ from what the spec generates")
-    p.add_argument("--site", metavar="OUT",
-                   help="build the reference as a static HTML site with navigation and search into OUT (MkDocs "
-                        "with the Material theme: pip install \"gguf-construct[docs]\"); docs/ is not touched")
+    p = subparsers.add_parser(
+        "docs",
+        help="render the Markdown reference in docs/ from spec/",
+        description="Render the GGUF reference (Markdown) in docs/ from spec/; hand-written "
+        "prose outside the generated blocks is kept.",
+    )
+    p.add_argument(
+        "--out", default=None, help="output directory (default: docs/ beside spec/ in a source checkout, else ./docs)"
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 listing the files that differ from what the spec generates",
+    )
+    p.add_argument(
+        "--site",
+        metavar="OUT",
+        help="build the reference as a static HTML site with navigation and search into OUT (MkDocs "
+        'with the Material theme: pip install "gguf-construct[docs]"); docs/ is not touched',
+    )
     p.set_defaults(func=_cmd_docs)
-

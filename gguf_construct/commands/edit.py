@@ -16,8 +16,7 @@ def _type_arg(text: str) -> GGUFValueType:
     try:
         return GGUFValueType[text.upper()]
     except KeyError:
-        raise ValueError(f"unknown type {text!r}; the types are: "
-                         + ", ".join(t.name for t in GGUFValueType)) from None
+        raise ValueError(f"unknown type {text!r}; the types are: " + ", ".join(t.name for t in GGUFValueType)) from None
 
 
 def _fail(message: str) -> int:
@@ -56,7 +55,6 @@ def _special_key(name: str) -> str:
     if key is None:
         raise ValueError(f"unknown special token {name!r}; llama.cpp reads: {', '.join(sorted(keys))}")
     return key
-
 
 
 def _cmd_set(args) -> int:
@@ -114,35 +112,49 @@ def add_cli(subparsers) -> None:
     """Register the ``set`` and ``rename-tensor`` sub-commands."""
     types = ", ".join(t.name for t in GGUFValueType)
     p = subparsers.add_parser(
-        "set", help="set or delete a metadata key in place",
+        "set",
+        help="set or delete a metadata key in place",
         description="Set metadata KEY of FILE to VALUE, or delete a key, rewriting FILE atomically once for all "
-                    "edits (tensor data is copied verbatim). The type is --type, else as the API types a plain "
-                    "value: the key's current type when spec/keys.yaml allows it, else the registry's (integers "
-                    "narrowest first, as llama.cpp reads them), else inferred from VALUE (integer INT32, number "
-                    "FLOAT32, true/false BOOL, JSON list ARRAY, anything else STRING).")
+        "edits (tensor data is copied verbatim). The type is --type, else as the API types a plain "
+        "value: the key's current type when spec/keys.yaml allows it, else the registry's (integers "
+        "narrowest first, as llama.cpp reads them), else inferred from VALUE (integer INT32, number "
+        "FLOAT32, true/false BOOL, JSON list ARRAY, anything else STRING).",
+    )
     p.add_argument("file", help="the GGUF file to edit")
     p.add_argument("key", nargs="?", help="the metadata key, e.g. general.name")
     p.add_argument("value", nargs="?", help="the new value; an ARRAY is a JSON list such as '[1, 2]' (or --from-file)")
     p.add_argument("--type", metavar="T", help=f"the value type: {types}")
     p.add_argument("--item-type", metavar="T", help="the element type of an ARRAY value (implies --type ARRAY)")
-    p.add_argument("--from-file", metavar="PATH",
-                   help="read KEY's value from this file (UTF-8 text as is, e.g. a chat template; a .json file "
-                        "gives its chat_template)")
-    p.add_argument("--chat-template-file", metavar="PATH",
-                   help="set tokenizer.chat_template from a .jinja file or a tokenizer_config.json")
-    special = p.add_argument("--special-token", nargs=2, action="append", metavar=("NAME", "TEXT"),
-                             help="set the id of special token NAME (bos, eos, unk, sep, pad, cls, mask, eot, eom, "
-                                  "fim_pre, ...) to the id of the token spelled TEXT in the vocabulary; repeatable")
+    p.add_argument(
+        "--from-file",
+        metavar="PATH",
+        help="read KEY's value from this file (UTF-8 text as is, e.g. a chat template; a .json file "
+        "gives its chat_template)",
+    )
+    p.add_argument(
+        "--chat-template-file",
+        metavar="PATH",
+        help="set tokenizer.chat_template from a .jinja file or a tokenizer_config.json",
+    )
+    special = p.add_argument(
+        "--special-token",
+        nargs=2,
+        action="append",
+        metavar=("NAME", "TEXT"),
+        help="set the id of special token NAME (bos, eos, unk, sep, pad, cls, mask, eot, eom, "
+        "fim_pre, ...) to the id of the token spelled TEXT in the vocabulary; repeatable",
+    )
     special.candidates = lambda: sorted(special_token_keys())  # NAME, for shell completion
     p.add_argument("--delete", metavar="KEY", action="append", help="delete KEY; repeatable")
     p.set_defaults(func=_cmd_set)
 
     p = subparsers.add_parser(
-        "rename-tensor", help="rename a tensor in place",
+        "rename-tensor",
+        help="rename a tensor in place",
         description="Rename tensor OLD of FILE to NEW, rewriting FILE atomically; the data section is copied "
-                    "verbatim (offsets do not change).")
+        "verbatim (offsets do not change).",
+    )
     p.add_argument("file", help="the GGUF file to edit")
     p.add_argument("old", help="the tensor's current name")
     p.add_argument("new", help="its new name")
     p.set_defaults(func=_cmd_rename_tensor)
-

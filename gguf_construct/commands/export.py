@@ -36,8 +36,10 @@ def _cmd_export(args: argparse.Namespace) -> int:
         for p in problems:
             print(p, file=sys.stderr)
         if problems:
-            print("gguf-construct: exports are stale; run `gguf-construct export all` and commit the result",
-                  file=sys.stderr)
+            print(
+                "gguf-construct: exports are stale; run `gguf-construct export all` and commit the result",
+                file=sys.stderr,
+            )
             return 1
         print(f"{out}: up to date")
         return 0
@@ -54,13 +56,20 @@ def _cmd_export(args: argparse.Namespace) -> int:
 def add_cli(subparsers: Any) -> None:
     """Register the ``export`` sub-command on the CLI's subparsers."""
     p = subparsers.add_parser("export", help="GGUF for other tools: Kaitai Struct, ImHex, libmagic, shared-mime-info")
-    p.add_argument("what", choices=(*EXPORTS, "all"),
-                   help="ksy (Kaitai Struct), hexpat (ImHex), magic (libmagic), mime (shared-mime-info), "
-                        "or all of them into exports/")
-    p.add_argument("--out", default=None, help="file to write (default: stdout); for `all` the folder "
-                                               "(default: exports/ beside spec/)")
-    p.add_argument("--check", action="store_true",
-                   help="with `all`: write nothing; exit 1 listing the exports that differ from what the spec "
-                        "generates")
+    p.add_argument(
+        "what",
+        choices=(*EXPORTS, "all"),
+        help="ksy (Kaitai Struct), hexpat (ImHex), magic (libmagic), mime (shared-mime-info), "
+        "or all of them into exports/",
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        help="file to write (default: stdout); for `all` the folder (default: exports/ beside spec/)",
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="with `all`: write nothing; exit 1 listing the exports that differ from what the spec generates",
+    )
     p.set_defaults(func=_cmd_export)
-

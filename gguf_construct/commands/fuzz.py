@@ -47,8 +47,7 @@ class _StickyInterrupt:
 
 
 # OSErrors of the system (no message of ours): said as "PATH: file exists", without "[Errno 17]"
-_PLAIN_OS_ERRORS = (OSError, FileExistsError, FileNotFoundError, IsADirectoryError, NotADirectoryError,
-                    PermissionError)
+_PLAIN_OS_ERRORS = (OSError, FileExistsError, FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
 
 
 def cli_main(args) -> int:
@@ -74,9 +73,18 @@ def cli_main(args) -> int:
                 text = os_error_text(exc) if type(exc) in _PLAIN_OS_ERRORS else str(exc)
                 print(f"gguf-construct fuzz: {text}", file=sys.stderr)
                 return 2
-            results = run(target, count=args.count, seed=args.seed, profile=args.profile, out_dir=args.out,
-                          minimize=not args.no_minimize, versions=versions, byte_orders=byte_orders,
-                          tensor_types=types, should_stop=interrupt.seen)
+            results = run(
+                target,
+                count=args.count,
+                seed=args.seed,
+                profile=args.profile,
+                out_dir=args.out,
+                minimize=not args.no_minimize,
+                versions=versions,
+                byte_orders=byte_orders,
+                tensor_types=types,
+                should_stop=interrupt.seen,
+            )
             if interrupt.seen():
                 raise KeyboardInterrupt
         except BaseException:
@@ -123,27 +131,44 @@ def _supported(args) -> tuple[list[int] | None, list[str] | None, list[str] | No
 
 def add_cli(subparsers) -> None:
     """Register the ``fuzz`` sub-command on the main command line's sub-parsers."""
-    p = subparsers.add_parser("fuzz", help="differential fuzzing of a GGUF reader against the spec",
-                              description="Generate valid and invalid GGUF files, run TARGET on each and report "
-                                          "where it disagrees with the spec (false accepts/rejects, crashes, "
-                                          "hangs, wrong values), with minimised reproducers.")
-    p.add_argument("--target", required=True,
-                   help="gguf-py | ggml:LIBGGML_BASE_SO | llama:LIBLLAMA_SO (fed whole models; use --profile "
-                        "llama.cpp) | cmd:'PROGRAM ARGS {file}' | python:module:function")
+    p = subparsers.add_parser(
+        "fuzz",
+        help="differential fuzzing of a GGUF reader against the spec",
+        description="Generate valid and invalid GGUF files, run TARGET on each and report "
+        "where it disagrees with the spec (false accepts/rejects, crashes, "
+        "hangs, wrong values), with minimised reproducers.",
+    )
+    p.add_argument(
+        "--target",
+        required=True,
+        help="gguf-py | ggml:LIBGGML_BASE_SO | llama:LIBLLAMA_SO (fed whole models; use --profile "
+        "llama.cpp) | cmd:'PROGRAM ARGS {file}' | python:module:function",
+    )
     p.add_argument("--count", type=int, default=1000, help="files to generate (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="random seed (runs are reproducible)")
-    p.add_argument("--profile", choices=("spec", "ggml", "llama.cpp"), default="spec",
-                   help="oracle verdicts: the spec's (default), ggml's reader's or llama.cpp's model loader's")
+    p.add_argument(
+        "--profile",
+        choices=("spec", "ggml", "llama.cpp"),
+        default="spec",
+        help="oracle verdicts: the spec's (default), ggml's reader's or llama.cpp's model loader's",
+    )
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per file before a hang is declared")
     p.add_argument("--memory", type=int, default=2048, help="memory limit of the target in MiB (RLIMIT_AS)")
-    p.add_argument("--out", help="directory for reproducers (.gguf) and summary.json; must be new, empty or hold "
-                                 "only an earlier run's output (which is replaced)")
+    p.add_argument(
+        "--out",
+        help="directory for reproducers (.gguf) and summary.json; must be new, empty or hold "
+        "only an earlier run's output (which is replaced)",
+    )
     p.add_argument("--no-minimize", action="store_true", help="keep reproducers as generated")
-    p.add_argument("--versions", metavar="LIST",
-                   help="GGUF versions the target reads, e.g. 2,3 (default: all); files of other versions are not "
-                        "generated")
+    p.add_argument(
+        "--versions",
+        metavar="LIST",
+        help="GGUF versions the target reads, e.g. 2,3 (default: all); files of other versions are not generated",
+    )
     p.add_argument("--byte-orders", metavar="LIST", help="byte orders the target reads: little, big or both")
-    p.add_argument("--types", metavar="LIST",
-                   help="tensor types the target decodes, e.g. F32,F16,Q8_0 (default: every current type)")
+    p.add_argument(
+        "--types",
+        metavar="LIST",
+        help="tensor types the target decodes, e.g. F32,F16,Q8_0 (default: every current type)",
+    )
     p.set_defaults(func=cli_main)
-

@@ -17,8 +17,22 @@ from ..base.errors import GGUFError
 __all__ = ["main", "write_json"]
 
 # the modules of commands/ that register sub-commands with an add_cli(subparsers) function, in help order
-SUBCOMMAND_MODULES = ("check", "fuzz", "suite", "docs", "rule", "split", "edit", "diff", "hash", "sweep", "export",
-                      "warmup", "model", "completion")
+SUBCOMMAND_MODULES = (
+    "check",
+    "fuzz",
+    "suite",
+    "docs",
+    "rule",
+    "split",
+    "edit",
+    "diff",
+    "hash",
+    "sweep",
+    "export",
+    "warmup",
+    "model",
+    "completion",
+)
 
 
 def _cmd_dump(args) -> int:
@@ -44,6 +58,7 @@ def _cmd_dump(args) -> int:
         print(render_text(summary, full=args.full, tensors=not args.no_tensors))
     if args.stats:
         from ..base.remote import print_transfer_stats
+
         print_transfer_stats([gguf.transfer] if gguf.transfer else [], "dump")
     return 0
 
@@ -70,45 +85,69 @@ def _cmd_demo(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the command line (one sub-command per job)."""
-    parser = argparse.ArgumentParser(prog="gguf-construct",
-                                     description="GGUF files from a declarative spec: dump, edit, diff, split, merge, "
-                                                 "hash, convert, check.")
+    parser = argparse.ArgumentParser(
+        prog="gguf-construct",
+        description="GGUF files from a declarative spec: dump, edit, diff, split, merge, hash, convert, check.",
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("dump", help="show header, metadata and tensor table",
-                       description="Show FILE's header (version, byte order, alignment, file size, where the tensor "
-                                   "data starts), every metadata key with its type and value (arrays with their "
-                                   "item count) and the tensor table. Long values are summarised unless --full.")
-    p.add_argument("file", help="the GGUF file or a URL (https://, hf://, s3://, ...; read header-only; a shard of a "
-                                "split model is shown alone); - reads standard input")
+    p = sub.add_parser(
+        "dump",
+        help="show header, metadata and tensor table",
+        description="Show FILE's header (version, byte order, alignment, file size, where the tensor "
+        "data starts), every metadata key with its type and value (arrays with their "
+        "item count) and the tensor table. Long values are summarised unless --full.",
+    )
+    p.add_argument(
+        "file",
+        help="the GGUF file or a URL (https://, hf://, s3://, ...; read header-only; a shard of a "
+        "split model is shown alone); - reads standard input",
+    )
     form = p.add_mutually_exclusive_group()
-    form.add_argument("--json", action="store_true",
-                      help="machine-readable, stable JSON (with file_size, data_offset and each key's offset)")
+    form.add_argument(
+        "--json",
+        action="store_true",
+        help="machine-readable, stable JSON (with file_size, data_offset and each key's offset)",
+    )
     form.add_argument("--markdown", action="store_true", help="Markdown tables")
-    form.add_argument("--key", metavar="KEY",
-                      help="print only KEY's value, raw: a string exactly as stored (e.g. the chat template), "
-                           "an array as JSON; exit 1 when absent")
-    p.add_argument("--full", action="store_true",
-                   help="everything: whole arrays and strings (no 8-item or 160-character cut)")
+    form.add_argument(
+        "--key",
+        metavar="KEY",
+        help="print only KEY's value, raw: a string exactly as stored (e.g. the chat template), "
+        "an array as JSON; exit 1 when absent",
+    )
+    p.add_argument(
+        "--full", action="store_true", help="everything: whole arrays and strings (no 8-item or 160-character cut)"
+    )
     p.add_argument("--no-tensors", action="store_true", help="leave out the tensor table")
     p.add_argument("--stats", action="store_true", help="print the bytes fetched for a URL on stderr")
     p.set_defaults(func=_cmd_dump)
 
-    p = sub.add_parser("convert", help="rewrite between GGUF versions and byte orders",
-                       description="Rewrite INPUT as OUTPUT in another GGUF version and/or byte order (tensor data "
-                                   "is swapped block by block as the spec declares); written atomically.")
+    p = sub.add_parser(
+        "convert",
+        help="rewrite between GGUF versions and byte orders",
+        description="Rewrite INPUT as OUTPUT in another GGUF version and/or byte order (tensor data "
+        "is swapped block by block as the spec declares); written atomically.",
+    )
     p.add_argument("input", help="the GGUF file to read")
     p.add_argument("output", help="the GGUF file to write")
     from ..format import containerspec  # the versions and byte orders are the spec's
-    p.add_argument("--version", type=int, choices=containerspec.versions(),
-                   help="GGUF version of the output (default: as input)")
-    p.add_argument("--byte-order", choices=containerspec.BYTE_ORDERS, help="byte order of the output (default: as input)")
+
+    p.add_argument(
+        "--version", type=int, choices=containerspec.versions(), help="GGUF version of the output (default: as input)"
+    )
+    p.add_argument(
+        "--byte-order", choices=containerspec.BYTE_ORDERS, help="byte order of the output (default: as input)"
+    )
     p.set_defaults(func=_cmd_convert)
 
-    p = sub.add_parser("demo", help="write, load and verify example files in every version and byte order",
-                       description="Write small model files with several tensor types in every version and byte "
-                                   "order, load them back and verify byte-exact round trips and conversions.")
+    p = sub.add_parser(
+        "demo",
+        help="write, load and verify example files in every version and byte order",
+        description="Write small model files with several tensor types in every version and byte "
+        "order, load them back and verify byte-exact round trips and conversions.",
+    )
     p.add_argument("--out", help="keep the example files in this directory")
     p.set_defaults(func=_cmd_demo)
 

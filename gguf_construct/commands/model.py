@@ -58,8 +58,11 @@ def _render_expect(e: Expected, out) -> None:
     if e.has_file:
         c = e.counts()
         required = sum(1 for t in e.tensors if t.status == "missing" and t.required)
-        print(f"{len(e.tensors)} entries: {c['present']} present, {required} required missing, "
-              f"{c['missing'] - required} optional absent, {c['shape']} wrong shape, {c['unused']} unused", file=out)
+        print(
+            f"{len(e.tensors)} entries: {c['present']} present, {required} required missing, "
+            f"{c['missing'] - required} optional absent, {c['shape']} wrong shape, {c['unused']} unused",
+            file=out,
+        )
     for p in e.problems[:5]:
         print(f"problem: MODEL-{p.code}: {p.message}", file=out)
 
@@ -88,11 +91,20 @@ def _cmd_expect(args) -> int:
 
 
 def _params(args) -> ContextParams:
-    return ContextParams(n_batch=args.batch, n_ubatch=args.ubatch, n_seq_max=args.seqs, type_k=args.type_k,
-                         type_v=args.type_v, flash_attn=args.flash_attn, swa_full=args.swa_full,
-                         kv_unified=args.kv_unified, embeddings=args.embeddings or None,
-                         cpu_features=None if args.cpu_features is None else frozenset(
-                             f.strip() for f in args.cpu_features.split(",") if f.strip()))
+    return ContextParams(
+        n_batch=args.batch,
+        n_ubatch=args.ubatch,
+        n_seq_max=args.seqs,
+        type_k=args.type_k,
+        type_v=args.type_v,
+        flash_attn=args.flash_attn,
+        swa_full=args.swa_full,
+        kv_unified=args.kv_unified,
+        embeddings=args.embeddings or None,
+        cpu_features=None
+        if args.cpu_features is None
+        else frozenset(f.strip() for f in args.cpu_features.split(",") if f.strip()),
+    )
 
 
 def _cmd_estimate(args) -> int:
@@ -119,13 +131,23 @@ def _cmd_estimate(args) -> int:
 
 def _render_estimate(results: list[Estimate], out, layers: bool) -> None:
     first = results[0]
-    print(f"memory: {first.memory}; n_seq_max {first.n_seq_max}; figures in MiB (CPU backend; compute estimated)",
-          file=out)
+    print(
+        f"memory: {first.memory}; n_seq_max {first.n_seq_max}; figures in MiB (CPU backend; compute estimated)",
+        file=out,
+    )
     cols = ("ctx", "n_ctx", "model", "kv", "recurrent", "output", "compute~", "total")
     print("  ".join(f"{c:>10}" for c in cols), file=out)
     for r in results:
-        vals = (r.ctx, r.n_ctx, mib(r.model_bytes), mib(r.kv_bytes), mib(r.recurrent_bytes), mib(r.output_bytes),
-                mib(r.compute_bytes), mib(r.total_bytes))
+        vals = (
+            r.ctx,
+            r.n_ctx,
+            mib(r.model_bytes),
+            mib(r.kv_bytes),
+            mib(r.recurrent_bytes),
+            mib(r.output_bytes),
+            mib(r.compute_bytes),
+            mib(r.total_bytes),
+        )
         print("  ".join(f"{v:>10}" if isinstance(v, int) else f"{v:10.2f}" for v in vals), file=out)
     for note in first.notes:
         print(f"note: {note}", file=out)
@@ -134,39 +156,50 @@ def _render_estimate(results: list[Estimate], out, layers: bool) -> None:
         print(f"per layer at n_ctx {last.n_ctx}:", file=out)
         print(f"{'layer':>5}  {'cache':9}  {'cells':>7}  {'K/R width':>9}  {'V/S width':>9}  {'bytes':>12}", file=out)
         for x in last.layers:
-            print(f"{x.il:5d}  {x.cache:9}  {x.cells:7d}  {x.k_width:9d}  {x.v_width:9d}  {x.k_bytes + x.v_bytes:12d}",
-                  file=out)
+            print(
+                f"{x.il:5d}  {x.cache:9}  {x.cells:7d}  {x.k_width:9d}  {x.v_width:9d}  {x.k_bytes + x.v_bytes:12d}",
+                file=out,
+            )
 
 
 def _model_arguments(p) -> None:
     """The arguments that name the model: a file, or an architecture with --set values and a vocabulary size."""
     p.add_argument("file", nargs="?", help="a GGUF model file")
     p.add_argument("--arch", help="an architecture (without FILE)")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE",
-                   help="a hyperparameter (KEY without the architecture prefix is the architecture's, e.g. "
-                        "attention.head_count=32)")
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a hyperparameter (KEY without the architecture prefix is the architecture's, e.g. "
+        "attention.head_count=32)",
+    )
     p.add_argument("--vocab", type=int, default=None, help="vocabulary size (without FILE)")
 
 
 def add_cli(subparsers) -> None:
     """Register the ``expect`` and ``estimate`` sub-commands."""
     p = subparsers.add_parser(
-        "expect", help="every tensor llama.cpp's loader asks for, with concrete shapes and the file's status",
+        "expect",
+        help="every tensor llama.cpp's loader asks for, with concrete shapes and the file's status",
         description="Every tensor llama.cpp's loader asks for given the file's hyperparameters (or an "
-                    "architecture and --set values, without a file): its shape in ggml order, required / optional "
-                    "/ duplicate, and with a file present / missing / shape (wrong shape) / unused.  Exit 1 when a "
-                    "file misses a required tensor, has a wrong shape or an unused tensor.")
+        "architecture and --set values, without a file): its shape in ggml order, required / optional "
+        "/ duplicate, and with a file present / missing / shape (wrong shape) / unused.  Exit 1 when a "
+        "file misses a required tensor, has a wrong shape or an unused tensor.",
+    )
     _model_arguments(p)
-    p.add_argument("--json", action="store_true",
-                   help="a JSON list of {name, shape, required, duplicate, status, file_shape}")
+    p.add_argument(
+        "--json", action="store_true", help="a JSON list of {name, shape, required, duplicate, status, file_shape}"
+    )
     p.set_defaults(func=_cmd_expect)
 
     q = subparsers.add_parser(
-        "estimate", help="the memory llama.cpp takes to run a model: weights, KV cache, recurrent state, outputs",
+        "estimate",
+        help="the memory llama.cpp takes to run a model: weights, KV cache, recurrent state, outputs",
         description="Bytes llama.cpp allocates on the CPU backend for a context: the model buffer (mapped "
-                    "weights), the KV cache (per layer; SWA caches), recurrent state, the output buffer (replayed "
-                    "from llama.cpp's sizing rules, spec/architectures/_memory.yaml) and the compute buffer "
-                    "(estimated).  --ctx may repeat (a sweep); 0 is the training context.")
+        "weights), the KV cache (per layer; SWA caches), recurrent state, the output buffer (replayed "
+        "from llama.cpp's sizing rules, spec/architectures/_memory.yaml) and the compute buffer "
+        "(estimated).  --ctx may repeat (a sweep); 0 is the training context.",
+    )
     _model_arguments(q)
     q.add_argument("--ctx", type=int, action="append", help="context size (repeat for a sweep; default: training)")
     q.add_argument("--batch", type=int, default=None, help="n_batch (default 2048)")
@@ -180,9 +213,13 @@ def add_cli(subparsers) -> None:
     q.add_argument("--no-swa-full", dest="swa_full", action="store_false", help="window-sized SWA cache")
     q.add_argument("--kv-unified", action="store_true", default=None, help="one KV stream for all sequences")
     q.add_argument("--embeddings", action="store_true", help="the context also returns embeddings")
-    q.add_argument("--cpu-features", default=None, metavar="LIST",
-                   help="ggml CPU features deciding which weights go to the CPU_REPACK buffer (avx2, avx512, neon, "
-                        "dotprod, matmul_int8, sve; '' for none; default: this machine's)")
+    q.add_argument(
+        "--cpu-features",
+        default=None,
+        metavar="LIST",
+        help="ggml CPU features deciding which weights go to the CPU_REPACK buffer (avx2, avx512, neon, "
+        "dotprod, matmul_int8, sve; '' for none; default: this machine's)",
+    )
     q.add_argument("--layers", action="store_true", help="print the per-layer cache table")
     q.add_argument("--json", action="store_true", help="one JSON object per context size")
     q.set_defaults(func=_cmd_estimate)

@@ -73,22 +73,37 @@ def example(rule_id: str) -> dict | None:
         reports = [check(p, profile=crafted.profile, data=crafted.check_data) for p in paths]  # a first shard
         # reads its siblings itself and carries the set's findings
     findings = [f.to_dict() for r in reports for f in r.findings if f.rule == rule_id]
-    command = "gguf-construct check" + (f" --profile {crafted.profile}" if crafted.profile != "spec" else "") + \
-        (" --data" if crafted.check_data else "") + " " + " ".join(files)
-    return {"breakage": crafted.name, "doc": crafted.doc, "files": list(files), "profile": crafted.profile,
-            "command": command, "limits": dict(crafted.limits), "findings": findings}
+    command = (
+        "gguf-construct check"
+        + (f" --profile {crafted.profile}" if crafted.profile != "spec" else "")
+        + (" --data" if crafted.check_data else "")
+        + " "
+        + " ".join(files)
+    )
+    return {
+        "breakage": crafted.name,
+        "doc": crafted.doc,
+        "files": list(files),
+        "profile": crafted.profile,
+        "command": command,
+        "limits": dict(crafted.limits),
+        "findings": findings,
+    }
 
 
 def explain(rule: Rule, with_example: bool = True) -> dict[str, Any]:
     """Everything ``rule`` prints, as plain data."""
     raw = rule.raw
     out: dict[str, Any] = {
-        "id": rule.id, "title": rule.title, "doc": " ".join(rule.doc.split()),
+        "id": rule.id,
+        "title": rule.title,
+        "doc": " ".join(rule.doc.split()),
         "severity": {p: rule.severity(p) for p in PROFILES},
         "load_refuses": raw.get("load") == "refuse",
         "applies_to": list(raw.get("applies_to") or ()),
         "readers": {"ggml gguf.cpp rejects": raw.get("c_reader"), "gguf-py 0.19.0 rejects": raw.get("gguf_py")},
-        "message": rule.message, "source": " ".join(str(rule.source).split()),
+        "message": rule.message,
+        "source": " ".join(str(rule.source).split()),
         "spec_ref": " ".join(str(raw.get("doc_ref", "")).split()),
         "docs": f"{rules_page()}#{anchor('rule', rule.id)}",
         "see_also": list(raw.get("see_also") or ()),
@@ -108,8 +123,14 @@ def render_text(info: dict[str, Any]) -> str:
     """The terminal form of :func:`explain`'s data."""
     lines = [f"{info['id']}: {info['title']}", "", _wrap(info["doc"]), ""]
     lines.append("severity    " + " · ".join(f"{p}: {s}" for p, s in info["severity"].items()))
-    lines.append("load        " + ("refuses the file (gguf_construct.load raises GGUFError)" if info["load_refuses"]
-                                   else "reads the file (check reports it)"))
+    lines.append(
+        "load        "
+        + (
+            "refuses the file (gguf_construct.load raises GGUFError)"
+            if info["load_refuses"]
+            else "reads the file (check reports it)"
+        )
+    )
     if info["applies_to"]:
         lines.append("applies to  " + ", ".join(info["applies_to"]))
     lines.append("readers     " + "; ".join(f"{k}: {v}" for k, v in info["readers"].items() if v))
@@ -122,8 +143,11 @@ def render_text(info: dict[str, Any]) -> str:
         lines.append("see also    " + ", ".join(info["see_also"]))
     ex = info.get("example")
     if ex:
-        lines += ["", f"Example: breakage {ex['breakage']!r} of gguf_construct.breaking.crafting"
-                      + (f" ({ex['doc'].rstrip('.')})" if ex["doc"] else "")]
+        lines += [
+            "",
+            f"Example: breakage {ex['breakage']!r} of gguf_construct.breaking.crafting"
+            + (f" ({ex['doc'].rstrip('.')})" if ex["doc"] else ""),
+        ]
         if ex["limits"]:
             lines.append("  with lowered limits " + ", ".join(f"{k}={v}" for k, v in ex["limits"].items()))
         lines.append(f"  $ {ex['command']}")
@@ -170,14 +194,17 @@ def _rule_ids() -> list[str]:
 
 def add_cli(subparsers: Any) -> None:
     """Register the ``rule`` sub-command on the CLI's subparsers."""
-    p = subparsers.add_parser("rule", help="explain a conformance rule: text, severity per profile, references, "
-                                           "an example",
-                              description="Explain the conformance rule ID (as `check` reports it): its text, its "
-                                          "severity under every profile, whether load refuses it, how ggml and "
-                                          "gguf-py treat it, its spec references and an example file that breaks "
-                                          "it, checked. Without ID (or with --all): every rule, one per line.")
-    p.add_argument("id", nargs="?", metavar="ID", help="a rule ID, e.g. HDR-MAGIC (case-insensitive)"
-                   ).candidates = _rule_ids  # offered by shell completion (read only when it is generated)
+    p = subparsers.add_parser(
+        "rule",
+        help="explain a conformance rule: text, severity per profile, references, an example",
+        description="Explain the conformance rule ID (as `check` reports it): its text, its "
+        "severity under every profile, whether load refuses it, how ggml and "
+        "gguf-py treat it, its spec references and an example file that breaks "
+        "it, checked. Without ID (or with --all): every rule, one per line.",
+    )
+    p.add_argument(
+        "id", nargs="?", metavar="ID", help="a rule ID, e.g. HDR-MAGIC (case-insensitive)"
+    ).candidates = _rule_ids  # offered by shell completion (read only when it is generated)
     p.add_argument("--all", action="store_true", help="list every rule with its severities")
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
     p.add_argument("--no-example", action="store_true", help="leave out the example (no file is crafted)")

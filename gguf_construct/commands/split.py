@@ -15,7 +15,6 @@ def _human(n: int) -> str:
     return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n} bytes"
 
 
-
 def _cmd_split(args) -> int:
     if args.max_size is not None and args.max_tensors is not None:
         print("gguf-construct split: give --max-size or --max-tensors, not both", file=sys.stderr)
@@ -29,8 +28,14 @@ def _cmd_split(args) -> int:
         print("gguf-construct split: --max-tensors must be positive", file=sys.stderr)
         return 2
     source = open_input(args.input)
-    shards = split_model(source, args.prefix, max_size=max_size, max_tensors=args.max_tensors,
-                         no_tensor_first_split=args.no_tensor_first_split, dry_run=args.dry_run)
+    shards = split_model(
+        source,
+        args.prefix,
+        max_size=max_size,
+        max_tensors=args.max_tensors,
+        no_tensor_first_split=args.no_tensor_first_split,
+        dry_run=args.dry_run,
+    )
     verb = "would write" if args.dry_run else "wrote"
     for path, shard in shards:
         print(f"{verb} {path}: {len(shard.tensors)} tensors, {_human(sum(t.nbytes for t in shard.tensors))}")
@@ -51,29 +56,36 @@ def _cmd_merge(args) -> int:
 def add_cli(subparsers) -> None:
     """Register the ``split`` and ``merge`` sub-commands."""
     p = subparsers.add_parser(
-        "split", help="split a model into shards (as llama.cpp's gguf-split)",
+        "split",
+        help="split a model into shards (as llama.cpp's gguf-split)",
         description="Write IN as shards PREFIX-00001-of-0000N.gguf, byte-compatible with llama.cpp's gguf-split: "
-                    "the first shard holds all metadata, every shard gets split.no, split.count and "
-                    "split.tensors.count. Without a limit, shards hold 128 tensors each (gguf-split's default).")
+        "the first shard holds all metadata, every shard gets split.no, split.count and "
+        "split.tensors.count. Without a limit, shards hold 128 tensors each (gguf-split's default).",
+    )
     p.add_argument("input", help="the GGUF file to split")
     p.add_argument("prefix", help="output path prefix; shards are PREFIX-00001-of-0000N.gguf")
-    p.add_argument("--max-size", metavar="SIZE",
-                   help="at most SIZE bytes of tensor data per shard, e.g. 2G or 500M (decimal units; a larger "
-                        "tensor gets a shard of its own)")
+    p.add_argument(
+        "--max-size",
+        metavar="SIZE",
+        help="at most SIZE bytes of tensor data per shard, e.g. 2G or 500M (decimal units; a larger "
+        "tensor gets a shard of its own)",
+    )
     p.add_argument("--max-tensors", type=int, metavar="N", help="at most N tensors per shard")
-    p.add_argument("--no-tensor-first-split", action="store_true",
-                   help="the first shard holds only the metadata, no tensors")
+    p.add_argument(
+        "--no-tensor-first-split", action="store_true", help="the first shard holds only the metadata, no tensors"
+    )
     p.add_argument("--dry-run", action="store_true", help="print the shards without writing them")
     p.set_defaults(func=_cmd_split)
 
     p = subparsers.add_parser(
-        "merge", help="merge the shards of a split model into one file",
+        "merge",
+        help="merge the shards of a split model into one file",
         description="Merge a split model into OUT, as llama.cpp's gguf-split --merge: name the first shard "
-                    "(...-00001-of-0000N.gguf); the others are found next to it. The metadata is the first "
-                    "shard's, with split.count set to 0.")
+        "(...-00001-of-0000N.gguf); the others are found next to it. The metadata is the first "
+        "shard's, with split.count set to 0.",
+    )
     p.add_argument("first_shard", help="the first shard, ...-00001-of-0000N.gguf")
     p.add_argument("output", help="the merged GGUF file to write (atomically)")
     p.add_argument("--force", action="store_true", help="replace OUT when it exists")
     p.add_argument("--dry-run", action="store_true", help="read every shard but write nothing")
     p.set_defaults(func=_cmd_merge)
-

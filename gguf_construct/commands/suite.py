@@ -18,8 +18,10 @@ def _cmd_write(args: argparse.Namespace) -> int:
     manifest = write_suite(args.dir, large=args.large)
     n = len(manifest["cases"])
     large = sum(1 for c in manifest["cases"] if c.get("large"))
-    print(f"{n} cases{f' ({large} large)' if large else ''}, {manifest['total_bytes']:,} bytes of GGUF files, "
-          f"digest {manifest['digest'][:16]} in {args.dir}")
+    print(
+        f"{n} cases{f' ({large} large)' if large else ''}, {manifest['total_bytes']:,} bytes of GGUF files, "
+        f"digest {manifest['digest'][:16]} in {args.dir}"
+    )
     return 0
 
 
@@ -34,26 +36,40 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"gguf-construct: {exc}", file=sys.stderr)
         return 2
-    results = run_suite(args.dir, target, profile=args.profile, only=args.only,
-                        progress=None if args.quiet else progress_printer())
+    results = run_suite(
+        args.dir, target, profile=args.profile, only=args.only, progress=None if args.quiet else progress_printer()
+    )
     summary = summarise(results)
     failures = [r for r in results if r.result != "pass"]
     if args.json:
         from ..base.jsonout import write_json
 
-        write_json(json.dumps({"profile": args.profile, "summary": summary,
-                               "cases": [r.to_json() for r in results]}, ensure_ascii=False, indent=1))
+        write_json(
+            json.dumps(
+                {"profile": args.profile, "summary": summary, "cases": [r.to_json() for r in results]},
+                ensure_ascii=False,
+                indent=1,
+            )
+        )
     else:
-        for r in failures[:args.show]:
+        for r in failures[: args.show]:
             extra = f": {r.differences[0]}" if r.differences else (f": {r.detail[:160]}" if r.detail else "")
             print(f"{r.result:13} {r.file} (expected {r.expected}, got {r.outcome}){extra}")
         if len(failures) > args.show:
             print(f"... and {len(failures) - args.show} more (--show N, or --json)")
         print(counts_line(summary))
     if args.record:
-        record(args.results, args.record, version=args.reader_version, adapter=args.adapter or args.record,
-               profile=args.profile, digest=manifest["digest"], cases=len(manifest["cases"]), results=results,
-               notes=args.notes)
+        record(
+            args.results,
+            args.record,
+            version=args.reader_version,
+            adapter=args.adapter or args.record,
+            profile=args.profile,
+            digest=manifest["digest"],
+            cases=len(manifest["cases"]),
+            results=results,
+            notes=args.notes,
+        )
     return 1 if failures else 0
 
 
@@ -79,8 +95,11 @@ def _matrix(args: argparse.Namespace) -> int:
         differences = compare_results(load_results(args.results), load_results(args.compare))
         for line in differences:
             print(line)
-        print(f"{len(differences)} differences from {args.results}" if differences else
-              f"every reader gives the results recorded in {args.results}")
+        print(
+            f"{len(differences)} differences from {args.results}"
+            if differences
+            else f"every reader gives the results recorded in {args.results}"
+        )
         return 1 if differences else 0
     if args.check:
         stale = check_matrix(args.results, args.out)
@@ -94,20 +113,29 @@ def _matrix(args: argparse.Namespace) -> int:
 
 def add_cli(subparsers: Any) -> None:
     """Register ``suite write``, ``suite run`` and ``suite matrix``."""
-    p = subparsers.add_parser("suite", help="the conformance suite for any GGUF reader",
-                              description="Write the conformance suite (plain files and manifest.json), score a "
-                                          "reader on it, render the matrix of readers.")
+    p = subparsers.add_parser(
+        "suite",
+        help="the conformance suite for any GGUF reader",
+        description="Write the conformance suite (plain files and manifest.json), score a "
+        "reader on it, render the matrix of readers.",
+    )
     sub = p.add_subparsers(dest="suite_command", required=True)
     w = sub.add_parser("write", help="write the suite's files and manifest.json into DIR")
     w.add_argument("dir")
-    w.add_argument("--large", action="store_true",
-                   help="also write the four files at and one past ggml's 2^30 limits (4 GiB, the arrays sparse; "
-                        "marked \"large\": true in the manifest)")
+    w.add_argument(
+        "--large",
+        action="store_true",
+        help="also write the four files at and one past ggml's 2^30 limits (4 GiB, the arrays sparse; "
+        'marked "large": true in the manifest)',
+    )
     w.set_defaults(func=_cmd_write)
     r = sub.add_parser("run", help="score a reader on a written suite")
     r.add_argument("dir")
-    r.add_argument("--target", required=True,
-                   help="gguf-py, ggml:LIBGGML_BASE_SO, llama:LIBLLAMA_SO, cmd:TEMPLATE or python:MOD:FUNC")
+    r.add_argument(
+        "--target",
+        required=True,
+        help="gguf-py, ggml:LIBGGML_BASE_SO, llama:LIBLLAMA_SO, cmd:TEMPLATE or python:MOD:FUNC",
+    )
     r.add_argument("--profile", default="spec", choices=("spec", "ggml", "llama.cpp"))
     r.add_argument("--timeout", type=float, default=10.0, help="seconds per case (default 10)")
     r.add_argument("--memory", type=int, default=2048, help="memory limit of the reader in MiB (default 2048)")
@@ -125,6 +153,9 @@ def add_cli(subparsers: Any) -> None:
     m.add_argument("--results", default="readers/results.json")
     m.add_argument("--out", default="docs")
     m.add_argument("--check", action="store_true", help="fail when the pages differ from the recorded results")
-    m.add_argument("--compare", metavar="RERUN_JSON",
-                   help="fail when the readers recorded in RERUN_JSON (a fresh run_all.sh) differ from --results")
+    m.add_argument(
+        "--compare",
+        metavar="RERUN_JSON",
+        help="fail when the readers recorded in RERUN_JSON (a fresh run_all.sh) differ from --results",
+    )
     m.set_defaults(func=_cmd_matrix)

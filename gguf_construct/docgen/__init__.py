@@ -31,8 +31,22 @@ from .markdown import anchor
 from .pages import pages
 from .pictures import PICTURE_DIR, pictures as all_pictures
 
-__all__ = ["Page", "Section", "PAGES", "anchor", "definitions", "render_all", "splice", "write_docs", "check_docs",
-           "default_out_dir", "pages_dir", "load_spec", "SpecData", "Ctx"]
+__all__ = [
+    "Page",
+    "Section",
+    "PAGES",
+    "anchor",
+    "definitions",
+    "render_all",
+    "splice",
+    "write_docs",
+    "check_docs",
+    "default_out_dir",
+    "pages_dir",
+    "load_spec",
+    "SpecData",
+    "Ctx",
+]
 
 BEGIN = "<!-- BEGIN GENERATED: {name} -->"
 END = "<!-- END GENERATED -->"
@@ -98,8 +112,10 @@ def render_all(out_dir: Path | str) -> dict[Path, str]:
 def pages_dir() -> Path | None:
     """Where the checked-in pages (their hand-written prose) are: docs/ of a source checkout, else the copy an
     installed package ships (``gguf_construct/_docs``); None when neither is there."""
-    for candidate in (default_out_dir() if _spec.in_checkout() else None,
-                      Path(__file__).resolve().parent.parent / "_docs"):
+    for candidate in (
+        default_out_dir() if _spec.in_checkout() else None,
+        Path(__file__).resolve().parent.parent / "_docs",
+    ):
         if candidate is not None and (candidate / "rules.md").is_file():
             return candidate
     return None

@@ -156,8 +156,12 @@ def _runs(sets: list[tuple[int, ...]]) -> tuple[BitRun, ...]:
 
 def _sub_blocks(items: list[ItemBits], block_size: int) -> tuple[tuple[int, int], ...]:
     """The contiguous weight ranges of the largest size below the whole block that bits drive, when they tile it."""
-    ranges = {(r.elements[0], r.elements[-1]) for item in items for r in item.runs
-              if 1 < len(r.elements) < block_size and r.elements[-1] - r.elements[0] + 1 == len(r.elements)}
+    ranges = {
+        (r.elements[0], r.elements[-1])
+        for item in items
+        for r in item.runs
+        if 1 < len(r.elements) < block_size and r.elements[-1] - r.elements[0] + 1 == len(r.elements)
+    }
     if not ranges:
         return ()
     largest = max(b - a + 1 for a, b in ranges)

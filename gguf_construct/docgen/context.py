@@ -37,7 +37,7 @@ def _table_meta(path: Path) -> dict:
     """A lookup table's description without its values (parsing thousands of values would be slow)."""
     text = path.read_text(encoding="utf-8")
     m = re.search(r"^values:", text, re.M)
-    raw = _spec.yaml.load(text[:m.start()] if m else text, Loader=_spec._Loader) or {}
+    raw = _spec.yaml.load(text[: m.start()] if m else text, Loader=_spec._Loader) or {}
     return {k: v for k, v in raw.items() if k != "values"}
 
 
@@ -45,9 +45,15 @@ def load_spec() -> SpecData:
     """Read the specification files the documentation is generated from."""
     tables = [_table_meta(path) for path in sorted((_spec.spec_dir() / "tables").glob("*.yaml"))]
     return SpecData(
-        gguf=_spec.load_yaml("gguf.yaml"), tensor_types=_spec.tensor_types(), tables=tables,
-        keys=_spec.load_yaml("keys.yaml"), naming=_spec.load_yaml("naming.yaml"),
-        file_types=_spec.load_yaml("file_types.yaml"), rules=_optional("rules.yaml"), errata=_optional("errata.yaml"))
+        gguf=_spec.load_yaml("gguf.yaml"),
+        tensor_types=_spec.tensor_types(),
+        tables=tables,
+        keys=_spec.load_yaml("keys.yaml"),
+        naming=_spec.load_yaml("naming.yaml"),
+        file_types=_spec.load_yaml("file_types.yaml"),
+        rules=_optional("rules.yaml"),
+        errata=_optional("errata.yaml"),
+    )
 
 
 @dataclass(frozen=True)
@@ -110,7 +116,7 @@ class Ctx:
         for k in data.keys["keys"]:
             if "{" not in k["key"]:
                 terms[k["key"]] = anchor("key", k["key"])
-        for r in (data.rules["rules"] if data.rules else []):
+        for r in data.rules["rules"] if data.rules else []:
             terms[r["id"]] = anchor("rule", r["id"])
         self._terms = terms
         self.errata_of: dict[str, list[dict]] = {}

@@ -5,8 +5,21 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
-__all__ = ["anchor", "esc", "code", "table", "heading", "mermaid_label", "mermaid", "fence", "num", "bytes_range",
-           "join_nonempty", "intro", "image"]
+__all__ = [
+    "anchor",
+    "esc",
+    "code",
+    "table",
+    "heading",
+    "mermaid_label",
+    "mermaid",
+    "fence",
+    "num",
+    "bytes_range",
+    "join_nonempty",
+    "intro",
+    "image",
+]
 
 
 def anchor(kind: str, *parts: Any) -> str:
@@ -19,8 +32,6 @@ def anchor(kind: str, *parts: Any) -> str:
     """
     text = "-".join([kind, *(str(p) for p in parts)]).lower().replace("{", "").replace("}", "")
     return re.sub(r"-{2,}", "-", re.sub(r"[^a-z0-9._-]+", "-", text)).strip("-")
-
-
 
 
 def esc(text: Any) -> str:
@@ -91,7 +102,6 @@ def bytes_range(offset: int, size: int) -> str:
 
 def join_nonempty(parts: Iterable[str], sep: str = " ") -> str:
     return sep.join(p for p in parts if p)
-
 
 
 def intro(title: str, text: str) -> str:

@@ -19,8 +19,18 @@ from ..format.fieldlayout import Extent
 from .blockbits import BlockBits, ItemBits, block_bits, element_label
 from .svg import Svg, text_width
 
-__all__ = ["pictures", "block_picture", "file_layout_picture", "versions_picture", "layers_picture",
-           "block_picture_name", "file_layout_picture_name", "VERSIONS_PICTURE", "LAYERS_PICTURE", "PICTURE_DIR"]
+__all__ = [
+    "pictures",
+    "block_picture",
+    "file_layout_picture",
+    "versions_picture",
+    "layers_picture",
+    "block_picture_name",
+    "file_layout_picture_name",
+    "VERSIONS_PICTURE",
+    "LAYERS_PICTURE",
+    "PICTURE_DIR",
+]
 
 PICTURE_DIR = "pictures"
 VERSIONS_PICTURE = "versions.svg"
@@ -31,8 +41,13 @@ PAD = 10
 
 # fills by what a run of bits drives
 KIND_FILL = {"block": "#9ec5e8", "group": "#f7c58f", "one": "#a8d8a0", "scattered": "#d7b5d8", "none": "#d9d9d9"}
-KIND_TEXT = {"block": "the whole block (a block scale)", "group": "a sub-block or group of adjacent weights",
-             "one": "one weight", "scattered": "weights that are not adjacent", "none": "no weight (unused by decoding)"}
+KIND_TEXT = {
+    "block": "the whole block (a block scale)",
+    "group": "a sub-block or group of adjacent weights",
+    "one": "one weight",
+    "scattered": "weights that are not adjacent",
+    "none": "no weight (unused by decoding)",
+}
 FIELD_FILLS = ("#dbe9f6", "#fde3c8", "#dff0d8", "#ecdcef", "#fff2b3", "#e0e0e0")
 
 
@@ -94,8 +109,14 @@ def block_picture(type_name: str) -> str:
     bits: BlockBits = block_bits(t.name)
     svg = Svg(BLOCK_WIDTH, f"{t.name} block layout")
     inner = BLOCK_WIDTH - 2 * PAD
-    svg.text(PAD, 20, f"{t.name}: {t.block_size} weight{'s' if t.block_size > 1 else ''} in {t.type_size} bytes "
-                      f"({8 * t.type_size / t.block_size:g} bits per weight)", size=14, bold=True)
+    svg.text(
+        PAD,
+        20,
+        f"{t.name}: {t.block_size} weight{'s' if t.block_size > 1 else ''} in {t.type_size} bytes "
+        f"({8 * t.type_size / t.block_size:g} bits per weight)",
+        size=14,
+        bold=True,
+    )
     # the fields to scale
     y = 34
     labels = []
@@ -109,8 +130,14 @@ def block_picture(type_name: str) -> str:
     y += 4
     for i, (f, w) in enumerate(zip(t.fields, widths)):
         offset = dtype.fields[f.id][1]
-        svg.rect(x, y, w, 38, FIELD_FILLS[i % len(FIELD_FILLS)],
-                 tooltip=f"{f.id}: bytes {offset}–{offset + f.size - 1}. {f.doc}")
+        svg.rect(
+            x,
+            y,
+            w,
+            38,
+            FIELD_FILLS[i % len(FIELD_FILLS)],
+            tooltip=f"{f.id}: bytes {offset}–{offset + f.size - 1}. {f.doc}",
+        )
         svg.text(x + w / 2, y + 16, labels[i][0], anchor="middle", bold=True)
         svg.text(x + w / 2, y + 30, labels[i][1], size=9, anchor="middle")
         svg.line(x, y + 38, x, y + 44, stroke="#333")
@@ -128,14 +155,22 @@ def block_picture(type_name: str) -> str:
         w = inner / n
         long_labels = all(text_width(f"s{j}: {a}–{b}", 9) < w - 2 for j, (a, b) in enumerate(bits.sub_blocks))
         for j, (a, b) in enumerate(bits.sub_blocks):
-            svg.rect(PAD + j * w, y, w, 20, "#eef3f8" if j % 2 else "#dde7f1", tooltip=f"sub-block {j}: weights {a}–{b}")
+            svg.rect(
+                PAD + j * w, y, w, 20, "#eef3f8" if j % 2 else "#dde7f1", tooltip=f"sub-block {j}: weights {a}–{b}"
+            )
             label = f"s{j}: {a}–{b}" if long_labels else f"s{j}"
             if text_width(label, 9) < w - 2:
                 svg.text(PAD + j * w + w / 2, y + 14, label, size=9, anchor="middle")
         y += 32
     # the bits
-    svg.text(PAD, y + 10, "bits of each field, most significant first; a label names the weights (0 = first of "
-                          "the block) that those bits decode into", size=9, fill="#555")
+    svg.text(
+        PAD,
+        y + 10,
+        "bits of each field, most significant first; a label names the weights (0 = first of "
+        "the block) that those bits decode into",
+        size=9,
+        fill="#555",
+    )
     y += 18
     sub_names = {tuple(range(a, b + 1)): f"s{j}" for j, (a, b) in enumerate(bits.sub_blocks)}
     by_field: dict[str, list[ItemBits]] = {}
@@ -164,8 +199,15 @@ def block_picture(type_name: str) -> str:
                     label = sub_names[run.elements]
                 kind = _kind(run.elements, bits.block_size)
                 bit_text = f"bit {run.hi}" if run.width == 1 else f"bits {run.hi}–{run.lo}"
-                svg.rect(rx, y + 14, rw, 22, KIND_FILL[kind], stroke="#444",
-                         tooltip=f"{item.name} {bit_text}: weights {label}")
+                svg.rect(
+                    rx,
+                    y + 14,
+                    rw,
+                    22,
+                    KIND_FILL[kind],
+                    stroke="#444",
+                    tooltip=f"{item.name} {bit_text}: weights {label}",
+                )
                 if text_width(label, 9) <= rw - 2:
                     svg.text(rx + rw / 2, y + 29, label, size=9, anchor="middle")
             x += w + 14
@@ -213,8 +255,9 @@ def _size_text(e: Extent) -> str:
     return f"{e.fixed} B" if e.fixed is not None else ("by type" if e.variable else str(e).replace(" × ", "×") + " B")
 
 
-def _record_row(svg: Svg, y: float, title: str,
-                fields: list[tuple[str, Extent, Extent, str]]) -> dict[str, tuple[float, float]]:
+def _record_row(
+    svg: Svg, y: float, title: str, fields: list[tuple[str, Extent, Extent, str]]
+) -> dict[str, tuple[float, float]]:
     """One structure as a row of boxes (fixed fields 14 px per byte, at least their text) under its title; returns
     each box's x range by label."""
     svg.text(PAD, y + 12, title, size=11, bold=True)
@@ -245,15 +288,18 @@ def file_layout_picture(version: int) -> str:
     svg.text(PAD, 20, f"GGUF version {version}: file layout", size=14, bold=True)
     head = fam.layout("header")
     align = g["layout"]["alignment"]
-    parts = [("header", f"{head.size} B", "#dbe9f6"),
-             ("metadata_kv × metadata_kv_count", "key, type, value", "#fde3c8"),
-             ("tensor_info × tensor_count", "name, shape, type, offset", "#dff0d8"),
-             ("padding", f"0x00 to a multiple of ALIGNMENT ({align['default']})", "#eeeeee"),
-             ("tensor data", "each tensor at data start + offset", "#ecdcef")]
+    parts = [
+        ("header", f"{head.size} B", "#dbe9f6"),
+        ("metadata_kv × metadata_kv_count", "key, type, value", "#fde3c8"),
+        ("tensor_info × tensor_count", "name, shape, type, offset", "#dff0d8"),
+        ("padding", f"0x00 to a multiple of ALIGNMENT ({align['default']})", "#eeeeee"),
+        ("tensor data", "each tensor at data start + offset", "#ecdcef"),
+    ]
     y = 34
     x = PAD
-    widths = _fit_widths([1] * len(parts), [max(text_width(a), text_width(b, 9)) + 14 for a, b, _ in parts],
-                         WIDTH - 2 * PAD)
+    widths = _fit_widths(
+        [1] * len(parts), [max(text_width(a), text_width(b, 9)) + 14 for a, b, _ in parts], WIDTH - 2 * PAD
+    )
     boxes: dict[str, tuple[float, float, float]] = {}
     for (label, sub, fill), w in zip(parts, widths):
         svg.rect(x, y, w, 40, fill, tooltip=f"{label}: {sub}", dash=label == "padding")
@@ -262,9 +308,12 @@ def file_layout_picture(version: int) -> str:
         boxes[label.split(" ")[0]] = (x, x + w, y + 40)
         x += w
     y += 40
-    rows = [("header", "header", "header"), ("one metadata_kv", "metadata_kv", "metadata_kv"),
-            ("its value when value_type is ARRAY (gguf_array)", "gguf_array", "value"),
-            ("one tensor_info", "tensor_info", "tensor_info")]
+    rows = [
+        ("header", "header", "header"),
+        ("one metadata_kv", "metadata_kv", "metadata_kv"),
+        ("its value when value_type is ARRAY (gguf_array)", "gguf_array", "value"),
+        ("one tensor_info", "tensor_info", "tensor_info"),
+    ]
     for title, sname, parent in rows:
         row_top = y
         y += 12
@@ -277,8 +326,14 @@ def file_layout_picture(version: int) -> str:
         for label, (bx0, bx1) in row.items():
             boxes.setdefault(label, (bx0, bx1, y + 66))
         y += 18 + 48
-    svg.text(PAD, y + 18, f"offsets (@) from the start of each record; x.len is the length field of string x; "
-                          f"ALIGNMENT is the key {align['key']} (default {align['default']})", size=9, fill="#555")
+    svg.text(
+        PAD,
+        y + 18,
+        f"offsets (@) from the start of each record; x.len is the length field of string x; "
+        f"ALIGNMENT is the key {align['key']} (default {align['default']})",
+        size=9,
+        fill="#555",
+    )
     return svg.render()
 
 
@@ -297,10 +352,18 @@ def versions_picture() -> str:
     y += 18
     rows: list[tuple[str, list[tuple[int, str]]]] = []
     for name, alias in g["aliases"].items():
-        rows.append((f"{name}: {alias['doc'].split('(')[0].rstrip('.').lower()}",
-                     [(fams[v].primitive_width(name), f"{fams[v].primitive_width(name)} bytes") for v in versions]))
-    rows.append(("header size", [(fams[v].layout("header").size.fixed,
-                                  f"{fams[v].layout('header').size.fixed} bytes") for v in versions]))
+        rows.append(
+            (
+                f"{name}: {alias['doc'].split('(')[0].rstrip('.').lower()}",
+                [(fams[v].primitive_width(name), f"{fams[v].primitive_width(name)} bytes") for v in versions],
+            )
+        )
+    rows.append(
+        (
+            "header size",
+            [(fams[v].layout("header").size.fixed, f"{fams[v].layout('header').size.fixed} bytes") for v in versions],
+        )
+    )
     for label, cells in rows:
         lines = _wrap(label, int(label_w / text_width("x", 9)) - 1)
         for k, line in enumerate(lines):
@@ -309,8 +372,15 @@ def versions_picture() -> str:
         for j, (n, text) in enumerate(cells):
             cx = PAD + label_w + j * col_w + 4
             changed = prev is not None and n != prev
-            svg.rect(cx, y + 2, 5 * n, 16, "#f7c58f" if changed else "#9ec5e8", stroke="#444",
-                     tooltip=f"v{versions[j]}: {text}")
+            svg.rect(
+                cx,
+                y + 2,
+                5 * n,
+                16,
+                "#f7c58f" if changed else "#9ec5e8",
+                stroke="#444",
+                tooltip=f"v{versions[j]}: {text}",
+            )
             svg.text(cx + 5 * n + 6, y + 14, text + ("  (changed)" if changed else ""), size=9)
             prev = n
         y += max(24, 11 * len(lines) + 6)
@@ -347,25 +417,49 @@ def layers_picture() -> str:
     folders, what it holds and what a contributor adds there.  A module imports only its own folder or floors
     below it."""
     svg = Svg(WIDTH, "gguf_construct layers")
-    svg.text(PAD, 20, "gguf_construct, floor by floor: a module imports only its own folder or a floor below it",
-             bold=True)
+    svg.text(
+        PAD, 20, "gguf_construct, floor by floor: a module imports only its own folder or a floor below it", bold=True
+    )
     folder_w, y = 250.0, 34.0
     for layer in reversed(layers.LAYERS):
         lines = _wrap(layer.holds, int((WIDTH - folder_w - 3 * PAD - 40) / text_width("x", 9)))
-        extra = _wrap("add here: " + layer.add_here, int((WIDTH - folder_w - 3 * PAD - 40) / text_width("x", 9))) \
-            if layer.add_here else []
+        extra = (
+            _wrap("add here: " + layer.add_here, int((WIDTH - folder_w - 3 * PAD - 40) / text_width("x", 9)))
+            if layer.add_here
+            else []
+        )
         h = max(30.0, 12.0 * (len(lines) + len(extra)) + 10)
-        svg.rect(PAD, y, WIDTH - 2 * PAD, h, "#f4f7fb", stroke="#9aa9b8",
-                 tooltip=f"floor {layer.number}: {', '.join(layer.folders)}")
+        svg.rect(
+            PAD,
+            y,
+            WIDTH - 2 * PAD,
+            h,
+            "#f4f7fb",
+            stroke="#9aa9b8",
+            tooltip=f"floor {layer.number}: {', '.join(layer.folders)}",
+        )
         svg.text(PAD + 8, y + 19, str(layer.number), size=14, bold=True, fill="#555")
         x = PAD + 36
         width = (folder_w - 8) / len(layer.folders)
         for i, folder in enumerate(layer.folders):
             label = folder + (".py" if folder in layers.TOP_LEVEL or folder.startswith("__") else "/")
-            svg.rect(x + i * width, y + 5, width - 4, h - 10, FIELD_FILLS[layer.number % len(FIELD_FILLS)],
-                     stroke="#444", tooltip=f"gguf_construct/{label}")
-            svg.text(x + i * width + (width - 4) / 2, y + h / 2 + 4, label, size=10 if len(layer.folders) < 3 else 9,
-                     anchor="middle", bold=True)
+            svg.rect(
+                x + i * width,
+                y + 5,
+                width - 4,
+                h - 10,
+                FIELD_FILLS[layer.number % len(FIELD_FILLS)],
+                stroke="#444",
+                tooltip=f"gguf_construct/{label}",
+            )
+            svg.text(
+                x + i * width + (width - 4) / 2,
+                y + h / 2 + 4,
+                label,
+                size=10 if len(layer.folders) < 3 else 9,
+                anchor="middle",
+                bold=True,
+            )
         tx = PAD + 36 + folder_w + PAD
         for k, line in enumerate(lines):
             svg.text(tx, y + 15 + 12 * k, line, size=9)

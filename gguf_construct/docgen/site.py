@@ -58,8 +58,11 @@ _SITE_MARKERS = ("sitemap.xml", "search/search_index.json")
 
 def missing_requirements() -> list[str]:
     """The Python packages of the ``[docs]`` extra that are not installed."""
-    return [name for module, name in (("mkdocs", "mkdocs"), ("material", "mkdocs-material"))
-            if importlib.util.find_spec(module) is None]
+    return [
+        name
+        for module, name in (("mkdocs", "mkdocs"), ("material", "mkdocs-material"))
+        if importlib.util.find_spec(module) is None
+    ]
 
 
 def _local_target(page: str, target: str) -> str | None:
@@ -82,7 +85,7 @@ def _site_markdown(page: str, text: str) -> str:
             return label if not bang else m.group(0)
         if resolved == "README.md":
             rel = posixpath.relpath("index.md", posixpath.dirname(page) or ".")
-            anchor = target[len(target.split("#", 1)[0]):]
+            anchor = target[len(target.split("#", 1)[0]) :]
             return f"{bang}[{label}]({rel}{anchor})"
         return m.group(0)
 
@@ -159,8 +162,10 @@ def _site_pictures(folder: Path, text: str) -> str:
         if width is None:
             return m.group(0)
         label = html.escape(alt.replace("\\", ""), quote=True)
-        return (f'<a class="gguf-picture" href="{src}" title="{label}: open at full size">'
-                f'<img src="{src}" alt="{label}" width="{width}"></a>')
+        return (
+            f'<a class="gguf-picture" href="{src}" title="{label}: open at full size">'
+            f'<img src="{src}" alt="{label}" width="{width}"></a>'
+        )
 
     return _PICTURE_RE.sub(repl, text)
 
@@ -185,10 +190,21 @@ def site_config(docs_dir: Path, site_dir: Path) -> dict:
     return {
         "site_name": "GGUF reference",
         "site_description": "The GGUF model-file format, generated from gguf-construct's executable spec",
-        "docs_dir": str(docs_dir), "site_dir": str(site_dir), "use_directory_urls": False,
-        "theme": {"name": "material", "font": False,
-                  "features": ["navigation.top", "navigation.tracking", "search.highlight", "search.suggest",
-                               "toc.follow", "toc.integrate"]},
+        "docs_dir": str(docs_dir),
+        "site_dir": str(site_dir),
+        "use_directory_urls": False,
+        "theme": {
+            "name": "material",
+            "font": False,
+            "features": [
+                "navigation.top",
+                "navigation.tracking",
+                "search.highlight",
+                "search.suggest",
+                "toc.follow",
+                "toc.integrate",
+            ],
+        },
         "extra_css": [STYLESHEET],
         "plugins": ["search"],
         "markdown_extensions": ["tables", "attr_list", "md_in_html", {"toc": {"permalink": True}}],

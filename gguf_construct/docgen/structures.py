@@ -13,11 +13,13 @@ __all__ = ["STRUCT_PAGE", "struct_anchors", "versions_by_layout", "group_label",
 STRUCT_PAGE = {"gguf_string": "values.md", "gguf_array": "values.md"}
 
 # How the field column says what a read that stops at the field breaks (the ``breaks`` of gguf.yaml).
-_FAILURES = {"count": "A count needing more bytes than are left breaks {}.",
-             "selector": "A selector with no case breaks {}.",
-             "mismatch": "Other bytes break {}.",
-             "invalid": "Another value breaks {}.",
-             "nesting": "Nested deeper than a reader can follow, it breaks {}."}
+_FAILURES = {
+    "count": "A count needing more bytes than are left breaks {}.",
+    "selector": "A selector with no case breaks {}.",
+    "mismatch": "Other bytes break {}.",
+    "invalid": "Another value breaks {}.",
+    "nesting": "Nested deeper than a reader can follow, it breaks {}.",
+}
 
 
 def struct_anchors(g: dict, page: str):

@@ -32,8 +32,17 @@ class Svg:
     def _grow(self, y: float) -> None:
         self.height = max(self.height, y)
 
-    def rect(self, x: float, y: float, w: float, h: float, fill: str, stroke: str = "#333",
-             tooltip: str | None = None, dash: bool = False) -> None:
+    def rect(
+        self,
+        x: float,
+        y: float,
+        w: float,
+        h: float,
+        fill: str,
+        stroke: str = "#333",
+        tooltip: str | None = None,
+        dash: bool = False,
+    ) -> None:
         """A box; ``tooltip`` is shown when hovering it."""
         attrs = f'x="{_n(x)}" y="{_n(y)}" width="{_n(w)}" height="{_n(h)}" fill="{fill}" stroke="{stroke}"'
         if dash:
@@ -44,27 +53,42 @@ class Svg:
             self._parts.append(f"<rect {attrs}/>")
         self._grow(y + h)
 
-    def text(self, x: float, y: float, text: str, size: float = FONT_SIZE, anchor: str = "start",
-             bold: bool = False, fill: str = "#111") -> None:
+    def text(
+        self,
+        x: float,
+        y: float,
+        text: str,
+        size: float = FONT_SIZE,
+        anchor: str = "start",
+        bold: bool = False,
+        fill: str = "#111",
+    ) -> None:
         """Text with its baseline at ``y``; ``anchor`` is start, middle or end."""
         weight = ' font-weight="bold"' if bold else ""
-        self._parts.append(f'<text x="{_n(x)}" y="{_n(y)}" font-size="{_n(size)}" text-anchor="{anchor}"'
-                           f' fill="{fill}"{weight}>{escape(text)}</text>')
+        self._parts.append(
+            f'<text x="{_n(x)}" y="{_n(y)}" font-size="{_n(size)}" text-anchor="{anchor}"'
+            f' fill="{fill}"{weight}>{escape(text)}</text>'
+        )
         self._grow(y + size * 0.3)
 
     def line(self, x1: float, y1: float, x2: float, y2: float, stroke: str = "#777", dash: bool = False) -> None:
         """A straight line."""
         extra = ' stroke-dasharray="3 3"' if dash else ""
-        self._parts.append(f'<line x1="{_n(x1)}" y1="{_n(y1)}" x2="{_n(x2)}" y2="{_n(y2)}" stroke="{stroke}"'
-                           f'{extra}/>')
+        self._parts.append(f'<line x1="{_n(x1)}" y1="{_n(y1)}" x2="{_n(x2)}" y2="{_n(y2)}" stroke="{stroke}"{extra}/>')
         self._grow(max(y1, y2))
 
     def render(self, margin: float = 8) -> str:
         """The SVG document (UTF-8 text ending in a newline)."""
         h = self.height + margin
-        head = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{_n(self.width)}" height="{_n(h)}" '
-                f'viewBox="0 0 {_n(self.width)} {_n(h)}" font-family={quoteattr(FONT)} role="img">')
-        body = [head, f"<title>{escape(self.title)}</title>",
-                f'<rect x="0" y="0" width="{_n(self.width)}" height="{_n(h)}" fill="#ffffff"/>', *self._parts,
-                "</svg>"]
+        head = (
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{_n(self.width)}" height="{_n(h)}" '
+            f'viewBox="0 0 {_n(self.width)} {_n(h)}" font-family={quoteattr(FONT)} role="img">'
+        )
+        body = [
+            head,
+            f"<title>{escape(self.title)}</title>",
+            f'<rect x="0" y="0" width="{_n(self.width)}" height="{_n(h)}" fill="#ffffff"/>',
+            *self._parts,
+            "</svg>",
+        ]
         return "\n".join(body) + "\n"

@@ -23,8 +23,16 @@ from .hexpat import render_hexpat
 from .ksy import render_ksy
 from .signatures import render_magic, render_mime
 
-__all__ = ["EXPORTS", "COMPILED_DIR", "COMPILED_PARSER", "COMPILED_FROM", "default_exports_dir", "render",
-           "write_exports", "check_exports"]
+__all__ = [
+    "EXPORTS",
+    "COMPILED_DIR",
+    "COMPILED_PARSER",
+    "COMPILED_FROM",
+    "default_exports_dir",
+    "render",
+    "write_exports",
+    "check_exports",
+]
 
 # export name -> (file name in exports/, generator)
 EXPORTS: dict[str, tuple[str, Callable[[], str]]] = {
@@ -50,8 +58,10 @@ def render(name: str) -> str:
 
 
 def _compiled_from(ksy_text: str, compiler_version: str) -> str:
-    return (f"gguf.ksy sha256 {kaitai.ksy_digest(ksy_text)}\n"
-            f"kaitai-struct-compiler {compiler_version} (npm, JavaScript build), target python\n")
+    return (
+        f"gguf.ksy sha256 {kaitai.ksy_digest(ksy_text)}\n"
+        f"kaitai-struct-compiler {compiler_version} (npm, JavaScript build), target python\n"
+    )
 
 
 def _recorded_digest(out_dir: Path) -> str | None:
@@ -76,11 +86,15 @@ def _expected(out_dir: Path, compile_parser: bool) -> tuple[dict[Path, str], lis
         ksy = texts[out_dir / EXPORTS["ksy"][0]]
         if kaitai.find_compiler() is None:
             if not (out_dir / COMPILED_DIR / COMPILED_PARSER).is_file():  # a new folder has nothing to be stale
-                notes.append(f"{out_dir / COMPILED_DIR}: not written: the Python parser needs kaitai-struct-compiler"
-                             f" (not found; set {kaitai.ENV_VAR})")
+                notes.append(
+                    f"{out_dir / COMPILED_DIR}: not written: the Python parser needs kaitai-struct-compiler"
+                    f" (not found; set {kaitai.ENV_VAR})"
+                )
             elif _recorded_digest(out_dir) != kaitai.ksy_digest(ksy):
-                notes.append(f"{out_dir / COMPILED_DIR}: stale, not recompiled (kaitai-struct-compiler not found; "
-                             f"set {kaitai.ENV_VAR})")
+                notes.append(
+                    f"{out_dir / COMPILED_DIR}: stale, not recompiled (kaitai-struct-compiler not found; "
+                    f"set {kaitai.ENV_VAR})"
+                )
         else:
             version, files = kaitai.compile_ksy(ksy)
             texts[out_dir / COMPILED_DIR / COMPILED_PARSER] = files[COMPILED_PARSER]
@@ -121,5 +135,3 @@ def check_exports(out_dir: Path | str | None = None, compile_parser: bool = True
     elif _recorded_digest(out_dir) != kaitai.ksy_digest(ksy):
         problems.append(f"{parser}: compiled from another gguf.ksy (recompile with the Kaitai Struct compiler)")
     return sorted(set(problems))
-
-

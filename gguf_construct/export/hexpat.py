@@ -77,14 +77,17 @@ def _struct(name: str, tdef: dict) -> list[str]:
     for f in tdef["seq"]:
         suffix = f"[{f['repeat']}]" if "repeat" in f else ""
         if "contents" in f:
-            body.append(f"char {f['id']}[{len(f['contents'])}];  // \"{f['contents']}\"")
+            body.append(f'char {f["id"]}[{len(f["contents"])}];  // "{f["contents"]}"')
         elif "switch_on" in f:
             body += _value_match(f["switch_on"], f["id"], suffix)
         elif "size" in f:
             body.append(f"char {f['id']}[{f['size']}];  // {f['encoding']}")
         else:
-            t = "ggml_type" if f.get("enum") == "ggml_types" else (
-                "gguf_value_type" if f.get("enum") == "value_types" else f["type"])
+            t = (
+                "ggml_type"
+                if f.get("enum") == "ggml_types"
+                else ("gguf_value_type" if f.get("enum") == "value_types" else f["type"])
+            )
             body += _declare(t, f["id"], suffix)
         if isinstance(f.get("valid"), list):  # any-of; ranges and string sizes are not asserted here
             allowed = " || ".join(f"{f['id']} == {v}" for v in f["valid"])
@@ -105,8 +108,12 @@ def _field_type(type_name: str, field_id: str) -> str:
 
 def _enum_base(enum: str) -> str:
     """ImHex's type of the fields that hold a value of ``enum`` (the enum's underlying type)."""
-    found = {_type(f["type"]) for t in structs.container_spec()["types"].values() for f in t["seq"]
-             if f.get("enum") == enum and "switch_on" not in f}
+    found = {
+        _type(f["type"])
+        for t in structs.container_spec()["types"].values()
+        for f in t["seq"]
+        if f.get("enum") == enum and "switch_on" not in f
+    }
     if len(found) != 1:
         raise ValueError(f"the fields holding {enum} differ in type: {sorted(found)}")
     return found.pop()
@@ -159,19 +166,37 @@ def render_hexpat() -> str:
     ]
     lines += [f"    {vt['name']} = {vt['id']},  // {_comment(vt['doc'])}" for vt in g["value_types"]]
     lines += ["};", "", f"enum ggml_type : {_enum_base('ggml_types')} {{"]
-    lines += [f"    {t.name} = {t.id},  // block {t.block_size} elements, {t.type_size} bytes" if t.block_size else
-              f"    {t.name} = {t.id},  // removed" for t in _spec.tensor_types()]
+    lines += [
+        f"    {t.name} = {t.id},  // block {t.block_size} elements, {t.type_size} bytes"
+        if t.block_size
+        else f"    {t.name} = {t.id},  // removed"
+        for t in _spec.tensor_types()
+    ]
     lines += ["};", ""]
     lines += _lookup("ggml_block_size", "block_size") + [""] + _lookup("ggml_type_size", "type_size") + [""]
-    lines += ["// ne[i] of a tensor info, 1 beyond its dimensions",
-              f"fn gguf_dim(ref auto info, {_field_type('tensor_info', 'n_dimensions')} i) {{",
-              "    if (i < info.n_dimensions)", "        return info.dimensions[i];", "    return 1;", "};", ""]
+    lines += [
+        "// ne[i] of a tensor info, 1 beyond its dimensions",
+        f"fn gguf_dim(ref auto info, {_field_type('tensor_info', 'n_dimensions')} i) {{",
+        "    if (i < info.n_dimensions)",
+        "        return info.dimensions[i];",
+        "    return 1;",
+        "};",
+        "",
+    ]
     formula = g["layout"]["tensor_bytes"]
     expr = re.sub(r"ne\[(\d+)\]", lambda m: f"gguf_dim(info, {m.group(1)})", formula)
     expr = expr.replace("block_size", "ggml_block_size(info.type)").replace("type_size", "ggml_type_size(info.type)")
-    lines += [f"// bytes of a tensor's data: {formula}", "fn gguf_tensor_bytes(ref auto info) {",
-              "    if (ggml_block_size(info.type) == 0)", "        return 0;", f"    return {expr};", "};", "",
-              "struct gguf_array;", ""]
+    lines += [
+        f"// bytes of a tensor's data: {formula}",
+        "fn gguf_tensor_bytes(ref auto info) {",
+        "    if (ggml_block_size(info.type) == 0)",
+        "        return 0;",
+        f"    return {expr};",
+        "};",
+        "",
+        "struct gguf_array;",
+        "",
+    ]
     for name, tdef in g["types"].items():
         lines += _struct(name, tdef) + [""]
     align = re.sub(r"\boffset\b", "gguf_head_end", g["layout"]["align_offset"]).replace("ALIGNMENT", "gguf_alignment")

@@ -18,14 +18,25 @@ from pathlib import Path
 
 import yaml
 
-__all__ = ["ENV_VAR", "NOT_TARGETS", "TARGETS", "KaitaiCompilerError", "compile_ksy", "compile_ksy_many", "find_compiler", "ksy_digest"]
+__all__ = [
+    "ENV_VAR",
+    "NOT_TARGETS",
+    "TARGETS",
+    "KaitaiCompilerError",
+    "compile_ksy",
+    "compile_ksy_many",
+    "find_compiler",
+    "ksy_digest",
+]
 
 ENV_VAR = "KAITAI_STRUCT_COMPILER_JS"
 # target languages gguf.ksy compiles for (checked by tests/test_exports_kaitai.py when the compiler is present);
 # not C++/STL: a metadata value switches between numbers, strings and arrays, a type (AnyType) C++ cannot hold
 TARGETS = ("python", "javascript", "java", "csharp", "go", "ruby", "php", "perl", "lua", "nim", "rust")
-NOT_TARGETS = {"cpp_stl": "a metadata value switches between numbers, strings and arrays (Kaitai's AnyType), which "
-                          "the C++ target cannot hold"}
+NOT_TARGETS = {
+    "cpp_stl": "a metadata value switches between numbers, strings and arrays (Kaitai's AnyType), which "
+    "the C++ target cannot hold"
+}
 _DRIVER = Path(__file__).resolve().parents[2] / "tools" / "ksc_compile.js"
 _PACKAGE = "kaitai-struct-compiler"
 
@@ -50,8 +61,13 @@ def find_compiler() -> tuple[str, str] | None:
             path = path / f"{_PACKAGE}.js"
         return (node, str(path)) if path.is_file() else None
     try:
-        found = subprocess.run([node, "-e", f"process.stdout.write(require.resolve('{_PACKAGE}'))"],
-                               capture_output=True, text=True, timeout=60, check=False)
+        found = subprocess.run(
+            [node, "-e", f"process.stdout.write(require.resolve('{_PACKAGE}'))"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return (node, found.stdout) if found.returncode == 0 and found.stdout else None
@@ -65,8 +81,14 @@ def compile_ksy_many(ksy_text: str, languages: list[str]) -> tuple[str, dict[str
         raise KaitaiCompilerError(f"kaitai-struct-compiler not found (install it with npm and set {ENV_VAR})")
     node, js = compiler
     spec = json.dumps(yaml.safe_load(ksy_text))
-    proc = subprocess.run([node, str(_DRIVER), js, ",".join(languages)], input=spec, capture_output=True, text=True,
-                          timeout=600, check=False)
+    proc = subprocess.run(
+        [node, str(_DRIVER), js, ",".join(languages)],
+        input=spec,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     if proc.returncode != 0:
         raise KaitaiCompilerError(proc.stderr.strip().splitlines()[0] if proc.stderr.strip() else "compiler failed")
     out = json.loads(proc.stdout)

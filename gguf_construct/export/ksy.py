@@ -81,8 +81,10 @@ def _type_ref(name: str) -> Any:
 
 def _value_cases() -> dict[str, str]:
     """One case per value type: ``value_types::<name>`` -> its encoding or compound type."""
-    return {f"value_types::{_enum_id(vt['name'])}": _type_ref(vt.get("encoding") or vt["type"])
-            for vt in _gguf()["value_types"]}
+    return {
+        f"value_types::{_enum_id(vt['name'])}": _type_ref(vt.get("encoding") or vt["type"])
+        for vt in _gguf()["value_types"]
+    }
 
 
 def _field(field: dict) -> dict:
@@ -139,22 +141,34 @@ def _block_types() -> dict[str, Any]:
                 field["type"] = _primitive(f.type)
                 if f.count > 1:
                     field.update({"repeat": "expr", "repeat-expr": f.count})
-            raw = (f" Held as its {8 * common_scalar(f.type).width} bits ({_spec.primitives()[f.type].doc})."
-                   if f.type in _HELD_AS_BITS else "")
+            raw = (
+                f" Held as its {8 * common_scalar(f.type).width} bits ({_spec.primitives()[f.type].doc})."
+                if f.type in _HELD_AS_BITS
+                else ""
+            )
             c_decl = f" C: {f.c_decl}." if f.c_decl else ""
             field["doc"] = (f.doc.strip() + raw + c_decl).strip()
             seq.append(field)
-        out[_block_type_id(t)] = {"doc": f"One block of {t.name}: {t.block_size} elements in {t.type_size} bytes.",
-                                  "doc-ref": t.doc_ref, "seq": seq}
+        out[_block_type_id(t)] = {
+            "doc": f"One block of {t.name}: {t.block_size} elements in {t.type_size} bytes.",
+            "doc-ref": t.doc_ref,
+            "seq": seq,
+        }
     return out
 
 
 def _blocks_instance() -> dict[str, Any]:
-    cases = {f"ggml_types::{_enum_id(t.name)}": _block_type_id(t)
-             for t in _spec.tensor_types() if t.is_current and t.fields}
-    return {"io": "_root._io", "pos": "_root.data.start + offset", "type": {"switch-on": "type", "cases": cases},
-            "repeat": "expr", "repeat-expr": "type_size == 0 ? 0 : n_bytes / type_size",
-            "doc": "The tensor's data as blocks of its type, field by field (read when accessed)."}
+    cases = {
+        f"ggml_types::{_enum_id(t.name)}": _block_type_id(t) for t in _spec.tensor_types() if t.is_current and t.fields
+    }
+    return {
+        "io": "_root._io",
+        "pos": "_root.data.start + offset",
+        "type": {"switch-on": "type", "cases": cases},
+        "repeat": "expr",
+        "repeat-expr": "type_size == 0 ? 0 : n_bytes / type_size",
+        "doc": "The tensor's data as blocks of its type, field by field (read when accessed).",
+    }
 
 
 def _tensor_lookup(attr: str) -> str:
@@ -168,8 +182,7 @@ def _tensor_lookup(attr: str) -> str:
 def _tensor_bytes_expr() -> str:
     """The spec's ``tensor_bytes`` formula with ``ne[i]`` read as 1 beyond ``n_dimensions``."""
     formula = _gguf()["layout"]["tensor_bytes"]
-    body = re.sub(r"ne\[(\d+)\]", lambda m: f"(n_dimensions > {m.group(1)} ? dimensions[{m.group(1)}] : 1)",
-                  formula)
+    body = re.sub(r"ne\[(\d+)\]", lambda m: f"(n_dimensions > {m.group(1)} ? dimensions[{m.group(1)}] : 1)", formula)
     return f"block_size == 0 ? 0 : {body}"
 
 
@@ -192,29 +205,46 @@ def _types() -> dict[str, Any]:
             t["instances"] = {
                 "is_alignment": {
                     "value": f'key.data == "{alignment["key"]}" and value_type == value_types::{_enum_id(vt["name"])}',
-                    "doc": "True for the key that sets ALIGNMENT (with the type it must have)."},
+                    "doc": "True for the key that sets ALIGNMENT (with the type it must have).",
+                },
             }
         if name == "tensor_info":
             t["instances"] = {
-                "block_size": {"value": _tensor_lookup("block_size"),
-                               "doc": "Elements per block of the tensor's type (0 for removed or unknown types)."},
-                "type_size": {"value": _tensor_lookup("type_size"),
-                              "doc": "Bytes per block of the tensor's type (0 for removed or unknown types)."},
-                "n_bytes": {"value": _tensor_bytes_expr(),
-                            "doc": "Size of the tensor's data: " + layout["tensor_bytes"] + "."},
-                "data": {"io": "_root._io", "pos": "_root.data.start + offset", "size": "n_bytes",
-                         "doc": "The tensor's data, in the file's byte order, at its offset in the data section."},
+                "block_size": {
+                    "value": _tensor_lookup("block_size"),
+                    "doc": "Elements per block of the tensor's type (0 for removed or unknown types).",
+                },
+                "type_size": {
+                    "value": _tensor_lookup("type_size"),
+                    "doc": "Bytes per block of the tensor's type (0 for removed or unknown types).",
+                },
+                "n_bytes": {
+                    "value": _tensor_bytes_expr(),
+                    "doc": "Size of the tensor's data: " + layout["tensor_bytes"] + ".",
+                },
+                "data": {
+                    "io": "_root._io",
+                    "pos": "_root.data.start + offset",
+                    "size": "n_bytes",
+                    "doc": "The tensor's data, in the file's byte order, at its offset in the data section.",
+                },
                 "blocks": _blocks_instance(),
             }
         out[name] = t
     out["data_section"] = {
-        "doc": layout["doc"], "doc-ref": layout["doc_ref"],
+        "doc": layout["doc"],
+        "doc-ref": layout["doc_ref"],
         "params": [{"id": "head_end", "type": "u8", "doc": "Offset just after the tensor infos."}],
         "instances": {
-            "start": {"value": _align_expr("head_end", "_root.alignment"),
-                      "doc": "Offset of the data section: " + str(layout["data_start"]) + "."},
-            "padding": {"pos": "head_end", "size": "start - head_end",
-                        "doc": "The padding between the tensor infos and the data section (0x00 bytes)."},
+            "start": {
+                "value": _align_expr("head_end", "_root.alignment"),
+                "doc": "Offset of the data section: " + str(layout["data_start"]) + ".",
+            },
+            "padding": {
+                "pos": "head_end",
+                "size": "start - head_end",
+                "doc": "The padding between the tensor infos and the data section (0x00 bytes).",
+            },
         },
     }
     return out
@@ -232,9 +262,12 @@ def _root_types() -> dict[str, Any]:
     probe = {
         "doc": "Looks at one metadata pair for the key that sets ALIGNMENT (reads nothing).",
         "params": [{"id": "i", "type": "u8", "doc": "Index of the pair looked at."}],
-        "instances": {"found": {
-            "value": "i < _root.file_head.metadata_kv.size and _root.file_head.metadata_kv[i].is_alignment",
-            "doc": "True when pair i exists and sets ALIGNMENT."}},
+        "instances": {
+            "found": {
+                "value": "i < _root.file_head.metadata_kv.size and _root.file_head.metadata_kv[i].is_alignment",
+                "doc": "True when pair i exists and sets ALIGNMENT.",
+            }
+        },
     }
     return {"file_head": nested, "data_section": data, "alignment_probe": probe}
 
@@ -247,10 +280,15 @@ def _enums() -> dict[str, Any]:
         value_types[vt["id"]] = {"id": _enum_id(vt["name"]), **_doc(vt, since), "-orig-id": vt["c_name"]}
     ggml_types = {}
     for t in _spec.tensor_types():
-        sizes = (f"Block: {t.block_size} elements in {t.type_size} bytes." if t.block_size
-                 else "Not valid in a GGUF file.")
-        ggml_types[t.id] = {"id": _enum_id(t.name), "doc": f"{t.doc.strip()} {sizes}", "doc-ref": t.doc_ref,
-                            "-orig-id": t.c_name}
+        sizes = (
+            f"Block: {t.block_size} elements in {t.type_size} bytes." if t.block_size else "Not valid in a GGUF file."
+        )
+        ggml_types[t.id] = {
+            "id": _enum_id(t.name),
+            "doc": f"{t.doc.strip()} {sizes}",
+            "doc-ref": t.doc_ref,
+            "-orig-id": t.c_name,
+        }
     return {"value_types": value_types, "ggml_types": ggml_types}
 
 
@@ -265,34 +303,54 @@ def ksy_tree() -> dict[str, Any]:
     align_prim = _primitive(next(v for v in g["value_types"] if v["name"] == alignment["type"])["encoding"])
     return {
         "meta": {
-            "id": meta["id"], "title": meta["title"], "file-extension": meta["id"], "xref": {"mime": MIME_TYPE},
-            "license": "MIT", "ks-version": "0.10", "encoding": "UTF-8",
+            "id": meta["id"],
+            "title": meta["title"],
+            "file-extension": meta["id"],
+            "xref": {"mime": MIME_TYPE},
+            "license": "MIT",
+            "ks-version": "0.10",
+            "encoding": "UTF-8",
         },
-        "doc": (meta["doc"].strip() + " Generated by gguf-construct from its spec/ (`gguf-construct export ksy`);"
-                " reads every GGUF version (" + ", ".join(map(str, structs.versions())) + ") in both byte orders."),
+        "doc": (
+            meta["doc"].strip() + " Generated by gguf-construct from its spec/ (`gguf-construct export ksy`);"
+            " reads every GGUF version (" + ", ".join(map(str, structs.versions())) + ") in both byte orders."
+        ),
         "doc-ref": meta["doc_ref"],
         "seq": [
             {"id": "file_head", "type": "file_head", "doc": g["types"]["file_head"]["doc"]},
             {"id": "data", "type": "data_section(_io.pos)", "doc": g["layout"]["doc"]},
         ],
         "instances": {
-            "version_word_le": {"pos": word, "type": f"{word_type}le",
-                                "doc": "The version word read as little-endian."},
+            "version_word_le": {
+                "pos": word,
+                "type": f"{word_type}le",
+                "doc": "The version word read as little-endian.",
+            },
             "version_word_be": {"pos": word, "type": f"{word_type}be", "doc": "The version word read as big-endian."},
             "big_endian": {
                 "value": f"(version_word_le & {mask:#x}) == 0 and version_word_le != 0",
-                "doc": g["byte_order"]["detection"].strip(), "doc-ref": g["byte_order"]["doc_ref"]},
-            "version": {"value": "big_endian ? version_word_be : version_word_le",
-                        "doc": "The format version, in the file's byte order."},
+                "doc": g["byte_order"]["detection"].strip(),
+                "doc-ref": g["byte_order"]["doc_ref"],
+            },
+            "version": {
+                "value": "big_endian ? version_word_be : version_word_le",
+                "doc": "The format version, in the file's byte order.",
+            },
             "alignment_search": {
-                "pos": 0, "type": "alignment_probe(_index)", "repeat": "until",
+                "pos": 0,
+                "type": "alignment_probe(_index)",
+                "repeat": "until",
                 "repeat-until": "_.found or _index + 1 >= file_head.metadata_kv.size",
                 "doc": "The metadata pairs looked at in order until the one that sets ALIGNMENT (a loop: Kaitai has "
-                       "no search expression)."},
+                "no search expression).",
+            },
             "alignment": {
-                "value": (f"alignment_search.last.found ? file_head.metadata_kv[alignment_search.last.i].value"
-                          f".as<{align_prim}> : {alignment['default']}"),
-                "doc": alignment["doc"].strip()},
+                "value": (
+                    f"alignment_search.last.found ? file_head.metadata_kv[alignment_search.last.i].value"
+                    f".as<{align_prim}> : {alignment['default']}"
+                ),
+                "doc": alignment["doc"].strip(),
+            },
         },
         "types": _root_types(),
         "enums": _enums(),

@@ -43,22 +43,26 @@ def bof_sequences() -> list[tuple[int, str, bytes]]:
     out = []
     for version, order in structs.each_family():
         raw, tree = structs.family(version, order).build(
-            "file_head", {"header": {"version": version}, "metadata_kv": [], "tensor_infos": []})
-        out.append((version, order, raw[:tree.find("header.version").end]))
+            "file_head", {"header": {"version": version}, "metadata_kv": [], "tensor_infos": []}
+        )
+        out.append((version, order, raw[: tree.find("header.version").end]))
     return out
 
 
 def render_magic() -> str:
     """libmagic source lines (``file -m gguf.magic FILE``)."""
     meta = structs.container_spec()["meta"]
-    lines = [f"# {meta['title']}: magic(5) lines generated from spec/ by `gguf-construct export magic`; do not edit.",
-             f"# Version and byte order: the version word, read in each byte order (versions {list(structs.versions())}).",
-             f"0\tstring\t{meta['magic']}"]
+    lines = [
+        f"# {meta['title']}: magic(5) lines generated from spec/ by `gguf-construct export magic`; do not edit.",
+        f"# Version and byte order: the version word, read in each byte order (versions {list(structs.versions())}).",
+        f"0\tstring\t{meta['magic']}",
+    ]
     for version, order in structs.each_family():
         fam = structs.family(version, order)
         voff, vwidth = _header_field(fam, "version")
-        lines.append(f">{voff}\t{_magic_type(vwidth, order)}\t{version}\t"
-                     f"{meta['title']}, version {version}, {order}-endian")
+        lines.append(
+            f">{voff}\t{_magic_type(vwidth, order)}\t{version}\t{meta['title']}, version {version}, {order}-endian"
+        )
         for fid, label in _COUNT_LABEL.items():
             off, width = _header_field(fam, fid)
             fmt = "%llu" if width == 8 else "%u"
@@ -72,19 +76,24 @@ def render_mime() -> str:
     """A freedesktop shared-mime-info package (``gguf-mime.xml``, for ``/usr/share/mime/packages``)."""
     meta = structs.container_spec()["meta"]
     magic = escape(meta["magic"])
-    return "\n".join([
-        '<?xml version="1.0" encoding="UTF-8"?>',
-        "<!-- Generated from spec/ by `gguf-construct export mime`; do not edit. -->",
-        '<mime-info xmlns="http://www.freedesktop.org/standards/shared-mime-info">',
-        f'  <mime-type type="{MIME_TYPE}">',
-        f"    <comment>{escape(meta['title'])}</comment>",
-        f"    <acronym>{escape(meta['id'].upper())}</acronym>",
-        f"    <expanded-acronym>{escape(meta['title'].split('(')[-1].rstrip(')'))}</expanded-acronym>",
-        '    <sub-class-of type="application/octet-stream"/>',
-        '    <magic priority="50">',
-        f'      <match type="string" offset="0" value="{magic}"/>',
-        "    </magic>",
-        f'    <glob pattern="*.{meta["id"]}"/>',
-        "  </mime-type>",
-        "</mime-info>",
-    ]) + "\n"
+    return (
+        "\n".join(
+            [
+                '<?xml version="1.0" encoding="UTF-8"?>',
+                "<!-- Generated from spec/ by `gguf-construct export mime`; do not edit. -->",
+                '<mime-info xmlns="http://www.freedesktop.org/standards/shared-mime-info">',
+                f'  <mime-type type="{MIME_TYPE}">',
+                f"    <comment>{escape(meta['title'])}</comment>",
+                f"    <acronym>{escape(meta['id'].upper())}</acronym>",
+                f"    <expanded-acronym>{escape(meta['title'].split('(')[-1].rstrip(')'))}</expanded-acronym>",
+                '    <sub-class-of type="application/octet-stream"/>',
+                '    <magic priority="50">',
+                f'      <match type="string" offset="0" value="{magic}"/>',
+                "    </magic>",
+                f'    <glob pattern="*.{meta["id"]}"/>',
+                "  </mime-type>",
+                "</mime-info>",
+            ]
+        )
+        + "\n"
+    )

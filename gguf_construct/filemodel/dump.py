@@ -17,8 +17,7 @@ from .gguffile import GGUFFile
 from .modelinfo import model_info, render_model_lines, render_model_markdown
 from ..format.values import GGUFValue
 
-__all__ = ["file_summary", "value_to_json", "render_text", "render_markdown", "raw_value", "text_of_json",
-           "kv_offsets"]
+__all__ = ["file_summary", "value_to_json", "render_text", "render_markdown", "raw_value", "text_of_json", "kv_offsets"]
 
 SUMMARY_ITEMS = 8
 LONG_STRING = 1 << 16  # characters of a STRING value kept without --full / full=True (the rest: "truncated")
@@ -46,8 +45,7 @@ def value_to_json(value: GGUFValue, *, full: bool = True) -> dict:
     """
     if value.type != GGUFValueType.ARRAY:
         if not full and value.type == GGUFValueType.STRING and len(value.value) > LONG_STRING:
-            return {"type": "STRING", "length": len(value.value), "value": value.value[:LONG_STRING],
-                    "truncated": True}
+            return {"type": "STRING", "length": len(value.value), "value": value.value[:LONG_STRING], "truncated": True}
         return {"type": value.type.name, "value": _scalar_json(value.type, value.value)}
     items = value.value
     n = len(items)
@@ -69,7 +67,7 @@ def kv_offsets(gguf: GGUFFile) -> list[int] | None:
     if gguf._buf is None or gguf.metadata.changed:
         return None
     if gguf._kv_offsets is not None:  # kept by load: no second parse of every record (and long value)
-        return gguf._kv_offsets[:len(gguf.metadata)]
+        return gguf._kv_offsets[: len(gguf.metadata)]
     fam = structs.family(gguf.version, gguf.byte_order)
     stream = BufferStream(gguf._buf)
     fam.record_parser("header")(stream)
@@ -134,7 +132,7 @@ def text_of_json(entry: dict, width: int = 160) -> str:
     characters (0: never)."""
     text = _text_value(entry, width)
     if width and len(text) > width:
-        text = text[:width - 3] + "..."
+        text = text[: width - 3] + "..."
     return text
 
 
@@ -149,13 +147,15 @@ def _layout_lines(summary: dict) -> list[str]:
 
 def render_text(summary: dict, *, full: bool = False, tensors: bool = True) -> str:
     """Human-readable dump of :func:`file_summary` output; values are cut at 160 characters unless ``full``."""
-    lines = [f"file:       {printable(summary['file']) if summary['file'] else '<memory>'}",
-             *_layout_lines(summary),
-             f"version:    {summary['version']}",
-             f"byte order: {summary['byte_order']}",
-             f"alignment:  {summary['alignment']}",
-             *(render_model_lines(summary["model"]) if summary.get("model") else ()),
-             f"metadata:   {len(summary['metadata'])} keys"]
+    lines = [
+        f"file:       {printable(summary['file']) if summary['file'] else '<memory>'}",
+        *_layout_lines(summary),
+        f"version:    {summary['version']}",
+        f"byte order: {summary['byte_order']}",
+        f"alignment:  {summary['alignment']}",
+        *(render_model_lines(summary["model"]) if summary.get("model") else ()),
+        f"metadata:   {len(summary['metadata'])} keys",
+    ]
     keys = [printable(m["key"]) for m in summary["metadata"]]
     width = max(map(len, keys), default=0)
     for key, m in zip(keys, summary["metadata"]):
@@ -168,8 +168,7 @@ def render_text(summary: dict, *, full: bool = False, tensors: bool = True) -> s
         nw = max(map(len, names))
         lines.append(f"  {'name':<{nw}}  {'type':<8} {'shape':<24} {'offset':>14} {'bytes':>14}")
         for name, t in zip(names, summary["tensors"]):
-            lines.append(f"  {name:<{nw}}  {t['type']:<8} {str(t['shape']):<24} {t['offset']:>14} "
-                         f"{t['nbytes']:>14}")
+            lines.append(f"  {name:<{nw}}  {t['type']:<8} {str(t['shape']):<24} {t['offset']:>14} {t['nbytes']:>14}")
     return "\n".join(lines)
 
 
@@ -180,8 +179,11 @@ def _md(text: str) -> str:
 def render_markdown(summary: dict, *, full: bool = False, tensors: bool = True) -> str:
     """:func:`file_summary` output as Markdown: a facts list, a key table and a tensor table."""
     name = summary["file"] or "<memory>"
-    lines = [f"# {_md(name)}", "",
-             f"- version: {summary['version']}, {summary['byte_order']}-endian, alignment {summary['alignment']}"]
+    lines = [
+        f"# {_md(name)}",
+        "",
+        f"- version: {summary['version']}, {summary['byte_order']}-endian, alignment {summary['alignment']}",
+    ]
     if summary.get("file_size") is not None:
         lines.append(f"- file size: {summary['file_size']} bytes")
     if summary.get("data_offset") is not None:

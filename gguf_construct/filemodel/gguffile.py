@@ -20,8 +20,7 @@ from ..format import structs
 from ..format.enums import GGMLType, GGUFValueType, ggml_type_or_none
 from ..base.atomic import atomic_path
 from ..base.errors import GGUFError
-from ..format.reader import (ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS, align_offset, open_source,
-                             tensor_nbytes)
+from ..format.reader import ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS, align_offset, open_source, tensor_nbytes
 from ..rulebook import Context, load_rules, read_head, refusals
 from ..rulebook.container import later_type_rule
 from ..rulebook.tensors import UNKNOWN_TYPE_RULE, ZERO_DIMENSION_RULE
@@ -35,7 +34,6 @@ __all__ = ["GGUFFile", "Tensor", "load", "DEFAULT_ALIGNMENT", "MAX_DIMS"]
 _COPY_CHUNK = 16 << 20
 
 
-
 class Tensor:
     """One tensor: name, shape (ggml order, ne[0] first), type, offset in the data section, and its data.
 
@@ -45,9 +43,20 @@ class Tensor:
     ``file`` is the path of the file holding the data (the shard, for a split model).
     """
 
-    def __init__(self, name: str, shape: tuple[int, ...], ggml_type: "GGMLType | int", offset: int, nbytes: int,
-                 *, source=None, source_offset: int = 0, byte_order: str = "little", info_path: str = "",
-                 file: str | None = None):
+    def __init__(
+        self,
+        name: str,
+        shape: tuple[int, ...],
+        ggml_type: "GGMLType | int",
+        offset: int,
+        nbytes: int,
+        *,
+        source=None,
+        source_offset: int = 0,
+        byte_order: str = "little",
+        info_path: str = "",
+        file: str | None = None,
+    ):
         self.name = name
         self.shape = tuple(int(d) for d in shape)
         known = ggml_type_or_none(int(ggml_type))
@@ -89,7 +98,7 @@ class Tensor:
             return memoryview(b"")
         if self._remote is not None:
             self._remote.ensure(self._source_offset, self._source_offset + self.nbytes)
-        return memoryview(self._source)[self._source_offset:self._source_offset + self.nbytes]
+        return memoryview(self._source)[self._source_offset : self._source_offset + self.nbytes]
 
     def numpy(self, threads: int | None = None, out: np.ndarray | None = None) -> np.ndarray:
         """Decoded values in numpy order (the reverse of :attr:`shape`), decoded in chunks.
@@ -102,10 +111,14 @@ class Tensor:
         """
         if self.opaque:
             state = "a removed" if isinstance(self.ggml_type, GGMLType) else "an unknown"
-            raise GGUFError(f"tensor {self.name!r} has {state} ggml type ({self.type_name}, id "
-                            f"{int(self.ggml_type)}; forks such as ik_llama.cpp and newer ggml versions add types): "
-                            f"its block layout is unknown, so it cannot be decoded; raw() gives its {self.nbytes} "
-                            "bytes", path=f"{self.info_path}.type" if self.info_path else "", rule=UNKNOWN_TYPE_RULE)
+            raise GGUFError(
+                f"tensor {self.name!r} has {state} ggml type ({self.type_name}, id "
+                f"{int(self.ggml_type)}; forks such as ik_llama.cpp and newer ggml versions add types): "
+                f"its block layout is unknown, so it cannot be decoded; raw() gives its {self.nbytes} "
+                "bytes",
+                path=f"{self.info_path}.type" if self.info_path else "",
+                rule=UNKNOWN_TYPE_RULE,
+            )
         t = tensor_type_by_id()[int(self.ggml_type)]
         raw = self.raw()
         n_blocks = self.nbytes // t.type_size
@@ -114,9 +127,12 @@ class Tensor:
         for d in self.shape:
             span *= d or 1
         if span > np.iinfo(np.intp).max:
-            raise GGUFError(f"tensor {self.name!r}: shape {self.shape} is too large for a numpy array (a zero "
-                            "dimension makes it empty, the others still overflow numpy's index range)",
-                            path=f"{self.info_path}.dimensions" if self.info_path else "", rule=ZERO_DIMENSION_RULE)
+            raise GGUFError(
+                f"tensor {self.name!r}: shape {self.shape} is too large for a numpy array (a zero "
+                "dimension makes it empty, the others still overflow numpy's index range)",
+                path=f"{self.info_path}.dimensions" if self.info_path else "",
+                rule=ZERO_DIMENSION_RULE,
+            )
         if out is not None:
             blocks = codecs.blocks_view(t.id, out, n_blocks * t.type_size)
             codecs.decode_blocks(t.id, raw, byte_order=self.byte_order, out=blocks, threads=threads)
@@ -155,8 +171,9 @@ class GGUFFile:
         """An empty file to fill with metadata and tensors."""
         return cls(version, byte_order, alignment)
 
-    def add_tensor(self, name: str, data, ggml_type=None, *, shape: Iterable[int] | None = None,
-                   imatrix=None) -> Tensor:
+    def add_tensor(
+        self, name: str, data, ggml_type=None, *, shape: Iterable[int] | None = None, imatrix=None
+    ) -> Tensor:
         """Append a tensor.
 
         ``data`` is a numpy array (encoded to ``ggml_type``, default: its own float/int type; quantized types are
@@ -242,13 +259,18 @@ class GGUFFile:
         files and built ones; summed over the shards of a split model)."""
         if self._shards:
             parts = [f.transfer for f in self._shards if f.transfer]
-            return {"url": self.path, **{k: sum(p[k] for p in parts) for k in ("size", "bytes_fetched", "requests")}} \
-                if parts else None
+            return (
+                {"url": self.path, **{k: sum(p[k] for p in parts) for k in ("size", "bytes_fetched", "requests")}}
+                if parts
+                else None
+            )
         return self._remote.stats() if self._remote is not None else None
 
     def __repr__(self) -> str:
-        return (f"GGUFFile(version={self.version}, byte_order={self.byte_order!r}, {len(self.metadata)} keys, "
-                f"{len(self.tensors)} tensors)")
+        return (
+            f"GGUFFile(version={self.version}, byte_order={self.byte_order!r}, {len(self.metadata)} keys, "
+            f"{len(self.tensors)} tensors)"
+        )
 
     # -- output -------------------------------------------------------------------------------------------
     def to_bytes(self) -> bytes:
@@ -268,8 +290,10 @@ class GGUFFile:
         """Stream the file into a binary file object (a file loaded from a URL is fetched whole first);
         ``pad_head`` as for :meth:`save`."""
         if len(self.shards) > 1:
-            raise ValueError("this is a split model loaded as a set of shards; merge it (gguf-construct merge) or "
-                             "load one shard with load(path, shards=False) to rewrite that file")
+            raise ValueError(
+                "this is a split model loaded as a set of shards; merge it (gguf-construct merge) or "
+                "load one shard with load(path, shards=False) to rewrite that file"
+            )
         if self._remote is not None and self._orig is not None:
             self._remote.ensure(0, self._remote.size)
         keep = self._orig is not None and self._orig["alignment"] == self.alignment
@@ -297,10 +321,15 @@ class GGUFFile:
 
     def _head_tree(self, tensors: list[Tensor]) -> Container:
         """The head as a value of the generated ``file_head`` (counts and the magic are the struct's own)."""
-        kvs = ListContainer(Container(key=k, value_type=int(v.type), value=_value_to_tree(v))
-                            for k, v in self.metadata.typed_items())
-        infos = ListContainer(Container(name=t.name, dimensions=np.asarray(t.shape, dtype=np.uint64),
-                                        type=int(t.ggml_type), offset=t.offset) for t in tensors)
+        kvs = ListContainer(
+            Container(key=k, value_type=int(v.type), value=_value_to_tree(v)) for k, v in self.metadata.typed_items()
+        )
+        infos = ListContainer(
+            Container(
+                name=t.name, dimensions=np.asarray(t.shape, dtype=np.uint64), type=int(t.ggml_type), offset=t.offset
+            )
+            for t in tensors
+        )
         return Container(header=Container(version=self.version), metadata_kv=kvs, tensor_infos=infos)
 
     def _build_head(self, tensors: list[Tensor]) -> bytes:
@@ -308,19 +337,20 @@ class GGUFFile:
         try:
             return fam.types["file_head"].build(self._head_tree(tensors))
         except Exception as exc:  # noqa: BLE001
-            raise ValueError(f"cannot encode this file as GGUF v{self.version} {self.byte_order}-endian: {exc}") \
-                from exc
+            raise ValueError(
+                f"cannot encode this file as GGUF v{self.version} {self.byte_order}-endian: {exc}"
+            ) from exc
 
     def _write_kept_data(self, out: BinaryIO, head: bytes) -> None:
         orig = self._orig
         buf = self._buf
         if len(head) == orig["head_end"]:
-            out.write(buf[orig["head_end"]:orig["data_start"]])
+            out.write(buf[orig["head_end"] : orig["data_start"]])
             new_start = orig["data_start"]
         else:
             new_start = align_offset(len(head), self.alignment) if self.tensors else len(head)
             out.write(b"\0" * (new_start - len(head)))
-        tail = buf[orig["data_start"]:]
+        tail = buf[orig["data_start"] :]
         if orig["byte_order"] == self.byte_order:
             _copy(out, tail)
             return
@@ -329,7 +359,7 @@ class GGUFFile:
         for t in sorted(self.tensors, key=lambda t: t.offset):
             if t.offset < pos:
                 raise ValueError("tensors overlap; cannot convert byte order")
-            _copy(out, tail[pos:t.offset])
+            _copy(out, tail[pos : t.offset])
             _swap_copy(out, t, orig["byte_order"], self.byte_order)
             pos = t.offset + t.nbytes
         _copy(out, tail[pos:])
@@ -390,18 +420,20 @@ class GGUFFile:
 def _copy(out: BinaryIO, view) -> None:
     view = memoryview(view)
     for i in range(0, len(view), _COPY_CHUNK):
-        out.write(view[i:i + _COPY_CHUNK])
+        out.write(view[i : i + _COPY_CHUNK])
 
 
 def _swap_copy(out: BinaryIO, t: Tensor, src_order: str, dst_order: str) -> None:
     if t.opaque:
-        raise ValueError(f"tensor {t.name!r} has {t.type_name}, whose layout is unknown: its bytes cannot be "
-                         "converted to the other byte order")
+        raise ValueError(
+            f"tensor {t.name!r} has {t.type_name}, whose layout is unknown: its bytes cannot be "
+            "converted to the other byte order"
+        )
     spec_t = tensor_type_by_id()[int(t.ggml_type)]
     raw = t.raw()
     step = max(1, _COPY_CHUNK // spec_t.type_size) * spec_t.type_size
     for i in range(0, len(raw), step):
-        out.write(codecs.swap_blocks(spec_t.id, raw[i:i + step], src_order, dst_order))
+        out.write(codecs.swap_blocks(spec_t.id, raw[i : i + step], src_order, dst_order))
 
 
 def _as_ggml_type(value) -> GGMLType:
@@ -410,13 +442,21 @@ def _as_ggml_type(value) -> GGMLType:
             return GGMLType[value.upper()]
         return GGMLType(int(value))
     except (KeyError, ValueError, TypeError):
-        raise ValueError(f"unknown ggml type {value!r}; the types are: "
-                         + ", ".join(t.name for t in GGMLType)) from None
+        raise ValueError(
+            f"unknown ggml type {value!r}; the types are: " + ", ".join(t.name for t in GGMLType)
+        ) from None
 
 
 def _default_type(dtype: np.dtype) -> GGMLType:
-    mapping = {"f4": GGMLType.F32, "f2": GGMLType.F16, "f8": GGMLType.F64, "i1": GGMLType.I8,
-               "i2": GGMLType.I16, "i4": GGMLType.I32, "i8": GGMLType.I64}
+    mapping = {
+        "f4": GGMLType.F32,
+        "f2": GGMLType.F16,
+        "f8": GGMLType.F64,
+        "i1": GGMLType.I8,
+        "i2": GGMLType.I16,
+        "i4": GGMLType.I32,
+        "i8": GGMLType.I64,
+    }
     key = dtype.kind + str(dtype.itemsize)
     if key not in mapping:
         raise ValueError(f"no default ggml type for numpy dtype {dtype}; pass ggml_type=")
@@ -462,9 +502,12 @@ def _refuse_later_types(metadata: Metadata, version: int) -> None:
         for vtype in _types_used(value):
             rule_id = later_type_rule(vtype, version)
             if rule_id is not None and rule_id in load_rules():
-                raise GGUFError(f"cannot convert to GGUF v{version}: key {key!r} uses value type {vtype.name}, new in "
-                                f"v{structs.value_since(vtype)}", path=f"metadata_kv[{index}].value_type",
-                                rule=rule_id)
+                raise GGUFError(
+                    f"cannot convert to GGUF v{version}: key {key!r} uses value type {vtype.name}, new in "
+                    f"v{structs.value_since(vtype)}",
+                    path=f"metadata_kv[{index}].value_type",
+                    rule=rule_id,
+                )
 
 
 def load(source, *, lazy: bool = True, shards: bool = True) -> GGUFFile:
@@ -489,8 +532,10 @@ def load(source, *, lazy: bool = True, shards: bool = True) -> GGUFFile:
         paths = splitset.shard_set_paths(os.fspath(source))
         if paths is not None and len(paths) > 1:
             named = _load_one(source, lazy)
-            if splitset.role(_split_key(named, splitset.SPLIT_NO),
-                             _split_key(named, splitset.SPLIT_COUNT)) == splitset.SINGLE:
+            if (
+                splitset.role(_split_key(named, splitset.SPLIT_NO), _split_key(named, splitset.SPLIT_COUNT))
+                == splitset.SINGLE
+            ):
                 return named  # named like a shard, but a whole file (split.count 0 or 1: merged, say)
             return _load_set(paths, lazy, {os.fspath(source): named})
     return _load_one(source, lazy)
@@ -511,11 +556,17 @@ def _load_set(paths: list[str], lazy: bool, loaded: dict[str, GGUFFile]) -> GGUF
         raise splitset.missing_shards(missing, len(paths))
     files = [loaded[p] if p in loaded else _load_one(p, lazy) for p in paths]
     first = files[0]
-    facts = [splitset.ShardFacts(f.path, split_no=_split_key(f, splitset.SPLIT_NO),  # type: ignore[arg-type]
-                                 split_count=len(paths), split_tensors=_split_key(f, splitset.SPLIT_TENSORS),
-                                 tensor_names=[t.name for t in f.tensors]) for f in files]
-    refusal = splitset.load_refusal(splitset.set_problems(facts[0], facts[1:]),
-                                    [f.path for f in files])  # type: ignore[misc]
+    facts = [
+        splitset.ShardFacts(
+            f.path,  # type: ignore[arg-type]
+            split_no=_split_key(f, splitset.SPLIT_NO),
+            split_count=len(paths),
+            split_tensors=_split_key(f, splitset.SPLIT_TENSORS),
+            tensor_names=[t.name for t in f.tensors],
+        )
+        for f in files
+    ]
+    refusal = splitset.load_refusal(splitset.set_problems(facts[0], facts[1:]), [f.path for f in files])  # type: ignore[misc]
     if refusal is not None:
         raise refusal
     whole = GGUFFile(first.version, first.byte_order)
@@ -574,14 +625,29 @@ def _fill_tensors(gguf: GGUFFile, head: Context, buf) -> None:
     data_start = head.data_start if head.tensors else min(head.data_start, size)  # type: ignore[type-var]
     tensors = []
     for t in head.tensors:
-        tensors.append(Tensor(t.name, t.dims, t.type, t.data_offset, t.nbytes if t.nbytes is not None else 0,
-                              source=buf, source_offset=data_start + t.data_offset, byte_order=head.byte_order,  # type: ignore[operator,arg-type]
-                              info_path=t.path, file=gguf.path))
+        tensors.append(
+            Tensor(
+                t.name,
+                t.dims,
+                t.type,
+                t.data_offset,
+                t.nbytes if t.nbytes is not None else 0,
+                source=buf,
+                source_offset=data_start + t.data_offset,  # type: ignore[operator]
+                byte_order=head.byte_order,  # type: ignore[arg-type]
+                info_path=t.path,
+                file=gguf.path,
+            )
+        )
     _size_opaque(tensors, size - data_start)  # type: ignore[operator]
     gguf.tensors = tensors
-    gguf._orig = {"head_end": head.head_end, "data_start": data_start, "alignment": head.alignment,
-                  "byte_order": head.byte_order,
-                  "infos": [(t.name, t.shape, int(t.ggml_type), t.offset) for t in tensors]}
+    gguf._orig = {
+        "head_end": head.head_end,
+        "data_start": data_start,
+        "alignment": head.alignment,
+        "byte_order": head.byte_order,
+        "infos": [(t.name, t.shape, int(t.ggml_type), t.offset) for t in tensors],
+    }
 
 
 def _size_opaque(tensors: list[Tensor], data_size: int) -> None:

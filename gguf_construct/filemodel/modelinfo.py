@@ -37,8 +37,13 @@ def split_model(gguf: GGUFFile) -> tuple[GGUFFile, dict[str, Any] | None, str | 
     if role == splitset.SINGLE:
         return gguf, None, None
     index, total = splitset.shard_numbers(no or 0, count)
-    split: dict[str, Any] = {"shard": index, "count": total, "first_shard": role == splitset.FIRST,
-                             "files": len(gguf.shards), "tensors": len(gguf.tensors)}
+    split: dict[str, Any] = {
+        "shard": index,
+        "count": total,
+        "first_shard": role == splitset.FIRST,
+        "files": len(gguf.shards),
+        "tensors": len(gguf.tensors),
+    }
     if len(gguf.shards) > 1 or gguf.path is None:
         return gguf, split, None
     try:
@@ -131,36 +136,48 @@ def render_model_lines(info: dict[str, Any]) -> list[str]:
     from ..base.text import printable
 
     arch_name = printable(info["architecture"]) if info["architecture"] else "(none)"
-    lines = [f"model:      {arch_name}" + ("" if info["known_to_llama_cpp"] else " (unknown to llama.cpp)")
-             + f", {info['kind']}" + (f", {info['file_type']}" if info["file_type"] else "")]
+    lines = [
+        f"model:      {arch_name}"
+        + ("" if info["known_to_llama_cpp"] else " (unknown to llama.cpp)")
+        + f", {info['kind']}"
+        + (f", {info['file_type']}" if info["file_type"] else "")
+    ]
     if info["parameters"]:
-        lines.append(f"parameters: {_count(info['parameters'])} ({info['parameters']}), "
-                     f"{info['bits_per_weight']} bits per weight")
+        lines.append(
+            f"parameters: {_count(info['parameters'])} ({info['parameters']}), "
+            f"{info['bits_per_weight']} bits per weight"
+        )
         for tname, row in info["by_type"].items():
             bpw = row["bits_per_weight"]
-            lines.append(f"  {tname:<8} {row['tensors']:>6} tensors {_count(row['elements']):>9} weights "
-                         f"{row['bytes']:>14} bytes" + (f"  {bpw:g} bpw" if bpw is not None else ""))
+            lines.append(
+                f"  {tname:<8} {row['tensors']:>6} tensors {_count(row['elements']):>9} weights "
+                f"{row['bytes']:>14} bytes" + (f"  {bpw:g} bpw" if bpw is not None else "")
+            )
     if info.get("vocabulary") and info["parameters"] and not info.get("chat_template"):
         lines.append("chat:       no chat template (tokenizer.chat_template); front ends will guess one")
     split = info.get("split")
     if split is not None:
         if split.get("first"):
-            lines.append(f"split:      shard {split['shard']} of {split['count']}; the model: {split['tensors']} "
-                         f"tensors in {split['files']} files, opened from {printable(split['first'])}")
+            lines.append(
+                f"split:      shard {split['shard']} of {split['count']}; the model: {split['tensors']} "
+                f"tensors in {split['files']} files, opened from {printable(split['first'])}"
+            )
         else:
             lines.append(f"split:      shard {split['shard']} of {split['count']} (its set could not be read)")
     llama = info.get("llama_cpp") or {}
     later = (split or {}).get("later_shard")
     if later:
-        lines.append(f"llama.cpp:  refuses this shard (\"illegal split file idx: {later['value']} ..., model must be "
-                     f"loaded with the first split\"); from {printable(later['first'])}:")
+        lines.append(
+            f'llama.cpp:  refuses this shard ("illegal split file idx: {later["value"]} ..., model must be '
+            f'loaded with the first split"); from {printable(later["first"])}:'
+        )
     if llama.get("loads") is True:
-        lines.append(("  " if later else "llama.cpp:  ") + "loads"
-                     + (" (vocabulary only)" if info["kind"] == "vocab" else ""))
+        lines.append(
+            ("  " if later else "llama.cpp:  ") + "loads" + (" (vocabulary only)" if info["kind"] == "vocab" else "")
+        )
     elif llama.get("loads") is False:
         lead = "  " if later else "llama.cpp:  "
-        lines.append(f"{lead}refuses: {printable(llama['problems'][0])}" if llama["problems"] else
-                     f"{lead}refuses")
+        lines.append(f"{lead}refuses: {printable(llama['problems'][0])}" if llama["problems"] else f"{lead}refuses")
         if llama["missing_tensors"]:
             shown = ", ".join(printable(n) for n in llama["missing_tensors"][:8])
             more = len(llama["missing_tensors"]) - 8

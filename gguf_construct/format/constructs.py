@@ -20,8 +20,18 @@ from .stringlist import StringList
 from construct import Construct, ConstructError, ListContainer, SizeofError, stream_tell
 
 __all__ = [
-    "BufferStream", "FieldError", "remaining", "GGUFString", "NumericArray", "StringArray", "CheckedArray",
-    "Reject", "Float32Field", "Float32NaN", "decode_text", "encode_text",
+    "BufferStream",
+    "FieldError",
+    "remaining",
+    "GGUFString",
+    "NumericArray",
+    "StringArray",
+    "CheckedArray",
+    "Reject",
+    "Float32Field",
+    "Float32NaN",
+    "decode_text",
+    "encode_text",
 ]
 
 
@@ -107,8 +117,9 @@ class GGUFString(Construct):
         start = stream_tell(stream, path)
         head = stream.read(self.width)
         if len(head) != self.width:
-            raise FieldError(f"string length truncated: need {self.width} bytes, {len(head)} left", start, path,
-                             rule=self.rule)
+            raise FieldError(
+                f"string length truncated: need {self.width} bytes, {len(head)} left", start, path, rule=self.rule
+            )
         (n,) = self._len.unpack(head)
         left = remaining(stream)
         if n > left:
@@ -116,7 +127,7 @@ class GGUFString(Construct):
         if isinstance(stream, BufferStream):  # decoded from the buffer itself: no copy of the bytes first
             at = stream.pos
             stream.pos += n
-            text = decode_text(stream.buf[at:at + n])
+            text = decode_text(stream.buf[at : at + n])
             release(stream.buf, at, at + n)  # a long value's pages leave the process once decoded
             return text
         return decode_text(stream.read(n))
@@ -136,8 +147,9 @@ def _check_count(stream, count, min_size: int, what: str, path: str, start: int,
         raise FieldError(f"invalid {what} count {count!r}", start, path, rule=rule)
     left = remaining(stream)
     if count * min_size > left:
-        raise FieldError(f"{what} count {count} needs at least {count * min_size} bytes, {left} remaining", start,
-                         path, rule=rule)
+        raise FieldError(
+            f"{what} count {count} needs at least {count * min_size} bytes, {left} remaining", start, path, rule=rule
+        )
     return count
 
 
@@ -213,8 +225,11 @@ class StringArray(Construct):
             starts, ends, end = scan_string_offsets(stream.buf, base, count, self.width, self.byte_order)
         except IndexError as exc:
             index, offset, length = exc.args
-            what = (f"string length truncated in element {index}" if length is None
-                    else f"string length {length} exceeds the {stream.size - offset - self.width} bytes remaining")
+            what = (
+                f"string length truncated in element {index}"
+                if length is None
+                else f"string length {length} exceeds the {stream.size - offset - self.width} bytes remaining"
+            )
             raise FieldError(what, offset, f"{path} -> [{index}]", rule=self.element_rule) from None
         stream.pos = end
         items = StringList.from_records(stream.buf, starts, ends, self.width, self.byte_order)

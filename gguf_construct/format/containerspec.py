@@ -15,10 +15,30 @@ from typing import Any
 from . import spec as _spec
 from .spec import ByteOrder, _byte_orders, byte_order
 
-__all__ = ["BYTE_ORDERS", "STRUCT_FORMATS", "ByteOrder", "byte_order", "FamilyShape", "container_spec", "field_spec",
-           "is_valid", "field_limit", "versions", "current_version", "value_types", "value_kind", "value_since",
-           "types_of_kind", "value_types_in", "struct_format", "resolve_alias", "is_string_type", "version_word",
-           "detect", "each_family"]
+__all__ = [
+    "BYTE_ORDERS",
+    "STRUCT_FORMATS",
+    "ByteOrder",
+    "byte_order",
+    "FamilyShape",
+    "container_spec",
+    "field_spec",
+    "is_valid",
+    "field_limit",
+    "versions",
+    "current_version",
+    "value_types",
+    "value_kind",
+    "value_since",
+    "types_of_kind",
+    "value_types_in",
+    "struct_format",
+    "resolve_alias",
+    "is_string_type",
+    "version_word",
+    "detect",
+    "each_family",
+]
 
 VALUE_KINDS = ("integer", "float", "bool", "text", "array")
 
@@ -149,7 +169,7 @@ def detect(prefix: bytes) -> tuple[int, str]:
     Returns ``(version_as_read, byte_order)``; the version may be invalid.
     """
     start, width = version_word()
-    raw = prefix[start:start + width]
+    raw = prefix[start : start + width]
     word = int.from_bytes(raw, "little")
     mask = container_spec()["byte_order"]["detection_mask"]
     if word & mask == 0 and word != 0:

@@ -39,11 +39,13 @@ if TYPE_CHECKING:
 
 else:
     GGUFValueType = enum.IntEnum(  # type: ignore[misc]
-        "GGUFValueType", [(vt["name"], vt["id"]) for vt in container_spec()["value_types"]], module=__name__)
+        "GGUFValueType", [(vt["name"], vt["id"]) for vt in container_spec()["value_types"]], module=__name__
+    )
     GGUFValueType.__doc__ = "GGUF metadata value types (spec/gguf.yaml, section value_types)."
 
     GGMLType = enum.IntEnum(  # type: ignore[misc]
-        "GGMLType", [(t.name, t.id) for t in _spec.tensor_types()], module=__name__)
+        "GGMLType", [(t.name, t.id) for t in _spec.tensor_types()], module=__name__
+    )
     GGMLType.__doc__ = "ggml tensor types, current and removed (spec/tensor_types)."
 
     LlamaFileType = enum.IntEnum("LlamaFileType", _file_type_members(), module=__name__)  # type: ignore[misc]

@@ -19,11 +19,29 @@ from typing import Callable
 
 from . import spec as _spec
 from .containerspec import (
-    BYTE_ORDERS, FamilyShape, container_spec, each_family, field_spec, resolve_alias, value_types, versions
+    BYTE_ORDERS,
+    FamilyShape,
+    container_spec,
+    each_family,
+    field_spec,
+    resolve_alias,
+    value_types,
+    versions,
 )
 
-__all__ = ["Extent", "FieldLayout", "TypeLayout", "Scalar", "layout", "case_size", "field_at", "common_field",
-           "scalar", "common_scalar", "alias_cases"]
+__all__ = [
+    "Extent",
+    "FieldLayout",
+    "TypeLayout",
+    "Scalar",
+    "layout",
+    "case_size",
+    "field_at",
+    "common_field",
+    "scalar",
+    "common_scalar",
+    "alias_cases",
+]
 
 
 @dataclass(frozen=True)
@@ -159,8 +177,10 @@ def common_field(type_name: str, path: str) -> FieldLayout:
     places = {field_at(FamilyShape(v, bo), type_name, path) for v, bo in each_family()}
     place = next(iter(places))
     if len(places) != 1 or place.offset.fixed is None or place.size.fixed is None:
-        raise ValueError(f"{type_name}.{path} has no one constant place in every family: "
-                         + ", ".join(sorted(f"at {f.offset}, {f.size} bytes" for f in places)))
+        raise ValueError(
+            f"{type_name}.{path} has no one constant place in every family: "
+            + ", ".join(sorted(f"at {f.offset}, {f.size} bytes" for f in places))
+        )
     return place
 
 

@@ -24,8 +24,15 @@ from typing import Iterator
 
 from .containerspec import container_spec, is_string_type, value_types
 
-__all__ = ["TYPE_FAILURES", "FIELD_FAILURES", "truncated_rule", "field_rule", "nesting_rule", "default_rule",
-           "declarations"]
+__all__ = [
+    "TYPE_FAILURES",
+    "FIELD_FAILURES",
+    "truncated_rule",
+    "field_rule",
+    "nesting_rule",
+    "default_rule",
+    "declarations",
+]
 
 TYPE_FAILURES = ("truncated",)
 FIELD_FAILURES = ("count", "selector", "mismatch", "invalid", "nesting")

@@ -58,8 +58,12 @@ class Node:
             elif part.startswith("[") and node.item_width is not None:
                 i = int(part[1:-1])
                 start = node.start + i * node.item_width
-                node = Node(f"{node.path}{part}", start, start + node.item_width,
-                            node.value[i] if node.value is not None and i < len(node.value) else None)
+                node = Node(
+                    f"{node.path}{part}",
+                    start,
+                    start + node.item_width,
+                    node.value[i] if node.value is not None and i < len(node.value) else None,
+                )
             elif part.startswith("[") and node.item_spans is not None:
                 i = int(part[1:-1])
                 starts, ends = node.item_spans
@@ -191,8 +195,9 @@ def read(fam, type_name: str, buf, start: int = 0, path: str = "") -> Reading:
     except _Stop as stop:
         return Reading(root, stop.problem)
     except RecursionError:
-        return Reading(root, Problem(fieldrules.nesting_rule(type_name), start, root.path, "arrays nested too deeply",
-                                     root))
+        return Reading(
+            root, Problem(fieldrules.nesting_rule(type_name), start, root.path, "arrays nested too deeply", root)
+        )
     return Reading(root, None)
 
 
@@ -227,22 +232,31 @@ class _Reader:
     def field(self, f: dict, node: Node, record: Node) -> None:
         if "contents" in f:
             want = f["contents"].encode("ascii")
-            got = bytes(self.buf[node.start:node.start + len(want)])
+            got = bytes(self.buf[node.start : node.start + len(want)])
             node.value, node.type = got, "contents"
             if len(got) < len(want):
-                self.stop(self.sp.truncated.get(record.type), node, record,
-                          f"{len(want)} bytes expected, {len(got)} left")
+                self.stop(
+                    self.sp.truncated.get(record.type), node, record, f"{len(want)} bytes expected, {len(got)} left"
+                )
             if got != want:
-                self.stop(fieldrules.field_rule(record.type, f["id"], "mismatch"), node, record,
-                          f"expected {want!r}, found {got!r}")
+                self.stop(
+                    fieldrules.field_rule(record.type, f["id"], "mismatch"),
+                    node,
+                    record,
+                    f"expected {want!r}, found {got!r}",
+                )
             node.end = node.start + len(want)
             return
         if "switch_on" in f:
             selector = record.fields[f["switch_on"]].value
             target = self.sp.case(int(selector))
             if target is None:
-                self.stop(fieldrules.field_rule(record.type, f["id"], "selector"), node, record,
-                          f"unknown value type {selector}")
+                self.stop(
+                    fieldrules.field_rule(record.type, f["id"], "selector"),
+                    node,
+                    record,
+                    f"unknown value type {selector}",
+                )
             is_bool = self.sp.value_types[int(selector)]["name"] == "BOOL"
             if "repeat" in f:
                 self.repeat(target, f, node, record, as_bool=is_bool)
@@ -262,9 +276,13 @@ class _Reader:
             return
         width = self.sp.width(prim)
         if node.start + width > self.size:
-            self.stop(self.sp.truncated.get(record.type), node, record,
-                      f"{prim} truncated: need {width} bytes, {max(0, self.size - node.start)} left")
-        raw = bytes(self.buf[node.start:node.start + width])
+            self.stop(
+                self.sp.truncated.get(record.type),
+                node,
+                record,
+                f"{prim} truncated: need {width} bytes, {max(0, self.size - node.start)} left",
+            )
+        raw = bytes(self.buf[node.start : node.start + width])
         if prim == "f4":
             node.value = self.sp.f4.parse(raw)
         else:
@@ -279,9 +297,10 @@ class _Reader:
         ln = Node(_join(node.path, len_id), node.start)
         node.fields[len_id] = ln
         if node.start + width > self.size:
-            self.stop(rule, node, node,
-                      f"string length truncated: need {width} bytes, {max(0, self.size - node.start)} left")
-        ln.value = int.from_bytes(self.buf[node.start:node.start + width], self.sp.fam.byte_order)
+            self.stop(
+                rule, node, node, f"string length truncated: need {width} bytes, {max(0, self.size - node.start)} left"
+            )
+        ln.value = int.from_bytes(self.buf[node.start : node.start + width], self.sp.fam.byte_order)
         ln.end = node.start + width
         data = Node(_join(node.path, data_id), ln.end)
         node.fields[data_id] = data
@@ -289,7 +308,7 @@ class _Reader:
         if ln.value > left:
             self.stop(rule, node, node, f"string length {ln.value} exceeds the {left} bytes remaining")
         data.end = node.end = ln.end + ln.value
-        data.value = bytes(self.buf[ln.end:data.end])
+        data.value = bytes(self.buf[ln.end : data.end])
         node.value = decode_text(data.value)
 
     def repeat(self, item: str, f: dict, node: Node, record: Node, as_bool: bool = False) -> None:
@@ -300,8 +319,12 @@ class _Reader:
         if prim is not None:
             width = self.sp.width(prim)
             if count * width > left:
-                self.stop(fieldrules.field_rule(record.type, f["id"], "count"), node, record,
-                          f"array element count {count} needs at least {count * width} bytes, {left} remaining")
+                self.stop(
+                    fieldrules.field_rule(record.type, f["id"], "count"),
+                    node,
+                    record,
+                    f"array element count {count} needs at least {count * width} bytes, {left} remaining",
+                )
             arr = np.frombuffer(self.buf, dtype=self.sp.dtype(prim), count=count, offset=node.start)
             arr = arr.astype(arr.dtype.newbyteorder("="), copy=True)
             node.value = arr.view(np.bool_) if as_bool else arr
@@ -311,8 +334,12 @@ class _Reader:
         if self.sp.is_string(item):
             width = self.sp.min_size(item)
             if count * width > left:
-                self.stop(fieldrules.field_rule(record.type, f["id"], "count"), node, record,
-                          f"string array element count {count} needs at least {count * width} bytes, {left} remaining")
+                self.stop(
+                    fieldrules.field_rule(record.type, f["id"], "count"),
+                    node,
+                    record,
+                    f"string array element count {count} needs at least {count * width} bytes, {left} remaining",
+                )
             try:
                 starts, ends, end = scan_string_offsets(self.buf, node.start, count, width, self.sp.fam.byte_order)
             except IndexError as exc:
@@ -327,8 +354,12 @@ class _Reader:
             return
         need = count * self.sp.min_size(item)
         if need > left:
-            self.stop(fieldrules.field_rule(record.type, f["id"], "count"), node, record,
-                      f"{item.replace('_', ' ')} count {count} needs at least {need} bytes, {left} remaining")
+            self.stop(
+                fieldrules.field_rule(record.type, f["id"], "count"),
+                node,
+                record,
+                f"{item.replace('_', ' ')} count {count} needs at least {need} bytes, {left} remaining",
+            )
         pos = node.start
         values = []
         for i in range(count):
@@ -455,8 +486,9 @@ def _locate(sp: _Spec, type_name: str, value: Any, start: int, path: str) -> Nod
                     child.end = pos + child.item_width * len(sub)
                 elif sp.is_string(item):
                     width = sp.min_size(item)
-                    lengths = np.fromiter((len(encode_text(v) if isinstance(v, str) else v) for v in sub),
-                                          dtype=np.int64, count=len(sub))
+                    lengths = np.fromiter(
+                        (len(encode_text(v) if isinstance(v, str) else v) for v in sub), dtype=np.int64, count=len(sub)
+                    )
                     ends = pos + np.cumsum(lengths + width)
                     child.item_spans = (ends - lengths - width, ends)
                     child.end = int(ends[-1]) if len(sub) else pos
@@ -518,8 +550,12 @@ class _Builder:
         if got is None:
             fmt = _FORMAT[prim]
             width = self.sp.width(prim)
-            got = (_struct.Struct((self.sp.order if width > 1 else "") + fmt), 8 * width,
-                   fmt.islower() and fmt not in "efd", fmt in "efd")
+            got = (
+                _struct.Struct((self.sp.order if width > 1 else "") + fmt),
+                8 * width,
+                fmt.islower() and fmt not in "efd",
+                fmt in "efd",
+            )
             self.sp.packers[prim] = got
         return got
 
@@ -591,7 +627,7 @@ class _Builder:
             given = _member(v, fid)
             if given is None and fid in counts:
                 given = counts[fid]
-            inner = {k[len(fid) + 1:]: n for k, n in counts.items() if k.startswith(fid + ".")} if dotted else None
+            inner = {k[len(fid) + 1 :]: n for k, n in counts.items() if k.startswith(fid + ".")} if dotted else None
             self.field(kind, f, given, child, v, inner)
         node.end = len(self.out)
 

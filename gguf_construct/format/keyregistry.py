@@ -33,8 +33,7 @@ def _index(arch: str | None) -> tuple[dict[str, dict], tuple[tuple[re.Pattern, d
                     continue
                 spelling = spelling.replace("{arch}", arch)
             if _PLACEHOLDER.search(spelling):
-                rx = "".join(_FILL[p] if i % 2 else re.escape(p)
-                             for i, p in enumerate(_PLACEHOLDER.split(spelling)))
+                rx = "".join(_FILL[p] if i % 2 else re.escape(p) for i, p in enumerate(_PLACEHOLDER.split(spelling)))
                 patterns.append((re.compile(rx + r"\Z"), entry))
             else:
                 exact.setdefault(spelling, entry)

@@ -16,8 +16,20 @@ from . import fieldrules, structs
 from ..base.remote import RemoteFile, is_url, open_remote
 from .spec import TensorTypeSpec, tensor_type_by_id
 
-__all__ = ["Bootstrap", "bootstrap", "TensorExtent", "tensor_extent", "open_source", "align_offset", "LEGACY_MAGICS", "DEFAULT_ALIGNMENT",
-           "ALIGNMENT_KEY", "MAX_DIMS", "MAX_KEY_BYTES", "MAX_NAME_BYTES"]
+__all__ = [
+    "Bootstrap",
+    "bootstrap",
+    "TensorExtent",
+    "tensor_extent",
+    "open_source",
+    "align_offset",
+    "LEGACY_MAGICS",
+    "DEFAULT_ALIGNMENT",
+    "ALIGNMENT_KEY",
+    "MAX_DIMS",
+    "MAX_KEY_BYTES",
+    "MAX_NAME_BYTES",
+]
 
 _SPEC = structs.container_spec()
 LEGACY_MAGICS: dict[bytes, str] = {k.encode("ascii"): v for k, v in _SPEC["meta"]["legacy_magics"].items()}
@@ -51,8 +63,7 @@ def tensor_extent(shape: tuple[int, ...], type_id: int) -> TensorExtent:
     nelem = 1
     for d in shape:
         nelem *= d
-    if (spec_t is None or not spec_t.is_current or (shape[0] if shape else 1) % spec_t.block_size
-            or nelem >= _INT64):
+    if spec_t is None or not spec_t.is_current or (shape[0] if shape else 1) % spec_t.block_size or nelem >= _INT64:
         return TensorExtent(spec_t, nelem, None)
     return TensorExtent(spec_t, nelem, nelem // spec_t.block_size * spec_t.type_size)
 
@@ -88,9 +99,13 @@ def open_source(source) -> tuple[Any, str | None, Any]:
             os.close(fd)
             if kind == "a directory":
                 raise IsADirectoryError(errno.EISDIR, "is a directory; name a GGUF file in it", path)
-            raise OSError(errno.EINVAL, f"not a regular file ({kind}); GGUF files are memory-mapped, so save "
-                                        f"the stream to a file first (the command line reads standard input "
-                                        f"as '-')", path)
+            raise OSError(
+                errno.EINVAL,
+                f"not a regular file ({kind}); GGUF files are memory-mapped, so save "
+                f"the stream to a file first (the command line reads standard input "
+                f"as '-')",
+                path,
+            )
         with os.fdopen(fd, "rb") as fh:
             return _map_file(fh, path)
     if isinstance(source, (bytes, bytearray, memoryview)):
@@ -112,8 +127,13 @@ def _not_regular(fileno: int) -> str | None:
     mode = os.fstat(fileno).st_mode
     if stat.S_ISREG(mode):
         return None
-    for test, kind in ((stat.S_ISCHR, "a character device"), (stat.S_ISFIFO, "a pipe"),
-                       (stat.S_ISSOCK, "a socket"), (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory")):
+    for test, kind in (
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISFIFO, "a pipe"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISDIR, "a directory"),
+    ):
         if test(mode):
             return kind
     return "not a regular file"
@@ -147,7 +167,7 @@ def bootstrap(buf) -> Bootstrap:
     (:mod:`gguf_construct.format.fieldrules`): the read's own problem for a magic or version it cannot read, the
     version's ``invalid`` rule for a version the spec does not define."""
     probe = structs.family(structs.current_version(), structs.BYTE_ORDERS[0])
-    reading = probe.read("header", buf[:probe.min_sizes["header"]], 0, "header")
+    reading = probe.read("header", buf[: probe.min_sizes["header"]], 0, "header")
     head, problem = reading.root, reading.problem
     magic, version = head["magic"], head.fields.get("version")
     out = Bootstrap(magic=magic.value)
@@ -156,10 +176,13 @@ def bootstrap(buf) -> Bootstrap:
         out.legacy = LEGACY_MAGICS.get(magic.value) if magic.end is None else None
         return out
     out.raw_version = version.value
-    out.version, out.byte_order = structs.detect(bytes(buf[:version.end]))
+    out.version, out.byte_order = structs.detect(bytes(buf[: version.end]))
     if not structs.is_valid("header", "version", out.version):
-        out.rule, out.path, out.field_start = (fieldrules.field_rule("header", "version", "invalid"), version.path,
-                                               version.start)
+        out.rule, out.path, out.field_start = (
+            fieldrules.field_rule("header", "version", "invalid"),
+            version.path,
+            version.start,
+        )
     return out
 
 

@@ -57,8 +57,10 @@ def _derive_versions(doc: dict) -> dict:
     current = [v["version"] for v in doc.get("versions", ()) if v.get("status") == "current"]
     meta = doc.setdefault("meta", {})
     if current and meta.setdefault("current_version", max(current)) != max(current):
-        raise ValueError(f"gguf.yaml: meta.current_version {meta['current_version']} is not the newest current "
-                         f"version of versions: ({max(current)})")
+        raise ValueError(
+            f"gguf.yaml: meta.current_version {meta['current_version']} is not the newest current "
+            f"version of versions: ({max(current)})"
+        )
     for header_field in doc.get("types", {}).get("header", {}).get("seq", ()):
         if header_field.get("id") == "version" and listed:
             valid = header_field.setdefault("valid", list(listed))
@@ -88,8 +90,9 @@ def primitives() -> dict[str, Primitive]:
     """The scalar encodings by spec name (``u1`` … ``f8``, ``bf2``)."""
     out = {}
     for entry in load_yaml("gguf.yaml")["primitives"]:
-        out[entry["id"]] = Primitive(entry["id"], entry["size"], entry["numpy"], entry.get("doc", ""),
-                                     entry.get("struct", ""))
+        out[entry["id"]] = Primitive(
+            entry["id"], entry["size"], entry["numpy"], entry.get("doc", ""), entry.get("struct", "")
+        )
     return out
 
 
@@ -127,8 +130,10 @@ class ByteOrder:
 
 @functools.lru_cache(maxsize=None)
 def _byte_orders() -> dict[str, ByteOrder]:
-    return {o["id"]: ByteOrder(o["id"], o["struct"], o["numpy"], o["short"])
-            for o in load_yaml("gguf.yaml")["byte_order"]["orders"]}
+    return {
+        o["id"]: ByteOrder(o["id"], o["struct"], o["numpy"], o["short"])
+        for o in load_yaml("gguf.yaml")["byte_order"]["orders"]
+    }
 
 
 def byte_order(name: "str | ByteOrder") -> ByteOrder:
@@ -199,8 +204,20 @@ class TensorTypeSpec:
         return 8.0 * self.type_size / self.block_size if self.block_size else 0.0
 
 
-_TT_KEYS = {"id", "name", "c_name", "status", "kind", "block_size", "type_size", "codec", "fields", "doc",
-            "doc_ref", "imatrix"}
+_TT_KEYS = {
+    "id",
+    "name",
+    "c_name",
+    "status",
+    "kind",
+    "block_size",
+    "type_size",
+    "codec",
+    "fields",
+    "doc",
+    "doc_ref",
+    "imatrix",
+}
 
 
 @functools.lru_cache(maxsize=None)
@@ -210,16 +227,33 @@ def tensor_types() -> tuple[TensorTypeSpec, ...]:
     for path in sorted((spec_dir() / "tensor_types").glob("*.yaml")):
         raw = load_yaml(f"tensor_types/{path.name}")
         fields = tuple(
-            BlockField(f["id"], f["type"], int(f.get("count", 1)), f.get("doc", ""), f.get("c_decl"),
-                       tuple(f.get("nan_codes", ())))
+            BlockField(
+                f["id"],
+                f["type"],
+                int(f.get("count", 1)),
+                f.get("doc", ""),
+                f.get("c_decl"),
+                tuple(f.get("nan_codes", ())),
+            )
             for f in raw.get("fields") or ()
         )
-        out.append(TensorTypeSpec(
-            id=raw["id"], name=raw["name"], c_name=raw["c_name"], status=raw["status"], kind=raw["kind"],
-            block_size=raw["block_size"], type_size=raw["type_size"], codec=raw.get("codec"), fields=fields,
-            doc=raw["doc"], doc_ref=raw["doc_ref"], imatrix=raw.get("imatrix"),
-            extra={k: v for k, v in raw.items() if k not in _TT_KEYS},
-        ))
+        out.append(
+            TensorTypeSpec(
+                id=raw["id"],
+                name=raw["name"],
+                c_name=raw["c_name"],
+                status=raw["status"],
+                kind=raw["kind"],
+                block_size=raw["block_size"],
+                type_size=raw["type_size"],
+                codec=raw.get("codec"),
+                fields=fields,
+                doc=raw["doc"],
+                doc_ref=raw["doc_ref"],
+                imatrix=raw.get("imatrix"),
+                extra={k: v for k, v in raw.items() if k not in _TT_KEYS},
+            )
+        )
     out.sort(key=lambda t: t.id)
     return tuple(out)
 
@@ -253,6 +287,8 @@ def in_checkout() -> bool:
 def nothing_to_check(out: Path | str | None, what: str) -> str | None:
     """Why ``--check`` has nothing to compare with (an installed package and no --out), or None when it has."""
     if out is None and not in_checkout():
-        return (f"{what} --check compares a source checkout's {what}/ with the spec, and this is an installed "
-                f"package with no checkout; give --out DIR to check a folder")
+        return (
+            f"{what} --check compares a source checkout's {what}/ with the spec, and this is an installed "
+            f"package with no checkout; give --out DIR to check a folder"
+        )
     return None

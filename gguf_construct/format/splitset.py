@@ -22,10 +22,35 @@ from ..base.errors import GGUFError
 from . import spec as _spec
 from . import keynames
 
-__all__ = ["SPLIT_NO", "SPLIT_COUNT", "SPLIT_TENSORS", "SPLIT_KEYS", "split_key_type", "SINGLE", "FIRST", "LATER",
-           "ShardFacts", "Problem", "role", "split_from", "shard_path", "shard_numbers", "parse_shard_path",
-           "shard_set_paths", "member_paths", "set_label", "first_shard_path", "later_shard_params", "set_problems",
-           "breaks", "missing_shards", "load_refusal", "not_a_first_shard", "unbuildable_names", "tensor_in_two_shards"]
+__all__ = [
+    "SPLIT_NO",
+    "SPLIT_COUNT",
+    "SPLIT_TENSORS",
+    "SPLIT_KEYS",
+    "split_key_type",
+    "SINGLE",
+    "FIRST",
+    "LATER",
+    "ShardFacts",
+    "Problem",
+    "role",
+    "split_from",
+    "shard_path",
+    "shard_numbers",
+    "parse_shard_path",
+    "shard_set_paths",
+    "member_paths",
+    "set_label",
+    "first_shard_path",
+    "later_shard_params",
+    "set_problems",
+    "breaks",
+    "missing_shards",
+    "load_refusal",
+    "not_a_first_shard",
+    "unbuildable_names",
+    "tensor_in_two_shards",
+]
 
 SPLIT_NO, SPLIT_COUNT, SPLIT_TENSORS = keynames.SPLIT_NO, keynames.SPLIT_COUNT, keynames.SPLIT_TENSORS_COUNT
 SPLIT_KEYS = (SPLIT_NO, SPLIT_COUNT, SPLIT_TENSORS)
@@ -80,7 +105,7 @@ def shard_path(prefix: str, index: int, count: int) -> str:
 
 def shard_numbers(index: int, count: int) -> tuple[str, str]:
     """Shard ``index`` (0-based) of ``count`` as its file name writes them: ``("00001", "00003")``."""
-    number, total = shard_path("", index, count)[1:-len(".gguf")].split("-of-")
+    number, total = shard_path("", index, count)[1 : -len(".gguf")].split("-of-")
     return number, total
 
 
@@ -94,7 +119,7 @@ def parse_shard_path(path: str) -> tuple[str, int, int, int] | None:
     count = int(m.group(2))
     if index < 0 or count < 1 or index >= count:
         return None
-    return os.fspath(path)[:m.start()], index, count, len(m.group(1))
+    return os.fspath(path)[: m.start()], index, count, len(m.group(1))
 
 
 def shard_set_paths(path: str) -> list[str] | None:
@@ -105,7 +130,7 @@ def shard_set_paths(path: str) -> list[str] | None:
         return None
     prefix, _, count, digits = found
     m = _SUFFIX.search(os.fspath(path))
-    total, extension = m.group(2), os.fspath(path)[-len(".gguf"):]  # as written (width, letter case)
+    total, extension = m.group(2), os.fspath(path)[-len(".gguf") :]  # as written (width, letter case)
     first = _shard_spec()["first_number"]
     return [f"{prefix}-{n + first:0{digits}d}-of-{total}{extension}" for n in range(count)]
 
@@ -124,7 +149,7 @@ def member_paths(first: str, count: int) -> list[str] | None:
     text = os.fspath(first)
     if len(text) <= len(suffix) or not text.endswith(suffix):
         return None
-    prefix = text[:-len(suffix)]
+    prefix = text[: -len(suffix)]
     return [shard_path(prefix, i, count) for i in range(count)]
 
 
@@ -133,7 +158,7 @@ def set_label(path: str, count: int | None = None) -> str:
     base = os.path.basename(path.rstrip("/")) if "://" not in path else path.rsplit("/", 1)[-1]
     m = _SUFFIX.search(base)
     if m is not None:
-        return f"{base[:m.start()]}-*-of-{m.group(2)}.gguf"
+        return f"{base[: m.start()]}-*-of-{m.group(2)}.gguf"
     return f"{base}-*-of-{shard_numbers(0, count)[1]}" if count else base
 
 
@@ -165,11 +190,13 @@ def later_shard_params(path: str, split_no: int, split_count: int) -> dict:
     """The message parameters of META-SPLIT-LATER for the later shard at ``path``."""
     first = first_shard_path(path)
     name = os.path.basename(path) if "://" not in path else path.rsplit("/", 1)[-1]
-    first_name = (os.path.basename(first) if "://" not in first else first.rsplit("/", 1)[-1]) if first else \
-        shard_path("<prefix>", 0, split_count).rsplit("/", 1)[-1]
+    first_name = (
+        (os.path.basename(first) if "://" not in first else first.rsplit("/", 1)[-1])
+        if first
+        else shard_path("<prefix>", 0, split_count).rsplit("/", 1)[-1]
+    )
     index, total = shard_numbers(split_no, split_count)
-    return {"index": index, "count": total, "first": first_name,
-            "value": split_no, "file": name}
+    return {"index": index, "count": total, "first": first_name, "value": split_no, "file": name}
 
 
 def set_problems(first: ShardFacts, others: list[ShardFacts]) -> list[Problem]:
@@ -180,9 +207,18 @@ def set_problems(first: ShardFacts, others: list[ShardFacts]) -> list[Problem]:
     label = set_label(first.path, count)
     out: list[Problem] = []
     if member_paths(first.path, count) is None:
-        out.append(Problem(breaks("count"), {"set": label, "problem": (
-            f"split.count = {count} but the name does not end in {shard_path('', 0, count)}; llama.cpp builds the "
-            "other shards' names from it (\"invalid split file name\")")}))
+        out.append(
+            Problem(
+                breaks("count"),
+                {
+                    "set": label,
+                    "problem": (
+                        f"split.count = {count} but the name does not end in {shard_path('', 0, count)}; llama.cpp builds the "
+                        'other shards\' names from it ("invalid split file name")'
+                    ),
+                },
+            )
+        )
         return out
     seen = dict.fromkeys(first.tensor_names, 0)  # tensor name -> place of the shard holding it
     held = len(set(first.tensor_names))
@@ -194,46 +230,108 @@ def set_problems(first: ShardFacts, others: list[ShardFacts]) -> list[Problem]:
             complete = False
             continue
         if not shard.readable:
-            out.append(Problem(breaks("count"), {"set": label, "problem": (
-                f"shard {number} is not readable as GGUF (llama.cpp: \"failed to load GGUF split\")")}))
+            out.append(
+                Problem(
+                    breaks("count"),
+                    {
+                        "set": label,
+                        "problem": (f'shard {number} is not readable as GGUF (llama.cpp: "failed to load GGUF split")'),
+                    },
+                )
+            )
             complete = False
             continue
         if shard.split_no is None:
-            out.append(Problem(breaks("count"), {"set": label, "problem": (
-                f"shard {number} has no split.no (llama.cpp: \"missing key split.no in GGUF split\")")}))
+            out.append(
+                Problem(
+                    breaks("count"),
+                    {
+                        "set": label,
+                        "problem": (
+                            f'shard {number} has no split.no (llama.cpp: "missing key split.no in GGUF split")'
+                        ),
+                    },
+                )
+            )
         elif shard.split_no_type not in (None, split_key_type(SPLIT_NO)):
-            out.append(Problem(breaks("count"), {"set": label, "problem": (
-                f"shard {number} stores split.no as {shard.split_no_type}; llama.cpp reads it with "
-                f"gguf_get_val_u16, whose type assertion aborts the process")}))
+            out.append(
+                Problem(
+                    breaks("count"),
+                    {
+                        "set": label,
+                        "problem": (
+                            f"shard {number} stores split.no as {shard.split_no_type}; llama.cpp reads it with "
+                            f"gguf_get_val_u16, whose type assertion aborts the process"
+                        ),
+                    },
+                )
+            )
         elif shard.split_no != place:
-            out.append(Problem(breaks("count"), {"set": label, "problem": (
-                f"shard {number} holds split.no = {shard.split_no}, expected {place} (llama.cpp: \"invalid split "
-                "file idx\")")}))
-        for key, mine, theirs in ((SPLIT_COUNT, count, shard.split_count),
-                                  (SPLIT_TENSORS, first.split_tensors, shard.split_tensors)):
+            out.append(
+                Problem(
+                    breaks("count"),
+                    {
+                        "set": label,
+                        "problem": (
+                            f'shard {number} holds split.no = {shard.split_no}, expected {place} (llama.cpp: "invalid split '
+                            'file idx")'
+                        ),
+                    },
+                )
+            )
+        for key, mine, theirs in (
+            (SPLIT_COUNT, count, shard.split_count),
+            (SPLIT_TENSORS, first.split_tensors, shard.split_tensors),
+        ):
             if theirs != mine:
-                out.append(Problem(breaks("agree"), {"set": label, "problem": (
-                    f"shard {number} has {key} = {theirs}, the first shard {mine}")}))
+                out.append(
+                    Problem(
+                        breaks("agree"),
+                        {"set": label, "problem": (f"shard {number} has {key} = {theirs}, the first shard {mine}")},
+                    )
+                )
         for name in shard.tensor_names:
             if name in seen:
-                out.append(Problem(breaks("duplicate"), {"set": label, "name": name, "index": number,
-                                                      "first_index": shard_numbers(seen[name], count)[0]}))
+                out.append(
+                    Problem(
+                        breaks("duplicate"),
+                        {
+                            "set": label,
+                            "name": name,
+                            "index": number,
+                            "first_index": shard_numbers(seen[name], count)[0],
+                        },
+                    )
+                )
                 complete = False  # llama.cpp stops at the duplicate, before counting
             else:
                 seen[name] = place
                 held += 1
     if complete and first.split_tensors is not None and held != first.split_tensors:
-        out.append(Problem(breaks("count"), {"set": label, "problem": (
-            f"the shards hold {held} tensors, split.tensors.count = {first.split_tensors} (llama.cpp: \"corrupted "
-            "model\")")}))
+        out.append(
+            Problem(
+                breaks("count"),
+                {
+                    "set": label,
+                    "problem": (
+                        f'the shards hold {held} tensors, split.tensors.count = {first.split_tensors} (llama.cpp: "corrupted '
+                        'model")'
+                    ),
+                },
+            )
+        )
     return out
 
 
 # -- what load and merge refuse of a split model (the split rules are raised here only) ------------------------------
 def missing_shards(missing: list[str], total: int) -> GGUFError:
     """The error of a split model some of whose ``total`` shards are ``missing``: without them it is undefined."""
-    return GGUFError(f"split model: shard {missing[0]!r} is missing ({len(missing)} of {total} shards absent); "
-                     "load(path, shards=False) reads one shard alone", path="file_name", rule=breaks("missing"))
+    return GGUFError(
+        f"split model: shard {missing[0]!r} is missing ({len(missing)} of {total} shards absent); "
+        "load(path, shards=False) reads one shard alone",
+        path="file_name",
+        rule=breaks("missing"),
+    )
 
 
 def load_refusal(problems: list[Problem], paths: list[str]) -> GGUFError | None:
@@ -242,22 +340,31 @@ def load_refusal(problems: list[Problem], paths: list[str]) -> GGUFError | None:
     for problem in problems:
         if problem.rule == breaks("duplicate"):
             p = problem.params
-            return GGUFError(f"split model: tensor {p['name']!r} is in shard {p['first_index']} and shard "
-                             f"{p['index']} ({paths[int(p['index']) - 1]!r})", path="file_name",
-                             rule=breaks("duplicate"))
+            return GGUFError(
+                f"split model: tensor {p['name']!r} is in shard {p['first_index']} and shard "
+                f"{p['index']} ({paths[int(p['index']) - 1]!r})",
+                path="file_name",
+                rule=breaks("duplicate"),
+            )
     return None
 
 
 def not_a_first_shard(path: str, count_value) -> GGUFError:
     """The error of merging from ``path``, which holds no valid split.count or is a later shard."""
-    return GGUFError(f"{path}: no valid {SPLIT_COUNT} (found {count_value!r}); not the first shard of a split "
-                     "model", path="metadata_kv", rule=breaks("count"))
+    return GGUFError(
+        f"{path}: no valid {SPLIT_COUNT} (found {count_value!r}); not the first shard of a split model",
+        path="metadata_kv",
+        rule=breaks("count"),
+    )
 
 
 def unbuildable_names(path: str, count: int) -> GGUFError:
     """The error of a first shard whose name does not let the other shards' names be built from it."""
-    return GGUFError(f"{path}: the name must end in {os.path.basename(shard_path('', 0, count))[1:]} "
-                     f"({SPLIT_COUNT} = {count})", path="file_name", rule=breaks("name"))
+    return GGUFError(
+        f"{path}: the name must end in {os.path.basename(shard_path('', 0, count))[1:]} ({SPLIT_COUNT} = {count})",
+        path="file_name",
+        rule=breaks("name"),
+    )
 
 
 def tensor_in_two_shards(name: str, path: str) -> GGUFError:

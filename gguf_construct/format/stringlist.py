@@ -12,7 +12,6 @@ Strings are decoded as UTF-8 with ``surrogateescape``, so bytes that are not UTF
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, SupportsIndex, overload
 
@@ -97,7 +96,7 @@ class StringList(Sequence):
             i += n
         if not 0 <= i < n:
             raise IndexError("list index out of range")
-        return _text(self._buf[int(self._starts[i]):int(self._ends[i])])
+        return _text(self._buf[int(self._starts[i]) : int(self._ends[i])])
 
     def _slice(self, sl: slice) -> "StringList":
         n = len(self._starts)
@@ -159,7 +158,7 @@ class StringList(Sequence):
             whole = np.frombuffer(self._buf, dtype=np.uint8)
             keep = []
             for a in range(0, len(cand), _CHUNK):
-                part = cand[a:a + _CHUNK]
+                part = cand[a : a + _CHUNK]
                 rows = whole[starts[part][:, None] + np.arange(len(want))]
                 keep.append(part[(rows == target).all(axis=1)])
                 if first is not None and len(keep[-1]):
@@ -181,8 +180,7 @@ class StringList(Sequence):
     def _same(self, other: "StringList") -> bool:
         if len(self) != len(other) or not np.array_equal(self.lengths(), other.lengths()):
             return False
-        if (self._contig and other._contig and self._width == other._width and self._order == other._order
-                and len(self)):
+        if self._contig and other._contig and self._width == other._width and self._order == other._order and len(self):
             return self._region() == other._region()  # equal lengths: equal prefixes, so equal payloads
         return all(self.raw(i) == other.raw(i) for i in range(len(self)))
 
@@ -247,7 +245,7 @@ class StringList(Sequence):
             i += len(self)
         if not 0 <= i < len(self):
             raise IndexError("list index out of range")
-        return bytes(self._buf[int(self._starts[i]):int(self._ends[i])])
+        return bytes(self._buf[int(self._starts[i]) : int(self._ends[i])])
 
     def lengths(self) -> np.ndarray:
         """The byte length of every item (int64)."""
@@ -277,7 +275,7 @@ class StringList(Sequence):
         out = np.empty(len(items), dtype=np.int64)
         whole = np.frombuffer(self._buf, dtype=np.uint8)
         for a in range(0, len(items), _CHUNK):
-            part = items[a:a + _CHUNK]
+            part = items[a : a + _CHUNK]
             starts, lengths = self._starts[part], self._ends[part] - self._starts[part]
             heads = np.cumsum(lengths) - lengths
             offsets = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(heads, lengths)
@@ -285,7 +283,7 @@ class StringList(Sequence):
             first = np.flatnonzero(zero)  # ascending: the first zero of each item comes first
             owner = np.searchsorted(heads, first, side="right") - 1
             keep = np.concatenate(([True], owner[1:] != owner[:-1])) if len(owner) else owner.astype(bool)
-            out[a:a + len(part)] = -1
+            out[a : a + len(part)] = -1
             out[a + owner[keep]] = first[keep] - heads[owner[keep]]
         return out
 
@@ -351,7 +349,7 @@ class StringList(Sequence):
 
     def _region(self) -> memoryview:
         lo = int(self._starts[0]) - self._width
-        return memoryview(self._buf)[lo:int(self._ends[-1])]
+        return memoryview(self._buf)[lo : int(self._ends[-1])]
 
     def _payload(self) -> bytes:
         """Every item's bytes joined (contiguous records only)."""
@@ -453,7 +451,7 @@ def _assess(buf, starts: np.ndarray, ends: np.ndarray, width: int) -> tuple[np.n
                 text[heads[long] - width + k] = 0
             _invalid_in(memoryview(text), heads, width, i, bad)
         else:
-            _invalid_in(view[lo + a:lo + b], heads, width, i, bad)
+            _invalid_in(view[lo + a : lo + b], heads, width, i, bad)
         if b - released >= _RELEASE_BYTES:  # judged: the mapped pages go back (base/pages.py)
             release(buf, lo + released, lo + b)
             released = b

@@ -30,16 +30,53 @@ from . import fieldlayout, fieldrules, fieldtree
 from . import spec as _spec
 from .constructs import CheckedArray, Float32Field, GGUFString, NumericArray, Reject, StringArray
 from .containerspec import (
-    BYTE_ORDERS, ByteOrder, byte_order, current_version, value_kind, value_since, types_of_kind, value_types_in,
-    FamilyShape, container_spec, detect, each_family, field_limit, field_spec, is_string_type,
-    is_valid, resolve_alias, value_types, version_word, versions
+    BYTE_ORDERS,
+    ByteOrder,
+    byte_order,
+    current_version,
+    value_kind,
+    value_since,
+    types_of_kind,
+    value_types_in,
+    FamilyShape,
+    container_spec,
+    detect,
+    each_family,
+    field_limit,
+    field_spec,
+    is_string_type,
+    is_valid,
+    resolve_alias,
+    value_types,
+    version_word,
+    versions,
 )
 from .containerspec import STRUCT_FORMATS
 from .containerspec import STRUCT_FORMATS as _FORMAT
 
-__all__ = ["BYTE_ORDERS", "STRUCT_FORMATS", "ByteOrder", "byte_order", "current_version", "value_kind", "value_since",
-           "types_of_kind", "value_types_in", "StructFamily", "family", "container_spec", "field_spec", "is_valid", "field_limit",
-           "versions", "value_types", "resolve_alias", "version_word", "detect", "each_family"]
+__all__ = [
+    "BYTE_ORDERS",
+    "STRUCT_FORMATS",
+    "ByteOrder",
+    "byte_order",
+    "current_version",
+    "value_kind",
+    "value_since",
+    "types_of_kind",
+    "value_types_in",
+    "StructFamily",
+    "family",
+    "container_spec",
+    "field_spec",
+    "is_valid",
+    "field_limit",
+    "versions",
+    "value_types",
+    "resolve_alias",
+    "version_word",
+    "detect",
+    "each_family",
+]
 
 
 def _this_expr(dotted: str):
@@ -197,8 +234,9 @@ class _Generator:
         if prim is not None:
             return NumericArray(count, _spec.numpy_dtype(prim, self.byte_order), rule=rule)
         if is_string_type(item):
-            return StringArray(count, self.min_size(item), self.byte_order, rule=rule,
-                               element_rule=fieldrules.truncated_rule(item))
+            return StringArray(
+                count, self.min_size(item), self.byte_order, rule=rule, element_rule=fieldrules.truncated_rule(item)
+            )
         return CheckedArray(count, self.type_ref(item), self.min_size(item), item.replace("_", " "), rule)
 
     def switch(self, record: str, field: dict) -> c.Construct:
@@ -208,10 +246,12 @@ class _Generator:
             target = vt.get("encoding") or vt["type"]
             if "repeat" in field:
                 if vt.get("encoding"):
-                    cases[vt["id"]] = NumericArray(_this_expr(field["repeat"]),
-                                                   _spec.numpy_dtype(vt["encoding"], self.byte_order),
-                                                   as_bool=vt["name"] == "BOOL",
-                                                   rule=fieldrules.field_rule(record, field["id"], "count"))
+                    cases[vt["id"]] = NumericArray(
+                        _this_expr(field["repeat"]),
+                        _spec.numpy_dtype(vt["encoding"], self.byte_order),
+                        as_bool=vt["name"] == "BOOL",
+                        rule=fieldrules.field_rule(record, field["id"], "count"),
+                    )
                 else:
                     cases[vt["id"]] = self.repeat(target, record, field)
             else:

@@ -220,8 +220,12 @@ def infer_value(value: Any, *, array_hint: bool = False) -> GGUFValue:
             kind = max(kinds, key=lambda k: [GGUFValueType.INT32, GGUFValueType.INT64, GGUFValueType.UINT64].index(k))
         elif len(kinds) == 1:
             kind = kinds.pop()
-        elif GGUFValueType.FLOAT32 in kinds and kinds <= {GGUFValueType.FLOAT32, GGUFValueType.INT32,
-                                                           GGUFValueType.INT64, GGUFValueType.UINT64}:
+        elif GGUFValueType.FLOAT32 in kinds and kinds <= {
+            GGUFValueType.FLOAT32,
+            GGUFValueType.INT32,
+            GGUFValueType.INT64,
+            GGUFValueType.UINT64,
+        }:
             kind = GGUFValueType.FLOAT32  # numbers written as 1.5 and 2 in one list: a float array, as in JSON
             value = [float(v) for v in value]
         else:
@@ -241,8 +245,10 @@ def first_fit(key: str, candidates, build, shown: Any) -> GGUFValue:
         except (TypeError, ValueError, OverflowError):
             continue
     names = " or ".join(f"ARRAY[{i.name}]" if i else t.name for t, i in candidates)
-    raise TypeError(f"{key} is {names} in the key registry or the file; {shown!r} does not fit (give the type "
-                    f"explicitly to store another)")
+    raise TypeError(
+        f"{key} is {names} in the key registry or the file; {shown!r} does not fit (give the type "
+        f"explicitly to store another)"
+    )
 
 
 class Metadata(MutableMapping):

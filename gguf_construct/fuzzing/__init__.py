@@ -31,5 +31,3 @@ type compared.  This is the shape of ``gguf-construct dump --json`` (header memb
 from __future__ import annotations
 
 __all__: list[str] = []
-
-

@@ -30,8 +30,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-__all__ = ["Target", "TARGETS", "ARMS", "RunResult", "run_arm", "judge", "signature",
-           "parse_report", "DEFAULT_BIN", "runtime_env"]
+__all__ = [
+    "Target",
+    "TARGETS",
+    "ARMS",
+    "RunResult",
+    "run_arm",
+    "judge",
+    "signature",
+    "parse_report",
+    "DEFAULT_BIN",
+    "runtime_env",
+]
 
 DEFAULT_BIN = Path(os.environ.get("GGUF_COV_FUZZ_BIN", "/tmp/gguf-cov-fuzz/bin"))
 ARMS = ("spec", "bytes", "ossfuzz")
@@ -52,11 +62,24 @@ class Target:
 
 
 TARGETS = {
-    "ggml": Target("ggml", "ggml_reader", "ggml", ("ggml/src/gguf.cpp",), 1 << 20, "buffer.alloc",
-                   "ggml's GGUF reader (gguf.cpp): from memory and from a file, no_alloc true and false"),
-    "llama": Target("llama", "llama_loader", "llama.cpp",
-                    ("src/llama-model-loader.cpp", "src/llama-model.cpp", "src/llama-vocab.cpp"), 1 << 20,
-                    "no_alloc", "llama.cpp's model loader: vocabulary only, then the whole model with no_alloc"),
+    "ggml": Target(
+        "ggml",
+        "ggml_reader",
+        "ggml",
+        ("ggml/src/gguf.cpp",),
+        1 << 20,
+        "buffer.alloc",
+        "ggml's GGUF reader (gguf.cpp): from memory and from a file, no_alloc true and false",
+    ),
+    "llama": Target(
+        "llama",
+        "llama_loader",
+        "llama.cpp",
+        ("src/llama-model-loader.cpp", "src/llama-model.cpp", "src/llama-vocab.cpp"),
+        1 << 20,
+        "no_alloc",
+        "llama.cpp's model loader: vocabulary only, then the whole model with no_alloc",
+    ),
 }
 
 _STATS = re.compile(r"^#(\d+)\s+(\w+)\s+cov: (\d+) ft: (\d+) corp: (\d+)/")
@@ -75,8 +98,9 @@ def runtime_env(arm: str, extra: dict | None = None) -> dict:
     env = dict(os.environ)
     # an allocation over 2 GiB returns NULL (what ggml then does is the finding); libFuzzer's own limits are
     # above it, so they only catch what the sanitizer lets through
-    env["ASAN_OPTIONS"] = ("detect_leaks=0:allocator_may_return_null=1:max_allocation_size_mb=2048:symbolize=1:"
-                           "abort_on_error=0")
+    env["ASAN_OPTIONS"] = (
+        "detect_leaks=0:allocator_may_return_null=1:max_allocation_size_mb=2048:symbolize=1:abort_on_error=0"
+    )
     env["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
     env["GGML_NO_BACKTRACE"] = "1"
     env.setdefault("LLVM_PROFILE_FILE", "/dev/null")
@@ -109,12 +133,22 @@ class RunResult:
 
     def to_json(self) -> dict:
         """The record (without the corpus timestamps, which stay in the work folder)."""
-        return {"target": self.target, "arm": self.arm, "run": self.run, "budget_cpu_s": self.budget,
-                "cpu_s": round(self.cpu, 1), "execs": self.execs, "restarts": self.restarts,
-                "edges": self.series[-1][1] if self.series else 0, "features": self.series[-1][2] if self.series else 0,
-                "corpus": self.series[-1][3] if self.series else 0,
-                "series": [[round(c, 1), e, f, n] for c, e, f, n in _thin(self.series, 120)],
-                "crashes": compact(self.crashes), "aborts": compact(self.aborts), "mutator": self.mutator}
+        return {
+            "target": self.target,
+            "arm": self.arm,
+            "run": self.run,
+            "budget_cpu_s": self.budget,
+            "cpu_s": round(self.cpu, 1),
+            "execs": self.execs,
+            "restarts": self.restarts,
+            "edges": self.series[-1][1] if self.series else 0,
+            "features": self.series[-1][2] if self.series else 0,
+            "corpus": self.series[-1][3] if self.series else 0,
+            "series": [[round(c, 1), e, f, n] for c, e, f, n in _thin(self.series, 120)],
+            "crashes": compact(self.crashes),
+            "aborts": compact(self.aborts),
+            "mutator": self.mutator,
+        }
 
 
 def compact(reports: list[dict]) -> list[dict]:
@@ -124,9 +158,15 @@ def compact(reports: list[dict]) -> list[dict]:
     for r in reports:
         e = out.get(r["signature"])
         if e is None:
-            e = out[r["signature"]] = {"signature": r["signature"], "kind": r["kind"], "message": r.get("message", ""),
-                                       "frames": r.get("frames", [])[:12], "count": 0,
-                                       "input": r.get("artifact") or r.get("input"), "cpu_s": r.get("cpu_s")}
+            e = out[r["signature"]] = {
+                "signature": r["signature"],
+                "kind": r["kind"],
+                "message": r.get("message", ""),
+                "frames": r.get("frames", [])[:12],
+                "count": 0,
+                "input": r.get("artifact") or r.get("input"),
+                "cpu_s": r.get("cpu_s"),
+            }
         e["count"] += r.get("count", 1)
     return sorted(out.values(), key=lambda e: -e["count"])
 
@@ -148,8 +188,18 @@ def _cpu_seconds(pid: int) -> float | None:
         return None
 
 
-def run_arm(target: Target, arm: str, seeds: Path, work: Path, budget: float, *, run: int = 0,
-            bin_dir: Path = DEFAULT_BIN, seed: int = 1, log=None) -> RunResult:
+def run_arm(
+    target: Target,
+    arm: str,
+    seeds: Path,
+    work: Path,
+    budget: float,
+    *,
+    run: int = 0,
+    bin_dir: Path = DEFAULT_BIN,
+    seed: int = 1,
+    log=None,
+) -> RunResult:
     """Fuzz ``target`` with ``arm`` from ``seeds`` for ``budget`` CPU seconds; corpus, artifacts and aborts go
     to ``work`` (made afresh)."""
     if work.exists():
@@ -165,11 +215,28 @@ def run_arm(target: Target, arm: str, seeds: Path, work: Path, budget: float, *,
     env = runtime_env(arm, {"GGUF_HARNESS_ABORT_DIR": str(aborts), "GGUF_MUTATOR_STATS": str(work / "mutator.json")})
     exe = binary(target, arm, bin_dir)
     while result.cpu < budget:
-        cmd = [str(exe), str(corpus), f"-max_len={target.max_len}", "-timeout=10", "-rss_limit_mb=4096",
-               "-malloc_limit_mb=4096", f"-seed={seed * 1000 + result.restarts + 1}",
-               f"-artifact_prefix={artifacts}/", "-print_final_stats=1", "-reload=0", "-print_pcs=0"]
-        proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
-                                errors="replace", preexec_fn=lambda: os.nice(10))
+        cmd = [
+            str(exe),
+            str(corpus),
+            f"-max_len={target.max_len}",
+            "-timeout=10",
+            "-rss_limit_mb=4096",
+            "-malloc_limit_mb=4096",
+            f"-seed={seed * 1000 + result.restarts + 1}",
+            f"-artifact_prefix={artifacts}/",
+            "-print_final_stats=1",
+            "-reload=0",
+            "-print_pcs=0",
+        ]
+        proc = subprocess.Popen(
+            cmd,
+            env=env,
+            stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            text=True,
+            errors="replace",
+            preexec_fn=lambda: os.nice(10),
+        )
         tail: list[str] = []
         base = result.cpu
         last = [0.0]
@@ -209,8 +276,9 @@ def run_arm(target: Target, arm: str, seeds: Path, work: Path, budget: float, *,
             break
         if proc.returncode not in (0, None):
             crash = parse_report("".join(tail))
-            crash["artifact"] = next((str(p) for p in sorted(artifacts.iterdir(), key=os.path.getmtime,
-                                                              reverse=True)), None)
+            crash["artifact"] = next(
+                (str(p) for p in sorted(artifacts.iterdir(), key=os.path.getmtime, reverse=True)), None
+            )
             crash["cpu_s"] = round(result.cpu, 1)
             result.crashes.append(crash)
             result.restarts += 1
@@ -230,8 +298,22 @@ def run_arm(target: Target, arm: str, seeds: Path, work: Path, budget: float, *,
 
 # -- reports and signatures ------------------------------------------------------------------------------------------
 _FRAME = re.compile(r"^\s*#(\d+) 0x[0-9a-f]+ in (.+?) (/\S+?):(\d+)(?::\d+)?\s*$")
-_SKIP = ("__wrap_abort", "__sanitizer", "__asan", "__ubsan", "fuzzer::", "LLVMFuzzerTestOneInput", "ggml_abort",
-         "ggml_print_backtrace", "harness_", "abort", "__cxa", "std::", "__gnu_cxx", "libc_start")
+_SKIP = (
+    "__wrap_abort",
+    "__sanitizer",
+    "__asan",
+    "__ubsan",
+    "fuzzer::",
+    "LLVMFuzzerTestOneInput",
+    "ggml_abort",
+    "ggml_print_backtrace",
+    "harness_",
+    "abort",
+    "__cxa",
+    "std::",
+    "__gnu_cxx",
+    "libc_start",
+)
 
 
 def parse_report(text: str) -> dict:
@@ -285,8 +367,11 @@ def _function(text: str) -> str:
 
 def signature(frames: Iterable[str]) -> str:
     """The first three frames inside llama.cpp or ggml, without the harness and sanitizer frames."""
-    own = [f for f in frames if not any(f.startswith(s) or f" {s}" in f[:len(s) + 1] for s in _SKIP)
-           and ("src/" in f or "include/" in f)]
+    own = [
+        f
+        for f in frames
+        if not any(f.startswith(s) or f" {s}" in f[: len(s) + 1] for s in _SKIP) and ("src/" in f or "include/" in f)
+    ]
     return " <- ".join(f.rsplit(" ", 1)[0] + "@" + f.rsplit("/", 1)[-1] for f in own[:3]) or "(no frame)"
 
 
@@ -302,10 +387,21 @@ def verdicts(target: Target, arm: str, files: list[Path], bin_dir: Path = DEFAUL
     scratch.mkdir(exist_ok=True)
     env = runtime_env(arm, {"GGUF_HARNESS_VERDICT": "1", "GGUF_HARNESS_ABORT_DIR": str(scratch)})
     for i in range(0, len(files), 200):
-        chunk = files[i:i + 200]
-        proc = subprocess.run([str(binary(target, "bytes", bin_dir)), "-timeout=10", "-rss_limit_mb=4096",
-                               f"-artifact_prefix={scratch}/", *map(str, chunk)], env=env, capture_output=True,
-                              text=True, errors="replace", preexec_fn=lambda: os.nice(10))
+        chunk = files[i : i + 200]
+        proc = subprocess.run(
+            [
+                str(binary(target, "bytes", bin_dir)),
+                "-timeout=10",
+                "-rss_limit_mb=4096",
+                f"-artifact_prefix={scratch}/",
+                *map(str, chunk),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            preexec_fn=lambda: os.nice(10),
+        )
         current = None
         for line in proc.stderr.splitlines():
             m = _RUNNING.match(line)
@@ -346,13 +442,21 @@ def judge(target: Target, arm: str, files: list[Path], bin_dir: Path = DEFAULT_B
         elif not accepted and report.valid and arm != "ossfuzz":
             klass = "false_reject"
         for klass_, first, second in _path_pairs(seen):
-            g = groups.setdefault((klass_, (first, second), rules), {
-                "class": klass_, "rules": list(rules), "paths": f"{first} accepts, {second} rejects", "count": 0,
-                "example": path})
+            g = groups.setdefault(
+                (klass_, (first, second), rules),
+                {
+                    "class": klass_,
+                    "rules": list(rules),
+                    "paths": f"{first} accepts, {second} rejects",
+                    "count": 0,
+                    "example": path,
+                },
+            )
             g["count"] += 1
         if klass:
-            g = groups.setdefault((klass, rules), {"class": klass, "rules": list(rules), "count": 0, "example": path,
-                                                  "size": len(data)})
+            g = groups.setdefault(
+                (klass, rules), {"class": klass, "rules": list(rules), "count": 0, "example": path, "size": len(data)}
+            )
             g["count"] += 1
             if len(data) < g["size"]:
                 g["example"], g["size"] = path, len(data)
@@ -366,12 +470,17 @@ def _path_pairs(seen: dict[str, bool]):
     for mode in ("no_alloc", "alloc"):
         a, b = seen.get(f"buffer.{mode}"), seen.get(f"file.{mode}")
         if a is not None and b is not None and a != b:
-            yield ("read_paths_disagree",) + ((f"buffer.{mode}", f"file.{mode}") if a else (f"file.{mode}", f"buffer.{mode}"))
+            yield ("read_paths_disagree",) + (
+                (f"buffer.{mode}", f"file.{mode}") if a else (f"file.{mode}", f"buffer.{mode}")
+            )
     for where in ("buffer", "file"):
         a, b = seen.get(f"{where}.no_alloc"), seen.get(f"{where}.alloc")
         if a is not None and b is not None and a != b:
-            yield (("no_alloc_accepts_more", f"{where}.no_alloc", f"{where}.alloc") if a
-                   else ("read_paths_disagree", f"{where}.alloc", f"{where}.no_alloc"))
+            yield (
+                ("no_alloc_accepts_more", f"{where}.no_alloc", f"{where}.alloc")
+                if a
+                else ("read_paths_disagree", f"{where}.alloc", f"{where}.no_alloc")
+            )
     a, b = seen.get("vocab_only"), seen.get("no_alloc")
     if a is not None and b is not None and b and not a:
         yield ("read_paths_disagree", "no_alloc", "vocab_only")

@@ -44,7 +44,7 @@ def profile(exe: Path, inputs: Iterable[Path], env: dict, out: Path) -> Path | N
         run_env = dict(env, LLVM_PROFILE_FILE=str(Path(tmp) / "replay-%p.profraw"))
         files = sorted(folder.iterdir())
         for i in range(0, len(files), 100):
-            _replay(exe, files[i:i + 100], run_env)
+            _replay(exe, files[i : i + 100], run_env)
         raws = sorted(Path(tmp).glob("replay-*.profraw"))
         if not raws:
             return None
@@ -55,11 +55,21 @@ def profile(exe: Path, inputs: Iterable[Path], env: dict, out: Path) -> Path | N
 def _replay(exe: Path, files: list[Path], env: dict) -> None:
     """Run ``files`` once each; a process that dies (a crash or a timeout writes no profile) is replayed one
     file at a time, so only the input that kills it is lost."""
+
     def run(chunk: list[Path]) -> int:
-        return subprocess.run([str(exe), "-timeout=10", "-rss_limit_mb=4096",
-                               f"-artifact_prefix={tempfile.gettempdir()}/gguf-replay-", *map(str, chunk)], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              preexec_fn=lambda: os.nice(10)).returncode
+        return subprocess.run(
+            [
+                str(exe),
+                "-timeout=10",
+                "-rss_limit_mb=4096",
+                f"-artifact_prefix={tempfile.gettempdir()}/gguf-replay-",
+                *map(str, chunk),
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=lambda: os.nice(10),
+        ).returncode
 
     if run(files) != 0 and len(files) > 1:
         for f in files:
@@ -69,8 +79,12 @@ def _replay(exe: Path, files: list[Path], env: dict) -> None:
 def summarise(exe: Path, profdata: Path, focus: Iterable[str]) -> dict:
     """``{file: {lines|regions|branches|functions: [covered, count]}}`` for the focus files, plus ``total``
     (all files of llama.cpp/ggml in the binary)."""
-    proc = subprocess.run([tool("llvm-cov"), "export", "-summary-only", f"-instr-profile={profdata}", str(exe)],
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [tool("llvm-cov"), "export", "-summary-only", f"-instr-profile={profdata}", str(exe)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     data = json.loads(proc.stdout)["data"][0]
     out: dict[str, dict] = {}
     total = {m: [0, 0] for m in _METRICS}
@@ -102,8 +116,12 @@ def unreached(exe: Path, profiles: Iterable[Path], focus: Iterable[str]) -> dict
     with tempfile.TemporaryDirectory(prefix="gguf-union-") as tmp:
         union = Path(tmp) / "union.profdata"
         subprocess.run([tool("llvm-profdata"), "merge", "-sparse", *map(str, profiles), "-o", str(union)], check=True)
-        proc = subprocess.run([tool("llvm-cov"), "export", f"-instr-profile={union}", str(exe)], capture_output=True,
-                              text=True, check=True)
+        proc = subprocess.run(
+            [tool("llvm-cov"), "export", f"-instr-profile={union}", str(exe)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
     focus = tuple(focus)
     out: dict[str, list[str]] = {f: [] for f in focus}
     for fn in json.loads(proc.stdout)["data"][0]["functions"]:

@@ -28,8 +28,9 @@ LIB_ENV = "GGUF_CONSTRUCT_GGML_LIB"
 
 # the numeric value types (their encodings from the spec) and ggml's getter for each: gguf_get_val_u8, ..._f32, ...
 _NUMERIC = {vt: numpy_dtype_of(vt) for vt in GGUFValueType if numpy_dtype_of(vt) is not None}
-_GETTERS = {vt: "gguf_get_val_" + ("bool" if dt.kind == "b" else f"{dt.kind}{8 * dt.itemsize}")
-            for vt, dt in _NUMERIC.items()}
+_GETTERS = {
+    vt: "gguf_get_val_" + ("bool" if dt.kind == "b" else f"{dt.kind}{8 * dt.itemsize}") for vt, dt in _NUMERIC.items()
+}
 
 
 class _Params(ctypes.Structure):
@@ -49,13 +50,20 @@ def _library() -> ctypes.CDLL:
     lib = library_from_env(LIB_ENV, "libggml-base")
     ctx_p, i64, size = ctypes.c_void_p, ctypes.c_int64, ctypes.c_size_t
     signatures = {
-        "gguf_init_from_file": (ctx_p, [ctypes.c_char_p, _Params]), "gguf_free": (None, [ctx_p]),
-        "ggml_free": (None, [ctx_p]), "gguf_get_n_kv": (i64, [ctx_p]), "gguf_get_key": (ctypes.c_char_p, [ctx_p, i64]),
-        "gguf_get_kv_type": (ctypes.c_int, [ctx_p, i64]), "gguf_get_arr_type": (ctypes.c_int, [ctx_p, i64]),
-        "gguf_get_val_str": (ctypes.c_char_p, [ctx_p, i64]), "gguf_get_arr_n": (size, [ctx_p, i64]),
+        "gguf_init_from_file": (ctx_p, [ctypes.c_char_p, _Params]),
+        "gguf_free": (None, [ctx_p]),
+        "ggml_free": (None, [ctx_p]),
+        "gguf_get_n_kv": (i64, [ctx_p]),
+        "gguf_get_key": (ctypes.c_char_p, [ctx_p, i64]),
+        "gguf_get_kv_type": (ctypes.c_int, [ctx_p, i64]),
+        "gguf_get_arr_type": (ctypes.c_int, [ctx_p, i64]),
+        "gguf_get_val_str": (ctypes.c_char_p, [ctx_p, i64]),
+        "gguf_get_arr_n": (size, [ctx_p, i64]),
         "gguf_get_arr_data": (ctypes.c_void_p, [ctx_p, i64]),
-        "gguf_get_arr_str": (ctypes.c_char_p, [ctx_p, i64, size]), "gguf_get_n_tensors": (i64, [ctx_p]),
-        "gguf_get_tensor_name": (ctypes.c_char_p, [ctx_p, i64]), "gguf_get_tensor_type": (ctypes.c_int, [ctx_p, i64]),
+        "gguf_get_arr_str": (ctypes.c_char_p, [ctx_p, i64, size]),
+        "gguf_get_n_tensors": (i64, [ctx_p]),
+        "gguf_get_tensor_name": (ctypes.c_char_p, [ctx_p, i64]),
+        "gguf_get_tensor_type": (ctypes.c_int, [ctx_p, i64]),
         "gguf_get_tensor_offset": (size, [ctx_p, i64]),
     }
     for vt, getter in _GETTERS.items():
@@ -91,16 +99,24 @@ def ggml_reader(path: str) -> dict:
     """Load ``path`` with ggml's ``gguf_init_from_file`` (data read); ValueError when it returns NULL."""
     lib = _library()
     data_ctx = ctypes.c_void_p()
-    ctx = lib.gguf_init_from_file(os.fsencode(path), _Params(False, ctypes.cast(ctypes.pointer(data_ctx),
-                                                                                ctypes.c_void_p)))
+    ctx = lib.gguf_init_from_file(
+        os.fsencode(path), _Params(False, ctypes.cast(ctypes.pointer(data_ctx), ctypes.c_void_p))
+    )
     if not ctx:
         raise ValueError("gguf_init_from_file returned NULL")
     try:
-        metadata = [{"key": lib.gguf_get_key(ctx, i).decode("utf-8", "surrogateescape"), **_value(lib, ctx, i)}
-                    for i in range(lib.gguf_get_n_kv(ctx))]
-        tensors = [{"name": lib.gguf_get_tensor_name(ctx, i).decode("utf-8", "surrogateescape"),
-                    "type": lib.gguf_get_tensor_type(ctx, i), "offset": lib.gguf_get_tensor_offset(ctx, i)}
-                   for i in range(lib.gguf_get_n_tensors(ctx))]
+        metadata = [
+            {"key": lib.gguf_get_key(ctx, i).decode("utf-8", "surrogateescape"), **_value(lib, ctx, i)}
+            for i in range(lib.gguf_get_n_kv(ctx))
+        ]
+        tensors = [
+            {
+                "name": lib.gguf_get_tensor_name(ctx, i).decode("utf-8", "surrogateescape"),
+                "type": lib.gguf_get_tensor_type(ctx, i),
+                "offset": lib.gguf_get_tensor_offset(ctx, i),
+            }
+            for i in range(lib.gguf_get_n_tensors(ctx))
+        ]
     finally:
         lib.gguf_free(ctx)
         if data_ctx.value:

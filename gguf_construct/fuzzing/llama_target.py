@@ -28,13 +28,25 @@ _LOG = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
 class _ModelParams(ctypes.Structure):
     """``struct llama_model_params`` (llama.h, llama.cpp as vendored by llama-cpp-python 0.3.36)."""
 
-    _fields_ = [("devices", ctypes.c_void_p), ("tensor_buft_overrides", ctypes.c_void_p),
-                ("n_gpu_layers", ctypes.c_int32), ("split_mode", ctypes.c_int), ("load_mode", ctypes.c_int),
-                ("lazy_mode", ctypes.c_int), ("main_gpu", ctypes.c_int32), ("tensor_split", ctypes.c_void_p),
-                ("progress_callback", ctypes.c_void_p), ("progress_callback_user_data", ctypes.c_void_p),
-                ("kv_overrides", ctypes.c_void_p), ("vocab_only", ctypes.c_bool), ("check_tensors", ctypes.c_bool),
-                ("use_extra_bufts", ctypes.c_bool), ("no_host", ctypes.c_bool), ("no_alloc", ctypes.c_bool),
-                ("load_mtp", ctypes.c_bool)]
+    _fields_ = [
+        ("devices", ctypes.c_void_p),
+        ("tensor_buft_overrides", ctypes.c_void_p),
+        ("n_gpu_layers", ctypes.c_int32),
+        ("split_mode", ctypes.c_int),
+        ("load_mode", ctypes.c_int),
+        ("lazy_mode", ctypes.c_int),
+        ("main_gpu", ctypes.c_int32),
+        ("tensor_split", ctypes.c_void_p),
+        ("progress_callback", ctypes.c_void_p),
+        ("progress_callback_user_data", ctypes.c_void_p),
+        ("kv_overrides", ctypes.c_void_p),
+        ("vocab_only", ctypes.c_bool),
+        ("check_tensors", ctypes.c_bool),
+        ("use_extra_bufts", ctypes.c_bool),
+        ("no_host", ctypes.c_bool),
+        ("no_alloc", ctypes.c_bool),
+        ("load_mtp", ctypes.c_bool),
+    ]
 
 
 _messages: list[str] = []

@@ -17,8 +17,7 @@ from ..breaking.rawfile import Arr, RawFile
 __all__ = ["ddmin", "shrink_raw"]
 
 
-def ddmin(data: bytes, keeps: Callable[[bytes], bool], *, max_tests: int = 300,
-          max_seconds: float = 30.0) -> bytes:
+def ddmin(data: bytes, keeps: Callable[[bytes], bool], *, max_tests: int = 300, max_seconds: float = 30.0) -> bytes:
     """Shrink ``data`` while ``keeps(candidate)`` holds: remove chunks (halves, quarters, ... single bytes),
     then try zeroing the remaining bytes in chunks.  Stops after ``max_tests`` calls or ``max_seconds``.
     """
@@ -43,7 +42,7 @@ def ddmin(data: bytes, keeps: Callable[[bytes], bool], *, max_tests: int = 300,
         reduced = False
         start = 0
         while start < len(best):
-            candidate = best[:start] + best[start + chunk:]
+            candidate = best[:start] + best[start + chunk :]
             if candidate and test(candidate):
                 best = candidate
                 reduced = True
@@ -60,9 +59,9 @@ def ddmin(data: bytes, keeps: Callable[[bytes], bool], *, max_tests: int = 300,
     while chunk >= 1:
         start = 0
         while start < len(best):
-            part = best[start:start + chunk]
+            part = best[start : start + chunk]
             if any(part):
-                candidate = best[:start] + bytes(len(part)) + best[start + chunk:]
+                candidate = best[:start] + bytes(len(part)) + best[start + chunk :]
                 if test(candidate):
                     best = candidate
             start += chunk

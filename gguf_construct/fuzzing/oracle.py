@@ -178,4 +178,4 @@ def compare(expected: dict, got: dict) -> list[dict]:
 
 def _short(v: Any, limit: int = 120) -> Any:
     text = repr(v)
-    return v if len(text) <= limit else text[:limit - 3] + "..."
+    return v if len(text) <= limit else text[: limit - 3] + "..."

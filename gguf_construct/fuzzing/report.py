@@ -15,8 +15,13 @@ __all__ = ["CLASSES", "Disagreement", "Results", "ProgressBar", "prepare_out", "
 SUMMARY = "summary.json"
 
 CLASSES = ("false_accept", "false_reject", "crash", "hang", "value_mismatch")
-_TITLES = {"false_accept": "false accepts", "false_reject": "false rejects", "crash": "crashes", "hang": "hangs",
-           "value_mismatch": "value mismatches"}
+_TITLES = {
+    "false_accept": "false accepts",
+    "false_reject": "false rejects",
+    "crash": "crashes",
+    "hang": "hangs",
+    "value_mismatch": "value mismatches",
+}
 
 
 @dataclass
@@ -80,18 +85,28 @@ class Results:
             name = f"{f.kind}-{_slug(cause)}-{digest}.gguf"
             _write_atomic(os.path.join(out_dir, name), data)
             f.file = name
-        summary = {"target": self.target, "profile": self.profile, "seed": self.seed, "generated": self.generated,
-                   "valid": self.valid, "seconds": round(self.seconds, 2), "per_class": self.per_class,
-                   "findings": [f.to_dict() for f in self.findings.values()], "notes": self.notes}
+        summary = {
+            "target": self.target,
+            "profile": self.profile,
+            "seed": self.seed,
+            "generated": self.generated,
+            "valid": self.valid,
+            "seconds": round(self.seconds, 2),
+            "per_class": self.per_class,
+            "findings": [f.to_dict() for f in self.findings.values()],
+            "notes": self.notes,
+        }
         path = os.path.join(out_dir, SUMMARY)
         _write_atomic(path, (json.dumps(summary, indent=1, default=str) + "\n").encode())
         return path
 
     def table(self) -> str:
         """The console summary: one row per class (files, distinct findings), then the distinct findings."""
-        lines = [f"target {self.target}, profile {self.profile}, seed {self.seed}: {self.generated} files "
-                 f"({self.valid} valid) in {self.seconds:.1f} s",
-                 f"  {'class':<18} {'files':>7} {'distinct':>9}"]
+        lines = [
+            f"target {self.target}, profile {self.profile}, seed {self.seed}: {self.generated} files "
+            f"({self.valid} valid) in {self.seconds:.1f} s",
+            f"  {'class':<18} {'files':>7} {'distinct':>9}",
+        ]
         for c in CLASSES:
             distinct = sum(1 for f in self.findings.values() if f.kind == c)
             lines.append(f"  {_TITLES[c]:<18} {self.per_class[c]:>7} {distinct:>9}")
@@ -144,8 +159,10 @@ def prepare_out(out_dir: str) -> None:
         ours.add(SUMMARY)
     foreign = sorted(names - ours)
     if foreign:
-        raise OutDirError(f"{out_dir} already holds files this command did not write ({', '.join(foreign[:3])}"
-                          f"{', ...' if len(foreign) > 3 else ''}); choose an empty or new --out")
+        raise OutDirError(
+            f"{out_dir} already holds files this command did not write ({', '.join(foreign[:3])}"
+            f"{', ...' if len(foreign) > 3 else ''}); choose an empty or new --out"
+        )
     for name in ours & names:
         os.unlink(os.path.join(out_dir, name))
 

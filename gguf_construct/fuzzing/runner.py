@@ -21,8 +21,7 @@ from .report import Disagreement, ProgressBar, Results
 from .samples import Sample, carriers, generate, supported
 from .targets import Outcome, Target
 
-__all__ = ["Sample", "generate", "carriers", "supported", "classify", "signature", "normalize", "crash_location",
-           "run"]
+__all__ = ["Sample", "generate", "carriers", "supported", "classify", "signature", "normalize", "crash_location", "run"]
 
 
 def _model_stream(seed: int) -> Iterator[Sample]:
@@ -110,9 +109,21 @@ class _Scratch:
             pass
 
 
-def run(target: Target, *, count: int = 1000, seed: int = 0, profile: str = "spec", out_dir: str | None = None,
-        minimize: bool = True, progress: bool | None = None, max_minimize: int = 40, versions=None,
-        byte_orders=None, tensor_types=None, should_stop: Callable[[], bool] | None = None) -> Results:
+def run(
+    target: Target,
+    *,
+    count: int = 1000,
+    seed: int = 0,
+    profile: str = "spec",
+    out_dir: str | None = None,
+    minimize: bool = True,
+    progress: bool | None = None,
+    max_minimize: int = 40,
+    versions=None,
+    byte_orders=None,
+    tensor_types=None,
+    should_stop: Callable[[], bool] | None = None,
+) -> Results:
     """Fuzz ``target`` with ``count`` files; returns the :class:`Results` (written to ``out_dir`` if given).
 
     ``versions``, ``byte_orders`` and ``tensor_types`` say what the target claims to read (None: everything the
@@ -126,8 +137,11 @@ def run(target: Target, *, count: int = 1000, seed: int = 0, profile: str = "spe
     stop = _stopper(should_stop)
     try:
         scratch = _Scratch()
-        stream = _model_stream(seed) if getattr(target, "models", False) else generate(
-            seed, versions=versions, byte_orders=byte_orders, tensor_types=tensor_types)
+        stream = (
+            _model_stream(seed)
+            if getattr(target, "models", False)
+            else generate(seed, versions=versions, byte_orders=byte_orders, tensor_types=tensor_types)
+        )
         for i in range(count):
             stop()
             sample = next(stream)
@@ -143,8 +157,17 @@ def run(target: Target, *, count: int = 1000, seed: int = 0, profile: str = "spe
             kind, diffs = classify(exp, out)
             if kind is not None:
                 sig = signature(kind, exp, out, diffs)
-                f = Disagreement(kind, sig, out.detail[:500], exp.rules, sample.mutation, len(sample.data),
-                            sample.data, diffs=diffs[:10], location=crash_location(out))
+                f = Disagreement(
+                    kind,
+                    sig,
+                    out.detail[:500],
+                    exp.rules,
+                    sample.mutation,
+                    len(sample.data),
+                    sample.data,
+                    diffs=diffs[:10],
+                    location=crash_location(out),
+                )
                 if results.add(f) and minimize and len(results.findings) <= max_minimize and kind != "hang":
                     f.minimized = _minimize(target, scratch, f, profile, sample.raw, stop)
                     _remeasure(target, scratch, f, profile)
@@ -163,14 +186,22 @@ def run(target: Target, *, count: int = 1000, seed: int = 0, profile: str = "spe
 
 def _stopper(should_stop: Callable[[], bool] | None) -> Callable[[], None]:
     """A check that raises KeyboardInterrupt once ``should_stop()`` says so (a no-op without it)."""
+
     def stop() -> None:
         if should_stop is not None and should_stop():
             raise KeyboardInterrupt
+
     return stop
 
 
-def _minimize(target: Target, scratch: _Scratch, f: Disagreement, profile: str, raw: RawFile | None,
-              stop: Callable[[], None] = lambda: None) -> bytes:
+def _minimize(
+    target: Target,
+    scratch: _Scratch,
+    f: Disagreement,
+    profile: str,
+    raw: RawFile | None,
+    stop: Callable[[], None] = lambda: None,
+) -> bytes:
     """The smallest input found that still shows ``f``.  Hangs are not minimised (each test would cost the whole
     timeout), and the first candidate that hangs ends the search: a hang costs one timeout, not one per step."""
     hung = False

@@ -31,8 +31,16 @@ class Sample:
         return compose(self.raw) if self.raw is not None else Labels()
 
 
-def carriers(seed: int, count: int = 120, *, max_kv: int = 4, max_tensors: int = 2, versions=None,
-             byte_orders=None, tensor_types=None) -> list:
+def carriers(
+    seed: int,
+    count: int = 120,
+    *,
+    max_kv: int = 4,
+    max_tensors: int = 2,
+    versions=None,
+    byte_orders=None,
+    tensor_types=None,
+) -> list:
     """A reproducible pool of valid :class:`~gguf_construct.strategies.Document` objects of the given versions,
     byte orders and tensor types (None: all).  Hypothesis keeps its cache in a temporary folder, so nothing is
     left in the working directory."""
@@ -54,8 +62,13 @@ def carriers(seed: int, count: int = 120, *, max_kv: int = 4, max_tensors: int =
         kwargs["tensor_types"] = tuple(tensor_types)
 
     @hseed(seed)
-    @settings(max_examples=count, database=None, phases=[Phase.generate], deadline=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=count,
+        database=None,
+        phases=[Phase.generate],
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(documents(**kwargs))
     def collect(doc):
         pool.append(doc)
@@ -83,13 +96,23 @@ def supported(data: bytes, versions=None, byte_orders=None) -> bool:
     return not (byte_orders and byte_order not in byte_orders)
 
 
-def generate(seed: int, *, valid_share: float = 0.25, pool: list | None = None, versions=None, byte_orders=None,
-             tensor_types=None) -> Iterator[Sample]:
+def generate(
+    seed: int,
+    *,
+    valid_share: float = 0.25,
+    pool: list | None = None,
+    versions=None,
+    byte_orders=None,
+    tensor_types=None,
+) -> Iterator[Sample]:
     """An endless, reproducible stream of valid and broken files, only of the versions and byte orders given
     (None: all; see :func:`supported`) and with tensors of ``tensor_types``."""
     rng = random.Random(seed)
-    pool = pool if pool is not None else carriers(seed, versions=versions, byte_orders=byte_orders,
-                                                  tensor_types=tensor_types)
+    pool = (
+        pool
+        if pool is not None
+        else carriers(seed, versions=versions, byte_orders=byte_orders, tensor_types=tensor_types)
+    )
     pick = RandomPick(rng)
     while True:
         raw = from_document(rng.choice(pool))

@@ -38,8 +38,18 @@ from ..format.reader import MAX_DIMS, align_offset
 from ..format.spec import byte_order, load_yaml, tensor_type_by_id
 from ..rulebook import read_head
 
-__all__ = ["mutate", "crossover", "parse", "setup", "libfuzzer_mutate", "libfuzzer_crossover", "KINDS", "STATS",
-           "BREAK_EVERY", "BYTES_EVERY"]
+__all__ = [
+    "mutate",
+    "crossover",
+    "parse",
+    "setup",
+    "libfuzzer_mutate",
+    "libfuzzer_crossover",
+    "KINDS",
+    "STATS",
+    "BREAK_EVERY",
+    "BYTES_EVERY",
+]
 
 BREAK_EVERY = 8  # one output in 8 is broken on purpose by a named breakage
 BYTES_EVERY = 6  # one call in 6 is left to the engine's byte-level mutations
@@ -62,7 +72,7 @@ class Parsed:
             raise ValueError("head not complete")
         buf = ctx.buf
         self.kv_values = {kv.key: kv for kv in ctx.kvs}
-        kvs = [RawKV(kv.key_bytes, kv.vtype, bytes(buf[kv.value_offset:kv.end])) for kv in ctx.kvs]
+        kvs = [RawKV(kv.key_bytes, kv.vtype, bytes(buf[kv.value_offset : kv.end])) for kv in ctx.kvs]
         tensors = [RawTensor(t.name_bytes, list(t.dims), t.type, t.data_offset) for t in ctx.tensors]
         start = ctx.data_start if ctx.data_start is not None else ctx.head_end
         self.raw = RawFile(ctx.version, ctx.byte_order, kvs, tensors, bytes(buf[start:]))
@@ -118,8 +128,21 @@ def parse(data: bytes) -> Parsed | None:
 def _boundary(rng: random.Random, n: int, width: int = 8) -> int:
     """A count, length or dimension near where readers decide: off by one, zero, the width's edges, overflow."""
     top = (1 << (8 * width)) - 1
-    options = [max(n - 1, 0), n + 1, 0, 1, n * 2, n + rng.randint(2, 64), 1 << 31, (1 << 32) - 1, 1 << 32,
-               (1 << 63) - 1, 1 << 63, top, top - n + 1]
+    options = [
+        max(n - 1, 0),
+        n + 1,
+        0,
+        1,
+        n * 2,
+        n + rng.randint(2, 64),
+        1 << 31,
+        (1 << 32) - 1,
+        1 << 32,
+        (1 << 63) - 1,
+        1 << 63,
+        top,
+        top - n + 1,
+    ]
     return rng.choice([o for o in options if 0 <= o <= top])
 
 
@@ -152,14 +175,28 @@ def _value_payload(p: Parsed, rng: random.Random, gtype: str, item: str | None, 
     vt = _VT.get(gtype, _VT["UINT32"])
     if vt == _STRING:
         arch = p.arch or "llama"
-        value = rng.choice([arch, rng.choice(_architectures()), "", "x" * rng.randint(1, 300), "gpt2", "llama",
-                            "{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}"])
+        value = rng.choice(
+            [
+                arch,
+                rng.choice(_architectures()),
+                "",
+                "x" * rng.randint(1, 300),
+                "gpt2",
+                "llama",
+                "{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}",
+            ]
+        )
         return vt, encode_value(vt, value, version=p.version, byte_order=p.byte_order)
     if vt == _ARRAY:
         it = _VT.get(item or "", rng.choice([_VT["INT32"], _VT["FLOAT32"], _STRING, _VT["UINT32"]]))
         n = rng.choice([0, 1, 2, 3, 4, 8, 32, 64])
-        values = ([rng.choice(["a", "<s>", "</s>", "\u0120t", "ab cd"]) for _ in range(n)] if it == _STRING
-                  else [_scalar(rng, it) for _ in range(n)] if it in _SCALARS else [])
+        values = (
+            [rng.choice(["a", "<s>", "</s>", "\u0120t", "ab cd"]) for _ in range(n)]
+            if it == _STRING
+            else [_scalar(rng, it) for _ in range(n)]
+            if it in _SCALARS
+            else []
+        )
         if it == _ARRAY:
             it, values = _VT["INT32"], []
         return vt, encode_value(vt, values, version=p.version, byte_order=p.byte_order, item_type=it)
@@ -194,8 +231,8 @@ def m_length(p: Parsed, raw: RawFile, rng: random.Random) -> str | None:
         return "length.string"
     if choice < 0.8 and arrays:
         kv = rng.choice(arrays)
-        n = struct.unpack(fmt, payload(kv)[4:4 + w])[0]
-        set_payload(kv, payload(kv)[:4] + struct.pack(fmt, _boundary(rng, n, w)) + payload(kv)[4 + w:])
+        n = struct.unpack(fmt, payload(kv)[4 : 4 + w])[0]
+        set_payload(kv, payload(kv)[:4] + struct.pack(fmt, _boundary(rng, n, w)) + payload(kv)[4 + w :])
         return "length.array"
     if raw.tensors:
         t = rng.choice(raw.tensors)
@@ -237,8 +274,15 @@ def m_dimension(p: Parsed, raw: RawFile, rng: random.Random) -> str | None:
     i = rng.randrange(len(t.dims))
     spec = tensor_type_by_id().get(t.type)
     block = spec.block_size if spec else 1
-    t.dims[i] = rng.choice([_boundary(rng, t.dims[i]), t.dims[i] + block, max(t.dims[i] - block, 0),
-                            block * rng.randint(1, 8), t.dims[i] + 1])
+    t.dims[i] = rng.choice(
+        [
+            _boundary(rng, t.dims[i]),
+            t.dims[i] + block,
+            max(t.dims[i] - block, 0),
+            block * rng.randint(1, 8),
+            t.dims[i] + 1,
+        ]
+    )
     return "dimension.ne"
 
 
@@ -249,9 +293,20 @@ def m_offset(p: Parsed, raw: RawFile, rng: random.Random) -> str | None:
     t = rng.choice(raw.tensors)
     a = raw.alignment
     size = len(raw.data)
-    t.offset = rng.choice([o.offset for o in raw.tensors] + [t.offset + 1, t.offset + a, max(t.offset - a, 0),
-                                                            align_offset(size, a), size + a, size - 1 if size else 0,
-                                                            (1 << 63) - 1, (1 << 64) - a, t.offset + (1 << 32)])
+    t.offset = rng.choice(
+        [o.offset for o in raw.tensors]
+        + [
+            t.offset + 1,
+            t.offset + a,
+            max(t.offset - a, 0),
+            align_offset(size, a),
+            size + a,
+            size - 1 if size else 0,
+            (1 << 63) - 1,
+            (1 << 64) - a,
+            t.offset + (1 << 32),
+        ]
+    )
     return "offset.tensor"
 
 
@@ -261,8 +316,16 @@ def m_alignment(p: Parsed, raw: RawFile, rng: random.Random) -> str:
     value = rng.choice([1, 2, 4, 8, 16, 32, 64, 128, 256, 4096, 0, 3, 7, 12, 24, 1 << 20, 1 << 31, (1 << 32) - 1])
     if rng.random() < 0.15:
         vt = rng.choice([_VT["UINT8"], _VT["INT32"], _VT["UINT64"], _STRING])
-        raw.set_raw(key, vt, encode_value(vt, str(value) if vt == _STRING else value % 256 if vt == _VT["UINT8"]
-                                          else min(value, (1 << 31) - 1), version=p.version, byte_order=p.byte_order))
+        raw.set_raw(
+            key,
+            vt,
+            encode_value(
+                vt,
+                str(value) if vt == _STRING else value % 256 if vt == _VT["UINT8"] else min(value, (1 << 31) - 1),
+                version=p.version,
+                byte_order=p.byte_order,
+            ),
+        )
         return "alignment.type"
     raw.set(key, "UINT32", value)
     if rng.random() < 0.7 and 0 < value <= 4096 and _laid_out(raw):
@@ -349,7 +412,7 @@ def _break(p: Parsed, raw: RawFile, rng: random.Random) -> bytes | None:
     """The file written, then broken on purpose by one named breakage (:mod:`gguf_construct.breaking.mutations`)."""
     fields = raw.fields()
     for t, rt in zip(fields.tensors, raw.tensors):
-        t.blob = raw.data[rt.offset:rt.offset + _nbytes(rt)] if rt.offset < len(raw.data) else b""
+        t.blob = raw.data[rt.offset : rt.offset + _nbytes(rt)] if rt.offset < len(raw.data) else b""
     pick = breakages.RandomPick(rng)
     for _ in range(4):
         m = rng.choice(breakages.MUTATIONS)
@@ -367,17 +430,26 @@ def _break(p: Parsed, raw: RawFile, rng: random.Random) -> bytes | None:
 def _laid_out(raw: RawFile) -> bool:
     """True when every tensor's data is small and of a known type, so the tensors can be re-laid out."""
     sizes = [_nbytes(t) for t in raw.tensors]
-    return raw.alignment <= 1 << 16 and all(t.type in tensor_type_by_id() and len(t.dims) <= MAX_DIMS for t in raw.tensors) and \
-        sum(sizes) <= 1 << 20 and all(t.offset < 1 << 30 for t in raw.tensors)
+    return (
+        raw.alignment <= 1 << 16
+        and all(t.type in tensor_type_by_id() and len(t.dims) <= MAX_DIMS for t in raw.tensors)
+        and sum(sizes) <= 1 << 20
+        and all(t.offset < 1 << 30 for t in raw.tensors)
+    )
 
 
 def _to_bytes(raw: RawFile) -> bytes:
     """The file written (:meth:`RawFile.to_bytes`, with its head built once)."""
     head = raw.head()
-    pad = raw.head_pad if raw.head_pad is not None else \
-        bytes(align_offset(len(head), raw.alignment) - len(head)) if raw.tensors and raw.alignment <= 1 << 16 else b""
+    pad = (
+        raw.head_pad
+        if raw.head_pad is not None
+        else bytes(align_offset(len(head), raw.alignment) - len(head))
+        if raw.tensors and raw.alignment <= 1 << 16
+        else b""
+    )
     out = b"".join((head, pad, raw.data, raw.tail))
-    return out[:raw.truncate] if raw.truncate is not None else out
+    return out[: raw.truncate] if raw.truncate is not None else out
 
 
 def _nbytes(t: RawTensor) -> int:
@@ -388,8 +460,15 @@ def _nbytes(t: RawTensor) -> int:
 
 
 KINDS: dict[str, Callable[[Parsed, RawFile, random.Random], str | None]] = {
-    "count": m_count, "length": m_length, "type": m_type, "dimension": m_dimension, "offset": m_offset,
-    "alignment": m_alignment, "key": m_key, "tensor": m_tensor}
+    "count": m_count,
+    "length": m_length,
+    "type": m_type,
+    "dimension": m_dimension,
+    "offset": m_offset,
+    "alignment": m_alignment,
+    "key": m_key,
+    "tensor": m_tensor,
+}
 # how often each kind is drawn: the model layer's edits (keys, tensors) reach deepest into the loader
 WEIGHTS = {"count": 1, "length": 2, "type": 2, "dimension": 2, "offset": 1, "alignment": 1, "key": 5, "tensor": 4}
 
@@ -438,7 +517,7 @@ def crossover(a: bytes, b: bytes, rng: random.Random, max_size: int | None = Non
     elif kind < 0.7 and donor.tensors and _laid_out(raw):
         for t in rng.sample(donor.tensors, min(len(donor.tensors), rng.randint(1, 3))):
             n = _nbytes(t)
-            blob = donor.data[t.offset:t.offset + n]
+            blob = donor.data[t.offset : t.offset + n]
             if len(blob) != n or any(x.name == t.name for x in raw.tensors) or t.type not in tensor_type_by_id():
                 continue
             raw.relayout()
@@ -500,6 +579,7 @@ def libfuzzer_mutate(data: bytes, max_size: int, seed: int) -> bytes | None:
     _dump_stats()
     if os.environ.get("GGUF_FUZZ_TRACE"):
         import sys
+
         print("mutate", len(data), _calls, _stats_path, file=sys.stderr, flush=True)
     if rng.randrange(BYTES_EVERY) == 0:
         STATS["bytes"] += 1

@@ -67,6 +67,7 @@ def _limits(memory: int):
         if memory > 0:
             resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
     return apply
 
 
@@ -101,8 +102,13 @@ class CmdTarget(Target):
     def run(self, path: str) -> Outcome:
         """Run the program on ``path``; classify by exit status, parse JSON from stdout when present."""
         t0 = time.perf_counter()
-        proc = subprocess.Popen(self.argv(path), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, preexec_fn=_limits(self.memory))
+        proc = subprocess.Popen(
+            self.argv(path),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            preexec_fn=_limits(self.memory),
+        )
         try:
             out, err = proc.communicate(timeout=self.timeout)
         except subprocess.TimeoutExpired:
@@ -133,8 +139,14 @@ class CmdTarget(Target):
 class PythonTarget(Target):
     """A ``module:function`` run in a persistent worker subprocess (restarted after a crash or a hang)."""
 
-    def __init__(self, spec: str, timeout: float = 10.0, memory: int = DEFAULT_MEMORY, name: str | None = None,
-                 env: dict[str, str] | None = None):
+    def __init__(
+        self,
+        spec: str,
+        timeout: float = 10.0,
+        memory: int = DEFAULT_MEMORY,
+        name: str | None = None,
+        env: dict[str, str] | None = None,
+    ):
         self.name = name or f"python:{spec}"
         self.spec = spec
         self.extra_env = dict(env or {})
@@ -152,10 +164,15 @@ class PythonTarget(Target):
         # like a module the interpreter imports later (nt.py, ...) would break every import after it
         env["PYTHONSAFEPATH"] = "1"
         env[TARGET_PATH_ENV] = os.getcwd()
-        self.proc = subprocess.Popen([sys.executable, "-m", "gguf_construct.fuzzing.worker", self.spec,
-                                      str(self.memory)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=None if os.environ.get("GGUF_FUZZ_DEBUG") else subprocess.DEVNULL, env=env,
-                                     preexec_fn=_limits(0), bufsize=0)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "gguf_construct.fuzzing.worker", self.spec, str(self.memory)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=None if os.environ.get("GGUF_FUZZ_DEBUG") else subprocess.DEVNULL,
+            env=env,
+            preexec_fn=_limits(0),
+            bufsize=0,
+        )
         self.restarts += 1
         line = self._readline(time.monotonic() + STARTUP_TIMEOUT)
         try:
@@ -164,8 +181,7 @@ class PythonTarget(Target):
             hello = {}
         if hello.get("status") != "ready":
             self.close()
-            why = hello.get("error") or ("it did not answer (its error output is shown with "
-                                         "GGUF_FUZZ_DEBUG=1)")
+            why = hello.get("error") or ("it did not answer (its error output is shown with GGUF_FUZZ_DEBUG=1)")
             raise TargetError(f"python target {self.spec} cannot be used: {why}")
 
     def start(self) -> None:
@@ -221,8 +237,9 @@ class PythonTarget(Target):
         status = answer.get("status")
         if status == "accept":
             return Outcome("accept", summary=answer.get("summary"), seconds=dt)
-        return Outcome(status, detail=answer.get("error", ""), seconds=dt,
-                       extra={"traceback": answer.get("traceback", "")})
+        return Outcome(
+            status, detail=answer.get("error", ""), seconds=dt, extra={"traceback": answer.get("traceback", "")}
+        )
 
 
 def make_target(spec: str, *, timeout: float = 10.0, memory: int = DEFAULT_MEMORY) -> Target:
@@ -240,24 +257,27 @@ def make_target(spec: str, *, timeout: float = 10.0, memory: int = DEFAULT_MEMOR
         lib = os.path.abspath(spec[5:])
         if not os.path.isfile(lib):
             raise ValueError(f"target ggml: no library at {lib} (give the path of libggml-base)")
-        return PythonTarget("gguf_construct.fuzzing.ggml_target:ggml_reader", timeout, memory, name="ggml",
-                            env={LIB_ENV: lib})
+        return PythonTarget(
+            "gguf_construct.fuzzing.ggml_target:ggml_reader", timeout, memory, name="ggml", env={LIB_ENV: lib}
+        )
     if spec.startswith("llama:"):
         from .llama_target import LIB_ENV as LLAMA_ENV
 
         lib = os.path.abspath(spec[6:])
         if not os.path.isfile(lib):
             raise ValueError(f"target llama: no library at {lib} (give the path of libllama)")
-        target = PythonTarget("gguf_construct.fuzzing.llama_target:llama_reader", timeout, memory, name="llama",
-                              env={LLAMA_ENV: lib})
+        target = PythonTarget(
+            "gguf_construct.fuzzing.llama_target:llama_reader", timeout, memory, name="llama", env={LLAMA_ENV: lib}
+        )
         target.models = True  # fed whole models (valid and broken) rather than bare containers
         return target
     if spec.startswith("cmd:"):
         return CmdTarget(spec[4:], timeout, memory)
     if spec.startswith("python:"):
         return PythonTarget(spec[7:], timeout, memory)
-    raise ValueError(f"unknown target {spec!r}: use gguf-py, ggml:LIBRARY, llama:LIBRARY, cmd:TEMPLATE or "
-                     "python:module:function")
+    raise ValueError(
+        f"unknown target {spec!r}: use gguf-py, ggml:LIBRARY, llama:LIBRARY, cmd:TEMPLATE or python:module:function"
+    )
 
 
 # -- the gguf-py adapter ---------------------------------------------------------------------------------------
@@ -304,6 +324,13 @@ def gguf_py_reader(path: str) -> dict:
         metadata.append({"key": name, **_gguf_py_value(f)})
     tensors = []
     for t in reader.tensors:
-        tensors.append({"name": t.name, "type": t.tensor_type.name, "shape": [int(d) for d in t.shape],
-                        "offset": int(t.field.parts[-1][0]), "nbytes": int(t.n_bytes)})
+        tensors.append(
+            {
+                "name": t.name,
+                "type": t.tensor_type.name,
+                "shape": [int(d) for d in t.shape],
+                "offset": int(t.field.parts[-1][0]),
+                "nbytes": int(t.n_bytes),
+            }
+        )
     return {"metadata": metadata, "tensors": tensors}

@@ -20,8 +20,9 @@ from .minimize import ddmin
 __all__ = ["reproduce", "minimise", "drop_records"]
 
 
-def reproduce(target: Target, data: bytes, arm: str = "bytes", bin_dir: Path = DEFAULT_BIN,
-              timeout: float = 60) -> dict | None:
+def reproduce(
+    target: Target, data: bytes, arm: str = "bytes", bin_dir: Path = DEFAULT_BIN, timeout: float = 60
+) -> dict | None:
     """The report of the target dying on ``data`` (kind, message, frames, signature, trace), or None when it
     reads the input without dying."""
     with tempfile.NamedTemporaryFile(suffix=".gguf", delete=False) as fh:
@@ -31,13 +32,29 @@ def reproduce(target: Target, data: bytes, arm: str = "bytes", bin_dir: Path = D
         env = runtime_env(arm)
         env.pop("GGUF_HARNESS_ABORT_DIR", None)
         try:
-            proc = subprocess.run([str(binary(target, "bytes", bin_dir)), "-timeout=20", "-rss_limit_mb=4096",
-                                   f"-artifact_prefix={path}.", path],
-                                  env=env, capture_output=True, text=True, errors="replace", timeout=timeout,
-                                  preexec_fn=lambda: os.nice(10))
+            proc = subprocess.run(
+                [
+                    str(binary(target, "bytes", bin_dir)),
+                    "-timeout=20",
+                    "-rss_limit_mb=4096",
+                    f"-artifact_prefix={path}.",
+                    path,
+                ],
+                env=env,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=timeout,
+                preexec_fn=lambda: os.nice(10),
+            )
         except subprocess.TimeoutExpired:
-            return {"kind": "timeout", "message": f"no answer in {timeout:.0f} s", "frames": [],
-                    "signature": "(timeout)", "trace": ""}
+            return {
+                "kind": "timeout",
+                "message": f"no answer in {timeout:.0f} s",
+                "frames": [],
+                "signature": "(timeout)",
+                "trace": "",
+            }
         if proc.returncode == 0:
             return None
         rec = parse_report(proc.stderr)
@@ -51,14 +68,26 @@ def reproduce(target: Target, data: bytes, arm: str = "bytes", bin_dir: Path = D
 def _trace(stderr: str) -> str:
     """The report's lines from the first sanitizer/abort line on, without libFuzzer's chatter, paths shortened."""
     lines = stderr.splitlines()
-    start = next((i for i, line in enumerate(lines) if "ERROR:" in line or "runtime error" in line
-                  or "GGUF_HARNESS: abort" in line or "GGML_ASSERT" in line), 0)
-    keep = [line for line in lines[start:] if not line.startswith(("INFO:", "MS:", "NOTE:", "Running:"))
-            and "libFuzzer has rudimentary" not in line and "Combine libFuzzer" not in line]
+    start = next(
+        (
+            i
+            for i, line in enumerate(lines)
+            if "ERROR:" in line or "runtime error" in line or "GGUF_HARNESS: abort" in line or "GGML_ASSERT" in line
+        ),
+        0,
+    )
+    keep = [
+        line
+        for line in lines[start:]
+        if not line.startswith(("INFO:", "MS:", "NOTE:", "Running:"))
+        and "libFuzzer has rudimentary" not in line
+        and "Combine libFuzzer" not in line
+    ]
     text = "\n".join(keep[:60])
     for mark in ("/vendor/llama.cpp/",):
-        text = "\n".join(line.split("/tmp/", 1)[0] + line.split(mark, 1)[1] if mark in line else line
-                         for line in text.splitlines())
+        text = "\n".join(
+            line.split("/tmp/", 1)[0] + line.split(mark, 1)[1] if mark in line else line for line in text.splitlines()
+        )
     return text
 
 
@@ -89,9 +118,17 @@ def drop_records(data: bytes, keeps) -> bytes:
     return best
 
 
-def minimise(target: Target, data: bytes, signature: str, *, max_tests: int = 120, max_seconds: float = 90,
-             bin_dir: Path = DEFAULT_BIN) -> bytes:
+def minimise(
+    target: Target,
+    data: bytes,
+    signature: str,
+    *,
+    max_tests: int = 120,
+    max_seconds: float = 90,
+    bin_dir: Path = DEFAULT_BIN,
+) -> bytes:
     """The smallest input found that still dies with ``signature`` (records first, then bytes)."""
+
     def keeps(candidate: bytes) -> bool:
         got = reproduce(target, candidate, bin_dir=bin_dir, timeout=30)
         return got is not None and got["signature"] == signature

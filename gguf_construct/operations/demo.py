@@ -63,17 +63,20 @@ def run(out=print, directory: str | None = None) -> bool:
             same_meta = all(back.metadata.typed(k) == v for k, v in gguf.metadata.typed_items())
             same_tensors = all(
                 np.array_equal(a.numpy(), b.numpy(), equal_nan=a.numpy().dtype.kind == "f")
-                for a, b in zip(gguf.tensors, back.tensors))
+                for a, b in zip(gguf.tensors, back.tensors)
+            )
             other = byte_order_of(byte_order).other.name
             swapped = load(load(path).convert(byte_order=other).to_bytes())
             restored = swapped.convert(byte_order=byte_order).to_bytes() == data
             good = same_bytes and same_meta and same_tensors and restored
             ok &= good
             types = ", ".join(t.ggml_type.name for t in back.tensors)
-            out(f"{'ok  ' if good else 'FAIL'} v{version} {byte_order:<6} {len(data):>7} bytes  "
+            out(
+                f"{'ok  ' if good else 'FAIL'} v{version} {byte_order:<6} {len(data):>7} bytes  "
                 f"{len(back.metadata)} keys  {len(back.tensors)} tensors ({types})  "
                 f"round trip {'identical' if same_bytes else 'DIFFERS'}, byte order swap and back "
-                f"{'identical' if restored else 'DIFFERS'}")
+                f"{'identical' if restored else 'DIFFERS'}"
+            )
             back.close()
     out("demo: all round trips identical" if ok else "demo: FAILED")
     return ok

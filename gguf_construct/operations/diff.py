@@ -19,7 +19,7 @@ def block_chunks(raw, block_size: int, chunk: int | None = None):
     chunking rule of every byte comparison across byte orders: both sides are cut with the same block size, so a
     swapped block always meets the same block of the other side, however large the tensor."""
     step = max(1, (chunk or _CHUNK) // block_size) * block_size
-    return (raw[i:i + step] for i in range(0, len(raw), step))
+    return (raw[i : i + step] for i in range(0, len(raw), step))
 
 
 def _same_data(a: Tensor, b: Tensor, comparison: str) -> bool:
@@ -31,8 +31,9 @@ def _same_data(a: Tensor, b: Tensor, comparison: str) -> bool:
     if comparison != "values":
         return all(x == y for x, y in zip(block_chunks(ra, 1), block_chunks(rb, 1)))
     block = codecs.type_spec(int(a.ggml_type)).type_size  # one block size for both sides
-    swapped = (codecs.swap_blocks(int(b.ggml_type), part, b.byte_order, a.byte_order)
-               for part in block_chunks(rb, block))
+    swapped = (
+        codecs.swap_blocks(int(b.ggml_type), part, b.byte_order, a.byte_order) for part in block_chunks(rb, block)
+    )
     return all(x == y for x, y in zip(block_chunks(ra, block), swapped))
 
 
@@ -52,15 +53,22 @@ def diff_files(a: GGUFFile, b: GGUFFile, *, data: bool = False) -> dict[str, Any
     for field in ("version", "byte_order", "alignment"):
         if getattr(a, field) != getattr(b, field):
             header[field] = [getattr(a, field), getattr(b, field)]
-    for field, va, vb in (("tensor_count", len(a.tensors), len(b.tensors)),
-                          ("metadata_kv_count", len(a.metadata), len(b.metadata))):
+    for field, va, vb in (
+        ("tensor_count", len(a.tensors), len(b.tensors)),
+        ("metadata_kv_count", len(a.metadata), len(b.metadata)),
+    ):
         if va != vb:
             header[field] = [va, vb]
     ka, kb = dict(a.metadata.typed_items()), dict(b.metadata.typed_items())
-    keys = {"added": [dict(key=k, **value_to_json(kb[k], full=False)) for k in kb if k not in ka],
-            "removed": [dict(key=k, **value_to_json(ka[k], full=False)) for k in ka if k not in kb],
-            "changed": [{"key": k, "a": value_to_json(ka[k], full=False), "b": value_to_json(kb[k], full=False)}
-                        for k in ka if k in kb and ka[k] != kb[k]]}
+    keys = {
+        "added": [dict(key=k, **value_to_json(kb[k], full=False)) for k in kb if k not in ka],
+        "removed": [dict(key=k, **value_to_json(ka[k], full=False)) for k in ka if k not in kb],
+        "changed": [
+            {"key": k, "a": value_to_json(ka[k], full=False), "b": value_to_json(kb[k], full=False)}
+            for k in ka
+            if k in kb and ka[k] != kb[k]
+        ],
+    }
     ta, tb = {t.name: t for t in a.tensors}, {t.name: t for t in b.tensors}
     comparison = data_comparison(a, b) if data else None
     changed = []
@@ -79,11 +87,19 @@ def diff_files(a: GGUFFile, b: GGUFFile, *, data: bool = False) -> dict[str, Any
             what["data"] = True
         if what:
             changed.append({"name": name, **what})
-    tensors = {"added": [_tensor_json(t) for n, t in tb.items() if n not in ta],
-               "removed": [_tensor_json(t) for n, t in ta.items() if n not in tb],
-               "changed": changed}
-    return {"a": a.path, "b": b.path, "data_compared": comparison or False, "header": header, "keys": keys,
-            "tensors": tensors}
+    tensors = {
+        "added": [_tensor_json(t) for n, t in tb.items() if n not in ta],
+        "removed": [_tensor_json(t) for n, t in ta.items() if n not in tb],
+        "changed": changed,
+    }
+    return {
+        "a": a.path,
+        "b": b.path,
+        "data_compared": comparison or False,
+        "header": header,
+        "keys": keys,
+        "tensors": tensors,
+    }
 
 
 def _tensor_json(t: Tensor) -> dict:
@@ -100,8 +116,10 @@ def _typed(entry: dict) -> str:
     return f"{kind} {text_of_json(entry)}"
 
 
-_COMPARISONS = {"bytes": "byte for byte",
-                "values": "by value (the byte orders differ: B's blocks swapped to A's byte order, field by field)"}
+_COMPARISONS = {
+    "bytes": "byte for byte",
+    "values": "by value (the byte orders differ: B's blocks swapped to A's byte order, field by field)",
+}
 
 
 def render_diff(result: dict) -> str:
@@ -125,5 +143,3 @@ def render_diff(result: dict) -> str:
             parts.append("data differs")
         lines.append(f"~ tensor {printable(t['name'])}: {', '.join(parts)}")
     return "\n".join(lines)
-
-

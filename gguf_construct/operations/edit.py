@@ -69,8 +69,7 @@ def parse_value(text: str, vtype: GGUFValueType | None, item_type: GGUFValueType
         return infer_value(items)
     if item_type == GGUFValueType.ARRAY:
         return make_value(vtype, items, item_type)
-    return make_value(vtype, [_scalar(i if isinstance(i, str) else json.dumps(i), item_type) for i in items],
-                      item_type)
+    return make_value(vtype, [_scalar(i if isinstance(i, str) else json.dumps(i), item_type) for i in items], item_type)
 
 
 def _plain(text: str) -> Any:
@@ -82,8 +81,9 @@ def _plain(text: str) -> Any:
     return parsed if isinstance(parsed, (bool, int, float, list)) else text
 
 
-def set_key(gguf, key: str, text: str, vtype: GGUFValueType | None = None,
-            item_type: GGUFValueType | None = None) -> GGUFValue:
+def set_key(
+    gguf, key: str, text: str, vtype: GGUFValueType | None = None, item_type: GGUFValueType | None = None
+) -> GGUFValue:
     """Set ``key`` of a loaded file from command-line ``text`` and return the stored value.
 
     The type is ``vtype`` (an ``item_type`` alone means an ARRAY of it); else the same rule as assigning a plain
@@ -95,8 +95,11 @@ def set_key(gguf, key: str, text: str, vtype: GGUFValueType | None = None,
         value = parse_value(text, vtype, item_type)
     else:
         candidates = gguf.metadata.type_candidates(key, _plain(text))
-        value = first_fit(key, candidates, lambda t, i: parse_value(text, t, i), text) if candidates \
+        value = (
+            first_fit(key, candidates, lambda t, i: parse_value(text, t, i), text)
+            if candidates
             else parse_value(text, None)
+        )
     gguf.metadata[key] = value
     return value
 
@@ -183,5 +186,3 @@ def read_value_file(path: str) -> str:
             raise ValueError(f"{path}: no chat_template string in this JSON file")
         return template
     return text
-
-

@@ -48,8 +48,9 @@ def _line(algo: str, digest: str, where: str) -> str:
     return f"{algo:<8}  {digest}  {where}"
 
 
-def hash_lines(gguf: GGUFFile, name: str, algos: Iterable[str] = ("xxh64",), *, per_tensor: bool = False,
-               uuid: bool = False) -> Iterator[str]:
+def hash_lines(
+    gguf: GGUFFile, name: str, algos: Iterable[str] = ("xxh64",), *, per_tensor: bool = False, uuid: bool = False
+) -> Iterator[str]:
     """gguf-hash's lines for ``gguf`` (printed as ``name``): per tensor when asked, then the model hashes."""
     algos = [a for a in ALGORITHMS if a in set(algos)]
     model = {a: new_hasher(a) for a in algos}
@@ -58,7 +59,7 @@ def hash_lines(gguf: GGUFFile, name: str, algos: Iterable[str] = ("xxh64",), *, 
         per = {a: new_hasher(a) for a in algos} if per_tensor else {}
         raw = t.raw()
         for i in range(0, len(raw), _CHUNK):
-            chunk = raw[i:i + _CHUNK]
+            chunk = raw[i : i + _CHUNK]
             for a in algos:
                 model[a].update(chunk)
                 if per_tensor:
@@ -71,5 +72,3 @@ def hash_lines(gguf: GGUFFile, name: str, algos: Iterable[str] = ("xxh64",), *, 
         yield _line(a, model[a].hexdigest(), name)
     if uuid_hash is not None:
         yield _line("uuid", _uuid_from_sha1(uuid_hash.digest()), name)
-
-

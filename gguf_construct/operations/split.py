@@ -19,8 +19,17 @@ from ..filemodel.inputs import open_input
 from ..format.reader import align_offset
 from ..filemodel.gguffile import DEFAULT_ALIGNMENT, MAX_DIMS, GGUFFile, Tensor
 from ..format.splitset import (
-    LATER, SPLIT_COUNT, SPLIT_KEYS, SPLIT_NO, SPLIT_TENSORS, member_paths, not_a_first_shard, role, shard_path,
-    tensor_in_two_shards, unbuildable_names
+    LATER,
+    SPLIT_COUNT,
+    SPLIT_KEYS,
+    SPLIT_NO,
+    SPLIT_TENSORS,
+    member_paths,
+    not_a_first_shard,
+    role,
+    shard_path,
+    tensor_in_two_shards,
+    unbuildable_names,
 )
 from ..format.containerspec import current_version
 from ..format.values import make_value
@@ -58,8 +67,13 @@ def _ggml_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(ne[:n])
 
 
-def plan_split(tensors: list[Tensor], *, max_size: int | None = None, max_tensors: int | None = None,
-               no_tensor_first_split: bool = False) -> list[list[Tensor]]:
+def plan_split(
+    tensors: list[Tensor],
+    *,
+    max_size: int | None = None,
+    max_tensors: int | None = None,
+    no_tensor_first_split: bool = False,
+) -> list[list[Tensor]]:
     """The tensors of each shard, in order, cut as gguf-split cuts them.
 
     Unlike gguf-split (which gives up), a tensor larger than ``max_size`` gets a shard of its own.
@@ -103,15 +117,25 @@ def _shard_file(src: GGUFFile, index: int, count: int, n_tensors: int, tensors: 
     return out
 
 
-def split_model(source: GGUFFile, prefix: str, *, max_size: int | None = None, max_tensors: int | None = None,
-                no_tensor_first_split: bool = False, dry_run: bool = False) -> list[tuple[str, GGUFFile]]:
+def split_model(
+    source: GGUFFile,
+    prefix: str,
+    *,
+    max_size: int | None = None,
+    max_tensors: int | None = None,
+    no_tensor_first_split: bool = False,
+    dry_run: bool = False,
+) -> list[tuple[str, GGUFFile]]:
     """Write ``source`` as shards ``PREFIX-00001-of-0000N.gguf``, all of them or (on any failure or interrupt)
     none; returns (path, shard) pairs."""
-    plan = plan_split(source.tensors, max_size=max_size, max_tensors=max_tensors,
-                      no_tensor_first_split=no_tensor_first_split)
+    plan = plan_split(
+        source.tensors, max_size=max_size, max_tensors=max_tensors, no_tensor_first_split=no_tensor_first_split
+    )
     count = len(plan)
-    out = [(shard_path(prefix, i, count), _shard_file(source, i, count, len(source.tensors), tensors))
-           for i, tensors in enumerate(plan)]
+    out = [
+        (shard_path(prefix, i, count), _shard_file(source, i, count, len(source.tensors), tensors))
+        for i, tensors in enumerate(plan)
+    ]
     if not dry_run:
         with atomic_paths([path for path, _ in out]) as tmps:  # the set appears whole or not at all
             for tmp, (_, shard) in zip(tmps, out):
@@ -125,8 +149,12 @@ def merge_shards(first: str, output: str, *, dry_run: bool = False) -> GGUFFile:
     head = open_input(first)
     count_value = head.metadata.typed(SPLIT_COUNT).value if SPLIT_COUNT in head.metadata else None
     no_value = head.metadata.typed(SPLIT_NO).value if SPLIT_NO in head.metadata else None
-    if not isinstance(count_value, int) or isinstance(count_value, bool) or count_value < 1 or \
-            role(no_value, count_value) == LATER:
+    if (
+        not isinstance(count_value, int)
+        or isinstance(count_value, bool)
+        or count_value < 1
+        or role(no_value, count_value) == LATER
+    ):
         raise not_a_first_shard(first, count_value)
     paths = member_paths(first, count_value)  # as llama.cpp builds them from the first shard's name
     if paths is None:
@@ -140,8 +168,9 @@ def merge_shards(first: str, output: str, *, dry_run: bool = False) -> GGUFFile:
     names = set()
     for f in files:
         if f.byte_order != out.byte_order:
-            raise GGUFError(f"{f.path}: {f.byte_order}-endian, the first shard is {out.byte_order}-endian",
-                            path="header.version")
+            raise GGUFError(
+                f"{f.path}: {f.byte_order}-endian, the first shard is {out.byte_order}-endian", path="header.version"
+            )
         for t in f.tensors:
             if t.name in names:
                 raise tensor_in_two_shards(t.name, f.path)
@@ -150,5 +179,3 @@ def merge_shards(first: str, output: str, *, dry_run: bool = False) -> GGUFFile:
     if not dry_run:
         out.save(output, pad_head=True)
     return out
-
-

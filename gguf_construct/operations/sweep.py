@@ -27,8 +27,7 @@ from ..base.errors import GGUFError
 from ..base.remote import RemoteFile, is_url, open_remote
 from ..format import keynames
 
-__all__ = ["COLUMNS", "PROFILES", "sweep_one", "expand_inputs", "read_rows", "write_rows", "run_sweep",
-           "comparable"]
+__all__ = ["COLUMNS", "PROFILES", "sweep_one", "expand_inputs", "read_rows", "write_rows", "run_sweep", "comparable"]
 
 PROFILES = ("spec", "ggml", "llama.cpp")
 VOLATILE = ("seconds", "bytes_fetched", "requests")  # differ between runs and engines
@@ -49,14 +48,20 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "parameter_count": ("int64", "elements of all tensors"),
     "tensor_count": ("int64", "tensors in the file"),
     "kv_count": ("int64", "metadata keys"),
-    "shard": ("string", "a split model's shard as 00002-of-00003 (null: a whole file); the first shard's verdicts "
-                        "judge the model with every shard's tensors, a later shard's only that file"),
+    "shard": (
+        "string",
+        "a split model's shard as 00002-of-00003 (null: a whole file); the first shard's verdicts "
+        "judge the model with every shard's tensors, a later shard's only that file",
+    ),
     "tensor_types": ("map", "tensor type -> number of tensors"),
     **{_valid_column(p): ("bool", f"no error finding under the {p} profile") for p in PROFILES},
     "findings": ("map", "rule ID -> number of findings (every profile's rules)"),
-    "memory_bytes": ("map", "context size (4096, and train for the training context) -> bytes llama.cpp allocates on "
-                            "the CPU for it (gguf-construct estimate: weights, caches, outputs, compute estimate); "
-                            "empty when llama.cpp would not load the file"),
+    "memory_bytes": (
+        "map",
+        "context size (4096, and train for the training context) -> bytes llama.cpp allocates on "
+        "the CPU for it (gguf-construct estimate: weights, caches, outputs, compute estimate); "
+        "empty when llama.cpp would not load the file",
+    ),
     "error": ("string", "why the file could not be read (I/O), else null"),
     "summary": ("string", "dump --json of the head, long arrays cut (with --summary)"),
     "bytes_fetched": ("int64", "bytes transferred (URLs; the file size for local files)"),
@@ -78,8 +83,9 @@ def _shard(gguf) -> str | None:
     """``00002-of-00003`` for a shard of a split model, None for a whole file (:mod:`gguf_construct.format.splitset`)."""
     from ..format import splitset
 
-    no, count = (gguf.metadata.get(k) if k in gguf.metadata else None
-                 for k in (splitset.SPLIT_NO, splitset.SPLIT_COUNT))
+    no, count = (
+        gguf.metadata.get(k) if k in gguf.metadata else None for k in (splitset.SPLIT_NO, splitset.SPLIT_COUNT)
+    )
     if splitset.role(no, count) == splitset.SINGLE or not isinstance(no, int) or isinstance(no, bool):
         return None
     return "-of-".join(splitset.shard_numbers(no, count))
@@ -97,14 +103,17 @@ def _memory_bytes(gguf) -> dict[str, int]:
         return {}
     offsets = {t.name: (id(getattr(t, "file", None)), int(t.offset)) for t in gguf.tensors}
     try:
-        return {label: estimate(meta, tensors, ctx, offsets=offsets, plan=plan).total_bytes
-                for label, ctx in (("4096", 4096), ("train", 0))}
+        return {
+            label: estimate(meta, tensors, ctx, offsets=offsets, plan=plan).total_bytes
+            for label, ctx in (("4096", 4096), ("train", 0))
+        }
     except (ValueError, TypeError, KeyError):  # a special cache, or a context llama.cpp refuses
         return {}
 
 
-def sweep_one(path: str, profiles: tuple[str, ...] = PROFILES, summary: bool = False,
-              remote_options: dict | None = None) -> dict:
+def sweep_one(
+    path: str, profiles: tuple[str, ...] = PROFILES, summary: bool = False, remote_options: dict | None = None
+) -> dict:
     """Check one file or URL under ``profiles`` and return its row; never raises (I/O errors go in ``error``)."""
     from ..checker import check
     from ..filemodel.dump import file_summary
@@ -137,8 +146,11 @@ def sweep_one(path: str, profiles: tuple[str, ...] = PROFILES, summary: bool = F
         except GGUFError:
             gguf = None
         if gguf is not None:
-            arch = gguf.metadata.get(keynames.GENERAL_ARCHITECTURE) \
-                if keynames.GENERAL_ARCHITECTURE in gguf.metadata else None
+            arch = (
+                gguf.metadata.get(keynames.GENERAL_ARCHITECTURE)
+                if keynames.GENERAL_ARCHITECTURE in gguf.metadata
+                else None
+            )
             row["architecture"] = arch if isinstance(arch, str) else None
             row["parameter_count"] = sum(t.n_elements for t in gguf.tensors)
             row["tensor_count"], row["kv_count"] = len(gguf.tensors), len(gguf.metadata)
@@ -211,8 +223,10 @@ def _output_problem(out: str) -> str | None:
     if not regular:
         return f"{out}: not a regular file (sweep appends rows to a .jsonl or rewrites a .parquet file)"
     if out.lower().endswith((".csv", ".tsv", ".xlsx")):
-        return (f"{out}: sweep writes JSON Lines (results.jsonl) or Parquet (results.parquet), not "
-                f"{out.rsplit('.', 1)[1].upper()}")
+        return (
+            f"{out}: sweep writes JSON Lines (results.jsonl) or Parquet (results.parquet), not "
+            f"{out.rsplit('.', 1)[1].upper()}"
+        )
     return None
 
 
@@ -223,8 +237,13 @@ def _is_parquet(out: str) -> bool:
 def _arrow_schema():
     import pyarrow as pa
 
-    kinds = {"string": pa.string(), "int64": pa.int64(), "bool": pa.bool_(), "float64": pa.float64(),
-             "map": pa.map_(pa.string(), pa.int64())}
+    kinds = {
+        "string": pa.string(),
+        "int64": pa.int64(),
+        "bool": pa.bool_(),
+        "float64": pa.float64(),
+        "map": pa.map_(pa.string(), pa.int64()),
+    }
     return pa.schema([(name, kinds[kind]) for name, (kind, _) in COLUMNS.items()])
 
 
@@ -288,8 +307,9 @@ def _local_engine(paths: list[str], task: Callable[[str], dict], jobs: int, **_)
             yield fut.result()
 
 
-def _dask_engine(paths: list[str], task: Callable[[str], dict], jobs: int, scheduler: str | None = None,
-                 **_) -> Iterator[dict]:
+def _dask_engine(
+    paths: list[str], task: Callable[[str], dict], jobs: int, scheduler: str | None = None, **_
+) -> Iterator[dict]:
     require("cluster", ("dask.distributed",), "--engine dask")
     from dask.distributed import Client, LocalCluster, as_completed as dask_completed
 
@@ -297,8 +317,9 @@ def _dask_engine(paths: list[str], task: Callable[[str], dict], jobs: int, sched
     if scheduler:
         client = Client(scheduler)
     else:
-        cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=":0",
-                               silence_logs=logging.CRITICAL)
+        cluster = LocalCluster(
+            n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=logging.CRITICAL
+        )
         client = Client(cluster)
     try:
         futures = client.map(task, paths, pure=False)
@@ -329,9 +350,18 @@ class _Task:
         return sweep_one(path, self.profiles, self.summary, self.remote_options)
 
 
-def run_sweep(inputs: Iterable[str], out: str, *, engine: str = "local", jobs: int = 2,
-              scheduler: str | None = None, profiles: tuple[str, ...] = PROFILES, summary: bool = False,
-              remote_options: dict | None = None, progress: bool = False) -> dict:
+def run_sweep(
+    inputs: Iterable[str],
+    out: str,
+    *,
+    engine: str = "local",
+    jobs: int = 2,
+    scheduler: str | None = None,
+    profiles: tuple[str, ...] = PROFILES,
+    summary: bool = False,
+    remote_options: dict | None = None,
+    progress: bool = False,
+) -> dict:
     """Sweep ``inputs`` into ``out`` and return totals (files, skipped, errors, seconds, files/s overall and from
     the first result on, i.e. without the engine's start-up, bytes fetched).
 
@@ -358,7 +388,7 @@ def run_sweep(inputs: Iterable[str], out: str, *, engine: str = "local", jobs: i
         write_rows(out, list(rows.values()))
         log = open(out, "a", encoding="utf-8")
     try:
-        for row in (ENGINES[engine](todo, task, jobs, scheduler=scheduler) if todo else ()):
+        for row in ENGINES[engine](todo, task, jobs, scheduler=scheduler) if todo else ():
             rows[row["path"]] = row
             done += 1
             if done == 1:
@@ -372,8 +402,9 @@ def run_sweep(inputs: Iterable[str], out: str, *, engine: str = "local", jobs: i
                 write_rows(out, list(rows.values()))
             if progress:
                 rate = done / max(time.perf_counter() - start, 1e-9)
-                sys.stderr.write(f"\rsweep: {done}/{len(todo)} files, {rate:.1f} files/s, "
-                                 f"{fetched / max(done, 1):,.0f} bytes/file")
+                sys.stderr.write(
+                    f"\rsweep: {done}/{len(todo)} files, {rate:.1f} files/s, {fetched / max(done, 1):,.0f} bytes/file"
+                )
                 sys.stderr.flush()
     finally:
         if log is not None:
@@ -384,9 +415,14 @@ def run_sweep(inputs: Iterable[str], out: str, *, engine: str = "local", jobs: i
     end = time.perf_counter()
     seconds = end - start
     steady = (done - 1) / (end - first) if done > 1 and end > first else 0.0
-    return {"files": len(paths), "done": done, "skipped": len(paths) - len(todo), "errors": errors,
-            "seconds": seconds, "files_per_second": done / seconds if done and seconds else 0.0,
-            "steady_files_per_second": steady,
-            "bytes_fetched": fetched, "bytes_per_file": fetched / done if done else 0.0}
-
-
+    return {
+        "files": len(paths),
+        "done": done,
+        "skipped": len(paths) - len(todo),
+        "errors": errors,
+        "seconds": seconds,
+        "files_per_second": done / seconds if done and seconds else 0.0,
+        "steady_files_per_second": steady,
+        "bytes_fetched": fetched,
+        "bytes_per_file": fetched / done if done else 0.0,
+    }

@@ -52,5 +52,7 @@ def refusals(ctx: Context) -> list[Finding]:
             hits.extend((rule_id, h) for h in predicate(ctx))
     order = catalog_order()
     hits.sort(key=lambda rh: (rh[1].offset is None, rh[1].offset or 0, order[rh[0]]))
-    return [Finding(rule_id, severity(rule_id, "spec"), format_message(rule_id, h.params), h.offset, h.path)
-            for rule_id, h in hits]
+    return [
+        Finding(rule_id, severity(rule_id, "spec"), format_message(rule_id, h.params), h.offset, h.path)
+        for rule_id, h in hits
+    ]

@@ -14,9 +14,29 @@ from typing import Any, Callable, Iterable
 from ..format import spec as _spec
 from ..base.text import printable
 
-__all__ = ["Rule", "Hit", "Finding", "catalog", "catalog_order", "get", "severity", "format_message", "rule",
-           "structural", "predicates", "structural_rules", "across_files", "across_files_rules", "implemented",
-           "PROFILES", "SEVERITY_RANK", "OFF", "PROFILE_FALLBACK", "PRACTICE_EXEMPT", "matches"]
+__all__ = [
+    "Rule",
+    "Hit",
+    "Finding",
+    "catalog",
+    "catalog_order",
+    "get",
+    "severity",
+    "format_message",
+    "rule",
+    "structural",
+    "predicates",
+    "structural_rules",
+    "across_files",
+    "across_files_rules",
+    "implemented",
+    "PROFILES",
+    "SEVERITY_RANK",
+    "OFF",
+    "PROFILE_FALLBACK",
+    "PRACTICE_EXEMPT",
+    "matches",
+]
 
 PROFILES = ("spec", "ggml", "llama.cpp")
 # a profile a rule does not name takes the verdict of another: llama.cpp reads the container with ggml's reader

@@ -15,7 +15,11 @@ from ..format.constructs import encode_text
 from ..format.reader import MAX_KEY_BYTES
 from ..format.stringlist import StringList
 from .keys import (
-    HYPHENATED_ARCHITECTURES, file_architecture, known_architectures, registry_entries, standard_namespaces
+    HYPHENATED_ARCHITECTURES,
+    file_architecture,
+    known_architectures,
+    registry_entries,
+    standard_namespaces,
 )
 from .catalog import Hit, rule, shown_hits
 from .walk import ALIGNMENT_KEY, ALIGNMENT_TYPE, ARRAY, BOOL, KV, STRING, Context, type_name
@@ -126,7 +130,7 @@ def _key_hyphen(ctx: Context) -> Iterator[Hit]:
     for kv in ctx.kvs:
         if b"-" in kv.key_bytes:
             hit = _key_hit(kv)
-            if prefix and kv.key_bytes.startswith(prefix) and b"-" not in kv.key_bytes[len(prefix):]:
+            if prefix and kv.key_bytes.startswith(prefix) and b"-" not in kv.key_bytes[len(prefix) :]:
                 hit.on_purpose(HYPHENATED_ARCHITECTURES)  # command-r.context_length, as llama.cpp writes it
             yield hit
 
@@ -179,8 +183,9 @@ def _value_types(ctx: Context) -> set[int]:
 
 def _array_entries(ctx: Context) -> list[tuple[KV, Any, str, int]]:
     """(kv, array, path, depth) of every array of the metadata, nested ones after their parent (once per file)."""
-    return ctx.derived("arrays", lambda c: [(kv, *entry) for kv in _array_kvs(c)
-                                            for entry in _arrays(kv.value, f"{kv.path}.value")])
+    return ctx.derived(
+        "arrays", lambda c: [(kv, *entry) for kv in _array_kvs(c) for entry in _arrays(kv.value, f"{kv.path}.value")]
+    )
 
 
 _LATER_TYPE_RULE = "KV-TYPE-VERSION"  # what a value type newer than the file breaks, unless it names another
@@ -190,8 +195,11 @@ _LATER_TYPE_RULE = "KV-TYPE-VERSION"  # what a value type newer than the file br
 def _types_after(version: int, rule_id: str) -> frozenset[int]:
     """Value types a file of ``version`` cannot have (their ``since`` is later) whose ``before_since`` rule, as
     spec/gguf.yaml declares it, is ``rule_id``."""
-    return frozenset(vt for vt, spec in structs.value_types().items()
-                     if spec.get("since", 1) > version and spec.get("before_since", _LATER_TYPE_RULE) == rule_id)
+    return frozenset(
+        vt
+        for vt, spec in structs.value_types().items()
+        if spec.get("since", 1) > version and spec.get("before_since", _LATER_TYPE_RULE) == rule_id
+    )
 
 
 def later_type_rule(type_id: int, version: int) -> str | None:
@@ -230,8 +238,14 @@ def _type_v1(ctx: Context) -> Iterator[Hit]:
 @rule(_LATER_TYPE_RULE)
 def _type_version(ctx: Context) -> Iterator[Hit]:
     for kv, late in _later_types(ctx, _LATER_TYPE_RULE):
-        yield Hit(kv.at("value_type"), f"{kv.path}.value_type", key=kv.key, type=type_name(late),
-                  version=ctx.version, since=structs.value_types()[late]["since"])
+        yield Hit(
+            kv.at("value_type"),
+            f"{kv.path}.value_type",
+            key=kv.key,
+            type=type_name(late),
+            version=ctx.version,
+            since=structs.value_types()[late]["since"],
+        )
 
 
 @rule("KV-BOOL")
@@ -352,7 +366,7 @@ def _utf8(ctx: Context) -> Iterator[Hit]:
         shown = shown_hits(ctx.cache, emitted, len(invalid))
         emitted += shown
         offsets = _element_offsets(ctx, kv, len(items)) if top else None
-        for k, j in enumerate(invalid[:shown + 1].tolist()):
+        for k, j in enumerate(invalid[: shown + 1].tolist()):
             off = int(offsets[j]) if offsets is not None else kv.value_offset
             hit = Hit(off, f"{path}.data[{j}]", offset=off, reason=_bad_utf8(items[j]))
             if k == shown:
@@ -377,7 +391,7 @@ def _nul(ctx: Context) -> Iterator[Hit]:
         found = items.nul_items()
         shown = shown_hits(ctx.cache, emitted, len(found))
         emitted += shown
-        picked = found[:shown + 1]  # one more: the first of those a repeat hit stands for
+        picked = found[: shown + 1]  # one more: the first of those a repeat hit stands for
         where = offsets[picked].tolist() if offsets is not None else [kv.value_offset] * len(picked)
         for k, (j, off, pos) in enumerate(zip(picked.tolist(), where, items.first_nul(picked).tolist())):
             hit = Hit(off, f"{path}.data[{j}]", offset=off, position=pos)

@@ -10,9 +10,23 @@ from ..format.keyregistry import keys_spec, lookup
 from .walk import ARRAY, KV, STRING, Context, _VT
 from ..format import keynames
 
-__all__ = ["keys_spec", "lookup", "allowed_types", "entry_fact", "type_label", "documented_architectures",
-           "known_architectures", "standard_namespaces", "entries_required_by", "HYPHENATED_ARCHITECTURES",
-           "UNWRITTEN_KEYS", "unwritten_keys", "file_architecture", "registry_entries", "required_spellings"]
+__all__ = [
+    "keys_spec",
+    "lookup",
+    "allowed_types",
+    "entry_fact",
+    "type_label",
+    "documented_architectures",
+    "known_architectures",
+    "standard_namespaces",
+    "entries_required_by",
+    "HYPHENATED_ARCHITECTURES",
+    "UNWRITTEN_KEYS",
+    "unwritten_keys",
+    "file_architecture",
+    "registry_entries",
+    "required_spellings",
+]
 
 # errata (spec/errata.yaml) recording deviations from gguf.md that llama.cpp makes on purpose
 HYPHENATED_ARCHITECTURES = "hyphenated-architectures"
@@ -104,6 +118,7 @@ def file_architecture(ctx: Context) -> str | None:
 def registry_entries(ctx: Context) -> list[tuple[KV, dict]]:
     """(KV pair, registry entry) of every pair whose key the registry knows, {arch} being the file's
     architecture; computed once per file for the rules that judge keys against the registry."""
+
     def build(c: Context) -> list[tuple[KV, dict]]:
         arch = file_architecture(c)
         return [(kv, entry) for kv in c.kvs if (entry := lookup(kv.key, arch)) is not None]
@@ -114,5 +129,7 @@ def registry_entries(ctx: Context) -> list[tuple[KV, dict]]:
 @functools.lru_cache(maxsize=64)
 def required_spellings(arch: str) -> tuple[tuple[dict, tuple[str, ...]], ...]:
     """(entry, its spellings with {arch} filled in, main one first) of every registry entry ``arch`` requires."""
-    return tuple((e, tuple(s.replace("{arch}", arch) for s in [e["key"], *e.get("aliases", [])]))
-                 for e in entries_required_by(arch))
+    return tuple(
+        (e, tuple(s.replace("{arch}", arch) for s in [e["key"], *e.get("aliases", [])]))
+        for e in entries_required_by(arch)
+    )

@@ -59,8 +59,7 @@ def _name_dup(ctx: Context) -> Iterator[Hit]:
 def _ndims(ctx: Context) -> Iterator[Hit]:
     for t in ctx.tensors:
         if t.n_dims > MAX_DIMS:
-            yield Hit(t.at("n_dimensions"), f"{t.path}.n_dimensions", name=t.name, value=t.n_dims,
-                      expected=MAX_DIMS)
+            yield Hit(t.at("n_dimensions"), f"{t.path}.n_dimensions", name=t.name, value=t.n_dims, expected=MAX_DIMS)
 
 
 @rule("TI-NDIMS-ZERO")
@@ -271,4 +270,3 @@ def _trailing_bytes(ctx: Context) -> Iterator[Hit]:
     end = _padded_end(ctx) if ctx.tensors else align_offset(ctx.head_end, ctx.alignment)
     if end is not None and ctx.size > end:
         yield Hit(end, "tensor_data", count=ctx.size - end, offset=end)
-

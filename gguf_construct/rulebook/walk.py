@@ -25,8 +25,20 @@ from .catalog import Hit, structural
 
 __all__ = ["KV", "TensorInfo", "Context", "walk", "ARRAY", "STRING", "BOOL"]
 
-structural("HDR-TRUNC", "HDR-MAGIC", "HDR-MAGIC-LEGACY", "HDR-VERSION", "HDR-COUNT", "KV-TRUNC", "KV-TYPE",
-           "STR-EOF", "ARR-TYPE", "ARR-EOF", "TI-TRUNC", "ARR-TOO-DEEP")
+structural(
+    "HDR-TRUNC",
+    "HDR-MAGIC",
+    "HDR-MAGIC-LEGACY",
+    "HDR-VERSION",
+    "HDR-COUNT",
+    "KV-TRUNC",
+    "KV-TYPE",
+    "STR-EOF",
+    "ARR-TYPE",
+    "ARR-EOF",
+    "TI-TRUNC",
+    "ARR-TOO-DEEP",
+)
 
 _VT = VALUE_TYPE_IDS  # the enum generated from the spec, as plain ints
 ARRAY, STRING, BOOL = _VT["ARRAY"], _VT["STRING"], _VT["BOOL"]
@@ -240,14 +252,14 @@ def walk(ctx: Context) -> None:
     kv_need = ctx.kv_count * fam.min_sizes["metadata_kv"]
     if ctx.kv_count >= 2**63 or kv_need > remaining:
         count = header["metadata_kv_count"]
-        ctx.hit("HDR-COUNT", count.start, count.path, field="metadata_kv_count", value=ctx.kv_count,
-                remaining=remaining)
+        ctx.hit(
+            "HDR-COUNT", count.start, count.path, field="metadata_kv_count", value=ctx.kv_count, remaining=remaining
+        )
         return
     counts_ok = True
     if ctx.tensor_count >= 2**63 or ctx.tensor_count * fam.min_sizes["tensor_info"] > remaining - kv_need:
         count = header["tensor_count"]
-        ctx.hit("HDR-COUNT", count.start, count.path, field="tensor_count", value=ctx.tensor_count,
-                remaining=remaining)
+        ctx.hit("HDR-COUNT", count.start, count.path, field="tensor_count", value=ctx.tensor_count, remaining=remaining)
         counts_ok = False
     stream = BufferStream(buf, hsize)
     if not _walk_kvs(ctx, stream) or not counts_ok:
@@ -271,8 +283,9 @@ def _walk_kvs(ctx: Context, stream: BufferStream) -> bool:
                 return False
             stream.pos = resume
             continue
-        ctx.kvs.append(KV(i, start, tree.key, encode_text(tree.key), int(tree.value_type), tree.value, stream.pos,
-                          tree, fam))
+        ctx.kvs.append(
+            KV(i, start, tree.key, encode_text(tree.key), int(tree.value_type), tree.value, stream.pos, tree, fam)
+        )
     ctx.kv_complete = True
     return True
 
@@ -302,8 +315,16 @@ def _explain_kv(ctx: Context, start: int, index: int, too_deep: bool = False) ->
         array = p.record
         n, item = array["len"].value, array["type"].value
         needed = n * ctx.family.case_min_size(item)
-        ctx.hit("ARR-EOF", array.start, p.path, key=key, length=n, type=type_name(item), needed=needed,
-                remaining=ctx.size - p.offset)
+        ctx.hit(
+            "ARR-EOF",
+            array.start,
+            p.path,
+            key=key,
+            length=n,
+            type=type_name(item),
+            needed=needed,
+            remaining=ctx.size - p.offset,
+        )
         return None
     if p.rule == "KV-TYPE":
         vtype = root["value_type"]
@@ -330,8 +351,21 @@ def _walk_tensor_infos(ctx: Context, stream: BufferStream) -> None:
             _explain_ti(ctx, start, i)
             return
         dims = tuple(int(d) for d in tree.dimensions)
-        ctx.tensors.append(TensorInfo(i, start, tree.name, encode_text(tree.name), int(tree.n_dimensions), dims,
-                                      int(tree.type), int(tree.offset), stream.pos, tree=tree, family=fam))
+        ctx.tensors.append(
+            TensorInfo(
+                i,
+                start,
+                tree.name,
+                encode_text(tree.name),
+                int(tree.n_dimensions),
+                dims,
+                int(tree.type),
+                int(tree.offset),
+                stream.pos,
+                tree=tree,
+                family=fam,
+            )
+        )
     ctx.ti_complete = True
     ctx.head_end = stream.pos
 
@@ -389,4 +423,3 @@ def display_name(source, path: str | None) -> str | None:
 def base_name(name: str | None) -> str | None:
     """The bare file name (no directories), used by the naming rules."""
     return os.path.basename(name) if name else None
-

@@ -139,8 +139,16 @@ def crafted_cases() -> Iterator[Case]:
             path = f"{folder}/{name}/{c.file_name}"
         else:
             path = f"{folder}/{name}.gguf"
-        yield Case(path, "advisory" if advs else ("model" if model else "container"), rules, c.doc,
-                   {path: c.data}, model=model, advisories=advs, check_data=c.check_data)
+        yield Case(
+            path,
+            "advisory" if advs else ("model" if model else "container"),
+            rules,
+            c.doc,
+            {path: c.data},
+            model=model,
+            advisories=advs,
+            check_data=c.check_data,
+        )
 
 
 # -- the other side of each limit -----------------------------------------------------------------------------------
@@ -172,35 +180,39 @@ def _alignment(value: int) -> Callable[[RawFile], RawFile]:
     def build(raw: RawFile) -> RawFile:
         raw.set(keynames.GENERAL_ALIGNMENT, "UINT32", value)
         return raw.relayout()
+
     return build
 
 
 def _version(word: int) -> Callable[[RawFile], None]:
     def build(raw: RawFile) -> None:
         raw.version_word = word
+
     return build
 
 
 def _kv_count(delta: int) -> Callable[[RawFile], None]:
     def build(raw: RawFile) -> None:
         raw.kv_count = len(raw.kvs) + delta
+
     return build
 
 
 def _tensor_count(delta: int) -> Callable[[RawFile], None]:
     def build(raw: RawFile) -> None:
         raw.tensor_count = len(raw.tensors) + delta
+
     return build
 
 
 def _cut_data(raw: RawFile) -> None:
     last = raw.tensors[-1]
-    raw.data = raw.data[:last.offset + 32 * 4 - 1]
+    raw.data = raw.data[: last.offset + 32 * 4 - 1]
 
 
 def _exact_data(raw: RawFile) -> None:
     last = raw.tensors[-1]
-    raw.data = raw.data[:last.offset + 32 * 4]
+    raw.data = raw.data[: last.offset + 32 * 4]
 
 
 def _bools(raw: RawFile) -> None:
@@ -213,26 +225,68 @@ def _empty_string_value(raw: RawFile) -> None:
 
 
 EDGES = (  # (name, rules broken, rules whose limit it sits at, doc, edit of the carrier)
-    ("key-65535-bytes", (), ("KV-KEY-LEN",), "A key of 65535 bytes: the longest gguf.md allows.",
-     lambda r: _long_key(r, 65535)),
-    ("key-65536-bytes", ("KV-KEY-LEN",), (), "A key of 65536 bytes: one past the longest gguf.md allows.",
-     lambda r: _long_key(r, 65536)),
-    ("tensor-name-63-bytes", (), ("TI-NAME-64", "TI-NAME-LEN"),
-     "A 63-byte tensor name: the longest ggml stores (64 with its NUL).", lambda r: _rename_vector(r, 63)),
+    (
+        "key-65535-bytes",
+        (),
+        ("KV-KEY-LEN",),
+        "A key of 65535 bytes: the longest gguf.md allows.",
+        lambda r: _long_key(r, 65535),
+    ),
+    (
+        "key-65536-bytes",
+        ("KV-KEY-LEN",),
+        (),
+        "A key of 65536 bytes: one past the longest gguf.md allows.",
+        lambda r: _long_key(r, 65536),
+    ),
+    (
+        "tensor-name-63-bytes",
+        (),
+        ("TI-NAME-64", "TI-NAME-LEN"),
+        "A 63-byte tensor name: the longest ggml stores (64 with its NUL).",
+        lambda r: _rename_vector(r, 63),
+    ),
     ("four-dimensions", (), ("TI-NDIMS",), "A tensor of four dimensions, the most gguf.md allows.", _four_dims),
     ("version-3", (), ("HDR-VERSION",), "Version 3: the newest version.", _version(3)),
     ("version-0", ("HDR-VERSION",), (), "Version 0: below the first version.", _version(0)),
     ("kv-count-exact", (), ("HDR-COUNT", "KV-TRUNC"), "The KV count equals the pairs present.", _kv_count(0)),
-    ("kv-count-one-more", ("KV-TRUNC",), (), "The KV count is one more than the pairs present: the tensor infos "
-     "are read as a KV pair, which runs out of bytes.", _kv_count(1)),
-    ("tensor-count-one-more", ("TI-TRUNC",), (), "The tensor count is one more than the tensor infos present: "
-     "the padding and data are read as a tensor info.", _tensor_count(1)),
-    ("data-ends-at-last-tensor", (), ("DATA-BOUNDS", "DATA-TRAILING-PAD"), "The file ends exactly where the last "
-     "tensor's bytes end, which is on the alignment (no padding is needed after it).", _exact_data),
-    ("data-one-byte-short", ("DATA-BOUNDS",), (), "The file ends one byte before the last tensor's bytes end.",
-     _cut_data),
-    ("alignment-8", (), ("ALIGN-MULT8", "ALIGN-POW2"), "general.alignment = 8: the smallest multiple of 8.",
-     _alignment(8)),
+    (
+        "kv-count-one-more",
+        ("KV-TRUNC",),
+        (),
+        "The KV count is one more than the pairs present: the tensor infos "
+        "are read as a KV pair, which runs out of bytes.",
+        _kv_count(1),
+    ),
+    (
+        "tensor-count-one-more",
+        ("TI-TRUNC",),
+        (),
+        "The tensor count is one more than the tensor infos present: the padding and data are read as a tensor info.",
+        _tensor_count(1),
+    ),
+    (
+        "data-ends-at-last-tensor",
+        (),
+        ("DATA-BOUNDS", "DATA-TRAILING-PAD"),
+        "The file ends exactly where the last "
+        "tensor's bytes end, which is on the alignment (no padding is needed after it).",
+        _exact_data,
+    ),
+    (
+        "data-one-byte-short",
+        ("DATA-BOUNDS",),
+        (),
+        "The file ends one byte before the last tensor's bytes end.",
+        _cut_data,
+    ),
+    (
+        "alignment-8",
+        (),
+        ("ALIGN-MULT8", "ALIGN-POW2"),
+        "general.alignment = 8: the smallest multiple of 8.",
+        _alignment(8),
+    ),
     ("alignment-16", (), ("ALIGN-POW2",), "general.alignment = 16.", _alignment(16)),
     ("alignment-64", (), ("ALIGN-POW2",), "general.alignment = 64.", _alignment(64)),
     ("alignment-256", (), ("ALIGN-POW2",), "general.alignment = 256.", _alignment(256)),
@@ -256,9 +310,14 @@ def edge_cases() -> Iterator[Case]:
 # -- every version, byte order and value type -----------------------------------------------------------------------
 _FLOATS = [-0.0, 1.5, -2.25, math.inf, -math.inf, math.nan]
 SCALARS: dict[str, list] = {
-    "UINT8": [0, 1, 255], "INT8": [-128, -1, 127], "UINT16": [0, 65535], "INT16": [-32768, 32767],
-    "UINT32": [0, 2**32 - 1], "INT32": [-2**31, 2**31 - 1], "UINT64": [0, 2**64 - 1],
-    "INT64": [-2**63, 2**63 - 1],
+    "UINT8": [0, 1, 255],
+    "INT8": [-128, -1, 127],
+    "UINT16": [0, 65535],
+    "INT16": [-32768, 32767],
+    "UINT32": [0, 2**32 - 1],
+    "INT32": [-(2**31), 2**31 - 1],
+    "UINT64": [0, 2**64 - 1],
+    "INT64": [-(2**63), 2**63 - 1],
     "FLOAT32": _FLOATS + [3.4028234663852886e38, 1.401298464324817e-45],
     "FLOAT64": _FLOATS + [1.7976931348623157e308, 5e-324, 0.1],
     "BOOL": [0, 1],
@@ -326,9 +385,11 @@ def value_cases() -> Iterator[Case]:
             for vtype in _value_type_names():
                 data, rules = _value_file(version, byte_order, vtype)
                 path = f"values/{_vt_suffix(version, byte_order)}/{vtype}.gguf"
-                doc = (f"Version {version}, {byte_order}-endian: " +
-                       ("arrays of arrays (INT32 and STRING items)." if vtype == "ARRAY" else
-                        f"{vtype} scalars at the type's extremes, an array and an empty array of {vtype}."))
+                doc = f"Version {version}, {byte_order}-endian: " + (
+                    "arrays of arrays (INT32 and STRING items)."
+                    if vtype == "ARRAY"
+                    else f"{vtype} scalars at the type's extremes, an array and an empty array of {vtype}."
+                )
                 yield Case(path, "values", rules, doc, {path: data})
 
 
@@ -340,7 +401,8 @@ def _tensor_values(type_name: str, n_per_row: int, rows: int) -> np.ndarray:
         span = 2 ** min(width, 20)
         vals = ((i * 7919) % span) - span // 2
         return vals.astype({"I8": np.int8, "I16": np.int16, "I32": np.int32, "I64": np.int64}[type_name]).reshape(
-            rows, n_per_row)
+            rows, n_per_row
+        )
     vals = np.sin(i * 0.37) * (1.0 + (i % 7)) + np.cos(i * 0.011)
     return vals.astype(np.float32).reshape(rows, n_per_row)
 
@@ -372,8 +434,9 @@ def tensor_type_cases() -> Iterator[Case]:
                 rules.append("TI-TYPE-NEW")
             path = f"tensor-types/{structs.byte_order(byte_order).short}/{st.name}.gguf"
             doc = f"A {st.name} tensor (type {st.id}) of two rows, {byte_order}-endian, beside the carrier's two."
-            yield Case(path, "tensor-types", tuple(rules), doc, {path: _tensor_type_file(st.name, byte_order)},
-                       decoded=True)
+            yield Case(
+                path, "tensor-types", tuple(rules), doc, {path: _tensor_type_file(st.name, byte_order)}, decoded=True
+            )
 
 
 # -- split sets -----------------------------------------------------------------------------------------------------
@@ -386,8 +449,7 @@ def split_cases() -> Iterator[Case]:
     shards = split_model(source, "Tiny-1B-v1.0-Q4_0", max_tensors=1, dry_run=True)
     files = {f"split/valid-two-shards/{name}": shard.to_bytes() for name, shard in shards}
     for path in sorted(files):
-        yield Case(path, "split", (), "One shard of a valid set of two, as gguf-split writes it.", files,
-                   split=True)
+        yield Case(path, "split", (), "One shard of a valid set of two, as gguf-split writes it.", files, split=True)
 
 
 # -- whole models ---------------------------------------------------------------------------------------------------
@@ -400,8 +462,14 @@ def model_cases() -> Iterator[Case]:
     for arch in MODEL_ARCHITECTURES:
         meta, tensors = minimal_model_parts(arch)
         path = f"model/{arch}/valid.gguf"
-        yield Case(path, "model", (), f"The smallest {arch} model llama.cpp's loader accepts (F32 zeros).",
-                   {path: build_model_file(meta, tensors).to_bytes()}, model=True)
+        yield Case(
+            path,
+            "model",
+            (),
+            f"The smallest {arch} model llama.cpp's loader accepts (F32 zeros).",
+            {path: build_model_file(meta, tensors).to_bytes()},
+            model=True,
+        )
         if arch not in MUTATED_ARCHITECTURES:
             continue
         for m in MUTATIONS:
@@ -410,8 +478,14 @@ def model_cases() -> Iterator[Case]:
             if done is None:
                 continue
             path = f"model/{arch}/{m.kind}.gguf"
-            yield Case(path, "model", tuple(sorted(done.rules)), f"The minimal {arch} model, {done.what}.",
-                       {path: build_model_file(done.meta, done.tensors).to_bytes()}, model=True)
+            yield Case(
+                path,
+                "model",
+                tuple(sorted(done.rules)),
+                f"The minimal {arch} model, {done.what}.",
+                {path: build_model_file(done.meta, done.tensors).to_bytes()},
+                model=True,
+            )
 
 
 # -- ggml's limits of 2^30: a count one past them, in a short file (the files at them: .large) -------------------
@@ -438,17 +512,26 @@ def declared_past_limit_cases() -> Iterator[Case]:
         raw = crafting.carrier()
         raw.set_raw(BIG_KEY[vtype], vtype, declared(raw, vtype, limit + 1, 16))
         path = f"edge/{limit_rule}/{'string' if vtype == 'STRING' else 'array'}-declared-past-limit.gguf"
-        doc = (f"The last key declares a {what} of {limit + 1} {unit}, one past ggml's limit, and the file ends "
-               f"a few hundred bytes later: a reader must refuse it (the value runs past the end of the file) "
-               f"without allocating what the count asks for; ggml refuses it for the limit first.")
+        doc = (
+            f"The last key declares a {what} of {limit + 1} {unit}, one past ggml's limit, and the file ends "
+            f"a few hundred bytes later: a reader must refuse it (the value runs past the end of the file) "
+            f"without allocating what the count asks for; ggml refuses it for the limit first."
+        )
         yield Case(path, "edge", rules, doc, {path: raw.to_bytes()})
 
 
 def all_cases() -> list[Case]:
     """Every case of the suite, in a fixed order."""
     out: list[Case] = []
-    for source in (value_cases, tensor_type_cases, edge_cases, declared_past_limit_cases, crafted_cases, split_cases,
-                   model_cases):
+    for source in (
+        value_cases,
+        tensor_type_cases,
+        edge_cases,
+        declared_past_limit_cases,
+        crafted_cases,
+        split_cases,
+        model_cases,
+    ):
         out.extend(source())
     seen: set[str] = set()
     for c in out:

@@ -20,30 +20,39 @@ PROFILES = ("spec", "ggml", "llama.cpp")
 EITHER: dict[tuple[str, str], str] = {
     ("HDR-ENDIAN", "spec"): (
         "gguf.md defines big-endian files but does not oblige a reader to read both byte orders; readers on "
-        "little-endian hosts (ggml's own) refuse them"),
+        "little-endian hosts (ggml's own) refuse them"
+    ),
     ("HDR-V1-UNSUPPORTED", "spec"): (
-        "version 1 is part of gguf.md's history, but ggml and gguf-py no longer read it; a reader may refuse it"),
+        "version 1 is part of gguf.md's history, but ggml and gguf-py no longer read it; a reader may refuse it"
+    ),
     ("TI-TYPE-NEW", "spec"): (
         "the tensor type is newer than gguf.md's ggml_type enum: a reader that knows it reads it, an older one "
-        "cannot size its data and refuses the file"),
+        "cannot size its data and refuses the file"
+    ),
     ("TI-TYPE-NEW", "ggml"): (
-        "the tensor type is newer than some ggml releases: the ggml that knows it reads it, an older one refuses"),
+        "the tensor type is newer than some ggml releases: the ggml that knows it reads it, an older one refuses"
+    ),
     ("ARR-TOO-DEEP", "spec"): (
         "gguf.md sets no limit on array nesting; every reader needs one (recursion or memory), and where it lies "
-        "is the reader's choice"),
+        "is the reader's choice"
+    ),
     ("ALIGN-POW2", "spec"): (
-        "gguf.md allows any multiple of 8, but ggml and gguf-py require a power of two (erratum "
-        "alignment-power-of-two)"),
+        "gguf.md allows any multiple of 8, but ggml and gguf-py require a power of two (erratum alignment-power-of-two)"
+    ),
     ("DATA-OVERLAP", "spec"): (
         "gguf.md does not say that two tensors may not share bytes; ggml refuses it because it lays the data out "
-        "itself (erratum tensor-data-overlap)"),
+        "itself (erratum tensor-data-overlap)"
+    ),
     ("TPL-ESCAPE", "spec"): (
         "the container is well-formed: the chat template is dangerous only to a program that renders it, which "
-        "a GGUF reader does not; a reader may refuse the file or read it"),
+        "a GGUF reader does not; a reader may refuse the file or read it"
+    ),
 }
 
-NOT_A_MODEL = ("not a whole model: llama.cpp's loader needs every tensor of the architecture, and this container "
-               "case carries only a few")
+NOT_A_MODEL = (
+    "not a whole model: llama.cpp's loader needs every tensor of the architecture, and this container "
+    "case carries only a few"
+)
 
 
 def outcome(rules, profile: str, *, model: bool = False) -> tuple[str, str]:

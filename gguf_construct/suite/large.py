@@ -76,7 +76,7 @@ class LargeCase:
     def _chunks(self, n: int) -> Iterator[bytes]:
         block = FILL[self.vtype] * min(n, _CHUNK)
         while n > 0:
-            yield block[:min(n, len(block))]
+            yield block[: min(n, len(block))]
             n -= len(block)
 
     def sha256s(self) -> tuple[str, str]:
@@ -88,7 +88,7 @@ class LargeCase:
             whole.update(chunk)
             value.update(chunk)
         whole.update(tail)
-        value.update(tail[:self.length - n])  # the value's kept bytes open the tail
+        value.update(tail[: self.length - n])  # the value's kept bytes open the tail
         return whole.hexdigest(), value.hexdigest()
 
     def write(self, path: str) -> None:
@@ -121,14 +121,36 @@ def large_cases(limits: dict[str, int] | None = None) -> list[LargeCase]:
     limits = dict(LIMITS if limits is None else limits)
     s, a = limits["string_bytes"], limits["array_elements"]
     return [
-        LargeCase(f"large/valid/string-{s}-bytes.gguf", (), ("STR-MAXLEN",),
-                  f"A string of {s} bytes: the longest ggml reads (GGUF_MAX_STRING_LENGTH).", "STRING", s),
-        LargeCase(f"large/STR-MAXLEN/string-{s + 1}-bytes.gguf", ("STR-MAXLEN",), (),
-                  f"A string of {s + 1} bytes: one past the longest ggml reads; gguf.md sets no limit.",
-                  "STRING", s + 1),
-        LargeCase(f"large/valid/array-{a}-uint8.gguf", (), ("ARR-MAXLEN",),
-                  f"A UINT8 array of {a} elements: the most ggml reads (GGUF_MAX_ARRAY_ELEMENTS).", "ARRAY", a),
-        LargeCase(f"large/ARR-MAXLEN/array-{a + 1}-uint8.gguf", ("ARR-MAXLEN",), (),
-                  f"A UINT8 array of {a + 1} elements: one past the most ggml reads; gguf.md sets no limit.",
-                  "ARRAY", a + 1),
+        LargeCase(
+            f"large/valid/string-{s}-bytes.gguf",
+            (),
+            ("STR-MAXLEN",),
+            f"A string of {s} bytes: the longest ggml reads (GGUF_MAX_STRING_LENGTH).",
+            "STRING",
+            s,
+        ),
+        LargeCase(
+            f"large/STR-MAXLEN/string-{s + 1}-bytes.gguf",
+            ("STR-MAXLEN",),
+            (),
+            f"A string of {s + 1} bytes: one past the longest ggml reads; gguf.md sets no limit.",
+            "STRING",
+            s + 1,
+        ),
+        LargeCase(
+            f"large/valid/array-{a}-uint8.gguf",
+            (),
+            ("ARR-MAXLEN",),
+            f"A UINT8 array of {a} elements: the most ggml reads (GGUF_MAX_ARRAY_ELEMENTS).",
+            "ARRAY",
+            a,
+        ),
+        LargeCase(
+            f"large/ARR-MAXLEN/array-{a + 1}-uint8.gguf",
+            ("ARR-MAXLEN",),
+            (),
+            f"A UINT8 array of {a + 1} elements: one past the most ggml reads; gguf.md sets no limit.",
+            "ARRAY",
+            a + 1,
+        ),
     ]

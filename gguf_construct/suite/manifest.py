@@ -45,17 +45,19 @@ PROFILE_DOCS = {
     "spec": "gguf.md as the project's spec/ encodes it: what any conforming reader must accept or refuse",
     "ggml": "ggml's own reader (gguf_init_from_file in ggml/src/gguf.cpp) on a little-endian host",
     "llama.cpp": "llama.cpp's model loader (llama_model_load_from_file): the container as ggml reads it, plus the "
-                 "model's keys and tensors",
+    "model's keys and tensors",
 }
 # what the default suite leaves out; `suite write --large` adds it (then nothing is left out)
 NOT_COVERED = [
-    {"rules": ["STR-MAXLEN", "ARR-MAXLEN"],
-     "why": "ggml's limits are 2^30 bytes and 2^30 elements: a complete file at or one past them is at least 1 GiB, "
-            "beyond the default suite's size.  The default suite has a string and an array declared one past the "
-            "limit in a short file (edge/STR-MAXLEN, edge/ARR-MAXLEN: refused by every reader for running past the "
-            "end of the file, without allocating what the count asks for); `gguf-construct suite write DIR "
-            "--large` adds the four boundary files (strings of 2^30 and 2^30 + 1 bytes, UINT8 arrays of 2^30 and "
-            "2^30 + 1 elements; 4 GiB, the arrays' zeros written sparse), marked \"large\": true"},
+    {
+        "rules": ["STR-MAXLEN", "ARR-MAXLEN"],
+        "why": "ggml's limits are 2^30 bytes and 2^30 elements: a complete file at or one past them is at least 1 GiB, "
+        "beyond the default suite's size.  The default suite has a string and an array declared one past the "
+        "limit in a short file (edge/STR-MAXLEN, edge/ARR-MAXLEN: refused by every reader for running past the "
+        "end of the file, without allocating what the count asks for); `gguf-construct suite write DIR "
+        "--large` adds the four boundary files (strings of 2^30 and 2^30 + 1 bytes, UINT8 arrays of 2^30 and "
+        '2^30 + 1 elements; 4 GiB, the arrays\' zeros written sparse), marked "large": true',
+    },
 ]
 
 
@@ -71,8 +73,14 @@ def _expected_values(case: Case) -> dict:
     metadata = [dict(key=k, **value_to_json(v, full=True)) for k, v in f.metadata.typed_items()]
     tensors = []
     for t in f.tensors:
-        entry = {"name": t.name, "type": t.type_name, "shape": list(t.shape), "offset": t.offset,
-                 "nbytes": t.nbytes, "sha256": hashlib.sha256(bytes(t.raw())).hexdigest()}
+        entry = {
+            "name": t.name,
+            "type": t.type_name,
+            "shape": list(t.shape),
+            "offset": t.offset,
+            "nbytes": t.nbytes,
+            "sha256": hashlib.sha256(bytes(t.raw())).hexdigest(),
+        }
         if case.decoded:
             entry["values"] = [_float(v) for v in t.numpy().ravel().tolist()]
         tensors.append(entry)
@@ -87,21 +95,27 @@ def _spec_text(rule_ids: Iterable[str]) -> list[dict]:
 def _valid_text(case: Case) -> list[dict]:
     """The spec text a case without rules tests: its value type, tensor type or the container layout."""
     if case.group == "values":
-        vtype = case.path.rsplit("/", 1)[1][:-len(".gguf")]
+        vtype = case.path.rsplit("/", 1)[1][: -len(".gguf")]
         doc = next(v["doc"] for v in structs.value_types().values() if v["name"] == vtype)
         return [{"rule": None, "text": f"{vtype}: {doc}", "doc_ref": "gguf.md gguf_metadata_value_type"}]
     if case.group == "tensor-types":
-        name = case.path.rsplit("/", 1)[1][:-len(".gguf")]
+        name = case.path.rsplit("/", 1)[1][: -len(".gguf")]
         st = next(t for t in _spec.tensor_types() if t.name == name)
         return [{"rule": None, "text": f"{name}: {st.doc}", "doc_ref": st.doc_ref}]
     if case.group == "model":
         arch = case.path.split("/")[1]
-        return [{"rule": None, "text": f"what llama.cpp's loader reads for architecture {arch}",
-                 "doc_ref": f"spec/architectures/{arch}.yaml (docs/architectures/{arch}.md)"}]
+        return [
+            {
+                "rule": None,
+                "text": f"what llama.cpp's loader reads for architecture {arch}",
+                "doc_ref": f"spec/architectures/{arch}.yaml (docs/architectures/{arch}.md)",
+            }
+        ]
     if case.group == "split":
         entries = [k for k in _spec.load_yaml("keys.yaml")["keys"] if k["key"].startswith("split.")]
-        return [{"rule": None, "text": f"{k['key']} ({k['type']}): {k['doc']}", "doc_ref": k["doc_ref"]}
-                for k in entries]
+        return [
+            {"rule": None, "text": f"{k['key']} ({k['type']}): {k['doc']}", "doc_ref": k["doc_ref"]} for k in entries
+        ]
     return []
 
 
@@ -146,13 +160,23 @@ def large_entry(case: LargeCase) -> dict:
     """The manifest entry of a large case: its size and SHA-256 streamed, the values of its small twin with the
     big key given by its ``length`` and the ``sha256`` of its bytes instead of a ``value``."""
     expect, why = _verdicts(case)
-    entry: dict[str, Any] = {"file": case.path, "group": case.group, "large": True, "doc": case.doc,
-                             "rules": list(case.rules)}
+    entry: dict[str, Any] = {
+        "file": case.path,
+        "group": case.group,
+        "large": True,
+        "doc": case.doc,
+        "rules": list(case.rules),
+    }
     if case.near:
         entry["limit_of"] = list(case.near)
     file_sha256, value_sha256 = case.sha256s()
-    entry.update(expect=expect, why=why, spec_text=_spec_text(list(case.rules) + list(case.near)),
-                 sha256=file_sha256, size=case.size)
+    entry.update(
+        expect=expect,
+        why=why,
+        spec_text=_spec_text(list(case.rules) + list(case.near)),
+        sha256=file_sha256,
+        size=case.size,
+    )
     twin = Case(case.path, case.group, case.rules, case.doc, {case.path: case.small_twin()})
     values = _expected_values(twin)
     key = BIG_KEY[case.vtype]
@@ -183,12 +207,21 @@ def build_manifest(cases: list[Case] | None = None, large: list[LargeCase] = ())
         "schema": SCHEMA_VERSION,
         "generator": f"gguf-construct {__version__}",
         "profiles": PROFILE_DOCS,
-        "outcomes": {"accept": "the reader must read the file (and read the values listed)",
-                     "reject": "the reader must refuse the file, without crashing or hanging",
-                     "either": "the spec leaves it to the reader (see why); crashing or hanging still fails"},
+        "outcomes": {
+            "accept": "the reader must read the file (and read the values listed)",
+            "reject": "the reader must refuse the file, without crashing or hanging",
+            "either": "the spec leaves it to the reader (see why); crashing or hanging still fails",
+        },
         "either_rules": [{"rule": r, "profile": p, "why": w} for (r, p), w in EITHER.items()],
-        "rules": {r: {"title": cat[r].title, "severity": {p: cat[r].severity(p) for p in PROFILES},
-                      "doc": cat[r].doc, "doc_ref": cat[r].raw.get("doc_ref", "")} for r in used},
+        "rules": {
+            r: {
+                "title": cat[r].title,
+                "severity": {p: cat[r].severity(p) for p in PROFILES},
+                "doc": cat[r].doc,
+                "doc_ref": cat[r].raw.get("doc_ref", ""),
+            }
+            for r in used
+        },
         "not_covered": [] if large else NOT_COVERED,
         "digest": digest.hexdigest(),
         "total_bytes": sum(len(d) for d in files.values()) + sum(e["size"] for e in entries if e.get("large")),
@@ -202,8 +235,9 @@ def manifest_json(manifest: dict) -> str:
     return json.dumps(manifest, ensure_ascii=True, allow_nan=False, indent=1) + "\n"
 
 
-def write_suite(directory: str | os.PathLike, cases: list[Case] | None = None, *,
-                large: bool | list[LargeCase] = False) -> dict:
+def write_suite(
+    directory: str | os.PathLike, cases: list[Case] | None = None, *, large: bool | list[LargeCase] = False
+) -> dict:
     """Write the suite's files and ``manifest.json`` into ``directory`` (each file atomically); returns the
     manifest.  ``large`` adds the boundary files of ggml's 2^30 limits (True: :func:`.large.large_cases`), each
     streamed to disk.  Files of an earlier suite that the new one does not have are left alone."""

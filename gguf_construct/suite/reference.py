@@ -37,8 +37,13 @@ def _key(key: str, value) -> dict:
         if len(data) > BIG_VALUE:
             return {"key": key, "type": "STRING", "length": len(data), "sha256": hashlib.sha256(data).hexdigest()}
     if value.type.name == "ARRAY" and isinstance(v, np.ndarray) and len(v) > BIG_VALUE:
-        return {"key": key, "type": "ARRAY", "item_type": value.item_type.name, "length": len(v),
-                "sha256": hashlib.sha256(np.ascontiguousarray(v).view(np.uint8)).hexdigest()}
+        return {
+            "key": key,
+            "type": "ARRAY",
+            "item_type": value.item_type.name,
+            "length": len(v),
+            "sha256": hashlib.sha256(np.ascontiguousarray(v).view(np.uint8)).hexdigest(),
+        }
     return dict(key=key, **value_to_json(value))
 
 
@@ -55,8 +60,13 @@ def read(path: str, profile: str = "spec") -> dict:
         raise ValueError(f"load refuses what check accepts: {exc}") from exc
     tensors = []
     for t in f.tensors:
-        entry = {"name": t.name, "type": t.type_name, "shape": list(t.shape), "offset": t.offset,
-                 "sha256": hashlib.sha256(bytes(t.raw())).hexdigest()}
+        entry = {
+            "name": t.name,
+            "type": t.type_name,
+            "shape": list(t.shape),
+            "offset": t.offset,
+            "sha256": hashlib.sha256(bytes(t.raw())).hexdigest(),
+        }
         n = 1
         for d in t.shape:
             n *= d

@@ -47,8 +47,13 @@ class CaseResult:
 
     def to_json(self) -> dict:
         """The record of results.json."""
-        out = {"file": self.file, "group": self.group, "expected": self.expected, "outcome": self.outcome,
-               "result": self.result}
+        out = {
+            "file": self.file,
+            "group": self.group,
+            "expected": self.expected,
+            "outcome": self.outcome,
+            "result": self.result,
+        }
         if self.detail:
             out["detail"] = self.detail[:300]
         if self.differences:
@@ -63,8 +68,10 @@ def load_manifest(directory: str) -> dict:
         with open(path, encoding="utf-8") as fh:
             return json.load(fh)
     except OSError as exc:
-        raise ValueError(f"{path}: cannot read the suite's manifest ({exc.strerror}); write one with "
-                         "`gguf-construct suite write DIR`") from None
+        raise ValueError(
+            f"{path}: cannot read the suite's manifest ({exc.strerror}); write one with "
+            "`gguf-construct suite write DIR`"
+        ) from None
 
 
 def _f32(v: float) -> float:
@@ -107,8 +114,14 @@ def _data_differences(expected: dict, got: dict) -> list[dict]:
         if "sha256" in g and str(g["sha256"]).lower() != t["sha256"]:
             out.append({"what": "tensor data", "where": t["name"], "expected": t["sha256"], "got": g["sha256"]})
         if "values" in g and "values" in t and not _values_equal(t["values"], g["values"]):
-            out.append({"what": "tensor values", "where": t["name"], "expected": "the manifest's decoded values",
-                        "got": "different values"})
+            out.append(
+                {
+                    "what": "tensor values",
+                    "where": t["name"],
+                    "expected": "the manifest's decoded values",
+                    "got": "different values",
+                }
+            )
     return out
 
 
@@ -171,8 +184,9 @@ def _big_values(case: dict, answer: dict) -> tuple[list[dict], dict]:
                 got = dict(zip(("length", "sha256"), digest)) if digest else {"length": None}
             for k, v in got.items():
                 if str(v).lower() != str(ours[k]).lower():
-                    diffs.append({"what": "value", "where": ours["key"], "expected": f"{k} {ours[k]}",
-                                  "got": f"{k} {v}"})
+                    diffs.append(
+                        {"what": "value", "where": ours["key"], "expected": f"{k} {ours[k]}", "got": f"{k} {v}"}
+                    )
             m = {k: v for k, v in m.items() if k not in ("value", "length", "sha256")}
         metadata.append(m)
     return diffs, dict(answer, metadata=metadata)
@@ -203,8 +217,14 @@ def score_case(case: dict, outcome: Outcome, profile: str) -> CaseResult:
     return result
 
 
-def run_suite(directory: str, target: Target, *, profile: str = "spec", only: list[str] | None = None,
-              progress: Callable[[int, int], None] | None = None) -> list[CaseResult]:
+def run_suite(
+    directory: str,
+    target: Target,
+    *,
+    profile: str = "spec",
+    only: list[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[CaseResult]:
     """Run ``target`` on every case of the suite in ``directory`` (or those matching a glob of ``only``)."""
     manifest = load_manifest(directory)
     cases = [c for c in manifest["cases"] if not only or any(fnmatch.fnmatch(c["file"], p) for p in only)]
@@ -231,11 +251,13 @@ def summarise(results: list[CaseResult]) -> dict:
     invalid = [r for r in results if r.expected == "reject"]
     read = [r for r in results if r.outcome == "accept" and r.expected != "reject" and r.values_compared]
     return {
-        "cases": len(results), "counts": counts,
+        "cases": len(results),
+        "counts": counts,
         "accepted_valid": [sum(r.outcome == "accept" for r in valid), len(valid)],
         "rejected_invalid": [sum(r.outcome == "reject" for r in invalid), len(invalid)],
         "values_correct": [sum(r.result == "pass" for r in read), len(read)],
-        "crashed": counts["crash"], "hung": counts["hang"],
+        "crashed": counts["crash"],
+        "hung": counts["hang"],
     }
 
 
@@ -246,4 +268,5 @@ def progress_printer(stream=sys.stderr) -> Callable[[int, int], None]:
     def show(done: int, total: int) -> None:
         if done == total or done % max(1, total // 10) == 0:
             print(f"  {done}/{total} cases, {time.monotonic() - start:.0f} s", file=stream, flush=True)
+
     return show

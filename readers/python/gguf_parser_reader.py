@@ -28,6 +28,8 @@ def read(path: str) -> dict:
     except GGUFParseError as exc:
         raise ValueError(f"GGUFParseError: {exc}") from None
     metadata = [{"key": k, "value": _value(v)} for k, v in parser.metadata.items()]
-    tensors = [{"name": t["name"], "type": t["type"], "shape": list(t["dimensions"]), "offset": t["offset"]}
-               for t in parser.tensors_info]
+    tensors = [
+        {"name": t["name"], "type": t["type"], "shape": list(t["dimensions"]), "offset": t["offset"]}
+        for t in parser.tensors_info
+    ]
     return {"metadata": metadata, "tensors": tensors}

@@ -12,9 +12,19 @@ from __future__ import annotations
 
 import math
 
-_DTYPES = {"uint8": "UINT8", "int8": "INT8", "uint16": "UINT16", "int16": "INT16", "uint32": "UINT32",
-           "int32": "INT32", "float32": "FLOAT32", "bool": "BOOL", "uint64": "UINT64", "int64": "INT64",
-           "float64": "FLOAT64"}
+_DTYPES = {
+    "uint8": "UINT8",
+    "int8": "INT8",
+    "uint16": "UINT16",
+    "int16": "INT16",
+    "uint32": "UINT32",
+    "int32": "INT32",
+    "float32": "FLOAT32",
+    "bool": "BOOL",
+    "uint64": "UINT64",
+    "int64": "INT64",
+    "float64": "FLOAT64",
+}
 
 
 def _num(v):
@@ -59,7 +69,7 @@ def read(path: str) -> dict:
         if name in companions:
             continue
         entry = {"name": name}
-        base = name[:-len(".weight")] if name.endswith(".weight") else name
+        base = name[: -len(".weight")] if name.endswith(".weight") else name
         if a.dtype == mx.uint32:
             # MLX names the companions of a quantized tensor by cutting 7 characters (".weight") off any name;
             # a companion found only under that cut name is reported as the extra tensor it is
@@ -70,8 +80,7 @@ def read(path: str) -> dict:
                 scales, biases = arrays[found + ".scales"], arrays[found + ".biases"]
                 bits = 32 * a.shape[-1] // (scales.shape[-1] * 32)
                 try:
-                    a = mx.dequantize(a, scales.astype(mx.float32), biases.astype(mx.float32), group_size=32,
-                                      bits=bits)
+                    a = mx.dequantize(a, scales.astype(mx.float32), biases.astype(mx.float32), group_size=32, bits=bits)
                 except (ValueError, RuntimeError):  # not a layout this adapter can undo: report the name only
                     tensors.append(entry)
                     continue

@@ -102,8 +102,7 @@ def _kernel(type_id: int, kind: str, tables: str):
     return kernel, getattr(module, tables)(t.name)
 
 
-def encode(type_id: int, rows: np.ndarray, imatrix: np.ndarray | None, out: np.ndarray,
-           threads: int | None) -> None:
+def encode(type_id: int, rows: np.ndarray, imatrix: np.ndarray | None, out: np.ndarray, threads: int | None) -> None:
     """Encode ``rows`` (n_rows, n_per_row) float32 into ``out`` (n_blocks, type_size) uint8 on ``threads``
     threads (None: see :func:`resolve_threads`); ``imatrix``: None or float32 (n_per_row,)."""
     kernel, tables = encoder(type_id)
@@ -114,6 +113,7 @@ def encode(type_id: int, rows: np.ndarray, imatrix: np.ndarray | None, out: np.n
     status = run_blocks(kernel, x, out, (qw,) + tables, threads, unit=max(1, rows.shape[1] // t.block_size))
     if status:
         from .._iqgrid import GridAbort
+
         raise GridAbort(_ABORTS[status])
 
 
@@ -134,8 +134,9 @@ def decode(type_id: int, x: np.ndarray, out: np.ndarray, threads: int, stream: b
         x = x.view()
         x.flags.writeable = False
     if _streaming(type_id):
-        tables = tables + (stream and out.nbytes >= _stream.STREAM_MIN_BYTES
-                           and _stream.resident(out.ctypes.data, out.nbytes),)
+        tables = tables + (
+            stream and out.nbytes >= _stream.STREAM_MIN_BYTES and _stream.resident(out.ctypes.data, out.nbytes),
+        )
     run_blocks(kernel, x, out, tables, threads)
     return out
 

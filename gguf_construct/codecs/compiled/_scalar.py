@@ -6,7 +6,14 @@ from __future__ import annotations
 import numpy as np
 
 from .._common import (
-    _ABS_MASK, _EXP_MASK, _F32_HALF_INF, _F32_NORMAL_HALF, _MAGIC, _POINT_FIVE, _POINT_FIVE_BITS, _REBIAS_ROUND
+    _ABS_MASK,
+    _EXP_MASK,
+    _F32_HALF_INF,
+    _F32_NORMAL_HALF,
+    _MAGIC,
+    _POINT_FIVE,
+    _POINT_FIVE_BITS,
+    _REBIAS_ROUND,
 )
 from ._jit import helper
 

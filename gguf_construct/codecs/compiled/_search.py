@@ -138,9 +138,9 @@ def make_qkx_quants(x, w, L, Laux, F, nmax, rmin, rdelta, nstep, use_mad, v3):
     fnmax = np.float32(nmax)
     iscale = fnmax / (mx - mn)
     scale = np.float32(1.0) / iscale
-    La, Lb = Laux[:n], Laux[n:2 * n]
-    WLa, WL2a, WXLa = F[:n], F[n:2 * n], F[2 * n:3 * n]
-    WLb, WL2b, WXLb = F[3 * n:4 * n], F[4 * n:5 * n], F[5 * n:6 * n]
+    La, Lb = Laux[:n], Laux[n : 2 * n]
+    WLa, WL2a, WXLa = F[:n], F[n : 2 * n], F[2 * n : 3 * n]
+    WLb, WL2b, WXLb = F[3 * n : 4 * n], F[4 * n : 5 * n], F[5 * n : 6 * n]
     _qkx_levels(x, w, mn, iscale, nmax, L, WLa, WL2a, WXLa)  # the start: levels at nmax / (max - min)
     _qkx_errors(x, w, L, scale, mn, use_mad, WLa)
     best = np.float32(0.0)
@@ -151,8 +151,7 @@ def make_qkx_quants(x, w, L, Laux, F, nmax, rmin, rdelta, nstep, use_mad, v3):
         two = i_s < nstep
         _qkx_levels(x, w, mn, (rmin + rdelta * np.float32(i_s) + fnmax) / (mx - mn), nmax, La, WLa, WL2a, WXLa)
         if two:
-            _qkx_levels(x, w, mn, (rmin + rdelta * np.float32(i_s + 1) + fnmax) / (mx - mn), nmax, Lb, WLb,
-                        WL2b, WXLb)
+            _qkx_levels(x, w, mn, (rmin + rdelta * np.float32(i_s + 1) + fnmax) / (mx - mn), nmax, Lb, WLb, WL2b, WXLb)
         sla = sl2a = sxla = slb = sl2b = sxlb = np.float32(0.0)
         for i in range(n):
             sla += WLa[i]

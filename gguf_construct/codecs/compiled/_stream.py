@@ -68,6 +68,7 @@ WIDE, NARROW = 8, 4  # float32 per streaming store: 32 bytes (AVX) where the out
 def _nontemporal_copy(lanes: int):
     """The body of an intrinsic ``(dst, at, src, start)``: ``dst[at:at+lanes] = src[start:start+lanes]`` as
     one non-temporal store of a vector of ``lanes`` float32 (``dst[at]`` aligned to the vector's size)."""
+
     def typer(typingctx, dst, at, src, start):
         def codegen(context, builder, signature, args):
             dst_arr = context.make_array(signature.args[0])(context, builder, args[0])
@@ -92,6 +93,7 @@ _store_narrow = intrinsic(_nontemporal_copy(NARROW))
 @intrinsic
 def _fence(typingctx):
     """A sequentially consistent fence (x86: ``mfence``, which also orders the non-temporal stores)."""
+
     def codegen(context, builder, signature, args):
         builder.fence("seq_cst")
         return context.get_dummy_value()

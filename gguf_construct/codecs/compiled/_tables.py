@@ -51,6 +51,7 @@ def floats(name: str) -> np.ndarray:
 def e8m0_half() -> np.ndarray:
     """float32[256]: ``GGML_E8M0_TO_FP32_HALF`` of every exponent byte."""
     from ..fp4 import e8m0_half as convert
+
     return np.ascontiguousarray(convert(np.arange(256)), dtype=np.float32)
 
 
@@ -69,8 +70,9 @@ def sign_factors() -> np.ndarray:
     return np.where(hit, np.float32(-1.0), np.float32(1.0)).astype(np.float32)
 
 
-def neighbour_slots(kmap: np.ndarray, list_of_code: np.ndarray, starts: np.ndarray, counts: np.ndarray,
-                    flat: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+def neighbour_slots(
+    kmap: np.ndarray, list_of_code: np.ndarray, starts: np.ndarray, counts: np.ndarray, flat: np.ndarray, size: int
+) -> tuple[np.ndarray, np.ndarray]:
     """An IQ grid's code map and neighbour lists packed for one lookup per code: ``(slot, lists)``.
 
     ``slot[code]`` (the first ``size`` codes) is the grid index ``kmap[code]`` of an on-grid code and ``-1 - o``
@@ -86,8 +88,9 @@ def neighbour_slots(kmap: np.ndarray, list_of_code: np.ndarray, starts: np.ndarr
     lists = np.zeros(1 + int((counts + 1).sum()), dtype=np.int16)
     lists[offsets] = counts
     within = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
-    lists[np.repeat(offsets + 1, counts) + within] = flat[np.repeat(np.asarray(starts, dtype=np.int64), counts)
-                                                          + within]
+    lists[np.repeat(offsets + 1, counts) + within] = flat[
+        np.repeat(np.asarray(starts, dtype=np.int64), counts) + within
+    ]
     rows = np.asarray(list_of_code[:size])
     slot = np.full(size, -1, dtype=np.int32)
     slot[rows >= 0] = -1 - offsets[rows[rows >= 0]]
@@ -104,8 +107,9 @@ def neighbour_list(slot, lists):
     return o + 1, o + 1 + lists[o]
 
 
-def code_neighbour_slots(kmap: np.ndarray, starts: np.ndarray, counts: np.ndarray, flat: np.ndarray,
-                         size: int) -> tuple[np.ndarray, np.ndarray]:
+def code_neighbour_slots(
+    kmap: np.ndarray, starts: np.ndarray, counts: np.ndarray, flat: np.ndarray, size: int
+) -> tuple[np.ndarray, np.ndarray]:
     """:func:`neighbour_slots` of lists kept per code: code c's list is ``flat[starts[c]:starts[c] + counts[c]]``
     (``counts[c] == 0``: none)."""
     has_list = counts > 0

@@ -118,9 +118,9 @@ def encode_nvfp4(x, y, qw, scales, kv):
     for i in range(x.shape[0]):
         xb, out = x[i], y[i]
         for s in range(4):
-            ue = fp32_to_ue4m3(abs_max(xb[16 * s:16 * s + 16]) / np.float32(6.0))
+            ue = fp32_to_ue4m3(abs_max(xb[16 * s : 16 * s + 16]) / np.float32(6.0))
             out[s] = np.uint8(ue)
-            ds[16 * s:16 * s + 16] = scales[ue]
+            ds[16 * s : 16 * s + 16] = scales[ue]
         for j in range(64):
             codes[j] = best_index_mxfp4(xb[j], ds[j], kv)
         for s in range(4):

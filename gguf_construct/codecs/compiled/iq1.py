@@ -29,7 +29,7 @@ def decode_iq1_s(x, y, f16, grid, deltas):
             delta = -deltas[0] if qh & 0x8000 else deltas[0]
             for l in range(4):
                 g = grid[np.int32(b[2 + 4 * ib + l]) | np.int32(((qh >> (3 * l)) & 7) << 8)]
-                o = out[32 * ib + 8 * l:32 * ib + 8 * l + 8]
+                o = out[32 * ib + 8 * l : 32 * ib + 8 * l + 8]
                 for j in range(8):
                     o[j] = dl * (g[j] + delta)
 
@@ -56,7 +56,7 @@ def decode_iq1_m(x, y, f16, grid, deltas):
                 g = grid[np.int32(b[4 * ib + l]) | ((nib & 7) << 8)]
                 delta = -deltas[1] if nib & 8 else deltas[1]
                 dl = dl1 if l < 2 else dl2
-                o = out[32 * ib + 8 * l:32 * ib + 8 * l + 8]
+                o = out[32 * ib + 8 * l : 32 * ib + 8 * l + 8]
                 for j in range(8):
                     o[j] = dl * (g[j] + delta)
 
@@ -75,6 +75,7 @@ def encode_tables(name: str) -> tuple:
     """fp16, grid levels (2048, 8), the code map and neighbour lists (:func:`_tables.code_neighbour_slots`), the two
     deltas."""
     from ..iq1 import _grid
+
     g = _grid()
     slot, lists = _tables.code_neighbour_slots(g.kmap, g.nb_start, g.nb_count, g.nb_flat, len(g.kmap))
     return (_tables.fp16(), np.ascontiguousarray(g.levels), slot, lists, _tables.floats("iq1_delta"))
@@ -156,8 +157,8 @@ def encode_iq1_s(x, y, qw, f16, levels, slot, lists, deltas):
             for j in range(256):
                 weight[j] = xb[j] * xb[j]
         for ib in range(8):
-            xs = xb[32 * ib:32 * ib + 32]
-            ws = weight[32 * ib:32 * ib + 32]
+            xs = xb[32 * ib : 32 * ib + 32]
+            ws = weight[32 * ib : 32 * ib + 32]
             scales[ib] = 0
             shifts[ib] = 1
             gmax = np.float32(0.0)
@@ -209,8 +210,9 @@ def encode_iq1_s(x, y, qw, f16, levels, slot, lists, deltas):
             xx = x_p if sel_shift == 1 else x_m
             all_on = True
             for k in range(4):
-                g, on, ok = vector_index(xs[8 * k:8 * k + 8], ws[8 * k:8 * k + 8], L[8 * k:8 * k + 8], scale, xx,
-                                         levels, slot, lists)
+                g, on, ok = vector_index(
+                    xs[8 * k : 8 * k + 8], ws[8 * k : 8 * k + 8], L[8 * k : 8 * k + 8], scale, xx, levels, slot, lists
+                )
                 if not ok:
                     return ABORT_NO_NEIGHBOUR
                 gi[k] = g
@@ -294,8 +296,8 @@ def encode_iq1_m(x, y, qw, f16, levels, slot, lists, deltas):
             for j in range(256):
                 weight[j] = xb[j] * xb[j]
         for ib in range(16):
-            xs = xb[16 * ib:16 * ib + 16]
-            ws = weight[16 * ib:16 * ib + 16]
+            xs = xb[16 * ib : 16 * ib + 16]
+            ws = weight[16 * ib : 16 * ib + 16]
             scales[ib] = 0
             shifts[ib] = 0
             gi[2 * ib] = 0
@@ -361,8 +363,9 @@ def encode_iq1_m(x, y, qw, f16, levels, slot, lists, deltas):
             all_on = True
             for k in range(2):
                 xx = xpm[best_k >> 1] if k == 0 else xpm[best_k & 1]
-                g, on, ok = vector_index(xs[8 * k:8 * k + 8], ws[8 * k:8 * k + 8], L[8 * k:8 * k + 8], scale, xx,
-                                         levels, slot, lists)
+                g, on, ok = vector_index(
+                    xs[8 * k : 8 * k + 8], ws[8 * k : 8 * k + 8], L[8 * k : 8 * k + 8], scale, xx, levels, slot, lists
+                )
                 if not ok:
                     return ABORT_NO_NEIGHBOUR
                 gi[2 * ib + k] = g

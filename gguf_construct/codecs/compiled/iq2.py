@@ -18,8 +18,7 @@ _GRIDS = {"IQ2_XXS": "iq2xxs_grid", "IQ2_XS": "iq2xs_grid", "IQ2_S": "iq2s_grid"
 
 def tables(name: str) -> tuple:
     """The lookup tables the decoder of ``name`` takes after ``x, y``: fp16, grid, ksigns, sign factors."""
-    return (_tables.fp16(), _tables.grid_floats(_GRIDS[name]), _tables.small("ksigns_iq2xs"),
-            _tables.sign_factors())
+    return (_tables.fp16(), _tables.grid_floats(_GRIDS[name]), _tables.small("ksigns_iq2xs"), _tables.sign_factors())
 
 
 @kernel
@@ -35,7 +34,7 @@ def decode_iq2_xxs(x, y, f16, grid, ksigns, sign):
             for l in range(4):
                 g = grid[b[a + l]]
                 s = sign[ksigns[(aux >> (7 * l)) & 127]]
-                o = out[32 * ib + 8 * l:32 * ib + 8 * l + 8]
+                o = out[32 * ib + 8 * l : 32 * ib + 8 * l + 8]
                 for j in range(8):
                     o[j] = db * g[j] * s[j]
 
@@ -55,7 +54,7 @@ def decode_iq2_xs(x, y, f16, grid, ksigns, sign):
                 dl = db0 if l < 2 else db1
                 g = grid[q & 511]
                 s = sign[ksigns[q >> 9]]
-                o = out[32 * ib + 8 * l:32 * ib + 8 * l + 8]
+                o = out[32 * ib + 8 * l : 32 * ib + 8 * l + 8]
                 for j in range(8):
                     o[j] = dl * g[j] * s[j]
 
@@ -75,7 +74,7 @@ def decode_iq2_s(x, y, f16, grid, ksigns, sign):
                 dl = db0 if l < 2 else db1
                 g = grid[np.int32(b[2 + 4 * ib + l]) | ((qh << (8 - 2 * l)) & 0x300)]
                 s = sign[b[34 + 4 * ib + l]]
-                o = out[32 * ib + 8 * l:32 * ib + 8 * l + 8]
+                o = out[32 * ib + 8 * l : 32 * ib + 8 * l + 8]
                 for j in range(8):
                     o[j] = dl * g[j] * s[j]
 
@@ -97,6 +96,7 @@ def encode_tables(name: str) -> tuple:
     """fp16, grid positions (n, 8) float32, the code map and neighbour lists (:func:`_tables.neighbour_slots` of
     the numpy codec's lattice, in ggml's order)."""
     from ..iq2 import _lattice
+
     g = _lattice(_GRIDS[name])
     slot, lists = _tables.neighbour_slots(g.map, g.row, g.starts, g.counts, g.flat, _KMAP_SIZE)
     return _tables.fp16(), np.ascontiguousarray(g.pos, dtype=np.float32), slot, lists
@@ -216,8 +216,16 @@ def search_16(xval, w, wa, gmax, L, Laux, on, on_aux, pos, slot, lists):
         idv = (np.float32(5.0) + np.float32(i_s) * np.float32(0.1)) / gmax
         this_scale = np.float32(1.0) / idv
         for k in range(2):
-            on_aux[k], st = levels_of(xval[8 * k:8 * k + 8], wa[8 * k:8 * k + 8], idv, this_scale,
-                                      Laux[8 * k:8 * k + 8], pos, slot, lists)
+            on_aux[k], st = levels_of(
+                xval[8 * k : 8 * k + 8],
+                wa[8 * k : 8 * k + 8],
+                idv,
+                this_scale,
+                Laux[8 * k : 8 * k + 8],
+                pos,
+                slot,
+                lists,
+            )
             if st:
                 return scale, st
         sumqx, sumq2 = level_sums(w, xval, Laux)
@@ -232,8 +240,16 @@ def search_16(xval, w, wa, gmax, L, Laux, on, on_aux, pos, slot, lists):
         sc = scale
         for k in range(2):
             if not on[k]:
-                _, st = levels_of(xval[8 * k:8 * k + 8], wa[8 * k:8 * k + 8], np.float32(1.0) / sc, sc,
-                                  L[8 * k:8 * k + 8], pos, slot, lists)
+                _, st = levels_of(
+                    xval[8 * k : 8 * k + 8],
+                    wa[8 * k : 8 * k + 8],
+                    np.float32(1.0) / sc,
+                    sc,
+                    L[8 * k : 8 * k + 8],
+                    pos,
+                    slot,
+                    lists,
+                )
                 if st:
                     return scale, st
         sumqx, sumq2 = level_sums(w, xval, L)
@@ -275,11 +291,11 @@ def encode_iq2_xxs(x, y, qw, f16, pos, slot, lists):
         out[:] = 0
         block_weights(xb, qw[i % qw.shape[0]] if qw.shape[0] else none, weight, waux, 1)
         for ib in range(8):
-            xs = xb[32 * ib:32 * ib + 32]
-            w = weight[32 * ib:32 * ib + 32]
-            wa = waux[32 * ib:32 * ib + 32]
+            xs = xb[32 * ib : 32 * ib + 32]
+            w = weight[32 * ib : 32 * ib + 32]
+            wa = waux[32 * ib : 32 * ib + 32]
             for k in range(4):
-                sg[k] = signs_of(xs[8 * k:8 * k + 8], w[8 * k:8 * k + 8], xval[8 * k:8 * k + 8], True)
+                sg[k] = signs_of(xs[8 * k : 8 * k + 8], w[8 * k : 8 * k + 8], xval[8 * k : 8 * k + 8], True)
             words[2 * ib] = 0
             words[2 * ib + 1] = 0
             scales[ib] = 0
@@ -297,8 +313,16 @@ def encode_iq2_xxs(x, y, qw, f16, pos, slot, lists):
                 idv = (np.float32(5.0) + np.float32(i_s) * np.float32(0.1)) / eff_max
                 this_scale = np.float32(1.0) / idv
                 for k in range(4):
-                    _, st = levels_of(xval[8 * k:8 * k + 8], wa[8 * k:8 * k + 8], idv, this_scale,
-                                      Laux[8 * k:8 * k + 8], pos, slot, lists)
+                    _, st = levels_of(
+                        xval[8 * k : 8 * k + 8],
+                        wa[8 * k : 8 * k + 8],
+                        idv,
+                        this_scale,
+                        Laux[8 * k : 8 * k + 8],
+                        pos,
+                        slot,
+                        lists,
+                    )
                     if st:
                         return st
                 sumqx, sumq2 = level_sums(w, xval, Laux)
@@ -310,8 +334,16 @@ def encode_iq2_xxs(x, y, qw, f16, pos, slot, lists):
             if scale > 0:
                 idv = np.float32(1.0) / scale
                 for k in range(4):
-                    _, st = levels_of(xval[8 * k:8 * k + 8], wa[8 * k:8 * k + 8], idv, scale,
-                                      L[8 * k:8 * k + 8], pos, slot, lists)
+                    _, st = levels_of(
+                        xval[8 * k : 8 * k + 8],
+                        wa[8 * k : 8 * k + 8],
+                        idv,
+                        scale,
+                        L[8 * k : 8 * k + 8],
+                        pos,
+                        slot,
+                        lists,
+                    )
                     if st:
                         return st
                 sumqx, sumq2 = level_sums(w, xval, L)
@@ -323,7 +355,7 @@ def encode_iq2_xxs(x, y, qw, f16, pos, slot, lists):
                     sg[k] = ~sg[k] & 127
             lo = np.uint32(0)
             for k in range(4):
-                g, st = grid_index(L[8 * k:8 * k + 8], slot)
+                g, st = grid_index(L[8 * k : 8 * k + 8], slot)
                 if st:
                     return st
                 lo |= np.uint32(g) << (8 * k)
@@ -344,14 +376,13 @@ def encode_iq2_xxs(x, y, qw, f16, pos, slot, lists):
 
 
 @routine
-def encode_16(xb, out, q, iq2s, f16, weight, waux, xval, L, Laux, on, on_aux, scales, gidx, signs, pos, slot,
-              lists):
+def encode_16(xb, out, q, iq2s, f16, weight, waux, xval, L, Laux, on, on_aux, scales, gidx, signs, pos, slot, lists):
     """IQ2_XS / IQ2_S up to the per-16 grid indices, signs and 4-bit scales; returns (max_scale, status)."""
     block_weights(xb, q, weight, waux, 2 if iq2s else 1)
     for ib in range(16):
-        xs = xb[16 * ib:16 * ib + 16]
-        w = weight[16 * ib:16 * ib + 16]
-        wa = waux[16 * ib:16 * ib + 16]
+        xs = xb[16 * ib : 16 * ib + 16]
+        w = weight[16 * ib : 16 * ib + 16]
+        wa = waux[16 * ib : 16 * ib + 16]
         s0 = signs_of(xs[0:8], w[0:8], xval[0:8], not iq2s)
         s1 = signs_of(xs[8:16], w[8:16], xval[8:16], not iq2s)
         scales[ib] = 0
@@ -372,7 +403,7 @@ def encode_16(xb, out, q, iq2s, f16, weight, waux, xval, L, Laux, on, on_aux, sc
             s0 = ~s0 & (255 if iq2s else 127)
             s1 = ~s1 & (255 if iq2s else 127)
         for k in range(2):
-            g, st = grid_index(L[8 * k:8 * k + 8], slot)
+            g, st = grid_index(L[8 * k : 8 * k + 8], slot)
             if st:
                 return scale, st
             gidx[2 * ib + k] = g
@@ -402,8 +433,26 @@ def encode_iq2_xs(x, y, qw, f16, pos, slot, lists):
     for i in range(x.shape[0]):
         xb, out = x[i], y[i]
         out[:] = 0
-        max_scale, st = encode_16(xb, out, qw[i % qw.shape[0]] if qw.shape[0] else none, False, f16, weight, waux,
-                                  xval, L, Laux, on, on_aux, scales, gidx, signs, pos, slot, lists)
+        max_scale, st = encode_16(
+            xb,
+            out,
+            qw[i % qw.shape[0]] if qw.shape[0] else none,
+            False,
+            f16,
+            weight,
+            waux,
+            xval,
+            L,
+            Laux,
+            on,
+            on_aux,
+            scales,
+            gidx,
+            signs,
+            pos,
+            slot,
+            lists,
+        )
         if st:
             return st
         if max_scale == 0:
@@ -434,16 +483,41 @@ def encode_iq2_s(x, y, qw, f16, pos, slot, lists):
     for i in range(x.shape[0]):
         xb, out = x[i], y[i]
         out[:] = 0
-        max_scale, st = encode_16(xb, out, qw[i % qw.shape[0]] if qw.shape[0] else none, True, f16, weight, waux,
-                                  xval, L, Laux, on, on_aux, scales, gidx, signs, pos, slot, lists)
+        max_scale, st = encode_16(
+            xb,
+            out,
+            qw[i % qw.shape[0]] if qw.shape[0] else none,
+            True,
+            f16,
+            weight,
+            waux,
+            xval,
+            L,
+            Laux,
+            on,
+            on_aux,
+            scales,
+            gidx,
+            signs,
+            pos,
+            slot,
+            lists,
+        )
         if st:
             return st
         for k in range(32):  # kept even when max_scale == 0 (d and the scales stay 0)
             out[2 + k] = np.uint8(gidx[k] & 0xFF)
             out[34 + k] = np.uint8(signs[k] & 0xFF)
         for j in range(8):
-            out[66 + j] = np.uint8(((gidx[4 * j] >> 8) | ((gidx[4 * j + 1] >> 8) << 2) | ((gidx[4 * j + 2] >> 8) << 4)
-                                    | ((gidx[4 * j + 3] >> 8) << 6)) & 0xFF)
+            out[66 + j] = np.uint8(
+                (
+                    (gidx[4 * j] >> 8)
+                    | ((gidx[4 * j + 1] >> 8) << 2)
+                    | ((gidx[4 * j + 2] >> 8) << 4)
+                    | ((gidx[4 * j + 3] >> 8) << 6)
+                )
+                & 0xFF
+            )
         if max_scale == 0:
             continue
         for j in range(8):

@@ -16,8 +16,12 @@ from .legacy import u16, u32
 def tables(name: str) -> tuple:
     """The lookup tables the decoder of ``name`` takes after ``x, y``."""
     if name == "IQ3_XXS":
-        return (_tables.fp16(), _tables.grid_floats("iq3xxs_grid"), _tables.small("ksigns_iq2xs"),
-                _tables.sign_factors())
+        return (
+            _tables.fp16(),
+            _tables.grid_floats("iq3xxs_grid"),
+            _tables.small("ksigns_iq2xs"),
+            _tables.sign_factors(),
+        )
     return (_tables.fp16(), _tables.grid_floats("iq3s_grid"), _tables.sign_factors())
 
 
@@ -34,7 +38,7 @@ def decode_iq3_xxs(x, y, f16, grid, ksigns, sign):
                 s = sign[ksigns[(aux >> (7 * l)) & 127]]
                 g1 = grid[b[2 + 8 * ib + 2 * l]]
                 g2 = grid[b[2 + 8 * ib + 2 * l + 1]]
-                o = out[32 * ib + 8 * l:32 * ib + 8 * l + 8]
+                o = out[32 * ib + 8 * l : 32 * ib + 8 * l + 8]
                 for j in range(4):
                     o[j] = db * g1[j] * s[j]
                     o[j + 4] = db * g2[j] * s[j + 4]
@@ -54,7 +58,7 @@ def decode_iq3_s(x, y, f16, grid, sign):
                 g1 = grid[np.int32(b[2 + 8 * ib + 2 * l]) | ((qh << (8 - 2 * l)) & 256)]
                 g2 = grid[np.int32(b[2 + 8 * ib + 2 * l + 1]) | ((qh << (7 - 2 * l)) & 256)]
                 s = sign[b[74 + 4 * ib + l]]
-                o = out[32 * ib + 8 * l:32 * ib + 8 * l + 8]
+                o = out[32 * ib + 8 * l : 32 * ib + 8 * l + 8]
                 for j in range(4):
                     o[j] = db * g1[j] * s[j]
                     o[j + 4] = db * g2[j] * s[j + 4]
@@ -74,6 +78,7 @@ ABORT_NAN_SCALE = 2
 def encode_tables(name: str) -> tuple:
     """fp16, grid positions (n, 4), the code map and neighbour lists (:func:`_tables.code_neighbour_slots`)."""
     from ..iq3 import _grid
+
     g = _grid("iq3xxs_grid" if name == "IQ3_XXS" else "iq3s_grid")
     slot, lists = _tables.code_neighbour_slots(g.kmap, g.nb_start, g.nb_count, g.nb_flat, len(g.kmap))
     return _tables.fp16(), np.ascontiguousarray(g.q, dtype=np.float32), slot, lists
@@ -125,8 +130,9 @@ def group_sums(gi, wx, weight, q):
 
 
 @routine
-def search_group(xval, weight, gmax, n_candidates, init_on_grid, recheck_all, gi_best, waux, wx, gi, on,
-                 on_best, q, slot, lists):
+def search_group(
+    xval, weight, gmax, n_candidates, init_on_grid, recheck_all, gi_best, waux, wx, gi, on, on_best, q, slot, lists
+):
     """The scale search of one group (see the numpy codec's ``_search_groups``): fills ``gi_best`` and returns
     (scale, ok)."""
     for j in range(32):
@@ -199,8 +205,8 @@ def encode_iq3_xxs(x, y, qw, f16, q, slot, lists):
         out[:] = 0
         block_weights(xb, qw[i % qw.shape[0]] if qw.shape[0] else none, weight)
         for ib in range(8):
-            xs = xb[32 * ib:32 * ib + 32]
-            w = weight[32 * ib:32 * ib + 32]
+            xs = xb[32 * ib : 32 * ib + 32]
+            w = weight[32 * ib : 32 * ib + 32]
             signs = np.uint32(0)
             for k in range(4):
                 s = 0
@@ -232,8 +238,9 @@ def encode_iq3_xxs(x, y, qw, f16, q, slot, lists):
                 for k in range(8):
                     gi_best[ib, k] = 0
                 continue
-            scale, ok = search_group(xval, w, gmax, 15, True, False, gi_best[ib], waux, wx, gi, on, on_best, q,
-                                     slot, lists)
+            scale, ok = search_group(
+                xval, w, gmax, 15, True, False, gi_best[ib], waux, wx, gi, on, on_best, q, slot, lists
+            )
             if not ok:
                 return ABORT_NO_NEIGHBOUR
             if scale < 0:
@@ -285,8 +292,8 @@ def encode_iq3_s(x, y, qw, f16, q, slot, lists):
         block_weights(xb, qw[i % qw.shape[0]] if qw.shape[0] else none, weight)
         stored = 0  # groups written so far (a zero group is skipped)
         for ib in range(8):
-            xs = xb[32 * ib:32 * ib + 32]
-            w = weight[32 * ib:32 * ib + 32]
+            xs = xb[32 * ib : 32 * ib + 32]
+            w = weight[32 * ib : 32 * ib + 32]
             for k in range(4):
                 s = 0
                 for j in range(8):
@@ -303,8 +310,7 @@ def encode_iq3_s(x, y, qw, f16, q, slot, lists):
             if gmax == 0:
                 scales[ib] = 0
                 continue
-            scale, ok = search_group(xval, w, gmax, 9, False, True, gi_best, waux, wx, gi, on, on_best, q,
-                                     slot, lists)
+            scale, ok = search_group(xval, w, gmax, 9, False, True, gi_best, waux, wx, gi, on, on_best, q, slot, lists)
             if not ok:
                 return ABORT_NO_NEIGHBOUR
             if scale < 0:

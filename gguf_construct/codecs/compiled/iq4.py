@@ -58,6 +58,7 @@ def encode_tables(name: str) -> tuple:
     """The lookup tables the encoder of ``name`` takes after ``x, y, qw``: fp16, the value table and the
     decision thresholds of ``best_index_int8`` (from the numpy codec, which derives them from the table)."""
     from ..iq4 import _THR
+
     if len(_THR) != 15:
         raise AssertionError("spec error: best_indices compares with the 15 thresholds of a 16-value table")
     return (_tables.fp16(), _tables.floats("kvalues_iq4nl"), np.ascontiguousarray(_THR, dtype=np.float32))
@@ -73,10 +74,23 @@ def best_indices(xb, idv, thr, idx):
     t8, t9, t10, t11, t12, t13, t14 = thr[8], thr[9], thr[10], thr[11], thr[12], thr[13], thr[14]
     for j in range(xb.shape[0]):
         v = idv * xb[j]
-        k = (np.int32(v >= t0) + np.int32(v >= t1) + np.int32(v >= t2) + np.int32(v >= t3) + np.int32(v >= t4)
-             + np.int32(v >= t5) + np.int32(v >= t6) + np.int32(v >= t7) + np.int32(v >= t8) + np.int32(v >= t9)
-             + np.int32(v >= t10) + np.int32(v >= t11) + np.int32(v >= t12) + np.int32(v >= t13)
-             + np.int32(v >= t14))
+        k = (
+            np.int32(v >= t0)
+            + np.int32(v >= t1)
+            + np.int32(v >= t2)
+            + np.int32(v >= t3)
+            + np.int32(v >= t4)
+            + np.int32(v >= t5)
+            + np.int32(v >= t6)
+            + np.int32(v >= t7)
+            + np.int32(v >= t8)
+            + np.int32(v >= t9)
+            + np.int32(v >= t10)
+            + np.int32(v >= t11)
+            + np.int32(v >= t12)
+            + np.int32(v >= t13)
+            + np.int32(v >= t14)
+        )
         idx[j] = k if v == v else np.int32(15)
 
 
@@ -165,8 +179,8 @@ def encode_iq4_xs(x, y, qw, f16, kv, thr):
         amax = np.float32(0.0)
         max_scale = np.float32(0.0)
         for ib in range(8):
-            xs = xb[32 * ib:32 * ib + 32]
-            group_weights(xs, q[32 * ib:32 * ib + 32] if q.shape[0] else none, sigma2, w)
+            xs = xb[32 * ib : 32 * ib + 32]
+            group_weights(xs, q[32 * ib : 32 * ib + 32] if q.shape[0] else none, sigma2, w)
             scales[ib] = group_scale(xs, w, kv, thr, idx)
             if abs(scales[ib]) > amax:
                 amax = abs(scales[ib])
@@ -179,7 +193,7 @@ def encode_iq4_xs(x, y, qw, f16, kv, thr):
             ls = min(max(nearest_int(idv * scales[ib]), -32), 31)
             dl = d * np.float32(ls)
             idl = np.float32(1.0) / dl if dl != 0 else np.float32(0.0)
-            put_codes(out, 8 + 16 * ib, xb[32 * ib:32 * ib + 32], idl, thr, idx)
+            put_codes(out, 8 + 16 * ib, xb[32 * ib : 32 * ib + 32], idl, thr, idx)
             u = ls + 32
             out[4 + ib // 2] |= np.uint8((u & 0xF) << (4 * (ib % 2)))
             sh |= (u >> 4) << (2 * ib)

@@ -11,8 +11,14 @@ from . import _tables
 from ._jit import helper, kernel, routine
 from ._scalar import nearest_int, put_fp16
 from ._search import (
-    _EPS, first_abs_max, make_qkx_quants, make_qp_quants, make_qx_quants, make_qx_quants_lanes, qkx_scratch,
-    sum_squares
+    _EPS,
+    first_abs_max,
+    make_qkx_quants,
+    make_qp_quants,
+    make_qx_quants,
+    make_qx_quants_lanes,
+    qkx_scratch,
+    sum_squares,
 )
 from ._stream import store_fence, stream_store, streams
 from .legacy import u16, u32
@@ -47,14 +53,14 @@ def decode_q2_k(x, y, f16):
         d = f16[u16(b, 80)]
         dmin = f16[u16(b, 82)]
         for n in range(2):
-            q = b[16 + 32 * n:48 + 32 * n]
+            q = b[16 + 32 * n : 48 + 32 * n]
             for j in range(4):
                 s = 8 * n + 2 * j
                 dl0 = d * np.float32(np.int32(b[s]) & 0xF)
                 ml0 = dmin * np.float32(np.int32(b[s]) >> 4)
                 dl1 = d * np.float32(np.int32(b[s + 1]) & 0xF)
                 ml1 = dmin * np.float32(np.int32(b[s + 1]) >> 4)
-                o = out[128 * n + 32 * j:128 * n + 32 * j + 32]
+                o = out[128 * n + 32 * j : 128 * n + 32 * j + 32]
                 for l in range(qk // 8):
                     v = np.float32((np.int32(q[l]) >> (2 * j)) & 3)
                     o[l] = dl0 * v - ml0 if l < 16 else dl1 * v - ml1
@@ -74,12 +80,12 @@ def decode_q3_k(x, y, f16):
             scales[s] = d_all * np.float32((lo | (hi << 4)) - 32)
         hm = b[0:32]
         for n in range(2):
-            q = b[32 + 32 * n:64 + 32 * n]
+            q = b[32 + 32 * n : 64 + 32 * n]
             for j in range(4):
                 dl0 = scales[8 * n + 2 * j]
                 dl1 = scales[8 * n + 2 * j + 1]
                 m = 4 * n + j  # the hmask bit of these outputs; clear means - 4
-                o = out[128 * n + 32 * j:128 * n + 32 * j + 32]
+                o = out[128 * n + 32 * j : 128 * n + 32 * j + 32]
                 for l in range(qk // 8):
                     v = ((np.int32(q[l]) >> (2 * j)) & 3) - ((((np.int32(hm[l]) >> m) & 1) ^ 1) << 2)
                     o[l] = (dl0 if l < 16 else dl1) * np.float32(v)
@@ -116,9 +122,9 @@ def k4_block(b, out, f16, dl, ml, fifth_bit):
     at = 48 if fifth_bit else 16
     for c in range(4):
         d1, n1, d2, n2 = dl[2 * c], ml[2 * c], dl[2 * c + 1], ml[2 * c + 1]
-        q = b[at + 32 * c:at + 32 + 32 * c]
-        y1 = out[64 * c:64 * c + 32]
-        y2 = out[64 * c + 32:64 * c + 64]
+        q = b[at + 32 * c : at + 32 + 32 * c]
+        y1 = out[64 * c : 64 * c + 32]
+        y2 = out[64 * c + 32 : 64 * c + 64]
         if fifth_bit:
             for l in range(32):
                 y1[l] = d1 * np.float32((np.int32(q[l]) & 0xF) | (((np.int32(qh[l]) >> (2 * c)) & 1) << 4)) - n1
@@ -164,9 +170,9 @@ def decode_q6_k(x, y, f16):
         b, out = x[i], y[i]
         d = f16[u16(b, 208)]
         for n in range(2):
-            ql = b[64 * n:64 * n + 64]
-            qh = b[128 + 32 * n:160 + 32 * n]
-            o = out[128 * n:128 * n + 128]
+            ql = b[64 * n : 64 * n + 64]
+            qh = b[128 + 32 * n : 160 + 32 * n]
+            o = out[128 * n : 128 * n + 128]
             for half in range(2):  # l = 16 * half + (0 .. 15) uses scales 8n + half + 0, 2, 4, 6
                 s1 = d * np.float32(np.int8(b[192 + 8 * n + half]))
                 s2 = d * np.float32(np.int8(b[194 + 8 * n + half]))
@@ -225,11 +231,12 @@ def encode_q2_k(x, y, qw, f16):
             max_scale = np.float32(0.0)
             max_min = np.float32(0.0)
             for j in range(16):
-                xs = xb[16 * j:16 * j + 16]
+                xs = xb[16 * j : 16 * j + 16]
                 for l in range(16):
                     w[l] = abs(xs[l])
-                scales[j], mins[j] = make_qkx_quants(xs, w, L[16 * j:16 * j + 16], Laux, F, 3, np.float32(-0.5),
-                                                     np.float32(0.1), 15, True, False)
+                scales[j], mins[j] = make_qkx_quants(
+                    xs, w, L[16 * j : 16 * j + 16], Laux, F, 3, np.float32(-0.5), np.float32(0.1), 15, True, False
+                )
                 if scales[j] > max_scale:
                     max_scale = scales[j]
                 if mins[j] > max_min:
@@ -252,14 +259,15 @@ def encode_q2_k(x, y, qw, f16):
             q = qw[i % qw.shape[0]]
             sigma2 = sum_squares(xb) / np.float32(256.0)
             for j in range(16):
-                xs = xb[16 * j:16 * j + 16]
+                xs = xb[16 * j : 16 * j + 16]
                 s = np.float32(0.0)
                 for l in range(16):
                     w[l] = q[16 * j + l] * np.sqrt(sigma2 + xs[l] * xs[l])
                     s += w[l]
                 sw[j] = s
-                scales[j], mins[j] = make_qkx_quants(xs, w, L[16 * j:16 * j + 16], Laux, F, 3, np.float32(-0.9),
-                                                     np.float32(0.05), 36, False, True)
+                scales[j], mins[j] = make_qkx_quants(
+                    xs, w, L[16 * j : 16 * j + 16], Laux, F, 3, np.float32(-0.9), np.float32(0.05), 36, False, True
+                )
             dm = make_qp_quants(scales, 15, Ls, sw)
             mm = make_qp_quants(mins, 15, Lm, sw)
             d = put_fp16(out, 80, dm, f16)
@@ -275,8 +283,9 @@ def encode_q2_k(x, y, qw, f16):
                 L[16 * j + ii] = min(max(nearest_int((xb[16 * j + ii] + dml) / dl), 0), 3)
         for j in range(0, 256, 128):
             for l in range(32):
-                out[16 + j // 4 + l] = np.uint8(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4)
-                                                | (L[j + l + 96] << 6))
+                out[16 + j // 4 + l] = np.uint8(
+                    L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) | (L[j + l + 96] << 6)
+                )
 
 
 @routine
@@ -287,16 +296,18 @@ def encode_k45_block(xb, out, q, nmax, L, Laux, F, w, scales, mins, sw, Ls, Lm, 
         max_scale = np.float32(0.0)
         max_min = np.float32(0.0)
         for j in range(8):
-            xs = xb[32 * j:32 * j + 32]
+            xs = xb[32 * j : 32 * j + 32]
             av_x = np.sqrt(sum_squares(xs) / np.float32(32.0))
             for l in range(32):
                 w[l] = av_x + abs(xs[l])
             if nmax == 15:
-                scales[j], mins[j] = make_qkx_quants(xs, w, L[32 * j:32 * j + 32], Laux, F, 15, np.float32(-1.0),
-                                                     np.float32(0.1), 20, False, False)
+                scales[j], mins[j] = make_qkx_quants(
+                    xs, w, L[32 * j : 32 * j + 32], Laux, F, 15, np.float32(-1.0), np.float32(0.1), 20, False, False
+                )
             else:
-                scales[j], mins[j] = make_qkx_quants(xs, w, L[32 * j:32 * j + 32], Laux, F, 31, np.float32(-0.5),
-                                                     np.float32(0.1), 15, False, False)
+                scales[j], mins[j] = make_qkx_quants(
+                    xs, w, L[32 * j : 32 * j + 32], Laux, F, 31, np.float32(-0.5), np.float32(0.1), 15, False, False
+                )
             if scales[j] > max_scale:
                 max_scale = scales[j]
             if mins[j] > max_min:
@@ -311,14 +322,15 @@ def encode_k45_block(xb, out, q, nmax, L, Laux, F, w, scales, mins, sw, Ls, Lm, 
     else:
         sigma2 = np.float32(2.0) * sum_squares(xb) / np.float32(256.0)
         for j in range(8):
-            xs = xb[32 * j:32 * j + 32]
+            xs = xb[32 * j : 32 * j + 32]
             s = np.float32(0.0)
             for l in range(32):
                 w[l] = q[32 * j + l] * np.sqrt(sigma2 + xs[l] * xs[l])
                 s += w[l]
             sw[j] = s
-            scales[j], mins[j] = make_qkx_quants(xs, w, L[32 * j:32 * j + 32], Laux, F, nmax, np.float32(-0.9),
-                                                 np.float32(0.05), 36, False, True)
+            scales[j], mins[j] = make_qkx_quants(
+                xs, w, L[32 * j : 32 * j + 32], Laux, F, nmax, np.float32(-0.9), np.float32(0.05), 36, False, True
+            )
         d_block = make_qp_quants(scales[:8], 63, Ls, sw[:8])
         m_block = make_qp_quants(mins[:8], 63, Lm, sw[:8])
         if nmax == 31:
@@ -453,8 +465,12 @@ def encode_q6_k(x, y, qw, f16):
                 q4 = L[j + l + 96] & 0xF
                 out[64 * n + l] = np.uint8(q1 | (q3 << 4))
                 out[64 * n + l + 32] = np.uint8(q2 | (q4 << 4))
-                out[128 + 32 * n + l] = np.uint8((L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2)
-                                                 | ((L[j + l + 64] >> 4) << 4) | ((L[j + l + 96] >> 4) << 6))
+                out[128 + 32 * n + l] = np.uint8(
+                    (L[j + l] >> 4)
+                    | ((L[j + l + 32] >> 4) << 2)
+                    | ((L[j + l + 64] >> 4) << 4)
+                    | ((L[j + l + 96] >> 4) << 6)
+                )
 
 
 @helper
@@ -512,7 +528,7 @@ def encode_q3_k(x, y, qw, f16):
         out[:] = 0
         if qw.shape[0] == 0:
             for j in range(16):
-                scales[j] = make_q3_quants(xb[16 * j:16 * j + 16], 4, L[16 * j:16 * j + 16])
+                scales[j] = make_q3_quants(xb[16 * j : 16 * j + 16], 4, L[16 * j : 16 * j + 16])
             _, max_scale = first_abs_max(scales)
             if max_scale != 0:
                 iscale = np.float32(-32.0) / max_scale
@@ -526,13 +542,13 @@ def encode_q3_k(x, y, qw, f16):
             q = qw[i % qw.shape[0]]
             sigma2 = np.float32(2.0) * sum_squares(xb) / np.float32(256.0)
             for j in range(16):
-                xs = xb[16 * j:16 * j + 16]
+                xs = xb[16 * j : 16 * j + 16]
                 s = np.float32(0.0)
                 for l in range(16):
                     w[l] = q[16 * j + l] * np.sqrt(sigma2 + xs[l] * xs[l])
                     s += w[l]
                 sw[j] = s
-                scales[j] = make_qx_quants(xs, 4, L[16 * j:16 * j + 16], w)
+                scales[j] = make_qx_quants(xs, 4, L[16 * j : 16 * j + 16], w)
             d_block = make_qx_quants(scales, 32, Ls, sw)
         for j in range(16):
             l = Ls[j]
@@ -559,8 +575,9 @@ def encode_q3_k(x, y, qw, f16):
             out[l] = np.uint8(m)
         for j in range(0, 256, 128):
             for l in range(32):
-                out[32 + j // 4 + l] = np.uint8(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4)
-                                                | (L[j + l + 96] << 6))
+                out[32 + j // 4 + l] = np.uint8(
+                    L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) | (L[j + l + 96] << 6)
+                )
 
 
 @kernel

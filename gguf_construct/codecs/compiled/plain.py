@@ -32,7 +32,7 @@ def decode_f16(x, y, f16, stream=False):
         for s in range(0, done, _STREAM_ROW):
             for j in range(row.shape[0]):
                 row[j] = f16[h[s + j]]
-            stream_store(out[s:s + _STREAM_ROW], row)
+            stream_store(out[s : s + _STREAM_ROW], row)
         store_fence()
         for i in range(done, n):
             out[i] = f16[h[i]]
@@ -54,7 +54,7 @@ def decode_bf16(x, y, stream=False):
         for s in range(0, done, _STREAM_ROW):
             for j in range(row.shape[0]):
                 row_bits[j] = np.uint32(h[s + j]) << 16
-            stream_store(out[s:s + _STREAM_ROW], row)
+            stream_store(out[s : s + _STREAM_ROW], row)
         store_fence()
         for i in range(done, n):
             bits[i] = np.uint32(h[i]) << 16

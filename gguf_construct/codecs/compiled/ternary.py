@@ -60,9 +60,9 @@ def decode_tq2_0(x, y, f16):
         b, out = x[i], y[i]
         d = f16[u16(b, 64)]
         for h in range(2):
-            q = b[32 * h:32 * h + 32]
+            q = b[32 * h : 32 * h + 32]
             for l in range(4):
-                o = out[128 * h + 32 * l:128 * h + 32 * l + 32]
+                o = out[128 * h + 32 * l : 128 * h + 32 * l + 32]
                 for m in range(qk // 8):
                     o[m] = np.float32(((np.int32(q[m]) >> (2 * l)) & 3) - 1) * d
 

@@ -12,9 +12,24 @@ from ..context import Page
 
 __all__ = ["PAGE_MODULES", "pages"]
 
-PAGE_MODULES = ("index", "format", "values", "tensor_types", "tables", "keys", "file_types", "naming", "rules",
-                "errata", "tensor_names", "architectures",
-                "memory", "security", "exports", "fuzzing")
+PAGE_MODULES = (
+    "index",
+    "format",
+    "values",
+    "tensor_types",
+    "tables",
+    "keys",
+    "file_types",
+    "naming",
+    "rules",
+    "errata",
+    "tensor_names",
+    "architectures",
+    "memory",
+    "security",
+    "exports",
+    "fuzzing",
+)
 
 
 def pages() -> tuple[Page, ...]:

@@ -14,11 +14,25 @@ from ..markdown import code, esc, intro, table
 
 __all__ = ["PAGE", "records", "build_record", "plots", "plot_name"]
 
-ARM_TEXT = {"spec": "spec-aware mutator", "bytes": "libFuzzer's byte mutations",
-            "ossfuzz": "OSS-Fuzz's way (raw bytes, one read path, architecture forced to llama)"}
+ARM_TEXT = {
+    "spec": "spec-aware mutator",
+    "bytes": "libFuzzer's byte mutations",
+    "ossfuzz": "OSS-Fuzz's way (raw bytes, one read path, architecture forced to llama)",
+}
 COLOURS = {"spec": "#1b7837", "bytes": "#2166ac", "ossfuzz": "#b2182b"}
-_WRITER = ("gguf_set_", "gguf_write", "gguf_add_", "gguf_remove", "gguf_init_empty", "gguf_get_buf",
-           "gguf_writer", "gguf_set", "gguf_buf", "gguf_type_name", "gguf_get_meta_data")
+_WRITER = (
+    "gguf_set_",
+    "gguf_write",
+    "gguf_add_",
+    "gguf_remove",
+    "gguf_init_empty",
+    "gguf_get_buf",
+    "gguf_writer",
+    "gguf_set",
+    "gguf_buf",
+    "gguf_type_name",
+    "gguf_get_meta_data",
+)
 
 
 def _folder() -> Path | None:
@@ -75,35 +89,65 @@ def _sec_summary(rec: dict) -> str:
     arms = _arms(rec)
     focus = rec["focus"]
     runs = min((len(v) for v in arms.values() if v), default=0)
-    out = [f"Target: {esc(rec['doc'])}. {runs} run(s) per arm of {rec['budget_cpu_s']:.0f} CPU seconds each "
-           f"(CPU time of the fuzzer process), {rec['seeds']} shared seeds"
-           + (f" (files up to {rec['max_seed_bytes']} bytes)" if rec.get("max_seed_bytes") else "")
-           + f", run on {esc(rec['started'][:10])}." + (f" {esc(rec['note'])}." if rec.get("note") else "") + "\n"]
+    out = [
+        f"Target: {esc(rec['doc'])}. {runs} run(s) per arm of {rec['budget_cpu_s']:.0f} CPU seconds each "
+        f"(CPU time of the fuzzer process), {rec['seeds']} shared seeds"
+        + (f" (files up to {rec['max_seed_bytes']} bytes)" if rec.get("max_seed_bytes") else "")
+        + f", run on {esc(rec['started'][:10])}."
+        + (f" {esc(rec['note'])}." if rec.get("note") else "")
+        + "\n"
+    ]
     rows = []
     med: dict[str, dict[str, float]] = {}
     for arm, rs in arms.items():
         if not rs:
             continue
-        m = {"edges": _median([r["edges"] for r in rs]),
-             "regions": _median([_focus(r, focus, "regions") for r in rs]),
-             "lines": _median([_focus(r, focus, "lines") for r in rs]),
-             "branches": _median([_focus(r, focus, "branches") for r in rs]),
-             "execs": _median([r["execs"] for r in rs])}
+        m = {
+            "edges": _median([r["edges"] for r in rs]),
+            "regions": _median([_focus(r, focus, "regions") for r in rs]),
+            "lines": _median([_focus(r, focus, "lines") for r in rs]),
+            "branches": _median([_focus(r, focus, "branches") for r in rs]),
+            "execs": _median([r["execs"] for r in rs]),
+        }
         med[arm] = m
         crashes = {c["signature"] for r in rs for c in r["crashes"]}
         aborts = {c["signature"] for r in rs for c in r["aborts"]}
-        rows.append([esc(ARM_TEXT.get(arm, arm)), str(len(rs)), f"{m['edges']:.0f}", f"{m['regions']:.0f}",
-                     f"{m['lines']:.0f}", f"{m['branches']:.0f}", f"{m['execs']:.0f}",
-                     f"{len(crashes)} / {len(aborts)}"])
-    out.append(table(["arm", "runs", "edges (libFuzzer, median)", "regions in focus files", "lines in focus files",
-                      "branches in focus files", "executions", "distinct crashes / aborts"], rows))
+        rows.append(
+            [
+                esc(ARM_TEXT.get(arm, arm)),
+                str(len(rs)),
+                f"{m['edges']:.0f}",
+                f"{m['regions']:.0f}",
+                f"{m['lines']:.0f}",
+                f"{m['branches']:.0f}",
+                f"{m['execs']:.0f}",
+                f"{len(crashes)} / {len(aborts)}",
+            ]
+        )
+    out.append(
+        table(
+            [
+                "arm",
+                "runs",
+                "edges (libFuzzer, median)",
+                "regions in focus files",
+                "lines in focus files",
+                "branches in focus files",
+                "executions",
+                "distinct crashes / aborts",
+            ],
+            rows,
+        )
+    )
     if "spec" in med:
         parts = []
         for other in ("bytes", "ossfuzz"):
             if other in med:
-                parts.append(f"against {esc(ARM_TEXT[other])}: edges {_ratio(med['spec']['edges'], med[other]['edges'])}"
-                             f", focus regions {_ratio(med['spec']['regions'], med[other]['regions'])}"
-                             f", focus branches {_ratio(med['spec']['branches'], med[other]['branches'])}")
+                parts.append(
+                    f"against {esc(ARM_TEXT[other])}: edges {_ratio(med['spec']['edges'], med[other]['edges'])}"
+                    f", focus regions {_ratio(med['spec']['regions'], med[other]['regions'])}"
+                    f", focus branches {_ratio(med['spec']['branches'], med[other]['branches'])}"
+                )
         out.append("\nThe spec-aware arm, medians: " + "; ".join(parts) + ".\n")
     out.append(f"\nFocus files: {', '.join(code(f) for f in focus)}. Per file (medians, covered / total):\n")
     rows = []
@@ -113,8 +157,10 @@ def _sec_summary(rec: dict) -> str:
             if rs:
                 cov = [r.get("coverage", {}).get(f, {}) for r in rs]
                 tot = next((c["regions"][1] for c in cov if c), 0)
-                row.append(f"{_median([c.get('regions', [0])[0] for c in cov]):.0f} / {tot} regions, "
-                           f"{_median([c.get('lines', [0])[0] for c in cov]):.0f} lines")
+                row.append(
+                    f"{_median([c.get('regions', [0])[0] for c in cov]):.0f} / {tot} regions, "
+                    f"{_median([c.get('lines', [0])[0] for c in cov]):.0f} lines"
+                )
         rows.append(row)
     out.append(table(["file"] + [esc(a) for a, rs in arms.items() if rs], rows))
     out.append(f"\n![edges over CPU time]({ctx_pictures()}/{plot_name(rec['target'])})\n")
@@ -139,18 +185,23 @@ def _sec_findings(rec: dict) -> str:
     seen: dict[str, dict] = {}
     for r in rec["runs"]:
         for c in r["crashes"] + r["aborts"]:
-            s = seen.setdefault(clean_signature(c["signature"]), {"kind": c["kind"], "message": c.get("message", ""), "arms": set(),
-                                                 "count": 0})
+            s = seen.setdefault(
+                clean_signature(c["signature"]),
+                {"kind": c["kind"], "message": c.get("message", ""), "arms": set(), "count": 0},
+            )
             s["arms"].add(r["arm"])
             s["count"] += c.get("count", 1)
             s["message"] = s["message"] or c.get("message", "")
     if not seen:
         return "No crash, sanitizer report or abort.\n"
-    rows = [[esc(v["kind"]), code(sig), esc(v["message"][:160]), ", ".join(sorted(v["arms"])), str(v["count"])]
-            for sig, v in sorted(seen.items(), key=lambda kv: (-len(kv[1]["arms"]), -kv[1]["count"]))]
-    return ("Deduplicated by the first three frames inside llama.cpp/ggml; triaged in "
-            "[fuzz/FINDINGS.md](../fuzz/FINDINGS.md).\n\n"
-            + table(["kind", "stack", "message", "arms", "times"], rows))
+    rows = [
+        [esc(v["kind"]), code(sig), esc(v["message"][:160]), ", ".join(sorted(v["arms"])), str(v["count"])]
+        for sig, v in sorted(seen.items(), key=lambda kv: (-len(kv[1]["arms"]), -kv[1]["count"]))
+    ]
+    return (
+        "Deduplicated by the first three frames inside llama.cpp/ggml; triaged in "
+        "[fuzz/FINDINGS.md](../fuzz/FINDINGS.md).\n\n" + table(["kind", "stack", "message", "arms", "times"], rows)
+    )
 
 
 def _sec_oracle(rec: dict) -> str:
@@ -161,13 +212,18 @@ def _sec_oracle(rec: dict) -> str:
     for arm, got in oracle.items():
         c = got["counts"]
         dis = got["disagreements"]
-        text = "; ".join(f"{d['class']}{' (' + d['paths'] + ')' if d.get('paths') else ''} "
-                         f"{', '.join(d['rules']) or '(no error rule)'} x{d['count']}" for d in dis[:8])
+        text = "; ".join(
+            f"{d['class']}{' (' + d['paths'] + ')' if d.get('paths') else ''} "
+            f"{', '.join(d['rules']) or '(no error rule)'} x{d['count']}"
+            for d in dis[:8]
+        )
         rows.append([esc(arm), str(c["files"]), str(c["accepted"]), esc(text) or "none"])
-    return (f"Each arm's final corpus of its first run (at most a few hundred files, spread over the corpus) "
-            f"replayed for the harness's verdict and judged by our checker under the profile "
-            f"{code(_profile(rec['target']))}: a file the C reader accepts and the checker rejects is a false "
-            f"accept, the converse a false reject.\n\n" + table(["arm", "files", "C accepts", "disagreements"], rows))
+    return (
+        f"Each arm's final corpus of its first run (at most a few hundred files, spread over the corpus) "
+        f"replayed for the harness's verdict and judged by our checker under the profile "
+        f"{code(_profile(rec['target']))}: a file the C reader accepts and the checker rejects is a false "
+        f"accept, the converse a false reject.\n\n" + table(["arm", "files", "C accepts", "disagreements"], rows)
+    )
 
 
 def _profile(target: str) -> str:
@@ -185,11 +241,14 @@ def _sec_unreached(rec: dict) -> str:
         other = [n for n in names if n not in writer]
         out.append(f"- {code(f)}: {len(names)} functions no arm reached.")
         if writer:
-            out.append(f"  - {len(writer)} belong to writing a file or building a context in memory (no reader "
-                       f"calls them): {', '.join(code(n) for n in writer[:12])}{' ...' if len(writer) > 12 else ''}")
+            out.append(
+                f"  - {len(writer)} belong to writing a file or building a context in memory (no reader "
+                f"calls them): {', '.join(code(n) for n in writer[:12])}{' ...' if len(writer) > 12 else ''}"
+            )
         if other:
-            out.append(f"  - {len(other)} others: {', '.join(code(n) for n in other[:20])}"
-                       f"{' ...' if len(other) > 20 else ''}")
+            out.append(
+                f"  - {len(other)} others: {', '.join(code(n) for n in other[:20])}{' ...' if len(other) > 20 else ''}"
+            )
     return "\n".join(out) + "\n"
 
 
@@ -214,10 +273,12 @@ def _sec_campaigns(ctx: Ctx) -> str:
     out = []
     build = build_record()
     if build:
-        out.append(f"Build of the targets here (`{esc(build['command'])}`, {esc(build['compiler'])}, "
-                   f"{build['jobs']} jobs): {build['libraries_seconds']} s for ggml + llama, "
-                   f"{build['harnesses_seconds']} s for the harnesses, {build['total_seconds']} s in all "
-                   f"({esc(build['machine'])}).\n")
+        out.append(
+            f"Build of the targets here (`{esc(build['command'])}`, {esc(build['compiler'])}, "
+            f"{build['jobs']} jobs): {build['libraries_seconds']} s for ggml + llama, "
+            f"{build['harnesses_seconds']} s for the harnesses, {build['total_seconds']} s in all "
+            f"({esc(build['machine'])}).\n"
+        )
     for rec in recs:
         out.append(f"### {esc(rec['target'])}\n")
         out.append(_sec_summary(rec))
@@ -253,14 +314,16 @@ def _plot(rec: dict) -> str:
     def y(v: float) -> float:
         return top + ph * (1 - (v - ymin) / (ymax - ymin))
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
-           f'font-family="sans-serif" font-size="12">',
-           f'<title>libFuzzer edges over CPU time: {rec["target"]}</title>',
-           f'<rect x="0" y="0" width="{w}" height="{h}" fill="white"/>',
-           f'<text x="{left}" y="18" font-weight="bold">{rec["target"]}: edges covered over CPU seconds '
-           f'({len(series)} runs)</text>',
-           f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="#333"/>',
-           f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" stroke="#333"/>']
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
+        f'font-family="sans-serif" font-size="12">',
+        f"<title>libFuzzer edges over CPU time: {rec['target']}</title>",
+        f'<rect x="0" y="0" width="{w}" height="{h}" fill="white"/>',
+        f'<text x="{left}" y="18" font-weight="bold">{rec["target"]}: edges covered over CPU seconds '
+        f"({len(series)} runs)</text>",
+        f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="#333"/>',
+        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" stroke="#333"/>',
+    ]
     for i in range(5):
         vx = xmax * i / 4
         vy = ymin + (ymax - ymin) * i / 4
@@ -270,24 +333,33 @@ def _plot(rec: dict) -> str:
     out.append(f'<text x="{left + pw / 2}" y="{h - 8}" text-anchor="middle">CPU seconds of the fuzzer</text>')
     for arm, s in series:
         pts = " ".join(f"{x(p[0]):.1f},{y(p[1]):.1f}" for p in s)
-        out.append(f'<polyline points="{pts}" fill="none" stroke="{COLOURS.get(arm, "#555")}" stroke-width="1.5" '
-                   f'opacity="0.85"/>')
+        out.append(
+            f'<polyline points="{pts}" fill="none" stroke="{COLOURS.get(arm, "#555")}" stroke-width="1.5" '
+            f'opacity="0.85"/>'
+        )
     for i, arm in enumerate(rec["arms"]):
         ly = top + 14 + 20 * i
-        out.append(f'<line x1="{left + pw + 12}" y1="{ly - 4}" x2="{left + pw + 36}" y2="{ly - 4}" '
-                   f'stroke="{COLOURS.get(arm, "#555")}" stroke-width="3"/>')
+        out.append(
+            f'<line x1="{left + pw + 12}" y1="{ly - 4}" x2="{left + pw + 36}" y2="{ly - 4}" '
+            f'stroke="{COLOURS.get(arm, "#555")}" stroke-width="3"/>'
+        )
         out.append(f'<text x="{left + pw + 42}" y="{ly}">{arm}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
 
-PAGE = Page("fuzzing.md", "Coverage-guided fuzzing of ggml and llama.cpp",
-            "campaigns against ggml's GGUF reader and llama.cpp's loader: spec-aware mutator vs byte-level arms",
-            intro("Coverage-guided fuzzing of ggml and llama.cpp",
-                  "Campaigns of libFuzzer against ggml's GGUF reader and llama.cpp's model loader, built with "
-                  "AddressSanitizer, UndefinedBehaviorSanitizer and llvm-cov from the sources the llama-cpp-python "
-                  "sdist vendors (`sh fuzz/build_targets.sh`), run by `python fuzz/campaign.py run` in three arms "
-                  "from the same seeds: the spec-aware mutator "
-                  "(`gguf_construct.fuzzing.specmutator`), libFuzzer's own byte mutations, and OSS-Fuzz's way."),
-            (Section("fuzzing-campaigns", "Recorded campaigns", _sec_campaigns),),
-            count=lambda d: f"{len(records())} recorded campaigns")
+PAGE = Page(
+    "fuzzing.md",
+    "Coverage-guided fuzzing of ggml and llama.cpp",
+    "campaigns against ggml's GGUF reader and llama.cpp's loader: spec-aware mutator vs byte-level arms",
+    intro(
+        "Coverage-guided fuzzing of ggml and llama.cpp",
+        "Campaigns of libFuzzer against ggml's GGUF reader and llama.cpp's model loader, built with "
+        "AddressSanitizer, UndefinedBehaviorSanitizer and llvm-cov from the sources the llama-cpp-python "
+        "sdist vendors (`sh fuzz/build_targets.sh`), run by `python fuzz/campaign.py run` in three arms "
+        "from the same seeds: the spec-aware mutator "
+        "(`gguf_construct.fuzzing.specmutator`), libFuzzer's own byte mutations, and OSS-Fuzz's way.",
+    ),
+    (Section("fuzzing-campaigns", "Recorded campaigns", _sec_campaigns),),
+    count=lambda d: f"{len(records())} recorded campaigns",
+)

@@ -19,10 +19,16 @@ def _sec_index(ctx: Ctx) -> str:
     return "\n".join(out) + "\n"
 
 
-PAGE = Page("README.md", "GGUF reference", "index",
-            intro("GGUF reference",
-                  "A complete description of GGUF, the model file format of ggml and llama.cpp. Every page is "
-                  "generated from the YAML specification in [`spec/`](../spec) that gguf-construct's reader, writer "
-                  "and checker execute, so the text cannot drift from the code. Regenerate with "
-                  "`gguf-construct docs`; `gguf-construct docs --check` fails when these files are stale."),
-            (Section("contents", "Contents", _sec_index),))
+PAGE = Page(
+    "README.md",
+    "GGUF reference",
+    "index",
+    intro(
+        "GGUF reference",
+        "A complete description of GGUF, the model file format of ggml and llama.cpp. Every page is "
+        "generated from the YAML specification in [`spec/`](../spec) that gguf-construct's reader, writer "
+        "and checker execute, so the text cannot drift from the code. Regenerate with "
+        "`gguf-construct docs`; `gguf-construct docs --check` fails when these files are stale.",
+    ),
+    (Section("contents", "Contents", _sec_index),),
+)

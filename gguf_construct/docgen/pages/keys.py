@@ -38,23 +38,38 @@ def _key_row(ctx: Ctx, k: dict) -> list[str]:
     if k.get("errata"):
         desc.append(f"**Erratum:** {ctx.prose(k['errata'])}")
     desc.append(ctx.errata_note("key", k["key"]))
-    return [f'<a id="{anchor("key", k["key"])}"></a>{code(k["key"])}', typ, "<br>".join(req) or "—",
-            "<br>".join(d for d in desc if d)]
+    return [
+        f'<a id="{anchor("key", k["key"])}"></a>{code(k["key"])}',
+        typ,
+        "<br>".join(req) or "—",
+        "<br>".join(d for d in desc if d),
+    ]
 
 
 def _sec_key_registry(ctx: Ctx) -> str:
     meta = ctx.data.keys["meta"]
-    ph = table(["placeholder", "stands for"],
-               [[code("{" + n + "}"), ctx.prose(d)] for n, d in meta.get("placeholders", {}).items()])
+    ph = table(
+        ["placeholder", "stands for"],
+        [[code("{" + n + "}"), ctx.prose(d)] for n, d in meta.get("placeholders", {}).items()],
+    )
     counts = {}
     for k in ctx.data.keys["keys"]:
         counts[k["section"]] = counts.get(k["section"], 0) + 1
-    toc = "\n".join(f"- {ctx.link(anchor('keysec', s['id']), esc(s['title']))} ({counts.get(s['id'], 0)} keys)"
-                    for s in ctx.data.keys["sections"])
-    return "\n".join([ctx.prose(meta["doc"]) + "\n", f"Source: {esc(meta['doc_ref'])}.\n", ph,
-                      f"{len(ctx.data.keys['keys'])} keys in {len(ctx.data.keys['sections'])} sections:\n", toc + "\n",
-                      f"The tokenizer keys are in {ctx.link(anchor('keysec', 'tokenizer'), 'Tokenizer')}; the keys "
-                      f"each architecture needs are listed under {ctx.link('architectures', 'Architectures')}.\n"])
+    toc = "\n".join(
+        f"- {ctx.link(anchor('keysec', s['id']), esc(s['title']))} ({counts.get(s['id'], 0)} keys)"
+        for s in ctx.data.keys["sections"]
+    )
+    return "\n".join(
+        [
+            ctx.prose(meta["doc"]) + "\n",
+            f"Source: {esc(meta['doc_ref'])}.\n",
+            ph,
+            f"{len(ctx.data.keys['keys'])} keys in {len(ctx.data.keys['sections'])} sections:\n",
+            toc + "\n",
+            f"The tokenizer keys are in {ctx.link(anchor('keysec', 'tokenizer'), 'Tokenizer')}; the keys "
+            f"each architecture needs are listed under {ctx.link('architectures', 'Architectures')}.\n",
+        ]
+    )
 
 
 def _sec_key_sections(ctx: Ctx) -> str:
@@ -70,8 +85,10 @@ def _sec_key_sections(ctx: Ctx) -> str:
 def _sec_architectures(ctx: Ctx) -> str:
     keys = ctx.data.keys["keys"]
     always = [k["key"] for k in keys if k.get("required")]
-    out = [f"Keys every model needs: {', '.join(ctx.ref('key', k) for k in always)}. The architectures "
-           "gguf.md documents add their own required keys ({arch} is replaced by the architecture name):\n"]
+    out = [
+        f"Keys every model needs: {', '.join(ctx.ref('key', k) for k in always)}. The architectures "
+        "gguf.md documents add their own required keys ({arch} is replaced by the architecture name):\n"
+    ]
     for a in ctx.data.keys["architectures"]:
         out.append(heading(3, anchor("arch", a["id"]), f"{code(a['id'])}: {esc(a['title'])}"))
         if a.get("doc"):
@@ -86,10 +103,13 @@ def _sec_known_architectures(ctx: Ctx) -> str:
     from ...arch import architectures
 
     names = list(architectures())
-    return (f"{len(names)} values of {ctx.ref('key', 'general.architecture')} that llama.cpp's loader knows, each "
-            f"with its keys and tensors on its [architecture page]({ctx.page_link('architectures.md')}). Any other "
-            "value is reported as unknown (information only).\n\n"
-            + ", ".join(ctx.link(anchor("model", n), code(n)) for n in names) + "\n")
+    return (
+        f"{len(names)} values of {ctx.ref('key', 'general.architecture')} that llama.cpp's loader knows, each "
+        f"with its keys and tensors on its [architecture page]({ctx.page_link('architectures.md')}). Any other "
+        "value is reported as unknown (information only).\n\n"
+        + ", ".join(ctx.link(anchor("model", n), code(n)) for n in names)
+        + "\n"
+    )
 
 
 def _defines(data: SpecData):
@@ -98,12 +118,17 @@ def _defines(data: SpecData):
     yield from (anchor("arch", a["id"]) for a in data.keys["architectures"])
 
 
-PAGE = Page("keys.md", "Metadata keys",
-            "the standardized metadata keys, per-architecture requirements, tokenizer keys",
-            intro("Metadata keys", "The registry of standardized metadata keys."),
-            (Section("key-registry", "Registry", _sec_key_registry),
-             Section("key-sections", "Keys by section", _sec_key_sections),
-             Section("architectures", "Architectures", _sec_architectures),
-             Section("known-architectures", "Known architecture names", _sec_known_architectures)),
-            defines=_defines,
-            count=lambda d: f"{len(d.keys['keys'])} keys, {len(d.keys['architectures'])} architectures")
+PAGE = Page(
+    "keys.md",
+    "Metadata keys",
+    "the standardized metadata keys, per-architecture requirements, tokenizer keys",
+    intro("Metadata keys", "The registry of standardized metadata keys."),
+    (
+        Section("key-registry", "Registry", _sec_key_registry),
+        Section("key-sections", "Keys by section", _sec_key_sections),
+        Section("architectures", "Architectures", _sec_architectures),
+        Section("known-architectures", "Known architecture names", _sec_known_architectures),
+    ),
+    defines=_defines,
+    count=lambda d: f"{len(d.keys['keys'])} keys, {len(d.keys['architectures'])} architectures",
+)

@@ -21,18 +21,32 @@ def _sec_rules_overview(ctx: Ctx) -> str:
         grp = rule["id"].split("-")[0]
         counts[(grp, rule["severity"])] = counts.get((grp, rule["severity"]), 0) + 1
     sevs = list(meta.get("severities", {}))
-    summary = table(["group", *sevs, "total"], [
-        [ctx.link(anchor("rulegroup", g["prefix"]), f"{g['prefix']}: {esc(g['title'])}")]
-        + [str(counts.get((g["prefix"], s), 0)) for s in sevs]
-        + [str(sum(counts.get((g["prefix"], s), 0) for s in sevs))] for g in r["groups"]], "l" + "r" * (len(sevs) + 1))
+    summary = table(
+        ["group", *sevs, "total"],
+        [
+            [ctx.link(anchor("rulegroup", g["prefix"]), f"{g['prefix']}: {esc(g['title'])}")]
+            + [str(counts.get((g["prefix"], s), 0)) for s in sevs]
+            + [str(sum(counts.get((g["prefix"], s), 0) for s in sevs))]
+            for g in r["groups"]
+        ],
+        "l" + "r" * (len(sevs) + 1),
+    )
     intro_text, fields = _doc_by_field(meta["doc"], r["rules"])
     field_rows = [[", ".join(code(part) for part in f.split(" and ")), ctx.prose(t)] for f, t in fields]
     field_table = table(["field of a rule", "meaning"], field_rows) if field_rows else ""
-    return "\n".join([
-        ctx.prose(intro_text) + "\n", field_table, f"Source: {esc(meta['doc_ref'])}.\n",
-        table(["severity", "meaning"], [[code(s), ctx.prose(d)] for s, d in meta.get("severities", {}).items()]),
-        table(["reader verdict", "meaning"], [[code(s), ctx.prose(d)] for s, d in meta.get("verdicts", {}).items()]),
-        f"{len(r['rules'])} rules (severity under the spec profile):\n", summary])
+    return "\n".join(
+        [
+            ctx.prose(intro_text) + "\n",
+            field_table,
+            f"Source: {esc(meta['doc_ref'])}.\n",
+            table(["severity", "meaning"], [[code(s), ctx.prose(d)] for s, d in meta.get("severities", {}).items()]),
+            table(
+                ["reader verdict", "meaning"], [[code(s), ctx.prose(d)] for s, d in meta.get("verdicts", {}).items()]
+            ),
+            f"{len(r['rules'])} rules (severity under the spec profile):\n",
+            summary,
+        ]
+    )
 
 
 _FIELD_LEAD_RE = re.compile(r"^('?[\w.]+'?(?::\s*\w+)?(?:\s+and\s+[\w.]+)?)\s+(.*)$", re.S)
@@ -66,8 +80,10 @@ def _sec_rule_groups(ctx: Ctx) -> str:
     r = ctx.data.rules
     if not r:
         return _NO_RULES
-    out = ["Columns: severity under the **spec** and **ggml** profiles; whether ggml's gguf.cpp (**C**) and "
-           "gguf-py 0.19.0 (**py**) reject a file that breaks the rule.\n"]
+    out = [
+        "Columns: severity under the **spec** and **ggml** profiles; whether ggml's gguf.cpp (**C**) and "
+        "gguf-py 0.19.0 (**py**) reject a file that breaks the rule.\n"
+    ]
     for g in r["groups"]:
         out.append(heading(3, anchor("rulegroup", g["prefix"]), f"{g['prefix']}: {esc(g['title'])}"))
         out.append(ctx.prose(g["doc"]) + "\n")
@@ -90,13 +106,24 @@ def _sec_rule_groups(ctx: Ctx) -> str:
                 desc.append("See also " + ", ".join(ctx.ref("rule", s, s) for s in rule["see_also"]) + ".")
             desc.append(ctx.errata_note("rule", rule["id"]))
             desc = [d for d in desc if d]
-            rows.append([f'<a id="{anchor("rule", rule["id"])}"></a>{code(rule["id"])}',
-                         _sev(prof.get("spec", rule["severity"])), _sev(prof.get("ggml", rule["severity"])),
-                         esc(rule.get("c_reader", "")), esc(rule.get("gguf_py", "")), "<br>".join(desc),
-                         join_nonempty([esc(rule.get("source", "")),
-                                f"({esc(rule['doc_ref'])})" if rule.get("doc_ref") else ""])])
-        out.append(table(["ID", "spec", "ggml", "C", "py", "description", "source"], rows) if rows
-                   else "_No rules in this group._\n")
+            rows.append(
+                [
+                    f'<a id="{anchor("rule", rule["id"])}"></a>{code(rule["id"])}',
+                    _sev(prof.get("spec", rule["severity"])),
+                    _sev(prof.get("ggml", rule["severity"])),
+                    esc(rule.get("c_reader", "")),
+                    esc(rule.get("gguf_py", "")),
+                    "<br>".join(desc),
+                    join_nonempty(
+                        [esc(rule.get("source", "")), f"({esc(rule['doc_ref'])})" if rule.get("doc_ref") else ""]
+                    ),
+                ]
+            )
+        out.append(
+            table(["ID", "spec", "ggml", "C", "py", "description", "source"], rows)
+            if rows
+            else "_No rules in this group._\n"
+        )
     known = {g["prefix"] for g in r["groups"]}
     orphans = [rule["id"] for rule in r["rules"] if rule["id"].split("-")[0] not in known]
     if orphans:
@@ -112,9 +139,9 @@ def _sec_rule_placeholders(ctx: Ctx) -> str:
     r = ctx.data.rules
     if not r:
         return _NO_RULES
-    return ("Placeholders of the message templates (Python str.format fields):\n\n"
-            + table(["placeholder", "meaning"], [[code("{" + k + "}"), ctx.prose(v)]
-                                                  for k, v in r.get("placeholders", {}).items()]))
+    return "Placeholders of the message templates (Python str.format fields):\n\n" + table(
+        ["placeholder", "meaning"], [[code("{" + k + "}"), ctx.prose(v)] for k, v in r.get("placeholders", {}).items()]
+    )
 
 
 def _defines(data: SpecData):
@@ -123,10 +150,16 @@ def _defines(data: SpecData):
         yield from (anchor("rule", r["id"]) for r in data.rules["rules"])
 
 
-PAGE = Page("rules.md", "Conformance rules", "every check of the conformance checker, with its verdicts",
-            intro("Conformance rules", "The conformance rule catalog: what makes a GGUF file invalid or suspicious."),
-            (Section("rules-overview", "Overview", _sec_rules_overview),
-             Section("rule-groups", "Rules", _sec_rule_groups),
-             Section("rule-placeholders", "Message placeholders", _sec_rule_placeholders)),
-            defines=_defines,
-            count=lambda d: f"{len(d.rules['rules'])} rules" if d.rules else "not yet in the spec")
+PAGE = Page(
+    "rules.md",
+    "Conformance rules",
+    "every check of the conformance checker, with its verdicts",
+    intro("Conformance rules", "The conformance rule catalog: what makes a GGUF file invalid or suspicious."),
+    (
+        Section("rules-overview", "Overview", _sec_rules_overview),
+        Section("rule-groups", "Rules", _sec_rule_groups),
+        Section("rule-placeholders", "Message placeholders", _sec_rule_placeholders),
+    ),
+    defines=_defines,
+    count=lambda d: f"{len(d.rules['rules'])} rules" if d.rules else "not yet in the spec",
+)

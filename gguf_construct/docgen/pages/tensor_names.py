@@ -54,9 +54,14 @@ def name_groups() -> dict[str, list[tuple[tuple[str, ...], str]]]:
 def _sec_overview(ctx: Ctx) -> str:
     d = _names_spec()
     n = sum(len(v) for v in name_groups().values())
-    return "\n".join([ctx.prose(d["doc"]) + "\n",
-                      f"{n} base names, from llama.cpp's name table; the shapes each architecture expects are on "
-                      f"its page ([Architectures](architectures.md)).\n", f"Source: {esc(d['doc_ref'])}.\n"])
+    return "\n".join(
+        [
+            ctx.prose(d["doc"]) + "\n",
+            f"{n} base names, from llama.cpp's name table; the shapes each architecture expects are on "
+            f"its page ([Architectures](architectures.md)).\n",
+            f"Source: {esc(d['doc_ref'])}.\n",
+        ]
+    )
 
 
 def _sec_groups(ctx: Ctx) -> str:
@@ -69,9 +74,14 @@ def _sec_groups(ctx: Ctx) -> str:
         for enum_names, base in name_groups()[g["id"]]:
             suffixes, archs = usage.get(base, (set(), set()))
             shown = ", ".join(code(f"{base}.{s}") for s in sorted(suffixes)) or code(base)
-            rows.append([f'<a id="{anchor("tensor", base)}"></a>{shown}', esc(meanings.get(base, "")),
-                         "<br>".join(code(e) for e in enum_names),
-                         str(len(archs)) if archs else "none"])
+            rows.append(
+                [
+                    f'<a id="{anchor("tensor", base)}"></a>{shown}',
+                    esc(meanings.get(base, "")),
+                    "<br>".join(code(e) for e in enum_names),
+                    str(len(archs)) if archs else "none",
+                ]
+            )
         out.append(f'### <a id="{anchor("tensorgroup", g["id"])}"></a>{esc(g["title"])}\n')
         out.append(ctx.prose(g["doc"]) + "\n")
         out.append(table(["name", "holds", "llama.cpp", "architectures"], rows, "lllr"))
@@ -83,12 +93,18 @@ def _sec_gguf_md(ctx: Ctx) -> str:
     for item in _names_spec().get("gguf_md_spellings") or ():
         ours = "<br>".join(ctx.ref("tensor", n) for n in item["llama_cpp"])
         errata = ctx.errata_of.get(anchor("tensor", item["llama_cpp"][0]), [])
-        rows.append([code(item["gguf_md"]), ours,
-                     ", ".join(ctx.link(anchor("erratum", e["id"]), esc(e["id"])) for e in errata) or "—"])
-    return ("gguf.md spells some names differently from llama.cpp's loader; a tensor named as gguf.md says is not "
-            "found by llama.cpp. The names on the right are the ones to write (`{j}` counts the experts in "
-            "older files with one tensor per expert).\n\n"
-            + table(["gguf.md", "llama.cpp", "erratum"], rows))
+        rows.append(
+            [
+                code(item["gguf_md"]),
+                ours,
+                ", ".join(ctx.link(anchor("erratum", e["id"]), esc(e["id"])) for e in errata) or "—",
+            ]
+        )
+    return (
+        "gguf.md spells some names differently from llama.cpp's loader; a tensor named as gguf.md says is not "
+        "found by llama.cpp. The names on the right are the ones to write (`{j}` counts the experts in "
+        "older files with one tensor per expert).\n\n" + table(["gguf.md", "llama.cpp", "erratum"], rows)
+    )
 
 
 def _defines(data: SpecData):
@@ -98,11 +114,16 @@ def _defines(data: SpecData):
         yield from (anchor("tensor", base) for _, base in members)
 
 
-PAGE = Page("tensor-names.md", "Standardized tensor names",
-            "the tensor names llama.cpp's loader looks for: base layers, attention, feed-forward, MoE, SSM, RWKV",
-            intro("Standardized tensor names", "The names tensors must have for llama.cpp to find them."),
-            (Section("tensor-names-overview", "Overview", _sec_overview),
-             Section("tensor-name-groups", "Names by group", _sec_groups),
-             Section("tensor-names-gguf-md", "gguf.md's spellings", _sec_gguf_md)),
-            defines=_defines,
-            count=lambda d: f"{sum(len(v) for v in name_groups().values())} names")
+PAGE = Page(
+    "tensor-names.md",
+    "Standardized tensor names",
+    "the tensor names llama.cpp's loader looks for: base layers, attention, feed-forward, MoE, SSM, RWKV",
+    intro("Standardized tensor names", "The names tensors must have for llama.cpp to find them."),
+    (
+        Section("tensor-names-overview", "Overview", _sec_overview),
+        Section("tensor-name-groups", "Names by group", _sec_groups),
+        Section("tensor-names-gguf-md", "gguf.md's spellings", _sec_gguf_md),
+    ),
+    defines=_defines,
+    count=lambda d: f"{sum(len(v) for v in name_groups().values())} names",
+)

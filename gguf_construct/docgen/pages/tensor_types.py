@@ -14,22 +14,43 @@ from .tables import table_users
 def _sec_tt_summary(ctx: Ctx) -> str:
     rows = []
     for t in ctx.data.tensor_types:
-        name = ctx.ref("tt", t.name, code(t.name)) if t.is_current else \
-            f'<a id="{anchor("tt", t.name)}"></a>{code(t.name)}'
+        name = (
+            ctx.ref("tt", t.name, code(t.name))
+            if t.is_current
+            else f'<a id="{anchor("tt", t.name)}"></a>{code(t.name)}'
+        )
         bpw = num(t.bits_per_weight) if t.block_size else "—"
-        rows.append([str(t.id), name, str(t.block_size or "—"), str(t.type_size or "—"), bpw, t.status, t.kind,
-                     code(t.codec) if t.codec else "—",
-                     "" if t.is_current else ctx.prose(t.doc)])
+        rows.append(
+            [
+                str(t.id),
+                name,
+                str(t.block_size or "—"),
+                str(t.type_size or "—"),
+                bpw,
+                t.status,
+                t.kind,
+                code(t.codec) if t.codec else "—",
+                "" if t.is_current else ctx.prose(t.doc),
+            ]
+        )
     cur = sum(t.is_current for t in ctx.data.tensor_types)
-    return (f"{len(ctx.data.tensor_types)} ggml types, {cur} of them current. A tensor's data is a sequence of "
-            "blocks; each block encodes block size consecutive elements of a row in bytes per block bytes, so bits "
-            "per weight = 8 × bytes per block / block size. Removed ids must not appear in a file.\n\n"
-            + table(["id", "name", "block size", "bytes per block", "bits per weight", "status", "kind", "codec",
-                     "note"], rows, "rlrrrllll"))
+    return (
+        f"{len(ctx.data.tensor_types)} ggml types, {cur} of them current. A tensor's data is a sequence of "
+        "blocks; each block encodes block size consecutive elements of a row in bytes per block bytes, so bits "
+        "per weight = 8 × bytes per block / block size. Removed ids must not appear in a file.\n\n"
+        + table(
+            ["id", "name", "block size", "bytes per block", "bits per weight", "status", "kind", "codec", "note"],
+            rows,
+            "rlrrrllll",
+        )
+    )
 
 
-_IMATRIX = {"required": "required (ggml will not quantize without one)", "used": "used when given",
-            "ignored": "ignored"}
+_IMATRIX = {
+    "required": "required (ggml will not quantize without one)",
+    "used": "used when given",
+    "ignored": "ignored",
+}
 
 
 def _sec_tt_blocks(ctx: Ctx) -> str:
@@ -37,15 +58,22 @@ def _sec_tt_blocks(ctx: Ctx) -> str:
     for tab, types in table_users(ctx.data).items():
         for name in types:
             uses.setdefault(name, []).append(tab)
-    out = ["Each type's picture shows its block's fields to scale (widths from the spec), its sub-blocks, and for "
-           "every field the weights that each group of its bits decodes into, measured on the decoder by flipping "
-           "one bit at a time (hover a box for its bits). Long fields show their first items and their last.\n"]
+    out = [
+        "Each type's picture shows its block's fields to scale (widths from the spec), its sub-blocks, and for "
+        "every field the weights that each group of its bits decodes into, measured on the decoder by flipping "
+        "one bit at a time (hover a box for its bits). Long fields show their first items and their last.\n"
+    ]
     for t in ctx.data.tensor_types:
         if not t.is_current:
             continue
         out.append(heading(3, anchor("tt", t.name), f"{t.name} (id {t.id})"))
-        facts = [f"block size {t.block_size}", f"{t.type_size} bytes per block",
-                 f"{num(t.bits_per_weight)} bits per weight", t.kind, f"C {code(t.c_name)}"]
+        facts = [
+            f"block size {t.block_size}",
+            f"{t.type_size} bytes per block",
+            f"{num(t.bits_per_weight)} bits per weight",
+            t.kind,
+            f"C {code(t.c_name)}",
+        ]
         if t.extra.get("c_struct"):
             facts.append(f"struct {code(t.extra['c_struct'])}")
         if t.imatrix:
@@ -61,12 +89,10 @@ def _sec_tt_blocks(ctx: Ctx) -> str:
             meaning = ctx.prose(f.doc)
             if f.c_decl:
                 meaning += f" C: {code(f.c_decl)}."
-            rows.append([f'<a id="{anchor("ttf", t.name, f.id)}"></a>{code(f.id)}', str(off), str(size), typ,
-                         meaning])
+            rows.append([f'<a id="{anchor("ttf", t.name, f.id)}"></a>{code(f.id)}', str(off), str(size), typ, meaning])
         out.append(table(["field", "offset", "bytes", "type", "meaning"], rows, "lrrll"))
         if t.fields and codecs.has_decoder(t.name):
-            out.append(image(f"{t.name} block layout",
-                             ctx.page_link(f"{PICTURE_DIR}/{block_picture_name(t.name)}")))
+            out.append(image(f"{t.name} block layout", ctx.page_link(f"{PICTURE_DIR}/{block_picture_name(t.name)}")))
 
         decode = t.extra.get("decode")
         if decode:
@@ -94,8 +120,8 @@ def _decode_lines(decode: Any) -> str:
         for i, ch in enumerate(text):
             depth += ch in "([{"
             depth -= ch in ")]}"
-            if ch == ";" and depth == 0 and text[i + 1:i + 2] == " ":
-                lines.append(text[start:i + 1])
+            if ch == ";" and depth == 0 and text[i + 1 : i + 2] == " ":
+                lines.append(text[start : i + 1])
                 start = i + 2
         lines.append(text[start:])
     return "\n".join(lines)
@@ -107,9 +133,15 @@ def _defines(data: SpecData):
         yield from (anchor("ttf", t.name, f.id) for f in t.fields)
 
 
-PAGE = Page("tensor-types.md", "Tensor types", "every ggml tensor type with its block layout and decoding",
-            intro("Tensor types", "How tensor data is encoded: the ggml types, their blocks and how to decode them."),
-            (Section("tensor-types-summary", "All types", _sec_tt_summary),
-             Section("block-layouts", "Block layouts", _sec_tt_blocks)),
-            defines=_defines,
-            count=lambda d: f"{len(d.tensor_types)} types, {sum(t.is_current for t in d.tensor_types)} current")
+PAGE = Page(
+    "tensor-types.md",
+    "Tensor types",
+    "every ggml tensor type with its block layout and decoding",
+    intro("Tensor types", "How tensor data is encoded: the ggml types, their blocks and how to decode them."),
+    (
+        Section("tensor-types-summary", "All types", _sec_tt_summary),
+        Section("block-layouts", "Block layouts", _sec_tt_blocks),
+    ),
+    defines=_defines,
+    count=lambda d: f"{len(d.tensor_types)} types, {sum(t.is_current for t in d.tensor_types)} current",
+)

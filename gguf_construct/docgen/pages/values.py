@@ -19,11 +19,22 @@ def _sec_value_types(ctx: Ctx) -> str:
         doc = ctx.prose(vt["doc"])
         if vt.get("valid"):
             doc += " Valid bytes: " + ", ".join(code(v) for v in vt["valid"]) + "."
-        rows.append([str(vt["id"]), f'<a id="{anchor("vt", vt["name"])}"></a>{code(vt["name"])}',
-                     code(vt["c_name"]), enc, size, ctx.link(anchor("version", vt["since"]), f"v{vt['since']}"), doc])
-    return ("Every metadata value is preceded by its type, a u32 from this table (the key/value record is "
-            f"{ctx.ref('struct', 'metadata_kv')}). Scalars are encoded in the file's byte order.\n\n"
-            + table(["id", "name", "C name", "encoding", "bytes", "since", "meaning"], rows, "rllllll"))
+        rows.append(
+            [
+                str(vt["id"]),
+                f'<a id="{anchor("vt", vt["name"])}"></a>{code(vt["name"])}',
+                code(vt["c_name"]),
+                enc,
+                size,
+                ctx.link(anchor("version", vt["since"]), f"v{vt['since']}"),
+                doc,
+            ]
+        )
+    return (
+        "Every metadata value is preceded by its type, a u32 from this table (the key/value record is "
+        f"{ctx.ref('struct', 'metadata_kv')}). Scalars are encoded in the file's byte order.\n\n"
+        + table(["id", "name", "C name", "encoding", "bytes", "since", "meaning"], rows, "rllllll")
+    )
 
 
 def _sec_strings(ctx: Ctx) -> str:
@@ -48,9 +59,16 @@ def _defines(data: SpecData):
     yield from struct_anchors(data.gguf, "values.md")
 
 
-PAGE = Page("values.md", "Metadata values", "the value types of metadata, strings and arrays",
-            intro("Metadata values", "The typed values stored in the metadata key/value section."),
-            (Section("value-types", "Value types", _sec_value_types),
-             Section("strings", "Strings", _sec_strings),
-             Section("arrays", "Arrays", _sec_arrays)),
-            defines=_defines, count=lambda d: f"{len(d.gguf['value_types'])} value types")
+PAGE = Page(
+    "values.md",
+    "Metadata values",
+    "the value types of metadata, strings and arrays",
+    intro("Metadata values", "The typed values stored in the metadata key/value section."),
+    (
+        Section("value-types", "Value types", _sec_value_types),
+        Section("strings", "Strings", _sec_strings),
+        Section("arrays", "Arrays", _sec_arrays),
+    ),
+    defines=_defines,
+    count=lambda d: f"{len(d.gguf['value_types'])} value types",
+)
