@@ -10,7 +10,9 @@
 - One refused access on plain data (a dict the template built, indexed by a role that is ``__class__``) is inert
   and silent (spec/templates.yaml ``inert_owners``); the next hop of such a chain is refused on what the first
   gave (a hole) and reported.
-- A render that passed its CPU, memory, wall-time or output limit is TPL-RESOURCE.
+- A render that passed its CPU, memory, wall-time or output limit is TPL-RESOURCE, and so is an ordinary or trigger
+  render that ended in one of spec/templates.yaml ``resource_errors`` (unbounded recursion, an allocation past the
+  worker's memory).
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ def render_issues(result: dict) -> list[Issue]:
         ]
     out: list[Issue] = []
     ordinary: set = set()
+    exhausted_by: set = set()
     inert = set(limits["inert_owners"])
     for r in result.get("renders", []):
         if r["kind"] == "attack":
@@ -73,6 +76,18 @@ def render_issues(result: dict) -> list[Issue]:
                     f"rendering {how} reaches {_route(access)}, which jinja2's sandbox refuses",
                     _route(access),
                     line=access[3] or None,
+                )
+            )
+        exhausted = limits["resource_errors"].get(r["error"] or "")
+        if exhausted and not r["stopped"] and r["error"] not in exhausted_by:
+            exhausted_by.add(r["error"])  # one issue per kind of exhaustion: the first conversation that shows it
+            out.append(
+                Issue(
+                    RESOURCE,
+                    f"rendering the {r['label']} conversation ends in {r['error']} (past the render worker's "
+                    f"{exhausted} limit)",
+                    "render",
+                    limits[exhausted],
                 )
             )
         if r["stopped"] and r["kind"] == "canonical":
