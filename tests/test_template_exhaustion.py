@@ -31,6 +31,12 @@ EXHAUSTING = {
     ),
 }
 
+# harmless with ordinary messages; a chat message holding a number makes the render exhaust a limit
+CONTENT_DRIVEN = {
+    "repeat by content": "{% for m in messages %}{{ '-' * (m.content|int) }}{{ m.content }}{% endfor %}",
+    "width from content": "{% for m in messages %}{{ m.role|center(m.content|int) }}{% endfor %}",
+}
+
 BOUNDED = {
     "bounded recursion": (
         "{% macro r(n) %}{% if n > 0 %}{{ r(n - 1) }}{% endif %}{{ n }}{% endmacro %}{{ r(messages|length) }}"
@@ -47,7 +53,7 @@ limit = int(sys.argv[1])
 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 t = jinja2.Environment().from_string(sys.stdin.read())
 try:
-    t.render(messages=[{"role": "user", "content": "Hi"}], bos_token="<s>", add_generation_prompt=True)
+    t.render(messages=[{"role": "user", "content": sys.argv[2]}], bos_token="<s>", add_generation_prompt=True)
 except (RecursionError, MemoryError) as exc:
     print(type(exc).__name__)
 else:
@@ -55,9 +61,9 @@ else:
 """
 
 
-def _proof(text: str) -> str:
+def _proof(text: str, content: str = "Hi") -> str:
     done = subprocess.run(
-        [sys.executable, "-I", "-c", _PROOF, str(template_contexts.settings()["memory_bytes"])],
+        [sys.executable, "-I", "-c", _PROOF, str(template_contexts.settings()["memory_bytes"]), content],
         input=text,
         capture_output=True,
         text=True,
@@ -88,3 +94,13 @@ def test_exhausting_template_is_a_resource_finding(name):
 def test_bounded_look_alike_renders_and_is_silent(name):
     assert _proof(BOUNDED[name]) == "rendered"
     assert _template_findings(BOUNDED[name]) == []
+
+
+@pytest.mark.parametrize("name", sorted(CONTENT_DRIVEN))
+def test_content_driven_exhaustion_is_proven_and_reported(name):
+    text = CONTENT_DRIVEN[name]
+    assert _proof(text) == "rendered"
+    assert _proof(text, "999999999") == "MemoryError"
+    found = _template_findings(text)
+    assert [rule for rule, _ in found] == ["TPL-RESOURCE"], found
+    assert "999999999" in found[0][1]

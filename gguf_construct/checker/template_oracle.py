@@ -12,7 +12,8 @@
   gave (a hole) and reported.
 - A render that passed its CPU, memory, wall-time or output limit is TPL-RESOURCE, and so is an ordinary or trigger
   render that ended in one of spec/templates.yaml ``resource_errors`` (unbounded recursion, an allocation past the
-  worker's memory).
+  worker's memory), or an attack conversation's render that does so when no ordinary one does (a count or width
+  taken from message content).
 """
 
 from __future__ import annotations
@@ -99,9 +100,22 @@ def render_issues(result: dict) -> list[Issue]:
                     limits["output_chars"],
                 )
             )
+    out_of_bounds = any(i.kind == RESOURCE for i in out)  # an ordinary render already exhausts a limit
     for r in result.get("renders", []):
         if r["kind"] != "attack":
             continue
+        exhausted = limits["resource_errors"].get(r["error"] or "") or ("output_chars" if r["stopped"] else None)
+        if exhausted and not out_of_bounds:
+            out_of_bounds = True  # one issue: the first chat message that makes an ordinary template exhaust a limit
+            out.append(
+                Issue(
+                    RESOURCE,
+                    f"a chat message {r['label']!r} makes the render end in {r['error'] or 'output past the limit'} "
+                    f"(past the render worker's {exhausted} limit), which ordinary conversations do not",
+                    repr(r["label"]),
+                    limits[exhausted],
+                )
+            )
         for access in r["refused"]:
             if tuple(access) not in ordinary and access[1] not in inert:
                 out.append(
