@@ -290,3 +290,13 @@ def test_a_device_or_pipe_is_never_replaced_by_an_atomic_write(tmp_path):
             open(tmp, "w").close()
     assert caught.value.filename == str(tmp_path / "pipe") and "regular file" in str(caught.value)
     assert stat.S_ISFIFO(os.stat(tmp_path / "pipe").st_mode) and os.listdir(tmp_path) == ["pipe"]
+
+
+def test_check_expands_a_quoted_pattern_and_names_one_that_matches_nothing(tmp_path, capsys):
+    (tmp_path / "sub").mkdir()
+    for name in ("a.gguf", "sub/b.gguf", "sub/c.txt"):
+        _small(tmp_path / name)
+    assert main(["check", str(tmp_path / "**" / "*.gguf")]) == 0
+    assert "2 files checked" in capsys.readouterr().out
+    assert main(["check", str(tmp_path / "nothing-*.gguf")]) == 2
+    assert "no file matches" in capsys.readouterr().err

@@ -4,6 +4,7 @@ print a report; project defaults come from pyproject.toml or .gguf-construct.tom
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import sys
 
@@ -49,7 +50,8 @@ def add_cli(subparsers) -> None:
         "paths",
         nargs="+",
         metavar="PATH",
-        help="GGUF files, directories (searched for *.gguf) or URLs (https://, hf://, s3://, ...); - "
+        help="GGUF files, directories (searched for *.gguf), patterns such as 'models/**/*.gguf' (expanded here when "
+        "the shell did not) or URLs (https://, hf://, s3://, ...); - "
         "reads standard input (after the files)",
     )
     p.add_argument(
@@ -222,6 +224,22 @@ class _Progress:
             self.drawn = False
 
 
+def _is_pattern(path: str) -> bool:
+    return any(c in path for c in "*?[")
+
+
+def _expand_patterns(paths: list[str]) -> list[str]:
+    """A pattern the shell left alone (quoted, or a shell that does not expand them) that names no file as written
+    is expanded here, as the shell would (``**`` across folders); one that matches nothing stays, to be reported."""
+    out: list[str] = []
+    for p in paths:
+        if p != STDIN and not is_url(p) and _is_pattern(p) and not os.path.lexists(p):
+            out.extend(sorted(glob.glob(p, recursive=True)) or [p])
+        else:
+            out.append(p)
+    return out
+
+
 def run(args) -> int:
     """Run the check sub-command; returns the exit status (0 clean, 1 findings, 2 usage or I/O errors)."""
     # --no-render is an environment variable while the command runs: --jobs processes inherit it
@@ -244,10 +262,12 @@ def _run(args) -> int:
     }
     text = cfg["format"] == "text"
     color = text and sys.stdout.isatty()
-    missing = [p for p in args.paths if p != STDIN and not is_url(p) and not os.path.lexists(p)]
+    named = _expand_patterns(args.paths)
+    missing = [p for p in named if p != STDIN and not is_url(p) and not os.path.lexists(p)]
     for p in missing:
-        print(f"gguf-construct check: {printable(p)}: no such file or directory", file=sys.stderr)
-    paths = [p for p in args.paths if p not in missing and p != STDIN]
+        why = "no file matches" if _is_pattern(p) else "no such file or directory"
+        print(f"gguf-construct check: {printable(p)}: {why}", file=sys.stderr)
+    paths = [p for p in named if p not in missing and p != STDIN]
     # a shard names its whole set, judged from the first; under llama.cpp a later shard named alone is refused
     plan = check_plan(files_under(paths), later_alone=cfg["profile"] == "llama.cpp")
     files = [f for f, _ in plan]
