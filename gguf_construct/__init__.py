@@ -14,15 +14,29 @@ import sys
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from .base.errors import GGUFError
-from .filemodel.gguffile import GGUFFile, Tensor, load
-from .format.enums import GGMLType, GGUFValueType, LlamaFileType
-from .format.values import GGUFValue, Metadata
-from .layers import MOVED
+from .layers import LAYERS, MOVED
 from ._version import __version__ as __version__
 
 if TYPE_CHECKING:
+    from .base.errors import GGUFError
     from .checker.report import Report
+    from .filemodel.gguffile import GGUFFile, Tensor, load
+    from .format.enums import GGMLType, GGUFValueType, LlamaFileType
+    from .format.values import GGUFValue, Metadata
+
+# the public names, imported on first use (PEP 562): `import gguf_construct` and the command line start without
+# the file model, so a Ctrl-C while a command starts up lands in its handler instead of in an import
+_PUBLIC = {
+    "GGUFError": ".base.errors",
+    "GGUFFile": ".filemodel.gguffile",
+    "Tensor": ".filemodel.gguffile",
+    "load": ".filemodel.gguffile",
+    "GGMLType": ".format.enums",
+    "GGUFValueType": ".format.enums",
+    "LlamaFileType": ".format.enums",
+    "GGUFValue": ".format.values",
+    "Metadata": ".format.values",
+}
 
 __all__ = [
     "load",
@@ -36,6 +50,22 @@ __all__ = [
     "Metadata",
     "check",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, imported from its module the first time it is asked for."""
+    where = _PUBLIC.get(name)
+    if where is None:
+        if any(name in layer.folders for layer in LAYERS) or name == "strategies":  # a folder, as before
+            return importlib.import_module(f".{name}", __name__)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(where, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))
 
 
 def check(source: Any, *, profile: str = "spec", data: bool = False) -> "Report":

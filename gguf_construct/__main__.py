@@ -2,6 +2,6 @@
 
 import sys
 
-from .commands.main import main
+from .commands.entry import main
 
 sys.exit(main())

@@ -130,3 +130,47 @@ def test_ctrl_c_anywhere_in_check_jobs(tmp_path):
         for delay in DELAYS
     ]
     _verdict(outcomes)
+
+
+def test_the_command_line_starts_without_the_file_model():
+    """The console script and ``import gguf_construct`` load no numpy and no file model, so a Ctrl-C while a command
+    starts up lands in main's handler (one line, 130), not in an import (a traceback)."""
+    probe = (
+        "import sys, gguf_construct, gguf_construct.commands.entry, gguf_construct.commands.main; "
+        "print(sorted(m for m in sys.modules if m == 'numpy' or m.startswith('gguf_construct.filemodel')))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
+    assert g.load is g.filemodel.gguffile.load and "GGUFFile" in dir(g)  # the public names still resolve
+
+
+def test_an_interrupt_while_modules_load_is_one_line(monkeypatch, capsys):
+    import builtins
+
+    from gguf_construct.commands import entry, main as cli_main
+
+    real_import = builtins.__import__
+
+    def interrupted_import(name, *args, **kwargs):
+        if name == "main" or name.endswith("commands.main"):
+            raise KeyboardInterrupt
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", interrupted_import)
+    assert entry.main(["demo"]) == 130
+    monkeypatch.setattr(builtins, "__import__", real_import)
+    assert capsys.readouterr().err == "gguf-construct: interrupted\n"
+
+    def numpy_like(args):  # numpy re-raises an interrupt in its C core's import as an ImportError
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise ImportError("numpy: error importing numpy") from exc
+
+    parser = cli_main.build_parser()
+    monkeypatch.setattr(cli_main, "build_parser", lambda: parser)
+    monkeypatch.setattr(
+        parser, "parse_known_args", lambda argv: (type("A", (), {"func": staticmethod(numpy_like)})(), [])
+    )
+    assert cli_main.main(["demo"]) == 130
+    assert capsys.readouterr().err == "gguf-construct: interrupted\n"

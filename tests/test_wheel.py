@@ -146,7 +146,7 @@ def test_wheel_installs_the_command(wheel):
     entry = next(n for n in wheel.namelist() if n.endswith(".dist-info/entry_points.txt"))
     points = configparser.ConfigParser()
     points.read_string(wheel.read(entry).decode())
-    assert points["console_scripts"]["gguf-construct"] == "gguf_construct.commands.main:main"
+    assert points["console_scripts"]["gguf-construct"] == "gguf_construct.commands.entry:main"
     metadata = wheel.read(next(n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))).decode()
     assert "Requires-Python: >=3.10" in metadata
     assert "Provides-Extra: lint" in metadata

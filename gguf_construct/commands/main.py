@@ -225,6 +225,18 @@ def os_error_text(exc: OSError) -> str:
     return f"{printable(os.fsdecode(name))}: {text}" if name is not None else text
 
 
+def _interrupted(exc: BaseException) -> bool:
+    """``exc`` was caused, directly or down its chain, by a KeyboardInterrupt."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        if isinstance(link, KeyboardInterrupt):
+            return True
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
+    return False
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (2 on usage, input or I/O errors, 130 when interrupted)."""
     try:
@@ -245,6 +257,11 @@ def main(argv: list[str] | None = None) -> int:
                 sys.stdout.flush()
                 sys.stdout = sys.stdout._stream
     except KeyboardInterrupt:
+        print("gguf-construct: interrupted", file=sys.stderr)
+        return 130
+    except ImportError as exc:
+        if not _interrupted(exc):  # numpy turns an interrupt while its C core loads into an ImportError
+            raise
         print("gguf-construct: interrupted", file=sys.stderr)
         return 130
     except GGUFError as exc:
