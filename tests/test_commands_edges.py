@@ -300,3 +300,11 @@ def test_check_expands_a_quoted_pattern_and_names_one_that_matches_nothing(tmp_p
     assert "2 files checked" in capsys.readouterr().out
     assert main(["check", str(tmp_path / "nothing-*.gguf")]) == 2
     assert "no file matches" in capsys.readouterr().err
+
+
+def test_a_file_whose_name_starts_with_a_dash_gets_a_hint(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _small(tmp_path / "-model.gguf")
+    assert main(["check", "-model.gguf"]) == 2
+    assert "./-model.gguf or put -- before it" in capsys.readouterr().err
+    assert main(["check", "--", "-model.gguf"]) == 0

@@ -237,9 +237,29 @@ def _interrupted(exc: BaseException) -> bool:
     return False
 
 
+def _file_taken_for_an_option(argv: list[str]) -> str | None:
+    """The first word before ``--`` that starts with ``-``, is no option of any command and names an existing file
+    (``check -model.gguf``): argparse would take it for an unknown option and ask for a path."""
+    for word in argv:
+        if word == "--":
+            return None
+        looks_like_a_name = "." in word or "/" in word  # no short option (-j, -vv) has either
+        if word.startswith("-") and not word.startswith("--") and looks_like_a_name and os.path.isfile(word):
+            return word
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (2 on usage, input or I/O errors, 130 when interrupted)."""
     try:
+        dashed = _file_taken_for_an_option(sys.argv[1:] if argv is None else argv)
+        if dashed is not None:
+            print(
+                f"gguf-construct: {printable(dashed)} is read as an option; name the file ./{printable(dashed)} "
+                f"or put -- before it",
+                file=sys.stderr,
+            )
+            return 2
         parser = build_parser()
         args, extra = parser.parse_known_args(argv)
         if extra:  # said by the sub-command's parser, with its usage (the top level's would not help)
