@@ -245,6 +245,7 @@ def configurations(ctxs: list[int], quick: bool) -> list[dict]:
             {"ctx": ctx, "type_k": "Q4_0", "type_v": "F16", "flash_attn": False},
             {"ctx": ctx, "type_k": "F16", "type_v": "Q4_0", "flash_attn": False},
             {"ctx": ctx, "type_k": "F32", "type_v": "F16"},
+            {"ctx": ctx, "flash_attn": False},
         ]
     return out
 
