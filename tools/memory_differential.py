@@ -251,7 +251,38 @@ def configurations(ctxs: list[int], quick: bool) -> list[dict]:
 
 
 # variants of a minimal model that reach layers it has none of (``--set`` values, by variant name)
-VARIANTS = {"deepseek4": {"compressed": ["attention.compress_ratios=[4,128]"]}}
+VARIANTS = {
+    "deepseek4": {"compressed": ["attention.compress_ratios=[4,128]"]},
+    # the minimal nemotron_h has feed-forward layers only: Mamba-2, attention and feed-forward layers, and the
+    # proportions of Nemotron-H (8 groups, a state of 128)
+    "nemotron_h": {
+        "hybrid": [
+            "block_count=6",
+            "attention.head_count=8",
+            "attention.head_count_kv=[0,0,2,0,0,0]",
+            "feed_forward_length=[0,0,0,672,0,0]",
+            "embedding_length=256",
+            "ssm.inner_size=512",
+            "ssm.state_size=128",
+            "ssm.group_count=8",
+            "ssm.time_step_rank=8",
+        ]
+    },
+}
+
+
+def with_conv_bias(tensors: dict) -> dict:
+    """The model with a ``ssm_conv1d.bias`` beside each ``ssm_conv1d.weight`` that has none: the minimal model
+    leaves the optional tensor out, and llama.cpp's Mamba-2 graph adds it unconditionally (it crashes on the null
+    tensor, where every published model has one)."""
+    from gguf_construct.arch.loader import TensorMeta
+
+    out = dict(tensors)
+    for name, meta in tensors.items():
+        bias = name[: -len("weight")] + "bias"
+        if name.endswith(".ssm_conv1d.weight") and bias not in out:
+            out[bias] = TensorMeta(bias, (int(meta.ne[1]),), 0)
+    return out
 
 
 def quantized(tensors: dict, type_name: str) -> dict:
@@ -408,6 +439,7 @@ def main(argv: list[str] | None = None) -> int:
                 from gguf_construct.arch.expect import architecture_parts
 
                 meta, tensors = architecture_parts(name, VARIANTS[name][qt], n_vocab=args.vocab)
+                tensors = with_conv_bias(tensors)
             else:
                 try:
                     meta, tensors = minimal_model_parts(name, sizes=sizes or None, n_vocab=args.vocab)
