@@ -126,3 +126,20 @@ def test_mamba2_compute_against_libllama(arch, settings, tmp_path):
         llama = md.reported(r["lines"])["compute"]
         got = estimate(meta, tensors, configs[index]["ctx"], _params(configs[index])).compute_bytes / MiB
         assert abs(got - llama) <= 0.10 * llama, (configs[index], got, llama)
+
+
+@pytest.mark.parametrize("arch", ["falcon-h1", "nemotron_h"])
+def test_a_mamba2_layer_without_its_conv_bias_is_refused(arch):
+    """nemotron_h, granite-hybrid and falcon-h1 load a Mamba-2 layer without ssm_conv1d.bias, but the graph adds
+    the missing tensor: llama.cpp dies creating every context (SIGSEGV, seen with libllama on these models)."""
+    from gguf_construct.arch.synth import minimal_model_parts
+
+    if arch == "falcon-h1":
+        meta, tensors = minimal_model_parts(arch)
+    else:
+        meta, tensors = architecture_parts(arch, HYBRID, n_vocab=32)
+    assert not any(n.endswith("ssm_conv1d.bias") for n in tensors)
+    with pytest.raises(ValueError, match=r"llama.cpp crashes .* layer 0 has no ssm_conv1d.bias"):
+        estimate(meta, tensors, 4096)
+    meta, tensors = _model(arch, [] if arch == "falcon-h1" else HYBRID)
+    assert estimate(meta, tensors, 4096).compute_bytes > 0

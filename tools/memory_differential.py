@@ -255,6 +255,17 @@ VARIANTS = {
     "deepseek4": {"compressed": ["attention.compress_ratios=[4,128]"]},
     # the minimal nemotron_h has feed-forward layers only: Mamba-2, attention and feed-forward layers, and the
     # proportions of Nemotron-H (8 groups, a state of 128)
+    "granitehybrid": {
+        "hybrid": [
+            "block_count=4",
+            "attention.head_count_kv=[0,4,0,0]",
+            "embedding_length=256",
+            "ssm.inner_size=512",
+            "ssm.state_size=128",
+            "ssm.group_count=8",
+            "ssm.time_step_rank=8",
+        ]
+    },
     "nemotron_h": {
         "hybrid": [
             "block_count=6",
@@ -439,7 +450,6 @@ def main(argv: list[str] | None = None) -> int:
                 from gguf_construct.arch.expect import architecture_parts
 
                 meta, tensors = architecture_parts(name, VARIANTS[name][qt], n_vocab=args.vocab)
-                tensors = with_conv_bias(tensors)
             else:
                 try:
                     meta, tensors = minimal_model_parts(name, sizes=sizes or None, n_vocab=args.vocab)
@@ -448,6 +458,7 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:  # noqa: BLE001 - reported
             print(f"{name}: no minimal model ({exc})", file=sys.stderr)
             continue
+        tensors = with_conv_bias(tensors)
         fam = family(name, meta, tensors)
         if qt and qt not in VARIANTS.get(name, ()):
             tensors, fam = quantized(tensors, qt), f"weights {qt}"
@@ -499,6 +510,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 COMPONENTS = ("model", "kv", "recurrent", "output")
+
+# how estimate's refusals begin when llama.cpp does not refuse the context but dies creating it
+CRASHES = ("ggml aborts", "llama.cpp crashes")
 
 # the side-by-side note (docs/memory.md): models large enough that 2 decimals of MiB discriminate
 NOTE_ARCHS = ("llama", "qwen2", "gemma2", "cohere2", "deepseek2", "mamba", "rwkv7", "jamba", "bert")
@@ -608,7 +622,7 @@ def summary(rows: list[dict]) -> dict:
         if r.get("llama") == "not reached":
             continue
         llama_refused = r.get("llama") == "refused" or (
-            (r.get("our_refusal") or "").startswith("ggml aborts")
+            (r.get("our_refusal") or "").startswith(CRASHES)
             and isinstance(r.get("llama"), dict)
             and r["llama"].get("crashed")
         )
@@ -617,10 +631,7 @@ def summary(rows: list[dict]) -> dict:
             f["refusals_agreed"] += bool(
                 llama_refused
                 and r.get("our_refusal")
-                and (
-                    r["our_refusal"].startswith("ggml aborts")
-                    or any(r["our_refusal"] in x for x in r.get("error") or [])
-                )
+                and (r["our_refusal"].startswith(CRASHES) or any(r["our_refusal"] in x for x in r.get("error") or []))
             )
             continue
         if not isinstance(r.get("llama"), dict) or not r.get("ours"):
@@ -664,7 +675,7 @@ def report(rows: list[dict]) -> None:
         )
         llama_refused = r.get("llama") == "refused"
         if (
-            (r.get("our_refusal") or "").startswith("ggml aborts")
+            (r.get("our_refusal") or "").startswith(CRASHES)
             and isinstance(r.get("llama"), dict)
             and r["llama"].get("crashed")
         ):

@@ -592,7 +592,8 @@ def _ffn_rows(plan: LoadPlan, tensors: Mapping[str, TensorMeta], n_layer: int) -
 def _mamba2_peak(plan: LoadPlan, tensors: Mapping[str, TensorMeta], est: Estimate, cp: dict, t: int) -> int:
     """The graph allocator's peak in a Mamba-2 layer (``build_mamba2_layer``: mamba2, nemotron_h, granite-hybrid,
     falcon-h1), in bytes; 0 when no layer is one (a layer with ``ssm_in`` and ``ssm_conv1d`` but no ``ssm_x``,
-    which only Mamba-1 layers have).
+    which only Mamba-1 layers have).  ValueError for a layer without ``ssm_conv1d.bias``: the graph adds the
+    missing tensor and the process dies creating the context.
 
     What the graph keeps alive, for ``T`` tokens in ``s`` sequences (F32): the input projection ``zxBCdt``
     (``P`` = ssm_in's output width, ``2 d_inner + 2 n_group d_state + n_head``) lives until ``z`` is copied out
@@ -625,6 +626,11 @@ def _mamba2_peak(plan: LoadPlan, tensors: Mapping[str, TensorMeta], est: Estimat
             continue
         if ssm_in.name not in plan.used:
             continue
+        if f"blk.{il}.ssm_conv1d.bias" not in tensors:  # optional for nemotron_h, granite-hybrid and falcon-h1
+            raise ValueError(
+                f"llama.cpp crashes building the compute graph: layer {il} has no ssm_conv1d.bias, which its "
+                "loader lets a Mamba-2 layer omit but build_mamba2_layer adds unconditionally"
+            )
         p, c = int(ssm_in.ne[1]), int(conv1d.ne[1])
         d_inner = int(h.ssm_d_inner or 0)
         n_head = int(h.ssm_dt_rank or 0)
