@@ -283,7 +283,8 @@ VARIANTS = {
 
 
 def with_conv_bias(tensors: dict) -> dict:
-    """The model with a ``ssm_conv1d.bias`` beside each ``ssm_conv1d.weight`` that has none: the minimal model
+    """The model with a ``ssm_conv1d.bias`` beside each Mamba-2 layer's ``ssm_conv1d.weight`` that has none (the
+    layers with ``ssm_in`` and no ``ssm_x``; a gated delta net's convolution has no bias): the minimal model
     leaves the optional tensor out, and llama.cpp's Mamba-2 graph adds it unconditionally (it crashes on the null
     tensor, where every published model has one)."""
     from gguf_construct.arch.loader import TensorMeta
@@ -291,7 +292,9 @@ def with_conv_bias(tensors: dict) -> dict:
     out = dict(tensors)
     for name, meta in tensors.items():
         bias = name[: -len("weight")] + "bias"
-        if name.endswith(".ssm_conv1d.weight") and bias not in out:
+        layer = name[: -len("ssm_conv1d.weight")]
+        mamba2 = layer + "ssm_in.weight" in tensors and layer + "ssm_x.weight" not in tensors  # not gated delta
+        if name.endswith(".ssm_conv1d.weight") and mamba2 and bias not in out:
             out[bias] = TensorMeta(bias, (int(meta.ne[1]),), 0)
     return out
 
