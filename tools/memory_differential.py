@@ -245,12 +245,58 @@ def configurations(ctxs: list[int], quick: bool) -> list[dict]:
             {"ctx": ctx, "type_k": "Q4_0", "type_v": "F16", "flash_attn": False},
             {"ctx": ctx, "type_k": "F16", "type_v": "Q4_0", "flash_attn": False},
             {"ctx": ctx, "type_k": "F32", "type_v": "F16"},
+            {"ctx": ctx, "flash_attn": False},
         ]
     return out
 
 
 # variants of a minimal model that reach layers it has none of (``--set`` values, by variant name)
-VARIANTS = {"deepseek4": {"compressed": ["attention.compress_ratios=[4,128]"]}}
+VARIANTS = {
+    "deepseek4": {"compressed": ["attention.compress_ratios=[4,128]"]},
+    # the minimal nemotron_h has feed-forward layers only: Mamba-2, attention and feed-forward layers, and the
+    # proportions of Nemotron-H (8 groups, a state of 128)
+    "granitehybrid": {
+        "hybrid": [
+            "block_count=4",
+            "attention.head_count_kv=[0,4,0,0]",
+            "embedding_length=256",
+            "ssm.inner_size=512",
+            "ssm.state_size=128",
+            "ssm.group_count=8",
+            "ssm.time_step_rank=8",
+        ]
+    },
+    "nemotron_h": {
+        "hybrid": [
+            "block_count=6",
+            "attention.head_count=8",
+            "attention.head_count_kv=[0,0,2,0,0,0]",
+            "feed_forward_length=[0,0,0,672,0,0]",
+            "embedding_length=256",
+            "ssm.inner_size=512",
+            "ssm.state_size=128",
+            "ssm.group_count=8",
+            "ssm.time_step_rank=8",
+        ]
+    },
+}
+
+
+def with_conv_bias(tensors: dict) -> dict:
+    """The model with a ``ssm_conv1d.bias`` beside each Mamba-2 layer's ``ssm_conv1d.weight`` that has none (the
+    layers with ``ssm_in`` and no ``ssm_x``; a gated delta net's convolution has no bias): the minimal model
+    leaves the optional tensor out, and llama.cpp's Mamba-2 graph adds it unconditionally (it crashes on the null
+    tensor, where every published model has one)."""
+    from gguf_construct.arch.loader import TensorMeta
+
+    out = dict(tensors)
+    for name, meta in tensors.items():
+        bias = name[: -len("weight")] + "bias"
+        layer = name[: -len("ssm_conv1d.weight")]
+        mamba2 = layer + "ssm_in.weight" in tensors and layer + "ssm_x.weight" not in tensors  # not gated delta
+        if name.endswith(".ssm_conv1d.weight") and mamba2 and bias not in out:
+            out[bias] = TensorMeta(bias, (int(meta.ne[1]),), 0)
+    return out
 
 
 def quantized(tensors: dict, type_name: str) -> dict:
@@ -415,6 +461,7 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:  # noqa: BLE001 - reported
             print(f"{name}: no minimal model ({exc})", file=sys.stderr)
             continue
+        tensors = with_conv_bias(tensors)
         fam = family(name, meta, tensors)
         if qt and qt not in VARIANTS.get(name, ()):
             tensors, fam = quantized(tensors, qt), f"weights {qt}"
@@ -466,6 +513,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 COMPONENTS = ("model", "kv", "recurrent", "output")
+
+# how estimate's refusals begin when llama.cpp does not refuse the context but dies creating it
+CRASHES = ("ggml aborts", "llama.cpp crashes")
 
 # the side-by-side note (docs/memory.md): models large enough that 2 decimals of MiB discriminate
 NOTE_ARCHS = ("llama", "qwen2", "gemma2", "cohere2", "deepseek2", "mamba", "rwkv7", "jamba", "bert")
@@ -575,7 +625,7 @@ def summary(rows: list[dict]) -> dict:
         if r.get("llama") == "not reached":
             continue
         llama_refused = r.get("llama") == "refused" or (
-            (r.get("our_refusal") or "").startswith("ggml aborts")
+            (r.get("our_refusal") or "").startswith(CRASHES)
             and isinstance(r.get("llama"), dict)
             and r["llama"].get("crashed")
         )
@@ -584,10 +634,7 @@ def summary(rows: list[dict]) -> dict:
             f["refusals_agreed"] += bool(
                 llama_refused
                 and r.get("our_refusal")
-                and (
-                    r["our_refusal"].startswith("ggml aborts")
-                    or any(r["our_refusal"] in x for x in r.get("error") or [])
-                )
+                and (r["our_refusal"].startswith(CRASHES) or any(r["our_refusal"] in x for x in r.get("error") or []))
             )
             continue
         if not isinstance(r.get("llama"), dict) or not r.get("ours"):
@@ -631,7 +678,7 @@ def report(rows: list[dict]) -> None:
         )
         llama_refused = r.get("llama") == "refused"
         if (
-            (r.get("our_refusal") or "").startswith("ggml aborts")
+            (r.get("our_refusal") or "").startswith(CRASHES)
             and isinstance(r.get("llama"), dict)
             and r["llama"].get("crashed")
         ):

@@ -589,6 +589,60 @@ def _ffn_rows(plan: LoadPlan, tensors: Mapping[str, TensorMeta], n_layer: int) -
     return widest
 
 
+def _mamba2_peak(plan: LoadPlan, tensors: Mapping[str, TensorMeta], est: Estimate, cp: dict, t: int) -> int:
+    """The graph allocator's peak in a Mamba-2 layer (``build_mamba2_layer``: mamba2, nemotron_h, granite-hybrid,
+    falcon-h1), in bytes; 0 when no layer is one (a layer with ``ssm_in`` and ``ssm_conv1d`` but no ``ssm_x``,
+    which only Mamba-1 layers have).  ValueError for a layer without ``ssm_conv1d.bias``: the graph adds the
+    missing tensor and the process dies creating the context.
+
+    What the graph keeps alive, for ``T`` tokens in ``s`` sequences (F32): the input projection ``zxBCdt``
+    (``P`` = ssm_in's output width, ``2 d_inner + 2 n_group d_state + n_head``) lives until ``z`` is copied out
+    near the end of the layer; the convolution's input ``conv_x`` (``C`` = ssm_conv1d's channels,
+    ``d_inner + 2 n_group d_state``, over ``T + (d_conv - 1) s`` columns) until the convolution's output
+    (``C x T``) is written, which holds x, B and C until the scan's output is used.  The peak is the largest of
+
+    * at the convolution: ``P + conv_x + C`` rows, above a block of ``d_inner`` rows the previous layer's
+      scan left free (too small for the projection);
+    * at the copy of ``z``: ``P + C`` rows, the scan's output (``d_inner`` rows and the ``d_state x d_inner``
+      state per sequence and snapshot), ``dt`` (``n_head`` rows) and the copy of ``z`` (``d_inner`` rows);
+    * at the scan, when its output is larger than ``conv_x``'s freed block: ``P + conv_x + C`` and the output
+      above it;
+
+    over three ``n_embd`` rows (the embeddings, the residual, the normalised input's freed block).  Read from
+    ggml-alloc's debug log (GGML_ALLOCATOR_DEBUG: the tensors alive at each new maximum) on mamba2 models of
+    several widths, state sizes, group and head counts."""
+    h = plan.hparams
+    s = max(1, est.n_seq_max)
+    rs_seq = cp["n_rs_seq"] if plan.arch in (memory_spec().get("rs_rollback") or ()) else 0
+    k = rs_seq + 1 if rs_seq > 0 else 1
+    d_conv = int(h.ssm_d_conv or 0)
+    d_state = int(h.ssm_d_state or 0)
+    n_embd = int(h.n_embd)
+    peak = 0
+    for il in range(int(h.n_layer())):
+        ssm_in = tensors.get(f"blk.{il}.ssm_in.weight")
+        conv1d = tensors.get(f"blk.{il}.ssm_conv1d.weight")
+        if ssm_in is None or conv1d is None or f"blk.{il}.ssm_x.weight" in tensors or len(ssm_in.ne) < 2:
+            continue
+        if ssm_in.name not in plan.used:
+            continue
+        if f"blk.{il}.ssm_conv1d.bias" not in tensors:  # optional for nemotron_h, granite-hybrid and falcon-h1
+            raise ValueError(
+                f"llama.cpp crashes building the compute graph: layer {il} has no ssm_conv1d.bias, which its "
+                "loader lets a Mamba-2 layer omit but build_mamba2_layer adds unconditionally"
+            )
+        p, c = int(ssm_in.ne[1]), int(conv1d.ne[1])
+        d_inner = int(h.ssm_d_inner or 0)
+        n_head = int(h.ssm_dt_rank or 0)
+        conv_x = c * (t + max(0, d_conv - 1) * s)
+        y_ssm = d_inner * t + d_state * d_inner * s * k
+        conv = p * t + conv_x + c * t + d_inner * t
+        scan = p * t + c * t + y_ssm + n_head * t + d_inner * t
+        scan_above = p * t + conv_x + c * t + y_ssm if y_ssm > conv_x else 0
+        peak = max(peak, 3 * n_embd * t + max(conv, scan, scan_above))
+    return 4 * peak
+
+
 def compute_estimate(plan: LoadPlan, est: Estimate, cp: dict, tensors: Mapping[str, TensorMeta] | None = None) -> int:
     """An estimate of the CPU compute buffer: ggml's allocator's peak over the prompt-processing graph that
     llama.cpp reserves (``T = min(n_ctx, n_ubatch)`` tokens, ``T`` outputs, a cache of ``n_kv`` cells).
@@ -603,8 +657,9 @@ def compute_estimate(plan: LoadPlan, est: Estimate, cp: dict, tensors: Mapping[s
     * attention peak: seven ``n_embd`` rows plus the mask, plus, without flash attention, the scores
       ``n_kv x T x n_head``;
     * output head: ``n_vocab`` logits per output and two ``n_embd`` rows;
-    * recurrent layers: about 17 ``n_embd`` rows for RWKV's mixing, 6.5 rows of the inner width for Mamba-style
-      scans;
+    * recurrent layers: about 17 ``n_embd`` rows for RWKV's mixing; a Mamba-2 layer's peak from its projection
+      and convolution widths (:func:`_mamba2_peak`, plus a hybrid's mask); 6.5 rows of the inner width for a
+      Mamba-1 scan;
 
     the estimate is the largest of these."""
     h = plan.hparams
@@ -628,9 +683,13 @@ def compute_estimate(plan: LoadPlan, est: Estimate, cp: dict, tensors: Mapping[s
     if est.buffers.get("recurrent"):  # some layer keeps a recurrent state
         if int(getattr(h, "wkv_head_size", 0) or 0):  # RWKV time and channel mixing: ~17 rows of n_embd
             recr = 17 * n_embd * row
-        else:  # Mamba-style: ~6.5 rows of the inner width (x and z projections, convolution, scan)
-            d_inner = int(getattr(h, "ssm_d_inner", 0) or 0) or 2 * n_embd
-            recr = 13 * d_inner * row // 2
+        else:
+            recr = _mamba2_peak(plan, tensors or {}, est, cp, t)
+            if recr:  # the mask of a hybrid's attention layers is an input: alive through the whole graph
+                recr += mask
+            else:  # Mamba-1 style: ~6.5 rows of the inner width (x and z projections, convolution, scan)
+                d_inner = int(getattr(h, "ssm_d_inner", 0) or 0) or 2 * n_embd
+                recr = 13 * d_inner * row // 2
     head = n_vocab * t * 4 + 2 * n_embd * row + (0 if fa else mask)
     return max(ffn, attn, recr, head)
 
