@@ -113,6 +113,10 @@ class LazyString:
                 break
         return "".join(parts)
 
+    def summary(self, chars: int = 160) -> str:
+        """The first ``chars`` characters and the length, for a message: ``'abc...' (1048577 bytes)``."""
+        return f"{self.preview(chars)}... ({self._nbytes} bytes)"
+
     def __getitem__(self, index: Any) -> str:
         if isinstance(index, slice):
             start, stop, step = index.start, index.stop, index.step
