@@ -20,6 +20,7 @@ import numpy as np
 from ..format.keyregistry import lookup
 from ..format.spec import tensor_types
 from ..format.splitset import SINGLE, SPLIT_COUNT, SPLIT_NO, SPLIT_TENSORS, role, split_key_type
+from ..format.lazystring import LazyString
 from ..format.stringlist import StringList
 from .interp import UNKNOWN, Fatal, Frame, Interpreter, Struct, normalize_ctype
 from .programs import Architecture, architecture, loader, model_spec
@@ -274,6 +275,8 @@ def _convert(item_type: str, value: Any) -> Any:
     if item_type in ("FLOAT32", "FLOAT64"):
         return float(value)
     if item_type == "STRING":
+        if isinstance(value, LazyString):  # a long value: what a message or lookup of it needs
+            return value.summary()
         return value if isinstance(value, str) else bytes(value).decode("utf-8", "replace")
     return int(value)
 
@@ -546,7 +549,8 @@ def plan_load(
     if arch_value.type != "STRING":
         plan.problems.append(wrong_key_type(arch_key, arch_value.type, "STRING", "arch"))
         return plan
-    name = str(arch_value.value)
+    value = arch_value.value
+    name = value.summary() if isinstance(value, LazyString) else str(value)  # no architecture is that long
     plan.arch = name
     arch = architecture(name)
     if arch is None or not arch.loadable:

@@ -157,7 +157,10 @@ class LazyString:
         return eq if eq is NotImplemented else not eq
 
     def __hash__(self) -> int:
-        return hash(str(self))  # equal to the str's hash, as == says they are equal
+        # bounded: the length and the first and last bytes.  Equal LazyStrings hash alike; a LazyString is not
+        # found in a set or dict by an equal plain str (no name or key a set holds is that long)
+        head = self._read(0, min(self._nbytes, 4096))
+        return hash((LazyString, self._nbytes, head, self._read(max(0, self._nbytes - 4096))))
 
     def __contains__(self, sub: object) -> bool:
         if isinstance(sub, LazyString):
