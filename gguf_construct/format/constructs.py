@@ -15,7 +15,7 @@ import numpy as np
 from . import fieldrules
 from ..base.pages import release
 from .spec import byte_order as byte_order_of
-from ..base.stringscan import scan_string_offsets
+from ..base.stringscan import scan_string_starts
 from .lazystring import LazyString
 from .stringlist import StringList
 from construct import Construct, ConstructError, ListContainer, SizeofError, stream_tell
@@ -233,7 +233,7 @@ class StringArray(Construct):
     def _scan(self, stream: BufferStream, count: int, start: int, path: str) -> StringList:
         base = stream.pos
         try:
-            starts, ends, end = scan_string_offsets(stream.buf, base, count, self.width, self.byte_order)
+            starts, end = scan_string_starts(stream.buf, base, count, self.width, self.byte_order)
         except IndexError as exc:
             index, offset, length = exc.args
             what = (
@@ -243,7 +243,7 @@ class StringArray(Construct):
             )
             raise FieldError(what, offset, f"{path} -> [{index}]", rule=self.element_rule) from None
         stream.pos = end
-        items = StringList.from_records(stream.buf, starts, ends, self.width, self.byte_order)
+        items = StringList.from_records(stream.buf, starts, end, self.width, self.byte_order)
         release(stream.buf, base, end)  # judged: the pages leave the process until an item is read
         return items
 

@@ -18,7 +18,7 @@ from typing import Any, SupportsIndex, overload
 import numpy as np
 
 from ..base.pages import release
-from ..base.stringscan import scan_string_offsets
+from ..base.stringscan import scan_string_starts
 from .spec import numpy_dtype
 
 __all__ = ["StringList"]
@@ -41,7 +41,9 @@ class StringList(Sequence):
     made, without decoding items one by one), and :meth:`encode` (the records as GGUF stores them).
     """
 
-    __slots__ = ("_buf", "_starts", "_ends", "_width", "_order", "_bad", "_nul", "_contig")
+    # _ends is None for adjacent records (the usual case): an item ends where the next one's length prefix
+    # starts, the last at _last_end, so a list read from a file keeps 8 bytes an item (its payload's start)
+    __slots__ = ("_buf", "_starts", "_ends", "_last_end", "_width", "_order", "_bad", "_nul", "_contig")
 
     def __init__(self, items: Iterable[str] = ()):
         encoded = []
@@ -52,11 +54,16 @@ class StringList(Sequence):
         lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
         starts = np.arange(1, len(encoded) + 1, dtype=np.int64) * 8 + np.cumsum(lengths) - lengths
         data = _records(b"".join(encoded), lengths, 8, "little")
-        self._init(data, starts, starts + lengths, 8, "little", True, *_assess(data, starts, starts + lengths, 8))
+        self._init(data, starts, len(data), 8, "little", True, *_assess(data, starts, len(data), 8))
 
     def _init(self, buf, starts, ends, width, order, contig, bad, nul) -> None:
+        """``ends``: the payloads' ends (an array), or for adjacent records (``contig``) the last one's (an int)."""
         self._buf = buf if isinstance(buf, (bytes, memoryview)) else memoryview(buf)
-        self._starts, self._ends = starts, ends
+        self._starts = starts
+        if isinstance(ends, np.ndarray):
+            self._ends, self._last_end = ends, int(ends[-1]) if len(ends) else 0
+        else:
+            self._ends, self._last_end = None, int(ends)
         self._width, self._order, self._contig = width, order, contig
         self._bad, self._nul = bad, nul
 
@@ -67,12 +74,40 @@ class StringList(Sequence):
         return out
 
     @classmethod
-    def from_records(cls, buf, starts: np.ndarray, ends: np.ndarray, width: int, byte_order: str) -> "StringList":
+    def from_records(cls, buf, starts: np.ndarray, ends, width: int, byte_order: str) -> "StringList":
         """The list over adjacent records in ``buf`` (each a ``width``-byte length in ``byte_order``, then the
-        bytes): ``starts``/``ends`` are the payloads' offsets as :func:`~gguf_construct.base.stringscan.
-        scan_string_offsets` finds them.  UTF-8 validity and NUL bytes are decided here, once."""
-        bad, nul = _assess(buf, starts, ends, width)
-        return cls._make(buf, starts, ends, width, byte_order, True, bad, nul)
+        bytes): ``starts`` are the payloads' offsets as :func:`~gguf_construct.base.stringscan.scan_string_starts`
+        finds them, ``ends`` the end of the last record (or every payload's end, an array).  Only the starts are
+        kept.  UTF-8 validity and NUL bytes are decided here, once."""
+        end = int(ends[-1]) if isinstance(ends, np.ndarray) and len(ends) else ends
+        end = 0 if isinstance(end, np.ndarray) else int(end)
+        bad, nul = _assess(buf, starts, end, width)
+        return cls._make(buf, starts, end, width, byte_order, True, bad, nul)
+
+    # -- where items end -----------------------------------------------------------------------------------------
+    def _end(self, i: int) -> int:
+        """Where item ``i`` (0 <= i < len) ends."""
+        if self._ends is not None:
+            return int(self._ends[i])
+        return int(self._starts[i + 1]) - self._width if i + 1 < len(self._starts) else self._last_end
+
+    def _ends_of(self, i: int, j: int) -> np.ndarray:
+        """The ends of items ``i..j-1`` (a new array unless they are stored)."""
+        if self._ends is not None:
+            return self._ends[i:j]
+        out = np.empty(max(0, j - i), dtype=np.int64)
+        if len(out):
+            np.subtract(self._starts[i + 1 : j], self._width, out=out[:-1])
+            out[-1] = self._end(j - 1)
+        return out
+
+    def _ends_at(self, items: np.ndarray) -> np.ndarray:
+        """The ends of the items at the indices ``items``."""
+        if self._ends is not None:
+            return self._ends[items]
+        n = len(self._starts)
+        nxt = self._starts[np.minimum(items + 1, n - 1)] - self._width
+        return np.where(items + 1 < n, nxt, self._last_end)
 
     # -- the list protocol ---------------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -96,7 +131,7 @@ class StringList(Sequence):
             i += n
         if not 0 <= i < n:
             raise IndexError("list index out of range")
-        return _text(self._buf[int(self._starts[i]) : int(self._ends[i])])
+        return _text(self._buf[int(self._starts[i]) : self._end(i)])
 
     def _slice(self, sl: slice) -> "StringList":
         n = len(self._starts)
@@ -104,7 +139,12 @@ class StringList(Sequence):
         bad = _reindex(self._bad, start, stop, step)
         nul = _reindex(self._nul, start, stop, step)
         contig = self._contig and (step == 1 or len(range(start, stop, step)) <= 1)
-        return self._make(self._buf, self._starts[sl], self._ends[sl], self._width, self._order, contig, bad, nul)
+        if step == 1 and self._ends is None:  # still adjacent records: the starts and the last end say it all
+            end = self._end(stop - 1) if stop > start else 0
+            return self._make(self._buf, self._starts[sl], end, self._width, self._order, contig, bad, nul)
+        picked = np.arange(start, stop, step, dtype=np.int64)
+        ends = self._ends_at(picked)
+        return self._make(self._buf, self._starts[sl], ends, self._width, self._order, contig, bad, nul)
 
     def __iter__(self) -> Iterator[str]:
         for i in range(0, len(self._starts), _CHUNK):
@@ -118,7 +158,7 @@ class StringList(Sequence):
         """Items ``i..j-1`` as str: one decode of their joined bytes split at a separator, where that is exact."""
         if j <= i:
             return []
-        buf, starts, ends = self._buf, self._starts[i:j], self._ends[i:j]
+        buf, starts, ends = self._buf, self._starts[i:j], self._ends_of(i, j)
         width = self._width
         lengths = ends - starts
         nul_here = len(self._nul) and np.any((self._nul >= i) & (self._nul < j))
@@ -152,7 +192,7 @@ class StringList(Sequence):
         except UnicodeEncodeError:  # a surrogate no decoded item can hold
             return _EMPTY
         starts = self._starts[lo:hi]
-        cand = np.flatnonzero(self._ends[lo:hi] - starts == len(want))
+        cand = np.flatnonzero(self._ends_of(lo, hi) - starts == len(want))
         if len(want) and len(cand):
             target = np.frombuffer(want, dtype=np.uint8)
             whole = np.frombuffer(self._buf, dtype=np.uint8)
@@ -245,11 +285,18 @@ class StringList(Sequence):
             i += len(self)
         if not 0 <= i < len(self):
             raise IndexError("list index out of range")
-        return bytes(self._buf[int(self._starts[i]) : int(self._ends[i])])
+        return bytes(self._buf[int(self._starts[i]) : self._end(i)])
 
     def lengths(self) -> np.ndarray:
         """The byte length of every item (int64)."""
-        return self._ends - self._starts
+        if self._ends is not None:
+            return self._ends - self._starts
+        out = np.empty_like(self._starts)
+        if len(out):
+            np.subtract(self._starts[1:], self._starts[:-1], out=out[:-1])
+            out[:-1] -= self._width
+            out[-1] = self._last_end - int(self._starts[-1])
+        return out
 
     @property
     def valid_utf8(self) -> bool:
@@ -276,7 +323,8 @@ class StringList(Sequence):
         whole = np.frombuffer(self._buf, dtype=np.uint8)
         for a in range(0, len(items), _CHUNK):
             part = items[a : a + _CHUNK]
-            starts, lengths = self._starts[part], self._ends[part] - self._starts[part]
+            starts = self._starts[part]
+            lengths = self._ends_at(part) - starts
             heads = np.cumsum(lengths) - lengths
             offsets = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(heads, lengths)
             zero = whole[np.repeat(starts, lengths) + offsets] == 0
@@ -318,7 +366,7 @@ class StringList(Sequence):
         """The bytes of items ``i..j-1`` joined."""
         if self._contig:
             return self[i:j]._payload()
-        return b"".join(self._buf[a:b] for a, b in zip(self._starts[i:j].tolist(), self._ends[i:j].tolist()))
+        return b"".join(self._buf[a:b] for a, b in zip(self._starts[i:j].tolist(), self._ends_of(i, j).tolist()))
 
     def _joined(self, starts: np.ndarray, ends: np.ndarray) -> bytes:
         """The bytes of adjacent records with each length prefix cut to its zero high byte (a separator)."""
@@ -344,17 +392,17 @@ class StringList(Sequence):
         if self._contig:
             payload = self._payload()
         else:
-            payload = b"".join(self._buf[a:b] for a, b in zip(self._starts.tolist(), self._ends.tolist()))
+            payload = b"".join(self._buf[a:b] for a, b in zip(self._starts.tolist(), self._ends_of(0, len(self)).tolist()))
         return _records(payload, lengths, width, byte_order)
 
     def _region(self) -> memoryview:
         lo = int(self._starts[0]) - self._width
-        return memoryview(self._buf)[lo : int(self._ends[-1])]
+        return memoryview(self._buf)[lo : self._end(len(self) - 1)]
 
     def _payload(self) -> bytes:
         """Every item's bytes joined (contiguous records only)."""
         lo = int(self._starts[0]) - self._width
-        region = np.frombuffer(self._buf, dtype=np.uint8, count=int(self._ends[-1]) - lo, offset=lo)
+        region = np.frombuffer(self._buf, dtype=np.uint8, count=self._end(len(self) - 1) - lo, offset=lo)
         keep = np.ones(len(region), dtype=bool)
         for k in range(self._width):
             keep[self._starts - lo - self._width + k] = False
@@ -376,8 +424,8 @@ def _hash_items(payload: bytes, lengths: np.ndarray, weights: np.ndarray) -> np.
 
 def _from_records_bytes(data: bytes, count: int) -> StringList:
     """Unpickle: ``count`` little-endian 8-byte-length records."""
-    starts, ends, _ = scan_string_offsets(data, 0, count, 8, "little")
-    return StringList.from_records(data, starts, ends, 8, "little")
+    starts, end = scan_string_starts(data, 0, count, 8, "little")
+    return StringList.from_records(data, starts, end, 8, "little")
 
 
 def _records(payload: bytes, lengths: np.ndarray, width: int, byte_order: str) -> bytes:
@@ -410,7 +458,7 @@ _ASSESS_BYTES = 1 << 20  # bytes of records judged per step: steps grow with the
 _RELEASE_BYTES = 64 << 20  # bytes judged between giving the mapped pages back
 
 
-def _assess(buf, starts: np.ndarray, ends: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+def _assess(buf, starts: np.ndarray, top: int, width: int) -> tuple[np.ndarray, np.ndarray]:
     """(items not valid UTF-8, items holding a NUL) of adjacent records, without a ``str`` per item.
 
     Run by run of records (at least :data:`_CHUNK` items or :data:`_ASSESS_BYTES` bytes, so the number of runs
@@ -424,7 +472,6 @@ def _assess(buf, starts: np.ndarray, ends: np.ndarray, width: int) -> tuple[np.n
     if not n:
         return _EMPTY, _EMPTY
     lo = int(starts[0]) - width
-    top = int(ends[-1])
     region = np.frombuffer(buf, dtype=np.uint8, count=top - lo, offset=lo)
     view = memoryview(buf)
     bad: list[int] = []
@@ -433,7 +480,7 @@ def _assess(buf, starts: np.ndarray, ends: np.ndarray, width: int) -> tuple[np.n
     while i < n:
         j = max(min(n, i + _CHUNK), int(np.searchsorted(starts, int(starts[i]) + _ASSESS_BYTES, side="right")))
         j = min(j, n)
-        lengths = ends[i:j] - starts[i:j]
+        lengths = np.diff(starts[i : j + 1]) - width if j < n else np.append(np.diff(starts[i:j]) - width, top - starts[j - 1])
         a, b = int(starts[i]) - width - lo, (int(starts[j]) - width - lo if j < n else len(region))
         heads = starts[i:j] - width - lo - a + width  # payload offsets within the run
         run = region[a:b]
