@@ -218,10 +218,25 @@ class StringList(Sequence):
         return eq if eq is NotImplemented else not eq
 
     def _same(self, other: "StringList") -> bool:
-        if len(self) != len(other) or not np.array_equal(self.lengths(), other.lengths()):
+        if len(self) != len(other):
             return False
         if self._contig and other._contig and self._width == other._width and self._order == other._order and len(self):
-            return self._region() == other._region()  # equal lengths: equal prefixes, so equal payloads
+            # the records in one layout: equal bytes are equal prefixes (lengths) and payloads.  Compared a chunk at
+            # a time, each chunk's mapped pages given back (base/pages.py)
+            a, b = self._region(), other._region()
+            if len(a) != len(b):
+                return False
+            at_a, at_b = int(self._starts[0]) - self._width, int(other._starts[0]) - other._width
+            for i in range(0, len(a), _RELEASE_BYTES):
+                j = min(len(a), i + _RELEASE_BYTES)
+                same = a[i:j] == b[i:j]
+                release(self._buf, at_a + i, at_a + j)
+                release(other._buf, at_b + i, at_b + j)
+                if not same:
+                    return False
+            return True
+        if not np.array_equal(self.lengths(), other.lengths()):
+            return False
         return all(self.raw(i) == other.raw(i) for i in range(len(self)))
 
     def _compare(self, other: object, op) -> bool:
