@@ -22,6 +22,9 @@ def write_json(text: str) -> None:
     buffer.flush()
 
 
+_ESCAPED_CHARS = 1 << 16  # characters of a streamed value escaped at a time
+
+
 def write_json_stream(data, *, indent: int = 1) -> None:
     """Print ``data`` as :func:`write_json` prints ``json.dumps(data, ensure_ascii=False, allow_nan=False,
     indent=indent)``, a piece at a time: a value with an ``iter_chunks()`` method (a long string read from a file)
@@ -55,7 +58,8 @@ def write_json_stream(data, *, indent: int = 1) -> None:
         end = piece.index('"', at + len(marker))
         out(piece[:at] + '"')
         for text in streamed[int(piece[at + len(marker) : end])].iter_chunks():
-            out(json.dumps(text, ensure_ascii=ascii_only)[1:-1])
+            for i in range(0, len(text), _ESCAPED_CHARS):  # escaping makes a character up to 12 bytes
+                out(json.dumps(text[i : i + _ESCAPED_CHARS], ensure_ascii=ascii_only)[1:-1])
         out('"' + piece[end + 1 :])
     out("\n")
     if buffer is not None:

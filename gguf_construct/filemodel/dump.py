@@ -15,13 +15,14 @@ from ..format.enums import GGUFValueType
 from ..format.structs import value_kind
 from .gguffile import GGUFFile
 from .modelinfo import model_info, render_model_lines, render_model_markdown
-from ..format.lazystring import PREVIEW_CHARS, LazyString
+from ..format.lazystring import CHUNK_BYTES, PREVIEW_CHARS, LazyString
 from ..format.values import GGUFValue
 
 __all__ = ["file_summary", "value_to_json", "render_text", "render_markdown", "raw_value", "text_of_json", "kv_offsets",
            "iter_text", "iter_markdown", "raw_value_pieces"]
 
 SUMMARY_ITEMS = 8
+_TEXT_CHUNK = CHUNK_BYTES // 4  # bytes of a long value quoted at a time (repr makes a character up to 4)
 LONG_STRING = PREVIEW_CHARS  # characters of a STRING value kept without --full / full=True (the rest: "truncated")
 
 
@@ -125,7 +126,7 @@ def _value_pieces(entry: dict, width: int = 0):
         yield text_of_json({"type": entry["type"], "value": value.preview(width + 1)}, width)
         return
     yield "'"
-    for text in value.iter_chunks():
+    for text in value.iter_chunks(_TEXT_CHUNK):
         yield _quoted_body(text)
     yield "'"
 

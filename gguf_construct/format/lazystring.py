@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..base.pages import release
+from ..base.pages import RELEASE_MIN, release
 from ..base.utf8stream import count_chars, decode_chunks, first_invalid_utf8, first_nul
 from .spec import load_yaml
 
@@ -57,12 +57,14 @@ class LazyString:
         """The value's bytes from byte ``start`` on, ``size`` at a time; the mapped pages of each chunk go back to
         the system once it is handed out and the next one is asked for."""
         buf, end = self._buf, self._start + self._nbytes
-        pos = self._start + start
+        pos = released = self._start + start
         while pos < end:
             stop = min(end, pos + size)
             yield bytes(buf[pos:stop])
-            release(buf, pos, stop)
             pos = stop
+            if pos - released >= RELEASE_MIN or pos == end:  # ranges worth a system call (base/pages.py)
+                release(buf, released, pos)
+                released = pos
 
     def raw(self) -> bytes:
         """The whole value's bytes (its length in memory)."""
