@@ -203,3 +203,30 @@ def test_peak_rss_of_check_and_dump_full_does_not_follow_the_value(tmp_path):
             )
             peaks.append(int(run.stderr.strip().splitlines()[-1]) * 1024)
         assert peaks[1] - peaks[0] < 16 << 20, (argv, [p >> 20 for p in peaks])
+
+
+# -- string arrays: bounded rules and writes -------------------------------------------------------------------
+def test_duplicates_and_writes_of_a_string_array_with_long_items_are_exact():
+    from gguf_construct.format.stringlist import StringList
+
+    long = "x" * 5000  # over the inline hash length: hashed and written a chunk at a time
+    assert not StringList([long, "b", "", long]).all_distinct()
+    assert StringList([long, long[:-1] + "y", "b", ""]).all_distinct()
+    assert not StringList(["a", "b", "a"]).all_distinct() and StringList(["a", "b"]).all_distinct()
+    assert StringList(["a", ""]).has_empty() and not StringList(["a", long]).has_empty()
+    items = StringList(["", long, "é", long + "z", "q" * 3])
+    for width, order in ((8, "little"), (8, "big"), (4, "little"), (4, "big")):
+        assert b"".join(bytes(c) for c in items.encode_chunks(width, order)) == bytes(items.encode(width, order))
+
+
+def test_a_string_array_converted_to_the_other_byte_order_round_trips(tmp_path):
+    tokens = ["", "a", "x" * 5000, "é", "\x00b"] * 50
+    f = gguf_construct.GGUFFile.new()
+    f.metadata["tokenizer.ggml.tokens"] = tokens
+    data = f.to_bytes()
+    loaded = gguf_construct.load(data)
+    loaded.convert(byte_order="big")
+    big = gguf_construct.load(loaded.to_bytes())
+    assert big.metadata["tokenizer.ggml.tokens"].to_list() == tokens
+    big.convert(byte_order="little")
+    assert big.to_bytes() == data

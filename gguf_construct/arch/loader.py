@@ -729,7 +729,7 @@ def _plan_imatrix(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMet
 def _unique_tokens(tokens: Any, empty_as: str) -> None:
     """Fatal when two token strings are equal (an empty one named ``empty_as``): llama.cpp aborts on them."""
     if isinstance(tokens, StringList):
-        if tokens.all_distinct() and not (tokens.lengths() == 0).any():
+        if tokens.all_distinct() and not tokens.has_empty():
             return  # the common case, decided on the file's bytes without a str per token
     else:
         distinct = set(tokens)

@@ -28,6 +28,7 @@ from ..base.remote import exists, is_url, remote_of
 from ..format import splitset
 from ..format.spec import tensor_type_by_id
 from ..format.lazystring import LazyString
+from ..format.stringlist import StringList
 from ..format.values import GGUFValue, Metadata
 
 __all__ = ["GGUFFile", "Tensor", "load", "DEFAULT_ALIGNMENT", "MAX_DIMS"]
@@ -342,9 +343,10 @@ class GGUFFile:
             ) from exc
 
     def _write_head(self, out: BinaryIO, tensors: list[Tensor]) -> int:
-        """Write the head; its length.  A head holding long values read from a file (LazyString) is built
-        straight into ``out``, each such value copied a chunk at a time; any other is built in memory first."""
-        if not any(isinstance(v.value, LazyString) for _, v in self.metadata.typed_items()):
+        """Write the head; its length.  A head holding values read lazily from a file (a long STRING's
+        LazyString, a string array's StringList) is built straight into ``out``, such values a chunk at a time;
+        any other is built in memory first (nothing is written when it cannot be encoded)."""
+        if not any(isinstance(v.value, (LazyString, StringList)) for _, v in self.metadata.typed_items()):
             head = self._build_head(tensors)
             out.write(head)
             return len(head)

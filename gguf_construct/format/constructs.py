@@ -249,7 +249,8 @@ class StringArray(Construct):
 
     def _build(self, obj, stream, context, path):
         if isinstance(obj, StringList):  # written as read when the layout matches: no string is decoded
-            stream.write(obj.encode(self.width, self.byte_order))
+            for chunk in obj.encode_chunks(self.width, self.byte_order):  # a run at a time
+                stream.write(chunk)
             return obj
         pack = self._len.pack
         chunks = []

@@ -5,8 +5,11 @@ a view over the memory-mapped file, as a :class:`~gguf_construct.format.stringli
 array.  Nothing of it is decoded when the file is read.  It behaves as the ``str`` it stands for where that costs
 a bounded chunk of memory -- ``len`` (characters), ``==`` and ``!=`` against ``str`` and other LazyStrings,
 ``in``, ``startswith``/``endswith``, slicing from the start (a preview), iteration -- and becomes that ``str`` for
-anything else (``str(value)``, ``hash``, ordering, ``+`` and every other ``str`` method, reached through
-attribute access), which costs the value's length in memory.
+anything else (``str(value)``, ordering, ``+`` and every other ``str`` method, reached through attribute
+access), which costs the value's length in memory.  Two exceptions keep messages and lookups bounded:
+``format(value)`` and f-strings give :meth:`LazyString.summary` (its first characters and byte length), and
+``hash`` covers the length and the first and last 4 KiB, so a LazyString is not found in a set of plain strings
+(none of which is that long).
 
 Streaming: :meth:`LazyString.raw_chunks` gives the bytes ``reading.chunk_bytes`` at a time (the mapped pages go
 back to the system after each chunk), :meth:`LazyString.iter_chunks` the decoded text (UTF-8 with
@@ -230,7 +233,7 @@ class LazyString:
         return f"<LazyString of {self._nbytes} bytes: {self.preview(40)!r}...>"
 
     def __format__(self, spec: str) -> str:
-        return format(str(self), spec)
+        return format(self.summary(), spec)  # f-strings (messages) name a long value; str() gives all of it
 
     def __bool__(self) -> bool:
         return self._nbytes > 0

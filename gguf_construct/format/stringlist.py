@@ -12,6 +12,8 @@ Strings are decoded as UTF-8 with ``surrogateescape``, so bytes that are not UTF
 
 from __future__ import annotations
 
+import functools
+import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, SupportsIndex, overload
 
@@ -192,7 +194,11 @@ class StringList(Sequence):
         except UnicodeEncodeError:  # a surrogate no decoded item can hold
             return _EMPTY
         starts = self._starts[lo:hi]
-        cand = np.flatnonzero(self._ends_of(lo, hi) - starts == len(want))
+        spans = self._ends_of(lo, hi)
+        # the lengths: in place when the ends were made for this call (stored ends are left alone)
+        spans = spans - starts if self._ends is not None else np.subtract(spans, starts, out=spans)
+        cand = np.flatnonzero(spans == len(want))
+        del spans
         if len(want) and len(cand):
             target = np.frombuffer(want, dtype=np.uint8)
             whole = np.frombuffer(self._buf, dtype=np.uint8)
@@ -351,31 +357,82 @@ class StringList(Sequence):
         return out
 
     def all_distinct(self) -> bool:
-        """True when no two items are equal, decided on the bytes: one vectorised hash per item, and an exact
-        comparison only among items whose hashes meet."""
+        """True when no two items are equal, decided on the bytes in bounded memory: one 64-bit hash per item (8
+        bytes an item, vectorised over runs of about a MiB; an item longer than :data:`_HASH_INLINE` bytes is
+        hashed a chunk at a time), sorted in place; only items whose hashes meet are then compared exactly."""
         n = len(self)
         if n < 2:
             return True
-        lengths = self.lengths()
-        weights = np.random.default_rng(0x6767).integers(0, 2**63, int(lengths.max()) + 1, dtype=np.uint64) * 2 + 1
         hashes = np.empty(n, dtype=np.uint64)
-        for i in range(0, n, 4 * _CHUNK):
-            j = min(n, i + 4 * _CHUNK)
-            hashes[i:j] = _hash_items(self._payload_of(i, j), lengths[i:j], weights)
-        ranked = np.sort(hashes)
-        if not (ranked[1:] == ranked[:-1]).any():
+        for i, j, lengths in self._runs():
+            hashes[i:j] = self._hash_run(i, j, lengths)
+        hashes.sort()
+        meet = hashes[1:] == hashes[:-1]
+        if not meet.any():
             return True
-        order = np.argsort(hashes)
-        ranked = hashes[order]
-        meet = np.flatnonzero(ranked[1:] == ranked[:-1])
-        suspects = np.unique(np.concatenate([order[meet], order[meet + 1]]))
-        seen: set[bytes] = set()
-        for k in suspects.tolist():
-            item = self.raw(k)
-            if item in seen:
-                return False
-            seen.add(item)
+        shared = np.unique(hashes[1:][meet])
+        del hashes, meet
+        seen: set = set()
+        for i, j, lengths in self._runs():
+            for k in (np.flatnonzero(np.isin(self._hash_run(i, j, lengths), shared)) + i).tolist():
+                item = self._identity(k)
+                if item in seen:
+                    return False
+                seen.add(item)
         return True
+
+    def has_empty(self) -> bool:
+        """True when some item is the empty string (judged run by run, no array of every length)."""
+        return any(bool((lengths == 0).any()) for _, _, lengths in self._runs())
+
+    def _runs(self) -> Iterator[tuple[int, int, np.ndarray]]:
+        """(i, j, lengths of items i..j-1) over the list in runs of at most ``4 * _CHUNK`` items and about
+        :data:`_ASSESS_BYTES` bytes of items up to :data:`_HASH_INLINE` long."""
+        n = len(self)
+        i = 0
+        while i < n:
+            j = min(n, i + 4 * _CHUNK)
+            lengths = self._ends_of(i, j) - self._starts[i:j]
+            within = np.cumsum(np.minimum(lengths, _HASH_INLINE))
+            cut = max(1, int(np.searchsorted(within, _ASSESS_BYTES, side="right")))
+            if cut < j - i:
+                j, lengths = i + cut, lengths[:cut]
+            yield i, j, lengths
+            i = j
+
+    def _hash_run(self, i: int, j: int, lengths: np.ndarray) -> np.ndarray:
+        """The 64-bit hash of items ``i..j-1`` (equal items, equal hashes)."""
+        weights = _hash_weights()
+        short = lengths <= _HASH_INLINE
+        starts = self._starts[i:j]
+        if short.all():
+            kept, kept_lengths = starts, lengths
+        else:
+            kept, kept_lengths = starts[short], lengths[short]
+        heads = np.cumsum(kept_lengths) - kept_lengths
+        total = int(kept_lengths.sum())
+        whole = np.frombuffer(self._buf, dtype=np.uint8)
+        payload = whole[np.repeat(kept - heads, kept_lengths) + np.arange(total, dtype=np.int64)] if total else b""
+        out = np.empty(j - i, dtype=np.uint64)
+        out[short] = _hash_items(payload, kept_lengths, weights)
+        for k in np.flatnonzero(~short).tolist():
+            out[k] = int.from_bytes(self._long_digest(i + k, 8), "little")
+        return out
+
+    def _long_digest(self, k: int, size: int) -> bytes:
+        """A BLAKE2b digest of item ``k``'s bytes, read a chunk at a time."""
+        digest = hashlib.blake2b(digest_size=size)
+        a, b = int(self._starts[k]), self._end(k)
+        for pos in range(a, b, _ASSESS_BYTES):
+            digest.update(self._buf[pos : min(b, pos + _ASSESS_BYTES)])
+        release(self._buf, a, b)
+        return digest.digest()
+
+    def _identity(self, k: int) -> bytes | tuple[int, bytes]:
+        """What tells item ``k`` from the others: its bytes, or for an item over :data:`_HASH_INLINE` bytes its
+        length and 32-byte BLAKE2b digest (a long item is never held whole)."""
+        n = self._end(k) - int(self._starts[k])
+        return self.raw(k) if n <= _HASH_INLINE else (n, self._long_digest(k, 32))
 
     def _payload_of(self, i: int, j: int) -> bytes:
         """The bytes of items ``i..j-1`` joined."""
@@ -410,6 +467,34 @@ class StringList(Sequence):
             payload = b"".join(self._buf[a:b] for a, b in zip(self._starts.tolist(), self._ends_of(0, len(self)).tolist()))
         return _records(payload, lengths, width, byte_order)
 
+    def encode_chunks(self, width: int = 8, byte_order: str = "little") -> Iterator[bytes | memoryview]:
+        """:meth:`encode` a run of items at a time (about a MiB each, or one long item's records a chunk at a
+        time), so that writing a list in another layout never holds all of it."""
+        if not len(self):
+            return
+        if self._contig and width == self._width and byte_order == self._order:
+            region, at = self._region(), int(self._starts[0]) - self._width
+            for a in range(0, len(region), _RELEASE_BYTES):
+                b = min(len(region), a + _RELEASE_BYTES)
+                yield region[a:b]
+                release(self._buf, at + a, at + b)
+            return
+        for i, j, lengths in self._runs():
+            if width == 4 and int(lengths.max()) >= 2**32:
+                raise OverflowError("a string longer than 4 GiB does not fit a 4-byte length")
+            at = i
+            for k in (np.flatnonzero(lengths > _HASH_INLINE) + i).tolist():  # long items: streamed on their own
+                if k > at:
+                    yield self[at:k].encode(width, byte_order)
+                yield _prefix(self._end(k) - int(self._starts[k]), width, byte_order)
+                a, b = int(self._starts[k]), self._end(k)
+                for pos in range(a, b, _ASSESS_BYTES):
+                    yield bytes(self._buf[pos : min(b, pos + _ASSESS_BYTES)])
+                release(self._buf, a, b)
+                at = k + 1
+            if j > at:
+                yield self[at:j].encode(width, byte_order)
+
     def _region(self) -> memoryview:
         lo = int(self._starts[0]) - self._width
         return memoryview(self._buf)[lo : self._end(len(self) - 1)]
@@ -424,17 +509,32 @@ class StringList(Sequence):
         return region[keep].tobytes()
 
 
-def _hash_items(payload: bytes, lengths: np.ndarray, weights: np.ndarray) -> np.ndarray:
+_HASH_INLINE = 4096  # items up to this many bytes are hashed together, vectorised; longer ones on their own
+
+
+@functools.lru_cache(maxsize=1)
+def _hash_weights() -> np.ndarray:
+    """The odd random weights of :func:`_hash_items`, one per byte position of an item up to _HASH_INLINE."""
+    return np.random.default_rng(0x6767).integers(0, 2**63, _HASH_INLINE + 1, dtype=np.uint64) * 2 + 1
+
+
+def _hash_items(payload, lengths: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """A 64-bit hash of each item of the joined ``payload`` (equal items, equal hashes): the length times
     ``weights[0]`` plus each byte times ``weights[1 + its position in the item]``, modulo 2**64."""
     out = lengths.astype(np.uint64) * weights[0]
     if len(payload):
         heads = np.cumsum(lengths) - lengths
         within = np.arange(1, len(payload) + 1, dtype=np.int64) - np.repeat(heads, lengths)
-        terms = np.frombuffer(payload, dtype=np.uint8).astype(np.uint64) * weights[within]
+        data = payload if isinstance(payload, np.ndarray) else np.frombuffer(payload, dtype=np.uint8)
+        terms = data.astype(np.uint64) * weights[within]
         filled = lengths > 0
         out[filled] += np.add.reduceat(terms, heads[filled])
     return out
+
+
+def _prefix(length: int, width: int, byte_order: str) -> bytes:
+    """One string record's length prefix."""
+    return length.to_bytes(width, "little" if byte_order == "little" else "big")
 
 
 def _from_records_bytes(data: bytes, count: int) -> StringList:
