@@ -1016,6 +1016,9 @@ def _load_vocab(
     return n
 
 
+_BYTE_TOKEN_BYTES = 64  # no token longer than this spells a byte (the pattern is a few characters)
+
+
 def _unset_byte(tokens, token_types: MetaValue | None, vocab_spec: dict) -> int | None:
     """The first byte value no token of type "byte" (the token types of spec/keys.yaml) spells as the vocabulary
     spec's ``byte_token_pattern``, or None; token id 0 spells none (the tokenizer's table starts as zeros)."""
@@ -1024,7 +1027,10 @@ def _unset_byte(tokens, token_types: MetaValue | None, vocab_spec: dict) -> int 
     spelled = set()
     if token_types is not None:
         rx = re.compile(vocab_spec["byte_token_pattern"] + r"\Z")
-        for i in np.flatnonzero(np.asarray(token_types.value)[: len(tokens)] == int(byte_type)).tolist():
+        typed = np.flatnonzero(np.asarray(token_types.value)[: len(tokens)] == int(byte_type))
+        if isinstance(tokens, StringList) and len(typed):  # a byte token is short: longer ones are not decoded
+            typed = typed[tokens.lengths_at(typed) <= _BYTE_TOKEN_BYTES]
+        for i in typed.tolist():
             m = rx.match(tokens[i]) if i else None
             if m:
                 spelled.add(int(m.group(1), 16))

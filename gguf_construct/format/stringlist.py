@@ -319,6 +319,11 @@ class StringList(Sequence):
             out[-1] = self._last_end - int(self._starts[-1])
         return out
 
+    def lengths_at(self, items: np.ndarray) -> np.ndarray:
+        """The byte lengths of the items at the indices ``items`` (no array of every length)."""
+        items = np.asarray(items, dtype=np.int64)
+        return self._ends_at(items) - self._starts[items]
+
     @property
     def valid_utf8(self) -> bool:
         """True when every item is valid UTF-8."""
