@@ -18,8 +18,18 @@ from .modelinfo import model_info, render_model_lines, render_model_markdown
 from ..format.lazystring import CHUNK_BYTES, PREVIEW_CHARS, LazyString
 from ..format.values import GGUFValue
 
-__all__ = ["file_summary", "value_to_json", "render_text", "render_markdown", "raw_value", "text_of_json", "kv_offsets",
-           "iter_text", "iter_markdown", "raw_value_pieces"]
+__all__ = [
+    "file_summary",
+    "value_to_json",
+    "render_text",
+    "render_markdown",
+    "raw_value",
+    "text_of_json",
+    "kv_offsets",
+    "iter_text",
+    "iter_markdown",
+    "raw_value_pieces",
+]
 
 SUMMARY_ITEMS = 8
 _TEXT_CHUNK = CHUNK_BYTES // 4  # bytes of a long value quoted at a time (repr makes a character up to 4)

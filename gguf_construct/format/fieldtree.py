@@ -467,7 +467,9 @@ def _locate(sp: _Spec, type_name: str, value: Any, start: int, path: str) -> Nod
     if sp.is_string(type_name):
         seq = sp.spec["types"][type_name]["seq"]
         width = sp.min_size(type_name)
-        data = value if isinstance(value, LazyString) else encode_text(value) if isinstance(value, str) else bytes(value)
+        data = (
+            value if isinstance(value, LazyString) else encode_text(value) if isinstance(value, str) else bytes(value)
+        )
         n = text_nbytes(data)
         node.fields[seq[0]["id"]] = Node(_join(path, seq[0]["id"]), start, start + width, n)
         node.fields[seq[1]["id"]] = Node(_join(path, seq[1]["id"]), start + width, start + width + n, data)

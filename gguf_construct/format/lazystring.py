@@ -212,9 +212,7 @@ class LazyString:
     def encode(self, encoding: str = "utf-8", errors: str = "strict") -> bytes:
         """As ``str.encode``; the value's own bytes for UTF-8 when they are valid (or ``errors`` is
         ``surrogateescape``)."""
-        if encoding.lower().replace("_", "-") in ("utf-8", "utf8") and (
-            errors == "surrogateescape" or self.valid_utf8
-        ):
+        if encoding.lower().replace("_", "-") in ("utf-8", "utf8") and (errors == "surrogateescape" or self.valid_utf8):
             return self.raw()
         return str(self).encode(encoding, errors)
 

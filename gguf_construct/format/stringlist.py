@@ -46,6 +46,7 @@ class StringList(Sequence):
     # _ends is None for adjacent records (the usual case): an item ends where the next one's length prefix
     # starts, the last at _last_end, so a list read from a file keeps 8 bytes an item (its payload's start)
     __slots__ = ("_buf", "_starts", "_ends", "_last_end", "_width", "_order", "_bad", "_nul", "_contig")
+    _ends: np.ndarray | None
 
     def __init__(self, items: Iterable[str] = ()):
         encoded = []
@@ -469,7 +470,9 @@ class StringList(Sequence):
         if self._contig:
             payload = self._payload()
         else:
-            payload = b"".join(self._buf[a:b] for a, b in zip(self._starts.tolist(), self._ends_of(0, len(self)).tolist()))
+            payload = b"".join(
+                self._buf[a:b] for a, b in zip(self._starts.tolist(), self._ends_of(0, len(self)).tolist())
+            )
         return _records(payload, lengths, width, byte_order)
 
     def encode_chunks(self, width: int = 8, byte_order: str = "little") -> Iterator[bytes | memoryview]:
@@ -600,7 +603,11 @@ def _assess(buf, starts: np.ndarray, top: int, width: int) -> tuple[np.ndarray, 
     while i < n:
         j = max(min(n, i + _CHUNK), int(np.searchsorted(starts, int(starts[i]) + _ASSESS_BYTES, side="right")))
         j = min(j, n)
-        lengths = np.diff(starts[i : j + 1]) - width if j < n else np.append(np.diff(starts[i:j]) - width, top - starts[j - 1])
+        lengths = (
+            np.diff(starts[i : j + 1]) - width
+            if j < n
+            else np.append(np.diff(starts[i:j]) - width, top - starts[j - 1])
+        )
         a, b = int(starts[i]) - width - lo, (int(starts[j]) - width - lo if j < n else len(region))
         heads = starts[i:j] - width - lo - a + width  # payload offsets within the run
         run = region[a:b]

@@ -255,7 +255,8 @@ class _Generator:
                     )
                 else:
                     cases[vt["id"]] = self.repeat(target, record, field)
-            elif self.primitive_name(target) is None and is_string_type(target):  # a long STRING value stays a view over the buffer (LazyString)
+            elif self.primitive_name(target) is None and is_string_type(target):
+                # a long STRING value stays a view over the buffer (LazyString)
                 width = _spec.primitives()[self.primitive_name(self.spec["types"][target]["seq"][0]["type"])].size
                 cases[vt["id"]] = GGUFString(
                     width, self.byte_order, fieldrules.truncated_rule(target), lazy_over=LAZY_STRING_BYTES
