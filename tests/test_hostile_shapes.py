@@ -137,7 +137,8 @@ def _gguf_with(key: str, vtype: int, body: bytes, item_type: int | None = None, 
 
 def test_loading_empty_strings_keeps_python_work_flat_and_memory_per_item(tmp_path, walk_mode):
     """load of N empty strings: calls grow with the bytes only (a few per window or MiB, never per item),
-    tracemalloc peak within 40 bytes per item plus 1 MiB (16 are kept: each string's start and end)."""
+    tracemalloc peak within 40 bytes per item plus 1 MiB, and 8 bytes per item plus 1 MiB kept (each string's
+    start: it ends where the next record starts)."""
     paths = {}
     for n in (30_000, 300_000):
         paths[n] = tmp_path / f"empty-{n}.gguf"
@@ -151,11 +152,12 @@ def test_loading_empty_strings_keeps_python_work_flat_and_memory_per_item(tmp_pa
         f = gguf_construct.load(paths[300_000])
         tokens = f.metadata["tokenizer.ggml.tokens"]
         assert len(tokens) == 300_000 and tokens[123_456] == "" and tokens.valid_utf8 and not tokens.has_nul
-        peak = tracemalloc.get_traced_memory()[1]
+        kept, peak = tracemalloc.get_traced_memory()
         f.close()
     finally:
         tracemalloc.stop()
     assert peak < 40 * 300_000 + (1 << 20), peak / 300_000
+    assert kept < 8 * 300_000 + (1 << 20), kept / 300_000
 
 
 def _long_string_file(tmp_path, n: int):
