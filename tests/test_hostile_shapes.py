@@ -264,3 +264,22 @@ def test_released_pages_read_back_unchanged_and_private_maps_are_left_alone(tmp_
         assert bytes(view[0:4]) == b"GGUF"
         view.release()
         cow.close()
+
+
+def _token_list(n: int, extra: bytes = b"") -> StringList:
+    """``n`` distinct 7-byte tokens (then ``extra``'s records), read as a file's array is."""
+    data = b"".join(struct.pack("<Q", 7) + b"t%06x" % i for i in range(n)) + extra
+    count = n + (len(extra) // 15)
+    starts, end = stringscan.scan_string_starts(data, 0, count, 8, "little")
+    return StringList.from_records(data, starts, end, 8, "little")
+
+
+def test_duplicate_check_calls_grow_with_the_bytes_not_the_items():
+    """StringList.all_distinct over 20k and 200k distinct tokens: the calls grow by a few per run of about a MiB
+    (32k items at most), never per item; a repeated token is found."""
+    lists = {n: _token_list(n) for n in (20_000, 200_000)}
+    assert lists[20_000].all_distinct()
+    calls = [_count_calls(lambda sl=lists[n]: sl.all_distinct()) for n in (20_000, 200_000)]
+    runs = 200_000 // (4 * 8192) + 1
+    assert calls[1] < calls[0] + 100 * runs, calls
+    assert not _token_list(200_000, struct.pack("<Q", 7) + b"t%06x" % 123_456).all_distinct()
