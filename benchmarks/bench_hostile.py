@@ -106,6 +106,19 @@ def write_long_string(path: str, size: int, long_bytes: int) -> int:
     return 0
 
 
+def write_long_text(path: str, size: int) -> int:
+    """One STRING value of ``size`` bytes of non-ASCII text (two- and three-byte characters), not sparse: every
+    byte is decoded when judged."""
+    block = ("héllo wörld ✓ ünïcode " * 4096).encode()
+    with open(path, "wb") as fh:
+        fh.write(_head(0, 2) + ARCH + _kv_header(b"general.description", STRING) + struct.pack("<Q", size))
+        left = size
+        while left:
+            fh.write(block[: min(left, len(block))])
+            left -= min(left, len(block))
+    return 0
+
+
 def write_many_kvs(path: str, size: int) -> int:
     """size / 26 KV pairs ``x.k%08d`` = UINT32."""
     n = size // 26
@@ -178,6 +191,7 @@ SHAPES = {
     "empty-tokens": write_empty_tokens,
     "mixed-tokens": write_mixed_tokens,
     "long-string": write_long_string,
+    "long-text": write_long_text,
     "many-kvs": write_many_kvs,
     "many-tensors": write_many_tensors,
     "long-keys": write_long_keys,
