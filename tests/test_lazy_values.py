@@ -144,6 +144,7 @@ _COMMANDS = [
     ["dump", "--json", "{p}"],
     ["dump", "--full", "{p}"],
     ["dump", "--json", "--full", "{p}"],
+    ["dump", "--markdown", "--full", "{p}"],
     ["dump", "--key", "general.description", "{p}"],
     ["diff", "{p}", "{p}"],
     ["hash", "{p}"],
@@ -175,6 +176,15 @@ def test_every_command_holds_a_bounded_chunk_of_a_long_value(tmp_path, monkeypat
             assert entry["value"] == "\x00" * len(entry["value"])
             assert len(entry["value"]) == (PREVIEW_CHARS if "truncated" in entry else n)
     assert os.path.getsize(out) == os.path.getsize(path)
+    from gguf_construct.operations.sweep import sweep_one
+
+    tracemalloc.start()
+    try:
+        row = sweep_one(str(path), summary=True)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < n / 6 and row["architecture"] == "llama" and not row["error"], (peak / n, row["error"])
 
 
 _RSS_CHILD = """
