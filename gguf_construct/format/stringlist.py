@@ -487,6 +487,7 @@ class StringList(Sequence):
                 yield region[a:b]
                 release(self._buf, at + a, at + b)
             return
+        released = int(self._starts[0]) - self._width
         for i, j, lengths in self._runs():
             if width == 4 and int(lengths.max()) >= 2**32:
                 raise OverflowError("a string longer than 4 GiB does not fit a 4-byte length")
@@ -502,6 +503,10 @@ class StringList(Sequence):
                 at = k + 1
             if j > at:
                 yield self[at:j].encode(width, byte_order)
+            done = self._end(j - 1)
+            if self._contig and done - released >= _RELEASE_BYTES:  # the runs read: their mapped pages go back
+                release(self._buf, released, done)
+                released = done
 
     def _region(self) -> memoryview:
         lo = int(self._starts[0]) - self._width
