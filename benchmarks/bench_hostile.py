@@ -9,7 +9,8 @@ long string, the data section of the many-tensors file), under --dir, and delete
 Every measurement runs in a child process of its own: the time is the child's own CPU time (``--clock wall``:
 elapsed) around the operation, Python's start-up and imports left out; the memory is the child's peak resident set
 (VmHWM), which counts a mapped file's pages as they are read.
-``load`` is ``gguf_construct.load`` plus touching every metadata value (string arrays stay StringLists), the CLI
+``load`` is ``gguf_construct.load`` plus touching every metadata value (string arrays stay StringLists, long
+STRING values LazyStrings), the CLI
 commands run through ``gguf_construct.commands.main.main`` with output to /dev/null (``diff`` compares the file with
 itself).  gguf-py is GGUFReader plus every field's contents(), stopped after --gguf-py-limit seconds.
 
@@ -105,6 +106,19 @@ def write_long_string(path: str, size: int, long_bytes: int) -> int:
     return 0
 
 
+def write_long_text(path: str, size: int) -> int:
+    """One STRING value of ``size`` bytes of non-ASCII text (two- and three-byte characters), not sparse: every
+    byte is decoded when judged."""
+    block = ("héllo wörld ✓ ünïcode " * 4096).encode()
+    with open(path, "wb") as fh:
+        fh.write(_head(0, 2) + ARCH + _kv_header(b"general.description", STRING) + struct.pack("<Q", size))
+        left = size
+        while left:
+            fh.write(block[: min(left, len(block))])
+            left -= min(left, len(block))
+    return 0
+
+
 def write_many_kvs(path: str, size: int) -> int:
     """size / 26 KV pairs ``x.k%08d`` = UINT32."""
     n = size // 26
@@ -177,6 +191,7 @@ SHAPES = {
     "empty-tokens": write_empty_tokens,
     "mixed-tokens": write_mixed_tokens,
     "long-string": write_long_string,
+    "long-text": write_long_text,
     "many-kvs": write_many_kvs,
     "many-tensors": write_many_tensors,
     "long-keys": write_long_keys,
@@ -220,13 +235,16 @@ elif what == "load":
 else:
     from gguf_construct.commands.main import main
     argv = {{"check": ["check", path], "dump": ["dump", path], "diff": ["diff", path, path],
-            "hash": ["hash", path]}}[what]
+            "hash": ["hash", path], "dump-json": ["dump", "--json", path], "dump-full": ["dump", "--full", path],
+            "convert": ["convert", "--byte-order", "big", path, path + ".converted"]}}[what]
     devnull = open(os.devnull, "w")
     sys.stdout = devnull
     t0 = CLOCK()
     code = main(argv)
     sys.stdout = sys.__stdout__
     status = "ok" if code in (0, 1) else f"exit {{code}}"
+    if what == "convert" and os.path.exists(path + ".converted"):
+        os.unlink(path + ".converted")
 spent = CLOCK() - t0
 peak = 0
 with open("/proc/self/status") as fh:
@@ -269,7 +287,12 @@ def main() -> None:
     ap.add_argument("--size-mb", type=float, default=200, help="size of each shape's file (default 200 MB)")
     ap.add_argument("--long-gib", type=float, default=1.25, help="length of the long STRING value (sparse)")
     ap.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated, of: " + ", ".join(SHAPES))
-    ap.add_argument("--commands", default="load,check,dump,diff,hash")
+    ap.add_argument(
+        "--commands",
+        default="load,check,dump,diff,hash",
+        help="comma-separated, of: load, check, dump, dump-json, dump-full (to /dev/null), diff, hash, convert "
+        "(to big-endian, written beside the file)",
+    )
     ap.add_argument("--ggml-lib", help="a libggml-base.so built from ggml's sources, to time its C reader")
     ap.add_argument("--gguf-py-limit", type=float, default=60, help="seconds before gguf-py is stopped (0: skip)")
     ap.add_argument(

@@ -137,7 +137,8 @@ def _gguf_with(key: str, vtype: int, body: bytes, item_type: int | None = None, 
 
 def test_loading_empty_strings_keeps_python_work_flat_and_memory_per_item(tmp_path, walk_mode):
     """load of N empty strings: calls grow with the bytes only (a few per window or MiB, never per item),
-    tracemalloc peak within 40 bytes per item plus 1 MiB (16 are kept: each string's start and end)."""
+    tracemalloc peak within 40 bytes per item plus 1 MiB, and 8 bytes per item plus 1 MiB kept (each string's
+    start: it ends where the next record starts)."""
     paths = {}
     for n in (30_000, 300_000):
         paths[n] = tmp_path / f"empty-{n}.gguf"
@@ -151,11 +152,12 @@ def test_loading_empty_strings_keeps_python_work_flat_and_memory_per_item(tmp_pa
         f = gguf_construct.load(paths[300_000])
         tokens = f.metadata["tokenizer.ggml.tokens"]
         assert len(tokens) == 300_000 and tokens[123_456] == "" and tokens.valid_utf8 and not tokens.has_nul
-        peak = tracemalloc.get_traced_memory()[1]
+        kept, peak = tracemalloc.get_traced_memory()
         f.close()
     finally:
         tracemalloc.stop()
     assert peak < 40 * 300_000 + (1 << 20), peak / 300_000
+    assert kept < 8 * 300_000 + (1 << 20), kept / 300_000
 
 
 def _long_string_file(tmp_path, n: int):
@@ -262,3 +264,22 @@ def test_released_pages_read_back_unchanged_and_private_maps_are_left_alone(tmp_
         assert bytes(view[0:4]) == b"GGUF"
         view.release()
         cow.close()
+
+
+def _token_list(n: int, extra: bytes = b"") -> StringList:
+    """``n`` distinct 7-byte tokens (then ``extra``'s records), read as a file's array is."""
+    data = b"".join(struct.pack("<Q", 7) + b"t%06x" % i for i in range(n)) + extra
+    count = n + (len(extra) // 15)
+    starts, end = stringscan.scan_string_starts(data, 0, count, 8, "little")
+    return StringList.from_records(data, starts, end, 8, "little")
+
+
+def test_duplicate_check_calls_grow_with_the_bytes_not_the_items():
+    """StringList.all_distinct over 20k and 200k distinct tokens: the calls grow by a few per run of about a MiB
+    (32k items at most), never per item; a repeated token is found."""
+    lists = {n: _token_list(n) for n in (20_000, 200_000)}
+    assert lists[20_000].all_distinct()
+    calls = [_count_calls(lambda sl=lists[n]: sl.all_distinct()) for n in (20_000, 200_000)]
+    runs = 200_000 // (4 * 8192) + 1
+    assert calls[1] < calls[0] + 100 * runs, calls
+    assert not _token_list(200_000, struct.pack("<Q", 7) + b"t%06x" % 123_456).all_distinct()

@@ -20,6 +20,7 @@ import numpy as np
 from ..format.keyregistry import lookup
 from ..format.spec import tensor_types
 from ..format.splitset import SINGLE, SPLIT_COUNT, SPLIT_NO, SPLIT_TENSORS, role, split_key_type
+from ..format.lazystring import LazyString
 from ..format.stringlist import StringList
 from .interp import UNKNOWN, Fatal, Frame, Interpreter, Struct, normalize_ctype
 from .programs import Architecture, architecture, loader, model_spec
@@ -274,6 +275,8 @@ def _convert(item_type: str, value: Any) -> Any:
     if item_type in ("FLOAT32", "FLOAT64"):
         return float(value)
     if item_type == "STRING":
+        if isinstance(value, LazyString):  # a long value: what a message or lookup of it needs
+            return value.summary()
         return value if isinstance(value, str) else bytes(value).decode("utf-8", "replace")
     return int(value)
 
@@ -546,7 +549,8 @@ def plan_load(
     if arch_value.type != "STRING":
         plan.problems.append(wrong_key_type(arch_key, arch_value.type, "STRING", "arch"))
         return plan
-    name = str(arch_value.value)
+    value = arch_value.value
+    name = value.summary() if isinstance(value, LazyString) else str(value)  # no architecture is that long
     plan.arch = name
     arch = architecture(name)
     if arch is None or not arch.loadable:
@@ -725,7 +729,7 @@ def _plan_imatrix(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMet
 def _unique_tokens(tokens: Any, empty_as: str) -> None:
     """Fatal when two token strings are equal (an empty one named ``empty_as``): llama.cpp aborts on them."""
     if isinstance(tokens, StringList):
-        if tokens.all_distinct() and not (tokens.lengths() == 0).any():
+        if tokens.all_distinct() and not tokens.has_empty():
             return  # the common case, decided on the file's bytes without a str per token
     else:
         distinct = set(tokens)
@@ -1012,6 +1016,9 @@ def _load_vocab(
     return n
 
 
+_BYTE_TOKEN_BYTES = 64  # no token longer than this spells a byte (the pattern is a few characters)
+
+
 def _unset_byte(tokens, token_types: MetaValue | None, vocab_spec: dict) -> int | None:
     """The first byte value no token of type "byte" (the token types of spec/keys.yaml) spells as the vocabulary
     spec's ``byte_token_pattern``, or None; token id 0 spells none (the tokenizer's table starts as zeros)."""
@@ -1020,7 +1027,10 @@ def _unset_byte(tokens, token_types: MetaValue | None, vocab_spec: dict) -> int 
     spelled = set()
     if token_types is not None:
         rx = re.compile(vocab_spec["byte_token_pattern"] + r"\Z")
-        for i in np.flatnonzero(np.asarray(token_types.value)[: len(tokens)] == int(byte_type)).tolist():
+        typed = np.flatnonzero(np.asarray(token_types.value)[: len(tokens)] == int(byte_type))
+        if isinstance(tokens, StringList) and len(typed):  # a byte token is short: longer ones are not decoded
+            typed = typed[tokens.lengths_at(typed) <= _BYTE_TOKEN_BYTES]
+        for i in typed.tolist():
             m = rx.match(tokens[i]) if i else None
             if m:
                 spelled.add(int(m.group(1), 16))

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
+import uuid
 
-__all__ = ["write_json"]
+__all__ = ["write_json", "write_json_stream"]
 
 
 def write_json(text: str) -> None:
@@ -19,3 +20,47 @@ def write_json(text: str) -> None:
     sys.stdout.flush()
     buffer.write(data)
     buffer.flush()
+
+
+_ESCAPED_CHARS = 1 << 16  # characters of a streamed value escaped at a time
+
+
+def write_json_stream(data, *, indent: int = 1) -> None:
+    """Print ``data`` as :func:`write_json` prints ``json.dumps(data, ensure_ascii=False, allow_nan=False,
+    indent=indent)``, a piece at a time: a value with an ``iter_chunks()`` method (a long string read from a file)
+    is written as one JSON string a chunk at a time, so neither it nor the whole text is held."""
+    buffer = getattr(sys.stdout, "buffer", None)
+    ascii_only = buffer is None  # a text-only stream (e.g. captured): ASCII JSON is valid everywhere
+    token = uuid.uuid4().hex
+    streamed: list = []
+
+    def placeholder(obj):
+        if not hasattr(obj, "iter_chunks"):
+            raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+        streamed.append(obj)
+        return f"\x00{token}:{len(streamed) - 1}"
+
+    marker = json.dumps(f"\x00{token}:", ensure_ascii=ascii_only)[:-1]  # the quote and the placeholder's start
+    encoder = json.JSONEncoder(ensure_ascii=ascii_only, allow_nan=False, indent=indent, default=placeholder)
+
+    def out(text: str) -> None:
+        if buffer is None:
+            sys.stdout.write(text)
+        else:
+            buffer.write(text.encode("utf-8", "backslashreplace"))
+
+    sys.stdout.flush()
+    for piece in encoder.iterencode(data):
+        at = piece.find(marker)
+        if at < 0:
+            out(piece)
+            continue
+        end = piece.index('"', at + len(marker))
+        out(piece[:at] + '"')
+        for text in streamed[int(piece[at + len(marker) : end])].iter_chunks():
+            for i in range(0, len(text), _ESCAPED_CHARS):  # escaping makes a character up to 12 bytes
+                out(json.dumps(text[i : i + _ESCAPED_CHARS], ensure_ascii=ascii_only)[1:-1])
+        out('"' + piece[end + 1 :])
+    out("\n")
+    if buffer is not None:
+        buffer.flush()

@@ -87,8 +87,16 @@ def scan_string_offsets(buf, pos: int, count: int, width: int, byte_order: str):
     """Payload start and end offsets of ``count`` length-prefixed strings at ``pos`` in ``buf``.
 
     Returns ``(starts, ends, end_pos)`` (int64 arrays).  Raises ``IndexError((index, offset, length_or_None))``
-    for the first record that does not fit in ``buf``.
+    for the first record that does not fit in ``buf``.  :func:`scan_string_starts` does without the ends (each is
+    the next start less the prefix), half the memory.
     """
+    starts, end = scan_string_starts(buf, pos, count, width, byte_order)
+    return starts, _ends_of(starts, end, width), end
+
+
+def scan_string_starts(buf, pos: int, count: int, width: int, byte_order: str):
+    """Payload start offsets of ``count`` length-prefixed strings at ``pos`` in ``buf`` and where the last one
+    ends: ``(starts, end_pos)``; ``IndexError`` as :func:`scan_string_offsets` raises it."""
     size = len(buf)
     unpack_from = struct.Struct(("<" if byte_order == "little" else ">") + {4: "I", 8: "Q"}[width]).unpack_from
     little = byte_order == "little"
@@ -141,7 +149,7 @@ def scan_string_offsets(buf, pos: int, count: int, width: int, byte_order: str):
     starts = np.concatenate(heads) if heads else np.empty(0, dtype=np.int64)
     del heads
     starts += width
-    return starts, _ends_of(starts, pos, width), pos
+    return starts, pos
 
 
 def _ends_of(starts: np.ndarray, end: int, width: int) -> np.ndarray:
@@ -180,7 +188,7 @@ def _walk_rest(buf, pos: int, chain: np.ndarray, heads: list, done: int, count: 
         if problem:
             raise IndexError(*_problem_at(buf, end, filled, width, little))
         if filled == count:
-            return out, _ends_of(out, end, width), end
+            return out, end
 
 
 def _problem_at(buf, pos: int, index: int, width: int, little: bool) -> tuple:

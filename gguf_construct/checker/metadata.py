@@ -28,6 +28,7 @@ from ..rulebook.keys import (
 )
 from ..rulebook.catalog import Hit, rule
 from ..rulebook.walk import ALIGNMENT_KEY, ARRAY, STRING, KV, Context
+from ..format.lazystring import LazyString
 from ..format.stringlist import StringList
 from ..format import keynames, structs
 
@@ -71,10 +72,18 @@ def _arch_missing(ctx: Context) -> Iterator[Hit]:
         yield Hit(None, "metadata_kv", key=ARCH_KEY)
 
 
+def _in_arch_charset(value: "str | LazyString") -> bool:
+    """True when every character of ``value`` is in the architecture names' charset (a long value judged a
+    chunk at a time: the pattern is one character class repeated)."""
+    if isinstance(value, LazyString):
+        return all(_ARCH_CHARSET.match(text) for text in value.iter_chunks())
+    return bool(_ARCH_CHARSET.match(value))
+
+
 @rule("META-ARCH-CHARSET")
 def _arch_charset(ctx: Context) -> Iterator[Hit]:
     kv = ctx.first(ARCH_KEY)
-    if kv is not None and kv.vtype == STRING and not _ARCH_CHARSET.match(kv.value):
+    if kv is not None and kv.vtype == STRING and not _in_arch_charset(kv.value):
         hit = _value_hit(kv, value=kv.value)
         if kv.value in known_architectures():  # command-r, nemotron_h: llama.cpp's own names
             hit.on_purpose(HYPHENATED_ARCHITECTURES)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..format import spec as _spec
+from ..format.lazystring import LazyString
 from . import jinja_scan, template_oracle, template_render
 from .template_contexts import settings as _render_settings
 from ..rulebook.catalog import Hit, rule
@@ -43,7 +44,7 @@ def _find_templates(ctx: Context) -> list[tuple[KV, list[str], bool]]:
     for kv in ctx.kvs:
         if _is_template_key(kv.key, keys):
             if kv.vtype == STRING:
-                out.append((kv, [kv.value], True))
+                out.append((kv, [_whole(kv.value)], True))
             elif kv.vtype == ARRAY and kv.value.type == STRING and kv.value.data:
                 pieces = [str(p) for p in kv.value.data]
                 texts = ["".join(pieces)]
@@ -53,9 +54,15 @@ def _find_templates(ctx: Context) -> list[tuple[KV, list[str], bool]]:
         elif kv.vtype == STRING and marker[0] in kv.value and marker in kv.value:  # memchr first: fast on long values
             # past the budget, a value with statements counts as a template without being parsed
             if len(kv.value) > parse_budget or jinja_scan.is_template(kv.value):
-                out.append((kv, [kv.value], False))
+                out.append((kv, [_whole(kv.value)], False))
             parse_budget -= min(len(kv.value), parse_budget)
     return out
+
+
+def _whole(value: "str | LazyString") -> str:
+    """A template's text: a long value read lazily is decoded whole here (the lexical scan of a template over
+    the analysed size reads its tags across the whole text; its memory is the value's length)."""
+    return str(value)
 
 
 def _scans(ctx: Context) -> dict[str, tuple]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import stat
 import sys
@@ -36,7 +35,8 @@ SUBCOMMAND_MODULES = (
 
 
 def _cmd_dump(args) -> int:
-    from ..filemodel.dump import file_summary, raw_value, render_markdown, render_text
+    from ..base.jsonout import write_json_stream
+    from ..filemodel.dump import file_summary, iter_markdown, iter_text, raw_value_pieces
     from ..filemodel.inputs import open_input
 
     gguf = open_input(args.file)
@@ -44,23 +44,33 @@ def _cmd_dump(args) -> int:
         if args.key not in gguf.metadata:
             print(f"gguf-construct: {args.file}: no key {args.key!r}", file=sys.stderr)
             return 1
-        text = raw_value(gguf.metadata.typed(args.key))
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        _write_pieces(raw_value_pieces(gguf.metadata.typed(args.key)), newline_once=True)
         return 0
     summary = file_summary(gguf, full=args.full, layout=True)
     if args.no_tensors and args.json:
         del summary["tensors"]  # tensor_count stays
-    if args.json:
-        write_json(json.dumps(summary, ensure_ascii=False, allow_nan=False, indent=1))
+    if args.json:  # a long value (with --full) is written a chunk at a time
+        write_json_stream(summary, indent=1)
     elif args.markdown:
-        print(render_markdown(summary, full=args.full, tensors=not args.no_tensors))
+        _write_pieces(iter_markdown(summary, full=args.full, tensors=not args.no_tensors))
     else:
-        print(render_text(summary, full=args.full, tensors=not args.no_tensors))
+        _write_pieces(iter_text(summary, full=args.full, tensors=not args.no_tensors))
     if args.stats:
         from ..base.remote import print_transfer_stats
 
         print_transfer_stats([gguf.transfer] if gguf.transfer else [], "dump")
     return 0
+
+
+def _write_pieces(pieces, newline_once: bool = False) -> None:
+    """Print text given in pieces, then a newline (with ``newline_once``: only when the text does not end with
+    one), never joining the pieces."""
+    last = ""
+    for piece in pieces:
+        if piece:
+            sys.stdout.write(piece)
+            last = piece
+    sys.stdout.write("" if newline_once and last.endswith("\n") else "\n")
 
 
 def _cmd_convert(args) -> int:

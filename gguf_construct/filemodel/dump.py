@@ -15,12 +15,25 @@ from ..format.enums import GGUFValueType
 from ..format.structs import value_kind
 from .gguffile import GGUFFile
 from .modelinfo import model_info, render_model_lines, render_model_markdown
+from ..format.lazystring import CHUNK_BYTES, PREVIEW_CHARS, LazyString
 from ..format.values import GGUFValue
 
-__all__ = ["file_summary", "value_to_json", "render_text", "render_markdown", "raw_value", "text_of_json", "kv_offsets"]
+__all__ = [
+    "file_summary",
+    "value_to_json",
+    "render_text",
+    "render_markdown",
+    "raw_value",
+    "text_of_json",
+    "kv_offsets",
+    "iter_text",
+    "iter_markdown",
+    "raw_value_pieces",
+]
 
 SUMMARY_ITEMS = 8
-LONG_STRING = 1 << 16  # characters of a STRING value kept without --full / full=True (the rest: "truncated")
+_TEXT_CHUNK = CHUNK_BYTES // 4  # bytes of a long value quoted at a time (repr makes a character up to 4)
+LONG_STRING = PREVIEW_CHARS  # characters of a STRING value kept without --full / full=True (the rest: "truncated")
 
 
 def _scalar_json(vtype: GGUFValueType, value: Any) -> Any:
@@ -41,7 +54,10 @@ def value_to_json(value: GGUFValue, *, full: bool = True) -> dict:
     Floats that JSON cannot hold are the strings "nan", "inf", "-inf".  Without ``full``, arrays longer than
     8 elements keep only their first 8 items and say ``"truncated": true``, and a STRING longer than
     :data:`LONG_STRING` characters keeps its first :data:`LONG_STRING`, with ``"length"`` (its characters) and
-    ``"truncated": true``.
+    ``"truncated": true``.  With ``full``, a long value read from a file stays a
+    :class:`~gguf_construct.format.lazystring.LazyString` (``"value"``): write such data with
+    :func:`~gguf_construct.base.jsonout.write_json_stream`, which streams it, or ``json.dumps(...,
+    default=str)``, which holds all of it.
     """
     if value.type != GGUFValueType.ARRAY:
         if not full and value.type == GGUFValueType.STRING and len(value.value) > LONG_STRING:
@@ -104,6 +120,27 @@ def file_summary(gguf: GGUFFile, *, full: bool = False, layout: bool = False) ->
     return out
 
 
+def _quoted_body(text: str) -> str:
+    """``repr(text)`` without its quotes, as inside single quotes (a ``'`` escaped): pieces of one long value,
+    quoted piece by piece, join to one single-quoted literal."""
+    return repr(text + "\"'")[1:-4]
+
+
+def _value_pieces(entry: dict, width: int = 0):
+    """:func:`text_of_json` of ``entry`` in pieces: a long value's quoted text a chunk at a time."""
+    value = entry.get("value")
+    if entry["type"] == "ARRAY" or not isinstance(value, LazyString):
+        yield text_of_json(entry, width)
+        return
+    if width:
+        yield text_of_json({"type": entry["type"], "value": value.preview(width + 1)}, width)
+        return
+    yield "'"
+    for text in value.iter_chunks(_TEXT_CHUNK):
+        yield _quoted_body(text)
+    yield "'"
+
+
 def _text_value(entry: dict, width: int = 0) -> str:
     if entry["type"] != "ARRAY":
         value = entry["value"]
@@ -147,6 +184,12 @@ def _layout_lines(summary: dict) -> list[str]:
 
 def render_text(summary: dict, *, full: bool = False, tensors: bool = True) -> str:
     """Human-readable dump of :func:`file_summary` output; values are cut at 160 characters unless ``full``."""
+    return "".join(iter_text(summary, full=full, tensors=tensors))
+
+
+def iter_text(summary: dict, *, full: bool = False, tensors: bool = True):
+    """:func:`render_text` in pieces (no final newline): a long value with ``full`` a chunk at a time, so the
+    whole text is never held."""
     lines = [
         f"file:       {printable(summary['file']) if summary['file'] else '<memory>'}",
         *_layout_lines(summary),
@@ -158,18 +201,29 @@ def render_text(summary: dict, *, full: bool = False, tensors: bool = True) -> s
     ]
     keys = [printable(m["key"]) for m in summary["metadata"]]
     width = max(map(len, keys), default=0)
+    yield "\n".join(lines)
+    lines = []
     for key, m in zip(keys, summary["metadata"]):
         # strings are repr()'d, which already escapes every non-printable character
-        text = _counted(m, text_of_json(m, 0 if full else 160))
-        lines.append(f"  {key:<{width}}  {_type_label(m):<16} {text}")
-    lines.append(f"tensors:    {len(summary['tensors'])}")
+        yield f"\n  {key:<{width}}  {_type_label(m):<16} "
+        yield from _counted_pieces(m, 0 if full else 160)
+    lines.append(f"\ntensors:    {len(summary['tensors'])}")
     if tensors and summary["tensors"]:
         names = [printable(t["name"]) for t in summary["tensors"]]
         nw = max(map(len, names))
         lines.append(f"  {'name':<{nw}}  {'type':<8} {'shape':<24} {'offset':>14} {'bytes':>14}")
         for name, t in zip(names, summary["tensors"]):
             lines.append(f"  {name:<{nw}}  {t['type']:<8} {str(t['shape']):<24} {t['offset']:>14} {t['nbytes']:>14}")
-    return "\n".join(lines)
+    yield "\n".join(lines)
+
+
+def _counted_pieces(entry: dict, width: int):
+    """:func:`_counted` of :func:`text_of_json` in pieces (a long value streamed)."""
+    if isinstance(entry.get("value"), LazyString):
+        yield from _value_pieces(entry, width)
+        yield _counted(entry, "")
+        return
+    yield _counted(entry, text_of_json(entry, width))
 
 
 def _md(text: str) -> str:
@@ -178,6 +232,11 @@ def _md(text: str) -> str:
 
 def render_markdown(summary: dict, *, full: bool = False, tensors: bool = True) -> str:
     """:func:`file_summary` output as Markdown: a facts list, a key table and a tensor table."""
+    return "".join(iter_markdown(summary, full=full, tensors=tensors))
+
+
+def iter_markdown(summary: dict, *, full: bool = False, tensors: bool = True):
+    """:func:`render_markdown` in pieces (no final newline), a long value a chunk at a time."""
     name = summary["file"] or "<memory>"
     lines = [
         f"# {_md(name)}",
@@ -192,21 +251,37 @@ def render_markdown(summary: dict, *, full: bool = False, tensors: bool = True) 
     if summary.get("model"):
         lines += ["", "## Model", "", *render_model_markdown(summary["model"])]
     lines += ["", "| key | type | value |", "|---|---|---|"]
+    yield "\n".join(lines)
     for m in summary["metadata"]:
-        text = _counted(m, text_of_json(m, 0 if full else 160))
-        lines.append(f"| `{_md(m['key'])}` | {_type_label(m)} | {_md(text)} |")
+        yield f"\n| `{_md(m['key'])}` | {_type_label(m)} | "
+        yield from map(_md, _counted_pieces(m, 0 if full else 160))
+        yield " |"
+    lines = []
     if tensors and summary["tensors"]:
-        lines += ["", "| tensor | type | shape | offset | bytes |", "|---|---|---|---:|---:|"]
+        lines += ["", "", "| tensor | type | shape | offset | bytes |", "|---|---|---|---:|---:|"]
         for t in summary["tensors"]:
             lines.append(f"| `{_md(t['name'])}` | {t['type']} | {t['shape']} | {t['offset']} | {t['nbytes']} |")
-    return "\n".join(lines)
+    yield "\n".join(lines)
 
 
 def raw_value(value: GGUFValue) -> str:
     """One value as plain text for ``dump --key``: a string exactly as stored, a number as written, an array as
     JSON (strings in it unescaped)."""
+    return "".join(raw_value_pieces(value))
+
+
+def raw_value_pieces(value: GGUFValue):
+    """:func:`raw_value` in pieces: a long STRING value a chunk at a time."""
     if value.type == GGUFValueType.STRING:
-        return value.value
+        if isinstance(value.value, LazyString):
+            yield from value.value.iter_chunks()
+        else:
+            yield value.value
+        return
+    yield _raw_text(value)
+
+
+def _raw_text(value: GGUFValue) -> str:
     if value.type == GGUFValueType.ARRAY:
         return json.dumps(value_to_json(value)["value"], ensure_ascii=False)
     if value.type == GGUFValueType.BOOL:

@@ -27,6 +27,8 @@ from ..rulebook.tensors import UNKNOWN_TYPE_RULE, ZERO_DIMENSION_RULE
 from ..base.remote import exists, is_url, remote_of
 from ..format import splitset
 from ..format.spec import tensor_type_by_id
+from ..format.lazystring import LazyString
+from ..format.stringlist import StringList
 from ..format.values import GGUFValue, Metadata
 
 __all__ = ["GGUFFile", "Tensor", "load", "DEFAULT_ALIGNMENT", "MAX_DIMS"]
@@ -299,14 +301,13 @@ class GGUFFile:
         keep = self._orig is not None and self._orig["alignment"] == self.alignment
         if keep and not self._tensor_infos_unchanged():
             keep = False
-        head = self._build_head(self.tensors if keep else self._canonical_offsets())
-        out.write(head)
+        head_len = self._write_head(out, self.tensors if keep else self._canonical_offsets())
         if keep:
-            self._write_kept_data(out, head)
+            self._write_kept_data(out, head_len)
         else:
-            self._write_canonical_data(out, len(head))
+            self._write_canonical_data(out, head_len)
         if pad_head and not self.tensors:
-            out.write(b"\0" * (align_offset(len(head), self.alignment) - len(head)))
+            out.write(b"\0" * (align_offset(head_len, self.alignment) - head_len))
 
     # -- internals ----------------------------------------------------------------------------------------
     def _tensor_infos_unchanged(self) -> bool:
@@ -341,15 +342,33 @@ class GGUFFile:
                 f"cannot encode this file as GGUF v{self.version} {self.byte_order}-endian: {exc}"
             ) from exc
 
-    def _write_kept_data(self, out: BinaryIO, head: bytes) -> None:
+    def _write_head(self, out: BinaryIO, tensors: list[Tensor]) -> int:
+        """Write the head; its length.  A head holding values read lazily from a file (a long STRING's
+        LazyString, a string array's StringList) is built straight into ``out``, such values a chunk at a time;
+        any other is built in memory first (nothing is written when it cannot be encoded)."""
+        if not any(isinstance(v.value, (LazyString, StringList)) for _, v in self.metadata.typed_items()):
+            head = self._build_head(tensors)
+            out.write(head)
+            return len(head)
+        fam = structs.family(self.version, self.byte_order)
+        counted = _CountedWriter(out)
+        try:
+            fam.types["file_head"].build_stream(self._head_tree(tensors), counted)
+        except Exception as exc:  # noqa: BLE001
+            raise ValueError(
+                f"cannot encode this file as GGUF v{self.version} {self.byte_order}-endian: {exc}"
+            ) from exc
+        return counted.count
+
+    def _write_kept_data(self, out: BinaryIO, head_len: int) -> None:
         orig = self._orig
         buf = self._buf
-        if len(head) == orig["head_end"]:
+        if head_len == orig["head_end"]:
             out.write(buf[orig["head_end"] : orig["data_start"]])
             new_start = orig["data_start"]
         else:
-            new_start = align_offset(len(head), self.alignment) if self.tensors else len(head)
-            out.write(b"\0" * (new_start - len(head)))
+            new_start = align_offset(head_len, self.alignment) if self.tensors else head_len
+            out.write(b"\0" * (new_start - head_len))
         tail = buf[orig["data_start"] :]
         if orig["byte_order"] == self.byte_order:
             _copy(out, tail)
@@ -415,6 +434,21 @@ class GGUFFile:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class _CountedWriter:
+    """A write-only stream that passes writes on to ``out`` and counts the bytes (``tell`` is the count)."""
+
+    def __init__(self, out: BinaryIO):
+        self.out, self.count = out, 0
+
+    def write(self, data) -> int:
+        self.out.write(data)
+        self.count += len(data)
+        return len(data)
+
+    def tell(self) -> int:
+        return self.count
 
 
 def _copy(out: BinaryIO, view) -> None:

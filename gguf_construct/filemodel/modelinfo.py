@@ -12,6 +12,7 @@ import os
 from .. import arch
 from ..format import splitset
 from ..format.enums import LlamaFileType
+from ..format.lazystring import LazyString
 from ..base.errors import GGUFError
 from .gguffile import GGUFFile, load
 from ..format import keynames
@@ -73,6 +74,11 @@ def model_info(gguf: GGUFFile) -> dict[str, Any]:
     return out
 
 
+def _text(value: Any) -> str:
+    """A value as text; a long one read lazily as its first characters and length (no name is that long)."""
+    return value.summary() if isinstance(value, LazyString) else str(value)
+
+
 def _model_info(gguf: GGUFFile) -> dict[str, Any]:
     meta, tensors = arch.from_file(gguf)
     name = meta.get(keynames.GENERAL_ARCHITECTURE)
@@ -92,8 +98,8 @@ def _model_info(gguf: GGUFFile) -> dict[str, Any]:
         row["bits_per_weight"] = round(8 * row["bytes"] / row["elements"], 4) if row["elements"] else None
     total_bytes = sum(r["bytes"] for r in by_type.values())
     out: dict[str, Any] = {
-        "architecture": str(name.value) if name is not None and name.type == "STRING" else None,
-        "known_to_llama_cpp": bool(name is not None and arch.architecture(str(name.value))),
+        "architecture": _text(name.value) if name is not None and name.type == "STRING" else None,
+        "known_to_llama_cpp": bool(name is not None and arch.architecture(_text(name.value))),
         "kind": arch.file_kind(meta, len(tensors)),
         "file_type": _file_type_name(ftype.value) if ftype is not None and ftype.type != "ARRAY" else None,
         "parameters": n_params,

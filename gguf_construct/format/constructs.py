@@ -15,7 +15,8 @@ import numpy as np
 from . import fieldrules
 from ..base.pages import release
 from .spec import byte_order as byte_order_of
-from ..base.stringscan import scan_string_offsets
+from ..base.stringscan import scan_string_starts
+from .lazystring import LazyString
 from .stringlist import StringList
 from construct import Construct, ConstructError, ListContainer, SizeofError, stream_tell
 
@@ -93,8 +94,8 @@ def decode_text(data) -> str:
     return str(data, "utf-8", "surrogateescape")
 
 
-def encode_text(text: str) -> bytes:
-    """str to bytes, the inverse of :func:`decode_text`."""
+def encode_text(text) -> bytes:
+    """str (or :class:`~gguf_construct.format.lazystring.LazyString`) to bytes, the inverse of :func:`decode_text`."""
     return text.encode("utf-8", "surrogateescape")
 
 
@@ -104,13 +105,16 @@ def _fmt(width: int, byte_order: str) -> str:
 
 class GGUFString(Construct):
     """A length-prefixed string: ``len`` (``width`` bytes, unsigned) then ``len`` bytes of UTF-8; a string that
-    runs past the end breaks ``rule``."""
+    runs past the end breaks ``rule``.  With ``lazy_over``, a string of more bytes read from a buffer is a
+    :class:`~gguf_construct.format.lazystring.LazyString` over it (nothing decoded); built, a LazyString is
+    written a chunk at a time."""
 
-    def __init__(self, width: int, byte_order: str, rule: str | None = None):
+    def __init__(self, width: int, byte_order: str, rule: str | None = None, lazy_over: int | None = None):
         super().__init__()
         self.width = width
         self.byte_order = byte_order
         self.rule = rule if rule is not None else fieldrules.default_rule("string")
+        self.lazy_over = lazy_over
         self._len = _struct.Struct(_fmt(width, byte_order))
 
     def _parse(self, stream, context, path):
@@ -127,12 +131,19 @@ class GGUFString(Construct):
         if isinstance(stream, BufferStream):  # decoded from the buffer itself: no copy of the bytes first
             at = stream.pos
             stream.pos += n
+            if self.lazy_over is not None and n > self.lazy_over:
+                return LazyString(stream.buf, at, n)
             text = decode_text(stream.buf[at : at + n])
             release(stream.buf, at, at + n)  # a long value's pages leave the process once decoded
             return text
         return decode_text(stream.read(n))
 
     def _build(self, obj, stream, context, path):
+        if isinstance(obj, LazyString):  # copied from the file a chunk at a time
+            stream.write(self._len.pack(obj.nbytes))
+            for chunk in obj.raw_chunks():
+                stream.write(chunk)
+            return obj
         data = encode_text(obj) if isinstance(obj, str) else bytes(obj)
         stream.write(self._len.pack(len(data)))
         stream.write(data)
@@ -222,7 +233,7 @@ class StringArray(Construct):
     def _scan(self, stream: BufferStream, count: int, start: int, path: str) -> StringList:
         base = stream.pos
         try:
-            starts, ends, end = scan_string_offsets(stream.buf, base, count, self.width, self.byte_order)
+            starts, end = scan_string_starts(stream.buf, base, count, self.width, self.byte_order)
         except IndexError as exc:
             index, offset, length = exc.args
             what = (
@@ -232,13 +243,14 @@ class StringArray(Construct):
             )
             raise FieldError(what, offset, f"{path} -> [{index}]", rule=self.element_rule) from None
         stream.pos = end
-        items = StringList.from_records(stream.buf, starts, ends, self.width, self.byte_order)
+        items = StringList.from_records(stream.buf, starts, end, self.width, self.byte_order)
         release(stream.buf, base, end)  # judged: the pages leave the process until an item is read
         return items
 
     def _build(self, obj, stream, context, path):
         if isinstance(obj, StringList):  # written as read when the layout matches: no string is decoded
-            stream.write(obj.encode(self.width, self.byte_order))
+            for chunk in obj.encode_chunks(self.width, self.byte_order):  # a run at a time
+                stream.write(chunk)
             return obj
         pack = self._len.pack
         chunks = []

@@ -27,6 +27,7 @@ from . import containerspec, fieldrules
 from . import spec as _spec
 from ..base.stringscan import scan_string_offsets
 from .constructs import Float32Field, decode_text, encode_text
+from .lazystring import LAZY_STRING_BYTES, LazyString, text_nbytes
 from .containerspec import STRUCT_FORMATS as _FORMAT
 from .stringlist import StringList
 
@@ -308,6 +309,9 @@ class _Reader:
         if ln.value > left:
             self.stop(rule, node, node, f"string length {ln.value} exceeds the {left} bytes remaining")
         data.end = node.end = ln.end + ln.value
+        if ln.value > LAZY_STRING_BYTES:  # a long string stays a view over the buffer, as the compiled read's
+            data.value = node.value = LazyString(self.buf, ln.end, ln.value)
+            return
         data.value = bytes(self.buf[ln.end : data.end])
         node.value = decode_text(data.value)
 
@@ -395,7 +399,7 @@ def _size(sp: _Spec, type_name: str, value: Any) -> int:
     if prim is not None:
         return sp.width(prim)
     if sp.is_string(type_name):
-        return sp.min_size(type_name) + len(encode_text(value) if isinstance(value, str) else value)
+        return sp.min_size(type_name) + text_nbytes(value)
     total = 0
     for f in sp.spec["types"][type_name]["seq"]:
         total += _field_size(sp, f, value, getattr(value, f["id"]))
@@ -463,10 +467,13 @@ def _locate(sp: _Spec, type_name: str, value: Any, start: int, path: str) -> Nod
     if sp.is_string(type_name):
         seq = sp.spec["types"][type_name]["seq"]
         width = sp.min_size(type_name)
-        data = encode_text(value) if isinstance(value, str) else bytes(value)
-        node.fields[seq[0]["id"]] = Node(_join(path, seq[0]["id"]), start, start + width, len(data))
-        node.fields[seq[1]["id"]] = Node(_join(path, seq[1]["id"]), start + width, start + width + len(data), data)
-        node.end = start + width + len(data)
+        data = (
+            value if isinstance(value, LazyString) else encode_text(value) if isinstance(value, str) else bytes(value)
+        )
+        n = text_nbytes(data)
+        node.fields[seq[0]["id"]] = Node(_join(path, seq[0]["id"]), start, start + width, n)
+        node.fields[seq[1]["id"]] = Node(_join(path, seq[1]["id"]), start + width, start + width + n, data)
+        node.end = start + width + n
         return node
     pos = start
     for f in sp.spec["types"][type_name]["seq"]:
@@ -633,8 +640,8 @@ class _Builder:
 
     def string(self, type_name: str, v: Any, node: Node) -> None:
         len_f, data_f = self.sp.spec["types"][type_name]["seq"]
-        if isinstance(v, (str, bytes, bytearray)):
-            data, length = (encode_text(v) if isinstance(v, str) else bytes(v)), None
+        if isinstance(v, (str, bytes, bytearray, LazyString)):
+            data, length = (bytes(v) if isinstance(v, (bytes, bytearray)) else encode_text(v)), None
         else:
             data, length = _member(v, data_f["id"]), _member(v, len_f["id"])
             data = encode_text(data) if isinstance(data, str) else bytes(data)

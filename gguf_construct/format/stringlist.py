@@ -12,13 +12,15 @@ Strings are decoded as UTF-8 with ``surrogateescape``, so bytes that are not UTF
 
 from __future__ import annotations
 
+import functools
+import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, SupportsIndex, overload
 
 import numpy as np
 
 from ..base.pages import release
-from ..base.stringscan import scan_string_offsets
+from ..base.stringscan import scan_string_starts
 from .spec import numpy_dtype
 
 __all__ = ["StringList"]
@@ -41,7 +43,10 @@ class StringList(Sequence):
     made, without decoding items one by one), and :meth:`encode` (the records as GGUF stores them).
     """
 
-    __slots__ = ("_buf", "_starts", "_ends", "_width", "_order", "_bad", "_nul", "_contig")
+    # _ends is None for adjacent records (the usual case): an item ends where the next one's length prefix
+    # starts, the last at _last_end, so a list read from a file keeps 8 bytes an item (its payload's start)
+    __slots__ = ("_buf", "_starts", "_ends", "_last_end", "_width", "_order", "_bad", "_nul", "_contig")
+    _ends: np.ndarray | None
 
     def __init__(self, items: Iterable[str] = ()):
         encoded = []
@@ -52,11 +57,16 @@ class StringList(Sequence):
         lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
         starts = np.arange(1, len(encoded) + 1, dtype=np.int64) * 8 + np.cumsum(lengths) - lengths
         data = _records(b"".join(encoded), lengths, 8, "little")
-        self._init(data, starts, starts + lengths, 8, "little", True, *_assess(data, starts, starts + lengths, 8))
+        self._init(data, starts, len(data), 8, "little", True, *_assess(data, starts, len(data), 8))
 
     def _init(self, buf, starts, ends, width, order, contig, bad, nul) -> None:
+        """``ends``: the payloads' ends (an array), or for adjacent records (``contig``) the last one's (an int)."""
         self._buf = buf if isinstance(buf, (bytes, memoryview)) else memoryview(buf)
-        self._starts, self._ends = starts, ends
+        self._starts = starts
+        if isinstance(ends, np.ndarray):
+            self._ends, self._last_end = ends, int(ends[-1]) if len(ends) else 0
+        else:
+            self._ends, self._last_end = None, int(ends)
         self._width, self._order, self._contig = width, order, contig
         self._bad, self._nul = bad, nul
 
@@ -67,12 +77,40 @@ class StringList(Sequence):
         return out
 
     @classmethod
-    def from_records(cls, buf, starts: np.ndarray, ends: np.ndarray, width: int, byte_order: str) -> "StringList":
+    def from_records(cls, buf, starts: np.ndarray, ends, width: int, byte_order: str) -> "StringList":
         """The list over adjacent records in ``buf`` (each a ``width``-byte length in ``byte_order``, then the
-        bytes): ``starts``/``ends`` are the payloads' offsets as :func:`~gguf_construct.base.stringscan.
-        scan_string_offsets` finds them.  UTF-8 validity and NUL bytes are decided here, once."""
-        bad, nul = _assess(buf, starts, ends, width)
-        return cls._make(buf, starts, ends, width, byte_order, True, bad, nul)
+        bytes): ``starts`` are the payloads' offsets as :func:`~gguf_construct.base.stringscan.scan_string_starts`
+        finds them, ``ends`` the end of the last record (or every payload's end, an array).  Only the starts are
+        kept.  UTF-8 validity and NUL bytes are decided here, once."""
+        end = int(ends[-1]) if isinstance(ends, np.ndarray) and len(ends) else ends
+        end = 0 if isinstance(end, np.ndarray) else int(end)
+        bad, nul = _assess(buf, starts, end, width)
+        return cls._make(buf, starts, end, width, byte_order, True, bad, nul)
+
+    # -- where items end -----------------------------------------------------------------------------------------
+    def _end(self, i: int) -> int:
+        """Where item ``i`` (0 <= i < len) ends."""
+        if self._ends is not None:
+            return int(self._ends[i])
+        return int(self._starts[i + 1]) - self._width if i + 1 < len(self._starts) else self._last_end
+
+    def _ends_of(self, i: int, j: int) -> np.ndarray:
+        """The ends of items ``i..j-1`` (a new array unless they are stored)."""
+        if self._ends is not None:
+            return self._ends[i:j]
+        out = np.empty(max(0, j - i), dtype=np.int64)
+        if len(out):
+            np.subtract(self._starts[i + 1 : j], self._width, out=out[:-1])
+            out[-1] = self._end(j - 1)
+        return out
+
+    def _ends_at(self, items: np.ndarray) -> np.ndarray:
+        """The ends of the items at the indices ``items``."""
+        if self._ends is not None:
+            return self._ends[items]
+        n = len(self._starts)
+        nxt = self._starts[np.minimum(items + 1, n - 1)] - self._width
+        return np.where(items + 1 < n, nxt, self._last_end)
 
     # -- the list protocol ---------------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -96,7 +134,7 @@ class StringList(Sequence):
             i += n
         if not 0 <= i < n:
             raise IndexError("list index out of range")
-        return _text(self._buf[int(self._starts[i]) : int(self._ends[i])])
+        return _text(self._buf[int(self._starts[i]) : self._end(i)])
 
     def _slice(self, sl: slice) -> "StringList":
         n = len(self._starts)
@@ -104,7 +142,12 @@ class StringList(Sequence):
         bad = _reindex(self._bad, start, stop, step)
         nul = _reindex(self._nul, start, stop, step)
         contig = self._contig and (step == 1 or len(range(start, stop, step)) <= 1)
-        return self._make(self._buf, self._starts[sl], self._ends[sl], self._width, self._order, contig, bad, nul)
+        if step == 1 and self._ends is None:  # still adjacent records: the starts and the last end say it all
+            end = self._end(stop - 1) if stop > start else 0
+            return self._make(self._buf, self._starts[sl], end, self._width, self._order, contig, bad, nul)
+        picked = np.arange(start, stop, step, dtype=np.int64)
+        ends = self._ends_at(picked)
+        return self._make(self._buf, self._starts[sl], ends, self._width, self._order, contig, bad, nul)
 
     def __iter__(self) -> Iterator[str]:
         for i in range(0, len(self._starts), _CHUNK):
@@ -118,7 +161,7 @@ class StringList(Sequence):
         """Items ``i..j-1`` as str: one decode of their joined bytes split at a separator, where that is exact."""
         if j <= i:
             return []
-        buf, starts, ends = self._buf, self._starts[i:j], self._ends[i:j]
+        buf, starts, ends = self._buf, self._starts[i:j], self._ends_of(i, j)
         width = self._width
         lengths = ends - starts
         nul_here = len(self._nul) and np.any((self._nul >= i) & (self._nul < j))
@@ -152,7 +195,11 @@ class StringList(Sequence):
         except UnicodeEncodeError:  # a surrogate no decoded item can hold
             return _EMPTY
         starts = self._starts[lo:hi]
-        cand = np.flatnonzero(self._ends[lo:hi] - starts == len(want))
+        spans = self._ends_of(lo, hi)
+        # the lengths: in place when the ends were made for this call (stored ends are left alone)
+        spans = spans - starts if self._ends is not None else np.subtract(spans, starts, out=spans)
+        cand = np.flatnonzero(spans == len(want))
+        del spans
         if len(want) and len(cand):
             target = np.frombuffer(want, dtype=np.uint8)
             whole = np.frombuffer(self._buf, dtype=np.uint8)
@@ -178,10 +225,25 @@ class StringList(Sequence):
         return eq if eq is NotImplemented else not eq
 
     def _same(self, other: "StringList") -> bool:
-        if len(self) != len(other) or not np.array_equal(self.lengths(), other.lengths()):
+        if len(self) != len(other):
             return False
         if self._contig and other._contig and self._width == other._width and self._order == other._order and len(self):
-            return self._region() == other._region()  # equal lengths: equal prefixes, so equal payloads
+            # the records in one layout: equal bytes are equal prefixes (lengths) and payloads.  Compared a chunk at
+            # a time, each chunk's mapped pages given back (base/pages.py)
+            a, b = self._region(), other._region()
+            if len(a) != len(b):
+                return False
+            at_a, at_b = int(self._starts[0]) - self._width, int(other._starts[0]) - other._width
+            for i in range(0, len(a), _RELEASE_BYTES):
+                j = min(len(a), i + _RELEASE_BYTES)
+                same = a[i:j] == b[i:j]
+                release(self._buf, at_a + i, at_a + j)
+                release(other._buf, at_b + i, at_b + j)
+                if not same:
+                    return False
+            return True
+        if not np.array_equal(self.lengths(), other.lengths()):
+            return False
         return all(self.raw(i) == other.raw(i) for i in range(len(self)))
 
     def _compare(self, other: object, op) -> bool:
@@ -245,11 +307,23 @@ class StringList(Sequence):
             i += len(self)
         if not 0 <= i < len(self):
             raise IndexError("list index out of range")
-        return bytes(self._buf[int(self._starts[i]) : int(self._ends[i])])
+        return bytes(self._buf[int(self._starts[i]) : self._end(i)])
 
     def lengths(self) -> np.ndarray:
         """The byte length of every item (int64)."""
-        return self._ends - self._starts
+        if self._ends is not None:
+            return self._ends - self._starts
+        out = np.empty_like(self._starts)
+        if len(out):
+            np.subtract(self._starts[1:], self._starts[:-1], out=out[:-1])
+            out[:-1] -= self._width
+            out[-1] = self._last_end - int(self._starts[-1])
+        return out
+
+    def lengths_at(self, items: np.ndarray) -> np.ndarray:
+        """The byte lengths of the items at the indices ``items`` (no array of every length)."""
+        items = np.asarray(items, dtype=np.int64)
+        return self._ends_at(items) - self._starts[items]
 
     @property
     def valid_utf8(self) -> bool:
@@ -276,7 +350,8 @@ class StringList(Sequence):
         whole = np.frombuffer(self._buf, dtype=np.uint8)
         for a in range(0, len(items), _CHUNK):
             part = items[a : a + _CHUNK]
-            starts, lengths = self._starts[part], self._ends[part] - self._starts[part]
+            starts = self._starts[part]
+            lengths = self._ends_at(part) - starts
             heads = np.cumsum(lengths) - lengths
             offsets = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(heads, lengths)
             zero = whole[np.repeat(starts, lengths) + offsets] == 0
@@ -288,37 +363,88 @@ class StringList(Sequence):
         return out
 
     def all_distinct(self) -> bool:
-        """True when no two items are equal, decided on the bytes: one vectorised hash per item, and an exact
-        comparison only among items whose hashes meet."""
+        """True when no two items are equal, decided on the bytes in bounded memory: one 64-bit hash per item (8
+        bytes an item, vectorised over runs of about a MiB; an item longer than :data:`_HASH_INLINE` bytes is
+        hashed a chunk at a time), sorted in place; only items whose hashes meet are then compared exactly."""
         n = len(self)
         if n < 2:
             return True
-        lengths = self.lengths()
-        weights = np.random.default_rng(0x6767).integers(0, 2**63, int(lengths.max()) + 1, dtype=np.uint64) * 2 + 1
         hashes = np.empty(n, dtype=np.uint64)
-        for i in range(0, n, 4 * _CHUNK):
-            j = min(n, i + 4 * _CHUNK)
-            hashes[i:j] = _hash_items(self._payload_of(i, j), lengths[i:j], weights)
-        ranked = np.sort(hashes)
-        if not (ranked[1:] == ranked[:-1]).any():
+        for i, j, lengths in self._runs():
+            hashes[i:j] = self._hash_run(i, j, lengths)
+        hashes.sort()
+        meet = hashes[1:] == hashes[:-1]
+        if not meet.any():
             return True
-        order = np.argsort(hashes)
-        ranked = hashes[order]
-        meet = np.flatnonzero(ranked[1:] == ranked[:-1])
-        suspects = np.unique(np.concatenate([order[meet], order[meet + 1]]))
-        seen: set[bytes] = set()
-        for k in suspects.tolist():
-            item = self.raw(k)
-            if item in seen:
-                return False
-            seen.add(item)
+        shared = np.unique(hashes[1:][meet])
+        del hashes, meet
+        seen: set = set()
+        for i, j, lengths in self._runs():
+            for k in (np.flatnonzero(np.isin(self._hash_run(i, j, lengths), shared)) + i).tolist():
+                item = self._identity(k)
+                if item in seen:
+                    return False
+                seen.add(item)
         return True
+
+    def has_empty(self) -> bool:
+        """True when some item is the empty string (judged run by run, no array of every length)."""
+        return any(bool((lengths == 0).any()) for _, _, lengths in self._runs())
+
+    def _runs(self) -> Iterator[tuple[int, int, np.ndarray]]:
+        """(i, j, lengths of items i..j-1) over the list in runs of at most ``4 * _CHUNK`` items and about
+        :data:`_ASSESS_BYTES` bytes of items up to :data:`_HASH_INLINE` long."""
+        n = len(self)
+        i = 0
+        while i < n:
+            j = min(n, i + 4 * _CHUNK)
+            lengths = self._ends_of(i, j) - self._starts[i:j]
+            within = np.cumsum(np.minimum(lengths, _HASH_INLINE))
+            cut = max(1, int(np.searchsorted(within, _ASSESS_BYTES, side="right")))
+            if cut < j - i:
+                j, lengths = i + cut, lengths[:cut]
+            yield i, j, lengths
+            i = j
+
+    def _hash_run(self, i: int, j: int, lengths: np.ndarray) -> np.ndarray:
+        """The 64-bit hash of items ``i..j-1`` (equal items, equal hashes)."""
+        weights = _hash_weights()
+        short = lengths <= _HASH_INLINE
+        starts = self._starts[i:j]
+        if short.all():
+            kept, kept_lengths = starts, lengths
+        else:
+            kept, kept_lengths = starts[short], lengths[short]
+        heads = np.cumsum(kept_lengths) - kept_lengths
+        total = int(kept_lengths.sum())
+        whole = np.frombuffer(self._buf, dtype=np.uint8)
+        payload = whole[np.repeat(kept - heads, kept_lengths) + np.arange(total, dtype=np.int64)] if total else b""
+        out = np.empty(j - i, dtype=np.uint64)
+        out[short] = _hash_items(payload, kept_lengths, weights)
+        for k in np.flatnonzero(~short).tolist():
+            out[k] = int.from_bytes(self._long_digest(i + k, 8), "little")
+        return out
+
+    def _long_digest(self, k: int, size: int) -> bytes:
+        """A BLAKE2b digest of item ``k``'s bytes, read a chunk at a time."""
+        digest = hashlib.blake2b(digest_size=size)
+        a, b = int(self._starts[k]), self._end(k)
+        for pos in range(a, b, _ASSESS_BYTES):
+            digest.update(self._buf[pos : min(b, pos + _ASSESS_BYTES)])
+        release(self._buf, a, b)
+        return digest.digest()
+
+    def _identity(self, k: int) -> bytes | tuple[int, bytes]:
+        """What tells item ``k`` from the others: its bytes, or for an item over :data:`_HASH_INLINE` bytes its
+        length and 32-byte BLAKE2b digest (a long item is never held whole)."""
+        n = self._end(k) - int(self._starts[k])
+        return self.raw(k) if n <= _HASH_INLINE else (n, self._long_digest(k, 32))
 
     def _payload_of(self, i: int, j: int) -> bytes:
         """The bytes of items ``i..j-1`` joined."""
         if self._contig:
             return self[i:j]._payload()
-        return b"".join(self._buf[a:b] for a, b in zip(self._starts[i:j].tolist(), self._ends[i:j].tolist()))
+        return b"".join(self._buf[a:b] for a, b in zip(self._starts[i:j].tolist(), self._ends_of(i, j).tolist()))
 
     def _joined(self, starts: np.ndarray, ends: np.ndarray) -> bytes:
         """The bytes of adjacent records with each length prefix cut to its zero high byte (a separator)."""
@@ -344,40 +470,90 @@ class StringList(Sequence):
         if self._contig:
             payload = self._payload()
         else:
-            payload = b"".join(self._buf[a:b] for a, b in zip(self._starts.tolist(), self._ends.tolist()))
+            payload = b"".join(
+                self._buf[a:b] for a, b in zip(self._starts.tolist(), self._ends_of(0, len(self)).tolist())
+            )
         return _records(payload, lengths, width, byte_order)
+
+    def encode_chunks(self, width: int = 8, byte_order: str = "little") -> Iterator[bytes | memoryview]:
+        """:meth:`encode` a run of items at a time (about a MiB each, or one long item's records a chunk at a
+        time), so that writing a list in another layout never holds all of it."""
+        if not len(self):
+            return
+        if self._contig and width == self._width and byte_order == self._order:
+            region, at = self._region(), int(self._starts[0]) - self._width
+            for a in range(0, len(region), _RELEASE_BYTES):
+                b = min(len(region), a + _RELEASE_BYTES)
+                yield region[a:b]
+                release(self._buf, at + a, at + b)
+            return
+        released = int(self._starts[0]) - self._width
+        for i, j, lengths in self._runs():
+            if width == 4 and int(lengths.max()) >= 2**32:
+                raise OverflowError("a string longer than 4 GiB does not fit a 4-byte length")
+            at = i
+            for k in (np.flatnonzero(lengths > _HASH_INLINE) + i).tolist():  # long items: streamed on their own
+                if k > at:
+                    yield self[at:k].encode(width, byte_order)
+                yield _prefix(self._end(k) - int(self._starts[k]), width, byte_order)
+                a, b = int(self._starts[k]), self._end(k)
+                for pos in range(a, b, _ASSESS_BYTES):
+                    yield bytes(self._buf[pos : min(b, pos + _ASSESS_BYTES)])
+                release(self._buf, a, b)
+                at = k + 1
+            if j > at:
+                yield self[at:j].encode(width, byte_order)
+            done = self._end(j - 1)
+            if self._contig and done - released >= _RELEASE_BYTES:  # the runs read: their mapped pages go back
+                release(self._buf, released, done)
+                released = done
 
     def _region(self) -> memoryview:
         lo = int(self._starts[0]) - self._width
-        return memoryview(self._buf)[lo : int(self._ends[-1])]
+        return memoryview(self._buf)[lo : self._end(len(self) - 1)]
 
     def _payload(self) -> bytes:
         """Every item's bytes joined (contiguous records only)."""
         lo = int(self._starts[0]) - self._width
-        region = np.frombuffer(self._buf, dtype=np.uint8, count=int(self._ends[-1]) - lo, offset=lo)
+        region = np.frombuffer(self._buf, dtype=np.uint8, count=self._end(len(self) - 1) - lo, offset=lo)
         keep = np.ones(len(region), dtype=bool)
         for k in range(self._width):
             keep[self._starts - lo - self._width + k] = False
         return region[keep].tobytes()
 
 
-def _hash_items(payload: bytes, lengths: np.ndarray, weights: np.ndarray) -> np.ndarray:
+_HASH_INLINE = 4096  # items up to this many bytes are hashed together, vectorised; longer ones on their own
+
+
+@functools.lru_cache(maxsize=1)
+def _hash_weights() -> np.ndarray:
+    """The odd random weights of :func:`_hash_items`, one per byte position of an item up to _HASH_INLINE."""
+    return np.random.default_rng(0x6767).integers(0, 2**63, _HASH_INLINE + 1, dtype=np.uint64) * 2 + 1
+
+
+def _hash_items(payload, lengths: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """A 64-bit hash of each item of the joined ``payload`` (equal items, equal hashes): the length times
     ``weights[0]`` plus each byte times ``weights[1 + its position in the item]``, modulo 2**64."""
     out = lengths.astype(np.uint64) * weights[0]
     if len(payload):
         heads = np.cumsum(lengths) - lengths
         within = np.arange(1, len(payload) + 1, dtype=np.int64) - np.repeat(heads, lengths)
-        terms = np.frombuffer(payload, dtype=np.uint8).astype(np.uint64) * weights[within]
+        data = payload if isinstance(payload, np.ndarray) else np.frombuffer(payload, dtype=np.uint8)
+        terms = data.astype(np.uint64) * weights[within]
         filled = lengths > 0
         out[filled] += np.add.reduceat(terms, heads[filled])
     return out
 
 
+def _prefix(length: int, width: int, byte_order: str) -> bytes:
+    """One string record's length prefix."""
+    return length.to_bytes(width, "little" if byte_order == "little" else "big")
+
+
 def _from_records_bytes(data: bytes, count: int) -> StringList:
     """Unpickle: ``count`` little-endian 8-byte-length records."""
-    starts, ends, _ = scan_string_offsets(data, 0, count, 8, "little")
-    return StringList.from_records(data, starts, ends, 8, "little")
+    starts, end = scan_string_starts(data, 0, count, 8, "little")
+    return StringList.from_records(data, starts, end, 8, "little")
 
 
 def _records(payload: bytes, lengths: np.ndarray, width: int, byte_order: str) -> bytes:
@@ -410,7 +586,7 @@ _ASSESS_BYTES = 1 << 20  # bytes of records judged per step: steps grow with the
 _RELEASE_BYTES = 64 << 20  # bytes judged between giving the mapped pages back
 
 
-def _assess(buf, starts: np.ndarray, ends: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+def _assess(buf, starts: np.ndarray, top: int, width: int) -> tuple[np.ndarray, np.ndarray]:
     """(items not valid UTF-8, items holding a NUL) of adjacent records, without a ``str`` per item.
 
     Run by run of records (at least :data:`_CHUNK` items or :data:`_ASSESS_BYTES` bytes, so the number of runs
@@ -424,7 +600,6 @@ def _assess(buf, starts: np.ndarray, ends: np.ndarray, width: int) -> tuple[np.n
     if not n:
         return _EMPTY, _EMPTY
     lo = int(starts[0]) - width
-    top = int(ends[-1])
     region = np.frombuffer(buf, dtype=np.uint8, count=top - lo, offset=lo)
     view = memoryview(buf)
     bad: list[int] = []
@@ -433,7 +608,11 @@ def _assess(buf, starts: np.ndarray, ends: np.ndarray, width: int) -> tuple[np.n
     while i < n:
         j = max(min(n, i + _CHUNK), int(np.searchsorted(starts, int(starts[i]) + _ASSESS_BYTES, side="right")))
         j = min(j, n)
-        lengths = ends[i:j] - starts[i:j]
+        lengths = (
+            np.diff(starts[i : j + 1]) - width
+            if j < n
+            else np.append(np.diff(starts[i:j]) - width, top - starts[j - 1])
+        )
         a, b = int(starts[i]) - width - lo, (int(starts[j]) - width - lo if j < n else len(region))
         heads = starts[i:j] - width - lo - a + width  # payload offsets within the run
         run = region[a:b]

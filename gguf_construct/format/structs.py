@@ -28,6 +28,7 @@ import construct as c
 
 from . import fieldlayout, fieldrules, fieldtree
 from . import spec as _spec
+from .lazystring import LAZY_STRING_BYTES
 from .constructs import CheckedArray, Float32Field, GGUFString, NumericArray, Reject, StringArray
 from .containerspec import (
     BYTE_ORDERS,
@@ -254,6 +255,12 @@ class _Generator:
                     )
                 else:
                     cases[vt["id"]] = self.repeat(target, record, field)
+            elif self.primitive_name(target) is None and is_string_type(target):
+                # a long STRING value stays a view over the buffer (LazyString)
+                width = _spec.primitives()[self.primitive_name(self.spec["types"][target]["seq"][0]["type"])].size
+                cases[vt["id"]] = GGUFString(
+                    width, self.byte_order, fieldrules.truncated_rule(target), lazy_over=LAZY_STRING_BYTES
+                )
             else:
                 cases[vt["id"]] = self.type_ref(target, record)
         unknown = fieldrules.field_rule(record, field["id"], "selector")

@@ -19,6 +19,7 @@ import numpy as np
 from . import spec as _spec
 from .enums import GGUFValueType
 from .keyregistry import registry_types
+from .lazystring import LazyString
 from .stringlist import StringList
 from .structs import STRUCT_FORMATS, value_kind, value_types
 from . import keynames
@@ -78,9 +79,10 @@ class GGUFValue:
     __hash__ = None  # type: ignore[assignment]
 
     def to_python(self) -> Any:
-        """Plain Python data: lists for arrays (recursively), scalars as they are."""
+        """Plain Python data: lists for arrays (recursively), scalars as they are (a long STRING value read lazily
+        becomes its ``str``)."""
         if self.type != GGUFValueType.ARRAY:
-            return self.value
+            return str(self.value) if isinstance(self.value, LazyString) else self.value
         if self.item_type == GGUFValueType.ARRAY:
             return [v.to_python() for v in self.value]
         if isinstance(self.value, np.ndarray):
@@ -115,7 +117,7 @@ def _f32_bits(x: float) -> int:
 def _check_scalar(vtype: GGUFValueType, value: Any) -> Any:
     kind = value_kind(vtype)
     if kind == "text":
-        if not isinstance(value, str):
+        if not isinstance(value, (str, LazyString)):
             raise TypeError(f"{vtype.name} value must be str, not {type(value).__name__}")
         return value
     if kind == "bool":
@@ -195,7 +197,7 @@ def _scalar_type(value: Any) -> GGUFValueType:
         return GGUFValueType.INT64 if -(2**63) <= value < 2**63 else GGUFValueType.UINT64
     if isinstance(value, float):
         return GGUFValueType.FLOAT32
-    if isinstance(value, str):
+    if isinstance(value, (str, LazyString)):
         return GGUFValueType.STRING
     raise TypeError(f"cannot infer a GGUF type for {type(value).__name__}")
 
@@ -255,8 +257,9 @@ class Metadata(MutableMapping):
     """Ordered key -> value mapping where every value keeps its GGUF type.
 
     ``md[key]`` gives the plain value (a string array is a :class:`~gguf_construct.format.stringlist.StringList`, read-only
-    and decoded per item; assign a new list to change it); :meth:`typed` the :class:`GGUFValue`; :meth:`type_of`
-    its type.
+    and decoded per item; assign a new list to change it; a STRING value read from a file longer than
+    ``reading.lazy_string_bytes`` of spec/gguf.yaml is a :class:`~gguf_construct.format.lazystring.LazyString`,
+    decoded when asked for: ``str(md[key])``); :meth:`typed` the :class:`GGUFValue`; :meth:`type_of` its type.
     Assigning a plain value keeps the key's existing type unless the key registry (spec/keys.yaml) disallows it; a
     standardized key then gets the registry's type (the narrowest allowed integer type the value fits, so
     ``llama.context_length = 4096`` is UINT32 as llama.cpp writes it); any other new key gets an inferred type

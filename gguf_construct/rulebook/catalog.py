@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable
 
 from ..format import spec as _spec
+from ..format.lazystring import LazyString
 from ..base.text import printable
 
 __all__ = [
@@ -87,7 +88,8 @@ class Hit:
     def __init__(self, offset: int | None = None, path: str = "", /, **params: Any):
         self.offset = offset
         self.path = path
-        self.params = params
+        # a long value from the file is named by its start and length: a message never holds all of it
+        self.params = {k: v.summary() if isinstance(v, LazyString) else v for k, v in params.items()}
         self.practice = None
         self.repeat = 1
 

@@ -13,6 +13,7 @@ from ..format import structs
 from ..base.stringscan import scan_string_offsets
 from ..format.constructs import encode_text
 from ..format.reader import MAX_KEY_BYTES
+from ..format.lazystring import LazyString
 from ..format.stringlist import StringList
 from .keys import (
     HYPHENATED_ARCHITECTURES,
@@ -291,8 +292,18 @@ def _arr_maxlen(ctx: Context) -> Iterator[Hit]:
 
 
 # -- strings -----------------------------------------------------------------------------------------------------
-def _bad_utf8(s: str) -> str | None:
-    """Why ``s`` (decoded with surrogateescape) is not valid UTF-8, or None when it is."""
+def _bad_utf8(s: "str | LazyString") -> str | None:
+    """Why ``s`` (decoded with surrogateescape) is not valid UTF-8, or None when it is (a long value is judged a
+    chunk at a time, and only the bytes of the sequence found are decoded to say why)."""
+    if isinstance(s, LazyString):
+        at = s.first_invalid_utf8()
+        if at is None:
+            return None
+        try:
+            bytes(next(s.raw_chunks(4, at), b"")).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return f"{exc.reason} at byte {at}"
+        return f"invalid byte sequence at byte {at}"  # pragma: no cover - the sequence at ``at`` fails
     if s.isascii():
         return None
     try:
@@ -319,10 +330,10 @@ class _ScalarStrings:
                 self.items.append((kv, "value", kv.value))
         self.items.extend((t, "name", t.name) for t in ctx.tensors)
         texts = [text for _, _, text in self.items]
-        # item by item: a joined copy would double the memory of a long value
+        # item by item (a joined copy would double the memory of a long value); a LazyString a chunk at a time
         self.ascii = all(text.isascii() for text in texts)
-        self.has_nul = any("\x00" in text for text in texts)
-        self.longest = max(map(len, texts), default=0)
+        self.has_nul = any(text.has_nul if isinstance(text, LazyString) else "\x00" in text for text in texts)
+        self.longest = max((text.nbytes if isinstance(text, LazyString) else len(text) for text in texts), default=0)
 
     @staticmethod
     def where(record: Any, field_name: str) -> tuple[int, str]:
@@ -379,6 +390,13 @@ def _nul(ctx: Context) -> Iterator[Hit]:
     strings = _scalar_strings(ctx)
     emitted = 0
     for record, field_name, text in strings.items if strings.has_nul else []:
+        if isinstance(text, LazyString):
+            pos = text.first_nul()  # a byte position already
+            if pos is not None:
+                off, path = strings.where(record, field_name)
+                emitted += 1
+                yield Hit(off, path, offset=off, position=pos)
+            continue
         pos = text.find("\x00")
         if pos >= 0:
             off, path = strings.where(record, field_name)
@@ -405,9 +423,13 @@ def _str_maxlen(ctx: Context) -> Iterator[Hit]:
     limit = LIMITS["string_bytes"]
     strings = _scalar_strings(ctx)
     for record, field_name, text in strings.items if strings.longest > limit // 4 else []:
-        if len(text) > limit // 4 and len(encode_text(text)) > limit:
+        if isinstance(text, LazyString):
+            n = text.nbytes
+        else:
+            n = len(encode_text(text)) if len(text) > limit // 4 else 0
+        if n > limit:
             off, path = strings.where(record, field_name)
-            yield Hit(off, path, offset=off, length=len(encode_text(text)))
+            yield Hit(off, path, offset=off, length=n)
     for kv, items, path, _ in _string_arrays(ctx):
         if kv.end - kv.offset <= limit:  # the whole record is shorter than one string may be
             continue
