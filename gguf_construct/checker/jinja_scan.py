@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, replace
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from ..format import spec as _spec
 from . import jinja_folds as _folds
@@ -151,11 +151,60 @@ def _inside_tags(text: str) -> str:
 def _lexical(text: str) -> list[Issue]:
     """Dunder names and internal attributes inside the tags of the raw text: what is left to check when the
     template is not analysed (plain text and comments are not rendered as code, so they do not count)."""
-    code = _inside_tags(text)
-    seen = sorted(set(_dunder_in_text().findall(code)) | set(re.findall(r"_TemplateReference__\w+", code)))
-    internal = sorted(_names("internal_attributes") & set(re.findall(r"\b[a-z]\w*\b", code)))
-    return [Issue(ESCAPE, "dunder name in a template that was not parsed", name) for name in seen[:10]] + [
-        Issue(ESCAPE, "internal attribute in a template that was not parsed", name) for name in internal[:10]
+    return lexical_chunks([text])
+
+
+_DELIMITERS = re.compile(r"\{\{|\{%|\}\}|%\}")
+_OVERLAP = 256  # characters of code carried across a chunk edge: longer than any name looked for
+_LEADING_WORD = re.compile(r"\A\w+")
+
+
+def _code_pieces(chunks: Iterable[str]) -> Iterator[tuple[str, bool]]:
+    """The text inside {{ }} and {% %} tags of a text given in pieces (an unclosed tag runs to the end), as
+    (code, cut): a piece ``cut`` by a chunk edge is carried on into the next one by its last ``_OVERLAP``
+    characters (from a word's start), so a name cut by the edge is whole there.  Held: one chunk plus that
+    overlap, however long a tag is."""
+    in_tag, carry, overlap = False, "", ""
+    chunks = iter(chunks)
+    chunk = next(chunks, None)
+    while chunk is not None:
+        following = next(chunks, None)
+        buf = carry + chunk
+        cut = len(buf) if following is None else max(0, len(buf) - 2)  # a delimiter cut in two waits
+        pos = code_from = 0
+        for m in _DELIMITERS.finditer(buf):
+            if m.start() >= cut:
+                break
+            if m.group() in ("{{", "{%"):
+                if not in_tag:
+                    in_tag, code_from, overlap = True, m.end(), ""
+            elif in_tag:
+                yield overlap + buf[code_from : m.start()], False
+                in_tag, overlap = False, ""
+            pos = m.end()
+        start = max(cut, pos)
+        if in_tag and start > code_from:
+            piece = overlap + buf[code_from:start]
+            yield piece, following is not None
+            tail = piece[-_OVERLAP:]
+            mid_word = len(piece) > _OVERLAP and (piece[-_OVERLAP - 1].isalnum() or piece[-_OVERLAP - 1] == "_")
+            overlap = _LEADING_WORD.sub("", tail) if mid_word else tail
+        carry, chunk = buf[start:], following
+
+
+def lexical_chunks(chunks: Iterable[str]) -> list[Issue]:
+    """:func:`_lexical` of a text given in pieces (a long value read a chunk at a time: memory is one chunk)."""
+    dunder, reference = _dunder_in_text(), re.compile(r"_TemplateReference__\w+")
+    names, word = _names("internal_attributes"), re.compile(r"\b[a-z]\w*\b")
+    seen: set[str] = set()
+    internal: set[str] = set()
+    for code, cut in _code_pieces(chunks):
+        end = len(code) if cut else len(code) + 1  # a match running into a cut edge is whole in the next piece
+        seen.update(m.group() for m in dunder.finditer(code) if m.end() < end)
+        seen.update(m.group() for m in reference.finditer(code) if m.end() < end)
+        internal.update(names.intersection(m.group() for m in word.finditer(code) if m.end() < end))
+    return [Issue(ESCAPE, "dunder name in a template that was not parsed", name) for name in sorted(seen)[:10]] + [
+        Issue(ESCAPE, "internal attribute in a template that was not parsed", name) for name in sorted(internal)[:10]
     ]
 
 

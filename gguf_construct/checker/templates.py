@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..format import spec as _spec
-from ..format.lazystring import LazyString
+from ..format.lazystring import LazyString, text_nbytes
 from . import jinja_scan, template_oracle, template_render
 from .template_contexts import settings as _render_settings
 from ..rulebook.catalog import Hit, rule
@@ -59,10 +59,18 @@ def _find_templates(ctx: Context) -> list[tuple[KV, list[str], bool]]:
     return out
 
 
-def _whole(value: "str | LazyString") -> str:
-    """A template's text: a long value read lazily is decoded whole here (the lexical scan of a template over
-    the analysed size reads its tags across the whole text; its memory is the value's length)."""
-    return str(value)
+def _whole(value: "str | LazyString") -> "str | LazyString":
+    """A template's text.  A long value read lazily stays a view: it is far past the size analysed or rendered,
+    so it gets the lexical scan only, read a chunk at a time (:func:`_scan_view`)."""
+    return value
+
+
+def _scan_view(text: LazyString) -> tuple:
+    """The issues of a template too long to hold: TPL-LIMIT and the lexical scan over its chunks."""
+    return (
+        jinja_scan.Issue(jinja_scan.LIMIT, f"{text.nbytes} bytes", "", jinja_scan.limit("bytes")),
+        *jinja_scan.lexical_chunks(text.iter_chunks()),
+    )
 
 
 def _scans(ctx: Context) -> dict[str, tuple]:
@@ -75,6 +83,9 @@ def _scans(ctx: Context) -> dict[str, tuple]:
     for _, texts, _ in template_values(ctx):
         for text in texts:
             if text in out:
+                continue
+            if isinstance(text, LazyString):
+                out[text] = _scan_view(text)
                 continue
             analysed = len(text) <= jinja_scan.limit("bytes")  # scan() looks at a larger one lexically: no cost
             if not analysed or len(text) <= budget:
@@ -100,7 +111,7 @@ def _start_renders(ctx: Context) -> dict:
     pending: dict = {}
     for _, texts, _ in template_values(ctx):
         text = texts[0]
-        if text in pending or len(text) > most or len(text) > budget:
+        if isinstance(text, LazyString) or text in pending or len(text) > most or len(text) > budget:
             continue
         budget -= len(text)
         pending[text] = template_render.render_soon(text)
@@ -172,6 +183,4 @@ def _resource(ctx: Context) -> Iterator[Hit]:
 def _stray(ctx: Context) -> Iterator[Hit]:
     for kv, texts, is_chat_key in template_values(ctx):
         if not is_chat_key:
-            yield Hit(
-                kv.value_offset, f"{kv.path}.value", key=kv.key, count=len(texts[0].encode("utf-8", "surrogatepass"))
-            )
+            yield Hit(kv.value_offset, f"{kv.path}.value", key=kv.key, count=text_nbytes(texts[0]))
