@@ -222,7 +222,9 @@ class StringArray(Construct):
     def _scan(self, stream: BufferStream, count: int, start: int, path: str) -> StringList:
         base = stream.pos
         try:
-            starts, ends, end = scan_string_offsets(stream.buf, base, count, self.width, self.byte_order)
+            starts, ends, end = scan_string_offsets(
+                stream.buf, base, count, self.width, byte_order_of(self.byte_order).struct
+            )
         except IndexError as exc:
             index, offset, length = exc.args
             what = (

@@ -170,11 +170,13 @@ def detect(prefix: bytes) -> tuple[int, str]:
     """
     start, width = version_word()
     raw = prefix[start : start + width]
-    word = int.from_bytes(raw, "little")
+    default = byte_order(BYTE_ORDERS[0])  # the spec's first byte order; the word is read in it first
+    word = int.from_bytes(raw, default.name)  # type: ignore[arg-type]  # the spec's ids are Python's names
     mask = container_spec()["byte_order"]["detection_mask"]
     if word & mask == 0 and word != 0:
-        return int.from_bytes(raw, "big"), "big"
-    return word, "little"
+        other = default.other
+        return int.from_bytes(raw, other.name), other.name  # type: ignore[arg-type]
+    return word, default.name
 
 
 def each_family() -> list[tuple[int, str]]:

@@ -341,7 +341,9 @@ class _Reader:
                     f"string array element count {count} needs at least {count * width} bytes, {left} remaining",
                 )
             try:
-                starts, ends, end = scan_string_offsets(self.buf, node.start, count, width, self.sp.fam.byte_order)
+                starts, ends, end = scan_string_offsets(
+                    self.buf, node.start, count, width, _spec.byte_order(self.sp.fam.byte_order).struct
+                )
             except IndexError as exc:
                 index, offset, length = exc.args
                 elem = Node(f"{node.path}[{index}]", offset, type=item)

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..base.pages import release
 from ..base.stringscan import scan_string_offsets
+from .spec import byte_order as _byte_order
 from .spec import numpy_dtype
 
 __all__ = ["StringList"]
@@ -376,7 +377,7 @@ def _hash_items(payload: bytes, lengths: np.ndarray, weights: np.ndarray) -> np.
 
 def _from_records_bytes(data: bytes, count: int) -> StringList:
     """Unpickle: ``count`` little-endian 8-byte-length records."""
-    starts, ends, _ = scan_string_offsets(data, 0, count, 8, "little")
+    starts, ends, _ = scan_string_offsets(data, 0, count, 8, _byte_order("little").struct)
     return StringList.from_records(data, starts, ends, 8, "little")
 
 

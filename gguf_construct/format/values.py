@@ -20,7 +20,8 @@ from . import spec as _spec
 from .enums import GGUFValueType
 from .keyregistry import registry_types
 from .stringlist import StringList
-from .structs import STRUCT_FORMATS, value_kind, value_types
+from .containerspec import BYTE_ORDERS, struct_format
+from .structs import value_kind, value_types
 from . import keynames
 
 __all__ = ["GGUFValue", "Metadata", "numpy_dtype_of", "infer_value", "first_fit"]
@@ -37,8 +38,9 @@ def numpy_dtype_of(vtype: GGUFValueType) -> np.dtype | None:
 
 
 def _float_format(vtype: GGUFValueType) -> str:
-    """The little-endian ``struct`` format of a float value type, whose bytes tell two values apart."""
-    return "<" + STRUCT_FORMATS[value_types()[int(vtype)]["encoding"]]
+    """The ``struct`` format (in the spec's default byte order) of a float value type, whose bytes tell two values
+    apart."""
+    return struct_format(value_types()[int(vtype)]["encoding"], BYTE_ORDERS[0])
 
 
 _INT_RANGES = {}
@@ -107,9 +109,12 @@ def _same(vtype, item_type, a, b) -> bool:
     return type(a) is type(b) and a == b if kind == "bool" else a == b
 
 
+_U4, _F4 = struct_format("u4", BYTE_ORDERS[0]), struct_format("f4", BYTE_ORDERS[0])
+
+
 def _f32_bits(x: float) -> int:
     bits = getattr(x, "bits", None)
-    return bits if bits is not None else struct.unpack("<I", struct.pack("<f", x))[0]
+    return bits if bits is not None else struct.unpack(_U4, struct.pack(_F4, x))[0]
 
 
 def _check_scalar(vtype: GGUFValueType, value: Any) -> Any:

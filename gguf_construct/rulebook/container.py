@@ -345,7 +345,9 @@ def _string_arrays(ctx: Context) -> Iterator[tuple[KV, StringList, str, bool]]:
 
 def _element_offsets(ctx: Context, kv: KV, count: int):
     strw = ctx.family.primitive_width("strlen_t")
-    starts, _, _ = scan_string_offsets(ctx.buf, kv.at("value.data"), count, strw, ctx.byte_order)
+    starts, _, _ = scan_string_offsets(
+        ctx.buf, kv.at("value.data"), count, strw, structs.byte_order(ctx.byte_order).struct
+    )
     return starts - strw
 
 
