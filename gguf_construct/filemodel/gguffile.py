@@ -289,6 +289,7 @@ class GGUFFile:
     def write_to(self, out: BinaryIO, *, pad_head: bool = False) -> None:
         """Stream the file into a binary file object (a file loaded from a URL is fetched whole first);
         ``pad_head`` as for :meth:`save`."""
+        _refuse_later_types(self.metadata, self.version, "write")
         if len(self.shards) > 1:
             raise ValueError(
                 "this is a split model loaded as a set of shards; merge it (gguf-construct merge) or "
@@ -495,15 +496,15 @@ def _types_used(value: GGUFValue) -> Iterable[GGUFValueType]:
                 yield from _types_used(inner)
 
 
-def _refuse_later_types(metadata: Metadata, version: int) -> None:
+def _refuse_later_types(metadata: Metadata, version: int, verb: str = "convert to") -> None:
     """GGUFError when a value of ``metadata`` has a type that ``version`` does not have and that ``load`` refuses
-    there (a converted file ``load`` could not read back)."""
+    there (a converted or written file ``load`` could not read back), from the spec's ``since``."""
     for index, (key, value) in enumerate(metadata.typed_items()):
         for vtype in _types_used(value):
             rule_id = later_type_rule(vtype, version)
             if rule_id is not None and rule_id in load_rules():
                 raise GGUFError(
-                    f"cannot convert to GGUF v{version}: key {key!r} uses value type {vtype.name}, new in "
+                    f"cannot {verb} GGUF v{version}: key {key!r} uses value type {vtype.name}, new in "
                     f"v{structs.value_since(vtype)}",
                     path=f"metadata_kv[{index}].value_type",
                     rule=rule_id,

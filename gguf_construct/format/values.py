@@ -174,6 +174,12 @@ def make_value(vtype, value: Any, item_type=None) -> GGUFValue:
     arr = np.asarray(value)
     if arr.ndim != 1 and arr.size:
         raise ValueError("array values must be one-dimensional")
+    if dtype.kind in "iu" and arr.dtype.kind in "fO" and all(isinstance(v, (int, np.integer)) for v in value):  # type: ignore[union-attr]
+        # Python integers past int64 (a UINT64 near its top) make numpy guess float64: take them exactly
+        lo, hi = _INT_RANGES[item_type]
+        if any(int(v) < lo or int(v) > hi for v in value):
+            raise ValueError(f"array elements do not fit {item_type.name}")
+        arr = np.array([int(v) for v in value], dtype=dtype)
     if arr.dtype.kind in "iub" and dtype.kind in "iu" and arr.size:  # type: ignore[union-attr]
         lo, hi = _INT_RANGES[item_type]
         if int(arr.min()) < lo or int(arr.max()) > hi:
