@@ -291,7 +291,7 @@ def carrier(version: int = 3, byte_order: str = "little") -> RawFile:
         ("rope.dimension_count", 8),
     ):
         m.set(f"llama.{key}", value, "UINT32")
-    m.set("llama.attention.layer_norm_rms_epsilon", 1e-5, "FLOAT32")
+    m.set(keynames.ARCH_ATTENTION_LAYER_NORM_RMS_EPSILON.format(arch="llama"), 1e-5, "FLOAT32")
     m.set(keynames.TOKENIZER_GGML_MODEL, "llama", "STRING")
     m.set(keynames.TOKENIZER_GGML_TOKENS, ["<unk>", "<s>", "</s>", "a", "b"], "ARRAY", "STRING")
     m.set(keynames.TOKENIZER_GGML_SCORES, np.array([0, 0, 0, -1, -2], dtype=np.float32), "ARRAY", "FLOAT32")

@@ -26,7 +26,7 @@ from ..format.enums import GGMLType
 from ..format.reader import MAX_DIMS
 from ..format.reader import MAX_KEY_BYTES as MAX_KEY
 from ..format.reader import MAX_NAME_BYTES as MAX_NAME
-from ..format import structs
+from ..format import keynames, structs
 from ..format.spec import primitives, tensor_type_by_id
 from .intent import DATA, DATA_LAYOUT, TENSOR_INFOS, Bytes, Intent
 from .rawfile import (
@@ -375,7 +375,7 @@ def m_dup_key(raw: RawFile, pick: Pick) -> Intent:
         raw.kvs.insert(pick.integer(raw.kvs.index(src) + 1, len(raw.kvs)), copy)
         raw.relayout()
         return Intent({"KV-KEY-DUP"}, at=copy, touches=(copy,))
-    key = pick.choice([_fresh_key(raw, pick), b"general.architecture", ALIGNMENT_KEY])
+    key = pick.choice([_fresh_key(raw, pick), keynames.GENERAL_ARCHITECTURE.encode(), ALIGNMENT_KEY])
     if key == ALIGNMENT_KEY and any(_key_of(k) == ALIGNMENT_KEY for k in raw.kvs):
         raise Skip
     vt, val = (UINT32, raw.alignment()) if key == ALIGNMENT_KEY else (STRING, b"llama")

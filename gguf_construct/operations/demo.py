@@ -26,8 +26,8 @@ def example_file(version: int, byte_order: str) -> GGUFFile:
     md.set(keynames.GENERAL_ARCHITECTURE, "llama", "STRING")
     md.set(keynames.GENERAL_NAME, "gguf-construct demo ✓", "STRING")
     md.set(keynames.GENERAL_QUANTIZATION_VERSION, 2, "UINT32")
-    md.set("llama.context_length", 4096, "UINT32")
-    md.set("llama.rope.freq_base", 10000.0, "FLOAT32")
+    md.set(keynames.ARCH_CONTEXT_LENGTH.format(arch="llama"), 4096, "UINT32")
+    md.set(keynames.ARCH_ROPE_FREQ_BASE.format(arch="llama"), 10000.0, "FLOAT32")
     md.set("demo.flag", True, "BOOL")
     # v1 predates the 64-bit value types
     md.set("demo.big", 2**40 if version > 1 else 2**31, "UINT64" if version > 1 else "UINT32")
