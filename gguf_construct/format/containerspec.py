@@ -30,6 +30,7 @@ __all__ = [
     "value_types",
     "value_kind",
     "value_since",
+    "version_status",
     "types_of_kind",
     "value_types_in",
     "struct_format",
@@ -107,6 +108,11 @@ def value_kind(type_id: int) -> str:
     """What a value of metadata value type ``type_id`` is to a program: ``integer``, ``float``, ``bool``, ``text``
     or ``array`` (the spec's ``kind``)."""
     return value_types()[int(type_id)]["kind"]
+
+
+def version_status(version: int) -> str:
+    """The status of a GGUF version in the spec's ``versions:`` (``obsolete``, ``legacy`` or ``current``)."""
+    return next(v["status"] for v in container_spec()["versions"] if v["version"] == version)
 
 
 def value_since(type_id: int) -> int:

@@ -69,13 +69,15 @@ def _vt_suffix(version: int, byte_order: str) -> str:
 def _container_rules(version: int, byte_order: str) -> tuple[str, ...]:
     """The rules a valid file of this version and byte order breaks by being one."""
     rules = []
-    if byte_order == "big":
+    order = structs.byte_order(byte_order)
+    if order.name != structs.BYTE_ORDERS[0]:  # not the spec's default byte order
         rules.append("HDR-ENDIAN")
-        if version < 3:
+        if version < order.since:
             rules.append("HDR-BE-PRE-V3")
-    if version == 1:
+    status = structs.version_status(version)
+    if status == "obsolete":
         rules.append("HDR-V1-UNSUPPORTED")
-    if version < 3:
+    if status != "current":
         rules.append("HDR-VER-LEGACY")
     return tuple(rules)
 
