@@ -29,8 +29,8 @@ def example_file(version: int, byte_order: str) -> GGUFFile:
     md.set(keynames.ARCH_CONTEXT_LENGTH.format(arch="llama"), 4096, "UINT32")
     md.set(keynames.ARCH_ROPE_FREQ_BASE.format(arch="llama"), 10000.0, "FLOAT32")
     md.set("demo.flag", True, "BOOL")
-    # v1 predates the 64-bit value types
-    md.set("demo.big", 2**40 if version > 1 else 2**31, "UINT64" if version > 1 else "UINT32")
+    wide = "UINT64" if GGUFValueType.UINT64 in structs.value_types_in(version) else "UINT32"  # v1 has no UINT64
+    md.set("demo.big", 2**40 if wide == "UINT64" else 2**31, wide)
     md.set(keynames.TOKENIZER_GGML_TOKENS, ["<unk>", "<s>", "</s>", "héllo", "wörld"], "ARRAY", "STRING")
     md.set(keynames.TOKENIZER_GGML_SCORES, np.array([0, 0, 0, -1.5, -2.5], np.float32), "ARRAY", "FLOAT32")
     md.set("demo.empty", [], "ARRAY", "INT32")
