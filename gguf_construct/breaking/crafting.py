@@ -111,13 +111,13 @@ def _(raw):
 @_breakage("kv-count-huge", "HDR-COUNT")
 def _(raw):
     """metadata_kv_count = 2^40."""
-    raw.kv_count = 2**40
+    raw.n_kv = 2**40
 
 
 @_breakage("tensor-count-huge", "HDR-COUNT")
 def _(raw):
     """tensor_count = 2^63 + 5."""
-    raw.tensor_count = 2**63 + 5
+    raw.n_tensors = 2**63 + 5
 
 
 # KV pairs
@@ -235,7 +235,7 @@ def _(raw):
 @_breakage("empty-array-bad-type", "ARR-TYPE", carrier_only=False)
 def _(raw):
     """An empty array of element type 13 (its length is known, so checking goes on after it)."""
-    raw.set_raw("test.empty", "ARRAY", struct.pack(_le(raw) + "I", 13) + raw.encode("ARRAY", [], "UINT8")[4:])
+    raw.set_raw("test.empty", "ARRAY", struct.pack(_le(raw) + "I", 13) + raw.value_bytes("ARRAY", [], "UINT8")[4:])
 
 
 @_breakage("array-past-eof", "ARR-EOF", carrier_only=False)

@@ -252,7 +252,7 @@ def _new_tensor(raw: RawFile, dims: list[int]) -> RawTI:
         b"fuzz.weight.%d" % len(raw.tensors),
         list(dims),
         F32,
-        align(max(written, default=0), raw.alignment()),
+        align(max(written, default=0), raw.alignment),
         bytes(4 * _product(dims)),
     )
     raw.tensors.append(t)  # after the others, which keep their offsets (an offset edit may have moved them)
@@ -379,7 +379,7 @@ def m_dup_key(raw: RawFile, pick: Pick) -> Intent:
     key = pick.choice([_fresh_key(raw, pick), keynames.GENERAL_ARCHITECTURE.encode(), ALIGNMENT_KEY])
     if key == ALIGNMENT_KEY and any(_key_of(k) == ALIGNMENT_KEY for k in raw.kvs):
         raise Skip
-    vt, val = (UINT32, raw.alignment()) if key == ALIGNMENT_KEY else (STRING, b"llama")
+    vt, val = (UINT32, raw.alignment) if key == ALIGNMENT_KEY else (STRING, b"llama")
     first = _insert_kv(raw, pick, RawKV(key, vt, val))
     second = RawKV(key, vt, val)
     raw.kvs.insert(pick.integer(raw.kvs.index(first) + 1, len(raw.kvs)), second)
@@ -719,7 +719,7 @@ def _moved(rules, touched, side_effects=frozenset(), at=DATA) -> Intent:
 
 def m_offset(raw: RawFile, pick: Pick) -> Intent:
     kind = pick.kind(_OFFSET_KINDS)
-    a = raw.alignment()
+    a = raw.alignment
     if kind == "reverse":
         if len(raw.tensors) < 2 or not any(t.blob for t in raw.tensors) or _touched(raw) & set(map(id, raw.tensors)):
             raise Skip
@@ -773,7 +773,7 @@ _DATA_KINDS = {
 def m_data(raw: RawFile, pick: Pick) -> Intent:
     kind = pick.kind(_DATA_KINDS)
     layout = raw.layout()
-    start = align(layout.head_end, raw.alignment())
+    start = align(layout.head_end, raw.alignment)
     if kind == "tail":
         if raw.tensors:
             raw.tail += bytes([pick.integer(0, 255)]) * pick.integer(1, 70)

@@ -168,7 +168,7 @@ def _edge(name: str, rules: tuple[str, ...], doc: str, build: Callable[[RawFile]
 
 def _long_key(raw: RawFile, n: int) -> None:
     key = ("suite." + "k" * n)[:n]
-    raw.kvs.append(RawKV(key.encode(), crafting.VT["UINT8"], raw.encode("UINT8", 1)))
+    raw.kvs.append(RawKV(key.encode(), crafting.VT["UINT8"], raw.value_bytes("UINT8", 1)))
 
 
 def _rename_vector(raw: RawFile, n: int) -> None:
@@ -196,14 +196,14 @@ def _version(word: int) -> Callable[[RawFile], None]:
 
 def _kv_count(delta: int) -> Callable[[RawFile], None]:
     def build(raw: RawFile) -> None:
-        raw.kv_count = len(raw.kvs) + delta
+        raw.n_kv = len(raw.kvs) + delta
 
     return build
 
 
 def _tensor_count(delta: int) -> Callable[[RawFile], None]:
     def build(raw: RawFile) -> None:
-        raw.tensor_count = len(raw.tensors) + delta
+        raw.n_tensors = len(raw.tensors) + delta
 
     return build
 
