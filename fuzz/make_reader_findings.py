@@ -20,7 +20,7 @@ OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "findings", "read
 
 
 def _file(*kvs, version: int = 3, byte_order: str = "little", arch: str = "x") -> RawFile:
-    raw = RawFile(version, byte_order)
+    raw = RawFile(version, byte_order, data=b"")  # the data section as one blob
     raw.set("general.architecture", "STRING", arch)
     for kv in kvs:
         raw.set(*kv)
@@ -161,7 +161,7 @@ def reproducers() -> list[tuple[str, tuple[str, ...], str, bytes]]:
     hc = _file()
     hc.n_kv = 2**40
     add("kv-count-huge.gguf", ["HDR-COUNT"], "A KV count of 2^40 in a 50-byte file.", hc)
-    tc = RawFile()
+    tc = RawFile(data=b"")
     tc.n_tensors = 1000
     add(
         "tensor-count-past-end.gguf", ["HDR-COUNT"], "A header alone (24 bytes) declaring 1000 tensors and no keys.", tc
