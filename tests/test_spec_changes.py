@@ -4,8 +4,8 @@ should follow it does, with no code edit.
 One copy of spec/ for the module holds all of them at once:
 
 - a version 4 whose layout differs (string lengths are u32 again) and that is now current, v3 becoming legacy;
-- value types of each kind: FLOAT16 (id 13, f2, new in v4) and INT16B (id 14, a second signed 16-bit integer,
-  available since v1);
+- value types of each kind: FLOAT16 (id 13, f2, new in v4) and INT16B (id 14, a second signed 16-bit integer
+  encoded by a primitive of its own, available since v1);
 - a ggml tensor type Q3_0 (id 43, block 32, 14 bytes) with no codec;
 - two keys in spec/keys.yaml with their types (one with the {arch} placeholder);
 - two rules in spec/rules.yaml declared by a ``key_check`` alone (a value range and a key type).
@@ -46,11 +46,12 @@ VALUE_TYPES = [
         "name": "INT16B",
         "c_name": "GGUF_METADATA_VALUE_TYPE_INT16B",
         "kind": "integer",
-        "encoding": "i2",
+        "encoding": "i2b",
         "since": 1,
-        "doc": "Hypothetical second signed 16-bit integer.",
+        "doc": "Hypothetical second signed 16-bit integer, with a primitive of its own.",
     },
 ]
+PRIMITIVE = {"id": "i2b", "struct": "h", "size": 2, "numpy": "i2", "doc": "Hypothetical signed 16-bit encoding."}
 TENSOR_TYPE = {
     "id": 43,
     "name": "Q3_0",
@@ -127,6 +128,7 @@ def _gguf(g: dict) -> None:
         {"version": 4, "status": "current", "doc": "Hypothetical: u32 string lengths again.", "doc_ref": "none"}
     )
     g["aliases"]["strlen_t"]["cases"] = {1: "u4", 4: "u4", "_": "u8"}
+    g["primitives"].append(dict(PRIMITIVE))
     g["value_types"].extend(dict(vt) for vt in VALUE_TYPES)
 
 
