@@ -3,7 +3,8 @@ should follow it does, with no code edit.
 
 One copy of spec/ for the module holds all of them at once:
 
-- a version 4 whose layout differs (string lengths are u32 again) and that is now current, v3 becoming legacy;
+- a version 4 whose layout differs (string lengths are u32 again, and the header ends with a field ``flags`` new
+  in v4) and that is now current, v3 becoming legacy;
 - value types of each kind: FLOAT16 (id 13, f2, new in v4) and INT16B (id 14, a second signed 16-bit integer
   encoded by a primitive of its own, available since v1);
 - a ggml tensor type Q3_0 (id 43, block 32, 14 bytes) with no codec;
@@ -51,6 +52,7 @@ VALUE_TYPES = [
         "doc": "Hypothetical second signed 16-bit integer, with a primitive of its own.",
     },
 ]
+HEADER_FIELD = {"id": "flags", "type": "u4", "since": 4, "default": 0, "doc": "Hypothetical v4 header flags."}
 PRIMITIVE = {"id": "i2b", "struct": "h", "size": 2, "numpy": "i2", "doc": "Hypothetical signed 16-bit encoding."}
 TENSOR_TYPE = {
     "id": 43,
@@ -128,6 +130,7 @@ def _gguf(g: dict) -> None:
         {"version": 4, "status": "current", "doc": "Hypothetical: u32 string lengths again.", "doc_ref": "none"}
     )
     g["aliases"]["strlen_t"]["cases"] = {1: "u4", 4: "u4", "_": "u8"}
+    g["types"]["header"]["seq"].append(dict(HEADER_FIELD))
     g["primitives"].append(dict(PRIMITIVE))
     g["value_types"].extend(dict(vt) for vt in VALUE_TYPES)
 
@@ -241,9 +244,11 @@ def test_a_version_with_another_layout(changed_spec, tmp_path):
         r = {}
         cli("demo", "--out", "demo")
         data = open("demo/demo-v4-little.gguf", "rb").read()
-        # v4: the header keeps u64 counts, the first key's length is a u32 again
-        key_len, = struct.unpack_from("<I", data, 24)
-        r["first_key"] = data[28 : 28 + key_len].decode()
+        # v4: the header keeps u64 counts and gains flags (written as its default), the first key's length is a u32
+        r["flags"], key_len = struct.unpack_from("<II", data, 24)
+        r["first_key"] = data[32 : 32 + key_len].decode()
+        v3 = open("demo/demo-v3-little.gguf", "rb").read()
+        r["v3_first_key"] = v3[32 : 32 + struct.unpack_from("<Q", v3, 24)[0]].decode()
         r["widths"] = {v: structs.family(v, "little").primitive_width("strlen_t") for v in (1, 2, 3, 4)}
         f = g.load("demo/demo-v4-big.gguf")
         r["load"] = [f.version, f.byte_order, f.metadata["general.architecture"], len(f.tensors)]
@@ -267,15 +272,16 @@ def test_a_version_with_another_layout(changed_spec, tmp_path):
         r["drawn"] = sorted(seen)
         cli("docs", "--out", "docs")
         fmt = open("docs/format.md", encoding="utf-8").read()
-        r["docs"] = 'id="version-4"' in fmt
+        flags_row = next(line for line in fmt.splitlines() if 'id="field-header-flags"' in line)
+        r["docs"] = 'id="version-4"' in fmt and "Since v4" in flags_row and "| — | — |" in flags_row
         ksy = cli("export", "ksy")
-        r["ksy"] = "4: u4" in ksy
+        r["ksy"] = "4: u4" in ksy and "_root.version >= 4" in ksy and "gguf_version >= 4" in cli("export", "hexpat")
         print("RESULT " + json.dumps(r))
         """,
         tmp_path,
     )
     r = _answers(out)
-    assert r["first_key"] == "general.architecture"
+    assert r["first_key"] == r["v3_first_key"] == "general.architecture" and r["flags"] == 0
     assert r["widths"] == {"1": 4, "2": 8, "3": 8, "4": 4}
     assert r["load"] == [4, "big", "llama", 10]
     valid, version, hdr = r["check"]

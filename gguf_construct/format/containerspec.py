@@ -22,6 +22,7 @@ __all__ = [
     "byte_order",
     "FamilyShape",
     "container_spec",
+    "container_spec_for",
     "field_spec",
     "is_valid",
     "field_limit",
@@ -47,6 +48,19 @@ VALUE_KINDS = ("integer", "float", "bool", "text", "array")
 def container_spec() -> dict:
     """The parsed ``spec/gguf.yaml``."""
     return _spec.load_yaml("gguf.yaml")
+
+
+def container_spec_for(version: int) -> dict:
+    """The container spec as a file of ``version`` has it: a field declaring ``since`` (the first version that
+    has it) is left out of the types of earlier versions.  The generated structs and the field tree of a family
+    read this."""
+    spec = container_spec()
+    if not any(f.get("since", 1) > version for t in spec["types"].values() for f in t["seq"]):
+        return spec
+    types = {
+        name: dict(t, seq=[f for f in t["seq"] if f.get("since", 1) <= version]) for name, t in spec["types"].items()
+    }
+    return dict(spec, types=types)
 
 
 BYTE_ORDERS: tuple[str, ...] = tuple(_byte_orders())  # the spec's byte orders by name, the default first

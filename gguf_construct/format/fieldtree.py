@@ -135,7 +135,7 @@ class _Spec:
 
     def __init__(self, fam):
         self.fam = fam
-        self.spec = containerspec.container_spec()
+        self.spec = containerspec.container_spec_for(fam.version)
         self.value_types = containerspec.value_types()
         self.order = _spec.byte_order(fam.byte_order).struct
         self.f4 = Float32Field(fam.byte_order)
@@ -629,6 +629,8 @@ class _Builder:
             given = _member(v, fid)
             if given is None and fid in counts:
                 given = counts[fid]
+            elif given is None and "default" in f:
+                given = f["default"]
             inner = {k[len(fid) + 1 :]: n for k, n in counts.items() if k.startswith(fid + ".")} if dotted else None
             self.field(kind, f, given, child, v, inner)
         node.end = len(self.out)
