@@ -435,7 +435,8 @@ def test_a_new_key_and_rules_declared_in_the_spec(changed_spec, tmp_path):
         r["keynames"] = ['GENERAL_LICENSE_SPDX = "general.license.spdx"' in source, 'ARCH_ATTENTION_WINDOW_LENGTH = "{arch}.attention.window_length"' in source]
         r["explain"] = cli("rule", "META-CTX-RANGE")
         cli("docs", "--out", "docs")
-        r["docs"] = ["general.license.spdx" in open("docs/keys.md", encoding="utf-8").read(), "META-CTX-RANGE" in open("docs/rules.md", encoding="utf-8").read()]
+        rules_md = open("docs/rules.md", encoding="utf-8").read()
+        r["docs"] = ["general.license.spdx" in open("docs/keys.md", encoding="utf-8").read(), "META-CTX-RANGE" in rules_md and "Checks that general.name has type STRING" in rules_md]
         print("RESULT " + json.dumps(r))
         """,
         tmp_path,
@@ -464,4 +465,5 @@ def test_a_new_key_and_rules_declared_in_the_spec(changed_spec, tmp_path):
     assert r["types"]["general.license.spdx"] == "STRING" and r["types"]["llama.attention.window_length"] == "UINT32"
     assert r["keynames"] == [True, True]
     assert "Context length out of range" in r["explain"] and "1 and 2^20" in r["explain"]
+    assert "checks      {arch}.context_length is 1 to 1048576" in r["explain"]
     assert r["docs"] == [True, True]

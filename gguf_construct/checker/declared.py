@@ -23,7 +23,7 @@ from ..rulebook.catalog import Hit, catalog, rule
 from ..rulebook.keys import file_architecture
 from ..rulebook.walk import KV, Context
 
-__all__ = ["KEY_CHECK", "key_check_predicate", "declared_rules"]
+__all__ = ["KEY_CHECK", "key_check_predicate", "declared_rules", "describe"]
 
 KEY_CHECK = "key_check"  # the field of a rules.yaml entry that declares it
 _NUMBER_TYPES = frozenset(structs.types_of_kind("integer", "float"))
@@ -76,6 +76,18 @@ def _breaks(kv: KV, check: dict) -> Hit | None:
     if values is not None and kv.item_type is None and value not in values:
         return Hit(kv.value_offset, f"{kv.path}.value", key=kv.key, type=kv.type_label(), value=value, expected=values)
     return None
+
+
+def describe(check: dict) -> str:
+    """A ``key_check`` in words: ``{arch}.context_length is 1 to 1048576``."""
+    parts = []
+    if check.get("types"):
+        parts.append("has type " + " or ".join(check["types"]))
+    if "min" in check or "max" in check:
+        parts.append("is " + _bounds(check))
+    if check.get("values") is not None:
+        parts.append("is one of " + ", ".join(repr(v) for v in check["values"]))
+    return f"{check['key']} " + " and ".join(parts)
 
 
 def key_check_predicate(check: dict) -> Callable[[Context], Iterator[Hit]]:
