@@ -247,6 +247,8 @@ def test_a_version_with_another_layout(changed_spec, tmp_path):
         # v4: the header keeps u64 counts and gains flags (written as its default), the first key's length is a u32
         r["flags"], key_len = struct.unpack_from("<II", data, 24)
         r["first_key"] = data[32 : 32 + key_len].decode()
+        flagged = data[:24] + struct.pack("<I", 7) + data[28:]  # a v4 file with flags set: read, kept, written back
+        r["flags_kept"] = g.load(flagged).to_bytes() == flagged
         v3 = open("demo/demo-v3-little.gguf", "rb").read()
         r["v3_first_key"] = v3[32 : 32 + struct.unpack_from("<Q", v3, 24)[0]].decode()
         r["widths"] = {v: structs.family(v, "little").primitive_width("strlen_t") for v in (1, 2, 3, 4)}
@@ -282,6 +284,7 @@ def test_a_version_with_another_layout(changed_spec, tmp_path):
     )
     r = _answers(out)
     assert r["first_key"] == r["v3_first_key"] == "general.architecture" and r["flags"] == 0
+    assert r["flags_kept"]
     assert r["widths"] == {"1": 4, "2": 8, "3": 8, "4": 4}
     assert r["load"] == [4, "big", "llama", 10]
     valid, version, hdr = r["check"]
