@@ -622,7 +622,7 @@ def _header_extra(head: Context, buf) -> dict[str, Any]:
     extra = [name for name in extra if name not in counted]
     if not extra:
         return {}
-    fam = structs.family(head.version, head.byte_order)  # type: ignore[arg-type]
+    fam = structs.family(head.version, head.byte_order)
     parsed = fam.types["header"].parse(bytes(buf[: head.header_size]))
     return {name: parsed[name] for name in extra}
 
