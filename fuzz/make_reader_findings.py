@@ -20,7 +20,7 @@ OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "findings", "read
 
 
 def _file(*kvs, version: int = 3, byte_order: str = "little", arch: str = "x") -> RawFile:
-    raw = RawFile(version, byte_order)
+    raw = RawFile(version, byte_order, data=b"")  # the data section as one blob
     raw.set("general.architecture", "STRING", arch)
     for kv in kvs:
         raw.set(*kv)
@@ -159,10 +159,10 @@ def reproducers() -> list[tuple[str, tuple[str, ...], str, bytes]]:
     # -- truncations and impossible counts -----------------------------------------------------------------------
     add("header-truncated.gguf", ["HDR-TRUNC"], "The first 10 bytes of a header.", _file().to_bytes()[:10])
     hc = _file()
-    hc.kv_count = 2**40
+    hc.n_kv = 2**40
     add("kv-count-huge.gguf", ["HDR-COUNT"], "A KV count of 2^40 in a 50-byte file.", hc)
-    tc = RawFile()
-    tc.tensor_count = 1000
+    tc = RawFile(data=b"")
+    tc.n_tensors = 1000
     add(
         "tensor-count-past-end.gguf", ["HDR-COUNT"], "A header alone (24 bytes) declaring 1000 tensors and no keys.", tc
     )

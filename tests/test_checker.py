@@ -154,7 +154,7 @@ def test_many_problems_are_all_reported():
     raw = crafting.carrier()
     raw.set_raw("tokenizer.ggml.add_bos_token", "BOOL", b"\x07")
     raw.set("test.Bad", "UINT8", 1)
-    raw.kvs.append(crafting.RawKV(b"general.name", 8, raw.encode("STRING", "again")))
+    raw.kvs.append(crafting.RawKV(b"general.name", 8, raw.value_bytes("STRING", "again")))
     raw.tensors[-1].type = 5
     raw.tensors[0].name = b"n" * 70
     report = check(raw.to_bytes())

@@ -18,9 +18,11 @@ from gguf_construct.base import stringscan
 from gguf_construct.base.stringscan import scan_string_offsets
 from gguf_construct.base.stringwalk import chain_by_doubling, walk_compiled
 from gguf_construct.commands.main import main
+from gguf_construct.format.spec import byte_order
 from gguf_construct.format.stringlist import StringList
 
 STRING, ARRAY = 8, 9
+LE = byte_order("little").struct  # the struct prefix scan_string_offsets takes
 
 
 def _records(lengths: np.ndarray, rng: np.random.Generator, zeros: float = 0.0) -> bytes:
@@ -90,7 +92,7 @@ def test_scan_is_exact_on_shapes_that_defeat_the_candidate_scan(kind, walk_mode)
     for n, seed in ((3000, 1), (40_000, 2)):
         data = _shape(kind, n, seed)  # n records (n is even: the alternating shape has n too)
         buf = b"pad" + data + b"tail"
-        starts, ends, end = scan_string_offsets(buf, 3, n, 8, "little")
+        starts, ends, end = scan_string_offsets(buf, 3, n, 8, LE)
         want, want_end = _reference(data, n)
         assert end == want_end + 3
         assert np.array_equal(starts, want + 3)
@@ -103,10 +105,10 @@ def test_scan_reports_the_first_record_that_does_not_fit(kind, walk_mode):
     want, end = _reference(data, 5000)
     cut = data + struct.pack("<Q", 9) + b"abc"  # one more record whose payload runs past the end
     with pytest.raises(IndexError) as info:
-        scan_string_offsets(cut, 0, len(want) + 1, 8, "little")
+        scan_string_offsets(cut, 0, len(want) + 1, 8, LE)
     assert info.value.args == (len(want), end, 9)
     with pytest.raises(IndexError) as info:
-        scan_string_offsets(data + b"\x01\x02", 0, len(want) + 1, 8, "little")  # a cut-off length
+        scan_string_offsets(data + b"\x01\x02", 0, len(want) + 1, 8, LE)  # a cut-off length
     assert info.value.args == (len(want), end, None)
 
 
@@ -114,12 +116,12 @@ def test_scan_reports_the_first_record_that_does_not_fit(kind, walk_mode):
 def test_scan_calls_do_not_grow_with_the_item_count(kind, walk_mode):
     """Ten times the items: Python-level calls grow with the windows scanned (bytes), never per item (the
     doubling fallback takes a few rounds per window, the compiled walk none)."""
-    scan_string_offsets(_shape(kind, 4000), 0, 4000, 8, "little")  # compile / warm up
+    scan_string_offsets(_shape(kind, 4000), 0, 4000, 8, LE)  # compile / warm up
     small, big = 20_000, 200_000
     calls = []
     for n in (small, big):
         data = _shape(kind, n)
-        calls.append(_count_calls(lambda: scan_string_offsets(data, 0, n, 8, "little")))
+        calls.append(_count_calls(lambda: scan_string_offsets(data, 0, n, 8, LE)))
     windows = len(_shape(kind, big)) // stringscan._WINDOW + 1
     per_window = 40 if walk_mode == "compiled" else 400
     assert calls[1] < 2 * calls[0] + per_window * windows, calls
@@ -215,7 +217,7 @@ def test_first_nul_positions_match_the_items_bytes():
     """StringList.first_nul (used by STR-NUL on arrays) agrees with each item's bytes."""
     rng = np.random.default_rng(11)
     data = _records(rng.integers(0, 40, 5000), rng, zeros=0.05)
-    starts, ends, _ = scan_string_offsets(data, 0, 5000, 8, "little")
+    starts, ends, _ = scan_string_offsets(data, 0, 5000, 8, LE)
     items = StringList.from_records(data, starts, ends, 8, "little")
     found = items.nul_items()
     assert len(found) > 100
@@ -270,7 +272,7 @@ def _token_list(n: int, extra: bytes = b"") -> StringList:
     """``n`` distinct 7-byte tokens (then ``extra``'s records), read as a file's array is."""
     data = b"".join(struct.pack("<Q", 7) + b"t%06x" % i for i in range(n)) + extra
     count = n + (len(extra) // 15)
-    starts, end = stringscan.scan_string_starts(data, 0, count, 8, "little")
+    starts, end = stringscan.scan_string_starts(data, 0, count, 8, LE)
     return StringList.from_records(data, starts, end, 8, "little")
 
 

@@ -30,12 +30,21 @@ _STEPS = 64  # Python steps a window may take before records per step are counte
 _RECORDS_PER_STEP = 32  # fewer records per step than this after _STEPS steps: the window is degenerate
 
 
+_LENGTH_CODES = {4: "I", 8: "Q"}  # struct code of an unsigned length prefix of each width
+
+
+def _is_little(prefix: str) -> bool:
+    """Whether the ``struct`` prefix ``prefix`` puts the low byte first (told by packing, not by its spelling)."""
+    return struct.pack(prefix + "H", 1)[0] == 1
+
+
 class _Degenerate(Exception):
     """The chain of a window is verified too few records per step: ``args[0]`` is what was verified so far."""
 
 
-def _chain_in_window(win: np.ndarray, width: int, little: bool, limit: int) -> np.ndarray:
-    """Window-relative starts of the verified chain of records beginning at 0 (at most ``limit``)."""
+def _chain_in_window(win: np.ndarray, width: int, little: bool, limit: int, unpack_from) -> np.ndarray:
+    """Window-relative starts of the verified chain of records beginning at 0 (at most ``limit``); ``unpack_from``
+    reads one length prefix."""
     m = len(win) - width + 1
     if m <= 0:
         return np.empty(0, dtype=np.int64)
@@ -51,7 +60,6 @@ def _chain_in_window(win: np.ndarray, width: int, little: bool, limit: int) -> n
     low = win[cand + (0 if little else width - 1)]
     nxt = cand + width + low
     bad = np.flatnonzero(nxt[:-1] != cand[1:])  # where a candidate's successor is not the next candidate
-    order = "little" if little else "big"
     pieces: list[np.ndarray] = []
     total, target, b = 0, 0, 0  # records placed, where the next record starts, index into bad
     steps = 0
@@ -71,7 +79,7 @@ def _chain_in_window(win: np.ndarray, width: int, little: bool, limit: int) -> n
         # not a candidate (a string of 256 bytes or more, or too near the window's end): read its length
         if target + width > len(win):
             break
-        n = int.from_bytes(win[target : target + width].tobytes(), order)
+        (n,) = unpack_from(win, target)
         pieces.append(np.array([target], dtype=np.int64))
         total += 1
         target += width + n
@@ -83,23 +91,25 @@ def _chain_in_window(win: np.ndarray, width: int, little: bool, limit: int) -> n
     return chain[:limit]
 
 
-def scan_string_offsets(buf, pos: int, count: int, width: int, byte_order: str):
-    """Payload start and end offsets of ``count`` length-prefixed strings at ``pos`` in ``buf``.
+def scan_string_offsets(buf, pos: int, count: int, width: int, prefix: str):
+    """Payload start and end offsets of ``count`` length-prefixed strings at ``pos`` in ``buf``, whose lengths are
+    ``width``-byte unsigned integers in the byte order of the ``struct`` prefix ``prefix`` (the spec's, passed
+    down by the caller: ``format.spec.byte_order(name).struct``).
 
     Returns ``(starts, ends, end_pos)`` (int64 arrays).  Raises ``IndexError((index, offset, length_or_None))``
     for the first record that does not fit in ``buf``.  :func:`scan_string_starts` does without the ends (each is
     the next start less the prefix), half the memory.
     """
-    starts, end = scan_string_starts(buf, pos, count, width, byte_order)
+    starts, end = scan_string_starts(buf, pos, count, width, prefix)
     return starts, _ends_of(starts, end, width), end
 
 
-def scan_string_starts(buf, pos: int, count: int, width: int, byte_order: str):
+def scan_string_starts(buf, pos: int, count: int, width: int, prefix: str):
     """Payload start offsets of ``count`` length-prefixed strings at ``pos`` in ``buf`` and where the last one
-    ends: ``(starts, end_pos)``; ``IndexError`` as :func:`scan_string_offsets` raises it."""
+    ends: ``(starts, end_pos)``; ``prefix`` and ``IndexError`` as in :func:`scan_string_offsets`."""
     size = len(buf)
-    unpack_from = struct.Struct(("<" if byte_order == "little" else ">") + {4: "I", 8: "Q"}[width]).unpack_from
-    little = byte_order == "little"
+    unpack_from = struct.Struct(prefix + _LENGTH_CODES[width]).unpack_from
+    little = _is_little(prefix)
     heads: list[np.ndarray] = []
     done = 0
     mean = 2 * width + 8  # bytes per record, a guess until the first window says
@@ -118,10 +128,10 @@ def scan_string_starts(buf, pos: int, count: int, width: int, byte_order: str):
                 chain = chain_by_doubling(win, width, little, count - done)
             else:
                 try:
-                    chain = _chain_in_window(win, width, little, count - done)
+                    chain = _chain_in_window(win, width, little, count - done, unpack_from)
                 except _Degenerate as exc:
                     chain, degenerate = exc.args[0], True
-                    walked = _walk_rest(buf, pos, chain, heads, done, count, width, little)
+                    walked = _walk_rest(buf, pos, chain, heads, done, count, width, little, unpack_from)
                     if walked is not None:
                         return walked
             if len(chain):
@@ -161,7 +171,9 @@ def _ends_of(starts: np.ndarray, end: int, width: int) -> np.ndarray:
     return ends
 
 
-def _walk_rest(buf, pos: int, chain: np.ndarray, heads: list, done: int, count: int, width: int, little: bool):
+def _walk_rest(
+    buf, pos: int, chain: np.ndarray, heads: list, done: int, count: int, width: int, little: bool, unpack_from
+):
     """``scan_string_offsets``'s result when the compiled walk follows the rest of the array from ``pos`` (where
     ``chain``, window relative, is already verified and ``heads`` hold the ``done`` records before it), or None
     without numba.  The walk writes the payload starts into the one output array (no copies of it)."""
@@ -186,14 +198,14 @@ def _walk_rest(buf, pos: int, chain: np.ndarray, heads: list, done: int, count: 
         release(buf, end, new_end)
         filled, end = filled + got, new_end
         if problem:
-            raise IndexError(*_problem_at(buf, end, filled, width, little))
+            raise IndexError(*_problem_at(buf, end, filled, width, unpack_from))
         if filled == count:
             return out, end
 
 
-def _problem_at(buf, pos: int, index: int, width: int, little: bool) -> tuple:
+def _problem_at(buf, pos: int, index: int, width: int, unpack_from) -> tuple:
     """The ``IndexError`` arguments for record ``index`` at ``pos``, which does not fit in ``buf``."""
     if pos + width > len(buf):
         return index, pos, None
-    (n,) = struct.unpack_from(("<" if little else ">") + {4: "I", 8: "Q"}[width], buf, pos)
+    (n,) = unpack_from(buf, pos)
     return index, pos, n

@@ -1,31 +1,25 @@
-"""What the crafted files are made of: :class:`RawFile`, the byte-level model a breakage edits, the carrier file,
-and the registry of named breakages (:data:`BREAKAGES`, filled by :func:`breakage`) with :func:`craft`.
+"""What the crafted files are made of: the carrier file, the registry of named breakages (:data:`BREAKAGES`, filled by
+:func:`breakage`) with :func:`craft`, on the one raw-file model :class:`~.rawfile.RawFile`.
 
 The breakages themselves are registered by :mod:`.crafting` (one per rule) and :mod:`.crafting_security` (the
 advisories and chat templates), both on top of this module; :mod:`.crafting` is the one to import.
 
-:class:`RawFile` holds the records of the field model of :mod:`.rawfile` -- KV pairs whose value is their encoded
-payload (:func:`RawKV`), tensor infos (:class:`~.rawfile.RawTI`) -- the data section as bytes, and overrides for
-everything a valid writer would never produce (counts, version word, padding, truncation).  Its head is written
-through that model (:meth:`RawFile.fields`), so both editing models share one set of records and one mapping onto
-the generated family's permissive build.
+A crafted file is a :class:`~.rawfile.RawFile` read from a valid file (``RawFile.from_bytes``): KV pairs whose
+value is their encoded payload (:func:`RawKV`), tensor infos, the data section as one blob, and overrides for
+everything a valid writer would never produce (counts, version word, padding, truncation).
 """
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
 from ..format import spec as _spec
-from ..format import structs
 from ..format.fieldtree import Raw
-from ..format.reader import align_offset
 from . import rawfile
-from ..rulebook import read_head
-from ..rulebook.walk import ALIGNMENT_KEY, ALIGNMENT_TYPE, _VT
+from ..rulebook.walk import ALIGNMENT_KEY, _VT
 from ..format import keynames
 
 __all__ = [
@@ -50,37 +44,12 @@ __all__ = [
 
 VT = dict(_VT)
 
-
-def encode_value(
-    vtype: int | str, value: Any, *, version: int = 3, byte_order: str = "little", item_type: int | str | None = None
-) -> bytes:
-    """The payload bytes of a metadata value, written by the generated family's permissive build.
-
-    Scalars are numbers, ``str``/``bytes`` for STRING; arrays take ``item_type`` and a list (for nested arrays,
-    a list of ``(inner_item_type, inner_list)`` pairs).  Any number fits its field modulo its width, so invalid
-    bools (2) are encodable.
-    """
-    vtype = VT[vtype] if isinstance(vtype, str) else vtype
-    vt = structs.value_types()[vtype]
-    fam = structs.family(version, byte_order)
-    return fam.build(vt.get("encoding") or vt["type"], _build_value(vtype, value, item_type))[0]
-
-
-def _build_value(vtype: int, value: Any, item_type: int | str | None = None) -> Any:
-    """A value as the permissive build takes it."""
-    if vtype == VT["STRING"]:
-        return value.encode("utf-8") if isinstance(value, str) else bytes(value)
-    if vtype != VT["ARRAY"]:
-        return value
-    item = VT[item_type] if isinstance(item_type, str) else item_type
-    if item == VT["ARRAY"]:
-        return {"type": item, "data": [_build_value(VT["ARRAY"], inner, it) for it, inner in value]}
-    return {"type": item, "data": [_build_value(item, v) for v in value]}
-
-
-# The records are those of the field model (:mod:`.rawfile`), one model for breaking files: a KV pair whose value
-# is its encoded payload, written verbatim (``Raw``), and a tensor info (its bytes are in :attr:`RawFile.data`).
+# The one raw-file model (:mod:`.rawfile`): crafted files are :class:`RawFile` objects holding their data section
+# as one blob (``RawFile.from_bytes``); a KV pair's value is its encoded payload, written verbatim.
+RawFile = rawfile.RawFile
 RawTensor = rawfile.RawTI
+encode_value = rawfile.encode_value
+tensor_nbytes = rawfile.tensor_nbytes
 
 
 def RawKV(key: bytes, vtype: int, payload: bytes) -> rawfile.RawKV:  # noqa: N802 - reads as the record it makes
@@ -96,162 +65,6 @@ def payload(kv: rawfile.RawKV) -> bytes:
 def set_payload(kv: rawfile.RawKV, data: bytes) -> None:
     """Replace the encoded value of a KV pair made by :func:`RawKV` (written verbatim)."""
     kv.value = Raw(bytes(data))
-
-
-@dataclass
-class RawFile:
-    """A GGUF file at the byte level, with overrides for what valid writers never produce."""
-
-    version: int = 3
-    byte_order: str = "little"
-    kvs: list[rawfile.RawKV] = field(default_factory=list)  # values written verbatim (see RawKV)
-    tensors: list[RawTensor] = field(default_factory=list)
-    data: bytes = b""  # the data section, from its (aligned) start
-    magic: bytes = b"GGUF"
-    version_word: int | None = None
-    kv_count: int | None = None
-    tensor_count: int | None = None
-    head_pad: bytes | None = None  # bytes between the tensor infos and the data section (default: zeros)
-    tail: bytes = b""
-    truncate: int | None = None
-
-    # -- reading ---------------------------------------------------------------------------------------------
-    @classmethod
-    def from_bytes(cls, data: bytes) -> "RawFile":
-        """Split a valid GGUF file into its parts."""
-        ctx = read_head(bytes(data))
-        if not ctx.head_complete:
-            raise ValueError("from_bytes needs a file whose head can be read")
-        buf = ctx.buf
-        kvs = [RawKV(kv.key_bytes, kv.vtype, bytes(buf[kv.value_offset : kv.end])) for kv in ctx.kvs]
-        tensors = [RawTensor(t.name_bytes, list(t.dims), t.type, t.data_offset) for t in ctx.tensors]
-        start = ctx.data_start if ctx.data_start is not None else ctx.head_end
-        return cls(ctx.version, ctx.byte_order, kvs, tensors, bytes(buf[start:]))
-
-    def copy(self) -> "RawFile":
-        """A deep copy to break."""
-        return copy.deepcopy(self)
-
-    # -- metadata ------------------------------------------------------------------------------------------
-    def encode(self, vtype, value, item_type=None) -> bytes:
-        """:func:`encode_value` in this file's version and byte order."""
-        return encode_value(vtype, value, version=self.version, byte_order=self.byte_order, item_type=item_type)
-
-    def index(self, key: str | bytes) -> int:
-        """Position of the first KV pair with ``key``."""
-        key = key.encode() if isinstance(key, str) else key
-        return next(i for i, kv in enumerate(self.kvs) if kv.key == key)
-
-    def set(self, key: str | bytes, vtype, value, item_type=None) -> "RawFile":
-        """Replace the value of ``key`` (kept in place) or append the pair."""
-        key_b = key.encode() if isinstance(key, str) else key
-        vt = VT[vtype] if isinstance(vtype, str) else vtype
-        kv = RawKV(key_b, vt, self.encode(vt, value, item_type))
-        try:
-            self.kvs[self.index(key_b)] = kv
-        except StopIteration:
-            self.kvs.append(kv)
-        return self
-
-    def set_raw(self, key: str | bytes, vtype, payload: bytes) -> "RawFile":
-        """Replace or append a pair with a hand-made payload."""
-        key_b = key.encode() if isinstance(key, str) else key
-        vt = VT[vtype] if isinstance(vtype, str) else vtype
-        try:
-            self.kvs[self.index(key_b)] = RawKV(key_b, vt, payload)
-        except StopIteration:
-            self.kvs.append(RawKV(key_b, vt, payload))
-        return self
-
-    def remove(self, key: str | bytes) -> "RawFile":
-        """Drop the pair(s) with ``key``."""
-        key_b = key.encode() if isinstance(key, str) else key
-        self.kvs = [kv for kv in self.kvs if kv.key != key_b]
-        return self
-
-    def tensor(self, name: str | bytes) -> RawTensor:
-        """The tensor info called ``name``."""
-        name_b = name.encode() if isinstance(name, str) else name
-        return next(t for t in self.tensors if t.name == name_b)
-
-    def append_tensor(self, name: str | bytes, type_name: str, dims: list[int], raw: bytes) -> "RawFile":
-        """Add a tensor at the canonical offset after the current data (data padded to the alignment)."""
-        name_b = name.encode() if isinstance(name, str) else name
-        a = self.alignment
-        end = max((t.offset + tensor_nbytes(t) for t in self.tensors), default=0)
-        offset = align_offset(end, a)
-        data = self.data[:offset].ljust(offset, b"\0") + raw
-        self.data = data.ljust(align_offset(len(data), a), b"\0")
-        tid = next(t.id for t in _spec.tensor_types() if t.name == type_name)
-        self.tensors.append(RawTensor(name_b, list(dims), tid, offset))
-        return self
-
-    def relayout(self) -> "RawFile":
-        """Lay the tensors out canonically (in info order, each at the aligned end of the previous one) for the
-        current alignment, keeping their bytes."""
-        a = self.alignment
-        body = b""
-        for t in self.tensors:
-            raw = self.data[t.offset : t.offset + tensor_nbytes(t)]
-            t.offset = len(body)
-            body = (body + raw).ljust(align_offset(len(body) + len(raw), a), b"\0")
-        self.data = body
-        return self
-
-    @property
-    def alignment(self) -> int:
-        """ALIGNMENT as a reader computes it from the KV pairs (UINT32 general.alignment > 0, else 32)."""
-        for kv in self.kvs:
-            if kv.key == ALIGNMENT_KEY.encode() and kv.vtype == ALIGNMENT_TYPE:
-                value = int.from_bytes(payload(kv)[:4], self.byte_order)
-                return value if value > 0 else 32
-            if kv.key == ALIGNMENT_KEY.encode():
-                return 32
-        return 32
-
-    # -- writing -------------------------------------------------------------------------------------------
-    def fields(self) -> "rawfile.RawFile":
-        """This file as the field model of :mod:`.rawfile` (payloads written as they are), whose head mapping
-        both models share."""
-        version = self.version_word
-        raw_version = (
-            None if version is None else int.from_bytes((version % 2**32).to_bytes(4, self.byte_order), "little")
-        )
-        return rawfile.RawFile(
-            self.version,
-            self.byte_order,
-            magic=self.magic,
-            raw_version=raw_version,
-            n_kv=self.kv_count,
-            n_tensors=self.tensor_count,
-            kvs=list(self.kvs),
-            tensors=list(self.tensors),
-        )
-
-    def head(self) -> bytes:
-        """Header, KV pairs and tensor infos, written by the generated family's permissive build."""
-        return structs.family(self.version, self.byte_order).build("file_head", self.fields().head_value())[0]
-
-    def head_padding(self) -> bytes:
-        """The padding written after the head (zeros to the alignment when there are tensors)."""
-        if self.head_pad is not None:
-            return self.head_pad
-        n = len(self.head())
-        return b"\0" * (align_offset(n, self.alignment) - n) if self.tensors else b""
-
-    def to_bytes(self) -> bytes:
-        """The file."""
-        out = self.head() + self.head_padding() + self.data + self.tail
-        return out[: self.truncate] if self.truncate is not None else out
-
-
-def tensor_nbytes(t: RawTensor) -> int:
-    """The byte size of a tensor info's data (its type and dimensions)."""
-    st = _spec.tensor_type_by_id()[t.type]
-    n = 1
-    for d in t.dims:
-        n *= d
-    return n // st.block_size * st.type_size
 
 
 # -- the carrier ---------------------------------------------------------------------------------------------
@@ -291,7 +104,7 @@ def carrier(version: int = 3, byte_order: str = "little") -> RawFile:
         ("rope.dimension_count", 8),
     ):
         m.set(f"llama.{key}", value, "UINT32")
-    m.set("llama.attention.layer_norm_rms_epsilon", 1e-5, "FLOAT32")
+    m.set(keynames.ARCH_ATTENTION_LAYER_NORM_RMS_EPSILON.format(arch="llama"), 1e-5, "FLOAT32")
     m.set(keynames.TOKENIZER_GGML_MODEL, "llama", "STRING")
     m.set(keynames.TOKENIZER_GGML_TOKENS, ["<unk>", "<s>", "</s>", "a", "b"], "ARRAY", "STRING")
     m.set(keynames.TOKENIZER_GGML_SCORES, np.array([0, 0, 0, -1, -2], dtype=np.float32), "ARRAY", "FLOAT32")

@@ -111,13 +111,13 @@ def _(raw):
 @_breakage("kv-count-huge", "HDR-COUNT")
 def _(raw):
     """metadata_kv_count = 2^40."""
-    raw.kv_count = 2**40
+    raw.n_kv = 2**40
 
 
 @_breakage("tensor-count-huge", "HDR-COUNT")
 def _(raw):
     """tensor_count = 2^63 + 5."""
-    raw.tensor_count = 2**63 + 5
+    raw.n_tensors = 2**63 + 5
 
 
 # KV pairs
@@ -235,7 +235,7 @@ def _(raw):
 @_breakage("empty-array-bad-type", "ARR-TYPE", carrier_only=False)
 def _(raw):
     """An empty array of element type 13 (its length is known, so checking goes on after it)."""
-    raw.set_raw("test.empty", "ARRAY", struct.pack(_le(raw) + "I", 13) + raw.encode("ARRAY", [], "UINT8")[4:])
+    raw.set_raw("test.empty", "ARRAY", struct.pack(_le(raw) + "I", 13) + raw.value_bytes("ARRAY", [], "UINT8")[4:])
 
 
 @_breakage("array-past-eof", "ARR-EOF", carrier_only=False)
@@ -518,13 +518,13 @@ def _(raw):
 @_breakage("architecture-key-missing", "META-ARCH-KEYS")
 def _(raw):
     """llama without llama.rope.dimension_count."""
-    raw.remove("llama.rope.dimension_count")
+    raw.remove(keynames.ARCH_ROPE_DIMENSION_COUNT.format(arch="llama"))
 
 
 @_breakage("llm-placeholder", "META-LLM-PLACEHOLDER", carrier_only=False)
 def _(raw):
     """llm.vocab_size written literally."""
-    raw.set("llm.vocab_size", "UINT32", 5)
+    raw.set(keynames.ARCH_VOCAB_SIZE.format(arch="llm"), "UINT32", 5)
 
 
 @_breakage("tokenizer-length-mismatch", "META-TOKENIZER-LEN")
@@ -603,7 +603,7 @@ def _shards(
     keep = q if duplicate else f
     second.tensors = [replace(keep, offset=0)]
     second.data = raw.data[keep.offset : keep.offset + align_offset(_nbytes(keep), raw.alignment)]
-    second.kvs = [kv for kv in raw.kvs if kv.key in (b"general.architecture", ALIGNMENT_KEY.encode())]
+    second.kvs = [kv for kv in raw.kvs if kv.key in (keynames.GENERAL_ARCHITECTURE.encode(), ALIGNMENT_KEY.encode())]
     _split(second, second_no, total, second_tensors)
     stem = CARRIER_NAME[:-5]
     shards = {1: first, 2: second}
@@ -698,7 +698,7 @@ def _drop_tensor(f, name="blk.0.ffn_up.weight"):
 
 
 def _retype_key(f):
-    f.metadata.set("llama.context_length", "64", "STRING")
+    f.metadata.set(keynames.ARCH_CONTEXT_LENGTH.format(arch="llama"), "64", "STRING")
 
 
 def _halve_q(f):
@@ -755,7 +755,7 @@ for _name, _rules, _doc, _build in (
         "model-key-missing",
         ("MODEL-KEY-MISSING",),
         "llama without llama.embedding_length.",
-        _model_case(**{"llama.embedding_length": (None, None)}),
+        _model_case(**{keynames.ARCH_EMBEDDING_LENGTH.format(arch="llama"): (None, None)}),
     ),
     (
         "model-key-type",
@@ -767,7 +767,7 @@ for _name, _rules, _doc, _build in (
         "model-hparam-range",
         ("MODEL-HPARAM-RANGE",),
         "llama.expert_used_count = 3 with no experts.",
-        _model_case(**{"llama.expert_used_count": (3, "UINT32")}),
+        _model_case(**{keynames.ARCH_EXPERT_USED_COUNT.format(arch="llama"): (3, "UINT32")}),
     ),
     (
         "model-vocab",
@@ -792,7 +792,7 @@ for _name, _rules, _doc, _build in (
         "model-block-count",
         ("MODEL-BLOCK-COUNT", "MODEL-TENSOR-MISSING"),
         "llama.block_count = 3 with blocks 0..1.",
-        _model_case(**{"llama.block_count": (3, "UINT32")}),
+        _model_case(**{keynames.ARCH_BLOCK_COUNT.format(arch="llama"): (3, "UINT32")}),
     ),
     (
         "model-tensor-name",

@@ -44,13 +44,13 @@ def _f32_tensor(raw: RawFile, name: str, dims: list[int], offset: int = 0) -> No
 @_breakage("advisory-kv-count-wrap", "HDR-COUNT")
 def _(raw):
     """metadata_kv_count = 2^61: times any record size, the allocation wraps (CVE-2024-23605)."""
-    raw.kv_count = 2**61
+    raw.n_kv = 2**61
 
 
 @_breakage("advisory-tensor-count-wrap", "HDR-COUNT")
 def _(raw):
     """tensor_count = 2^60: times sizeof(gguf_tensor_info), the allocation wraps (CVE-2024-21836)."""
-    raw.tensor_count = 2**60
+    raw.n_tensors = 2**60
 
 
 @_breakage("advisory-string-length-wrap", "STR-EOF")
@@ -63,7 +63,7 @@ def _(raw):
 def _(raw):
     """An ARRAY of STRING declaring 2^61 elements, appended last (CVE-2024-21825)."""
     head = struct.pack(_le(raw) + "I", 8) + _uint(2**61, _width(raw, "arrlen_t"), raw.byte_order)
-    raw.set_raw("test.strings", "ARRAY", head + raw.encode("STRING", "a"))
+    raw.set_raw("test.strings", "ARRAY", head + raw.value_bytes("STRING", "a"))
 
 
 @_breakage("advisory-n-dims", "TI-NDIMS")

@@ -148,7 +148,7 @@ _EXTRA_NAMES = (
 
 def _add_tensor(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated | None:
     arch = _arch(meta)
-    n_layer = meta.get(f"{arch}.block_count")
+    n_layer = meta.get(keynames.ARCH_BLOCK_COUNT.format(arch=arch))
     last = int(n_layer.value) - 1 if n_layer is not None and n_layer.type != "ARRAY" else 0
     name = rng.choice(_EXTRA_NAMES).format(last=last, next=last + 1)
     if name in tensors:
@@ -192,7 +192,7 @@ def _key_to_array(meta: Meta, tensors: Tensors, rng: random.Random) -> Mutated |
         for k in (*common_key_reads(), *(o.keys if o else ()))
         if k.reader == "get_key_or_arr"
     }
-    n_layer = meta.get(f"{arch}.block_count")
+    n_layer = meta.get(keynames.ARCH_BLOCK_COUNT.format(arch=arch))
     keys = sorted(k for k in per_layer if k in meta and meta[k].type in ("UINT32", "INT32", "FLOAT32"))
     if not keys or n_layer is None or n_layer.type == "ARRAY":
         return None

@@ -26,8 +26,9 @@ from ..format.enums import GGMLType
 from ..format.reader import MAX_DIMS
 from ..format.reader import MAX_KEY_BYTES as MAX_KEY
 from ..format.reader import MAX_NAME_BYTES as MAX_NAME
-from ..format import structs
+from ..format import keynames, structs
 from ..format.spec import primitives, tensor_type_by_id
+from ..rulebook.container import later_type_rule
 from .intent import DATA, DATA_LAYOUT, TENSOR_INFOS, Bytes, Intent
 from .rawfile import (
     ALIGNMENT_KEY,
@@ -251,7 +252,7 @@ def _new_tensor(raw: RawFile, dims: list[int]) -> RawTI:
         b"fuzz.weight.%d" % len(raw.tensors),
         list(dims),
         F32,
-        align(max(written, default=0), raw.alignment()),
+        align(max(written, default=0), raw.alignment),
         bytes(4 * _product(dims)),
     )
     raw.tensors.append(t)  # after the others, which keep their offsets (an offset edit may have moved them)
@@ -375,10 +376,10 @@ def m_dup_key(raw: RawFile, pick: Pick) -> Intent:
         raw.kvs.insert(pick.integer(raw.kvs.index(src) + 1, len(raw.kvs)), copy)
         raw.relayout()
         return Intent({"KV-KEY-DUP"}, at=copy, touches=(copy,))
-    key = pick.choice([_fresh_key(raw, pick), b"general.architecture", ALIGNMENT_KEY])
+    key = pick.choice([_fresh_key(raw, pick), keynames.GENERAL_ARCHITECTURE.encode(), ALIGNMENT_KEY])
     if key == ALIGNMENT_KEY and any(_key_of(k) == ALIGNMENT_KEY for k in raw.kvs):
         raise Skip
-    vt, val = (UINT32, raw.alignment()) if key == ALIGNMENT_KEY else (STRING, b"llama")
+    vt, val = (UINT32, raw.alignment) if key == ALIGNMENT_KEY else (STRING, b"llama")
     first = _insert_kv(raw, pick, RawKV(key, vt, val))
     second = RawKV(key, vt, val)
     raw.kvs.insert(pick.integer(raw.kvs.index(first) + 1, len(raw.kvs)), second)
@@ -476,7 +477,8 @@ def m_array_type(raw: RawFile, pick: Pick) -> Intent:
 
 def m_array_bomb(raw: RawFile, pick: Pick) -> Intent:
     big = [2**63, 2**64 - 1, 2**62, 2**60, 2**40] if raw.wide == 8 else [2**32 - 1, 2**31, 2**30]
-    item = pick.choice([VT["UINT8"], VT["UINT32"], VT["FLOAT64"] if raw.version > 1 else VT["INT32"], STRING, ARRAY])
+    wide_float = VT["FLOAT64"] if VT["FLOAT64"] in structs.value_types_in(raw.version) else VT["INT32"]
+    item = pick.choice([VT["UINT8"], VT["UINT32"], wide_float, STRING, ARRAY])
     n = pick.integer(0, 3)
     if item == STRING:
         items = [b"x" * j for j in range(n)]
@@ -502,15 +504,19 @@ def m_nested(raw: RawFile, pick: Pick) -> Intent:
 
 
 def m_v1_types(raw: RawFile, pick: Pick) -> Intent:
-    if raw.version != 1:
+    """A number of a value type newer than the file's version (v1's 64-bit types; any later type the spec adds),
+    breaking the rule the spec names for it (``before_since``)."""
+    have = structs.value_types_in(raw.version)
+    later = [t for t in structs.types_of_kind("integer", "float") if t not in have]
+    if not later:
         raise Skip
-    vt = pick.choice([VT["UINT64"], VT["INT64"], VT["FLOAT64"]])
+    vt = pick.choice(later)
     if pick.boolean():
         kv = RawKV(_fresh_key(raw, pick), vt, 5)
     else:
         kv = RawKV(_fresh_key(raw, pick), ARRAY, Arr(vt, [1, 2]))
     _insert_kv(raw, pick, kv)
-    return Intent({"KV-TYPE-V1"}, at=kv, touches=(kv,))
+    return Intent({later_type_rule(vt, raw.version) or "KV-TYPE-VERSION"}, at=kv, touches=(kv,))
 
 
 _M8, _P2 = "ALIGN-MULT8", "ALIGN-POW2"
@@ -549,7 +555,7 @@ def m_alignment(raw: RawFile, pick: Pick) -> Intent:
     u32 = [(UINT32, v, r, False) for v, r in _ALIGNMENTS]
     u32 += [(UINT32, v, r, True) for v, r in _HUGE_ALIGNMENTS if not raw.tensors]
     wrong = [
-        (vt, v, {"ALIGN-TYPE"}, False) for vt, v in _WRONG_ALIGNMENT_TYPES if raw.version > 1 or vt != VT["UINT64"]
+        (vt, v, {"ALIGN-TYPE"}, False) for vt, v in _WRONG_ALIGNMENT_TYPES if vt in structs.value_types_in(raw.version)
     ]
     kind = pick.kind({"u32": frozenset().union(*(o[2] for o in u32)), "wrong": frozenset({"ALIGN-TYPE"})})
     vt, v, rules, huge = pick.aimed(u32 if kind == "u32" else wrong, lambda o: o[2])
@@ -713,7 +719,7 @@ def _moved(rules, touched, side_effects=frozenset(), at=DATA) -> Intent:
 
 def m_offset(raw: RawFile, pick: Pick) -> Intent:
     kind = pick.kind(_OFFSET_KINDS)
-    a = raw.alignment()
+    a = raw.alignment
     if kind == "reverse":
         if len(raw.tensors) < 2 or not any(t.blob for t in raw.tensors) or _touched(raw) & set(map(id, raw.tensors)):
             raise Skip
@@ -767,7 +773,7 @@ _DATA_KINDS = {
 def m_data(raw: RawFile, pick: Pick) -> Intent:
     kind = pick.kind(_DATA_KINDS)
     layout = raw.layout()
-    start = align(layout.head_end, raw.alignment())
+    start = align(layout.head_end, raw.alignment)
     if kind == "tail":
         if raw.tensors:
             raw.tail += bytes([pick.integer(0, 255)]) * pick.integer(1, 70)

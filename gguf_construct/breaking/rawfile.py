@@ -1,7 +1,9 @@
-"""A field-level model of a GGUF file for breaking it on purpose.
+"""The one field-level model of a GGUF file for breaking it on purpose, used by the mutations, the crafted files
+(:mod:`.crafted`), the suite and the fuzzers.
 
-:class:`RawFile` holds every field of a file as plain values (header words, keys as raw bytes, typed values,
-tensor infos, tensor blobs) so that a mutation can change exactly one field — including into something no valid
+:class:`RawFile` holds every field of a file as plain values (header words, keys as raw bytes, typed values or
+encoded payloads, tensor infos, and the tensor data either as one blob per tensor or as the data section's bytes,
+:attr:`RawFile.data`) so that a breakage can change exactly one field — including into something no valid
 writer produces (a bad type id, a string length past the end, a count that cannot be satisfied).
 :meth:`RawFile.encode` writes it through the generated family's permissive build and returns the byte range of
 every field (:class:`Mark`) with the rule a file ending inside that field breaks; :meth:`RawFile.record_spans`
@@ -11,11 +13,13 @@ gives the byte range of every record.  Nothing here predicts what a checker repo
 
 from __future__ import annotations
 
-import struct
+import copy as _copy
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from ..format import fieldrules, fieldtree, structs
+from ..format import spec as _spec
+from ..rulebook import read_head
 from ..format.enums import VALUE_TYPE_IDS
 from ..format.reader import ALIGNMENT_KEY as _ALIGNMENT_KEY
 from ..format.reader import DEFAULT_ALIGNMENT, LEGACY_MAGICS, align_offset
@@ -33,6 +37,8 @@ __all__ = [
     "VT",
     "SCALAR_FORMATS",
     "LEGACY_MAGICS",
+    "encode_value",
+    "tensor_nbytes",
 ]
 
 VT = VALUE_TYPE_IDS  # the enum generated from the spec, as plain ints
@@ -44,6 +50,7 @@ SCALAR_FORMATS = {
     if vt.get("encoding")
 }
 ALIGNMENT_KEY = _ALIGNMENT_KEY.encode()
+BYTE_ORDERS_FIRST = structs.BYTE_ORDERS[0]  # the order a version word override is held in (see RawFile.raw_version)
 WRITE_LIMIT = 1 << 20  # tensor data further than this into the data section is not written (offset mutations)
 
 
@@ -95,7 +102,8 @@ class RawKV:
 
 @dataclass
 class RawTI:
-    """One tensor info plus the tensor's bytes (``blob``), written at ``offset`` in the data section."""
+    """One tensor info plus the tensor's bytes (``blob``), written at ``offset`` in the data section (unless the
+    file holds its data section as one blob, :attr:`RawFile.data`)."""
 
     name: bytes | Str
     dims: list[int]
@@ -121,14 +129,60 @@ class Mark:
     prechecks: tuple[tuple[int, int], ...] = ()
 
 
+def encode_value(
+    vtype: int | str, value: Any, *, version: int = 3, byte_order: str = "little", item_type: int | str | None = None
+) -> bytes:
+    """The payload bytes of a metadata value, written by the generated family's permissive build.
+
+    Scalars are numbers, ``str``/``bytes`` for STRING; arrays take ``item_type`` and a list (for nested arrays,
+    a list of ``(inner_item_type, inner_list)`` pairs).  Any number fits its field modulo its width, so invalid
+    bools (2) are encodable.
+    """
+    vtype = VT[vtype] if isinstance(vtype, str) else vtype
+    vt = structs.value_types()[vtype]
+    fam = structs.family(version, byte_order)
+    return fam.build(vt.get("encoding") or vt["type"], _build_value(vtype, value, item_type))[0]
+
+
+def _build_value(vtype: int, value: Any, item_type: int | str | None = None) -> Any:
+    """A value as the permissive build takes it."""
+    if vtype == STRING:
+        return value.encode("utf-8") if isinstance(value, str) else bytes(value)
+    if vtype != ARRAY:
+        return value
+    item = VT[item_type] if isinstance(item_type, str) else item_type
+    if item == ARRAY:
+        return {"type": item, "data": [_build_value(ARRAY, inner, it) for it, inner in value]}
+    return {"type": item, "data": [_build_value(item, v) for v in value]}  # type: ignore[arg-type]
+
+
+def tensor_nbytes(t: RawTI) -> int:
+    """The byte size of a tensor info's data (its type and dimensions)."""
+    st = _spec.tensor_type_by_id()[t.type]
+    n = 1
+    for d in t.dims:
+        n *= d
+    return n // st.block_size * st.type_size
+
+
+def _key_bytes(key: str | bytes) -> bytes:
+    return key.encode() if isinstance(key, str) else key
+
+
 @dataclass
 class RawFile:
-    """Every field of a GGUF file, editable one by one."""
+    """Every field of a GGUF file, editable one by one.
 
-    version: int
-    byte_order: str
+    The tensor data is either each tensor's ``blob`` (written at its offset, the rest padding) or, when
+    :attr:`data` is set, the data section's bytes as they are (from its aligned start; the blobs are not
+    written), after :attr:`head_pad` (default: zeros to the alignment when there are tensors).
+    """
+
+    version: int = field(default_factory=structs.current_version)
+    byte_order: str = structs.BYTE_ORDERS[0]
     kvs: list[RawKV] = field(default_factory=list)
     tensors: list[RawTI] = field(default_factory=list)
+    data: bytes | None = None  # the data section as one blob, written verbatim (None: the tensors' blobs)
     magic: bytes = b"GGUF"
     raw_version: int | None = None  # the version word as read little-endian, overriding version/byte order
     n_tensors: int | None = None
@@ -138,6 +192,85 @@ class RawFile:
     tail: bytes = b""
     truncate: int | None = None  # keep only this many bytes
     intents: list = field(default_factory=list)  # the declared intents of the breakages applied (see .intent)
+    head_pad: bytes | None = None  # with ``data``: the bytes between the tensor infos and the data section
+
+    # -- reading --------------------------------------------------------------------------------------------
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "RawFile":
+        """A file whose head can be read, split into its parts: each KV pair's value as its encoded payload
+        (:class:`~gguf_construct.format.fieldtree.Raw`), the tensor infos, and the data section as one blob."""
+        ctx = read_head(bytes(data))
+        if not ctx.head_complete:
+            raise ValueError("from_bytes needs a file whose head can be read")
+        buf = ctx.buf
+        kvs = [RawKV(kv.key_bytes, kv.vtype, fieldtree.Raw(bytes(buf[kv.value_offset : kv.end]))) for kv in ctx.kvs]
+        tensors = [RawTI(t.name_bytes, list(t.dims), t.type, t.data_offset) for t in ctx.tensors]
+        start = ctx.data_start if ctx.data_start is not None else ctx.head_end
+        return cls(ctx.version, ctx.byte_order, kvs, tensors, bytes(buf[start:]))
+
+    @property
+    def version_word(self) -> int | None:
+        """The version word as written in the file's byte order (an override of :attr:`raw_version`), or None."""
+        if self.raw_version is None:
+            return None
+        return int.from_bytes(self.raw_version.to_bytes(4, BYTE_ORDERS_FIRST), self.byte_order)  # type: ignore[arg-type]
+
+    @version_word.setter
+    def version_word(self, word: int | None) -> None:
+        self.raw_version = (
+            None if word is None else int.from_bytes((word % 2**32).to_bytes(4, self.byte_order), BYTE_ORDERS_FIRST)  # type: ignore[arg-type]
+        )
+
+    # -- metadata -------------------------------------------------------------------------------------------
+    def value_bytes(self, vtype, value, item_type=None) -> bytes:
+        """:func:`encode_value` in this file's version and byte order."""
+        return encode_value(vtype, value, version=self.version, byte_order=self.byte_order, item_type=item_type)
+
+    def index(self, key: str | bytes) -> int:
+        """Position of the first KV pair with ``key``."""
+        key = _key_bytes(key)
+        return next(i for i, kv in enumerate(self.kvs) if _as_str(kv.key).data == key)
+
+    def set(self, key: str | bytes, vtype, value, item_type=None) -> "RawFile":
+        """Replace the value of ``key`` (kept in place) or append the pair, encoded by the permissive build."""
+        vt = VT[vtype] if isinstance(vtype, str) else vtype
+        return self.set_raw(key, vt, self.value_bytes(vt, value, item_type))
+
+    def set_raw(self, key: str | bytes, vtype, payload: bytes) -> "RawFile":
+        """Replace or append a pair with a hand-made payload (written as given)."""
+        key_b = _key_bytes(key)
+        kv = RawKV(key_b, VT[vtype] if isinstance(vtype, str) else vtype, fieldtree.Raw(bytes(payload)))
+        try:
+            self.kvs[self.index(key_b)] = kv
+        except StopIteration:
+            self.kvs.append(kv)
+        return self
+
+    def remove(self, key: str | bytes) -> "RawFile":
+        """Drop the pair(s) with ``key``."""
+        key_b = _key_bytes(key)
+        self.kvs = [kv for kv in self.kvs if _as_str(kv.key).data != key_b]
+        return self
+
+    def tensor(self, name: str | bytes) -> RawTI:
+        """The tensor info called ``name``."""
+        name_b = _key_bytes(name)
+        return next(t for t in self.tensors if _as_str(t.name).data == name_b)
+
+    def append_tensor(self, name: str | bytes, type_name: str, dims: list[int], raw: bytes) -> "RawFile":
+        """Add a tensor at the canonical offset after the current data (the data section padded to the
+        alignment); a file of blobs gets the bytes as the new tensor's blob."""
+        a = self.alignment
+        end = max((t.offset + tensor_nbytes(t) for t in self.tensors), default=0)
+        offset = align_offset(end, a)
+        tid = next(t.id for t in _spec.tensor_types() if t.name == type_name)
+        if self.data is None:
+            self.tensors.append(RawTI(_key_bytes(name), list(dims), tid, offset, bytes(raw)))
+            return self
+        data = self.data[:offset].ljust(offset, b"\0") + raw
+        self.data = data.ljust(align_offset(len(data), a), b"\0")
+        self.tensors.append(RawTI(_key_bytes(name), list(dims), tid, offset))
+        return self
 
     # -- widths ---------------------------------------------------------------------------------------------
     @property
@@ -157,26 +290,57 @@ class RawFile:
 
     def copy(self) -> "RawFile":
         """A copy whose lists can be edited without touching this one (without the intents, which name the
-        records of this one)."""
+        records of this one); a file holding its data section as one blob is copied whole."""
+        if self.data is not None:
+            return _copy.deepcopy(replace(self, intents=[]))
         return replace(self, kvs=[replace(k) for k in self.kvs], tensors=[replace(t) for t in self.tensors], intents=[])
 
+    def fields(self) -> "RawFile":
+        """This file's head with the tensor data left to the tensors' blobs (none yet): the same records, no
+        data section, padding, tail or truncation -- what a breakage of :mod:`.mutations` edits."""
+        return RawFile(
+            self.version,
+            self.byte_order,
+            list(self.kvs),
+            list(self.tensors),
+            magic=self.magic,
+            raw_version=self.raw_version,
+            n_kv=self.n_kv,
+            n_tensors=self.n_tensors,
+        )
+
     # -- layout ---------------------------------------------------------------------------------------------
+    @property
     def alignment(self) -> int:
-        """ALIGNMENT: the first general.alignment when it is a non-zero UINT32, else 32."""
+        """ALIGNMENT as a reader computes it: the first general.alignment when it is a non-zero UINT32 (a number
+        or its encoded payload), else 32."""
         for kv in self.kvs:
             if _as_str(kv.key).data == ALIGNMENT_KEY:
-                if kv.vtype == UINT32 and isinstance(kv.value, int) and kv.value > 0:
-                    return kv.value
+                value = kv.value
+                if kv.vtype == UINT32 and isinstance(value, fieldtree.Raw):
+                    value = int.from_bytes(value.data[:4], self.byte_order)  # type: ignore[arg-type]
+                if kv.vtype == UINT32 and isinstance(value, int) and value > 0:
+                    return value
                 return DEFAULT_ALIGNMENT
         return DEFAULT_ALIGNMENT
 
-    def relayout(self) -> None:
-        """Give the tensors canonical offsets for the current alignment (in order, each aligned)."""
-        a = self.alignment()
+    def relayout(self) -> "RawFile":
+        """Lay the tensors out canonically for the current alignment (in order, each at the aligned end of the
+        previous one), keeping their bytes (the blobs, or their ranges of :attr:`data`)."""
+        a = self.alignment
+        if self.data is not None:
+            body = b""
+            for t in self.tensors:
+                raw = self.data[t.offset : t.offset + tensor_nbytes(t)]
+                t.offset = len(body)
+                body = (body + raw).ljust(align_offset(len(body) + len(raw), a), b"\0")
+            self.data = body
+            return self
         pos = 0
         for t in self.tensors:
             t.offset = pos
             pos = align(pos + len(t.blob), a)
+        return self
 
     # -- encoding -------------------------------------------------------------------------------------------
     def head_value(self) -> dict:
@@ -192,7 +356,9 @@ class RawFile:
 
         header = {
             "magic": fieldtree.Raw(self.magic),
-            "version": self.version if self.raw_version is None else fieldtree.Raw(struct.pack("<I", self.raw_version)),
+            "version": self.version
+            if self.raw_version is None
+            else fieldtree.Raw(self.raw_version.to_bytes(4, BYTE_ORDERS_FIRST)),  # type: ignore[arg-type]
             "tensor_count": count(self.n_tensors, self.tensors, "tensor_count"),
             "metadata_kv_count": count(self.n_kv, self.kvs, "metadata_kv_count"),
         }
@@ -223,8 +389,17 @@ class RawFile:
         out = bytearray(head)
         marks = _head_marks(tree, self.family) if with_marks else []
         head_end = len(out)
+        if self.data is not None:  # the data section as one blob, after the padding as given
+            pad = self._head_padding(head_end)
+            out.extend(pad)
+            if pad:
+                marks.append(Mark(head_end, len(out), "padding", "DATA-START"))
+            if self.data:
+                marks.append(Mark(len(out), len(out) + len(self.data), "tensor_data", "DATA-BOUNDS"))
+            out.extend(self.data)
+            return self._finish(out, marks, head_end)
         if self.tensors:
-            a = self.alignment()
+            a = self.alignment
             start = align(head_end, a)
             padding = Mark(head_end, start, "padding", "DATA-START")
             if start - head_end > WRITE_LIMIT:  # a huge alignment: the file ends inside the padding
@@ -246,6 +421,24 @@ class RawFile:
             if len(out) > start + last:
                 marks.append(Mark(start + last, len(out), "tensor_data.padding", "DATA-TRAILING-PAD"))
         return self._finish(out, marks, head_end)
+
+    def head(self) -> bytes:
+        """Header, KV pairs and tensor infos, written by the generated family's permissive build."""
+        return self.family.build("file_head", self.head_value())[0]
+
+    def _head_padding(self, head_end: int) -> bytes:
+        if self.head_pad is not None:
+            return self.head_pad
+        return bytes([self.pad_byte]) * (align_offset(head_end, self.alignment) - head_end) if self.tensors else b""
+
+    def head_padding(self) -> bytes:
+        """The padding written after the head with :attr:`data` (:attr:`head_pad`, or zeros to the alignment when
+        there are tensors)."""
+        return self._head_padding(len(self.head()))
+
+    def to_bytes(self) -> bytes:
+        """The file."""
+        return self.encode(with_marks=False)[0]
 
     def layout(self) -> "Layout":
         """Where the records and sections of the encoded file lie (before :attr:`truncate` applies)."""

@@ -12,6 +12,7 @@ from ..format.reader import open_source
 from ..base.remote import RemoteFile, remote_of
 from . import data as _data_rules, metadata, model, naming  # noqa: F401 - importing registers the predicates
 from . import security, templates  # noqa: F401 - issue #16: advisory and chat-template rules
+from . import declared  # noqa: F401 - the rules spec/rules.yaml declares by a key_check alone
 from .report import Finding, Report
 from .shards import split_view
 from ..rulebook.catalog import (

@@ -121,7 +121,7 @@ def add_cli(subparsers) -> None:
         "FLOAT32, true/false BOOL, JSON list ARRAY, anything else STRING).",
     )
     p.add_argument("file", help="the GGUF file to edit")
-    p.add_argument("key", nargs="?", help="the metadata key, e.g. general.name")
+    p.add_argument("key", nargs="?", help=f"the metadata key, e.g. {keynames.GENERAL_NAME}")
     p.add_argument("value", nargs="?", help="the new value; an ARRAY is a JSON list such as '[1, 2]' (or --from-file)")
     p.add_argument("--type", metavar="T", help=f"the value type: {types}")
     p.add_argument("--item-type", metavar="T", help="the element type of an ARRAY value (implies --type ARRAY)")
@@ -134,7 +134,7 @@ def add_cli(subparsers) -> None:
     p.add_argument(
         "--chat-template-file",
         metavar="PATH",
-        help="set tokenizer.chat_template from a .jinja file or a tokenizer_config.json",
+        help=f"set {keynames.TOKENIZER_CHAT_TEMPLATE} from a .jinja file or a tokenizer_config.json",
     )
     special = p.add_argument(
         "--special-token",

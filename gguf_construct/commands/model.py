@@ -11,6 +11,7 @@ from ..arch.expect import Expected, architecture_parts, expect, expect_architect
 from ..arch.loader import MetaValue, TensorMeta, plan_load
 from ..arch.memory import ContextParams, Estimate, estimate, mib
 from ..arch.synth import SynthesisError
+from ..format import keynames
 
 __all__ = ["add_cli"]
 
@@ -25,7 +26,7 @@ def _file_parts(path: str, settings: list[str]) -> tuple[dict[str, MetaValue], d
 
     f = open_input(path, shards=True)
     meta, tensors = from_file(f)
-    arch_v = meta.get("general.architecture")
+    arch_v = meta.get(keynames.GENERAL_ARCHITECTURE)
     arch = str(arch_v.value) if arch_v is not None else ""
     if settings:
         ctypes = plan_load(meta, tensors, vocab_only=False).keys_read

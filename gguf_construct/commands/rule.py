@@ -108,6 +108,10 @@ def explain(rule: Rule, with_example: bool = True) -> dict[str, Any]:
         "docs": f"{rules_page()}#{anchor('rule', rule.id)}",
         "see_also": list(raw.get("see_also") or ()),
     }
+    if raw.get("key_check"):  # a rule declared in spec/rules.yaml alone (checker/declared.py)
+        from ..checker.declared import describe
+
+        out["checks"] = describe(raw["key_check"])
     if with_example:
         out["example"] = example(rule.id)
     return out
@@ -133,6 +137,8 @@ def render_text(info: dict[str, Any]) -> str:
     )
     if info["applies_to"]:
         lines.append("applies to  " + ", ".join(info["applies_to"]))
+    if info.get("checks"):
+        lines.append("checks      " + info["checks"])
     lines.append("readers     " + "; ".join(f"{k}: {v}" for k, v in info["readers"].items() if v))
     lines.append("message     " + info["message"])
     lines.append(_wrap("source      " + info["source"]).replace("\n", "\n            "))

@@ -6,6 +6,7 @@ import os
 import sys
 
 from ..filemodel.inputs import open_input
+from ..format import keynames
 from ..operations.split import merge_shards, parse_size, split_model
 
 __all__ = ["add_cli"]
@@ -59,8 +60,8 @@ def add_cli(subparsers) -> None:
         "split",
         help="split a model into shards (as llama.cpp's gguf-split)",
         description="Write IN as shards PREFIX-00001-of-0000N.gguf, byte-compatible with llama.cpp's gguf-split: "
-        "the first shard holds all metadata, every shard gets split.no, split.count and "
-        "split.tensors.count. Without a limit, shards hold 128 tensors each (gguf-split's default).",
+        f"the first shard holds all metadata, every shard gets {keynames.SPLIT_NO}, {keynames.SPLIT_COUNT} and "
+        f"{keynames.SPLIT_TENSORS_COUNT}. Without a limit, shards hold 128 tensors each (gguf-split's default).",
     )
     p.add_argument("input", help="the GGUF file to split")
     p.add_argument("prefix", help="output path prefix; shards are PREFIX-00001-of-0000N.gguf")
@@ -82,7 +83,7 @@ def add_cli(subparsers) -> None:
         help="merge the shards of a split model into one file",
         description="Merge a split model into OUT, as llama.cpp's gguf-split --merge: name the first shard "
         "(...-00001-of-0000N.gguf); the others are found next to it. The metadata is the first "
-        "shard's, with split.count set to 0.",
+        f"shard's, with {keynames.SPLIT_COUNT} set to 0.",
     )
     p.add_argument("first_shard", help="the first shard, ...-00001-of-0000N.gguf")
     p.add_argument("output", help="the merged GGUF file to write (atomically)")

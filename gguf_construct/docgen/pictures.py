@@ -235,6 +235,8 @@ def _expanded(fam: structs.StructFamily, g: dict, sname: str) -> list[tuple[str,
     lay = fam.layout(sname)
     out = []
     for f in g["types"][sname]["seq"]:
+        if f.get("since", 1) > fam.version:  # a field of later versions only
+            continue
         fl = lay[f["id"]]
         if f.get("type") in g["types"]:
             sub = fam.layout(f["type"])

@@ -90,8 +90,14 @@ def struct_section(ctx: Ctx, sname: str, level: int = 3) -> str:
     for f in sdef["seq"]:
         row = [f'<a id="{anchor("field", sname, f["id"])}"></a>{code(f["id"])}', _field_type(ctx, f)]
         for _vs, lay in groups:
-            row += [str(lay[f["id"]].offset), str(lay[f["id"]].size)]
+            here = f["id"] in {fl.id for fl in lay.fields}  # a field new in a later version (since) is absent
+            row += [str(lay[f["id"]].offset), str(lay[f["id"]].size)] if here else ["—", "—"]
         extra = []
+        if f.get("since", 1) > 1:
+            extra.append(
+                f"Since v{f['since']}"
+                + (f"; a writer without a value puts {code(f['default'])}." if "default" in f else ".")
+            )
         if f.get("c_name"):
             extra.append(f"C: {code(f['c_name'])}.")
         if isinstance(f.get("valid"), list):

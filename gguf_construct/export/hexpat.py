@@ -76,6 +76,10 @@ def _struct(name: str, tdef: dict) -> list[str]:
     body: list[str] = []
     for f in tdef["seq"]:
         suffix = f"[{f['repeat']}]" if "repeat" in f else ""
+        if f.get("since", 1) > 1:  # a field new in a later version
+            lines = _declare(f["type"], f["id"], suffix)
+            body += [f"if (gguf_version >= {f['since']}) {{", *("    " + line for line in lines), "}"]
+            continue
         if "contents" in f:
             body.append(f'char {f["id"]}[{len(f["contents"])}];  // "{f["contents"]}"')
         elif "switch_on" in f:

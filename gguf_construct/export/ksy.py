@@ -106,6 +106,8 @@ def _field(field: dict) -> dict:
         out["repeat-expr"] = field["repeat"]
     if "enum" in field and "switch_on" not in field:
         out["enum"] = field["enum"]
+    if field.get("since", 1) > 1:  # a field new in a later version
+        out["if"] = f"_root.version >= {field['since']}"
     valid = field.get("valid")
     if isinstance(valid, list):  # any-of; ranges and string sizes are the checker's rules, said in the doc
         out["valid"] = {"any-of": list(valid)}

@@ -165,6 +165,9 @@ class GGUFFile:
         self._orig: Any = None  # layout facts of the loaded file (a dict), None once the layout changes
         self._kv_offsets: list[int] | None = None  # offsets of the KV records read (None: built in memory)
         self._shards: list[GGUFFile] = []  # the shard files of a split model loaded as one set
+        # header fields the spec declares beyond the magic, the version and the counts (a field new in a
+        # version), as read: written back as they were (a file made here writes their spec default)
+        self._header_extra: dict[str, Any] = {}
         self.metadata.changed = False
 
     # -- construction -------------------------------------------------------------------------------------
@@ -291,6 +294,7 @@ class GGUFFile:
     def write_to(self, out: BinaryIO, *, pad_head: bool = False) -> None:
         """Stream the file into a binary file object (a file loaded from a URL is fetched whole first);
         ``pad_head`` as for :meth:`save`."""
+        _refuse_later_types(self.metadata, self.version, "write")
         if len(self.shards) > 1:
             raise ValueError(
                 "this is a split model loaded as a set of shards; merge it (gguf-construct merge) or "
@@ -331,7 +335,8 @@ class GGUFFile:
             )
             for t in tensors
         )
-        return Container(header=Container(version=self.version), metadata_kv=kvs, tensor_infos=infos)
+        header = Container(version=self.version, **self._header_extra)  # a field the version lacks is not written
+        return Container(header=header, metadata_kv=kvs, tensor_infos=infos)
 
     def _build_head(self, tensors: list[Tensor]) -> bytes:
         fam = structs.family(self.version, self.byte_order)
@@ -529,15 +534,15 @@ def _types_used(value: GGUFValue) -> Iterable[GGUFValueType]:
                 yield from _types_used(inner)
 
 
-def _refuse_later_types(metadata: Metadata, version: int) -> None:
+def _refuse_later_types(metadata: Metadata, version: int, verb: str = "convert to") -> None:
     """GGUFError when a value of ``metadata`` has a type that ``version`` does not have and that ``load`` refuses
-    there (a converted file ``load`` could not read back)."""
+    there (a converted or written file ``load`` could not read back), from the spec's ``since``."""
     for index, (key, value) in enumerate(metadata.typed_items()):
         for vtype in _types_used(value):
             rule_id = later_type_rule(vtype, version)
             if rule_id is not None and rule_id in load_rules():
                 raise GGUFError(
-                    f"cannot convert to GGUF v{version}: key {key!r} uses value type {vtype.name}, new in "
+                    f"cannot {verb} GGUF v{version}: key {key!r} uses value type {vtype.name}, new in "
                     f"v{structs.value_since(vtype)}",
                     path=f"metadata_kv[{index}].value_type",
                     rule=rule_id,
@@ -635,10 +640,25 @@ def _load_one(source, lazy: bool) -> GGUFFile:
     gguf._remote = remote
     gguf.metadata = Metadata({kv.key: _value_from_tree(kv.vtype, kv.value) for kv in head.kvs})
     gguf._kv_offsets = [kv.offset for kv in head.kvs]  # where each record was read (dump --json says)
+    gguf._header_extra = _header_extra(head, view)
     _fill_tensors(gguf, head, buf)
     for t in gguf.tensors:
         t._remote = remote
     return gguf
+
+
+def _header_extra(head: Context, buf) -> dict[str, Any]:
+    """The values of the header fields of a read file other than the magic, the version and the counts (none in
+    the GGUF versions so far: then nothing is parsed again)."""
+    spec = structs.container_spec_for(head.version)  # type: ignore[arg-type]
+    counted = {f["repeat"].split(".", 1)[1] for f in spec["types"]["file_head"]["seq"] if "." in f.get("repeat", "")}
+    extra = [f["id"] for f in spec["types"]["header"]["seq"] if "contents" not in f and f["id"] != "version"]
+    extra = [name for name in extra if name not in counted]
+    if not extra:
+        return {}
+    fam = structs.family(head.version, head.byte_order)
+    parsed = fam.types["header"].parse(bytes(buf[: head.header_size]))
+    return {name: parsed[name] for name in extra}
 
 
 def _refusal_error(refused: list, bytes_given: bool) -> GGUFError:

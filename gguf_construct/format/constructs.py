@@ -233,7 +233,7 @@ class StringArray(Construct):
     def _scan(self, stream: BufferStream, count: int, start: int, path: str) -> StringList:
         base = stream.pos
         try:
-            starts, end = scan_string_starts(stream.buf, base, count, self.width, self.byte_order)
+            starts, end = scan_string_starts(stream.buf, base, count, self.width, byte_order_of(self.byte_order).struct)
         except IndexError as exc:
             index, offset, length = exc.args
             what = (

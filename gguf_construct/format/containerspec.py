@@ -22,6 +22,7 @@ __all__ = [
     "byte_order",
     "FamilyShape",
     "container_spec",
+    "container_spec_for",
     "field_spec",
     "is_valid",
     "field_limit",
@@ -30,6 +31,7 @@ __all__ = [
     "value_types",
     "value_kind",
     "value_since",
+    "version_status",
     "types_of_kind",
     "value_types_in",
     "struct_format",
@@ -46,6 +48,19 @@ VALUE_KINDS = ("integer", "float", "bool", "text", "array")
 def container_spec() -> dict:
     """The parsed ``spec/gguf.yaml``."""
     return _spec.load_yaml("gguf.yaml")
+
+
+def container_spec_for(version: int) -> dict:
+    """The container spec as a file of ``version`` has it: a field declaring ``since`` (the first version that
+    has it) is left out of the types of earlier versions.  The generated structs and the field tree of a family
+    read this."""
+    spec = container_spec()
+    if not any(f.get("since", 1) > version for t in spec["types"].values() for f in t["seq"]):
+        return spec
+    types = {
+        name: dict(t, seq=[f for f in t["seq"] if f.get("since", 1) <= version]) for name, t in spec["types"].items()
+    }
+    return dict(spec, types=types)
 
 
 BYTE_ORDERS: tuple[str, ...] = tuple(_byte_orders())  # the spec's byte orders by name, the default first
@@ -109,6 +124,11 @@ def value_kind(type_id: int) -> str:
     return value_types()[int(type_id)]["kind"]
 
 
+def version_status(version: int) -> str:
+    """The status of a GGUF version in the spec's ``versions:`` (``obsolete``, ``legacy`` or ``current``)."""
+    return next(v["status"] for v in container_spec()["versions"] if v["version"] == version)
+
+
 def value_since(type_id: int) -> int:
     """The first GGUF version that has metadata value type ``type_id``."""
     return value_types()[int(type_id)].get("since", 1)
@@ -170,11 +190,13 @@ def detect(prefix: bytes) -> tuple[int, str]:
     """
     start, width = version_word()
     raw = prefix[start : start + width]
-    word = int.from_bytes(raw, "little")
+    default = byte_order(BYTE_ORDERS[0])  # the spec's first byte order; the word is read in it first
+    word = int.from_bytes(raw, default.name)  # type: ignore[arg-type]  # the spec's ids are Python's names
     mask = container_spec()["byte_order"]["detection_mask"]
     if word & mask == 0 and word != 0:
-        return int.from_bytes(raw, "big"), "big"
-    return word, "little"
+        other = default.other
+        return int.from_bytes(raw, other.name), other.name  # type: ignore[arg-type]
+    return word, default.name
 
 
 def each_family() -> list[tuple[int, str]]:

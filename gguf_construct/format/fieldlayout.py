@@ -22,6 +22,7 @@ from .containerspec import (
     BYTE_ORDERS,
     FamilyShape,
     container_spec,
+    container_spec_for,
     each_family,
     field_spec,
     resolve_alias,
@@ -123,7 +124,7 @@ def _layout(fam: FamilyShape, type_name: str, outer: tuple[str, ...]) -> TypeLay
         return TypeLayout(type_name, (), VARIABLE)
     pos = Extent()
     fields = []
-    for f in container_spec()["types"][type_name]["seq"]:
+    for f in container_spec_for(fam.version)["types"][type_name]["seq"]:
         size = _field_size(fam, f, outer + (type_name,))
         fields.append(FieldLayout(f["id"], pos, size))
         pos = pos + size

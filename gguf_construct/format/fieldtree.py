@@ -136,7 +136,7 @@ class _Spec:
 
     def __init__(self, fam):
         self.fam = fam
-        self.spec = containerspec.container_spec()
+        self.spec = containerspec.container_spec_for(fam.version)
         self.value_types = containerspec.value_types()
         self.order = _spec.byte_order(fam.byte_order).struct
         self.f4 = Float32Field(fam.byte_order)
@@ -345,7 +345,9 @@ class _Reader:
                     f"string array element count {count} needs at least {count * width} bytes, {left} remaining",
                 )
             try:
-                starts, ends, end = scan_string_offsets(self.buf, node.start, count, width, self.sp.fam.byte_order)
+                starts, ends, end = scan_string_offsets(
+                    self.buf, node.start, count, width, _spec.byte_order(self.sp.fam.byte_order).struct
+                )
             except IndexError as exc:
                 index, offset, length = exc.args
                 elem = Node(f"{node.path}[{index}]", offset, type=item)
@@ -634,6 +636,8 @@ class _Builder:
             given = _member(v, fid)
             if given is None and fid in counts:
                 given = counts[fid]
+            elif given is None and "default" in f:
+                given = f["default"]
             inner = {k[len(fid) + 1 :]: n for k, n in counts.items() if k.startswith(fid + ".")} if dotted else None
             self.field(kind, f, given, child, v, inner)
         node.end = len(self.out)

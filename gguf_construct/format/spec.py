@@ -110,6 +110,7 @@ class ByteOrder:
     struct: str
     numpy: str
     short: str
+    since: int = 1  # the first GGUF version that has this byte order
 
     def __str__(self) -> str:
         return self.name
@@ -131,7 +132,7 @@ class ByteOrder:
 @functools.lru_cache(maxsize=None)
 def _byte_orders() -> dict[str, ByteOrder]:
     return {
-        o["id"]: ByteOrder(o["id"], o["struct"], o["numpy"], o["short"])
+        o["id"]: ByteOrder(o["id"], o["struct"], o["numpy"], o["short"], o.get("since", 1))
         for o in load_yaml("gguf.yaml")["byte_order"]["orders"]
     }
 

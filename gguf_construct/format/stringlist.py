@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import struct
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, SupportsIndex, overload
 
@@ -21,6 +22,7 @@ import numpy as np
 
 from ..base.pages import release
 from ..base.stringscan import scan_string_starts
+from .spec import byte_order as _byte_order
 from .spec import numpy_dtype
 
 __all__ = ["StringList"]
@@ -452,7 +454,7 @@ class StringList(Sequence):
         lo = int(starts[0]) - width
         region = np.frombuffer(self._buf, dtype=np.uint8, count=int(ends[-1]) - lo, offset=lo)
         keep = np.ones(len(region), dtype=bool)
-        first = starts - lo - width + (0 if self._order == "little" else 1)
+        first = starts - lo - width + (0 if _low_byte_first(self._order) else 1)
         for k in range(width - 1):
             keep[first + k] = False
         return region[keep].tobytes()
@@ -545,14 +547,20 @@ def _hash_items(payload, lengths: np.ndarray, weights: np.ndarray) -> np.ndarray
     return out
 
 
+@functools.lru_cache(maxsize=None)
+def _low_byte_first(byte_order: str) -> bool:
+    """Whether the spec's byte order ``byte_order`` puts the low byte first (packed with its struct prefix)."""
+    return struct.pack(_byte_order(byte_order).struct + "H", 1)[0] == 1
+
+
 def _prefix(length: int, width: int, byte_order: str) -> bytes:
     """One string record's length prefix."""
-    return length.to_bytes(width, "little" if byte_order == "little" else "big")
+    return length.to_bytes(width, "little" if _low_byte_first(byte_order) else "big")
 
 
 def _from_records_bytes(data: bytes, count: int) -> StringList:
     """Unpickle: ``count`` little-endian 8-byte-length records."""
-    starts, end = scan_string_starts(data, 0, count, 8, "little")
+    starts, end = scan_string_starts(data, 0, count, 8, _byte_order("little").struct)
     return StringList.from_records(data, starts, end, 8, "little")
 
 

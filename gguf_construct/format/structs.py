@@ -37,10 +37,12 @@ from .containerspec import (
     current_version,
     value_kind,
     value_since,
+    version_status,
     types_of_kind,
     value_types_in,
     FamilyShape,
     container_spec,
+    container_spec_for,
     detect,
     each_family,
     field_limit,
@@ -63,6 +65,7 @@ __all__ = [
     "current_version",
     "value_kind",
     "value_since",
+    "version_status",
     "types_of_kind",
     "value_types_in",
     "StructFamily",
@@ -140,7 +143,7 @@ class _Generator:
     def __init__(self, version: int, byte_order: str):
         self.version = version
         self.byte_order = byte_order
-        self.spec = container_spec()
+        self.spec = container_spec_for(version)
         self.types: dict[str, c.Construct] = {}
         self.min_sizes: dict[str, int] = {}
 
@@ -213,7 +216,11 @@ class _Generator:
         fields = []
         for f in seq:
             sub = self.field(name, f, inner.get(f["id"]))
-            fields.append(f["id"] / c.Default(sub, defaults[f["id"]]) if f["id"] in defaults else f["id"] / sub)
+            if f["id"] in defaults:
+                sub = c.Default(sub, defaults[f["id"]])
+            elif "default" in f:  # what a writer puts when it has no value of its own (a field new in a version)
+                sub = c.Default(sub, f["default"])
+            fields.append(f["id"] / sub)
         return c.Struct(*fields)
 
     def field(self, record: str, field: dict, counts: dict | None = None) -> c.Construct:

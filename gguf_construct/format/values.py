@@ -21,7 +21,8 @@ from .enums import GGUFValueType
 from .keyregistry import registry_types
 from .lazystring import LazyString
 from .stringlist import StringList
-from .structs import STRUCT_FORMATS, value_kind, value_types
+from .containerspec import BYTE_ORDERS, struct_format
+from .structs import value_kind, value_types
 from . import keynames
 
 __all__ = ["GGUFValue", "Metadata", "numpy_dtype_of", "infer_value", "first_fit"]
@@ -38,8 +39,9 @@ def numpy_dtype_of(vtype: GGUFValueType) -> np.dtype | None:
 
 
 def _float_format(vtype: GGUFValueType) -> str:
-    """The little-endian ``struct`` format of a float value type, whose bytes tell two values apart."""
-    return "<" + STRUCT_FORMATS[value_types()[int(vtype)]["encoding"]]
+    """The ``struct`` format (in the spec's default byte order) of a float value type, whose bytes tell two values
+    apart."""
+    return struct_format(value_types()[int(vtype)]["encoding"], BYTE_ORDERS[0])
 
 
 _INT_RANGES = {}
@@ -109,9 +111,12 @@ def _same(vtype, item_type, a, b) -> bool:
     return type(a) is type(b) and a == b if kind == "bool" else a == b
 
 
+_U4, _F4 = struct_format("u4", BYTE_ORDERS[0]), struct_format("f4", BYTE_ORDERS[0])
+
+
 def _f32_bits(x: float) -> int:
     bits = getattr(x, "bits", None)
-    return bits if bits is not None else struct.unpack("<I", struct.pack("<f", x))[0]
+    return bits if bits is not None else struct.unpack(_U4, struct.pack(_F4, x))[0]
 
 
 def _check_scalar(vtype: GGUFValueType, value: Any) -> Any:
@@ -171,6 +176,12 @@ def make_value(vtype, value: Any, item_type=None) -> GGUFValue:
     arr = np.asarray(value)
     if arr.ndim != 1 and arr.size:
         raise ValueError("array values must be one-dimensional")
+    if dtype.kind in "iu" and arr.dtype.kind in "fO" and all(isinstance(v, (int, np.integer)) for v in value):  # type: ignore[union-attr]
+        # Python integers past int64 (a UINT64 near its top) make numpy guess float64: take them exactly
+        lo, hi = _INT_RANGES[item_type]
+        if any(int(v) < lo or int(v) > hi for v in value):
+            raise ValueError(f"array elements do not fit {item_type.name}")
+        arr = np.array([int(v) for v in value], dtype=dtype)
     if arr.dtype.kind in "iub" and dtype.kind in "iu" and arr.size:  # type: ignore[union-attr]
         lo, hi = _INT_RANGES[item_type]
         if int(arr.min()) < lo or int(arr.max()) > hi:

@@ -207,9 +207,9 @@ def _value_payload(p: Parsed, rng: random.Random, gtype: str, item: str | None, 
 def m_count(p: Parsed, raw: RawFile, rng: random.Random) -> str:
     """A header count: tensors or KV pairs."""
     if rng.random() < 0.5:
-        raw.tensor_count = _boundary(rng, len(raw.tensors), _width(p))
+        raw.n_tensors = _boundary(rng, len(raw.tensors), _width(p))
         return "count.tensors"
-    raw.kv_count = _boundary(rng, len(raw.kvs), _width(p))
+    raw.n_kv = _boundary(rng, len(raw.kvs), _width(p))
     return "count.kv"
 
 

@@ -12,6 +12,8 @@ from ..format import structs
 from ..format.spec import byte_order as byte_order_of
 from ..filemodel.gguffile import GGUFFile, load
 from ..format import keynames
+from ..format.enums import GGUFValueType
+from ..format.values import numpy_dtype_of
 
 # types the demo tries to include, in order; those without an encoder yet are skipped
 DEMO_TYPES = ["F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_K", "Q6_K", "IQ4_NL", "MXFP4", "I32"]
@@ -24,15 +26,21 @@ def example_file(version: int, byte_order: str) -> GGUFFile:
     md.set(keynames.GENERAL_ARCHITECTURE, "llama", "STRING")
     md.set(keynames.GENERAL_NAME, "gguf-construct demo ✓", "STRING")
     md.set(keynames.GENERAL_QUANTIZATION_VERSION, 2, "UINT32")
-    md.set("llama.context_length", 4096, "UINT32")
-    md.set("llama.rope.freq_base", 10000.0, "FLOAT32")
+    md.set(keynames.ARCH_CONTEXT_LENGTH.format(arch="llama"), 4096, "UINT32")
+    md.set(keynames.ARCH_ROPE_FREQ_BASE.format(arch="llama"), 10000.0, "FLOAT32")
     md.set("demo.flag", True, "BOOL")
-    # v1 predates the 64-bit value types
-    md.set("demo.big", 2**40 if version > 1 else 2**31, "UINT64" if version > 1 else "UINT32")
+    wide = "UINT64" if GGUFValueType.UINT64 in structs.value_types_in(version) else "UINT32"  # v1 has no UINT64
+    md.set("demo.big", 2**40 if wide == "UINT64" else 2**31, wide)
     md.set(keynames.TOKENIZER_GGML_TOKENS, ["<unk>", "<s>", "</s>", "héllo", "wörld"], "ARRAY", "STRING")
     md.set(keynames.TOKENIZER_GGML_SCORES, np.array([0, 0, 0, -1.5, -2.5], np.float32), "ARRAY", "FLOAT32")
     md.set("demo.empty", [], "ARRAY", "INT32")
     md.set("demo.nested", [[1, 2], [3]], "ARRAY", "ARRAY")
+    for type_id in structs.value_types_in(version):  # a value and an array of every value type the version has
+        name = structs.value_types()[type_id]["name"]
+        sample = _samples(type_id)
+        if sample:
+            md.set(f"demo.types.{name.lower()}", sample[0], name)
+            md.set(f"demo.types.{name.lower()}_array", sample, "ARRAY", name)
     rng = np.random.default_rng(0)
     for name in DEMO_TYPES:
         if not codecs.has_encoder(name):
@@ -47,6 +55,16 @@ def example_file(version: int, byte_order: str) -> GGUFFile:
     return gguf
 
 
+def _samples(type_id: int) -> list:
+    """Values of a scalar value type by its spec ``kind`` (an integer type's extremes), or [] for an array."""
+    kind = structs.value_kind(type_id)
+    if kind == "integer":
+        dtype = numpy_dtype_of(GGUFValueType(type_id))
+        info = np.iinfo(dtype)
+        return [int(info.max), int(info.min), 1]
+    return {"float": [1.5, -0.25, 0.0], "bool": [True, False], "text": ["demo ✓", ""]}.get(kind, [])
+
+
 def run(out=print, directory: str | None = None) -> bool:
     """Write, reload, dump and verify the example in every version x byte order; True when all round trips hold."""
     ok = True
@@ -57,7 +75,8 @@ def run(out=print, directory: str | None = None) -> bool:
             gguf = example_file(version, byte_order)
             path = os.path.join(directory, f"demo-v{version}-{byte_order}.gguf")
             gguf.save(path)
-            data = open(path, "rb").read()
+            with open(path, "rb") as fh:
+                data = fh.read()
             back = load(path)
             same_bytes = back.to_bytes() == data
             same_meta = all(back.metadata.typed(k) == v for k, v in gguf.metadata.typed_items())

@@ -37,14 +37,15 @@ _CURRENT = structs.current_version()
 # -- header ------------------------------------------------------------------------------------------------------
 @rule("HDR-ENDIAN")
 def _endian(ctx: Context) -> Iterator[Hit]:
-    if ctx.byte_order == "big":
+    if ctx.byte_order is not None and ctx.byte_order != structs.BYTE_ORDERS[0]:  # not the spec's default order
         yield Hit(4, "header.version", raw=ctx.raw_version)
 
 
 @rule("HDR-BE-PRE-V3")
 def _be_pre_v3(ctx: Context) -> Iterator[Hit]:
-    if ctx.byte_order == "big" and ctx.version is not None and ctx.version < _CURRENT:
-        yield Hit(4, "header.version", value=ctx.version)
+    since = structs.byte_order(ctx.byte_order).since if ctx.byte_order is not None else 1
+    if ctx.version is not None and ctx.version < since:  # the byte order is newer than the version (spec: since)
+        yield Hit(4, "header.version", value=ctx.version, since=since)
 
 
 @rule("HDR-V1-UNSUPPORTED")
@@ -55,8 +56,8 @@ def _v1(ctx: Context) -> Iterator[Hit]:
 
 @rule("HDR-VER-LEGACY")
 def _legacy_version(ctx: Context) -> Iterator[Hit]:
-    if ctx.version is not None and ctx.version != _CURRENT:
-        yield Hit(4, "header.version", value=ctx.version)
+    if ctx.version is not None and structs.version_status(ctx.version) != "current":
+        yield Hit(4, "header.version", value=ctx.version, current=_CURRENT)
 
 
 # -- keys --------------------------------------------------------------------------------------------------------
@@ -356,7 +357,9 @@ def _string_arrays(ctx: Context) -> Iterator[tuple[KV, StringList, str, bool]]:
 
 def _element_offsets(ctx: Context, kv: KV, count: int):
     strw = ctx.family.primitive_width("strlen_t")
-    starts, _, _ = scan_string_offsets(ctx.buf, kv.at("value.data"), count, strw, ctx.byte_order)
+    starts, _, _ = scan_string_offsets(
+        ctx.buf, kv.at("value.data"), count, strw, structs.byte_order(ctx.byte_order).struct
+    )
     return starts - strw
 
 

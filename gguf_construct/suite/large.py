@@ -61,7 +61,7 @@ class LargeCase:
         kept = self.length % alignment
         raw = self._raw(kept)
         infos = raw.copy()
-        infos.tensor_count = len(raw.tensors)
+        infos.n_tensors = len(raw.tensors)
         infos.tensors = []
         cut = len(infos.head()) - kept  # where the big key's value starts its kept bytes
         built = raw.to_bytes()

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from ..checker import check
+from ..codecs import has_decoder
 from ..format.constructs import encode_text
 from ..filemodel.dump import value_to_json
 from ..base.errors import GGUFError
@@ -70,7 +71,7 @@ def read(path: str, profile: str = "spec") -> dict:
         n = 1
         for d in t.shape:
             n *= d
-        if n <= DECODE_LIMIT and not t.opaque:
+        if n <= DECODE_LIMIT and not t.opaque and has_decoder(t.type_name):  # a type the spec sizes, no codec
             entry["values"] = [_f(v) for v in t.numpy().ravel().tolist()]
         tensors.append(entry)
     return {"metadata": [_key(k, v) for k, v in f.metadata.typed_items()], "tensors": tensors}

@@ -102,10 +102,12 @@ def _sec_byte_order(ctx: Ctx) -> str:
     mask = bo["detection_mask"]
     rows = []
     for v in structs.versions():
-        for order, fmt in (("little", "<I"), ("big", ">I")):
-            raw = struct.pack(fmt, v)
-            word = struct.unpack("<I", raw)[0]
-            detected = "big" if word & mask == 0 else "little"
+        for order in structs.BYTE_ORDERS:
+            raw = struct.pack(structs.byte_order(order).format(structs.STRUCT_FORMATS["u4"]), v)
+            (word,) = struct.unpack(
+                structs.byte_order(structs.BYTE_ORDERS[0]).format(structs.STRUCT_FORMATS["u4"]), raw
+            )
+            detected = structs.detect(bytes(structs.version_word()[0]) + raw)[1]  # as a reader tells it
             rows.append(
                 [str(v), order, " ".join(f"{b:02X}" for b in raw), f"0x{word:08X}", f"0x{word & mask:04X}", detected]
             )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...format import keynames
 from ..context import Ctx, Page, Section, SpecData
 from ..markdown import anchor, code, esc, heading, intro, table
 
@@ -104,7 +105,7 @@ def _sec_known_architectures(ctx: Ctx) -> str:
 
     names = list(architectures())
     return (
-        f"{len(names)} values of {ctx.ref('key', 'general.architecture')} that llama.cpp's loader knows, each "
+        f"{len(names)} values of {ctx.ref('key', keynames.GENERAL_ARCHITECTURE)} that llama.cpp's loader knows, each "
         f"with its keys and tensors on its [architecture page]({ctx.page_link('architectures.md')}). Any other "
         "value is reported as unknown (information only).\n\n"
         + ", ".join(ctx.link(anchor("model", n), code(n)) for n in names)

@@ -102,6 +102,10 @@ def _sec_rule_groups(ctx: Ctx) -> str:
                 desc.append("Dormant: " + ctx.prose(rule["dormant"]))
             if rule.get("applies_to"):
                 desc.append("Applies to: " + ", ".join(code(a) for a in rule["applies_to"]) + ".")
+            if rule.get("key_check"):  # declared in spec/rules.yaml alone
+                from ...checker.declared import describe
+
+                desc.append("Checks that " + esc(describe(rule["key_check"])) + ".")
             if rule.get("see_also"):
                 desc.append("See also " + ", ".join(ctx.ref("rule", s, s) for s in rule["see_also"]) + ".")
             desc.append(ctx.errata_note("rule", rule["id"]))
