@@ -52,13 +52,12 @@ def write_seeds(
     import hashlib
     import re
 
-    from gguf_construct.arch.synth import SynthesisError, model_architectures
-    from gguf_construct.breaking.models import minimal_model
+    from gguf_construct.fuzzing.seedmodels import small_models, vocab_models
     from gguf_construct.suite.cases import all_cases
 
     out.mkdir(parents=True, exist_ok=True)
     repo = repo or HERE.parent
-    counts = {"fuzz/seeds": 0, "suite": 0, "architectures": 0, "corpus": 0}
+    counts = {"fuzz/seeds": 0, "suite": 0, "architectures": 0, "vocabularies": 0, "corpus": 0}
     seen: set[bytes] = set()
 
     def put(data: bytes, name: str, group: str) -> None:
@@ -74,11 +73,10 @@ def write_seeds(
     for case in all_cases():
         for name, data in case.files.items():
             put(data, f"{case.path}-{name}", "suite")
-    for arch in model_architectures():
-        try:
-            put(minimal_model(arch).to_bytes(), arch, "architectures")
-        except (SynthesisError, Exception):  # noqa: BLE001 - an architecture the synthesis cannot satisfy
-            continue
+    for arch, data in small_models():
+        put(data, arch, "architectures")
+    for label, data in vocab_models():
+        put(data, label, "vocabularies")
     if corpus is not None and corpus.is_dir():
         for p in sorted(corpus.rglob("*.gguf")):
             if p.stat().st_size <= max_bytes:
@@ -88,8 +86,21 @@ def write_seeds(
 
 def cmd_seeds(args) -> int:
     """Write the shared seeds."""
-    counts = write_seeds(Path(args.out), max_bytes=args.max_bytes)
-    print(json.dumps(counts))
+    out = Path(args.out)
+    counts = write_seeds(out, max_bytes=args.max_bytes)
+    # a seed that kills a target (a sanitizer report) would end every campaign at its start: each is moved
+    # aside to <out>-crashes and listed (each is a finding to triage)
+    crashed: dict[str, list[str]] = {}
+    for name, target in cp.TARGETS.items():
+        exe = cp.binary(target, "bytes", Path(args.bin))
+        if exe.exists():
+            bad = cp.screen(exe, sorted(out.iterdir()), cp.runtime_env("bytes"))
+            aside = out.parent / (out.name + "-crashes")
+            aside.mkdir(exist_ok=True)
+            for p in bad:
+                p.rename(aside / p.name)
+            crashed[name] = [p.name for p in bad]
+    print(json.dumps({"written": counts, "moved_aside": crashed}))
     return 0
 
 
@@ -201,6 +212,7 @@ def main(argv=None) -> int:
     s = sub.add_parser("seeds", help="write the shared seeds")
     s.add_argument("--out", default=str(WORK / "seeds"))
     s.add_argument("--max-bytes", type=int, default=1 << 20)
+    s.add_argument("--bin", default=str(cp.DEFAULT_BIN), help="targets that screen the seeds (when built)")
     s.set_defaults(func=cmd_seeds)
     r = sub.add_parser("run", help="run a campaign")
     r.add_argument("--target", choices=sorted(cp.TARGETS), required=True)

@@ -41,6 +41,7 @@ __all__ = [
     "parse_report",
     "DEFAULT_BIN",
     "runtime_env",
+    "screen",
 ]
 
 DEFAULT_BIN = Path(os.environ.get("GGUF_COV_FUZZ_BIN", "/tmp/gguf-cov-fuzz/bin"))
@@ -294,6 +295,34 @@ def run_arm(
 
         result.mutator = json.loads((work / "mutator.json").read_text() or "{}")
     return result
+
+
+def screen(exe: Path, files: list[Path], env: dict, chunk: int = 100) -> list[Path]:
+    """The files that kill ``exe`` when replayed (a sanitizer report, a signal, a timeout): each chunk is run
+    once, a chunk that dies file by file.  An ``abort()`` does not count (the harness records it and goes on)."""
+    scratch = Path(os.environ.get("TMPDIR", "/tmp")) / f"gguf-screen-{os.getpid()}"
+    scratch.mkdir(exist_ok=True)
+    run_env = dict(env, GGUF_HARNESS_ABORT_DIR=str(scratch))
+
+    def dies(group: list[Path]) -> bool:
+        return (
+            subprocess.run(
+                [str(exe), "-timeout=10", "-rss_limit_mb=4096", f"-artifact_prefix={scratch}/", *map(str, group)],
+                env=run_env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                preexec_fn=lambda: os.nice(10),
+            ).returncode
+            != 0
+        )
+
+    bad = []
+    for i in range(0, len(files), chunk):
+        group = files[i : i + chunk]
+        if dies(group):
+            bad += [f for f in group if dies([f])]
+    shutil.rmtree(scratch, ignore_errors=True)
+    return bad
 
 
 # -- reports and signatures ------------------------------------------------------------------------------------------
