@@ -164,6 +164,16 @@ def cmd_run(args) -> int:
             env = cp.runtime_env(arm, {"GGUF_HARNESS_ABORT_DIR": str(work / "replay-aborts")})
             (work / "replay-aborts").mkdir(exist_ok=True)
             entry["coverage"] = coverage.measure(replay, corpus, env, target.focus, keep=keep)
+            if args.time_points:
+                seen = res.first_seen
+                found = [(seen[p.name], p) for p in corpus if p.name in seen]
+                points = [args.budget * (k / args.time_points) for k in range(args.time_points + 1)]
+                try:
+                    entry["coverage_over_time"] = coverage.measure_over_time(
+                        replay, [p for p in corpus if p.name not in seen], found, env, target.focus, points
+                    )
+                except Exception as exc:  # noqa: BLE001 - the run's figures stand without the curve
+                    cp.log_stderr(f"  coverage over time not measured: {exc}")
             if keep.exists():
                 profiles.append(keep)
             if run == 0 and not args.no_oracle:
@@ -224,6 +234,12 @@ def main(argv=None) -> int:
     r.add_argument("--max-seed-bytes", type=int, default=0, help="leave out seeds larger than this")
     r.add_argument("--oracle-files", type=int, default=300)
     r.add_argument("--no-oracle", action="store_true")
+    r.add_argument(
+        "--time-points",
+        type=int,
+        default=4,
+        help="coverage per file measured at this many points of the budget (0: off)",
+    )
     r.add_argument("--note", default="")
     r.add_argument("--append", action="store_true", help="add runs to the record --out already holds")
     r.add_argument("--out", required=True)

@@ -258,6 +258,7 @@ def run_arm(
         reader = threading.Thread(target=read, daemon=True)
         reader.start()
         stopped = False
+        stopped_at = first_stop = 0.0
         while proc.poll() is None:
             time.sleep(0.5)
             now = _cpu_seconds(proc.pid)
@@ -266,9 +267,15 @@ def run_arm(
             for p in corpus.iterdir():
                 if p.name not in result.first_seen and p.name not in initial:
                     result.first_seen[p.name] = base + last[0]
-            if base + last[0] >= budget and not stopped:
-                proc.send_signal(signal.SIGINT)
-                stopped = True
+            if base + last[0] >= budget:
+                # libFuzzer exits on SIGINT; one that arrives while it is busy may be lost: ask again every
+                # 10 s, then kill it (its corpus is on disk already)
+                if not stopped or time.monotonic() - stopped_at > 10:
+                    proc.send_signal(signal.SIGINT if not stopped or time.monotonic() - first_stop < 60 else 9)
+                    stopped_at = time.monotonic()
+                    if not stopped:
+                        first_stop = stopped_at
+                    stopped = True
         reader.join(timeout=10)
         result.cpu = base + last[0]
         if log:

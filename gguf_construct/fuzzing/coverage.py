@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterable
 
-__all__ = ["tool", "measure", "summarise", "unreached", "profile"]
+__all__ = ["tool", "measure", "measure_over_time", "summarise", "unreached", "profile"]
 
 _METRICS = ("lines", "regions", "branches", "functions")
 
@@ -109,6 +109,47 @@ def measure(exe: Path, inputs: Iterable[Path], env: dict, focus: Iterable[str], 
         out = keep or Path(tmp) / "merged.profdata"
         got = profile(exe, inputs, env, out)
         return summarise(exe, got, tuple(focus)) if got else {}
+
+
+def measure_over_time(
+    exe: Path,
+    seeds: Iterable[Path],
+    found: Iterable[tuple[float, Path]],
+    env: dict,
+    focus: Iterable[str],
+    points: Iterable[float],
+) -> list[dict]:
+    """Coverage per source file over a campaign's CPU time: at each of ``points`` (CPU seconds), the seeds and
+    every corpus entry ``found`` (``(cpu s when it appeared, path)``) by then.  Each step replays only the
+    entries new since the last one and merges its profile into the running one.  Returns
+    ``[{"cpu_s": t, "files": {file: {regions|lines|branches|functions: [covered, count]}}}]``."""
+    focus = tuple(focus)
+    found = sorted(found, key=lambda x: x[0])
+    out: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="gguf-cov-time-") as tmp:
+        merged: Path | None = None
+        batch = list(seeds)
+        i = 0
+        for n, t in enumerate(sorted(points)):
+            while i < len(found) and found[i][0] <= t:
+                batch.append(found[i][1])
+                i += 1
+            if batch:
+                step = profile(exe, batch, env, Path(tmp) / f"step-{n}.profdata")
+                if step is not None:
+                    if merged is None:
+                        merged = step
+                    else:
+                        union = Path(tmp) / f"merged-{n}.profdata"
+                        subprocess.run(
+                            [tool("llvm-profdata"), "merge", "-sparse", str(merged), str(step), "-o", str(union)],
+                            check=True,
+                        )
+                        merged = union
+            batch = []
+            files = summarise(exe, merged, focus) if merged is not None else {}
+            out.append({"cpu_s": round(t, 1), "files": files})
+    return out
 
 
 def unreached(exe: Path, profiles: Iterable[Path], focus: Iterable[str]) -> dict[str, list[str]]:

@@ -527,6 +527,60 @@ def m_fit(p: Parsed, raw: RawFile, rng: random.Random) -> str | None:
     return "fit.refit" if changed else "fit.value"
 
 
+def m_array(p: Parsed, raw: RawFile, rng: random.Random) -> str | None:
+    """A hyperparameter the loader reads written as a per-layer ARRAY (``get_key_or_arr`` / ``get_arr``): one
+    item per block of its type, or one too many or too few, or of another item type."""
+    meta, _ = p.model
+    arch = p.arch
+    if not arch:
+        return None
+    keys = [k for k, c in p.keys_read.items() if k.startswith(arch + ".") and _ctype_gguf(c) in _NUMERIC]
+    arrays = [k for k in keys if k.replace(arch, "{arch}", 1) in _array_keys()]
+    if arrays and rng.random() < 0.85:
+        keys = arrays
+    if not keys:
+        return None
+    key = rng.choice(sorted(keys))
+    blocks = meta.get(f"{arch}.block_count")
+    n = int(blocks.value) if blocks is not None and isinstance(blocks.value, int) and blocks.value < 4096 else 1
+    n = rng.choice([n, n, n, n + 1, max(n - 1, 0), 4, 8, 512, 513])
+    item = _ctype_gguf(p.keys_read[key])
+    if rng.random() < 0.15:
+        item = rng.choice(list(_NUMERIC))
+    old = meta.get(key)
+    base = old.value if old is not None and isinstance(old.value, (int, float)) else 1
+    vt = _VT[item]
+    values = [base] * n
+    if values and rng.random() < 0.5:
+        values[rng.randrange(n)] = _scalar(rng, vt)
+    if item in ("FLOAT32", "FLOAT64"):
+        values = [float(v) for v in values]
+    else:
+        enc = _SCALARS[vt]["encoding"]
+        bits = int(enc[1]) * 8
+        lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if enc[0] == "i" else (0, (1 << bits) - 1)
+        values = [min(max(int(v), lo), hi) if v == v and abs(v) != float("inf") else 0 for v in values]
+    raw.set(key, "ARRAY", values, item_type=item)
+    return "array.hparam"
+
+
+_NUMERIC = ("UINT32", "INT32", "FLOAT32", "UINT64", "BOOL")
+
+
+@functools.lru_cache(maxsize=1)
+def _array_keys() -> frozenset[str]:
+    """The keys the architectures' loader programs (``spec/architectures/*.yaml``) read with ``get_key_or_arr``
+    or ``get_arr``: those a per-layer array is right for."""
+    import re
+    from ..format.spec import spec_dir
+
+    found: set[str] = set()
+    pattern = re.compile(r"get_(?:key_or_arr|arr)\('+([^']+)'")
+    for path in sorted((spec_dir() / "architectures").glob("*.yaml")):
+        found.update(pattern.findall(path.read_text()))
+    return frozenset(found)
+
+
 def _break(p: Parsed, raw: RawFile, rng: random.Random) -> bytes | None:
     """The file written, then broken on purpose by one named breakage (:mod:`gguf_construct.breaking.mutations`)."""
     fields = raw.fields()
@@ -589,6 +643,7 @@ KINDS: dict[str, Callable[[Parsed, RawFile, random.Random], str | None]] = {
     "tensor": m_tensor,
     "flip": m_flip,
     "fit": m_fit,
+    "array": m_array,
 }
 # how often each kind is drawn: the model layer's edits (keys, tensors) reach deepest into the loader
 WEIGHTS = {
@@ -602,6 +657,7 @@ WEIGHTS = {
     "tensor": 3,
     "flip": 4,
     "fit": 5,
+    "array": 1,
 }
 
 

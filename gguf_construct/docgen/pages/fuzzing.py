@@ -1,6 +1,8 @@
 """The page fuzzing.md: coverage-guided campaigns against ggml's GGUF reader and llama.cpp's loader, rendered
 from the recorded campaigns ``fuzz/campaigns/*.json`` (written by ``fuzz/campaign.py run``), and its plots
-(``pictures/fuzzing-<target>.svg``: libFuzzer's edge count over CPU time, every run of every arm)."""
+(``pictures/fuzzing-<target>.svg``: libFuzzer's edge count over CPU time, every run of every arm;
+``pictures/fuzzing-<target>-files.svg``: regions covered per focus file over CPU time, medians per arm, where
+the record holds llvm-cov measurements over time)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from ...format import spec as _spec
 from ..context import Ctx, Page, Section
 from ..markdown import code, esc, intro, table
 
-__all__ = ["PAGE", "records", "build_record", "plots", "plot_name"]
+__all__ = ["PAGE", "records", "build_record", "plots", "plot_name", "files_plot_name", "over_time"]
 
 ARM_TEXT = {
     "spec": "spec-aware mutator",
@@ -64,6 +66,37 @@ def build_record() -> dict | None:
 def plot_name(target: str) -> str:
     """The file name of a target's plot in the pictures folder."""
     return f"fuzzing-{target}.svg"
+
+
+def files_plot_name(target: str) -> str:
+    """The file name of a target's per-file coverage-over-time plot in the pictures folder."""
+    return f"fuzzing-{target}-files.svg"
+
+
+def over_time(rec: dict) -> dict[str, dict[str, list[tuple[float, float]]]]:
+    """``{arm: {file: [(cpu s, median regions covered)]}}`` from the runs' ``coverage_over_time`` (llvm-cov on
+    the seeds plus the corpus entries found by each point); the key ``focus`` sums the focus files."""
+    out: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    for arm, rs in _arms(rec).items():
+        rs = [r for r in rs if r.get("coverage_over_time")]
+        if not rs:
+            continue
+        n = min(len(r["coverage_over_time"]) for r in rs)
+        per: dict[str, list[tuple[float, float]]] = {}
+        for f in list(rec["focus"]) + ["focus"]:
+            pts = []
+            for i in range(n):
+                vals = []
+                for r in rs:
+                    files = r["coverage_over_time"][i]["files"]
+                    if f == "focus":
+                        vals.append(sum(files.get(g, {}).get("regions", [0, 0])[0] for g in rec["focus"]))
+                    else:
+                        vals.append(files.get(f, {}).get("regions", [0, 0])[0])
+                pts.append((rs[0]["coverage_over_time"][i]["cpu_s"], _median(vals)))
+            per[f] = pts
+        out[arm] = per
+    return out
 
 
 def _median(values: list[float]) -> float:
@@ -164,6 +197,20 @@ def _sec_summary(rec: dict) -> str:
         rows.append(row)
     out.append(table(["file"] + [esc(a) for a, rs in arms.items() if rs], rows))
     out.append(f"\n![edges over CPU time]({ctx_pictures()}/{plot_name(rec['target'])})\n")
+    got = over_time(rec)
+    if got:
+        out.append(
+            "\nRegions covered in the focus files over CPU time (llvm-cov on the seeds plus the corpus entries "
+            "each run had found by then; medians over the runs; the first column is the seeds alone):\n"
+        )
+        rows = []
+        for arm, per in got.items():
+            for f in ["focus"] + list(rec["focus"]):
+                label = "all focus files" if f == "focus" else f.rsplit("/", 1)[-1]
+                rows.append([esc(arm), esc(label)] + [f"{v:.0f}" for _, v in per[f]])
+        first = next(iter(got.values()))["focus"]
+        out.append(table(["arm", "file"] + [f"{t:.0f} CPU s" for t, _ in first], rows))
+        out.append(f"\n![regions per file over CPU time]({ctx_pictures()}/{files_plot_name(rec['target'])})\n")
     return "\n".join(out)
 
 
@@ -295,7 +342,65 @@ def _sec_campaigns(ctx: Ctx) -> str:
 def plots() -> dict[str, str]:
     """``{file name: SVG}``: for each recorded target, libFuzzer's edge count over CPU seconds, one line per run,
     coloured by arm."""
-    return {plot_name(rec["target"]): _plot(rec) for rec in records()}
+    out = {plot_name(rec["target"]): _plot(rec) for rec in records()}
+    for rec in records():
+        got = over_time(rec)
+        if got:
+            out[files_plot_name(rec["target"])] = _files_plot(rec, got)
+    return out
+
+
+def _files_plot(rec: dict, got: dict[str, dict[str, list[tuple[float, float]]]]) -> str:
+    """Small multiples: one panel per focus file (and their sum), regions covered over CPU seconds, one line
+    per arm (medians over the runs)."""
+    names = ["focus"] + list(rec["focus"])
+    pw, ph, gap, top, left = 230, 150, 50, 40, 56
+    w = left + len(names) * (pw + gap)
+    h = top + ph + 70
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
+        f'font-family="sans-serif" font-size="11">',
+        f"<title>regions covered per file over CPU time: {rec['target']}</title>",
+        f'<rect x="0" y="0" width="{w}" height="{h}" fill="white"/>',
+        f'<text x="{left}" y="16" font-weight="bold">{rec["target"]}: regions covered per file over CPU seconds '
+        f"(medians per arm)</text>",
+    ]
+    for k, name in enumerate(names):
+        x0 = left + k * (pw + gap)
+        pts_all = [p for per in got.values() for p in per[name]]
+        xmax = max([p[0] for p in pts_all] + [1])
+        ys = [p[1] for p in pts_all] or [0, 1]
+        ymin, ymax = int(min(ys) * 0.97), max(ys)
+        ymax = ymax if ymax > ymin else ymin + 1
+
+        def x(v: float, x0: float = x0, xmax: float = xmax) -> float:
+            return x0 + pw * v / xmax
+
+        def y(v: float, ymin: float = ymin, ymax: float = ymax) -> float:
+            return top + ph * (1 - (v - ymin) / (ymax - ymin))
+
+        label = "all focus files" if name == "focus" else name.rsplit("/", 1)[-1]
+        out.append(f'<text x="{x0 + pw / 2}" y="{top - 6}" text-anchor="middle">{label}</text>')
+        out.append(f'<line x1="{x0}" y1="{top + ph}" x2="{x0 + pw}" y2="{top + ph}" stroke="#333"/>')
+        out.append(f'<line x1="{x0}" y1="{top}" x2="{x0}" y2="{top + ph}" stroke="#333"/>')
+        for i in range(3):
+            vy = ymin + (ymax - ymin) * i / 2
+            vx = xmax * i / 2
+            out.append(f'<text x="{x0 - 4}" y="{y(vy) + 4:.1f}" text-anchor="end">{vy:.0f}</text>')
+            out.append(f'<text x="{x(vx):.1f}" y="{top + ph + 14}" text-anchor="middle">{vx:.0f}</text>')
+        for arm, per in got.items():
+            pts = " ".join(f"{x(t):.1f},{y(v):.1f}" for t, v in per[name])
+            out.append(f'<polyline points="{pts}" fill="none" stroke="{COLOURS.get(arm, "#555")}" stroke-width="2"/>')
+    for i, arm in enumerate(got):
+        lx = left + i * 120
+        out.append(
+            f'<line x1="{lx}" y1="{h - 14}" x2="{lx + 24}" y2="{h - 14}" stroke="{COLOURS.get(arm, "#555")}" '
+            f'stroke-width="3"/>'
+        )
+        out.append(f'<text x="{lx + 30}" y="{h - 10}">{arm}</text>')
+    out.append(f'<text x="{w / 2}" y="{top + ph + 32}" text-anchor="middle">CPU seconds of the fuzzer</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
 
 
 def _plot(rec: dict) -> str:
