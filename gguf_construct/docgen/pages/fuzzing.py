@@ -103,8 +103,22 @@ def _median(values: list[float]) -> float:
     return statistics.median(values) if values else 0
 
 
+def _coverage(run: dict) -> dict:
+    """The run's coverage per file at its budget: the last point of ``coverage_over_time`` (the corpus entries
+    found within the budget's CPU seconds) when recorded, else the final corpus's (a fuzzer that overran its
+    budget before it stopped counts a little more)."""
+    over = run.get("coverage_over_time")
+    return over[-1]["files"] if over else run.get("coverage", {})
+
+
+def _edges(run: dict, budget: float) -> int:
+    """libFuzzer's edge count at the budget (the last sample within it)."""
+    within = [p[1] for p in run.get("series", []) if p[0] <= budget]
+    return within[-1] if within else run["edges"]
+
+
 def _focus(run: dict, focus: list[str], metric: str) -> int:
-    return sum(run.get("coverage", {}).get(f, {}).get(metric, [0, 0])[0] for f in focus)
+    return sum(_coverage(run).get(f, {}).get(metric, [0, 0])[0] for f in focus)
 
 
 def _arms(rec: dict) -> dict[str, list[dict]]:
@@ -136,7 +150,7 @@ def _sec_summary(rec: dict) -> str:
         if not rs:
             continue
         m = {
-            "edges": _median([r["edges"] for r in rs]),
+            "edges": _median([_edges(r, rec["budget_cpu_s"]) for r in rs]),
             "regions": _median([_focus(r, focus, "regions") for r in rs]),
             "lines": _median([_focus(r, focus, "lines") for r in rs]),
             "branches": _median([_focus(r, focus, "branches") for r in rs]),
@@ -182,13 +196,16 @@ def _sec_summary(rec: dict) -> str:
                     f", focus branches {_ratio(med['spec']['branches'], med[other]['branches'])}"
                 )
         out.append("\nThe spec-aware arm, medians: " + "; ".join(parts) + ".\n")
-    out.append(f"\nFocus files: {', '.join(code(f) for f in focus)}. Per file (medians, covered / total):\n")
+    out.append(
+        f"\nFocus files: {', '.join(code(f) for f in focus)}. Per file (medians, covered / total; coverage and "
+        "edges are taken at the budget: a fuzzer that overran it before it stopped is not counted past it):\n"
+    )
     rows = []
     for f in focus:
         row = [code(f)]
         for arm, rs in arms.items():
             if rs:
-                cov = [r.get("coverage", {}).get(f, {}) for r in rs]
+                cov = [_coverage(r).get(f, {}) for r in rs]
                 tot = next((c["regions"][1] for c in cov if c), 0)
                 row.append(
                     f"{_median([c.get('regions', [0])[0] for c in cov]):.0f} / {tot} regions, "
@@ -210,6 +227,17 @@ def _sec_summary(rec: dict) -> str:
                 rows.append([esc(arm), esc(label)] + [f"{v:.0f}" for _, v in per[f]])
         first = next(iter(got.values()))["focus"]
         out.append(table(["arm", "file"] + [f"{t:.0f} CPU s" for t, _ in first], rows))
+        gains = {arm: per["focus"][-1][1] - per["focus"][0][1] for arm, per in got.items()}
+        if "spec" in gains:
+            parts = [
+                f"{esc(arm)} {v:.0f}" + (f" (spec-aware {_ratio(gains['spec'], v)})" if arm != "spec" else "")
+                for arm, v in gains.items()
+            ]
+            out.append(
+                "\nRegions found beyond the seeds (focus files, last point less the seeds alone, medians): "
+                + ", ".join(parts)
+                + ".\n"
+            )
         out.append(f"\n![regions per file over CPU time]({ctx_pictures()}/{files_plot_name(rec['target'])})\n")
     return "\n".join(out)
 
