@@ -215,6 +215,31 @@ def cmd_oracle(args) -> int:
     return 0
 
 
+def cmd_reach(args) -> int:
+    """Classify the focus files' regions over the union of a recorded campaign's final profiles (the work
+    folders must still exist): covered, not taken, off the load path, uncalled."""
+    out = Path(args.record)
+    record = json.loads(out.read_text())
+    target = cp.TARGETS[record["target"]]
+    profiles = sorted((WORK / "campaigns" / target.name).glob("*/final.profdata"))
+    seeds = WORK / "campaigns" / target.name / "seeds.profdata"
+    (WORK / "reach-aborts").mkdir(parents=True, exist_ok=True)
+    if args.seeds:
+        coverage.profile(
+            cp.binary(target, "bytes", Path(args.bin)),
+            sorted(Path(args.seeds).iterdir()),
+            cp.runtime_env("bytes", {"GGUF_HARNESS_ABORT_DIR": str(WORK / "reach-aborts")}),
+            seeds,
+        )
+    exe = cp.binary(target, "bytes", Path(args.bin))
+    record["reach"] = {"union": coverage.reach(exe, profiles, target.focus, target.off_path)}
+    if seeds.exists():
+        record["reach"]["seeds"] = coverage.reach(exe, [seeds], target.focus, target.off_path)
+    _save(out, record)
+    print(json.dumps(record["reach"]["union"]["files"]["all"]))
+    return 0
+
+
 def main(argv=None) -> int:
     """The command line."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -249,6 +274,11 @@ def main(argv=None) -> int:
     o.add_argument("--bin", default=str(cp.DEFAULT_BIN))
     o.add_argument("--oracle-files", type=int, default=300)
     o.set_defaults(func=cmd_oracle)
+    c = sub.add_parser("reach", help="classify the focus files' regions over a recorded campaign's profiles")
+    c.add_argument("--record", required=True)
+    c.add_argument("--bin", default=str(cp.DEFAULT_BIN))
+    c.add_argument("--seeds", default="", help="also classify what these seeds alone cover")
+    c.set_defaults(func=cmd_reach)
     args = ap.parse_args(argv)
     return args.func(args)
 

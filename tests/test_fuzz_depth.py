@@ -130,6 +130,13 @@ def test_docs_plot_coverage_per_file_over_time(tmp_path, monkeypatch):
         "runs": [run("spec", [10, 30, 40]), run("bytes", [10, 12, 20])],
         "oracle": {},
         "unreached": {},
+        "reach": {
+            "union": {
+                "files": {"all": {"covered": 41, "not taken": 9, "off the load path": 50, "uncalled": 10}},
+                "top": [{"kind": "off the load path", "file": "a.cpp", "function": "create_memory", "regions": 50}],
+                "off_path": ["create_memory"],
+            }
+        },
     }
     (tmp_path / "llama.json").write_text(json.dumps(rec))
     monkeypatch.setattr(fuzzing, "_folder", lambda: tmp_path)
@@ -138,6 +145,8 @@ def test_docs_plot_coverage_per_file_over_time(tmp_path, monkeypatch):
     assert got["spec"]["focus"][-1] == (10, 41)
     text = fuzzing._sec_campaigns(None)
     assert "fuzzing-llama-files.svg" in text and "10 CPU s" in text
+    assert "| all arms, all runs | all focus files | 41 | 9 | 50 | 10 | 110 |" in text
+    assert "spec 30, bytes 10 (spec-aware 3.00x)" in text  # regions found beyond the seeds
     svg = fuzzing.plots()["fuzzing-llama-files.svg"]
     assert svg.count("<polyline") == 2 * 3  # two arms x (sum + two files)
 

@@ -51,7 +51,8 @@ ARMS = ("spec", "bytes", "ossfuzz")
 @dataclass(frozen=True)
 class Target:
     """A fuzz target: its binary's name, the checker profile of its oracle, the source files its figures are
-    about, the longest input, and the verdict of its harness that the oracle compares with."""
+    about, the longest input, the verdict of its harness that the oracle compares with, and the functions of the
+    focus files its harness never runs whatever the input (``off_path``: name fragments)."""
 
     name: str
     binary: str
@@ -60,6 +61,7 @@ class Target:
     max_len: int
     verdict: str
     doc: str
+    off_path: tuple[str, ...] = ()
 
 
 TARGETS = {
@@ -80,6 +82,23 @@ TARGETS = {
         1 << 20,
         "no_alloc",
         "llama.cpp's model loader: vocabulary only, then the whole model with no_alloc",
+        # a load never builds a KV cache, reads weights (no_alloc), splits over devices, detokenises or
+        # tokenises beyond the newline probe, nor validates overrides outside the OSS-Fuzz arm
+        (
+            "create_memory",
+            "load_all_data",
+            "load_data_range",
+            "get_split_state",
+            "make_gpu_buft_list",
+            "llama_model_get_tok_embd",
+            "detokenize",
+            "token_to_piece",
+            "_session::",
+            "tokenizer_st_partition",
+            "::tokenize",
+            "validate_override",
+            "apply_chat_template",
+        ),
     ),
 }
 

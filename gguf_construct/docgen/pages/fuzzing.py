@@ -305,6 +305,38 @@ def _profile(target: str) -> str:
     return "ggml" if target == "ggml" else "llama.cpp"
 
 
+def _sec_reach(rec: dict) -> str:
+    """The regions of the focus files (each counted once over template instantiations) by where they stand, for
+    the seeds alone and for the union of every run of every arm (``fuzz/campaign.py reach``)."""
+    reach = rec["reach"]
+    kinds = ("covered", "not taken", "off the load path", "uncalled")
+    rows = []
+    for label, key in (("seeds alone", "seeds"), ("all arms, all runs", "union")):
+        if key not in reach:
+            continue
+        for f, counts in reach[key]["files"].items():
+            total = sum(counts.values())
+            rows.append([esc(label), code(f) if f != "all" else "all focus files"] + [str(counts[k]) for k in kinds])
+            rows[-1].append(str(total))
+    union = reach.get("union", {})
+    top = union.get("top", [])[:12]
+    text = (
+        "Each code region of the focus files counted once (llvm-cov's regions, template instantiations merged): "
+        "*covered*; *not taken* -- in a function that ran, a branch no input took; *off the load path* -- in a "
+        "function the harness never runs whatever the file (name fragments: "
+        + ", ".join(code(o) for o in union.get("off_path", []))
+        + "); *uncalled* -- any other function no input reached.  The ratio a spec-aware arm can reach over an "
+        "arm started from the same seeds is bounded by (covered + not taken + uncalled) / covered by the seeds.\n\n"
+    )
+    text += table(["corpus", "file", *kinds, "regions"], rows)
+    if top:
+        text += "\n\nThe functions with most uncovered regions (all arms, all runs):\n\n" + table(
+            ["where", "file", "function", "regions"],
+            [[esc(t["kind"]), code(t["file"].rsplit("/", 1)[-1]), code(t["function"]), str(t["regions"])] for t in top],
+        )
+    return text + "\n"
+
+
 def _sec_unreached(rec: dict) -> str:
     got = rec.get("unreached") or {}
     if not got or "error" in got:
@@ -361,6 +393,9 @@ def _sec_campaigns(ctx: Ctx) -> str:
         out.append(_sec_findings(rec))
         out.append("\n#### The oracle\n")
         out.append(_sec_oracle(rec))
+        if rec.get("reach"):
+            out.append("\n#### Where the focus files' regions stand\n")
+            out.append(_sec_reach(rec))
         out.append("\n#### Functions of the focus files no arm reached\n")
         out.append(_sec_unreached(rec))
     return "\n".join(out)
