@@ -294,7 +294,7 @@ def _sec_oracle(rec: dict) -> str:
         )
         rows.append([esc(arm), str(c["files"]), str(c["accepted"]), esc(text) or "none"])
     return (
-        f"Each arm's final corpus of its first run (at most a few hundred files, spread over the corpus) "
+        f"Each arm's final corpus of its first run (all of it, or a sample spread over it: the files column) "
         f"replayed for the harness's verdict and judged by our checker under the profile "
         f"{code(_profile(rec['target']))}: a file the C reader accepts and the checker rejects is a false "
         f"accept, the converse a false reject.\n\n" + table(["arm", "files", "C accepts", "disagreements"], rows)
