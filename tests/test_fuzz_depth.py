@@ -164,3 +164,15 @@ def test_screen_moves_aside_a_seed_that_kills_the_loader(tmp_path):
     aborts = tmp_path / "abort"  # an abort is recorded by the harness, not a killed process
     shutil.copy(ROOT / "fuzz" / "findings" / "cov" / "llama-expert-groups-without-experts.gguf", aborts)
     assert campaign.screen(exe, [fine, bad, aborts], campaign.runtime_env("bytes")) == [bad]
+
+
+def test_a_crash_report_keeps_the_message_of_its_own_input_not_an_earlier_abort():
+    tail = (
+        "src/llama-vocab.cpp:2544: GGML_ASSERT(id_to_token.size() == token_to_id.size()) failed\n"
+        "llama_loader: src/llama-hparams.cpp:298: bool llama_hparams::is_mla() const: Assertion `x' failed.\n"
+        "==1== ERROR: libFuzzer: deadly signal\n"
+        "    #8 0x1 in llama_hparams::is_mla() const /w/vendor/llama.cpp/src/llama-hparams.cpp:299:5\n"
+    )
+    rec = campaign.parse_report(tail)
+    assert rec["kind"] == "signal" and "is_mla" in rec["message"]
+    assert rec["signature"].startswith("llama_hparams::is_mla@llama-hparams.cpp:299")

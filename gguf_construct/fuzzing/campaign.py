@@ -376,6 +376,7 @@ def parse_report(text: str) -> dict:
     """The kind of a sanitizer or abort report and the stack: ``{kind, message, frames, signature}``; the
     signature is the first three frames in llama.cpp or ggml (function and file:line)."""
     kind, message = "crash", ""
+    ended = False  # past the crash marker: a campaign's log tail holds earlier inputs' assert lines before it
     for line in text.splitlines():
         if "ERROR: AddressSanitizer:" in line:
             kind, message = "asan", line.split("AddressSanitizer:", 1)[1].strip()
@@ -386,12 +387,14 @@ def parse_report(text: str) -> dict:
         if "GGUF_HARNESS: abort()" in line:
             kind = "abort"
         elif "libFuzzer: deadly signal" in line and kind == "crash":
-            kind = "signal"
+            kind, ended = "signal", True
         elif "ERROR: libFuzzer: timeout" in line:
-            kind, message = "timeout", "timeout"
+            kind, message, ended = "timeout", "timeout", True
         elif "out-of-memory" in line or "malloc(" in line and "exceeds limit" in line:
-            kind, message = "oom", line.strip()
-        if ("GGML_ASSERT" in line or "GGML_ABORT" in line or "error:" in line) and not message:
+            kind, message, ended = "oom", line.strip(), True
+        # the last assert line before the marker is this input's (a C assert prints "Assertion ... failed")
+        marks = ("GGML_ASSERT", "GGML_ABORT", "error:", "Assertion")
+        if not ended and kind not in ("timeout", "oom") and any(m in line for m in marks):
             message = _short(line.strip())[:300]
     frames = []
     for line in text.splitlines():
