@@ -52,13 +52,12 @@ def write_seeds(
     import hashlib
     import re
 
-    from gguf_construct.arch.synth import SynthesisError, model_architectures
-    from gguf_construct.breaking.models import minimal_model
+    from gguf_construct.fuzzing.seedmodels import small_models, vocab_models
     from gguf_construct.suite.cases import all_cases
 
     out.mkdir(parents=True, exist_ok=True)
     repo = repo or HERE.parent
-    counts = {"fuzz/seeds": 0, "suite": 0, "architectures": 0, "corpus": 0}
+    counts = {"fuzz/seeds": 0, "suite": 0, "architectures": 0, "vocabularies": 0, "corpus": 0}
     seen: set[bytes] = set()
 
     def put(data: bytes, name: str, group: str) -> None:
@@ -74,11 +73,10 @@ def write_seeds(
     for case in all_cases():
         for name, data in case.files.items():
             put(data, f"{case.path}-{name}", "suite")
-    for arch in model_architectures():
-        try:
-            put(minimal_model(arch).to_bytes(), arch, "architectures")
-        except (SynthesisError, Exception):  # noqa: BLE001 - an architecture the synthesis cannot satisfy
-            continue
+    for arch, data in small_models():
+        put(data, arch, "architectures")
+    for label, data in vocab_models():
+        put(data, label, "vocabularies")
     if corpus is not None and corpus.is_dir():
         for p in sorted(corpus.rglob("*.gguf")):
             if p.stat().st_size <= max_bytes:
@@ -88,8 +86,21 @@ def write_seeds(
 
 def cmd_seeds(args) -> int:
     """Write the shared seeds."""
-    counts = write_seeds(Path(args.out), max_bytes=args.max_bytes)
-    print(json.dumps(counts))
+    out = Path(args.out)
+    counts = write_seeds(out, max_bytes=args.max_bytes)
+    # a seed that kills a target (a sanitizer report) would end every campaign at its start: each is moved
+    # aside to <out>-crashes and listed (each is a finding to triage)
+    crashed: dict[str, list[str]] = {}
+    for name, target in cp.TARGETS.items():
+        exe = cp.binary(target, "bytes", Path(args.bin))
+        if exe.exists():
+            bad = cp.screen(exe, sorted(out.iterdir()), cp.runtime_env("bytes"))
+            aside = out.parent / (out.name + "-crashes")
+            aside.mkdir(exist_ok=True)
+            for p in bad:
+                p.rename(aside / p.name)
+            crashed[name] = [p.name for p in bad]
+    print(json.dumps({"written": counts, "moved_aside": crashed}))
     return 0
 
 
@@ -153,6 +164,16 @@ def cmd_run(args) -> int:
             env = cp.runtime_env(arm, {"GGUF_HARNESS_ABORT_DIR": str(work / "replay-aborts")})
             (work / "replay-aborts").mkdir(exist_ok=True)
             entry["coverage"] = coverage.measure(replay, corpus, env, target.focus, keep=keep)
+            if args.time_points:
+                seen = res.first_seen
+                found = [(seen[p.name], p) for p in corpus if p.name in seen]
+                points = [args.budget * (k / args.time_points) for k in range(args.time_points + 1)]
+                try:
+                    entry["coverage_over_time"] = coverage.measure_over_time(
+                        replay, [p for p in corpus if p.name not in seen], found, env, target.focus, points
+                    )
+                except Exception as exc:  # noqa: BLE001 - the run's figures stand without the curve
+                    cp.log_stderr(f"  coverage over time not measured: {exc}")
             if keep.exists():
                 profiles.append(keep)
             if run == 0 and not args.no_oracle:
@@ -194,6 +215,31 @@ def cmd_oracle(args) -> int:
     return 0
 
 
+def cmd_reach(args) -> int:
+    """Classify the focus files' regions over the union of a recorded campaign's final profiles (the work
+    folders must still exist): covered, not taken, off the load path, uncalled."""
+    out = Path(args.record)
+    record = json.loads(out.read_text())
+    target = cp.TARGETS[record["target"]]
+    profiles = sorted((WORK / "campaigns" / target.name).glob("*/final.profdata"))
+    seeds = WORK / "campaigns" / target.name / "seeds.profdata"
+    (WORK / "reach-aborts").mkdir(parents=True, exist_ok=True)
+    if args.seeds:
+        coverage.profile(
+            cp.binary(target, "bytes", Path(args.bin)),
+            sorted(Path(args.seeds).iterdir()),
+            cp.runtime_env("bytes", {"GGUF_HARNESS_ABORT_DIR": str(WORK / "reach-aborts")}),
+            seeds,
+        )
+    exe = cp.binary(target, "bytes", Path(args.bin))
+    record["reach"] = {"union": coverage.reach(exe, profiles, target.focus, target.off_path)}
+    if seeds.exists():
+        record["reach"]["seeds"] = coverage.reach(exe, [seeds], target.focus, target.off_path)
+    _save(out, record)
+    print(json.dumps(record["reach"]["union"]["files"]["all"]))
+    return 0
+
+
 def main(argv=None) -> int:
     """The command line."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -201,6 +247,7 @@ def main(argv=None) -> int:
     s = sub.add_parser("seeds", help="write the shared seeds")
     s.add_argument("--out", default=str(WORK / "seeds"))
     s.add_argument("--max-bytes", type=int, default=1 << 20)
+    s.add_argument("--bin", default=str(cp.DEFAULT_BIN), help="targets that screen the seeds (when built)")
     s.set_defaults(func=cmd_seeds)
     r = sub.add_parser("run", help="run a campaign")
     r.add_argument("--target", choices=sorted(cp.TARGETS), required=True)
@@ -212,6 +259,12 @@ def main(argv=None) -> int:
     r.add_argument("--max-seed-bytes", type=int, default=0, help="leave out seeds larger than this")
     r.add_argument("--oracle-files", type=int, default=300)
     r.add_argument("--no-oracle", action="store_true")
+    r.add_argument(
+        "--time-points",
+        type=int,
+        default=4,
+        help="coverage per file measured at this many points of the budget (0: off)",
+    )
     r.add_argument("--note", default="")
     r.add_argument("--append", action="store_true", help="add runs to the record --out already holds")
     r.add_argument("--out", required=True)
@@ -221,6 +274,11 @@ def main(argv=None) -> int:
     o.add_argument("--bin", default=str(cp.DEFAULT_BIN))
     o.add_argument("--oracle-files", type=int, default=300)
     o.set_defaults(func=cmd_oracle)
+    c = sub.add_parser("reach", help="classify the focus files' regions over a recorded campaign's profiles")
+    c.add_argument("--record", required=True)
+    c.add_argument("--bin", default=str(cp.DEFAULT_BIN))
+    c.add_argument("--seeds", default="", help="also classify what these seeds alone cover")
+    c.set_defaults(func=cmd_reach)
     args = ap.parse_args(argv)
     return args.func(args)
 

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterable
 
-__all__ = ["tool", "measure", "summarise", "unreached", "profile"]
+__all__ = ["tool", "measure", "measure_over_time", "summarise", "unreached", "profile", "reach"]
 
 _METRICS = ("lines", "regions", "branches", "functions")
 
@@ -111,6 +111,47 @@ def measure(exe: Path, inputs: Iterable[Path], env: dict, focus: Iterable[str], 
         return summarise(exe, got, tuple(focus)) if got else {}
 
 
+def measure_over_time(
+    exe: Path,
+    seeds: Iterable[Path],
+    found: Iterable[tuple[float, Path]],
+    env: dict,
+    focus: Iterable[str],
+    points: Iterable[float],
+) -> list[dict]:
+    """Coverage per source file over a campaign's CPU time: at each of ``points`` (CPU seconds), the seeds and
+    every corpus entry ``found`` (``(cpu s when it appeared, path)``) by then.  Each step replays only the
+    entries new since the last one and merges its profile into the running one.  Returns
+    ``[{"cpu_s": t, "files": {file: {regions|lines|branches|functions: [covered, count]}}}]``."""
+    focus = tuple(focus)
+    found = sorted(found, key=lambda x: x[0])
+    out: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="gguf-cov-time-") as tmp:
+        merged: Path | None = None
+        batch = list(seeds)
+        i = 0
+        for n, t in enumerate(sorted(points)):
+            while i < len(found) and found[i][0] <= t:
+                batch.append(found[i][1])
+                i += 1
+            if batch:
+                step = profile(exe, batch, env, Path(tmp) / f"step-{n}.profdata")
+                if step is not None:
+                    if merged is None:
+                        merged = step
+                    else:
+                        union = Path(tmp) / f"merged-{n}.profdata"
+                        subprocess.run(
+                            [tool("llvm-profdata"), "merge", "-sparse", str(merged), str(step), "-o", str(union)],
+                            check=True,
+                        )
+                        merged = union
+            batch = []
+            files = summarise(exe, merged, focus) if merged is not None else {}
+            out.append({"cpu_s": round(t, 1), "files": files})
+    return out
+
+
 def unreached(exe: Path, profiles: Iterable[Path], focus: Iterable[str]) -> dict[str, list[str]]:
     """The functions of each focus file that no profile reached (the union of ``profiles``)."""
     with tempfile.TemporaryDirectory(prefix="gguf-union-") as tmp:
@@ -129,3 +170,63 @@ def unreached(exe: Path, profiles: Iterable[Path], focus: Iterable[str]) -> dict
         if fn["count"] == 0 and files and files[0] in focus:
             out[files[0]].append(fn["name"])
     return {f: sorted(set(v)) for f, v in out.items()}
+
+
+def _demangled(names: list[str]) -> list[str]:
+    """C++ names demangled by llvm-cxxfilt (unchanged where it is missing)."""
+    filt = tool("llvm-cxxfilt")
+    if not filt or not names:
+        return names
+    got = subprocess.run([filt], input="\n".join(names), capture_output=True, text=True).stdout.splitlines()
+    return got if len(got) == len(names) else names
+
+
+def reach(exe: Path, profiles: Iterable[Path], focus: Iterable[str], off_path: Iterable[str]) -> dict:
+    """Where the regions of the focus files stand in the union of ``profiles``, each region counted once (over
+    template instantiations): ``covered``; ``not taken`` (in a function that ran); ``off the load path`` (in a
+    function never called whose name contains one of ``off_path``: code a load does not run, such as weight
+    loading or detokenising); ``uncalled`` (any other function never called).  Per file and in all, with the
+    functions holding most uncovered regions."""
+    focus = tuple(focus)
+    off = tuple(off_path)
+    with tempfile.TemporaryDirectory(prefix="gguf-reach-") as tmp:
+        union = Path(tmp) / "union.profdata"
+        subprocess.run([tool("llvm-profdata"), "merge", "-sparse", *map(str, profiles), "-o", str(union)], check=True)
+        proc = subprocess.run(
+            [tool("llvm-cov"), "export", f"-instr-profile={union}", str(exe)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    functions = json.loads(proc.stdout)["data"][0]["functions"]
+    names = _demangled([fn["name"].split(":")[-1] for fn in functions])
+    regions: dict[tuple, list] = {}
+    for fn, name in zip(functions, names):
+        files = [p.split("/vendor/llama.cpp/", 1)[-1] for p in fn["filenames"]]
+        for r in fn["regions"]:
+            if r[7] != 0 or files[r[5]] not in focus:  # code regions of the focus files only
+                continue
+            e = regions.setdefault((files[r[5]], r[0], r[1], r[2], r[3]), [0, False, name.split("(")[0]])
+            e[0] = max(e[0], r[4])
+            e[1] = e[1] or fn["count"] > 0
+    cats = ("covered", "not taken", "off the load path", "uncalled")
+    per: dict[str, dict[str, int]] = {f: dict.fromkeys(cats, 0) for f in focus + ("all",)}
+    by_function: dict[tuple[str, str, str], int] = {}
+    for (f, *_), (count, called, name) in regions.items():
+        if count:
+            cat = "covered"
+        elif called:
+            cat = "not taken"
+        else:
+            cat = "off the load path" if any(o in name for o in off) else "uncalled"
+        per[f][cat] += 1
+        per["all"][cat] += 1
+        if not count:
+            k = (cat, f, name)
+            by_function[k] = by_function.get(k, 0) + 1
+    top = sorted(by_function.items(), key=lambda kv: -kv[1])[:25]
+    return {
+        "files": per,
+        "top": [{"kind": k[0], "file": k[1], "function": k[2], "regions": n} for k, n in top],
+        "off_path": list(off),
+    }

@@ -93,6 +93,12 @@ class Parsed:
         tensors = {t.name: TensorMeta(t.name, tuple(t.dims), t.type) for t in self.ctx.tensors}
         return meta, tensors
 
+    @functools.cached_property
+    def keys_read(self) -> dict[str, str]:
+        """Every key the replayed full load reads, with the C type it reads it as (empty without metadata)."""
+        meta, tensors = self.model
+        return plan_load(meta, tensors, vocab_only=False).keys_read if meta else {}
+
     @property
     def arch(self) -> str | None:
         """The value of general.architecture, if it is a string."""
@@ -346,8 +352,7 @@ def m_key(p: Parsed, raw: RawFile, rng: random.Random) -> str | None:
         raw.kvs.pop(rng.randrange(len(raw.kvs)))
         return "key.remove"
     if roll < 0.65:
-        meta, tensors = p.model
-        read = plan_load(meta, tensors, vocab_only=False).keys_read if meta else {}
+        read = p.keys_read
         if read:
             key = rng.choice(sorted(read))
             ctype = read[key]
@@ -406,6 +411,174 @@ def m_tensor(p: Parsed, raw: RawFile, rng: random.Random) -> str | None:
     raw.relayout()
     raw.append_tensor(name, "F32", dims, bytes(4 * n))
     return "tensor.expected" if e.status == "missing" else "tensor.reshaped"
+
+
+# -- mutations that keep a model loadable ---------------------------------------------------------------------------
+@functools.lru_cache(maxsize=1)
+def _enumerated() -> dict[str, list]:
+    """Keys whose values the spec enumerates -> those values: ``values`` of ``spec/keys.yaml`` and the
+    vocabulary's tokenizer models and BPE pre-tokenizers of ``spec/model.yaml``."""
+    from ..arch import model_spec
+
+    out: dict[str, list] = {}
+    for k in load_yaml("keys.yaml")["keys"]:
+        if isinstance(k.get("values"), dict) and k["type"] != "ARRAY":
+            out[k["key"]] = list(k["values"])
+    vocab = model_spec()["vocab"]
+    out[vocab["model_key"]] = list(vocab["models"])
+    out[vocab["pre_key"]] = list(vocab["bpe_pre"])
+    return out
+
+
+def _plausible(rng: random.Random, key: str, current, n_vocab: int) -> int:
+    """A small value for an integer hyperparameter, near the current one or at the loader's usual sizes (a
+    token id: in the vocabulary, its last one, or one past it)."""
+    cur = current if isinstance(current, int) and not isinstance(current, bool) else 0
+    options = [0, 1, 2, 3, 4, 8, 16, 32, 64, cur + 1, max(cur - 1, 0), cur * 2, max(cur // 2, 1)]
+    if key.endswith("token_id"):
+        options = [0, 1, 2, max(n_vocab - 1, 0), n_vocab, n_vocab + 1]
+    return rng.choice(options)
+
+
+def m_flip(p: Parsed, raw: RawFile, rng: random.Random) -> str | None:
+    """One key the loader tests across its branches: a bool the loader reads turned over, or a key whose values
+    the spec enumerates (tokenizer model, BPE pre-tokenizer, pooling and rope types ...) set to another one."""
+    meta, _ = p.model
+    read = p.keys_read
+    bools = [k for k, c in read.items() if _ctype_gguf(c) == "BOOL"]
+    enums = [k for k in _enumerated() if k.replace("{arch}", p.arch or "") in read or k in meta]
+    if bools and (not enums or rng.random() < 0.3):
+        key = rng.choice(bools)
+        old = meta.get(key)
+        raw.set(key, "BOOL", not (old.value if old is not None else False))
+        return "flip.bool"
+    if not enums:
+        return None
+    pattern = rng.choice(enums)
+    key = pattern.replace("{arch}", p.arch or "")
+    value = rng.choice(_enumerated()[pattern])
+    spec_type = next((k["type"] for k in load_yaml("keys.yaml")["keys"] if k["key"] == pattern), "STRING")
+    if isinstance(value, str) or spec_type == "STRING":
+        raw.set(key, "STRING", str(value))
+    else:
+        raw.set(key, spec_type, int(value))
+    return "flip.enum"
+
+
+def m_fit(p: Parsed, raw: RawFile, rng: random.Random) -> str | None:
+    """One integer hyperparameter the loader reads set to a small plausible value, and every tensor the loader
+    then asks for given the shape it computes (:func:`~gguf_construct.arch.expect.expect`).  Of a few candidate
+    values the first the replayed load accepts is taken (most of the time), so the file stays a complete model
+    and the full load goes on past ``load_hparams``; otherwise the value the replay refuses (an edge)."""
+    meta, tensors = p.model
+    if "general.architecture" not in meta:
+        return None
+    enumerated = _enumerated()
+    ints = [
+        k
+        for k, c in p.keys_read.items()
+        if _ctype_gguf(c) in ("UINT32", "INT32", "UINT64") and not c.startswith("enum") and "." in k
+    ]
+    ints = [k for k in ints if k.replace(p.arch or "", "{arch}") not in enumerated]
+    if not ints:
+        return None
+    key = rng.choice(sorted(ints))
+    tokens = meta.get("tokenizer.ggml.tokens")
+    n_vocab = len(tokens.value) if tokens is not None and hasattr(tokens.value, "__len__") else 0
+    old = meta.get(key)
+    gtype = _ctype_gguf(p.keys_read[key]) if old is None or old.type == "ARRAY" else old.type
+    if gtype not in ("UINT32", "INT32", "UINT64", "INT64", "UINT16", "UINT8"):
+        gtype = "UINT32"
+    want_loadable = rng.random() < 0.8
+    got = None
+    value = 0
+    for _ in range(4):
+        value = _plausible(rng, key, old.value if old is not None else None, n_vocab)
+        new_meta = dict(meta)
+        new_meta[key] = MetaValue(gtype, value)
+        got = expect(new_meta, tensors)
+        clean = not [q for q in got.problems if not q.code.startswith("TENSOR")]
+        if clean == want_loadable:
+            break
+    raw.set(key, gtype, value)
+    if got is None or not _laid_out(raw):
+        return "fit.value"
+    changed = 0
+    unused = {e.name.encode() for e in got.tensors if e.status == "unused"}
+    if unused and rng.random() < 0.9:  # llama.cpp refuses a file with tensors it did not ask for
+        raw.tensors = [t for t in raw.tensors if t.name not in unused]
+        raw.relayout()
+        changed += 1
+    for e in got.tensors:
+        # an optional tensor added would switch the loader to another branch (a fused tensor for the split ones)
+        wanted = e.status == "shape" or (e.status == "missing" and e.required)
+        if not wanted or e.duplicate or not e.shape or not all(e.shape):
+            continue
+        n = 1
+        for d in e.shape:
+            n *= int(d or 0)
+        if n <= 0 or n * 4 > 1 << 18 or len(e.shape) > MAX_DIMS:
+            continue
+        name = e.name.encode()
+        raw.tensors = [t for t in raw.tensors if t.name != name]
+        raw.relayout()
+        raw.append_tensor(name, "F32", [int(d or 0) for d in e.shape], bytes(4 * n))
+        changed += 1
+    return "fit.refit" if changed else "fit.value"
+
+
+def m_array(p: Parsed, raw: RawFile, rng: random.Random) -> str | None:
+    """A hyperparameter the loader reads written as a per-layer ARRAY (``get_key_or_arr`` / ``get_arr``): one
+    item per block of its type, or one too many or too few, or of another item type."""
+    meta, _ = p.model
+    arch = p.arch
+    if not arch:
+        return None
+    keys = [k for k, c in p.keys_read.items() if k.startswith(arch + ".") and _ctype_gguf(c) in _NUMERIC]
+    arrays = [k for k in keys if k.replace(arch, "{arch}", 1) in _array_keys()]
+    if arrays and rng.random() < 0.85:
+        keys = arrays
+    if not keys:
+        return None
+    key = rng.choice(sorted(keys))
+    blocks = meta.get(f"{arch}.block_count")
+    n = int(blocks.value) if blocks is not None and isinstance(blocks.value, int) and blocks.value < 4096 else 1
+    n = rng.choice([n, n, n, n + 1, max(n - 1, 0), 4, 8, 512, 513])
+    item = _ctype_gguf(p.keys_read[key])
+    if rng.random() < 0.15:
+        item = rng.choice(list(_NUMERIC))
+    old = meta.get(key)
+    base = old.value if old is not None and isinstance(old.value, (int, float)) else 1
+    vt = _VT[item]
+    values = [base] * n
+    if values and rng.random() < 0.5:
+        values[rng.randrange(n)] = _scalar(rng, vt)
+    if item in ("FLOAT32", "FLOAT64"):
+        values = [float(v) for v in values]
+    else:
+        enc = _SCALARS[vt]["encoding"]
+        bits = int(enc[1]) * 8
+        lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if enc[0] == "i" else (0, (1 << bits) - 1)
+        values = [min(max(int(v), lo), hi) if v == v and abs(v) != float("inf") else 0 for v in values]
+    raw.set(key, "ARRAY", values, item_type=item)
+    return "array.hparam"
+
+
+_NUMERIC = ("UINT32", "INT32", "FLOAT32", "UINT64", "BOOL")
+
+
+@functools.lru_cache(maxsize=1)
+def _array_keys() -> frozenset[str]:
+    """The keys the architectures' loader programs (``spec/architectures/*.yaml``) read with ``get_key_or_arr``
+    or ``get_arr``: those a per-layer array is right for."""
+    import re
+    from ..format.spec import spec_dir
+
+    found: set[str] = set()
+    pattern = re.compile(r"get_(?:key_or_arr|arr)\('+([^']+)'")
+    for path in sorted((spec_dir() / "architectures").glob("*.yaml")):
+        found.update(pattern.findall(path.read_text()))
+    return frozenset(found)
 
 
 def _break(p: Parsed, raw: RawFile, rng: random.Random) -> bytes | None:
@@ -468,9 +641,24 @@ KINDS: dict[str, Callable[[Parsed, RawFile, random.Random], str | None]] = {
     "alignment": m_alignment,
     "key": m_key,
     "tensor": m_tensor,
+    "flip": m_flip,
+    "fit": m_fit,
+    "array": m_array,
 }
 # how often each kind is drawn: the model layer's edits (keys, tensors) reach deepest into the loader
-WEIGHTS = {"count": 1, "length": 2, "type": 2, "dimension": 2, "offset": 1, "alignment": 1, "key": 5, "tensor": 4}
+WEIGHTS = {
+    "count": 1,
+    "length": 2,
+    "type": 2,
+    "dimension": 2,
+    "offset": 1,
+    "alignment": 1,
+    "key": 4,
+    "tensor": 3,
+    "flip": 4,
+    "fit": 5,
+    "array": 1,
+}
 
 
 def mutate(data: bytes, rng: random.Random, max_size: int | None = None) -> bytes | None:

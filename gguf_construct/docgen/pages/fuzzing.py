@@ -1,6 +1,8 @@
 """The page fuzzing.md: coverage-guided campaigns against ggml's GGUF reader and llama.cpp's loader, rendered
 from the recorded campaigns ``fuzz/campaigns/*.json`` (written by ``fuzz/campaign.py run``), and its plots
-(``pictures/fuzzing-<target>.svg``: libFuzzer's edge count over CPU time, every run of every arm)."""
+(``pictures/fuzzing-<target>.svg``: libFuzzer's edge count over CPU time, every run of every arm;
+``pictures/fuzzing-<target>-files.svg``: regions covered per focus file over CPU time, medians per arm, where
+the record holds llvm-cov measurements over time)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from ...format import spec as _spec
 from ..context import Ctx, Page, Section
 from ..markdown import code, esc, intro, table
 
-__all__ = ["PAGE", "records", "build_record", "plots", "plot_name"]
+__all__ = ["PAGE", "records", "build_record", "plots", "plot_name", "files_plot_name", "over_time"]
 
 ARM_TEXT = {
     "spec": "spec-aware mutator",
@@ -66,12 +68,57 @@ def plot_name(target: str) -> str:
     return f"fuzzing-{target}.svg"
 
 
+def files_plot_name(target: str) -> str:
+    """The file name of a target's per-file coverage-over-time plot in the pictures folder."""
+    return f"fuzzing-{target}-files.svg"
+
+
+def over_time(rec: dict) -> dict[str, dict[str, list[tuple[float, float]]]]:
+    """``{arm: {file: [(cpu s, median regions covered)]}}`` from the runs' ``coverage_over_time`` (llvm-cov on
+    the seeds plus the corpus entries found by each point); the key ``focus`` sums the focus files."""
+    out: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    for arm, rs in _arms(rec).items():
+        rs = [r for r in rs if r.get("coverage_over_time")]
+        if not rs:
+            continue
+        n = min(len(r["coverage_over_time"]) for r in rs)
+        per: dict[str, list[tuple[float, float]]] = {}
+        for f in list(rec["focus"]) + ["focus"]:
+            pts = []
+            for i in range(n):
+                vals = []
+                for r in rs:
+                    files = r["coverage_over_time"][i]["files"]
+                    if f == "focus":
+                        vals.append(sum(files.get(g, {}).get("regions", [0, 0])[0] for g in rec["focus"]))
+                    else:
+                        vals.append(files.get(f, {}).get("regions", [0, 0])[0])
+                pts.append((rs[0]["coverage_over_time"][i]["cpu_s"], _median(vals)))
+            per[f] = pts
+        out[arm] = per
+    return out
+
+
 def _median(values: list[float]) -> float:
     return statistics.median(values) if values else 0
 
 
+def _coverage(run: dict) -> dict:
+    """The run's coverage per file at its budget: the last point of ``coverage_over_time`` (the corpus entries
+    found within the budget's CPU seconds) when recorded, else the final corpus's (a fuzzer that overran its
+    budget before it stopped counts a little more)."""
+    over = run.get("coverage_over_time")
+    return over[-1]["files"] if over else run.get("coverage", {})
+
+
+def _edges(run: dict, budget: float) -> int:
+    """libFuzzer's edge count at the budget (the last sample within it)."""
+    within = [p[1] for p in run.get("series", []) if p[0] <= budget]
+    return within[-1] if within else run["edges"]
+
+
 def _focus(run: dict, focus: list[str], metric: str) -> int:
-    return sum(run.get("coverage", {}).get(f, {}).get(metric, [0, 0])[0] for f in focus)
+    return sum(_coverage(run).get(f, {}).get(metric, [0, 0])[0] for f in focus)
 
 
 def _arms(rec: dict) -> dict[str, list[dict]]:
@@ -103,7 +150,7 @@ def _sec_summary(rec: dict) -> str:
         if not rs:
             continue
         m = {
-            "edges": _median([r["edges"] for r in rs]),
+            "edges": _median([_edges(r, rec["budget_cpu_s"]) for r in rs]),
             "regions": _median([_focus(r, focus, "regions") for r in rs]),
             "lines": _median([_focus(r, focus, "lines") for r in rs]),
             "branches": _median([_focus(r, focus, "branches") for r in rs]),
@@ -149,13 +196,16 @@ def _sec_summary(rec: dict) -> str:
                     f", focus branches {_ratio(med['spec']['branches'], med[other]['branches'])}"
                 )
         out.append("\nThe spec-aware arm, medians: " + "; ".join(parts) + ".\n")
-    out.append(f"\nFocus files: {', '.join(code(f) for f in focus)}. Per file (medians, covered / total):\n")
+    out.append(
+        f"\nFocus files: {', '.join(code(f) for f in focus)}. Per file (medians, covered / total; coverage and "
+        "edges are taken at the budget: a fuzzer that overran it before it stopped is not counted past it):\n"
+    )
     rows = []
     for f in focus:
         row = [code(f)]
         for arm, rs in arms.items():
             if rs:
-                cov = [r.get("coverage", {}).get(f, {}) for r in rs]
+                cov = [_coverage(r).get(f, {}) for r in rs]
                 tot = next((c["regions"][1] for c in cov if c), 0)
                 row.append(
                     f"{_median([c.get('regions', [0])[0] for c in cov]):.0f} / {tot} regions, "
@@ -164,6 +214,31 @@ def _sec_summary(rec: dict) -> str:
         rows.append(row)
     out.append(table(["file"] + [esc(a) for a, rs in arms.items() if rs], rows))
     out.append(f"\n![edges over CPU time]({ctx_pictures()}/{plot_name(rec['target'])})\n")
+    got = over_time(rec)
+    if got:
+        out.append(
+            "\nRegions covered in the focus files over CPU time (llvm-cov on the seeds plus the corpus entries "
+            "each run had found by then; medians over the runs; the first column is the seeds alone):\n"
+        )
+        rows = []
+        for arm, per in got.items():
+            for f in ["focus"] + list(rec["focus"]):
+                label = "all focus files" if f == "focus" else f.rsplit("/", 1)[-1]
+                rows.append([esc(arm), esc(label)] + [f"{v:.0f}" for _, v in per[f]])
+        first = next(iter(got.values()))["focus"]
+        out.append(table(["arm", "file"] + [f"{t:.0f} CPU s" for t, _ in first], rows))
+        gains = {arm: per["focus"][-1][1] - per["focus"][0][1] for arm, per in got.items()}
+        if "spec" in gains:
+            parts = [
+                f"{esc(arm)} {v:.0f}" + (f" (spec-aware {_ratio(gains['spec'], v)})" if arm != "spec" else "")
+                for arm, v in gains.items()
+            ]
+            out.append(
+                "\nRegions found beyond the seeds (focus files, last point less the seeds alone, medians): "
+                + ", ".join(parts)
+                + ".\n"
+            )
+        out.append(f"\n![regions per file over CPU time]({ctx_pictures()}/{files_plot_name(rec['target'])})\n")
     return "\n".join(out)
 
 
@@ -219,7 +294,7 @@ def _sec_oracle(rec: dict) -> str:
         )
         rows.append([esc(arm), str(c["files"]), str(c["accepted"]), esc(text) or "none"])
     return (
-        f"Each arm's final corpus of its first run (at most a few hundred files, spread over the corpus) "
+        f"Each arm's final corpus of its first run (all of it, or a sample spread over it: the files column) "
         f"replayed for the harness's verdict and judged by our checker under the profile "
         f"{code(_profile(rec['target']))}: a file the C reader accepts and the checker rejects is a false "
         f"accept, the converse a false reject.\n\n" + table(["arm", "files", "C accepts", "disagreements"], rows)
@@ -228,6 +303,38 @@ def _sec_oracle(rec: dict) -> str:
 
 def _profile(target: str) -> str:
     return "ggml" if target == "ggml" else "llama.cpp"
+
+
+def _sec_reach(rec: dict) -> str:
+    """The regions of the focus files (each counted once over template instantiations) by where they stand, for
+    the seeds alone and for the union of every run of every arm (``fuzz/campaign.py reach``)."""
+    reach = rec["reach"]
+    kinds = ("covered", "not taken", "off the load path", "uncalled")
+    rows = []
+    for label, key in (("seeds alone", "seeds"), ("all arms, all runs", "union")):
+        if key not in reach:
+            continue
+        for f, counts in reach[key]["files"].items():
+            total = sum(counts.values())
+            rows.append([esc(label), code(f) if f != "all" else "all focus files"] + [str(counts[k]) for k in kinds])
+            rows[-1].append(str(total))
+    union = reach.get("union", {})
+    top = union.get("top", [])[:12]
+    text = (
+        "Each code region of the focus files counted once (llvm-cov's regions, template instantiations merged): "
+        "*covered*; *not taken* -- in a function that ran, a branch no input took; *off the load path* -- in a "
+        "function the harness never runs whatever the file (name fragments: "
+        + ", ".join(code(o) for o in union.get("off_path", []))
+        + "); *uncalled* -- any other function no input reached.  The ratio a spec-aware arm can reach over an "
+        "arm started from the same seeds is bounded by (covered + not taken + uncalled) / covered by the seeds.\n\n"
+    )
+    text += table(["corpus", "file", *kinds, "regions"], rows)
+    if top:
+        text += "\n\nThe functions with most uncovered regions (all arms, all runs):\n\n" + table(
+            ["where", "file", "function", "regions"],
+            [[esc(t["kind"]), code(t["file"].rsplit("/", 1)[-1]), code(t["function"]), str(t["regions"])] for t in top],
+        )
+    return text + "\n"
 
 
 def _sec_unreached(rec: dict) -> str:
@@ -286,6 +393,9 @@ def _sec_campaigns(ctx: Ctx) -> str:
         out.append(_sec_findings(rec))
         out.append("\n#### The oracle\n")
         out.append(_sec_oracle(rec))
+        if rec.get("reach"):
+            out.append("\n#### Where the focus files' regions stand\n")
+            out.append(_sec_reach(rec))
         out.append("\n#### Functions of the focus files no arm reached\n")
         out.append(_sec_unreached(rec))
     return "\n".join(out)
@@ -295,7 +405,65 @@ def _sec_campaigns(ctx: Ctx) -> str:
 def plots() -> dict[str, str]:
     """``{file name: SVG}``: for each recorded target, libFuzzer's edge count over CPU seconds, one line per run,
     coloured by arm."""
-    return {plot_name(rec["target"]): _plot(rec) for rec in records()}
+    out = {plot_name(rec["target"]): _plot(rec) for rec in records()}
+    for rec in records():
+        got = over_time(rec)
+        if got:
+            out[files_plot_name(rec["target"])] = _files_plot(rec, got)
+    return out
+
+
+def _files_plot(rec: dict, got: dict[str, dict[str, list[tuple[float, float]]]]) -> str:
+    """Small multiples: one panel per focus file (and their sum), regions covered over CPU seconds, one line
+    per arm (medians over the runs)."""
+    names = ["focus"] + list(rec["focus"])
+    pw, ph, gap, top, left = 230, 150, 50, 40, 56
+    w = left + len(names) * (pw + gap)
+    h = top + ph + 70
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
+        f'font-family="sans-serif" font-size="11">',
+        f"<title>regions covered per file over CPU time: {rec['target']}</title>",
+        f'<rect x="0" y="0" width="{w}" height="{h}" fill="white"/>',
+        f'<text x="{left}" y="16" font-weight="bold">{rec["target"]}: regions covered per file over CPU seconds '
+        f"(medians per arm)</text>",
+    ]
+    for k, name in enumerate(names):
+        x0 = left + k * (pw + gap)
+        pts_all = [p for per in got.values() for p in per[name]]
+        xmax = max([p[0] for p in pts_all] + [1])
+        ys = [p[1] for p in pts_all] or [0, 1]
+        ymin, ymax = int(min(ys) * 0.97), max(ys)
+        ymax = ymax if ymax > ymin else ymin + 1
+
+        def x(v: float, x0: float = x0, xmax: float = xmax) -> float:
+            return x0 + pw * v / xmax
+
+        def y(v: float, ymin: float = ymin, ymax: float = ymax) -> float:
+            return top + ph * (1 - (v - ymin) / (ymax - ymin))
+
+        label = "all focus files" if name == "focus" else name.rsplit("/", 1)[-1]
+        out.append(f'<text x="{x0 + pw / 2}" y="{top - 6}" text-anchor="middle">{label}</text>')
+        out.append(f'<line x1="{x0}" y1="{top + ph}" x2="{x0 + pw}" y2="{top + ph}" stroke="#333"/>')
+        out.append(f'<line x1="{x0}" y1="{top}" x2="{x0}" y2="{top + ph}" stroke="#333"/>')
+        for i in range(3):
+            vy = ymin + (ymax - ymin) * i / 2
+            vx = xmax * i / 2
+            out.append(f'<text x="{x0 - 4}" y="{y(vy) + 4:.1f}" text-anchor="end">{vy:.0f}</text>')
+            out.append(f'<text x="{x(vx):.1f}" y="{top + ph + 14}" text-anchor="middle">{vx:.0f}</text>')
+        for arm, per in got.items():
+            pts = " ".join(f"{x(t):.1f},{y(v):.1f}" for t, v in per[name])
+            out.append(f'<polyline points="{pts}" fill="none" stroke="{COLOURS.get(arm, "#555")}" stroke-width="2"/>')
+    for i, arm in enumerate(got):
+        lx = left + i * 120
+        out.append(
+            f'<line x1="{lx}" y1="{h - 14}" x2="{lx + 24}" y2="{h - 14}" stroke="{COLOURS.get(arm, "#555")}" '
+            f'stroke-width="3"/>'
+        )
+        out.append(f'<text x="{lx + 30}" y="{h - 10}">{arm}</text>')
+    out.append(f'<text x="{w / 2}" y="{top + ph + 32}" text-anchor="middle">CPU seconds of the fuzzer</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
 
 
 def _plot(rec: dict) -> str:
