@@ -961,7 +961,7 @@ def _load_vocab(
         size = meta.get(f"{arch}.vocab_size")
         if size is not None:
             ref = _Slot("uint32_t")
-            ml.get_key("{arch}.vocab_size", ref, False)
+            ml.get_key(keynames.ARCH_VOCAB_SIZE, ref, False)
             n = int(ref.value)
         object.__setattr__(vocab, "n_tokens", lambda: n)
         return n
@@ -986,7 +986,7 @@ def _load_vocab(
     if missing is not None:
         raise Fatal(
             "VOCAB",
-            f"general.name {meta['general.name'].value!r} makes llama.cpp look up token "
+            f"general.name {meta[keynames.GENERAL_NAME].value!r} makes llama.cpp look up token "
             f"{missing!r}, which the vocabulary lacks (unordered_map::at)",
             key=keynames.GENERAL_NAME,
         )

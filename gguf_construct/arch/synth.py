@@ -99,11 +99,11 @@ def _vocab(meta: dict[str, MetaValue], n_vocab: int) -> None:
 # what to add when the plain model does not satisfy the loader: experts (MoE architectures), token types (BERT)
 VARIANTS = (
     {},
-    {"{arch}.expert_count": (4, "UINT32"), "{arch}.expert_used_count": (2, "UINT32")},
+    {keynames.ARCH_EXPERT_COUNT: (4, "UINT32"), keynames.ARCH_EXPERT_USED_COUNT: (2, "UINT32")},
     {keynames.TOKENIZER_GGML_TOKEN_TYPE_COUNT: (2, "UINT32")},
     {
-        "{arch}.expert_count": (4, "UINT32"),
-        "{arch}.expert_used_count": (2, "UINT32"),
+        keynames.ARCH_EXPERT_COUNT: (4, "UINT32"),
+        keynames.ARCH_EXPERT_USED_COUNT: (2, "UINT32"),
         keynames.TOKENIZER_GGML_TOKEN_TYPE_COUNT: (2, "UINT32"),
     },
 )
@@ -115,11 +115,11 @@ VARIANTS = (
 _MLA = {
     "{arch}.attention.key_length_mla": (32, "UINT32"),
     "{arch}.attention.value_length_mla": (16, "UINT32"),
-    "{arch}.rope.dimension_count": (16, "UINT32"),
+    keynames.ARCH_ROPE_DIMENSION_COUNT: (16, "UINT32"),
 }
 _MOE = {
-    "{arch}.expert_count": (4, "UINT32"),
-    "{arch}.expert_used_count": (2, "UINT32"),
+    keynames.ARCH_EXPERT_COUNT: (4, "UINT32"),
+    keynames.ARCH_EXPERT_USED_COUNT: (2, "UINT32"),
     "{arch}.expert_feed_forward_length": (16, "UINT32"),
 }
 HINTS: dict[str, dict] = {

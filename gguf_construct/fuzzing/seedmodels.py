@@ -120,7 +120,7 @@ def vocab_models(arch: str = "llama") -> Iterator[tuple[str, bytes]]:
                 if key.startswith("tokenizer."):
                     del meta[key]
             meta[keynames.TOKENIZER_GGML_MODEL] = MetaValue("STRING", model)
-            meta[f"{arch}.vocab_size"] = MetaValue("UINT32", 16)
+            meta[keynames.ARCH_VOCAB_SIZE.format(arch=arch)] = MetaValue("UINT32", 16)
             yield f"{model}", build_model_file(meta, tensors).to_bytes()
             continue
         tokens, types, merges = _vocabulary(kind, vocab["byte_token_pattern"])

@@ -37,6 +37,7 @@ from ..format import structs
 from ..format.reader import MAX_DIMS, align_offset
 from ..format.spec import byte_order, load_yaml, tensor_type_by_id
 from ..rulebook import read_head
+from ..format import keynames
 
 __all__ = [
     "mutate",
@@ -102,7 +103,7 @@ class Parsed:
     @property
     def arch(self) -> str | None:
         """The value of general.architecture, if it is a string."""
-        v = self.model[0].get("general.architecture")
+        v = self.model[0].get(keynames.GENERAL_ARCHITECTURE)
         return v.value if v is not None and isinstance(v.value, str) else None
 
 
@@ -346,7 +347,7 @@ def m_key(p: Parsed, raw: RawFile, rng: random.Random) -> str | None:
     arch = p.arch or "llama"
     roll = rng.random()
     if roll < 0.15:
-        raw.set("general.architecture", "STRING", rng.choice(_architectures()))
+        raw.set(keynames.GENERAL_ARCHITECTURE, "STRING", rng.choice(_architectures()))
         return "key.architecture"
     if roll < 0.25 and raw.kvs:
         raw.kvs.pop(rng.randrange(len(raw.kvs)))
@@ -384,7 +385,7 @@ def m_tensor(p: Parsed, raw: RawFile, rng: random.Random) -> str | None:
     """A tensor llama.cpp asks for (:func:`~gguf_construct.arch.expect.expect`), added or given the shape it
     expects -- or, sometimes, a shape off by one in one dimension."""
     meta, tensors = p.model
-    if "general.architecture" not in meta:
+    if keynames.GENERAL_ARCHITECTURE not in meta:
         return None
     got = expect(meta, tensors)
     wanted = [e for e in got.tensors if e.status in ("missing", "shape") and all(d for d in e.shape)]
@@ -471,7 +472,7 @@ def m_fit(p: Parsed, raw: RawFile, rng: random.Random) -> str | None:
     values the first the replayed load accepts is taken (most of the time), so the file stays a complete model
     and the full load goes on past ``load_hparams``; otherwise the value the replay refuses (an edge)."""
     meta, tensors = p.model
-    if "general.architecture" not in meta:
+    if keynames.GENERAL_ARCHITECTURE not in meta:
         return None
     enumerated = _enumerated()
     ints = [
@@ -483,7 +484,7 @@ def m_fit(p: Parsed, raw: RawFile, rng: random.Random) -> str | None:
     if not ints:
         return None
     key = rng.choice(sorted(ints))
-    tokens = meta.get("tokenizer.ggml.tokens")
+    tokens = meta.get(keynames.TOKENIZER_GGML_TOKENS)
     n_vocab = len(tokens.value) if tokens is not None and hasattr(tokens.value, "__len__") else 0
     old = meta.get(key)
     gtype = _ctype_gguf(p.keys_read[key]) if old is None or old.type == "ARRAY" else old.type
