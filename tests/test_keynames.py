@@ -26,3 +26,34 @@ def test_docs_check_sees_a_stale_module(tmp_path, monkeypatch):
     stale.write_text(generator.keynames_source().replace('"general.name"', '"general.title"'), encoding="utf-8")
     assert generator.check_keynames(stale)
     assert generator.write_keynames(stale) == [stale] and generator.check_keynames(stale) == []
+
+
+def _key_literals(source: str) -> list[str]:
+    """Registered key names written out as a whole string literal in ``source`` (f-strings and docstring
+    examples aside: a literal is a quoted key alone)."""
+    import re
+
+    names = {v for k, v in vars(keynames).items() if k.isupper() and isinstance(v, str) and "." in v}
+    pattern = re.compile(r"(?<![fFrRbB\w])([\"'])(" + "|".join(map(re.escape, sorted(names, key=len)[::-1])) + r")\1")
+    return [m.group(2) for m in pattern.finditer(source)]
+
+
+def test_no_library_module_spells_a_registered_key():
+    from pathlib import Path
+
+    package = Path(keynames.__file__).resolve().parents[1]
+    spelled = {}
+    for path in package.rglob("*.py"):
+        if path.name == "keynames.py" or "docgen" in path.parts:  # the constants themselves; docs quote keys
+            continue
+        found = [k for k in _key_literals(path.read_text(encoding="utf-8")) if k]
+        if found:
+            spelled[str(path.relative_to(package))] = found
+    # an example key in fuzzing's docstring (the JSON a reader answers with) is prose, not a use
+    spelled.pop("fuzzing/__init__.py", None)
+    assert spelled == {}
+
+
+def test_the_key_literal_scan_sees_a_spelling():
+    assert _key_literals('x = meta["general.architecture"]') == ["general.architecture"]
+    assert _key_literals('x = f"general.architecture"') == []
