@@ -15,15 +15,19 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from itertools import chain
+from operator import attrgetter
 
 import numpy as np
 
 from ..base.recordscan import STOP, STRING_BODY, read_uints, scan_records
 from ..format import spec as _spec
 from ..format.constructs import Float32NaN
+from ..format.reader import align_offset, tensor_extent
+from ..format.spec import tensor_type_by_id
 from ..format.structs import container_spec, field_limit, is_string_type, resolve_alias, value_types
 
-__all__ = ["RecordShape", "kv_shape", "tensor_info_shape", "scan", "kv_columns", "tensor_info_columns"]
+__all__ = ["RecordShape", "kv_shape", "tensor_info_shape", "scan", "kv_columns", "tensor_info_columns", "extents"]
 
 _TEXT_CHUNK = 1 << 22  # bytes of texts gathered and decoded at a time
 
@@ -209,3 +213,46 @@ def tensor_info_columns(
         columns[name] = _gather(whole, at, dtype).tolist()
         at = at + dtype.itemsize
     return names, name_bytes, count.tolist(), dims.tolist(), columns, at.tolist()
+
+
+_EXACT = 2.0**50  # element counts below this (estimated in float64) are multiplied exactly in int64
+
+
+def extents(tensors: list, alignment: int) -> tuple[list, list, list]:
+    """The type spec, element count and byte size of every tensor info (as
+    :func:`~gguf_construct.format.reader.tensor_extent`, and no byte size where its padded size reaches 2^64),
+    computed as arrays; shapes whose element count may not fit an int64 are sized one by one."""
+    n = len(tensors)
+    by_id = tensor_type_by_id()
+    dims_list = list(map(attrgetter("dims"), tensors))
+    types = np.fromiter(map(attrgetter("type"), tensors), dtype=np.int64, count=n)
+    lens = np.fromiter(map(len, dims_list), dtype=np.int64, count=n)
+    width = max(1, int(lens.max()) if n else 0)
+    grid = np.ones((n, width), dtype=np.uint64)  # a tensor without dimensions is a scalar: ne[0] is 1
+    grid[np.arange(width) < lens[:, None]] = np.fromiter(
+        chain.from_iterable(dims_list), dtype=np.uint64, count=int(lens.sum())
+    )
+    exact = ~(grid >= np.uint64(2**63)).any(axis=1)
+    exact &= np.prod(grid.astype(np.float64), axis=1) < _EXACT
+    nelem = np.where(exact[:, None], grid, 1).astype(np.int64).prod(axis=1)
+    table = max(by_id) + 1
+    specs = np.empty(table + 1, dtype=object)  # the last: every id past the table (unknown)
+    block = np.ones(table + 1, dtype=np.int64)
+    size = np.zeros(table + 1, dtype=np.int64)
+    current = np.zeros(table + 1, dtype=bool)
+    for tid, spec_t in by_id.items():
+        specs[tid], current[tid] = spec_t, spec_t.is_current
+        if spec_t.is_current:  # a removed type is never sized (its block may be given as 0)
+            block[tid], size[tid] = spec_t.block_size, spec_t.type_size
+    slot = np.where((types >= 0) & (types < table), types, table)
+    sized = exact & current[slot] & (grid[:, 0].astype(np.int64) % block[slot] == 0)
+    nbytes = np.where(sized, nelem // block[slot] * size[slot], -1)
+    spec_list = specs[slot].tolist()
+    nelem_list: list = nelem.tolist()
+    nbytes_list: list = [None if b < 0 else b for b in nbytes.tolist()] if not sized.all() else nbytes.tolist()
+    for i in np.flatnonzero(~exact).tolist():  # shapes near or past 2^63 elements: Python integers
+        extent = tensor_extent(dims_list[i], int(types[i]))
+        nelem_list[i] = extent.nelem
+        big = extent.nbytes is None or align_offset(extent.nbytes, alignment) >= 2**64
+        nbytes_list[i] = None if big else extent.nbytes
+    return spec_list, nelem_list, nbytes_list

@@ -20,7 +20,7 @@ from typing import Any, Callable
 from ..format import structs
 from ..format.constructs import BufferStream, encode_text
 from ..format.enums import VALUE_TYPE_IDS
-from ..format.reader import ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS, align_offset, bootstrap, tensor_extent
+from ..format.reader import ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS, align_offset, bootstrap
 from ..format.spec import TensorTypeSpec
 from . import records
 from .catalog import Hit, structural
@@ -487,12 +487,10 @@ def derive_layout(ctx: Context) -> None:
             ctx.data_start = None
         else:
             ctx.data_start = start
-    for t in ctx.tensors:
-        extent = tensor_extent(t.dims, t.type)
-        t.spec, t.nelem = extent.spec, extent.nelem
-        if extent.nbytes is None or align_offset(extent.nbytes, ctx.alignment) >= 2**64:
-            continue
-        t.nbytes = extent.nbytes
+    if not ctx.tensors:
+        return
+    for t, spec_t, nelem, nbytes in zip(ctx.tensors, *records.extents(ctx.tensors, ctx.alignment)):
+        t.spec, t.nelem, t.nbytes = spec_t, nelem, nbytes
 
 
 def display_name(source, path: str | None) -> str | None:
