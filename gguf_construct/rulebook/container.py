@@ -4,7 +4,9 @@ alignment.  Arrays are checked vectorized (numpy for numbers and bools, one join
 from __future__ import annotations
 
 import functools
+import operator
 import re
+from itertools import repeat
 from typing import Any, Iterator
 
 import numpy as np
@@ -320,8 +322,8 @@ class _ScalarStrings:
         self.items.extend((t, "name", t.name) for t in ctx.tensors)
         texts = [text for _, _, text in self.items]
         # item by item: a joined copy would double the memory of a long value
-        self.ascii = all(text.isascii() for text in texts)
-        self.has_nul = any("\x00" in text for text in texts)
+        self.ascii = all(map(str.isascii, texts))
+        self.has_nul = any(map(operator.contains, texts, repeat("\x00")))
         self.longest = max(map(len, texts), default=0)
 
     @staticmethod

@@ -74,7 +74,9 @@ def tensor_table(ctx: Context) -> TensorTable:
                 current[tid], block[tid] = True, st.block_size
                 new[tid] = st.extra.get("in_gguf_md", True) is False
         slot = np.where((types >= 0) & (types < size - 1), types, size - 1)
-        sizes = list(map(attrgetter("nbytes"), tensors))
+        sizes = np.array(list(map(attrgetter("nbytes"), tensors)) + [None], dtype=object)[:n]  # never 2-D
+        sized = sizes != None  # noqa: E711 - element-wise on an object array
+        sizes[~sized] = 0
         return TensorTable(
             np.fromiter(map(len, map(attrgetter("name_bytes"), tensors)), dtype=np.int64, count=n),
             np.fromiter(map(attrgetter("n_dims"), tensors), dtype=np.int64, count=n),
@@ -85,8 +87,8 @@ def tensor_table(ctx: Context) -> TensorTable:
             block[slot],
             new[slot],
             np.fromiter(map(attrgetter("data_offset"), tensors), dtype=np.uint64, count=n),
-            np.fromiter((b or 0 for b in sizes), dtype=np.uint64, count=n),
-            np.fromiter((b is not None for b in sizes), dtype=bool, count=n),
+            sizes.astype(np.uint64),
+            sized.astype(bool),
         )
 
     return ctx.derived("tensor_table", build)
@@ -278,6 +280,11 @@ def _bounds(ctx: Context) -> Iterator[Hit]:
 def _overlap(ctx: Context) -> Iterator[Hit]:
     if not ctx.layout_known:
         return
+    table = tensor_table(ctx)
+    ends = table.ends()
+    if ends is not None:
+        yield from _overlap_in_bulk(ctx, table, ends)
+        return
     live = sorted((t for t in ctx.tensor_ready() if t.nbytes > 0), key=lambda t: (t.data_offset, t.index))
     owner, reach = None, -1
     for t in live:
@@ -288,9 +295,47 @@ def _overlap(ctx: Context) -> Iterator[Hit]:
             owner, reach = t, end
 
 
+def _overlap_in_bulk(ctx: Context, table: TensorTable, ends: np.ndarray) -> Iterator[Hit]:
+    """DATA-OVERLAP's hits as the loop over the tensors in data order finds them, the reach and its owner (the
+    first tensor to reach that far) found with running maxima."""
+    live = np.flatnonzero(table.sized & (table.nbytes > 0))
+    starts = table.data_offset[live].astype(np.int64)
+    order = live[np.lexsort((live, starts))]  # by offset, then index
+    starts, stops = table.data_offset[order].astype(np.int64), ends[order]
+    if len(order) < 2:
+        return
+    reach = np.maximum.accumulate(stops)
+    before = np.concatenate([[-1], reach[:-1]])  # the reach of the tensors before each
+    hits = np.flatnonzero(starts < before)
+    if not len(hits):
+        return
+    grows = np.flatnonzero(stops > np.concatenate([[-1], reach[:-1]]))  # where the reach grows: a new owner
+    owner_at = grows[np.searchsorted(grows, hits, side="left") - 1]  # the last owner before each hit
+    tensors = ctx.tensors
+    for h, o in zip(hits.tolist(), owner_at.tolist()):
+        t = tensors[int(order[h])]
+        end = int(stops[h])
+        yield _offset_hit(t, other=tensors[int(order[o])].name, start=t.data_offset, end=min(end, int(before[h])))
+
+
 @rule("DATA-ORDER")
 def _order(ctx: Context) -> Iterator[Hit]:
     if not ctx.layout_known:
+        return
+    table = tensor_table(ctx)
+    ends = table.ends()
+    if ends is not None and len(ends):
+        # where each tensor is expected: after the padded data of the one before (up to the first undefined size)
+        undefined = np.flatnonzero(~table.sized)
+        stop = int(undefined[0]) + 1 if len(undefined) else len(ends)
+        offsets = table.data_offset[:stop].astype(np.int64)
+        padded = table.data_offset[: stop - 1].astype(np.int64) + (
+            -(-table.nbytes[: stop - 1].astype(np.int64) // ctx.alignment) * ctx.alignment
+        )
+        expected_at = np.concatenate([[0], padded])
+        for i in np.flatnonzero(offsets != expected_at).tolist():
+            t = ctx.tensors[i]
+            yield _offset_hit(t, value=t.data_offset, expected=int(expected_at[i]))
         return
     expected = 0
     for t in ctx.tensors:
@@ -325,9 +370,54 @@ def _padding_ranges(ctx: Context) -> list[tuple[int, int]]:
     return out
 
 
+_GATHER = 1 << 23  # padding bytes examined in one gather (more: range by range)
+
+
+def _padding_in_bulk(ctx: Context) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`_padding_ranges` as two int64 arrays (starts, ends) computed from the tensor table, or None where
+    the table's sums could overflow."""
+    table = tensor_table(ctx)
+    ends = table.ends()
+    if ends is None or ctx.data_start is None or ctx.head_end is None:
+        return None
+    inside = np.flatnonzero(table.sized & (ends <= _available(ctx)))
+    order = inside[np.argsort(table.data_offset[inside].astype(np.int64), kind="stable")]
+    offsets, stops = table.data_offset[order].astype(np.int64), ends[order]
+    padded = -(-stops // ctx.alignment) * ctx.alignment
+    padded[:-1] = np.minimum(padded[:-1], offsets[1:])
+    keep = padded > stops
+    starts = np.concatenate([[ctx.head_end], stops[keep] + ctx.data_start])
+    return starts, np.concatenate([[ctx.data_start], padded[keep] + ctx.data_start])
+
+
+def _nonzero_in_ranges(ctx: Context, starts: np.ndarray, ends: np.ndarray) -> np.ndarray | None:
+    """The count of non-zero bytes in each range [starts[i], ends[i]) (cut at the file's end) in one gather, or
+    None when the ranges hold more than :data:`_GATHER` bytes."""
+    ends = np.minimum(ends, ctx.size)
+    lens = np.maximum(ends - starts, 0)
+    total = int(lens.sum())
+    if total > _GATHER:
+        return None
+    counts = np.zeros(len(starts), dtype=np.int64)
+    some = np.flatnonzero(lens)
+    if len(some):
+        first = np.cumsum(lens[some]) - lens[some]
+        at = np.repeat(starts[some] - first, lens[some]) + np.arange(total)
+        nonzero = (np.frombuffer(ctx.buf, dtype=np.uint8)[at] != 0).astype(np.int64)
+        counts[some] = np.add.reduceat(nonzero, first)
+    return counts
+
+
 @rule("DATA-PAD-ZERO")
 def _pad_zero(ctx: Context) -> Iterator[Hit]:
     if not ctx.layout_known:
+        return
+    ranges = _padding_in_bulk(ctx) if ctx.tensors and ctx.remote is None else None
+    counts = _nonzero_in_ranges(ctx, *ranges) if ranges is not None else None
+    if ranges is not None and counts is not None:
+        for i in np.flatnonzero(counts).tolist():
+            start = int(ranges[0][i])
+            yield Hit(start, "padding", count=int(counts[i]), start=start, end=min(int(ranges[1][i]), ctx.size))
         return
     for start, end in _padding_ranges(ctx):
         if not ctx.readable(start, min(end, ctx.size)):
@@ -339,9 +429,14 @@ def _pad_zero(ctx: Context) -> Iterator[Hit]:
 
 def _padded_end(ctx: Context) -> int | None:
     """Absolute offset where the data section ends when padded (None when some tensor size is undefined)."""
-    if len(ctx.tensor_ready()) != len(ctx.tensors):
+    table = tensor_table(ctx)
+    if not table.sized.all():
         return None
-    last = max((t.data_offset + t.nbytes for t in ctx.tensors), default=0)
+    ends = table.ends()
+    if ends is not None:
+        last = int(ends.max())
+    else:
+        last = max((t.data_offset + t.nbytes for t in ctx.tensors), default=0)
     return ctx.data_start + align_offset(last, ctx.alignment)
 
 
