@@ -20,6 +20,7 @@ from operator import attrgetter
 
 import numpy as np
 
+from ..base.pages import release
 from ..base.recordscan import STOP, STRING_BODY, read_uints, scan_records
 from ..format import spec as _spec
 from ..format.constructs import Float32NaN
@@ -120,9 +121,35 @@ def _gather(whole: np.ndarray, at: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return rows.view(dtype).reshape(-1).astype(dtype.newbyteorder("="))
 
 
-def texts(buf, starts: np.ndarray, ends: np.ndarray) -> tuple[list[str], list[bytes]]:
-    """The texts ``buf[starts[i]:ends[i]]`` as ``str`` (UTF-8, surrogateescape) and as ``bytes``: gathered a chunk
-    at a time, joined with NUL bytes and split in one call where no text of the chunk holds a NUL byte."""
+_LONG_TEXT = 1 << 12  # texts at least this long are decoded on their own, straight from the buffer
+
+
+def texts(buf, starts: np.ndarray, ends: np.ndarray, want_bytes: bool = True) -> tuple[list[str], list[bytes]]:
+    """The texts ``buf[starts[i]:ends[i]]`` as ``str`` (UTF-8, surrogateescape) and, with ``want_bytes``, as
+    ``bytes``: short ones gathered a chunk at a time, joined with NUL bytes and split in one call where no text of
+    the chunk holds a NUL byte; long ones (:data:`_LONG_TEXT` bytes or more: few, for their bytes) decoded one by
+    one from the buffer, whose pages then go back (base/pages.py)."""
+    lens = ends - starts
+    long = np.flatnonzero(lens >= _LONG_TEXT)
+    if not len(long):
+        return _short_texts(buf, starts, ends, want_bytes)
+    short = np.flatnonzero(lens < _LONG_TEXT)
+    out_s, out_b = np.empty(len(starts), dtype=object), np.empty(len(starts), dtype=object)
+    got_s, got_b = _short_texts(buf, starts[short], ends[short], want_bytes)
+    out_s[short] = np.fromiter(got_s, dtype=object, count=len(short))
+    if want_bytes:
+        out_b[short] = np.fromiter(got_b, dtype=object, count=len(short))
+    mv = memoryview(buf)
+    for i in long.tolist():
+        a, b = int(starts[i]), int(ends[i])
+        out_s[i] = str(mv[a:b], "utf-8", "surrogateescape")
+        if want_bytes:
+            out_b[i] = bytes(mv[a:b])
+        release(buf, a, b)
+    return out_s.tolist(), out_b.tolist() if want_bytes else []
+
+
+def _short_texts(buf, starts: np.ndarray, ends: np.ndarray, want_bytes: bool) -> tuple[list[str], list[bytes]]:
     whole = np.frombuffer(buf, dtype=np.uint8)
     lens = ends - starts
     out_s: list[str] = []
@@ -141,13 +168,16 @@ def texts(buf, starts: np.ndarray, ends: np.ndarray) -> tuple[list[str], list[by
         joined[dest] = whole[dest + np.repeat(starts[i:j] - at, L)]
         if np.count_nonzero(joined) == len(dest):  # no NUL inside a text: the NULs are the separators
             blob = joined[:-1].tobytes()
-            out_b.extend(blob.split(b"\0"))
+            if want_bytes:
+                out_b.extend(blob.split(b"\0"))
             out_s.extend(str(blob, "utf-8", "surrogateescape").split("\0"))
         else:
             mv = memoryview(buf)
             for a, b in zip(starts[i:j].tolist(), ends[i:j].tolist()):
-                out_b.append(bytes(mv[a:b]))
-                out_s.append(str(out_b[-1], "utf-8", "surrogateescape"))
+                raw = bytes(mv[a:b])
+                if want_bytes:
+                    out_b.append(raw)
+                out_s.append(str(raw, "utf-8", "surrogateescape"))
         i = j
     return out_s, out_b
 
@@ -171,7 +201,7 @@ def kv_columns(buf, starts: np.ndarray, shape: RecordShape) -> tuple[list, list,
             at = vpos[rows] + w
             end = at + read_uints(whole, vpos[rows], w, little).astype(np.int64)
             ends[rows] = end
-            got: list = texts(buf, at, end)[0]
+            got: list = texts(buf, at, end, want_bytes=False)[0]
         else:
             dtype = shape.dtypes[vid]
             assert dtype is not None  # a type read in bulk has an encoding

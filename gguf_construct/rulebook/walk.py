@@ -70,6 +70,11 @@ class KV:
 
     def at(self, rel: str) -> int:
         """Start offset of a field of this record, e.g. ``value_type`` or ``value.data``."""
+        if self.tree is None and rel in ("value_type", "value"):  # read in bulk: no second read of a long value
+            shape = records.kv_shape(self.family.version, self.family.byte_order)
+            assert shape is not None  # a record read in bulk has a bulk shape
+            type_at = self.offset + shape.width + len(self.key_bytes)
+            return type_at if rel == "value_type" else type_at + shape.sel_width
         return self.family.offset_of("metadata_kv", _tree_of(self, "metadata_kv"), self.offset, rel)
 
     @functools.cached_property
