@@ -35,6 +35,7 @@ def scan_mode(request, monkeypatch):
     """The scan with the compiled walk (skipped without numba) or with numpy's pointer doubling only."""
     if request.param == "compiled":
         pytest.importorskip("numba")
+        monkeypatch.setattr(recordscan, "COMPILED_FROM", 0)  # small runs too
     else:
         monkeypatch.setattr(recordscan, "_kernel", lambda: None)
     return request.param
@@ -127,10 +128,11 @@ def _one_by_one(monkeypatch):
 
 @given(st.one_of(gguf_files(max_kv=8, max_tensors=4).map(lambda f: f[0]), invalid_gguf_files().map(lambda f: f[0])))
 def test_the_walk_in_bulk_reads_what_the_walk_record_by_record_reads(data):
-    bulk = _snapshot(data)
+    bulk = _snapshot(data)  # numpy's doubling (runs this small never load numba)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(recordscan, "_kernel", lambda: None)
-        assert _snapshot(data) == bulk  # numpy's doubling
+        if recordscan._kernel() is not None:
+            mp.setattr(recordscan, "COMPILED_FROM", 0)
+            assert _snapshot(data) == bulk  # the compiled walk
         _one_by_one(mp)
         assert _snapshot(data) == bulk  # the generated parser, record by record
 
@@ -204,7 +206,7 @@ def test_locating_and_reading_the_records_makes_no_call_per_record(shape, scan_m
     windows = 1_000_000 // recordscan._WINDOW + 1
     per_window = 0 if scan_mode == "compiled" else 250  # numpy: a jump table and log2(records) rounds a window
     assert calls[1] <= calls[0] + per_window * windows, calls
-    assert calls[1] < 1_000_000 // 26 // 20, calls  # far fewer than the records (26 bytes or more each)
+    assert calls[1] < 1_000_000 // 26 // 5, calls  # far fewer than the records (26 bytes or more each)
 
 
 @pytest.mark.parametrize(("shape", "load_calls", "check_calls"), [("many_kvs", 8, 30), ("many_tensors", 12, 12)])

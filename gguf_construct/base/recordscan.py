@@ -14,7 +14,8 @@ in bulk (a selector that stops, a record running past the buffer's end): the cal
 :mod:`~gguf_construct.base.stringwalk`:
 
 - compiled (the ``fast`` extra): the loop a C reader runs, about 2-5 ns per record once compiled (cached on
-  disk; numba is imported on first use);
+  disk; numba is imported on first use, for a run of :data:`COMPILED_FROM` records or more: loading it costs
+  about as much as numpy's way on 100,000 records);
 - numpy: every byte position of a window gets its successor (the end of a record starting there, or a terminal),
   and the chain from the window's first record is found by pointer doubling: the window's size times the logarithm
   of its record count, no Python work per record.
@@ -32,8 +33,9 @@ __all__ = ["STOP", "STRING_BODY", "scan_records", "read_uints"]
 
 STOP = -1  # the record is not read in bulk
 STRING_BODY = -2  # the body is a length-prefixed string
-_WINDOW = 1 << 18  # bytes of a numpy window
+_WINDOW = 1 << 16  # bytes of a numpy window (its temporaries: about 40 bytes a byte)
 _RELEASE = 64 << 20  # bytes scanned between giving the mapped pages back (base/pages.py)
+COMPILED_FROM = 100_000  # records asked for from which the compiled walk is used (numba's start-up: ~0.3 s)
 
 
 @functools.lru_cache(maxsize=None)
@@ -132,6 +134,31 @@ def _jumps(win: np.ndarray, width: int, little: bool, sel_width: int, sizes: np.
     return jump
 
 
+def _first_end(whole: np.ndarray, pos: int, width: int, little: bool, sel_width: int, sizes: np.ndarray) -> int | None:
+    """Where the record at ``pos`` ends, or None when it is not whole or its selector stops (one record, read
+    with Python integers: it decides the window)."""
+    order = "little" if little else "big"
+    size = len(whole)
+
+    def read(at: int, w: int) -> int | None:
+        return int.from_bytes(whole[at : at + w].tobytes(), order) if at + w <= size else None
+
+    n = read(pos, width)
+    if n is None:
+        return None
+    sel = read(pos + width + n, sel_width)
+    if sel is None or sel >= len(sizes) or sizes[sel] == STOP:
+        return None
+    at = pos + width + n + sel_width
+    body = int(sizes[sel])
+    if body == STRING_BODY:
+        inner = read(at, width)
+        if inner is None:
+            return None
+        body = width + inner
+    return at + body if at + body <= size else None
+
+
 def _chain(jump: np.ndarray, limit: int) -> tuple[np.ndarray, int]:
     """Window-relative starts of the whole records from 0 on (at most ``limit``) and where the last one ends."""
     m = len(jump) - 2
@@ -158,7 +185,7 @@ def scan_records(
     ends: the run stops before the first record that is not whole or whose selector stops (see the module's
     docstring); the compiled walk when numba is installed, numpy's pointer doubling otherwise."""
     sizes = np.ascontiguousarray(sizes, dtype=np.int64)
-    kernel = _kernel()
+    kernel = _kernel() if count >= COMPILED_FROM else None  # a usual head never imports numba
     whole = np.frombuffer(buf, dtype=np.uint8)
     if kernel is not None:
         starts = np.empty(count, dtype=np.int64)
@@ -183,13 +210,11 @@ def _scan_numpy(buf, whole, pos, count, width, little, sel_width, sizes) -> tupl
         if pos - released >= _RELEASE:
             release(buf, released, pos)
             released = pos
-        span = min(size - pos, _WINDOW, max(1 << 12, (count - done) * mean * 5 // 4))
+        first = _first_end(whole, pos, width, little, sel_width, sizes)
+        if first is None or first - pos > _WINDOW:
+            break  # not read in bulk, or one long record: the caller reads it its own way
+        span = min(size - pos, _WINDOW, max(1 << 12, first - pos, (count - done) * mean * 5 // 4))
         chain, end = _chain(_jumps(whole[pos : pos + span], width, little, sel_width, sizes), count - done)
-        if not len(chain):
-            if span == size - pos or span == _WINDOW:
-                break  # not one whole record in reach: the caller reads the next one its own way
-            mean *= 4  # the window was cut short by the guess of the mean record: widen it
-            continue
         pieces.append(chain + pos)
         done += len(chain)
         mean = max(mean, -(-end // len(chain)))
