@@ -35,6 +35,7 @@ STOP = -1  # the record is not read in bulk
 STRING_BODY = -2  # the body is a length-prefixed string
 _WINDOW = 1 << 16  # bytes of a numpy window (its temporaries: about 40 bytes a byte)
 _RELEASE = 64 << 20  # bytes scanned between giving the mapped pages back (base/pages.py)
+_LONG_RECORD = 1 << 10  # records this long are stepped over one at a time by the numpy way
 COMPILED_FROM = 100_000  # records asked for from which the compiled walk is used (numba's start-up: ~0.3 s)
 
 
@@ -213,6 +214,10 @@ def _scan_numpy(buf, whole, pos, count, width, little, sel_width, sizes) -> tupl
         first = _first_end(whole, pos, width, little, sel_width, sizes)
         if first is None or first - pos > _WINDOW:
             break  # not read in bulk, or one long record: the caller reads it its own way
+        if first - pos >= _LONG_RECORD:  # a long record is taken as read: one step per KiB at most, no window
+            pieces.append(np.array([pos], dtype=np.int64))
+            done, pos = done + 1, first
+            continue
         span = min(size - pos, _WINDOW, max(1 << 12, first - pos, (count - done) * mean * 5 // 4))
         chain, end = _chain(_jumps(whole[pos : pos + span], width, little, sel_width, sizes), count - done)
         pieces.append(chain + pos)

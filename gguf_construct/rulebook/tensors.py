@@ -91,7 +91,15 @@ def tensor_table(ctx: Context) -> TensorTable:
             sized.astype(bool),
         )
 
+    if not ctx.tensors:  # a vocabulary-only file: one empty table for all of them
+        global _EMPTY
+        if _EMPTY is None:
+            _EMPTY = build(ctx)
+        return _EMPTY
     return ctx.derived("tensor_table", build)
+
+
+_EMPTY: TensorTable | None = None
 
 
 def _each(ctx: Context, mask: np.ndarray) -> Iterator[TensorInfo]:

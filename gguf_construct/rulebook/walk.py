@@ -284,16 +284,22 @@ def walk(ctx: Context) -> None:
     _walk_tensor_infos(ctx, stream)
 
 
+_BULK_FROM = 64  # records from which a run is read in bulk: fewer cost less one by one than numpy's set-up
+
+
 def _walk_kvs(ctx: Context, stream: BufferStream) -> bool:
     fam = ctx.family
     parse = fam.record_parser("metadata_kv")
     shape = records.kv_shape(ctx.version, ctx.byte_order)
-    i = 0
+    i, parse_from = 0, 0
     while i < ctx.kv_count:
-        if shape is not None:  # a run of records read in bulk, up to the next one that is not
-            i += _kvs_in_bulk(ctx, stream, i, shape)
+        if shape is not None and i >= parse_from and ctx.kv_count - i >= _BULK_FROM:  # a run read in bulk
+            got = _kvs_in_bulk(ctx, stream, i, shape)
+            i += got
             if i == ctx.kv_count:
                 break
+            if got < _BULK_FROM:  # short runs between arrays: the next records one by one
+                parse_from = i + _BULK_FROM
         start = stream.pos
         try:
             tree = parse(stream)
@@ -398,7 +404,7 @@ def _walk_tensor_infos(ctx: Context, stream: BufferStream) -> None:
     shape = records.tensor_info_shape(ctx.version, ctx.byte_order)
     i = 0
     while i < ctx.tensor_count:
-        if shape is not None:  # a run of records read in bulk, up to the next one that is not
+        if shape is not None and ctx.tensor_count - i >= _BULK_FROM:  # a run read in bulk
             i += _tensor_infos_in_bulk(ctx, stream, i, shape)
             if i == ctx.tensor_count:
                 break
