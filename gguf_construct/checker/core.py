@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from ..format.reader import open_source
+from ..base.gcpause import without_gc
 from ..base.remote import RemoteFile, remote_of
 from . import data as _data_rules, metadata, model, naming  # noqa: F401 - importing registers the predicates
 from . import security, templates  # noqa: F401 - issue #16: advisory and chat-template rules
@@ -135,6 +136,7 @@ def _selected_predicates(profile: str, select: tuple[str, ...], ignore: tuple[st
     return tuple((rule_id, fn) for rule_id, fn in registered if selected(rule_id, profile, select, ignore))
 
 
+@without_gc  # the head's records and the findings are made in bulk (base/gcpause.py)
 def check_buffer(
     buf,
     *,

@@ -6,6 +6,8 @@ from __future__ import annotations
 import functools
 from typing import Iterator
 
+import numpy as np
+
 from ..format import spec as _spec
 from ..format.reader import align_offset
 from ..rulebook.container import _alignment_value
@@ -102,7 +104,12 @@ def data_size_overflow(sizes: list[int | None], alignment: int) -> tuple[str, in
     """("sum" or "mem_size", the total) when the tensor byte sizes ``sizes`` (None: undefined, skipped) padded
     to ``alignment`` add up to 2^64 or more, or do with ggml's context overhead for that many tensors plus one;
     None when they fit."""
-    total = sum(align_offset(n, alignment) for n in sizes if n is not None)
+    known = [n for n in sizes if n is not None]
+    if known and max(known) < 2**62 and alignment < 2**32:  # each padded size fits an int64; the sum is Python's
+        small = np.array(known, dtype=np.int64)
+        total = sum((-(-small // alignment) * alignment).tolist())
+    else:
+        total = sum(align_offset(n, alignment) for n in sizes if n is not None)
     if total >= 2**64:
         return "sum", total
     total += (len(sizes) + 1) * limits()["tensor_overhead"]

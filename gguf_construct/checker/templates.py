@@ -41,8 +41,9 @@ def _find_templates(ctx: Context) -> list[tuple[KV, list[str], bool]]:
     keys = _spec.load_yaml("templates.yaml")["keys"]
     marker = keys["statement_marker"]
     parse_budget = jinja_scan.limit("file_bytes")  # characters of other values jinja2 parses to tell templates
+    exact, prefix = keys["exact"], keys["prefix"]
     for kv in ctx.kvs:
-        if _is_template_key(kv.key, keys):
+        if kv.key in exact or kv.key.startswith(prefix):  # _is_template_key, inline: it runs once per key
             if kv.vtype == STRING:
                 out.append((kv, [_whole(kv.value)], True))
             elif kv.vtype == ARRAY and kv.value.type == STRING and kv.value.data:

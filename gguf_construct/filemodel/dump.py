@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..format import structs
+from ..base.gcpause import without_gc
 from ..base.text import printable
 from ..format.constructs import BufferStream
 from ..format.enums import GGUFValueType
@@ -95,6 +96,7 @@ def kv_offsets(gguf: GGUFFile) -> list[int] | None:
     return out
 
 
+@without_gc  # one entry per key and tensor, made in bulk (base/gcpause.py)
 def file_summary(gguf: GGUFFile, *, full: bool = False, layout: bool = False) -> dict:
     """The stable JSON shape of ``dump --json``: header facts, metadata in file order, tensor table (and, for a
     file read from a URL, ``transfer``: bytes and requests fetched).
@@ -182,6 +184,7 @@ def _layout_lines(summary: dict) -> list[str]:
     return lines
 
 
+@without_gc  # one entry per key and tensor, made in bulk (base/gcpause.py)
 def render_text(summary: dict, *, full: bool = False, tensors: bool = True) -> str:
     """Human-readable dump of :func:`file_summary` output; values are cut at 160 characters unless ``full``."""
     return "".join(iter_text(summary, full=full, tensors=tensors))
@@ -230,6 +233,7 @@ def _md(text: str) -> str:
     return printable(text).replace("|", "\\|")
 
 
+@without_gc  # one entry per key and tensor, made in bulk (base/gcpause.py)
 def render_markdown(summary: dict, *, full: bool = False, tensors: bool = True) -> str:
     """:func:`file_summary` output as Markdown: a facts list, a key table and a tensor table."""
     return "".join(iter_markdown(summary, full=full, tensors=tensors))

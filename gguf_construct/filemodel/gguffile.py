@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import io
 import os
+from operator import attrgetter
 from typing import Any, BinaryIO, Iterable
 
 import numpy as np
@@ -19,9 +20,11 @@ from .. import codecs
 from ..format import structs
 from ..format.enums import GGMLType, GGUFValueType, ggml_type_or_none
 from ..base.atomic import atomic_path
+from ..base.gcpause import without_gc
 from ..base.errors import GGUFError
 from ..format.reader import ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS, align_offset, open_source, tensor_nbytes
 from ..rulebook import Context, load_rules, read_head, refusals
+from ..rulebook.walk import TensorInfo
 from ..rulebook.container import later_type_rule
 from ..rulebook.tensors import UNKNOWN_TYPE_RULE, ZERO_DIMENSION_RULE
 from ..base.remote import exists, is_url, remote_of
@@ -516,6 +519,22 @@ def _value_from_tree(vtype: int, node: Any) -> GGUFValue:
     return GGUFValue(vtype, data, item)
 
 
+_VALUE_TYPE_OF = {int(vt): vt for vt in GGUFValueType if vt not in (GGUFValueType.ARRAY, GGUFValueType.BOOL)}
+_NEW_VALUE = object.__new__
+
+
+def _value_of(vtype: int, node: Any) -> GGUFValue:
+    """:func:`_value_from_tree` for a read head: a scalar of a known type becomes its :class:`GGUFValue` without the
+    checks of its constructor (the type is a member already, a scalar has no element type); millions of KV pairs
+    cost one object each."""
+    member = _VALUE_TYPE_OF.get(vtype)
+    if member is None:  # arrays, BOOL (kept as read when not 0 or 1), unknown types
+        return _value_from_tree(vtype, node)
+    value = _NEW_VALUE(GGUFValue)
+    value.__dict__.update(type=member, value=node, item_type=None)
+    return value
+
+
 def _value_to_tree(value: GGUFValue) -> Any:
     if value.type != GGUFValueType.ARRAY:
         return int(value.value) if value.type == GGUFValueType.BOOL else value.value
@@ -621,6 +640,7 @@ def _split_key(f: GGUFFile, key: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+@without_gc  # a head of millions of records is millions of objects (base/gcpause.py)
 def _load_one(source, lazy: bool) -> GGUFFile:
     buf, path, keepalive = open_source(source)
     remote = remote_of(source, keepalive)
@@ -638,7 +658,7 @@ def _load_one(source, lazy: bool) -> GGUFFile:
     gguf._buf = buf
     gguf._keepalive = keepalive
     gguf._remote = remote
-    gguf.metadata = Metadata({kv.key: _value_from_tree(kv.vtype, kv.value) for kv in head.kvs})
+    gguf.metadata = Metadata({kv.key: _value_of(kv.vtype, kv.value) for kv in head.kvs})
     gguf._kv_offsets = [kv.offset for kv in head.kvs]  # where each record was read (dump --json says)
     gguf._header_extra = _header_extra(head, view)
     _fill_tensors(gguf, head, buf)
@@ -677,31 +697,40 @@ def _fill_tensors(gguf: GGUFFile, head: Context, buf) -> None:
     nothing): each at its offset in the data section, opaque ones sized up to the next tensor."""
     size = len(buf)
     data_start = head.data_start if head.tensors else min(head.data_start, size)  # type: ignore[type-var]
-    tensors = []
-    for t in head.tensors:
-        tensors.append(
-            Tensor(
-                t.name,
-                t.dims,
-                t.type,
-                t.data_offset,
-                t.nbytes if t.nbytes is not None else 0,
-                source=buf,
-                source_offset=data_start + t.data_offset,  # type: ignore[operator]
-                byte_order=head.byte_order,  # type: ignore[arg-type]
-                info_path=t.path,
-                file=gguf.path,
-            )
-        )
-    _size_opaque(tensors, size - data_start)  # type: ignore[operator]
+    tensors = [_tensor_of(t, buf, data_start, head.byte_order, gguf.path) for t in head.tensors]  # type: ignore[arg-type]
+    if any(t.spec is None or not t.spec.is_current for t in head.tensors):
+        _size_opaque(tensors, size - data_start)  # type: ignore[operator]
     gguf.tensors = tensors
     gguf._orig = {
         "head_end": head.head_end,
         "data_start": data_start,
         "alignment": head.alignment,
         "byte_order": head.byte_order,
-        "infos": [(t.name, t.shape, int(t.ggml_type), t.offset) for t in tensors],
+        "infos": list(map(attrgetter("name", "dims", "type", "data_offset"), head.tensors)),
     }
+
+
+_GGML_TYPE_OF = {int(t): t for t in GGMLType}
+
+
+def _tensor_of(t: TensorInfo, buf, data_start: int, byte_order: str, file: str | None) -> Tensor:
+    """The :class:`Tensor` of a tensor info ``load`` accepted, made as its constructor would (the shape is a tuple
+    of ints already, the type a member when ggml defines it) without its conversions: one object per tensor."""
+    tensor = _NEW_VALUE(Tensor)
+    tensor.__dict__.update(
+        name=t.name,
+        shape=t.dims,
+        ggml_type=_GGML_TYPE_OF.get(t.type, t.type),
+        file=file,
+        offset=t.data_offset,
+        nbytes=t.nbytes if t.nbytes is not None else 0,
+        _source=buf,
+        _source_offset=data_start + t.data_offset,
+        byte_order=byte_order,
+        info_path=t.path,
+        _remote=None,
+    )
+    return tensor
 
 
 def _size_opaque(tensors: list[Tensor], data_size: int) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from ..base.gcpause import without_gc
 from ..base.remote import RemoteFile, header_only
 from . import container, tensors  # noqa: F401 - importing registers the container predicates
 from .catalog import Finding, catalog, catalog_order, format_message, predicates, severity
@@ -20,6 +21,7 @@ from .walk import Context, derive_layout, walk
 __all__ = ["read_head", "load_rules", "refusals", "Context", "Finding"]
 
 
+@without_gc  # a head of millions of records is millions of objects (base/gcpause.py)
 def read_head(buf, *, remote: RemoteFile | None = None, **fields: Any) -> Context:
     """Read the header, metadata and tensor infos of ``buf`` into a :class:`Context` and derive the data layout;
     never raises on bad input (what cannot be read is recorded as structural findings).  ``remote``: the

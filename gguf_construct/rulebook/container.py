@@ -4,7 +4,9 @@ alignment.  Arrays are checked vectorized (numpy for numbers and bools, one join
 from __future__ import annotations
 
 import functools
+import operator
 import re
+from itertools import repeat
 from typing import Any, Iterator
 
 import numpy as np
@@ -331,10 +333,17 @@ class _ScalarStrings:
                 self.items.append((kv, "value", kv.value))
         self.items.extend((t, "name", t.name) for t in ctx.tensors)
         texts = [text for _, _, text in self.items]
-        # item by item (a joined copy would double the memory of a long value); a LazyString a chunk at a time
-        self.ascii = all(text.isascii() for text in texts)
-        self.has_nul = any(text.has_nul if isinstance(text, LazyString) else "\x00" in text for text in texts)
-        self.longest = max((text.nbytes if isinstance(text, LazyString) else len(text) for text in texts), default=0)
+        if any(isinstance(text, LazyString) for text in texts):
+            # item by item (a joined copy would double the memory of a long value); a LazyString a chunk at a time
+            self.ascii = all(text.isascii() for text in texts)
+            self.has_nul = any(text.has_nul if isinstance(text, LazyString) else "\x00" in text for text in texts)
+            self.longest = max(
+                (text.nbytes if isinstance(text, LazyString) else len(text) for text in texts), default=0
+            )
+        else:  # plain strs: in C loops
+            self.ascii = all(map(str.isascii, texts))
+            self.has_nul = any(map(operator.contains, texts, repeat("\x00")))
+            self.longest = max(map(len, texts), default=0)
 
     @staticmethod
     def where(record: Any, field_name: str) -> tuple[int, str]:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any, Callable, Iterable
 
 from ..format import spec as _spec
-from ..format.keyregistry import keys_spec, lookup
+from ..format.keyregistry import _index, keys_spec, lookup
 from .walk import ARRAY, KV, STRING, Context, _VT
 from ..format import keynames
 
@@ -121,9 +122,22 @@ def registry_entries(ctx: Context) -> list[tuple[KV, dict]]:
 
     def build(c: Context) -> list[tuple[KV, dict]]:
         arch = file_architecture(c)
-        return [(kv, entry) for kv in c.kvs if (entry := lookup(kv.key, arch)) is not None]
+        exact, patterns = _index(arch)
+        maybe = _any_pattern(arch).match  # one search for all the patterns: most keys match none
+        return [
+            (kv, entry)
+            for kv in c.kvs
+            if (entry := exact.get(kv.key)) is not None or (maybe(kv.key) and (entry := lookup(kv.key, arch)))
+        ]
 
     return ctx.derived("registry_entries", build)
+
+
+@functools.lru_cache(maxsize=64)
+def _any_pattern(arch: str | None) -> re.Pattern:
+    """One pattern matching every key that some pattern of the registry (for ``arch``) matches."""
+    patterns = [rx.pattern for rx, _ in _index(arch)[1]]
+    return re.compile("|".join(f"(?:{p})" for p in patterns) if patterns else r"(?!)")
 
 
 @functools.lru_cache(maxsize=64)

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from itertools import chain
+from operator import attrgetter
 from typing import Iterator
 
 import numpy as np
 
 from ..format.reader import MAX_DIMS, MAX_NAME_BYTES, align_offset  # ggml needs room for a NUL too (TI-NAME-64)
+from ..format.spec import tensor_type_by_id
 from .catalog import Hit, rule
 from .walk import Context, TensorInfo
 
@@ -21,33 +25,117 @@ ZERO_DIMENSION_RULE = "TI-DIM-ZERO"
 # no field for it yet)
 
 
+@dataclass
+class TensorTable:
+    """The tensor infos of a file as columns, once per file, so that each rule over every tensor is a few array
+    operations and looks at a tensor in Python only when it has found something there."""
+
+    name_len: np.ndarray  # bytes of each name
+    n_dims: np.ndarray
+    dims: np.ndarray  # uint64, one row per tensor, padded with 1 past its dimensions
+    has_dim: np.ndarray  # bool, where ``dims`` holds a dimension
+    type: np.ndarray  # int64
+    current: np.ndarray  # bool: the type is a current ggml type
+    block: np.ndarray  # the current type's block size (1 elsewhere)
+    new: np.ndarray  # bool: a current type that gguf.md's ggml_type enum does not list
+    data_offset: np.ndarray  # uint64
+    nbytes: np.ndarray  # uint64, 0 where undefined (see ``sized``; the layout is derived before any rule runs)
+    sized: np.ndarray  # bool: the byte size is defined
+
+    def ends(self) -> np.ndarray | None:
+        """Where each tensor's data ends in the data section (int64; an undefined size counts as 0), or None when
+        an offset or a size is too large for int64 sums (the rules then look at each tensor in Python)."""
+        if len(self.nbytes) == 0:
+            return None
+        if int(self.data_offset.max()) >= 2**62 or int(self.nbytes.max()) >= 2**62:
+            return None
+        return self.data_offset.astype(np.int64) + self.nbytes.astype(np.int64)
+
+
+def tensor_table(ctx: Context) -> TensorTable:
+    """:class:`TensorTable` of ``ctx.tensors`` (computed once per file)."""
+
+    def build(c: Context) -> TensorTable:
+        tensors = c.tensors
+        n = len(tensors)
+        dims_list = list(map(attrgetter("dims"), tensors))
+        lens = np.fromiter(map(len, dims_list), dtype=np.int64, count=n)
+        width = max(1, int(lens.max()) if n else 0)
+        has_dim = np.arange(width) < lens[:, None]
+        dims = np.ones((n, width), dtype=np.uint64)
+        dims[has_dim] = np.fromiter(chain.from_iterable(dims_list), dtype=np.uint64, count=int(lens.sum()))
+        types = np.fromiter(map(attrgetter("type"), tensors), dtype=np.int64, count=n)
+        by_id = tensor_type_by_id()
+        size = max(by_id) + 2  # the last slot: every id past the table
+        current, block = np.zeros(size, dtype=bool), np.ones(size, dtype=np.int64)
+        new = np.zeros(size, dtype=bool)
+        for tid, st in by_id.items():
+            if st.is_current:
+                current[tid], block[tid] = True, st.block_size
+                new[tid] = st.extra.get("in_gguf_md", True) is False
+        slot = np.where((types >= 0) & (types < size - 1), types, size - 1)
+        sizes = np.array(list(map(attrgetter("nbytes"), tensors)) + [None], dtype=object)[:n]  # never 2-D
+        sized = sizes != None  # noqa: E711 - element-wise on an object array
+        sizes[~sized] = 0
+        return TensorTable(
+            np.fromiter(map(len, map(attrgetter("name_bytes"), tensors)), dtype=np.int64, count=n),
+            np.fromiter(map(attrgetter("n_dims"), tensors), dtype=np.int64, count=n),
+            dims,
+            has_dim,
+            types,
+            current[slot],
+            block[slot],
+            new[slot],
+            np.fromiter(map(attrgetter("data_offset"), tensors), dtype=np.uint64, count=n),
+            sizes.astype(np.uint64),
+            sized.astype(bool),
+        )
+
+    if not ctx.tensors:  # a vocabulary-only file: one empty table for all of them
+        global _EMPTY
+        if _EMPTY is None:
+            _EMPTY = build(ctx)
+        return _EMPTY
+    return ctx.derived("tensor_table", build)
+
+
+_EMPTY: TensorTable | None = None
+
+
+def _each(ctx: Context, mask: np.ndarray) -> Iterator[TensorInfo]:
+    """The tensors where ``mask`` is set, in file order."""
+    tensors = ctx.tensors
+    for i in np.flatnonzero(mask).tolist():
+        yield tensors[i]
+
+
 def _name_hit(t: TensorInfo, **params) -> Hit:
     return Hit(t.offset, f"{t.path}.name", name=t.name, index=t.index, **params)
 
 
 @rule("TI-NAME-LEN")
 def _name_len(ctx: Context) -> Iterator[Hit]:
-    for t in ctx.tensors:
-        if len(t.name_bytes) > MAX_NAME_BYTES:
-            yield _name_hit(t, length=len(t.name_bytes))
+    for t in _each(ctx, tensor_table(ctx).name_len > MAX_NAME_BYTES):
+        yield _name_hit(t, length=len(t.name_bytes))
 
 
 @rule("TI-NAME-64")
 def _name_64(ctx: Context) -> Iterator[Hit]:
-    for t in ctx.tensors:
-        if len(t.name_bytes) == MAX_NAME_BYTES:
-            yield _name_hit(t)
+    for t in _each(ctx, tensor_table(ctx).name_len == MAX_NAME_BYTES):
+        yield _name_hit(t)
 
 
 @rule("TI-NAME-EMPTY")
 def _name_empty(ctx: Context) -> Iterator[Hit]:
-    for t in ctx.tensors:
-        if not t.name_bytes:
-            yield _name_hit(t)
+    for t in _each(ctx, tensor_table(ctx).name_len == 0):
+        yield _name_hit(t)
 
 
 @rule("TI-NAME-DUP")
 def _name_dup(ctx: Context) -> Iterator[Hit]:
+    names = list(map(attrgetter("name_bytes"), ctx.tensors))
+    if len(set(names)) == len(names):  # one set of every name, at C speed: nothing to find
+        return
     seen: set[bytes] = set()
     for t in ctx.tensors:
         if t.name_bytes in seen:
@@ -57,16 +145,14 @@ def _name_dup(ctx: Context) -> Iterator[Hit]:
 
 @rule("TI-NDIMS")
 def _ndims(ctx: Context) -> Iterator[Hit]:
-    for t in ctx.tensors:
-        if t.n_dims > MAX_DIMS:
-            yield Hit(t.at("n_dimensions"), f"{t.path}.n_dimensions", name=t.name, value=t.n_dims, expected=MAX_DIMS)
+    for t in _each(ctx, tensor_table(ctx).n_dims > MAX_DIMS):
+        yield Hit(t.at("n_dimensions"), f"{t.path}.n_dimensions", name=t.name, value=t.n_dims, expected=MAX_DIMS)
 
 
 @rule("TI-NDIMS-ZERO")
 def _ndims_zero(ctx: Context) -> Iterator[Hit]:
-    for t in ctx.tensors:
-        if t.n_dims == 0:
-            yield Hit(t.at("n_dimensions"), f"{t.path}.n_dimensions", name=t.name)
+    for t in _each(ctx, tensor_table(ctx).n_dims == 0):
+        yield Hit(t.at("n_dimensions"), f"{t.path}.n_dimensions", name=t.name)
 
 
 def _dims_hit(ctx: Context, t: TensorInfo, axis: int | None = None, **params) -> Hit:
@@ -77,7 +163,8 @@ def _dims_hit(ctx: Context, t: TensorInfo, axis: int | None = None, **params) ->
 
 @rule("TI-DIM-RANGE")
 def _dim_range(ctx: Context) -> Iterator[Hit]:
-    for t in ctx.tensors:
+    table = tensor_table(ctx)
+    for t in _each(ctx, (table.has_dim & (table.dims >= np.uint64(2**63))).any(axis=1)):
         for axis, d in enumerate(t.dims):
             if d >= 2**63:
                 yield _dims_hit(ctx, t, axis, value=d)
@@ -85,7 +172,8 @@ def _dim_range(ctx: Context) -> Iterator[Hit]:
 
 @rule(ZERO_DIMENSION_RULE)
 def _dim_zero(ctx: Context) -> Iterator[Hit]:
-    for t in ctx.tensors:
+    table = tensor_table(ctx)
+    for t in _each(ctx, (table.has_dim & (table.dims == 0)).any(axis=1)):
         for axis, d in enumerate(t.dims):
             if d == 0:
                 yield _dims_hit(ctx, t, axis)
@@ -93,14 +181,14 @@ def _dim_zero(ctx: Context) -> Iterator[Hit]:
 
 @rule("TI-NELEM-OVERFLOW")
 def _nelem(ctx: Context) -> Iterator[Hit]:
-    for t in ctx.tensors:
+    for t in _each(ctx, _many_elements(ctx)):
         if t.nelem is not None and t.nelem >= 2**63:
             yield _dims_hit(ctx, t, shape=list(t.dims))
 
 
 @rule("TI-NBYTES-OVERFLOW")
 def _nbytes(ctx: Context) -> Iterator[Hit]:
-    for t in ctx.tensors:
+    for t in _each(ctx, _many_elements(ctx)):
         st = t.spec
         if t.nelem is None or t.nelem >= 2**63 or st is None or not st.is_current:
             continue
@@ -109,30 +197,39 @@ def _nbytes(ctx: Context) -> Iterator[Hit]:
             yield _dims_hit(ctx, t, shape=list(t.dims), type=st.name)
 
 
+_FEW = 2.0**40  # fewer elements than this (estimated in float64): neither the count nor the bytes reach 2^63
+
+
+def _many_elements(ctx: Context) -> np.ndarray:
+    """Where a tensor may have 2^40 elements or more (a dimension of 2^63 or more makes the count undefined)."""
+    dims = tensor_table(ctx).dims
+    return (np.prod(dims.astype(np.float64), axis=1) >= _FEW) | (dims >= np.uint64(2**63)).any(axis=1)
+
+
 def _type_hit(t: TensorInfo, **params) -> Hit:
     return Hit(t.type_offset, f"{t.path}.type", name=t.name, **params)
 
 
 @rule(UNKNOWN_TYPE_RULE)
 def _type(ctx: Context) -> Iterator[Hit]:
-    for t in ctx.tensors:
-        if t.spec is None or not t.spec.is_current:
-            yield _type_hit(t, value=t.type)
+    for t in _each(ctx, ~tensor_table(ctx).current):
+        yield _type_hit(t, value=t.type)
 
 
 @rule("TI-TYPE-NEW")
 def _type_new(ctx: Context) -> Iterator[Hit]:
-    for t in ctx.tensors:
-        if t.spec is not None and t.spec.is_current and t.spec.extra.get("in_gguf_md", True) is False:
-            yield _type_hit(t, type=t.spec.name)
+    for t in _each(ctx, tensor_table(ctx).new):
+        yield _type_hit(t, type=t.spec.name)  # type: ignore[union-attr]  # a current type
 
 
 @rule("TI-BLOCK")
 def _block(ctx: Context) -> Iterator[Hit]:
-    for t in ctx.tensors:
+    table = tensor_table(ctx)
+    ne0s = table.dims[:, 0]
+    odd = table.current & (ne0s < np.uint64(2**63)) & (ne0s % table.block.astype(np.uint64) != 0)
+    for t in _each(ctx, odd):
         st = t.spec
-        if st is None or not st.is_current:
-            continue
+        assert st is not None  # a current type
         ne0 = t.dims[0] if t.dims else 1
         if ne0 < 2**63 and ne0 % st.block_size:
             yield _dims_hit(ctx, t, 0 if t.dims else None, value=ne0, type=st.name, block_size=st.block_size)
@@ -146,9 +243,8 @@ def _offset_hit(t: TensorInfo, **params) -> Hit:
 def _offset_align(ctx: Context) -> Iterator[Hit]:
     if not ctx.kv_complete:
         return
-    for t in ctx.tensors:
-        if t.data_offset % ctx.alignment:
-            yield _offset_hit(t, value=t.data_offset, alignment=ctx.alignment)
+    for t in _each(ctx, tensor_table(ctx).data_offset % np.uint64(ctx.alignment) != 0):
+        yield _offset_hit(t, value=t.data_offset, alignment=ctx.alignment)
 
 
 # -- data section ------------------------------------------------------------------------------------------------
@@ -173,9 +269,16 @@ def _bounds(ctx: Context) -> Iterator[Hit]:
     if not ctx.layout_known:
         return
     avail = _available(ctx)
+    table = tensor_table(ctx)
+    ends = table.ends()
+    tensors: Iterator[TensorInfo] | list[TensorInfo] = ctx.tensors
+    if ends is not None:
+        if int(ends.max()) <= avail:
+            return
+        tensors = _each(ctx, ends > avail)
     # tensors starting at or past the end: the file was cut short (a truncated download), not crafted oversize
     past_end = sum(1 for t in ctx.tensors if t.data_offset >= avail and (t.nbytes or 0) > 0)
-    for t in ctx.tensors:  # a tensor of undefined size (an unknown type) still starts inside the data section
+    for t in tensors:  # a tensor of undefined size (an unknown type) still starts inside the data section
         end = t.data_offset + (t.nbytes or 0)
         if end > avail:
             yield _offset_hit(t, start=t.data_offset, end=end, available=avail, tensors_past_end=past_end)
@@ -184,6 +287,11 @@ def _bounds(ctx: Context) -> Iterator[Hit]:
 @rule("DATA-OVERLAP")
 def _overlap(ctx: Context) -> Iterator[Hit]:
     if not ctx.layout_known:
+        return
+    table = tensor_table(ctx)
+    ends = table.ends()
+    if ends is not None:
+        yield from _overlap_in_bulk(ctx, table, ends)
         return
     live = sorted((t for t in ctx.tensor_ready() if t.nbytes > 0), key=lambda t: (t.data_offset, t.index))
     owner, reach = None, -1
@@ -195,9 +303,47 @@ def _overlap(ctx: Context) -> Iterator[Hit]:
             owner, reach = t, end
 
 
+def _overlap_in_bulk(ctx: Context, table: TensorTable, ends: np.ndarray) -> Iterator[Hit]:
+    """DATA-OVERLAP's hits as the loop over the tensors in data order finds them, the reach and its owner (the
+    first tensor to reach that far) found with running maxima."""
+    live = np.flatnonzero(table.sized & (table.nbytes > 0))
+    starts = table.data_offset[live].astype(np.int64)
+    order = live[np.lexsort((live, starts))]  # by offset, then index
+    starts, stops = table.data_offset[order].astype(np.int64), ends[order]
+    if len(order) < 2:
+        return
+    reach = np.maximum.accumulate(stops)
+    before = np.concatenate([[-1], reach[:-1]])  # the reach of the tensors before each
+    hits = np.flatnonzero(starts < before)
+    if not len(hits):
+        return
+    grows = np.flatnonzero(stops > np.concatenate([[-1], reach[:-1]]))  # where the reach grows: a new owner
+    owner_at = grows[np.searchsorted(grows, hits, side="left") - 1]  # the last owner before each hit
+    tensors = ctx.tensors
+    for h, o in zip(hits.tolist(), owner_at.tolist()):
+        t = tensors[int(order[h])]
+        end = int(stops[h])
+        yield _offset_hit(t, other=tensors[int(order[o])].name, start=t.data_offset, end=min(end, int(before[h])))
+
+
 @rule("DATA-ORDER")
 def _order(ctx: Context) -> Iterator[Hit]:
     if not ctx.layout_known:
+        return
+    table = tensor_table(ctx)
+    ends = table.ends()
+    if ends is not None and len(ends):
+        # where each tensor is expected: after the padded data of the one before (up to the first undefined size)
+        undefined = np.flatnonzero(~table.sized)
+        stop = int(undefined[0]) + 1 if len(undefined) else len(ends)
+        offsets = table.data_offset[:stop].astype(np.int64)
+        padded = table.data_offset[: stop - 1].astype(np.int64) + (
+            -(-table.nbytes[: stop - 1].astype(np.int64) // ctx.alignment) * ctx.alignment
+        )
+        expected_at = np.concatenate([[0], padded])
+        for i in np.flatnonzero(offsets != expected_at).tolist():
+            t = ctx.tensors[i]
+            yield _offset_hit(t, value=t.data_offset, expected=int(expected_at[i]))
         return
     expected = 0
     for t in ctx.tensors:
@@ -232,9 +378,54 @@ def _padding_ranges(ctx: Context) -> list[tuple[int, int]]:
     return out
 
 
+_GATHER = 1 << 23  # padding bytes examined in one gather (more: range by range)
+
+
+def _padding_in_bulk(ctx: Context) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`_padding_ranges` as two int64 arrays (starts, ends) computed from the tensor table, or None where
+    the table's sums could overflow."""
+    table = tensor_table(ctx)
+    ends = table.ends()
+    if ends is None or ctx.data_start is None or ctx.head_end is None:
+        return None
+    inside = np.flatnonzero(table.sized & (ends <= _available(ctx)))
+    order = inside[np.argsort(table.data_offset[inside].astype(np.int64), kind="stable")]
+    offsets, stops = table.data_offset[order].astype(np.int64), ends[order]
+    padded = -(-stops // ctx.alignment) * ctx.alignment
+    padded[:-1] = np.minimum(padded[:-1], offsets[1:])
+    keep = padded > stops
+    starts = np.concatenate([[ctx.head_end], stops[keep] + ctx.data_start])
+    return starts, np.concatenate([[ctx.data_start], padded[keep] + ctx.data_start])
+
+
+def _nonzero_in_ranges(ctx: Context, starts: np.ndarray, ends: np.ndarray) -> np.ndarray | None:
+    """The count of non-zero bytes in each range [starts[i], ends[i]) (cut at the file's end) in one gather, or
+    None when the ranges hold more than :data:`_GATHER` bytes."""
+    ends = np.minimum(ends, ctx.size)
+    lens = np.maximum(ends - starts, 0)
+    total = int(lens.sum())
+    if total > _GATHER:
+        return None
+    counts = np.zeros(len(starts), dtype=np.int64)
+    some = np.flatnonzero(lens)
+    if len(some):
+        first = np.cumsum(lens[some]) - lens[some]
+        at = np.repeat(starts[some] - first, lens[some]) + np.arange(total)
+        nonzero = (np.frombuffer(ctx.buf, dtype=np.uint8)[at] != 0).astype(np.int64)
+        counts[some] = np.add.reduceat(nonzero, first)
+    return counts
+
+
 @rule("DATA-PAD-ZERO")
 def _pad_zero(ctx: Context) -> Iterator[Hit]:
     if not ctx.layout_known:
+        return
+    ranges = _padding_in_bulk(ctx) if ctx.tensors and ctx.remote is None else None
+    counts = _nonzero_in_ranges(ctx, *ranges) if ranges is not None else None
+    if ranges is not None and counts is not None:
+        for i in np.flatnonzero(counts).tolist():
+            start = int(ranges[0][i])
+            yield Hit(start, "padding", count=int(counts[i]), start=start, end=min(int(ranges[1][i]), ctx.size))
         return
     for start, end in _padding_ranges(ctx):
         if not ctx.readable(start, min(end, ctx.size)):
@@ -246,9 +437,14 @@ def _pad_zero(ctx: Context) -> Iterator[Hit]:
 
 def _padded_end(ctx: Context) -> int | None:
     """Absolute offset where the data section ends when padded (None when some tensor size is undefined)."""
-    if len(ctx.tensor_ready()) != len(ctx.tensors):
+    table = tensor_table(ctx)
+    if not table.sized.all():
         return None
-    last = max((t.data_offset + t.nbytes for t in ctx.tensors), default=0)
+    ends = table.ends()
+    if ends is not None:
+        last = int(ends.max())
+    else:
+        last = max((t.data_offset + t.nbytes for t in ctx.tensors), default=0)
     return ctx.data_start + align_offset(last, ctx.alignment)
 
 

@@ -14,13 +14,15 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any, Callable
 
 from ..format import structs
 from ..format.constructs import BufferStream, encode_text
 from ..format.enums import VALUE_TYPE_IDS
-from ..format.reader import ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS, align_offset, bootstrap, tensor_extent
+from ..format.reader import ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_DIMS, align_offset, bootstrap
 from ..format.spec import TensorTypeSpec
+from . import records
 from .catalog import Hit, structural
 
 __all__ = ["KV", "TensorInfo", "Context", "walk", "ARRAY", "STRING", "BOOL"]
@@ -62,12 +64,18 @@ class KV:
     vtype: int
     value: Any
     end: int
-    tree: Any = field(default=None, repr=False)  # the parsed record
+    tree: Any = field(default=None, repr=False)  # the parsed record (parsed when first needed: see at())
     family: Any = field(default=None, repr=False)
+    buf: Any = field(default=None, repr=False)  # the buffer read (where a record read in bulk is parsed again)
 
     def at(self, rel: str) -> int:
         """Start offset of a field of this record, e.g. ``value_type`` or ``value.data``."""
-        return self.family.offset_of("metadata_kv", self.tree, self.offset, rel)
+        if self.tree is None and rel in ("value_type", "value"):  # read in bulk: no second read of a long value
+            shape = records.kv_shape(self.family.version, self.family.byte_order)
+            assert shape is not None  # a record read in bulk has a bulk shape
+            type_at = self.offset + shape.width + len(self.key_bytes)
+            return type_at if rel == "value_type" else type_at + shape.sel_width
+        return self.family.offset_of("metadata_kv", _tree_of(self, "metadata_kv"), self.offset, rel)
 
     @functools.cached_property
     def value_offset(self) -> int:
@@ -107,12 +115,13 @@ class TensorInfo:
     spec: TensorTypeSpec | None = None
     nelem: int | None = None
     nbytes: int | None = None  # None when the size is undefined (bad type, shape or overflow)
-    tree: Any = field(default=None, repr=False)  # the parsed record
+    tree: Any = field(default=None, repr=False)  # the parsed record (parsed when first needed: see at())
     family: Any = field(default=None, repr=False)
+    buf: Any = field(default=None, repr=False)  # the buffer read (where a record read in bulk is parsed again)
 
     def at(self, rel: str) -> int:
         """Start offset of a field of this record, e.g. ``n_dimensions`` or ``offset``."""
-        return self.family.offset_of("tensor_info", self.tree, self.offset, rel)
+        return self.family.offset_of("tensor_info", _tree_of(self, "tensor_info"), self.offset, rel)
 
     @functools.cached_property
     def type_offset(self) -> int:
@@ -123,6 +132,14 @@ class TensorInfo:
     def path(self) -> str:
         """Field path of the record, e.g. ``tensor_infos[2]``."""
         return f"tensor_infos[{self.index}]"
+
+
+def _tree_of(record: "KV | TensorInfo", type_name: str) -> Any:
+    """The parse tree of a record; a record read in bulk (:mod:`.records`) has none until a field's offset is asked
+    for, and is then parsed again, once, where it was read (it parsed in bulk, so it parses)."""
+    if record.tree is None:
+        record.tree = record.family.record_parser(type_name)(BufferStream(record.buf, record.offset))
+    return record.tree
 
 
 _ABSENT = object()  # a fact not yet in Context.cache (None is a fact)
@@ -267,10 +284,22 @@ def walk(ctx: Context) -> None:
     _walk_tensor_infos(ctx, stream)
 
 
+_BULK_FROM = 64  # records from which a run is read in bulk: fewer cost less one by one than numpy's set-up
+
+
 def _walk_kvs(ctx: Context, stream: BufferStream) -> bool:
     fam = ctx.family
     parse = fam.record_parser("metadata_kv")
-    for i in range(ctx.kv_count):
+    shape = records.kv_shape(ctx.version, ctx.byte_order)
+    i, parse_from = 0, 0
+    while i < ctx.kv_count:
+        if shape is not None and i >= parse_from and ctx.kv_count - i >= _BULK_FROM:  # a run read in bulk
+            got = _kvs_in_bulk(ctx, stream, i, shape)
+            i += got
+            if i == ctx.kv_count:
+                break
+            if got < _BULK_FROM:  # short runs between arrays: the next records one by one
+                parse_from = i + _BULK_FROM
         start = stream.pos
         try:
             tree = parse(stream)
@@ -282,12 +311,41 @@ def _walk_kvs(ctx: Context, stream: BufferStream) -> bool:
             if resume is None:
                 return False
             stream.pos = resume
+            i += 1
             continue
         ctx.kvs.append(
             KV(i, start, tree.key, encode_text(tree.key), int(tree.value_type), tree.value, stream.pos, tree, fam)
         )
+        i += 1
     ctx.kv_complete = True
     return True
+
+
+def _kvs_in_bulk(ctx: Context, stream: BufferStream, index: int, shape: records.RecordShape) -> int:
+    """Read the run of KV pairs at the stream's position that :mod:`.records` reads in bulk into ``ctx.kvs`` (the
+    stream moves past them); how many."""
+    starts, end = records.scan(ctx.buf, stream.pos, ctx.kv_count - index, shape)
+    n = len(starts)
+    if not n:
+        return 0
+    keys, key_bytes, vtypes, values, ends = records.kv_columns(ctx.buf, starts, shape)
+    ctx.kvs.extend(
+        map(
+            KV,
+            range(index, index + n),
+            starts.tolist(),
+            keys,
+            key_bytes,
+            vtypes,
+            values,
+            ends,
+            repeat(None, n),
+            repeat(ctx.family, n),
+            repeat(ctx.buf, n),
+        )
+    )
+    stream.pos = end
+    return n
 
 
 def _explain_kv(ctx: Context, start: int, index: int, too_deep: bool = False) -> int | None:
@@ -343,7 +401,13 @@ def _explain_kv(ctx: Context, start: int, index: int, too_deep: bool = False) ->
 def _walk_tensor_infos(ctx: Context, stream: BufferStream) -> None:
     fam = ctx.family
     parse = fam.record_parser("tensor_info")
-    for i in range(ctx.tensor_count):
+    shape = records.tensor_info_shape(ctx.version, ctx.byte_order)
+    i = 0
+    while i < ctx.tensor_count:
+        if shape is not None and ctx.tensor_count - i >= _BULK_FROM:  # a run read in bulk
+            i += _tensor_infos_in_bulk(ctx, stream, i, shape)
+            if i == ctx.tensor_count:
+                break
         start = stream.pos
         try:
             tree = parse(stream)
@@ -366,8 +430,38 @@ def _walk_tensor_infos(ctx: Context, stream: BufferStream) -> None:
                 family=fam,
             )
         )
+        i += 1
     ctx.ti_complete = True
     ctx.head_end = stream.pos
+
+
+def _tensor_infos_in_bulk(ctx: Context, stream: BufferStream, index: int, shape: records.RecordShape) -> int:
+    """Read the run of tensor infos at the stream's position that :mod:`.records` reads in bulk into
+    ``ctx.tensors`` (the stream moves past them); how many."""
+    starts, end = records.scan(ctx.buf, stream.pos, ctx.tensor_count - index, shape)
+    n = len(starts)
+    if not n:
+        return 0
+    names, name_bytes, counts, dims, fixed, ends = records.tensor_info_columns(ctx.buf, starts, shape)
+    ctx.tensors.extend(
+        map(
+            TensorInfo,
+            range(index, index + n),
+            starts.tolist(),
+            names,
+            name_bytes,
+            counts,
+            dims,
+            fixed["type"],
+            fixed["offset"],
+            ends,
+            *(repeat(None, n) for _ in range(4)),  # spec, nelem, nbytes (derive_layout's), tree (parsed when asked)
+            repeat(ctx.family, n),
+            repeat(ctx.buf, n),
+        )
+    )
+    stream.pos = end
+    return n
 
 
 _DIMS = structs.field_spec("tensor_info", "dimensions")
@@ -404,12 +498,10 @@ def derive_layout(ctx: Context) -> None:
             ctx.data_start = None
         else:
             ctx.data_start = start
-    for t in ctx.tensors:
-        extent = tensor_extent(t.dims, t.type)
-        t.spec, t.nelem = extent.spec, extent.nelem
-        if extent.nbytes is None or align_offset(extent.nbytes, ctx.alignment) >= 2**64:
-            continue
-        t.nbytes = extent.nbytes
+    if not ctx.tensors:
+        return
+    for t, spec_t, nelem, nbytes in zip(ctx.tensors, *records.extents(ctx.tensors, ctx.alignment)):
+        t.spec, t.nelem, t.nbytes = spec_t, nelem, nbytes
 
 
 def display_name(source, path: str | None) -> str | None:
