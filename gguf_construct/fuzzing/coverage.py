@@ -152,8 +152,8 @@ def measure_over_time(
     return out
 
 
-def unreached(exe: Path, profiles: Iterable[Path], focus: Iterable[str]) -> dict[str, list[str]]:
-    """The functions of each focus file that no profile reached (the union of ``profiles``)."""
+def _export_union(exe: Path, profiles: Iterable[Path]) -> dict:
+    """llvm-cov's export (JSON) of ``exe`` over the union of the raw ``profiles``."""
     with tempfile.TemporaryDirectory(prefix="gguf-union-") as tmp:
         union = Path(tmp) / "union.profdata"
         subprocess.run([tool("llvm-profdata"), "merge", "-sparse", *map(str, profiles), "-o", str(union)], check=True)
@@ -163,9 +163,15 @@ def unreached(exe: Path, profiles: Iterable[Path], focus: Iterable[str]) -> dict
             text=True,
             check=True,
         )
+    return json.loads(proc.stdout)
+
+
+def unreached(exe: Path, profiles: Iterable[Path], focus: Iterable[str]) -> dict[str, list[str]]:
+    """The functions of each focus file that no profile reached (the union of ``profiles``)."""
+    exported = _export_union(exe, profiles)
     focus = tuple(focus)
     out: dict[str, list[str]] = {f: [] for f in focus}
-    for fn in json.loads(proc.stdout)["data"][0]["functions"]:
+    for fn in exported["data"][0]["functions"]:
         files = [p.split("/vendor/llama.cpp/", 1)[-1] for p in fn["filenames"]]
         if fn["count"] == 0 and files and files[0] in focus:
             out[files[0]].append(fn["name"])
@@ -189,16 +195,8 @@ def reach(exe: Path, profiles: Iterable[Path], focus: Iterable[str], off_path: I
     functions holding most uncovered regions."""
     focus = tuple(focus)
     off = tuple(off_path)
-    with tempfile.TemporaryDirectory(prefix="gguf-reach-") as tmp:
-        union = Path(tmp) / "union.profdata"
-        subprocess.run([tool("llvm-profdata"), "merge", "-sparse", *map(str, profiles), "-o", str(union)], check=True)
-        proc = subprocess.run(
-            [tool("llvm-cov"), "export", f"-instr-profile={union}", str(exe)],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-    functions = json.loads(proc.stdout)["data"][0]["functions"]
+    exported = _export_union(exe, profiles)
+    functions = exported["data"][0]["functions"]
     names = _demangled([fn["name"].split(":")[-1] for fn in functions])
     regions: dict[tuple, list] = {}
     for fn, name in zip(functions, names):
