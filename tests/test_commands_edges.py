@@ -308,3 +308,12 @@ def test_a_file_whose_name_starts_with_a_dash_gets_a_hint(tmp_path, capsys, monk
     assert main(["check", "-model.gguf"]) == 2
     assert "./-model.gguf or put -- before it" in capsys.readouterr().err
     assert main(["check", "--", "-model.gguf"]) == 0
+
+
+def test_writing_into_a_folder_that_does_not_exist_names_the_folder(tmp_path, capsys):
+    source = _small(tmp_path / "model.gguf")
+    assert main(["convert", "--byte-order", "big", source, str(tmp_path / "nodir" / "big.gguf")]) == 2
+    err = capsys.readouterr().err
+    assert "the folder" in err and "nodir does not exist" in err and err.count("\n") == 1
+    assert main(["split", "--max-tensors", "1", source, str(tmp_path / "shards" / "m")]) == 2
+    assert "shards does not exist" in capsys.readouterr().err

@@ -92,6 +92,10 @@ def _about_target(exc: OSError, path: str) -> OSError:
     """``exc`` naming the file the user asked for instead of the temporary file it happened on."""
     if exc.errno is None:
         return exc
+    folder = os.path.dirname(os.path.abspath(path))
+    if exc.errno == errno.ENOENT and not os.path.isdir(folder):  # the file is new: what is missing is its folder
+        shown = os.path.dirname(path) or folder
+        return OSError(exc.errno, f"cannot write it: the folder {shown} does not exist", path)
     return OSError(exc.errno, exc.strerror or str(exc), path)
 
 
