@@ -147,6 +147,8 @@ def test_values_behave_as_lists():
     again = dict(gguf_construct.load(_file("<", inners)).metadata.typed_items())["nested"]
     assert again == nested
     assert nested.value == list(nested.value)
+    assert nested.value.item_types().tolist() == [0, 8, 5]
+    assert nested.value.item_counts().tolist() == [2, 2, 0]
 
 
 def _wide(n: int, vtype: int = 0, items: int = 0) -> bytes:

@@ -17,6 +17,7 @@ from ..base.pages import release
 from .spec import byte_order as byte_order_of
 from ..base.stringscan import scan_string_starts
 from ..base.arrayscan import scan_arrays
+from ..base.recordscan import read_uints
 from .lazystring import LazyString
 from .stringlist import StringList
 from construct import Construct, ConstructError, ListContainer, SizeofError, stream_tell
@@ -341,6 +342,18 @@ class InnerArrays:
         """The same inner arrays, each item passed through ``convert`` when read."""
         return InnerArrays(self.buf, self.starts, self.end, self._parse, self.scan, convert)
 
+    def item_types(self) -> np.ndarray:
+        """The element type of every inner array (uint64), read in one gather: no item is parsed."""
+        return self._header_column(0, self.scan.sel_width)
+
+    def item_counts(self) -> np.ndarray:
+        """The element count of every inner array (uint64), read in one gather: no item is parsed."""
+        return self._header_column(self.scan.sel_width, self.scan.count_width)
+
+    def _header_column(self, at: int, width: int) -> np.ndarray:
+        whole = np.frombuffer(self.buf, dtype=np.uint8)
+        return read_uints(whole, self.starts + at, width, self.scan.little)
+
     def raw_size(self) -> int:
         """Bytes the inner arrays occupy."""
         return self.end - int(self.starts[0]) if len(self.starts) else 0
@@ -394,11 +407,14 @@ class CheckedArray(Construct):
         )
         if len(starts) < count:
             return None
-        if self._item_parser is None:
-            compiled = self.subcon.compile()
-            self._item_parser = lambda s: compiled.parse_stream(s, _root=None)
         stream.pos = end
-        return InnerArrays(stream.buf, starts, end, self._item_parser, b)
+        return InnerArrays(stream.buf, starts, end, self.parse_item, b)
+
+    def parse_item(self, stream):
+        """One item at the stream's position, by the compiled parser of ``subcon`` (compiled on first use)."""
+        if self._item_parser is None:
+            self._item_parser = self.subcon.compile()
+        return self._item_parser.parse_stream(stream, _root=None)
 
     def _build(self, obj, stream, context, path):
         if isinstance(obj, InnerArrays) and self.bulk is not None and obj.scan.layout() == self.bulk.layout():
