@@ -13,7 +13,7 @@ import numpy as np
 
 from ..format import structs
 from ..base.stringscan import scan_string_offsets
-from ..format.constructs import encode_text
+from ..format.constructs import InnerArrays, encode_text
 from ..format.reader import MAX_KEY_BYTES
 from ..format.lazystring import LazyString
 from ..format.stringlist import StringList
@@ -172,8 +172,19 @@ def _arrays(value, path: str, depth: int = 1) -> Iterator[tuple[object, str, int
     """Every array inside an ARRAY value (the value itself first) with its path and nesting depth."""
     yield value, path, depth
     if value.type == ARRAY:
-        for j, inner in enumerate(value.data):
-            yield from _arrays(inner, f"{path}.data[{j}]", depth + 1)
+        data = value.data
+        for j in _told_apart(data) if isinstance(data, InnerArrays) else range(len(data)):
+            yield from _arrays(data[j], f"{path}.data[{j}]", depth + 1)
+
+
+def _told_apart(inner: InnerArrays) -> list[int]:
+    """The inner arrays (read in bulk: none holds arrays) that a rule over arrays can tell apart, from their
+    headers alone: the first of each element type, every non-empty BOOL or STRING one (their items are judged)
+    and every one longer than the limit; the others would add nothing to any finding."""
+    types, counts = inner.item_types(), inner.item_counts()
+    _, firsts = np.unique(types, return_index=True)
+    judged = ((types == BOOL) | (types == STRING)) & (counts > 0) | (counts > LIMITS["array_elements"])
+    return sorted(set(firsts.tolist()) | set(np.flatnonzero(judged).tolist()))
 
 
 def _array_kvs(ctx: Context) -> Iterator[KV]:
