@@ -344,15 +344,23 @@ class InnerArrays:
 
     def item_types(self) -> np.ndarray:
         """The element type of every inner array (uint64), read in one gather: no item is parsed."""
-        return self._header_column(0, self.scan.sel_width)
+        return self._header_column(self.starts, 0, self.scan.sel_width)
 
     def item_counts(self) -> np.ndarray:
         """The element count of every inner array (uint64), read in one gather: no item is parsed."""
-        return self._header_column(self.scan.sel_width, self.scan.count_width)
+        return self._header_column(self.starts, self.scan.sel_width, self.scan.count_width)
 
-    def _header_column(self, at: int, width: int) -> np.ndarray:
+    def headers(self, chunk: int = 1 << 18):
+        """``(first index, types, counts)`` of the inner arrays ``chunk`` at a time (the temporaries are a
+        chunk's): no item is parsed."""
+        for first in range(0, len(self.starts), chunk):
+            at = self.starts[first : first + chunk]
+            types = self._header_column(at, 0, self.scan.sel_width)
+            yield first, types, self._header_column(at, self.scan.sel_width, self.scan.count_width)
+
+    def _header_column(self, starts: np.ndarray, at: int, width: int) -> np.ndarray:
         whole = np.frombuffer(self.buf, dtype=np.uint8)
-        return read_uints(whole, self.starts + at, width, self.scan.little)
+        return read_uints(whole, starts + at, width, self.scan.little)
 
     def raw_size(self) -> int:
         """Bytes the inner arrays occupy."""

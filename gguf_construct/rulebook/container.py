@@ -181,10 +181,15 @@ def _told_apart(inner: InnerArrays) -> list[int]:
     """The inner arrays (read in bulk: none holds arrays) that a rule over arrays can tell apart, from their
     headers alone: the first of each element type, every non-empty BOOL or STRING one (their items are judged)
     and every one longer than the limit; the others would add nothing to any finding."""
-    types, counts = inner.item_types(), inner.item_counts()
-    _, firsts = np.unique(types, return_index=True)
-    judged = ((types == BOOL) | (types == STRING)) & (counts > 0) | (counts > LIMITS["array_elements"])
-    return sorted(set(firsts.tolist()) | set(np.flatnonzero(judged).tolist()))
+    told: dict[int, int] = {}  # element type -> its first inner array
+    judged: set[int] = set()
+    for first, types, counts in inner.headers():
+        found, firsts = np.unique(types, return_index=True)
+        for t, j in zip(found.tolist(), firsts.tolist()):
+            told.setdefault(t, first + j)
+        mask = ((types == BOOL) | (types == STRING)) & (counts > 0) | (counts > LIMITS["array_elements"])
+        judged.update((np.flatnonzero(mask) + first).tolist())
+    return sorted(judged.union(told.values()))
 
 
 def _array_kvs(ctx: Context) -> Iterator[KV]:
