@@ -178,6 +178,17 @@ def write_nested(path: str, size: int) -> int:
     return n
 
 
+def write_nested_empty(path: str, size: int) -> int:
+    """One ARRAY of empty ARRAY[UINT8] (type, count 0): size / 12 inner arrays, which ggml refuses."""
+    n = size // 12
+    rec = np.zeros((n, 12), dtype=np.uint8)
+    rec[:, 0] = U8
+    with open(path, "wb") as fh:
+        fh.write(_head(0, 2) + ARCH + _kv_header(b"x.nested", ARRAY) + struct.pack("<IQ", ARRAY, n))
+        fh.write(rec.tobytes())
+    return n
+
+
 def write_numeric(path: str, size: int) -> int:
     """One ARRAY[INT32] of size / 4 items."""
     n = size // 4
@@ -196,6 +207,7 @@ SHAPES = {
     "many-tensors": write_many_tensors,
     "long-keys": write_long_keys,
     "nested": write_nested,
+    "nested-empty": write_nested_empty,
     "numeric": write_numeric,
 }
 

@@ -30,6 +30,7 @@ from ..rulebook.tensors import UNKNOWN_TYPE_RULE, ZERO_DIMENSION_RULE
 from ..base.remote import exists, is_url, remote_of
 from ..format import splitset
 from ..format.spec import tensor_type_by_id
+from ..format.constructs import InnerArrays
 from ..format.lazystring import LazyString
 from ..format.stringlist import StringList
 from ..format.values import GGUFValue, Metadata
@@ -515,8 +516,16 @@ def _value_from_tree(vtype: int, node: Any) -> GGUFValue:
     item = GGUFValueType(node.type)
     data = node.data
     if item == GGUFValueType.ARRAY:
-        data = [_value_from_tree(GGUFValueType.ARRAY, inner) for inner in data]
+        if isinstance(data, InnerArrays):  # located in bulk: each inner value is made when it is read
+            data = data.mapped(_inner_value)
+        else:
+            data = [_value_from_tree(GGUFValueType.ARRAY, inner) for inner in data]
     return GGUFValue(vtype, data, item)
+
+
+def _inner_value(node: Any) -> GGUFValue:
+    """The value of one inner array of an array of arrays."""
+    return _value_from_tree(GGUFValueType.ARRAY, node)
 
 
 _VALUE_TYPE_OF = {int(vt): vt for vt in GGUFValueType if vt not in (GGUFValueType.ARRAY, GGUFValueType.BOOL)}
@@ -540,7 +549,10 @@ def _value_to_tree(value: GGUFValue) -> Any:
         return int(value.value) if value.type == GGUFValueType.BOOL else value.value
     data = value.value
     if value.item_type == GGUFValueType.ARRAY:
-        data = ListContainer(_value_to_tree(v) for v in data)
+        if isinstance(data, InnerArrays) and data.convert is _inner_value:  # as read: written back byte for byte
+            data = data.mapped(None)
+        else:
+            data = ListContainer(_value_to_tree(v) for v in data)
     return Container(type=int(value.item_type), data=data)  # type: ignore[arg-type]  # an ARRAY has one
 
 

@@ -16,6 +16,8 @@ from . import fieldrules
 from ..base.pages import release
 from .spec import byte_order as byte_order_of
 from ..base.stringscan import scan_string_starts
+from ..base.arrayscan import scan_arrays
+from ..base.recordscan import read_uints
 from .lazystring import LazyString
 from .stringlist import StringList
 from construct import Construct, ConstructError, ListContainer, SizeofError, stream_tell
@@ -28,6 +30,8 @@ __all__ = [
     "NumericArray",
     "StringArray",
     "CheckedArray",
+    "ArrayScan",
+    "InnerArrays",
     "Reject",
     "Float32Field",
     "Float32NaN",
@@ -265,28 +269,166 @@ class StringArray(Construct):
         raise SizeofError(path=path)
 
 
-class CheckedArray(Construct):
-    """``count`` items of ``subcon``; the count is checked against ``min_size`` bytes per item first."""
+class ArrayScan:
+    """How the inner arrays of an array of arrays are located in bulk (:func:`~..base.arrayscan.scan_arrays`): the
+    widths of the element type and the count, the string length's width, the byte order and the table of element
+    sizes by type, all derived from the spec by the struct generator."""
 
-    def __init__(self, count, subcon: Construct, min_size: int, what: str, rule: str):
+    __slots__ = ("sel_width", "count_width", "string_width", "byte_order", "little", "sizes")
+
+    def __init__(self, sel_width: int, count_width: int, string_width: int, byte_order: str, sizes: np.ndarray):
+        self.sel_width = sel_width
+        self.count_width = count_width
+        self.string_width = string_width
+        self.byte_order = byte_order
+        self.little = byte_order_of(byte_order).struct == "<"
+        self.sizes = np.ascontiguousarray(sizes, dtype=np.int64)
+
+    def layout(self) -> tuple[int, int, int, str]:
+        """What two scans must share for one's bytes to be written as the other's."""
+        return (self.sel_width, self.count_width, self.string_width, self.byte_order)
+
+
+class InnerArrays:
+    """The inner arrays of an array of arrays, kept as their offsets in the buffer (8 bytes each): an item is
+    parsed when it is read (the same value a parse of the whole array gives), ``convert`` applied to it.  Read-only;
+    written back, the bytes are copied as they are when the layout matches."""
+
+    __slots__ = ("buf", "starts", "end", "_parse", "scan", "convert")
+
+    def __init__(self, buf, starts: np.ndarray, end: int, parse, scan: ArrayScan, convert=None):
+        self.buf = buf
+        self.starts = starts
+        self.end = end
+        self._parse = parse
+        self.scan = scan
+        self.convert = convert
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def _item(self, i: int):
+        item = self._parse(BufferStream(self.buf, int(self.starts[i])))
+        return item if self.convert is None else self.convert(item)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self._item(i) for i in range(*index.indices(len(self.starts)))]
+        n = len(self.starts)
+        i = index + n if index < 0 else index
+        if not 0 <= i < n:
+            raise IndexError("inner array index out of range")
+        return self._item(i)
+
+    def __iter__(self):
+        for i in range(len(self.starts)):
+            yield self._item(i)
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, InnerArrays) and other.convert is self.convert and len(other) == len(self):
+            if other.scan.layout() == self.scan.layout() and self.raw_size() == other.raw_size():
+                return all(a == b for a, b in zip(self.raw_chunks(), other.raw_chunks()))
+        try:
+            return len(other) == len(self) and all(a == b for a, b in zip(self, other))
+        except TypeError:
+            return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"<InnerArrays: {len(self)} arrays>"
+
+    def mapped(self, convert) -> "InnerArrays":
+        """The same inner arrays, each item passed through ``convert`` when read."""
+        return InnerArrays(self.buf, self.starts, self.end, self._parse, self.scan, convert)
+
+    def item_types(self) -> np.ndarray:
+        """The element type of every inner array (uint64), read in one gather: no item is parsed."""
+        return self._header_column(self.starts, 0, self.scan.sel_width)
+
+    def item_counts(self) -> np.ndarray:
+        """The element count of every inner array (uint64), read in one gather: no item is parsed."""
+        return self._header_column(self.starts, self.scan.sel_width, self.scan.count_width)
+
+    def headers(self, chunk: int = 1 << 18):
+        """``(first index, types, counts)`` of the inner arrays ``chunk`` at a time (the temporaries are a
+        chunk's): no item is parsed."""
+        for first in range(0, len(self.starts), chunk):
+            at = self.starts[first : first + chunk]
+            types = self._header_column(at, 0, self.scan.sel_width)
+            yield first, types, self._header_column(at, self.scan.sel_width, self.scan.count_width)
+
+    def _header_column(self, starts: np.ndarray, at: int, width: int) -> np.ndarray:
+        whole = np.frombuffer(self.buf, dtype=np.uint8)
+        return read_uints(whole, starts + at, width, self.scan.little)
+
+    def raw_size(self) -> int:
+        """Bytes the inner arrays occupy."""
+        return self.end - int(self.starts[0]) if len(self.starts) else 0
+
+    def raw_chunks(self, chunk: int = 1 << 20):
+        """The inner arrays' bytes as stored, ``chunk`` bytes at a time."""
+        if not len(self.starts):
+            return
+        view = memoryview(self.buf).cast("B") if not isinstance(self.buf, bytes) else memoryview(self.buf)
+        for at in range(int(self.starts[0]), self.end, chunk):
+            yield bytes(view[at : min(at + chunk, self.end)])
+
+
+class CheckedArray(Construct):
+    """``count`` items of ``subcon``; the count is checked against ``min_size`` bytes per item first.  With
+    ``bulk`` (an array whose items are arrays), the items of a buffer are located by
+    :func:`~..base.arrayscan.scan_arrays` and kept as :class:`InnerArrays`; an item the scan cannot read sends the
+    whole array to the item-by-item parse, whose findings are those of the file."""
+
+    def __init__(self, count, subcon: Construct, min_size: int, what: str, rule: str, bulk: ArrayScan | None = None):
         super().__init__()
         self.count = count
         self.subcon = subcon
         self.min_size = min_size
         self.what = what
         self.rule = rule
+        self.bulk = bulk
+        self._item_parser = None
 
     def _parse(self, stream, context, path):
         start = stream_tell(stream, path)
         count = self.count(context) if callable(self.count) else self.count
         _check_count(stream, count, self.min_size, self.what, path, start, self.rule)
+        found = self.in_bulk(stream, count)
+        if found is not None:
+            return found
         out = ListContainer()
         for i in range(count):
             context._index = i
             out.append(self.subcon._parsereport(stream, context, f"{path} -> [{i}]"))
         return out
 
+    def in_bulk(self, stream, count: int) -> InnerArrays | None:
+        """The ``count`` items at the stream's position located in bulk (the stream moves past them), or None when
+        this array is not read so (no ``bulk``, not a buffer, an item the scan stops at)."""
+        if self.bulk is None or not isinstance(stream, BufferStream) or count == 0:
+            return None
+        b = self.bulk
+        starts, end = scan_arrays(
+            stream.buf, stream.pos, count, b.sel_width, b.count_width, b.string_width, b.little, b.sizes
+        )
+        if len(starts) < count:
+            return None
+        stream.pos = end
+        return InnerArrays(stream.buf, starts, end, self.parse_item, b)
+
+    def parse_item(self, stream):
+        """One item at the stream's position, by the compiled parser of ``subcon`` (compiled on first use)."""
+        if self._item_parser is None:
+            self._item_parser = self.subcon.compile()
+        return self._item_parser.parse_stream(stream, _root=None)
+
     def _build(self, obj, stream, context, path):
+        if isinstance(obj, InnerArrays) and self.bulk is not None and obj.scan.layout() == self.bulk.layout():
+            for chunk in obj.raw_chunks():  # written as read: no item parsed
+                stream.write(chunk)
+            return obj
         for i, item in enumerate(obj):
             context._index = i
             self.subcon._build(item, stream, context, f"{path} -> [{i}]")
@@ -305,6 +447,9 @@ class CheckedArray(Construct):
         code.append(f"""
             def {fname}(io, this):
                 count = linkedinstances[{id(self)}].checked_count(io, {self.count})
+                found = linkedinstances[{id(self)}].in_bulk(io, count)
+                if found is not None:
+                    return found
                 return ListContainer(({self.subcon._compileparse(code)}) for i in range(count))
         """)
         return f"{fname}(io, this)"

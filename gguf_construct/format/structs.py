@@ -25,11 +25,13 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import construct as c
+import numpy as np
 
 from . import fieldlayout, fieldrules, fieldtree
 from . import spec as _spec
 from .lazystring import LAZY_STRING_BYTES
-from .constructs import CheckedArray, Float32Field, GGUFString, NumericArray, Reject, StringArray
+from ..base.arrayscan import STOP, STRING_ITEMS
+from .constructs import ArrayScan, CheckedArray, Float32Field, GGUFString, NumericArray, Reject, StringArray
 from .containerspec import (
     BYTE_ORDERS,
     ByteOrder,
@@ -245,7 +247,38 @@ class _Generator:
             return StringArray(
                 count, self.min_size(item), self.byte_order, rule=rule, element_rule=fieldrules.truncated_rule(item)
             )
-        return CheckedArray(count, self.type_ref(item), self.min_size(item), item.replace("_", " "), rule)
+        return CheckedArray(
+            count, self.type_ref(item), self.min_size(item), item.replace("_", " "), rule, self.array_scan(item)
+        )
+
+    def array_scan(self, item: str) -> ArrayScan | None:
+        """How items of type ``item`` are located in bulk when ``item`` is an array type (a selector field, a count
+        field, then elements switched on the selector and repeated by the count), else None: the widths and the
+        size of each value type's element come from the spec."""
+        seq = self.spec["types"][item]["seq"]
+        data = next((f for f in seq if "switch_on" in f and "repeat" in f), None)
+        if data is None or len(seq) != 3 or seq[-1] is not data:
+            return None
+        by_id = {f["id"]: f for f in seq}
+        selector, count = by_id.get(data["switch_on"]), by_id.get(data["repeat"])
+        if selector is None or count is None:
+            return None
+        table = value_types()
+        sizes = np.full(max(table) + 1, STOP, dtype=np.int64)
+        string_width = 0
+        for vt in table.values():
+            target = vt.get("encoding") or vt["type"]
+            prim = self.primitive_name(target)
+            if prim is not None:
+                sizes[vt["id"]] = _spec.primitives()[prim].size
+            elif is_string_type(target):
+                sizes[vt["id"]] = STRING_ITEMS
+                string_width = self.min_size(target)
+        if not string_width:
+            sizes[sizes == STRING_ITEMS] = STOP
+        return ArrayScan(
+            self.min_size(selector["type"]), self.min_size(count["type"]), string_width or 8, self.byte_order, sizes
+        )
 
     def switch(self, record: str, field: dict) -> c.Construct:
         selector = field["switch_on"]

@@ -20,6 +20,7 @@ from . import spec as _spec
 from .enums import GGUFValueType
 from .keyregistry import registry_types
 from .lazystring import LazyString
+from .constructs import InnerArrays
 from .stringlist import StringList
 from .containerspec import BYTE_ORDERS, struct_format
 from .structs import value_kind, value_types
@@ -98,6 +99,8 @@ def _same(vtype, item_type, a, b) -> bool:
     if vtype == GGUFValueType.ARRAY:
         if isinstance(a, StringList) and isinstance(b, StringList):
             return a == b  # compared as bytes, nothing decoded
+        if isinstance(a, InnerArrays) and isinstance(b, InnerArrays):
+            return a == b  # compared as bytes when both layouts are one, nothing parsed
         if item_type == GGUFValueType.STRING or item_type == GGUFValueType.ARRAY:
             return len(a) == len(b) and all(x == y for x, y in zip(a, b))
         a, b = np.asarray(a), np.asarray(b)

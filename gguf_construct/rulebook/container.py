@@ -13,7 +13,7 @@ import numpy as np
 
 from ..format import structs
 from ..base.stringscan import scan_string_offsets
-from ..format.constructs import encode_text
+from ..format.constructs import InnerArrays, encode_text
 from ..format.reader import MAX_KEY_BYTES
 from ..format.lazystring import LazyString
 from ..format.stringlist import StringList
@@ -172,8 +172,24 @@ def _arrays(value, path: str, depth: int = 1) -> Iterator[tuple[object, str, int
     """Every array inside an ARRAY value (the value itself first) with its path and nesting depth."""
     yield value, path, depth
     if value.type == ARRAY:
-        for j, inner in enumerate(value.data):
-            yield from _arrays(inner, f"{path}.data[{j}]", depth + 1)
+        data = value.data
+        for j in _told_apart(data) if isinstance(data, InnerArrays) else range(len(data)):
+            yield from _arrays(data[j], f"{path}.data[{j}]", depth + 1)
+
+
+def _told_apart(inner: InnerArrays) -> list[int]:
+    """The inner arrays (read in bulk: none holds arrays) that a rule over arrays can tell apart, from their
+    headers alone: the first of each element type, every non-empty BOOL or STRING one (their items are judged)
+    and every one longer than the limit; the others would add nothing to any finding."""
+    told: dict[int, int] = {}  # element type -> its first inner array
+    judged: set[int] = set()
+    for first, types, counts in inner.headers():
+        found, firsts = np.unique(types, return_index=True)
+        for t, j in zip(found.tolist(), firsts.tolist()):
+            told.setdefault(t, first + j)
+        mask = ((types == BOOL) | (types == STRING)) & (counts > 0) | (counts > LIMITS["array_elements"])
+        judged.update((np.flatnonzero(mask) + first).tolist())
+    return sorted(judged.union(told.values()))
 
 
 def _array_kvs(ctx: Context) -> Iterator[KV]:
