@@ -312,7 +312,11 @@ def iter_markdown(summary: dict, *, full: bool = False, tensors: bool = True):
             yield from map(_md, _counted_pieces(m, cut))
             yield " |"
             continue
-        lines.append(f"\n| `{_md(m['key'])}` | {_type_label(m)} | {_md(_counted(m, text_of_json(m, cut)))} |")
+        value = m["value"]
+        if type(value) is int:  # digits: nothing to escape, never cut
+            lines.append(f"\n| `{_md(m['key'])}` | {m['type']} | {value} |")
+        else:
+            lines.append(f"\n| `{_md(m['key'])}` | {_type_label(m)} | {_md(_counted(m, text_of_json(m, cut)))} |")
         if len(lines) >= _LINES_PER_PIECE:
             yield "".join(lines)
             lines = []
