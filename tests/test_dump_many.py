@@ -101,3 +101,10 @@ def test_from_file_mappings_read_as_the_dicts_did(shape, tmp_path):
         assert meta["x.new"].value == 7 and "x.new" in meta and len(meta) == len(f.metadata) + 1
         del meta["x.new"]
         assert "x.new" not in meta
+
+
+def test_architecture_names_are_the_ids_of_the_architecture_files():
+    """known_architectures() reads the file names only: each file's id is its name."""
+    from gguf_construct.arch.programs import architecture_names, architectures
+
+    assert architecture_names() == frozenset(architectures())
