@@ -4,15 +4,20 @@ never timed: each bound is below what the per-record path cost before (in bracke
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import io
+import json
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, strategies as st
 
 import gguf_construct
 from gguf_construct import arch
 from gguf_construct.base.gcpause import gc_paused
+from gguf_construct.base.jsonout import write_json_stream
 from gguf_construct.filemodel.dump import file_summary, render_markdown, render_text
 from gguf_construct.filemodel.modelinfo import model_info
 
@@ -108,3 +113,58 @@ def test_architecture_names_are_the_ids_of_the_architecture_files():
     from gguf_construct.arch.programs import architecture_names, architectures
 
     assert architecture_names() == frozenset(architectures())
+
+
+_SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.text(), st.floats(allow_nan=False, allow_infinity=False)
+)
+_JSON_DATA = st.recursive(
+    _SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=5), inner, max_size=4)),
+    max_leaves=30,
+)
+
+
+class _BinaryOut:
+    """A stdout with a ``buffer`` (the path of a real terminal or pipe: UTF-8, non-ASCII kept)."""
+
+    def __init__(self) -> None:
+        self.buffer = io.BytesIO()
+
+    def write(self, text: str) -> None:
+        self.buffer.write(text.encode())
+
+    def flush(self) -> None:
+        pass
+
+
+@given(_JSON_DATA)
+def test_write_json_stream_writes_what_json_dumps_writes(data):
+    """The flat dicts written in one step and the rest by json's encoder: the text of json.dumps, both modes."""
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        write_json_stream(data, indent=1)
+    assert text.getvalue() == json.dumps(data, ensure_ascii=True, indent=1, allow_nan=False) + "\n"
+    binary = _BinaryOut()
+    with contextlib.redirect_stdout(binary):  # type: ignore[type-var]
+        write_json_stream(data, indent=1)
+    expected = json.dumps(data, ensure_ascii=False, indent=1, allow_nan=False) + "\n"
+    assert binary.buffer.getvalue() == expected.encode("utf-8", "backslashreplace")
+
+
+def test_dump_json_of_many_kv_pairs_writes_each_entry_in_one_step(tmp_path):
+    """json's encoder with an indent makes about 30 calls per metadata entry; here a handful."""
+    counts = {}
+    for size in (200_000, 1_000_000):
+        path = tmp_path / f"many_kvs-{size}.gguf"
+        n = bench_hostile.write_many_kvs(str(path), size)
+        with gguf_construct.load(path) as f:
+            summary = file_summary(f, layout=True)
+
+            def write(summary=summary) -> None:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    write_json_stream(summary, indent=1)
+
+            counts[n] = _count_calls(write)
+    (n0, c0), (n1, c1) = counts.items()
+    assert (c1 - c0) / (n1 - n0) <= 12, counts
