@@ -5,11 +5,14 @@
 """
 
 from .loader import ExpectedTensor, LoadPlan, MetaValue, Problem, TensorMeta, file_kind, plan_load
+from .filemeta import FileMeta, FileTensors
 from .programs import Architecture, architecture, architectures, loader, model_spec
 
 __all__ = [
     "plan_load",
     "from_file",
+    "FileMeta",
+    "FileTensors",
     "LoadPlan",
     "Problem",
     "ExpectedTensor",
@@ -24,12 +27,10 @@ __all__ = [
 ]
 
 
-def from_file(f) -> tuple[dict[str, MetaValue], dict[str, TensorMeta]]:
+def from_file(f) -> tuple[FileMeta, FileTensors]:
     """The metadata and tensor infos of a loaded :class:`~gguf_construct.filemodel.gguffile.GGUFFile`, as ``plan_load`` takes
-    them."""
-    meta = {}
-    for key, v in f.metadata.typed_items():
-        item = v.item_type.name if v.item_type is not None else None
-        meta[key] = MetaValue(v.type.name, v.value, item)
-    tensors = {t.name: TensorMeta(t.name, tuple(t.shape), int(t.ggml_type)) for t in f.tensors}
+    them: the metadata a :class:`FileMeta` (a mutable mapping key -> :class:`MetaValue`), whose values are made
+    when read, and the tensor infos a :class:`FileTensors` (name -> :class:`TensorMeta`, made when read)."""
+    meta = FileMeta(f.metadata.typed_items())
+    tensors = FileTensors(f.tensors)
     return meta, tensors

@@ -10,6 +10,7 @@ the values it is given; no byte of the file is touched here.
 from __future__ import annotations
 
 import functools
+from itertools import repeat
 import math
 import re
 from dataclasses import dataclass, field
@@ -134,7 +135,7 @@ def file_kind(meta: Mapping[str, MetaValue], n_tensors: int) -> str:
         and not (v.value == kinds["default"] and n_tensors == 0)
     ):
         return str(v.value)
-    if any(k.startswith("imatrix.") for k in meta):
+    if any(map(str.startswith, meta, repeat("imatrix."))):  # a loop in C over millions of keys
         return "imatrix"
     return "vocab" if n_tensors == 0 else kinds["default"]
 
@@ -645,7 +646,11 @@ def plan_load(
     plan.approximations = interp.approximations
     # the interpreter stays reachable from the plan (its hparams methods run on it) and its globals form cycles
     # with it: keep no array of the file there, which would hold the file's memory map until a collection
-    ml.meta = {key: value for key, value in meta.items() if value.type != "ARRAY"}
+    without_arrays = getattr(meta, "without_arrays", None)  # a FileMeta: its values are not converted here
+    if without_arrays is not None:
+        ml.meta = without_arrays()
+    else:
+        ml.meta = {key: value for key, value in meta.items() if value.type != "ARRAY"}
     return plan
 
 

@@ -17,7 +17,16 @@ from typing import Any
 
 from ..format.spec import load_yaml, spec_dir
 
-__all__ = ["Architecture", "architectures", "architecture", "loader", "model_spec", "compile_expr", "READERS"]
+__all__ = [
+    "Architecture",
+    "architectures",
+    "architecture_names",
+    "architecture",
+    "loader",
+    "model_spec",
+    "compile_expr",
+    "READERS",
+]
 
 READERS = ("get_key", "get_key_or_arr", "get_arr", "get_arr_n")
 
@@ -44,24 +53,41 @@ def architectures() -> dict[str, Architecture]:
     for path in sorted((spec_dir() / "architectures").glob("*.yaml")):
         if path.name.startswith("_"):
             continue
-        d = load_yaml(f"architectures/{path.name}")
-        out[d["id"]] = Architecture(
-            d["id"],
-            d["enum"],
-            d.get("class", ""),
-            d.get("source", ""),
-            d.get("inherits"),
-            d.get("loadable", True),
-            d.get("hparams") or [],
-            d.get("tensors") or [],
-            tuple(d.get("traits") or ()),
-        )
+        a = _architecture_file(path.name)
+        out[a.id] = a
     return out
 
 
+@functools.lru_cache(maxsize=None)
+def _architecture_file(file_name: str) -> Architecture:
+    """The :class:`Architecture` of one file of ``spec/architectures/`` (read once, whichever caller asks)."""
+    d = load_yaml(f"architectures/{file_name}")
+    return Architecture(
+        d["id"],
+        d["enum"],
+        d.get("class", ""),
+        d.get("source", ""),
+        d.get("inherits"),
+        d.get("loadable", True),
+        d.get("hparams") or [],
+        d.get("tensors") or [],
+        tuple(d.get("traits") or ()),
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def architecture_names() -> frozenset[str]:
+    """The names of :func:`architectures` without reading their files: each file is named after its ``id``
+    (``spec/architectures/<id>.yaml``; tests/test_dump_many.py holds them equal)."""
+    folder = spec_dir() / "architectures"
+    return frozenset(path.stem for path in folder.glob("*.yaml") if not path.name.startswith("_"))
+
+
 def architecture(name: str) -> Architecture | None:
-    """The architecture called ``name``, or None when llama.cpp does not know it."""
-    return architectures().get(name)
+    """The architecture called ``name``, or None when llama.cpp does not know it (only its own file is read)."""
+    if not isinstance(name, str) or name not in architecture_names():  # a file's value never names a path here
+        return None
+    return _architecture_file(f"{name}.yaml")
 
 
 @functools.lru_cache(maxsize=None)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import sys
 import uuid
+from itertools import repeat
+from json.encoder import encode_basestring, encode_basestring_ascii
 
 __all__ = ["write_json", "write_json_stream"]
 
@@ -50,7 +52,7 @@ def write_json_stream(data, *, indent: int = 1) -> None:
             buffer.write(text.encode("utf-8", "backslashreplace"))
 
     sys.stdout.flush()
-    for piece in encoder.iterencode(data):
+    for piece in _json_pieces(encoder, data, indent):
         at = piece.find(marker)
         if at < 0:
             out(piece)
@@ -64,3 +66,71 @@ def write_json_stream(data, *, indent: int = 1) -> None:
     out("\n")
     if buffer is not None:
         buffer.flush()
+
+
+_PLAIN = frozenset({str, int, bool, type(None)})  # values written here exactly as json writes them
+_KEYS = frozenset({str})
+_NESTING = 3  # dicts and lists followed here down to this depth (the shape of a summary); deeper: json's encoder
+
+
+def _json_pieces(encoder: json.JSONEncoder, data, indent: int, level: int = 0):
+    """``encoder.iterencode(data)`` (``indent`` given, default separators), the same text: a dict whose values are
+    strings, integers, booleans, None or lists of those (one metadata entry or tensor of a dump: millions in a
+    hostile file) is written in one step instead of json's Python-level generator per value; anything else is
+    json's, its lines indented."""
+    kind = type(data)
+    if level < _NESTING and kind in (dict, list) and data:
+        pad = "\n" + " " * (indent * level)
+        inner = pad + " " * indent
+        if kind is list:
+            for i, item in enumerate(data):
+                yield ("[" if i == 0 else ",") + inner
+                yield from _json_pieces(encoder, item, indent, level + 1)
+            yield pad + "]"
+            return
+        if _KEYS.issuperset(map(type, data)):
+            text = encode_basestring_ascii if encoder.ensure_ascii else encode_basestring
+            values = [_flat(text, v, inner, indent) for v in data.values()]
+            if None not in values:
+                yield "{" + inner + ("," + inner).join(map("".join, zip(map(text, data), repeat(": "), values)))
+                yield pad + "}"
+                return
+            for i, (k, v) in enumerate(data.items()):
+                yield ("{" if i == 0 else ",") + inner + text(k) + ": "
+                yield from _json_pieces(encoder, v, indent, level + 1)
+            yield pad + "}"
+            return
+    if level == 0:
+        yield from encoder.iterencode(data)
+        return
+    shift = "\n" + " " * (indent * level)  # a JSON string holds no raw newline: each one starts a line
+    for piece in encoder.iterencode(data):
+        yield piece.replace("\n", shift)
+
+
+def _flat(text, value, pad: str, indent: int) -> str | None:
+    """``value`` (a string, integer, boolean, None or a list of those) as json writes it at the line ``pad``
+    starts; None for anything else."""
+    kind = type(value)
+    if kind is str:
+        return text(value)
+    if kind is list:
+        if not value:
+            return "[]"
+        if not _PLAIN.issuperset(map(type, value)):
+            return None
+        inner = pad + " " * indent
+        return "[" + inner + ("," + inner).join([_plain(text, v) for v in value]) + pad + "]"
+    return _plain(text, value) if kind in _PLAIN else None
+
+
+def _plain(text, value) -> str:
+    if type(value) is str:
+        return text(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    return int.__repr__(value)

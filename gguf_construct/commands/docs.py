@@ -8,13 +8,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..docgen import check_docs, default_out_dir, write_docs
 from ..format import spec as _spec
 
 __all__ = ["add_cli"]
 
 
 def _cmd_site(out: str) -> int:
+    from ..docgen import write_docs
     from ..docgen.site import DOCS_EXTRA_HINT, build_site, missing_requirements
 
     if os.path.lexists(out) and not os.path.isdir(out):  # said before the build, not after it (12 s here)
@@ -39,6 +39,8 @@ def _cmd_site(out: str) -> int:
 
 
 def _cmd_docs(args: argparse.Namespace) -> int:
+    from ..docgen import check_docs, default_out_dir, write_docs  # here: every other command starts without it
+
     if getattr(args, "site", None):
         if args.check or args.out is not None:
             print("gguf-construct: docs --site builds the HTML site only (no --out, no --check)", file=sys.stderr)

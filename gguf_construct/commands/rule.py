@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..rulebook.catalog import PROFILES, Rule, catalog
-from ..docgen.markdown import anchor
 
 __all__ = ["explain", "example", "render_text", "add_cli"]
 
@@ -93,6 +92,8 @@ def example(rule_id: str) -> dict | None:
 
 def explain(rule: Rule, with_example: bool = True) -> dict[str, Any]:
     """Everything ``rule`` prints, as plain data."""
+    from ..docgen.markdown import anchor  # here: importing docgen builds its pages, which no other command needs
+
     raw = rule.raw
     out: dict[str, Any] = {
         "id": rule.id,

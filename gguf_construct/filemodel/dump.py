@@ -15,7 +15,7 @@ from ..format.constructs import BufferStream
 from ..format.enums import GGUFValueType
 from ..format.structs import value_kind
 from .gguffile import GGUFFile
-from .modelinfo import model_info, render_model_lines, render_model_markdown
+from .modelinfo import TENSOR_FIELDS, tensor_type_names, model_info, render_model_lines, render_model_markdown
 from ..format.lazystring import CHUNK_BYTES, PREVIEW_CHARS, LazyString
 from ..format.values import GGUFValue
 
@@ -35,6 +35,11 @@ __all__ = [
 SUMMARY_ITEMS = 8
 _TEXT_CHUNK = CHUNK_BYTES // 4  # bytes of a long value quoted at a time (repr makes a character up to 4)
 LONG_STRING = PREVIEW_CHARS  # characters of a STRING value kept without --full / full=True (the rest: "truncated")
+
+
+_TYPE_NAME = {vt: vt.name for vt in GGUFValueType}  # an enum's .name is a property: looked up once per type
+_INTEGER_TYPES = frozenset(vt for vt in GGUFValueType if value_kind(vt) == "integer")
+_LINES_PER_PIECE = 4096  # lines of plain keys joined into one piece of text (one write, not one per key)
 
 
 def _scalar_json(vtype: GGUFValueType, value: Any) -> Any:
@@ -63,7 +68,7 @@ def value_to_json(value: GGUFValue, *, full: bool = True) -> dict:
     if value.type != GGUFValueType.ARRAY:
         if not full and value.type == GGUFValueType.STRING and len(value.value) > LONG_STRING:
             return {"type": "STRING", "length": len(value.value), "value": value.value[:LONG_STRING], "truncated": True}
-        return {"type": value.type.name, "value": _scalar_json(value.type, value.value)}
+        return {"type": _TYPE_NAME[value.type], "value": _scalar_json(value.type, value.value)}
     items = value.value
     n = len(items)
     shown = items if full or n <= SUMMARY_ITEMS else items[:SUMMARY_ITEMS]
@@ -76,6 +81,23 @@ def value_to_json(value: GGUFValue, *, full: bool = True) -> dict:
     out = {"type": "ARRAY", "item_type": value.item_type.name, "length": n, "value": data}
     if len(shown) < n:
         out["truncated"] = True
+    return out
+
+
+def _metadata_json(gguf: GGUFFile, full: bool) -> list[dict]:
+    """``dict(key=k, **value_to_json(v, full=full))`` of every key in file order; an integer and a short string
+    (the common values, millions in a hostile file) are made here without the general path's calls."""
+    out: list[dict] = []
+    append = out.append
+    names, integers, string = _TYPE_NAME, _INTEGER_TYPES, GGUFValueType.STRING
+    for k, v in gguf.metadata.typed_items():
+        vtype, x = v.type, v.value
+        if vtype in integers and type(x) is int:
+            append({"key": k, "type": names[vtype], "value": x})
+        elif vtype is string and type(x) is str and (full or len(x) <= LONG_STRING):
+            append({"key": k, "type": "STRING", "value": x})
+        else:
+            append(dict(key=k, **value_to_json(v, full=full)))
     return out
 
 
@@ -104,7 +126,7 @@ def file_summary(gguf: GGUFFile, *, full: bool = False, layout: bool = False) ->
     ``layout`` adds where things are: ``file_size``, ``data_offset`` (start of the tensor data section),
     ``tensor_count`` and each key's record ``offset`` (null for files built in memory).
     """
-    metadata = [dict(key=k, **value_to_json(v, full=full)) for k, v in gguf.metadata.typed_items()]
+    metadata = _metadata_json(gguf, full)
     out = {"file": gguf.path, "version": gguf.version, "byte_order": gguf.byte_order, "alignment": gguf.alignment}
     if layout:
         offsets = kv_offsets(gguf) or [None] * len(metadata)
@@ -113,9 +135,10 @@ def file_summary(gguf: GGUFFile, *, full: bool = False, layout: bool = False) ->
         out.update(file_size=gguf.source_size, data_offset=gguf.data_offset, tensor_count=len(gguf.tensors))
     out["model"] = model_info(gguf)
     out["metadata"] = metadata
+    type_name = tensor_type_names()
     out["tensors"] = [
-        {"name": t.name, "type": t.type_name, "shape": list(t.shape), "offset": t.offset, "nbytes": t.nbytes}
-        for t in gguf.tensors
+        {"name": name, "type": type_name(ggml_type), "shape": list(shape), "offset": offset, "nbytes": nbytes}
+        for name, shape, ggml_type, offset, nbytes in map(TENSOR_FIELDS, gguf.tensors)
     ]
     if gguf.transfer is not None:
         out["transfer"] = gguf.transfer
@@ -175,6 +198,14 @@ def text_of_json(entry: dict, width: int = 160) -> str:
     return text
 
 
+def _printable_all(texts: list[str]) -> list[str]:
+    """``[printable(t) for t in texts]``, checked in one pass when none needs escaping (the common case)."""
+    joined = "".join(texts)  # printable() escapes single characters: none in the whole, none in any part
+    if printable(joined) is joined:
+        return texts
+    return [printable(t) for t in texts]
+
+
 def _layout_lines(summary: dict) -> list[str]:
     lines = []
     if summary.get("file_size") is not None:
@@ -202,14 +233,29 @@ def iter_text(summary: dict, *, full: bool = False, tensors: bool = True):
         *(render_model_lines(summary["model"]) if summary.get("model") else ()),
         f"metadata:   {len(summary['metadata'])} keys",
     ]
-    keys = [printable(m["key"]) for m in summary["metadata"]]
+    keys = _printable_all([m["key"] for m in summary["metadata"]])
     width = max(map(len, keys), default=0)
     yield "\n".join(lines)
     lines = []
+    cut = 0 if full else 160
     for key, m in zip(keys, summary["metadata"]):
         # strings are repr()'d, which already escapes every non-printable character
-        yield f"\n  {key:<{width}}  {_type_label(m):<16} "
-        yield from _counted_pieces(m, 0 if full else 160)
+        if isinstance(m.get("value"), LazyString):
+            yield "".join(lines)
+            lines = []
+            yield f"\n  {key:<{width}}  {_type_label(m):<16} "
+            yield from _counted_pieces(m, cut)
+            continue
+        value = m["value"]
+        if type(value) is int:  # an integer (or a BOOL read as a number): its digits, never cut
+            lines.append(f"\n  {key:<{width}}  {m['type']:<16} {value}")
+        else:
+            lines.append(f"\n  {key:<{width}}  {_type_label(m):<16} {_counted(m, text_of_json(m, cut))}")
+        if len(lines) >= _LINES_PER_PIECE:
+            yield "".join(lines)
+            lines = []
+    yield "".join(lines)
+    lines = []
     lines.append(f"\ntensors:    {len(summary['tensors'])}")
     if tensors and summary["tensors"]:
         names = [printable(t["name"]) for t in summary["tensors"]]
@@ -256,10 +302,25 @@ def iter_markdown(summary: dict, *, full: bool = False, tensors: bool = True):
         lines += ["", "## Model", "", *render_model_markdown(summary["model"])]
     lines += ["", "| key | type | value |", "|---|---|---|"]
     yield "\n".join(lines)
+    lines = []
+    cut = 0 if full else 160
     for m in summary["metadata"]:
-        yield f"\n| `{_md(m['key'])}` | {_type_label(m)} | "
-        yield from map(_md, _counted_pieces(m, 0 if full else 160))
-        yield " |"
+        if isinstance(m.get("value"), LazyString):
+            yield "".join(lines)
+            lines = []
+            yield f"\n| `{_md(m['key'])}` | {_type_label(m)} | "
+            yield from map(_md, _counted_pieces(m, cut))
+            yield " |"
+            continue
+        value = m["value"]
+        if type(value) is int:  # digits: nothing to escape, never cut
+            lines.append(f"\n| `{_md(m['key'])}` | {m['type']} | {value} |")
+        else:
+            lines.append(f"\n| `{_md(m['key'])}` | {_type_label(m)} | {_md(_counted(m, text_of_json(m, cut)))} |")
+        if len(lines) >= _LINES_PER_PIECE:
+            yield "".join(lines)
+            lines = []
+    yield "".join(lines)
     lines = []
     if tensors and summary["tensors"]:
         lines += ["", "", "| tensor | type | shape | offset | bytes |", "|---|---|---|---:|---:|"]

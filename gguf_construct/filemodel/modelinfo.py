@@ -5,19 +5,22 @@ llama.cpp loads it from the first shard (:mod:`gguf_construct.format.splitset`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
+
+import math
+from operator import attrgetter
 
 import os
 
 from .. import arch
 from ..format import splitset
-from ..format.enums import LlamaFileType
+from ..format.enums import GGMLType, LlamaFileType
 from ..format.lazystring import LazyString
 from ..base.errors import GGUFError
 from .gguffile import GGUFFile, load
 from ..format import keynames
 
-__all__ = ["model_info", "render_model_lines", "render_model_markdown"]
+__all__ = ["model_info", "render_model_lines", "render_model_markdown", "tensor_type_names", "TENSOR_FIELDS"]
 
 
 def _int(gguf: GGUFFile, key: str) -> int | None:
@@ -74,6 +77,23 @@ def model_info(gguf: GGUFFile) -> dict[str, Any]:
     return out
 
 
+TENSOR_FIELDS = attrgetter("name", "shape", "ggml_type", "offset", "nbytes")  # a Tensor's facts, read in C
+
+
+def tensor_type_names() -> Callable[[Any], str]:
+    """A function ``ggml_type -> Tensor.type_name`` that names each type once (millions of tensors, a few types)."""
+    names: dict[tuple[type, Any], str] = {}
+
+    def type_name(ggml_type: Any) -> str:
+        key = (type(ggml_type), ggml_type)
+        name = names.get(key)
+        if name is None:
+            name = names[key] = ggml_type.name if isinstance(ggml_type, GGMLType) else f"type {ggml_type}"
+        return name
+
+    return type_name
+
+
 def _text(value: Any) -> str:
     """A value as text; a long one read lazily as its first characters and length (no name is that long)."""
     return value.summary() if isinstance(value, LazyString) else str(value)
@@ -85,15 +105,16 @@ def _model_info(gguf: GGUFFile) -> dict[str, Any]:
     ftype = meta.get(keynames.GENERAL_FILE_TYPE)
     by_type: dict[str, dict[str, int]] = {}
     n_params = 0
-    for t in gguf.tensors:
-        n = 1
-        for d in t.shape:
-            n *= int(d)
+    type_name = tensor_type_names()
+    for _, shape, ggml_type, _, nbytes in map(TENSOR_FIELDS, gguf.tensors):
+        n = math.prod(map(int, shape))
         n_params += n
-        row = by_type.setdefault(t.type_name, {"tensors": 0, "elements": 0, "bytes": 0})
+        row = by_type.get(type_name(ggml_type))
+        if row is None:
+            row = by_type[type_name(ggml_type)] = {"tensors": 0, "elements": 0, "bytes": 0}
         row["tensors"] += 1
         row["elements"] += n
-        row["bytes"] += int(t.nbytes)
+        row["bytes"] += int(nbytes)
     for row in by_type.values():
         row["bits_per_weight"] = round(8 * row["bytes"] / row["elements"], 4) if row["elements"] else None
     total_bytes = sum(r["bytes"] for r in by_type.values())
