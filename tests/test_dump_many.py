@@ -5,7 +5,6 @@ never timed: each bound is below what the per-record path cost before (in bracke
 from __future__ import annotations
 
 import contextlib
-import gc
 import io
 import json
 import sys
@@ -16,31 +15,13 @@ from hypothesis import given, strategies as st
 
 import gguf_construct
 from gguf_construct import arch
-from gguf_construct.base.gcpause import gc_paused
 from gguf_construct.base.jsonout import write_json_stream
 from gguf_construct.filemodel.dump import file_summary, render_markdown, render_text
 from gguf_construct.filemodel.modelinfo import model_info
+from callcount import count_calls
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import bench_hostile  # noqa: E402 - the benchmark's writers of hostile shapes
-
-
-def _count_calls(fn) -> int:
-    calls = 0
-
-    def profile(frame, event, arg):
-        nonlocal calls
-        if event in ("call", "c_call"):
-            calls += 1
-
-    gc.collect()
-    sys.setprofile(profile)
-    try:
-        with gc_paused():
-            fn()
-    finally:
-        sys.setprofile(None)
-    return calls
 
 
 def _calls_per_record(shape: str, tmp_path: Path) -> dict[str, float]:
@@ -53,11 +34,11 @@ def _calls_per_record(shape: str, tmp_path: Path) -> dict[str, float]:
         try:
             summary = file_summary(f, layout=True)
             counts[n] = {
-                "summary": _count_calls(lambda: file_summary(f, layout=True)),
-                "text": _count_calls(lambda: render_text(summary)),
-                "markdown": _count_calls(lambda: render_markdown(summary)),
-                "model_info": _count_calls(lambda: model_info(f)),
-                "plan": _count_calls(lambda: arch.plan_load(*arch.from_file(f), n_tensors=len(f.tensors))),
+                "summary": count_calls(lambda: file_summary(f, layout=True)),
+                "text": count_calls(lambda: render_text(summary)),
+                "markdown": count_calls(lambda: render_markdown(summary)),
+                "model_info": count_calls(lambda: model_info(f)),
+                "plan": count_calls(lambda: arch.plan_load(*arch.from_file(f), n_tensors=len(f.tensors))),
             }
         finally:
             f.close()
@@ -166,6 +147,6 @@ def test_dump_json_of_many_records_writes_each_entry_in_one_step(shape, tmp_path
                 with contextlib.redirect_stdout(io.StringIO()):
                     write_json_stream(summary, indent=1)
 
-            counts[n] = _count_calls(write)
+            counts[n] = count_calls(write)
     (n0, c0), (n1, c1) = counts.items()
     assert (c1 - c0) / (n1 - n0) <= 45, counts

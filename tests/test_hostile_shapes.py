@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import struct
-import sys
 import tracemalloc
 
 import numpy as np
@@ -20,8 +19,10 @@ from gguf_construct.base.stringwalk import chain_by_doubling, walk_compiled
 from gguf_construct.commands.main import main
 from gguf_construct.format.spec import byte_order
 from gguf_construct.format.stringlist import StringList
+from callcount import count_calls
 
 STRING, ARRAY = 8, 9
+
 LE = byte_order("little").struct  # the struct prefix scan_string_offsets takes
 
 
@@ -46,23 +47,6 @@ def _shape(kind: str, n: int, seed: int = 0) -> bytes:
     if kind == "long-in-a-row":  # strings of 256 bytes or more are never candidates
         return _records(rng.integers(256, 300, n), rng)
     raise ValueError(kind)
-
-
-def _count_calls(fn) -> int:
-    """Python-level and C-level calls made while ``fn()`` runs (sys.setprofile)."""
-    calls = 0
-
-    def profile(frame, event, arg):
-        nonlocal calls
-        if event in ("call", "c_call"):
-            calls += 1
-
-    sys.setprofile(profile)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-    return calls
 
 
 def _reference(buf: bytes, count: int) -> tuple[np.ndarray, int]:
@@ -121,7 +105,7 @@ def test_scan_calls_do_not_grow_with_the_item_count(kind, walk_mode):
     calls = []
     for n in (small, big):
         data = _shape(kind, n)
-        calls.append(_count_calls(lambda: scan_string_offsets(data, 0, n, 8, LE)))
+        calls.append(count_calls(lambda: scan_string_offsets(data, 0, n, 8, LE), quiet_gc=False))
     windows = len(_shape(kind, big)) // stringscan._WINDOW + 1
     per_window = 40 if walk_mode == "compiled" else 400
     assert calls[1] < 2 * calls[0] + per_window * windows, calls
@@ -146,7 +130,7 @@ def test_loading_empty_strings_keeps_python_work_flat_and_memory_per_item(tmp_pa
         paths[n] = tmp_path / f"empty-{n}.gguf"
         paths[n].write_bytes(_gguf_with("tokenizer.ggml.tokens", ARRAY, bytes(8 * n), STRING, n))
     gguf_construct.load(paths[30_000]).close()  # warm up: specs, structs, compiled walk
-    calls = [_count_calls(lambda p=paths[n]: gguf_construct.load(p).close()) for n in (30_000, 300_000)]
+    calls = [count_calls(lambda p=paths[n]: gguf_construct.load(p).close(), quiet_gc=False) for n in (30_000, 300_000)]
     megabytes = 8 * 300_000 / 2**20
     assert calls[1] < calls[0] + (60 if walk_mode == "compiled" else 400) * (megabytes * 4 + 1), calls
     tracemalloc.start()
@@ -281,7 +265,7 @@ def test_duplicate_check_calls_grow_with_the_bytes_not_the_items():
     (32k items at most), never per item; a repeated token is found."""
     lists = {n: _token_list(n) for n in (20_000, 200_000)}
     assert lists[20_000].all_distinct()
-    calls = [_count_calls(lambda sl=lists[n]: sl.all_distinct()) for n in (20_000, 200_000)]
+    calls = [count_calls(lambda sl=lists[n]: sl.all_distinct(), quiet_gc=False) for n in (20_000, 200_000)]
     runs = 200_000 // (4 * 8192) + 1
     assert calls[1] < calls[0] + 100 * runs, calls
     assert not _token_list(200_000, struct.pack("<Q", 7) + b"t%06x" % 123_456).all_distinct()

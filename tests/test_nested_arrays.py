@@ -6,9 +6,7 @@ not grow per inner array.  No timings: benchmarks/bench_hostile.py has them.
 
 from __future__ import annotations
 
-import gc
 import struct
-import sys
 import tracemalloc
 
 import numpy as np
@@ -17,9 +15,9 @@ from hypothesis import given, strategies as st
 
 import gguf_construct
 from gguf_construct.base import arrayscan
-from gguf_construct.base.gcpause import gc_paused
 from gguf_construct.checker import check
 from gguf_construct.format.constructs import CheckedArray, InnerArrays
+from callcount import count_calls
 
 
 @pytest.fixture(params=["compiled", "python"])
@@ -157,24 +155,6 @@ def _wide(n: int, vtype: int = 0, items: int = 0) -> bytes:
     return b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + kv
 
 
-def _count_calls(fn) -> int:
-    calls = 0
-
-    def profile(frame, event, arg):
-        nonlocal calls
-        if event in ("call", "c_call"):
-            calls += 1
-
-    gc.collect()
-    sys.setprofile(profile)
-    try:
-        with gc_paused():
-            fn()
-    finally:
-        sys.setprofile(None)
-    return calls
-
-
 @pytest.mark.parametrize("items", [0, 3])
 def test_load_makes_no_call_per_inner_array(items, monkeypatch):
     pytest.importorskip("numba")
@@ -183,7 +163,7 @@ def test_load_makes_no_call_per_inner_array(items, monkeypatch):
     for n in (20_000, 200_000):
         data = _wide(n, 0, items)
         gguf_construct.load(data).close()
-        calls.append(_count_calls(lambda data=data: gguf_construct.load(data).close()))
+        calls.append(count_calls(lambda data=data: gguf_construct.load(data).close()))
     assert calls[1] - calls[0] < 1000, calls  # 180,000 more inner arrays: no more calls to speak of
 
 

@@ -7,7 +7,6 @@ benchmarks/bench_hostile.py has them.
 
 from __future__ import annotations
 
-import gc
 import struct
 import sys
 
@@ -17,11 +16,11 @@ from hypothesis import given, strategies as st
 
 import gguf_construct
 from gguf_construct.base import recordscan
-from gguf_construct.base.gcpause import gc_paused
 from gguf_construct.base.recordscan import STOP, STRING_BODY, scan_records
 from gguf_construct.checker import check
 from gguf_construct.rulebook import read_head, records, tensors as tensor_rules
 from gguf_construct.strategies import gguf_files, invalid_gguf_files
+from callcount import count_calls
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "benchmarks"))
 import bench_hostile  # noqa: E402 - the benchmark's writers of hostile shapes
@@ -163,24 +162,6 @@ def test_tensor_rules_as_arrays_find_what_their_loops_find(seed, monkeypatch):
     assert [(f.rule, f.offset, f.path, f.message) for f in check(data, max_per_rule=None).findings] == findings
 
 
-def _count_calls(fn) -> int:
-    calls = 0
-
-    def profile(frame, event, arg):
-        nonlocal calls
-        if event in ("call", "c_call"):
-            calls += 1
-
-    gc.collect()  # the collector's finalizers of earlier tests' objects are not this work
-    sys.setprofile(profile)
-    try:
-        with gc_paused():
-            fn()
-    finally:
-        sys.setprofile(None)
-    return calls
-
-
 @pytest.mark.parametrize("shape", ["many_kvs", "many_tensors"])
 def test_locating_and_reading_the_records_makes_no_call_per_record(shape, scan_mode, tmp_path):
     """The scan and the columns of 10x the records: the same Python-level calls (a handful per window or
@@ -202,7 +183,7 @@ def test_locating_and_reading_the_records_makes_no_call_per_record(shape, scan_m
             columns(data, starts, kind)
 
         read()
-        calls.append(_count_calls(read))
+        calls.append(count_calls(read))
     windows = 1_000_000 // recordscan._WINDOW + 1
     per_window = 0 if scan_mode == "compiled" else 250  # numpy: a jump table and log2(records) rounds a window
     assert calls[1] <= calls[0] + per_window * windows, calls
@@ -220,7 +201,7 @@ def test_load_and_check_of_many_records_take_a_few_calls_per_record(shape, load_
         n = getattr(bench_hostile, f"write_{shape}")(str(path), size)
         gguf_construct.load(path).close()
         check(path)
-        per[n] = (_count_calls(lambda: gguf_construct.load(path).close()), _count_calls(lambda: check(path)))
+        per[n] = (count_calls(lambda: gguf_construct.load(path).close()), count_calls(lambda: check(path)))
     (n0, (l0, c0)), (n1, (l1, c1)) = per.items()
     assert (l1 - l0) / (n1 - n0) <= load_calls, per
     assert (c1 - c0) / (n1 - n0) <= check_calls, per
