@@ -133,21 +133,6 @@ def _nesting_depth(text: str) -> int:
     return deepest
 
 
-def _inside_tags(text: str) -> str:
-    """The text inside {{ }} and {% %} tags (an unclosed tag runs to the end), found in one linear pass."""
-    parts, start = [], None
-    for m in re.finditer(r"\{\{|\{%|\}\}|%\}", text):
-        if m.group() in ("{{", "{%"):
-            if start is None:
-                start = m.end()
-        elif start is not None:
-            parts.append(text[start : m.start()])
-            start = None
-    if start is not None:
-        parts.append(text[start:])
-    return "\n".join(parts)
-
-
 def _lexical(text: str) -> list[Issue]:
     """Dunder names and internal attributes inside the tags of the raw text: what is left to check when the
     template is not analysed (plain text and comments are not rendered as code, so they do not count)."""

@@ -45,7 +45,7 @@ def _find_templates(ctx: Context) -> list[tuple[KV, list[str], bool]]:
     for kv in ctx.kvs:
         if kv.key in exact or kv.key.startswith(prefix):  # _is_template_key, inline: it runs once per key
             if kv.vtype == STRING:
-                out.append((kv, [_whole(kv.value)], True))
+                out.append((kv, [kv.value], True))
             elif kv.vtype == ARRAY and kv.value.type == STRING and kv.value.data:
                 pieces = [str(p) for p in kv.value.data]
                 texts = ["".join(pieces)]
@@ -55,19 +55,14 @@ def _find_templates(ctx: Context) -> list[tuple[KV, list[str], bool]]:
         elif kv.vtype == STRING and marker[0] in kv.value and marker in kv.value:  # memchr first: fast on long values
             # past the budget, a value with statements counts as a template without being parsed
             if len(kv.value) > parse_budget or jinja_scan.is_template(kv.value):
-                out.append((kv, [_whole(kv.value)], False))
+                out.append((kv, [kv.value], False))
             parse_budget -= min(len(kv.value), parse_budget)
     return out
 
 
-def _whole(value: "str | LazyString") -> "str | LazyString":
-    """A template's text.  A long value read lazily stays a view: it is far past the size analysed or rendered,
-    so it gets the lexical scan only, read a chunk at a time (:func:`_scan_view`)."""
-    return value
-
-
 def _scan_view(text: LazyString) -> tuple:
-    """The issues of a template too long to hold: TPL-LIMIT and the lexical scan over its chunks."""
+    """The issues of a template too long to hold (a value read lazily stays a view: it is far past the size
+    analysed or rendered): TPL-LIMIT and the lexical scan over its chunks."""
     return (
         jinja_scan.Issue(jinja_scan.LIMIT, f"{text.nbytes} bytes", "", jinja_scan.limit("bytes")),
         *jinja_scan.lexical_chunks(text.iter_chunks()),

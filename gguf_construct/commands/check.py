@@ -19,6 +19,7 @@ from ..base.jsonout import write_json
 from ..base.processes import worker_pool
 from ..base.text import printable
 from ..base.remote import RemoteError, is_url, print_transfer_stats
+from ..operations.sweep import is_pattern
 
 __all__ = ["add_cli", "run"]
 
@@ -224,16 +225,12 @@ class _Progress:
             self.drawn = False
 
 
-def _is_pattern(path: str) -> bool:
-    return any(c in path for c in "*?[")
-
-
 def _expand_patterns(paths: list[str]) -> list[str]:
     """A pattern the shell left alone (quoted, or a shell that does not expand them) that names no file as written
     is expanded here, as the shell would (``**`` across folders); one that matches nothing stays, to be reported."""
     out: list[str] = []
     for p in paths:
-        if p != STDIN and not is_url(p) and _is_pattern(p) and not os.path.lexists(p):
+        if p != STDIN and not is_url(p) and is_pattern(p) and not os.path.lexists(p):
             out.extend(sorted(glob.glob(p, recursive=True)) or [p])
         else:
             out.append(p)
@@ -265,7 +262,7 @@ def _run(args) -> int:
     named = _expand_patterns(args.paths)
     missing = [p for p in named if p != STDIN and not is_url(p) and not os.path.lexists(p)]
     for p in missing:
-        why = "no file matches" if _is_pattern(p) else "no such file or directory"
+        why = "no file matches" if is_pattern(p) else "no such file or directory"
         print(f"gguf-construct check: {printable(p)}: {why}", file=sys.stderr)
     paths = [p for p in named if p not in missing and p != STDIN]
     # a shard names its whole set, judged from the first; under llama.cpp a later shard named alone is refused

@@ -286,10 +286,7 @@ def main(argv: list[str] | None = None) -> int:
             if isinstance(sys.stdout, _QuietWhenClosed):
                 sys.stdout.flush()
                 sys.stdout = sys.stdout._stream
-    except KeyboardInterrupt:
-        print("gguf-construct: interrupted", file=sys.stderr)
-        return 130
-    except ImportError as exc:
+    except (KeyboardInterrupt, ImportError) as exc:
         if not _interrupted(exc):  # numpy turns an interrupt while its C core loads into an ImportError
             raise
         print("gguf-construct: interrupted", file=sys.stderr)

@@ -27,7 +27,17 @@ from ..base.errors import GGUFError
 from ..base.remote import RemoteFile, is_url, open_remote
 from ..format import keynames
 
-__all__ = ["COLUMNS", "PROFILES", "sweep_one", "expand_inputs", "read_rows", "write_rows", "run_sweep", "comparable"]
+__all__ = [
+    "COLUMNS",
+    "PROFILES",
+    "sweep_one",
+    "is_pattern",
+    "expand_inputs",
+    "read_rows",
+    "write_rows",
+    "run_sweep",
+    "comparable",
+]
 
 PROFILES = ("spec", "ggml", "llama.cpp")
 VOLATILE = ("seconds", "bytes_fetched", "requests")  # differ between runs and engines
@@ -181,17 +191,22 @@ def sweep_one(
 
 
 # -- inputs ----------------------------------------------------------------------------------------------------
+def is_pattern(path: str) -> bool:
+    """``path`` has glob characters (``*``, ``?``, ``[``): a pattern a shell would expand."""
+    return any(c in path for c in "*?[")
+
+
 def expand_inputs(inputs: Iterable[str]) -> list[str]:
     """Files and URLs to sweep: a directory gives its ``*.gguf`` files (recursively), a glob its matches (URL
     globs through fsspec), a ``.txt``/``.list`` file one path or URL per line (``#`` comments); the rest as is."""
     out: list[str] = []
     for item in inputs:
         if is_url(item):
-            out.extend(_url_glob(item) if any(c in item for c in "*?[") else [item])
+            out.extend(_url_glob(item) if is_pattern(item) else [item])
         elif os.path.isdir(item):
             for root, _, names in os.walk(item):
                 out.extend(os.path.join(root, n) for n in sorted(names) if n.lower().endswith(".gguf"))
-        elif any(c in item for c in "*?["):
+        elif is_pattern(item):
             out.extend(sorted(glob.glob(item, recursive=True)))
         elif item.lower().endswith((".txt", ".list")) and os.path.isfile(item):
             with open(item, encoding="utf-8") as fh:
