@@ -20,6 +20,7 @@ from ..base.processes import worker_pool
 from ..base.text import printable
 from ..base.remote import RemoteError, is_url, print_transfer_stats
 from ..operations.sweep import is_pattern
+from .pathhints import missing_hint
 
 __all__ = ["add_cli", "run"]
 
@@ -262,7 +263,7 @@ def _run(args) -> int:
     named = _expand_patterns(args.paths)
     missing = [p for p in named if p != STDIN and not is_url(p) and not os.path.lexists(p)]
     for p in missing:
-        why = "no file matches" if is_pattern(p) else "no such file or directory"
+        why = "no file matches" if is_pattern(p) else "no such file or directory" + missing_hint(p)
         print(f"gguf-construct check: {printable(p)}: {why}", file=sys.stderr)
     paths = [p for p in named if p not in missing and p != STDIN]
     # a shard names its whole set, judged from the first; under llama.cpp a later shard named alone is refused

@@ -12,6 +12,7 @@ from ..base.jsonout import write_json
 from ..base.text import printable
 from .._version import __version__
 from ..base.errors import GGUFError
+from .pathhints import missing_hint
 
 __all__ = ["main", "write_json"]
 
@@ -232,7 +233,10 @@ def os_error_text(exc: OSError) -> str:
     text = exc.strerror or str(exc)
     text = text[:1].lower() + text[1:] if text[1:2].islower() else text
     name = exc.filename if isinstance(exc.filename, (str, bytes, os.PathLike)) else None  # never a descriptor
-    return f"{printable(os.fsdecode(name))}: {text}" if name is not None else text
+    if name is None:
+        return text
+    hint = missing_hint(os.fsdecode(name)) if isinstance(exc, (FileNotFoundError, NotADirectoryError)) else ""
+    return f"{printable(os.fsdecode(name))}: {text}{hint}"
 
 
 def _interrupted(exc: BaseException) -> bool:
