@@ -12,6 +12,7 @@ from ..base.jsonout import write_json
 from ..base.text import printable
 from .._version import __version__
 from ..base.errors import GGUFError
+from .leases import SourceChanged, leased_inputs
 from .pathhints import missing_hint
 
 __all__ = ["main", "write_json"]
@@ -285,7 +286,8 @@ def main(argv: list[str] | None = None) -> int:
         if sys.stdout is sys.__stdout__ and sys.stdout is not None:
             sys.stdout = _QuietWhenClosed(sys.stdout)
         try:
-            return args.func(args)
+            with leased_inputs():
+                return args.func(args)
         finally:
             if isinstance(sys.stdout, _QuietWhenClosed):
                 sys.stdout.flush()
@@ -295,6 +297,13 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print("gguf-construct: interrupted", file=sys.stderr)
         return 130
+    except SourceChanged as exc:
+        print(
+            f"gguf-construct: {printable(exc.path)}: another process opened it for writing or truncated it while it "
+            "was read; stopped (nothing written)",
+            file=sys.stderr,
+        )
+        return 2
     except GGUFError as exc:
         about = f"{printable(exc.file)}: " if exc.file else ""
         print(f"gguf-construct: {about}{exc}", file=sys.stderr)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from . import fieldrules, structs
+from ..base import mapwatch
 from ..base.remote import RemoteFile, is_url, open_remote
 from .spec import TensorTypeSpec, tensor_type_by_id
 
@@ -144,6 +145,7 @@ def _map_file(fh, path):
     if size == 0:
         return memoryview(b""), path, None
     mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    mapwatch.mapped(fh.fileno(), path, mm)
     return memoryview(mm), path, mm
 
 
