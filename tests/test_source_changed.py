@@ -60,3 +60,18 @@ def test_overwritten_while_read(tmp_path, capsys, monkeypatch, command):
     assert "m.gguf: another process opened it for writing or truncated it while it was read" in err
     assert os.path.getsize(path) == 0  # the writer went on once the command let go
     assert not (tmp_path / "out.gguf").exists()
+
+
+def test_a_file_done_with_may_be_overwritten(tmp_path, capsys):
+    """A file whose map the command closed is let go when another process writes it: no stop, no wait."""
+    if not _leases_work(tmp_path):
+        pytest.skip("this system or filesystem grants no file leases (F_SETLEASE)")
+    from gguf_construct.checker import check
+    from gguf_construct.commands.leases import leased_inputs
+
+    first, second = _small(tmp_path / "a.gguf"), _small(tmp_path / "b.gguf")
+    with leased_inputs():
+        assert check(first).valid
+        subprocess.run(["cp", os.devnull, first], check=True, timeout=60)  # held 45 s if the lease were kept
+        assert check(second).valid
+    assert os.path.getsize(first) == 0

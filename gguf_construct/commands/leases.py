@@ -32,7 +32,7 @@ except ImportError:  # pragma: no cover - not a POSIX system
 
 __all__ = ["SourceChanged", "leased_inputs"]
 
-_held: dict[int, str] = {}  # descriptor holding a lease -> the path it guards
+_held: dict[int, tuple[str, Any]] = {}  # descriptor holding a lease -> the path it guards, a weak ref to its map
 
 
 class SourceChanged(BaseException):
@@ -61,22 +61,29 @@ def _take(fileno: int, path: str, mapping: Any) -> None:
     except OSError:  # not ours, open for writing elsewhere, no lease on this filesystem
         os.close(fd)
         return
-    _held[fd] = path
     try:
+        ref = weakref.ref(mapping)
         weakref.finalize(mapping, _release, fd)
     except TypeError:  # pragma: no cover - a mapping without weak references: held until the command ends
-        pass
+        ref = None
+    _held[fd] = (path, ref)
 
 
 def _on_break(signum: int, frame: Any) -> None:
-    """SIGIO: raise :class:`SourceChanged` for a lease being broken (its descriptor's lease reads F_UNLCK)."""
-    for fd, path in list(_held.items()):
+    """SIGIO: raise :class:`SourceChanged` for a lease being broken (its descriptor's lease reads F_UNLCK) while
+    its file is still mapped; a lease whose map was closed already is let go (the command is done with the file)."""
+    for fd, (path, ref) in list(_held.items()):
         try:
             state = fcntl.fcntl(fd, _GETLEASE)
         except OSError:
             continue
-        if state == fcntl.F_UNLCK:
-            raise SourceChanged(path)
+        if state != fcntl.F_UNLCK:
+            continue
+        mapping = ref() if ref is not None else None
+        if ref is not None and (mapping is None or getattr(mapping, "closed", False)):
+            _release(fd)
+            continue
+        raise SourceChanged(path)
 
 
 @contextlib.contextmanager
