@@ -216,6 +216,23 @@ def test_new_value_types_of_each_kind(changed_spec, tmp_path):
         f.convert(version=4)
         f.save("half-v4.gguf")
         r["v4_back"] = g.load("half-v4.gguf").metadata.typed("t.half").value
+        # an array of arrays whose inner arrays hold FLOAT16, read back (inner arrays located in bulk, their types
+        # read as a column): converting it to v3 is refused too, naming the key
+        import numpy as np
+        from gguf_construct.format.values import GGUFValue
+        from gguf_construct.format.constructs import InnerArrays
+        T = g.GGUFValueType
+        inner = GGUFValue(T.ARRAY, np.array([0.5, 1.0], dtype=np.float16), T.FLOAT16)
+        del f.metadata["t.half"]
+        f.metadata["t.nested"] = GGUFValue(T.ARRAY, [inner] * 3000, T.ARRAY)
+        f.save("nested-v4.gguf")
+        back = g.load("nested-v4.gguf")
+        r["nested_bulk"] = isinstance(back.metadata.typed("t.nested").value, InnerArrays)
+        try:
+            back.convert(version=3)
+            r["nested"] = "converted"
+        except g.GGUFError as exc:
+            r["nested"] = [str(exc), exc.rule]
         print("RESULT " + json.dumps(r))
         """,
         tmp_path,
@@ -232,6 +249,8 @@ def test_new_value_types_of_each_kind(changed_spec, tmp_path):
     assert "'t.half'" in message and "FLOAT16" in message and "v4" in message
     assert rule_id == "KV-TYPE-VERSION" and not left
     assert r["v4_back"] == 0.5
+    assert r["nested_bulk"] and "'t.nested'" in r["nested"][0] and "FLOAT16" in r["nested"][0]
+    assert r["nested"][1] == "KV-TYPE-VERSION"
 
 
 def test_a_version_with_another_layout(changed_spec, tmp_path):

@@ -34,6 +34,7 @@ from ..format.constructs import InnerArrays
 from ..format.lazystring import LazyString
 from ..format.stringlist import StringList
 from ..format.values import GGUFValue, Metadata
+from . import headcopy
 
 __all__ = ["GGUFFile", "Tensor", "load", "DEFAULT_ALIGNMENT", "MAX_DIMS"]
 
@@ -168,6 +169,7 @@ class GGUFFile:
         self._remote: Any = None  # the RemoteFile of a file loaded from a URL
         self._orig: Any = None  # layout facts of the loaded file (a dict), None once the layout changes
         self._kv_offsets: list[int] | None = None  # offsets of the KV records read (None: built in memory)
+        self._kv_source: headcopy.KeptRecords | None = None  # which records were read where (written back as read)
         self._shards: list[GGUFFile] = []  # the shard files of a split model loaded as one set
         # header fields the spec declares beyond the magic, the version and the counts (a field new in a
         # version), as read: written back as they were (a file made here writes their spec default)
@@ -228,6 +230,7 @@ class GGUFFile:
         t.name = new
         if self._orig is not None:
             self._orig["infos"] = [(new if name == old else name, *rest) for name, *rest in self._orig["infos"]]
+            self._orig["infos_renamed"] = True  # the infos' bytes as read no longer hold the names
 
     def tensor(self, name: str) -> Tensor:
         """The tensor called ``name``."""
@@ -309,7 +312,7 @@ class GGUFFile:
         keep = self._orig is not None and self._orig["alignment"] == self.alignment
         if keep and not self._tensor_infos_unchanged():
             keep = False
-        head_len = self._write_head(out, self.tensors if keep else self._canonical_offsets())
+        head_len = self._write_head(out, self.tensors if keep else self._canonical_offsets(), keep)
         if keep:
             self._write_kept_data(out, head_len)
         else:
@@ -351,10 +354,18 @@ class GGUFFile:
                 f"cannot encode this file as GGUF v{self.version} {self.byte_order}-endian: {exc}"
             ) from exc
 
-    def _write_head(self, out: BinaryIO, tensors: list[Tensor]) -> int:
-        """Write the head; its length.  A head holding values read lazily from a file (a long STRING's
-        LazyString, a string array's StringList) is built straight into ``out``, such values a chunk at a time;
-        any other is built in memory first (nothing is written when it cannot be encoded)."""
+    def _write_head(self, out: BinaryIO, tensors: list[Tensor], infos_as_read: bool = False) -> int:
+        """Write the head; its length.  A loaded file written in its own version and byte order keeps the bytes
+        of every record it still holds unchanged (:mod:`.headcopy`; the tensor infos too when ``infos_as_read``).
+        Otherwise a head holding values read lazily from a file (a long STRING's LazyString, a string array's
+        StringList) is built straight into ``out``, such values a chunk at a time; any other is built in memory
+        first (nothing is written when it cannot be encoded)."""
+        kept = self._kv_source
+        if kept is not None and (kept.version, kept.byte_order) == (self.version, self.byte_order):
+            fam = structs.family(self.version, self.byte_order)
+            header = headcopy.header_bytes(fam, self.version, len(self.metadata), len(tensors), self._header_extra)
+            if header is not None:
+                return self._write_head_kept(out, fam, header, tensors, infos_as_read)
         if not any(isinstance(v.value, (LazyString, StringList)) for _, v in self.metadata.typed_items()):
             head = self._build_head(tensors)
             out.write(head)
@@ -363,6 +374,34 @@ class GGUFFile:
         counted = _CountedWriter(out)
         try:
             fam.types["file_head"].build_stream(self._head_tree(tensors), counted)
+        except Exception as exc:  # noqa: BLE001
+            raise ValueError(
+                f"cannot encode this file as GGUF v{self.version} {self.byte_order}-endian: {exc}"
+            ) from exc
+        return counted.count
+
+    def _write_head_kept(self, out: BinaryIO, fam, header: bytes, tensors: list[Tensor], infos_as_read: bool) -> int:
+        """The head from ``header``, the records as read where unchanged and the others built (see _write_head)."""
+        kept = self._kv_source
+        assert kept is not None
+        counted = _CountedWriter(out)
+        kv_type, ti_type = fam.types["metadata_kv"], fam.types["tensor_info"]
+
+        def build_kv(key: str, value: GGUFValue) -> None:
+            kv_type.build_stream(Container(key=key, value_type=int(value.type), value=_value_to_tree(value)), counted)
+
+        try:
+            counted.write(header)
+            headcopy.write_kvs(counted, self.metadata.typed_view(), kept, build_kv)
+            orig = self._orig
+            if infos_as_read and orig is not None and "ti_start" in orig and not orig.get("infos_renamed"):
+                counted.write(memoryview(kept.buf)[orig["ti_start"] : orig["head_end"]])
+            else:
+                for t in tensors:
+                    dims = np.asarray(t.shape, dtype=np.uint64)
+                    ti_type.build_stream(
+                        Container(name=t.name, dimensions=dims, type=int(t.ggml_type), offset=t.offset), counted
+                    )
         except Exception as exc:  # noqa: BLE001
             raise ValueError(
                 f"cannot encode this file as GGUF v{self.version} {self.byte_order}-endian: {exc}"
@@ -557,17 +596,44 @@ def _value_to_tree(value: GGUFValue) -> Any:
 
 
 def _types_used(value: GGUFValue) -> Iterable[GGUFValueType]:
+    """The value types ``value`` holds, its own first; the inner arrays of an array of arrays located in bulk by
+    their type column (only inner arrays of arrays are read)."""
     yield value.type
     if value.item_type is not None:
         yield value.item_type
         if value.item_type == GGUFValueType.ARRAY:
-            for inner in value.value:
-                yield from _types_used(inner)
+            data = value.value
+            if not isinstance(data, InnerArrays):
+                for inner in data:
+                    yield from _types_used(inner)
+                return
+            types = data.item_types()
+            yield from (GGUFValueType(t) for t in np.unique(types).tolist() if t in _KNOWN_VALUE_TYPES)
+            for i in np.flatnonzero(types == int(GGUFValueType.ARRAY)).tolist():
+                yield from _types_used(data[i])
+
+
+_KNOWN_VALUE_TYPES = frozenset(int(t) for t in GGUFValueType)
 
 
 def _refuse_later_types(metadata: Metadata, version: int, verb: str = "convert to") -> None:
     """GGUFError when a value of ``metadata`` has a type that ``version`` does not have and that ``load`` refuses
-    there (a converted or written file ``load`` could not read back), from the spec's ``since``."""
+    there (a converted or written file ``load`` could not read back), from the spec's ``since``.  The types in use
+    are gathered first (two set comprehensions: millions of keys cost no call each) and the values walked only to
+    name the first key of a refused type."""
+    values = metadata.typed_view().values()
+    used = {v.type for v in values} | {v.item_type for v in values if v.item_type is not None}
+    if GGUFValueType.ARRAY in used:  # arrays of arrays: the inner types too
+        for value in values:
+            if value.item_type == GGUFValueType.ARRAY:
+                used.update(_types_used(value))
+    refused = set()
+    for vtype in used:
+        rule_id = later_type_rule(vtype, version)
+        if rule_id is not None and rule_id in load_rules():
+            refused.add(vtype)
+    if not refused:
+        return
     for index, (key, value) in enumerate(metadata.typed_items()):
         for vtype in _types_used(value):
             rule_id = later_type_rule(vtype, version)
@@ -672,6 +738,14 @@ def _load_one(source, lazy: bool) -> GGUFFile:
     gguf._remote = remote
     gguf.metadata = Metadata({kv.key: _value_of(kv.vtype, kv.value) for kv in head.kvs})
     gguf._kv_offsets = [kv.offset for kv in head.kvs]  # where each record was read (dump --json says)
+    gguf._kv_source = headcopy.kept_records(
+        head.version,  # type: ignore[arg-type]
+        head.byte_order,  # type: ignore[arg-type]
+        view,
+        gguf._kv_offsets,
+        (kv.end for kv in head.kvs),
+        gguf.metadata.typed_view(),
+    )
     gguf._header_extra = _header_extra(head, view)
     _fill_tensors(gguf, head, buf)
     for t in gguf.tensors:
@@ -719,6 +793,7 @@ def _fill_tensors(gguf: GGUFFile, head: Context, buf) -> None:
         "alignment": head.alignment,
         "byte_order": head.byte_order,
         "infos": list(map(attrgetter("name", "dims", "type", "data_offset"), head.tensors)),
+        "ti_start": head.tensors[0].offset if head.tensors else head.head_end,  # the infos' bytes as read
     }
 
 

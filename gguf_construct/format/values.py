@@ -10,8 +10,9 @@ bytes, decoded item by item when accessed; ``to_list()`` gives a plain list), an
 from __future__ import annotations
 
 import struct
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Iterator
 
 import numpy as np
@@ -355,3 +356,7 @@ class Metadata(MutableMapping):
     def typed_items(self) -> Iterator[tuple[str, GGUFValue]]:
         """(key, GGUFValue) pairs in file order."""
         return iter(self._items.items())
+
+    def typed_view(self) -> Mapping[str, GGUFValue]:
+        """A read-only live view of key -> :class:`GGUFValue`, in file order (no copy)."""
+        return MappingProxyType(self._items)

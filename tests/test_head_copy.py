@@ -1,0 +1,92 @@
+"""A loaded file written again keeps the bytes of every record it still holds (filemodel/headcopy.py): whatever
+is edited, the bytes are those of building every record anew (the reference: the same edits on a load whose record
+positions are forgotten), and writing a head of many records back after one edit does a few calls a record."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import gguf_construct as g
+from gguf_construct.strategies import gguf_files
+from callcount import count_calls
+
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "benchmarks"))
+import bench_hostile  # noqa: E402 - the benchmark's writers of hostile shapes
+
+
+def _edit(f: g.GGUFFile, edits: list[tuple[str, int]]) -> None:
+    keys = list(f.metadata)
+    for what, n in edits:
+        if not keys and what != "add":
+            continue
+        key = keys[n % len(keys)] if keys else ""
+        if what == "add":
+            f.metadata[f"test.added.{n}"] = n
+        elif what == "delete" and key in f.metadata:
+            del f.metadata[key]
+        elif what == "replace" and key in f.metadata:
+            f.metadata.set(
+                key, f.metadata.typed(key).value, f.metadata.typed(key).type, f.metadata.typed(key).item_type
+            )
+        elif what == "move" and key in f.metadata:  # the same value object under a new key, the old one gone
+            value = f.metadata.typed(key)
+            del f.metadata[key]
+            f.metadata[key + ".moved"] = value
+        elif what == "readd" and key in f.metadata:  # the same object deleted and put back (now last)
+            value = f.metadata.typed(key)
+            del f.metadata[key]
+            f.metadata[key] = value
+        elif what == "rename" and f.tensors:
+            t = f.tensors[n % len(f.tensors)]
+            if not any(o.name == t.name + "x" for o in f.tensors):
+                f.rename_tensor(t.name, t.name + "x")
+        elif what == "drop" and f.tensors:
+            f.remove_tensor(f.tensors[n % len(f.tensors)].name)
+
+
+EDITS = st.lists(
+    st.tuples(st.sampled_from(["add", "delete", "replace", "move", "readd", "rename", "drop"]), st.integers(0, 50)),
+    max_size=6,
+)
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large], deadline=None)
+@given(gguf_files(), EDITS)
+def test_kept_records_give_the_bytes_of_a_whole_build(drawn, edits):
+    data = drawn[0]
+    kept, built = g.load(data), g.load(data)
+    built._kv_source = None  # the reference: every record built anew
+    for f in (kept, built):
+        _edit(f, edits)
+    try:
+        want = built.to_bytes()
+    except ValueError:
+        return  # an edit the format cannot hold (the build says so either way)
+    assert kept.to_bytes() == want
+    if not edits:
+        assert want == data
+
+
+def test_a_file_converted_is_built_not_copied():
+    f = g.GGUFFile.new()
+    f.metadata["general.architecture"] = "llama"
+    f.metadata["x.value"] = 7
+    f.add_tensor("a", np.arange(32, dtype=np.float32))
+    data = f.to_bytes()
+    big = g.load(data).convert(byte_order="big").to_bytes()
+    assert big != data and g.load(big).convert(byte_order="little").to_bytes() == data
+
+
+def test_writing_many_records_back_after_one_edit_is_a_few_calls_a_record(tmp_path):
+    counts = []
+    for n in (4000, 16000):
+        path = tmp_path / f"kv{n}.gguf"
+        bench_hostile.write_many_kvs(str(path), 26 * n)
+        f = g.load(path)
+        f.metadata["general.name"] = "edited"
+        counts.append(count_calls(lambda: f.to_bytes()) / n)
+        assert g.load(f.to_bytes()).metadata["general.name"] == "edited"
+    assert counts[1] < 8 and counts[1] < counts[0] * 1.2, counts
