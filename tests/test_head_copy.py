@@ -90,3 +90,26 @@ def test_writing_many_records_back_after_one_edit_is_a_few_calls_a_record(tmp_pa
         counts.append(count_calls(lambda: f.to_bytes()) / n)
         assert g.load(f.to_bytes()).metadata["general.name"] == "edited"
     assert counts[1] < 8 and counts[1] < counts[0] * 1.2, counts
+
+
+@settings(max_examples=25, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large], deadline=None)
+@given(gguf_files())
+def test_split_and_merge_reuse_the_records_they_copy(tmp_path_factory, drawn):
+    from gguf_construct.operations.split import merge_shards, split_model
+
+    folder = tmp_path_factory.mktemp("split")
+    outputs = []
+    for reuse in (True, False):
+        f = g.load(drawn[0])
+        if not reuse:
+            f._kv_source = None
+        try:
+            shards = split_model(f, str(folder / f"m{reuse}"), max_tensors=2)
+        except (ValueError, g.GGUFError):
+            return  # a file the split cannot write (the same either way)
+        first = shards[0][0]
+        merged = merge_shards(first, str(folder / f"merged{reuse}.gguf"))
+        if not reuse:
+            merged._kv_source = None
+        outputs.append(([open(p, "rb").read() for p, _ in shards], merged.to_bytes()))
+    assert outputs[0] == outputs[1]

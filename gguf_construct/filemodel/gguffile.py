@@ -232,6 +232,12 @@ class GGUFFile:
             self._orig["infos"] = [(new if name == old else name, *rest) for name, *rest in self._orig["infos"]]
             self._orig["infos_renamed"] = True  # the infos' bytes as read no longer hold the names
 
+    def reuse_records_of(self, other: "GGUFFile") -> None:
+        """Write the KV records this file shares with the loaded file ``other`` (the same key and value objects,
+        e.g. copied by ``out.metadata[key] = value`` from ``other.metadata.typed_items()``) as ``other`` read them,
+        when the two have one version and byte order (:mod:`.headcopy`)."""
+        self._kv_source = other._kv_source
+
     def tensor(self, name: str) -> Tensor:
         """The tensor called ``name``."""
         for t in self.tensors:

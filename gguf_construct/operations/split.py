@@ -111,6 +111,7 @@ def _shard_file(src: GGUFFile, index: int, count: int, n_tensors: int, tensors: 
         for key, value in src.metadata.typed_items():
             if key not in SPLIT_KEYS:
                 out.metadata[key] = value
+        out.reuse_records_of(src)
     for key, value in ((SPLIT_NO, index), (SPLIT_TENSORS, n_tensors), (SPLIT_COUNT, count)):
         out.metadata[key] = make_value(_key_type(key), value)
     out.tensors = [_copy_tensor(t) for t in tensors]
@@ -165,6 +166,7 @@ def merge_shards(first: str, output: str, *, dry_run: bool = False) -> GGUFFile:
         if key != SPLIT_COUNT:
             out.metadata[key] = value
     out.metadata[SPLIT_COUNT] = make_value(_key_type(SPLIT_COUNT), 0)  # a merged file is no longer split
+    out.reuse_records_of(head)
     names = set()
     for f in files:
         if f.byte_order != out.byte_order:
