@@ -34,11 +34,13 @@ from ..format.constructs import InnerArrays
 from ..format.lazystring import LazyString
 from ..format.stringlist import StringList
 from ..format.values import GGUFValue, Metadata
-from . import headcopy
+from . import headcopy, headencode
+from ..rulebook.records import kv_shape, tensor_info_shape
 
 __all__ = ["GGUFFile", "Tensor", "load", "DEFAULT_ALIGNMENT", "MAX_DIMS"]
 
 _COPY_CHUNK = 16 << 20
+_RUN = 1 << 16  # records encoded at once when a head is written (bounds the temporaries)
 
 
 class Tensor:
@@ -331,10 +333,10 @@ class GGUFFile:
         return [(t.name, t.shape, int(t.ggml_type), t.offset) for t in self.tensors] == self._orig["infos"]
 
     def _canonical_offsets(self) -> list[Tensor]:
-        offset = 0
+        offset, alignment = 0, self.alignment
         for t in self.tensors:
             t.offset = offset
-            offset = align_offset(offset + t.nbytes, self.alignment)
+            offset = align_offset(offset + t.nbytes, alignment)
         return self.tensors
 
     def _head_tree(self, tensors: list[Tensor]) -> Container:
@@ -351,68 +353,101 @@ class GGUFFile:
         header = Container(version=self.version, **self._header_extra)  # a field the version lacks is not written
         return Container(header=header, metadata_kv=kvs, tensor_infos=infos)
 
-    def _build_head(self, tensors: list[Tensor]) -> bytes:
-        fam = structs.family(self.version, self.byte_order)
-        try:
-            return fam.types["file_head"].build(self._head_tree(tensors))
-        except Exception as exc:  # noqa: BLE001
-            raise ValueError(
-                f"cannot encode this file as GGUF v{self.version} {self.byte_order}-endian: {exc}"
-            ) from exc
-
     def _write_head(self, out: BinaryIO, tensors: list[Tensor], infos_as_read: bool = False) -> int:
-        """Write the head; its length.  A loaded file written in its own version and byte order keeps the bytes
-        of every record it still holds unchanged (:mod:`.headcopy`; the tensor infos too when ``infos_as_read``).
-        Otherwise a head holding values read lazily from a file (a long STRING's LazyString, a string array's
-        StringList) is built straight into ``out``, such values a chunk at a time; any other is built in memory
-        first (nothing is written when it cannot be encoded)."""
-        kept = self._kv_source
-        if kept is not None and (kept.version, kept.byte_order) == (self.version, self.byte_order):
-            fam = structs.family(self.version, self.byte_order)
-            header = headcopy.header_bytes(fam, self.version, len(self.metadata), len(tensors), self._header_extra)
-            if header is not None:
-                return self._write_head_kept(out, fam, header, tensors, infos_as_read)
-        if not any(isinstance(v.value, (LazyString, StringList)) for _, v in self.metadata.typed_items()):
-            head = self._build_head(tensors)
-            out.write(head)
-            return len(head)
+        """Write the head; its length.  Records are written in runs: a loaded file written in its own version and
+        byte order keeps the bytes of every record it still holds unchanged (:mod:`.headcopy`; the tensor infos too
+        when ``infos_as_read``), runs of scalar and STRING pairs and of tensor infos are encoded at once
+        (:mod:`.headencode`), and the rest is built by the generated structs.  A head holding values read lazily
+        from a file (a long STRING's LazyString, a string array's StringList) is written straight into ``out``,
+        such values a chunk at a time; any other is made in memory first (nothing is written when it cannot be
+        encoded)."""
         fam = structs.family(self.version, self.byte_order)
-        counted = _CountedWriter(out)
+        header = headcopy.header_bytes(fam, self.version, len(self.metadata), len(tensors), self._header_extra)
+        kv_layout = kv_shape(self.version, self.byte_order)
+        ti_layout = tensor_info_shape(self.version, self.byte_order)
+        lazy = any(isinstance(v.value, (LazyString, StringList)) for v in self.metadata.typed_view().values())
+        target = _CountedWriter(out) if lazy else _CountedWriter(io.BytesIO())
         try:
-            fam.types["file_head"].build_stream(self._head_tree(tensors), counted)
-        except Exception as exc:  # noqa: BLE001
-            raise ValueError(
-                f"cannot encode this file as GGUF v{self.version} {self.byte_order}-endian: {exc}"
-            ) from exc
-        return counted.count
-
-    def _write_head_kept(self, out: BinaryIO, fam, header: bytes, tensors: list[Tensor], infos_as_read: bool) -> int:
-        """The head from ``header``, the records as read where unchanged and the others built (see _write_head)."""
-        kept = self._kv_source
-        assert kept is not None
-        counted = _CountedWriter(out)
-        kv_type, ti_type = fam.types["metadata_kv"], fam.types["tensor_info"]
-
-        def build_kv(key: str, value: GGUFValue) -> None:
-            kv_type.build_stream(Container(key=key, value_type=int(value.type), value=_value_to_tree(value)), counted)
-
-        try:
-            counted.write(header)
-            headcopy.write_kvs(counted, self.metadata.typed_view(), kept, build_kv)
-            orig = self._orig
-            if infos_as_read and orig is not None and "ti_start" in orig and not orig.get("infos_renamed"):
-                counted.write(memoryview(kept.buf)[orig["ti_start"] : orig["head_end"]])
+            if header is None or kv_layout is None or ti_layout is None:  # a head of another shape: built whole
+                fam.types["file_head"].build_stream(self._head_tree(tensors), target)
             else:
-                for t in tensors:
-                    dims = np.asarray(t.shape, dtype=np.uint64)
-                    ti_type.build_stream(
-                        Container(name=t.name, dimensions=dims, type=int(t.ggml_type), offset=t.offset), counted
-                    )
+                target.write(header)
+                self._write_kvs(target, fam, kv_layout)
+                self._write_infos(target, fam, ti_layout, tensors, infos_as_read)
         except Exception as exc:  # noqa: BLE001
             raise ValueError(
                 f"cannot encode this file as GGUF v{self.version} {self.byte_order}-endian: {exc}"
             ) from exc
-        return counted.count
+        if not lazy:
+            out.write(target.out.getbuffer())  # type: ignore[attr-defined]
+        return target.count
+
+    def _build_head(self, tensors: list[Tensor]) -> bytes:
+        """The head as bytes (as :meth:`_write_head` writes it)."""
+        out = io.BytesIO()
+        self._write_head(out, tensors)
+        return out.getvalue()
+
+    def _write_kvs(self, out: "_CountedWriter", fam, layout) -> None:
+        """The KV records: those load read and still held as read copied, runs of encodable ones encoded at once,
+        the others built one by one."""
+        kept = self._kv_source
+        if kept is not None and (kept.version, kept.byte_order) != (self.version, self.byte_order):
+            kept = None
+        kv_type = fam.types["metadata_kv"]
+        keys: list[str] = []
+        values: list[GGUFValue] = []
+
+        def build_one(key: str, value: GGUFValue) -> None:
+            kv_type.build_stream(Container(key=key, value_type=int(value.type), value=_value_to_tree(value)), out)
+
+        def flush() -> None:
+            if not keys:
+                return
+            got = headencode.encode_kvs(keys, values, layout)
+            if got is None:  # a number out of its type's range: the struct says which
+                for key, value in zip(keys, values):
+                    build_one(key, value)
+            else:
+                out.write(got)
+            keys.clear()
+            values.clear()
+
+        def build(key: str, value: GGUFValue) -> None:
+            if headencode.kv_encodable(layout, value):
+                keys.append(key)
+                values.append(value)
+                if len(keys) >= _RUN:
+                    flush()
+                return
+            flush()
+            build_one(key, value)
+
+        headcopy.write_kvs(out, self.metadata.typed_view(), kept, build, flush)
+
+    def _write_infos(self, out: "_CountedWriter", fam, layout, tensors: list[Tensor], infos_as_read: bool) -> None:
+        """The tensor infos: as read when unchanged (and not renamed), else encoded in runs (built one by one where
+        a run cannot be encoded)."""
+        orig, kept = self._orig, self._kv_source
+        same_family = kept is not None and (kept.version, kept.byte_order) == (self.version, self.byte_order)
+        if infos_as_read and same_family and orig is not None and "ti_start" in orig and not orig.get("infos_renamed"):
+            out.write(memoryview(kept.buf)[orig["ti_start"] : orig["head_end"]])  # type: ignore[union-attr]
+            return
+        ti_type = fam.types["tensor_info"]
+        limit = len(layout.sizes) - 1
+        for first in range(0, len(tensors), _RUN):
+            run = tensors[first : first + _RUN]
+            got = headencode.encode_tensor_infos(
+                [(t.name, t.shape, int(t.ggml_type), t.offset) for t in run], layout, limit
+            )
+            if got is not None:
+                out.write(got)
+                continue
+            for t in run:  # the struct encodes them, or says why it cannot
+                dims = np.asarray(t.shape, dtype=np.uint64)
+                ti_type.build_stream(
+                    Container(name=t.name, dimensions=dims, type=int(t.ggml_type), offset=t.offset), out
+                )
 
     def _write_kept_data(self, out: BinaryIO, head_len: int) -> None:
         orig = self._orig
@@ -440,7 +475,8 @@ class GGUFFile:
     def _write_canonical_data(self, out: BinaryIO, head_len: int) -> None:
         if not self.tensors:
             return
-        start = align_offset(head_len, self.alignment)
+        alignment = self.alignment
+        start = align_offset(head_len, alignment)
         out.write(b"\0" * (start - head_len))
         pos = 0
         for t in self.tensors:
@@ -450,7 +486,7 @@ class GGUFFile:
             else:
                 _swap_copy(out, t, t.byte_order, self.byte_order)
             pos = t.offset + t.nbytes
-            end = align_offset(pos, self.alignment)
+            end = align_offset(pos, alignment)
             out.write(b"\0" * (end - pos))
             pos = end
 

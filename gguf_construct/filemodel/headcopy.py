@@ -66,10 +66,17 @@ def head_counts(version: int) -> tuple[str, str] | None:
     return counts[0], counts[1]
 
 
-def write_kvs(out: Any, items: Mapping, kept: KeptRecords, build) -> None:
+def write_kvs(out: Any, items: Mapping, kept: KeptRecords | None, build, flush=None) -> None:
     """Write the KV records of ``items`` (key -> GGUFValue, in order): each one whose key and value are the very
-    objects load made of record ``i`` (records deleted or given another value since are passed over) as the bytes
-    it was read from, runs of them in one write; any other through ``build(key, value)``, which writes it."""
+    objects load made of record ``i`` of ``kept`` (records deleted or given another value since are passed over)
+    as the bytes it was read from, runs of them in one write; any other through ``build(key, value)``, which writes
+    it or holds it until ``flush()`` (called before every copied run and at the end)."""
+    if kept is None:
+        for key, value in items.items():
+            build(key, value)
+        if flush is not None:
+            flush()
+        return
     mv = memoryview(kept.buf)
     keys, values, n = kept.keys, kept.values, len(kept.values)
     i = 0
@@ -82,6 +89,8 @@ def write_kvs(out: Any, items: Mapping, kept: KeptRecords, build) -> None:
             if a != run_end:
                 if run_end > run_start >= 0:
                     out.write(mv[run_start:run_end])
+                elif flush is not None:
+                    flush()
                 run_start = a
             run_end = int(kept.ends[i])
             i += 1
@@ -92,6 +101,8 @@ def write_kvs(out: Any, items: Mapping, kept: KeptRecords, build) -> None:
         build(key, value)
     if run_end > run_start >= 0:
         out.write(mv[run_start:run_end])
+    if flush is not None:
+        flush()
 
 
 def header_bytes(fam, version: int, n_kv: int, n_tensors: int, extra: dict) -> bytes | None:

@@ -1,0 +1,137 @@
+"""Encoding many records of a head at once: KV pairs of scalar and STRING values, and tensor infos, as numpy scatters.
+
+The mirror of :mod:`gguf_construct.rulebook.records`: the layouts are the same :class:`RecordShape` values, derived
+from spec/gguf.yaml for the family being written (its string length width, its selector and count widths, its byte
+order), so a conversion to the other byte order or version, or a file of millions of keys built in memory, costs a
+few vectorised steps per run of records instead of a generated-struct build per record.  A record this cannot
+encode exactly as the generated struct would (an array, a lazily read value, a NaN, a number out of its type's
+range, a name past the dimension limit) returns ``None`` for its run and the caller builds it with the struct,
+which also says why an impossible value cannot be written.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..format.constructs import encode_text
+from ..rulebook.records import RecordShape
+
+__all__ = ["encode_kvs", "encode_tensor_infos", "kv_encodable"]
+
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+def kv_encodable(shape: RecordShape, value) -> bool:
+    """True when the KV value ``value`` (a GGUFValue) is encoded here: a scalar of a fixed-size encoding holding a
+    plain int (bool for BOOL) or a finite float, or a STRING holding a ``str``."""
+    vid = int(value.type)
+    if vid >= len(shape.kinds) or not shape.kinds[vid]:
+        return False
+    v = value.value
+    if shape.kinds[vid] == "text":
+        return type(v) is str
+    if type(v) is float:
+        return v == v and (shape.kinds[vid] != "f4" or abs(v) <= _F32_MAX or v in (float("inf"), float("-inf")))
+    return type(v) is int or type(v) is bool
+
+
+def _uint_bytes(values: np.ndarray, width: int, byte_order: str) -> np.ndarray:
+    prefix = "<" if byte_order == "little" else ">"
+    return np.ascontiguousarray(values, dtype=f"{prefix}u{width}").view(np.uint8).reshape(-1, width)
+
+
+def _scatter(out: np.ndarray, at: np.ndarray, rows: np.ndarray) -> None:
+    """Write row ``i`` of the byte matrix ``rows`` at ``out[at[i]:]``."""
+    if len(at):
+        out[at[:, None] + np.arange(rows.shape[1])] = rows
+
+
+def _scatter_texts(out: np.ndarray, at: np.ndarray, texts: list[bytes], lens: np.ndarray) -> None:
+    """Write ``texts[i]`` at ``out[at[i]:]``."""
+    total = int(lens.sum())
+    if not total:
+        return
+    joined = np.frombuffer(b"".join(texts), dtype=np.uint8)
+    first = np.cumsum(lens) - lens  # where each text starts in the joined bytes
+    out[np.repeat(at - first, lens) + np.arange(total)] = joined
+
+
+def encode_kvs(keys: list[str], values: list, shape: RecordShape) -> bytes | None:
+    """The KV records of ``keys``/``values`` (GGUFValues, each :func:`kv_encodable`) in the family of ``shape``,
+    or None when a number does not fit its type (the struct then says so)."""
+    n = len(keys)
+    w, sel = shape.width, shape.sel_width
+    key_bytes = [encode_text(k) for k in keys]
+    key_len = np.fromiter(map(len, key_bytes), dtype=np.int64, count=n)
+    vtype = np.fromiter((int(v.type) for v in values), dtype=np.int64, count=n)
+    body = shape.sizes[vtype].copy()
+    texts = np.flatnonzero(body < 0) if n else np.zeros(0, dtype=np.int64)  # STRING_BODY
+    text_bytes = [encode_text(values[i].value) for i in texts.tolist()]
+    text_len = np.fromiter(map(len, text_bytes), dtype=np.int64, count=len(texts))
+    body[texts] = w + text_len
+    rec_len = w + key_len + sel + body
+    starts = np.cumsum(rec_len) - rec_len
+    out = np.zeros(int(rec_len.sum()), dtype=np.uint8)
+    _scatter(out, starts, _uint_bytes(key_len, w, shape.byte_order))
+    _scatter_texts(out, starts + w, key_bytes, key_len)
+    type_at = starts + w + key_len
+    _scatter(out, type_at, _uint_bytes(vtype, sel, shape.byte_order))
+    value_at = type_at + sel
+    _scatter(out, value_at[texts], _uint_bytes(text_len, w, shape.byte_order))
+    _scatter_texts(out, value_at[texts] + w, text_bytes, text_len)
+    scalar = np.ones(n, dtype=bool)
+    scalar[texts] = False
+    for vid in np.unique(vtype[scalar]).tolist():
+        rows = np.flatnonzero(scalar & (vtype == vid))
+        dtype = shape.dtypes[vid]
+        try:
+            with np.errstate(over="raise", invalid="raise"):
+                column = np.array([values[i].value for i in rows.tolist()], dtype=dtype)
+        except (OverflowError, FloatingPointError, ValueError, TypeError):
+            return None
+        _scatter(out, value_at[rows], column.view(np.uint8).reshape(len(rows), -1))
+    return out.tobytes()
+
+
+def encode_tensor_infos(infos: list[tuple[str, tuple, int, int]], shape: RecordShape, limit: int) -> bytes | None:
+    """The tensor info records of ``infos`` (name, shape in ggml order, type id, offset) in the family of
+    ``shape`` (``limit``: the most dimensions the count field allows), or None when one does not fit (the struct
+    then says why)."""
+    n = len(infos)
+    if not n:
+        return b""
+    w, sel = shape.width, shape.sel_width
+    (_, dim_dtype), *fixed = shape.fields
+    names = [encode_text(name) for name, _, _, _ in infos]
+    name_len = np.fromiter(map(len, names), dtype=np.int64, count=n)
+    n_dims = np.fromiter((len(dims) for _, dims, _, _ in infos), dtype=np.int64, count=n)
+    if int(n_dims.max()) > limit:
+        return None
+    fixed_size = sum(dtype.itemsize for _, dtype in fixed)
+    rec_len = w + name_len + sel + n_dims * dim_dtype.itemsize + fixed_size
+    starts = np.cumsum(rec_len) - rec_len
+    out = np.zeros(int(rec_len.sum()), dtype=np.uint8)
+    _scatter(out, starts, _uint_bytes(name_len, w, shape.byte_order))
+    _scatter_texts(out, starts + w, names, name_len)
+    count_at = starts + w + name_len
+    _scatter(out, count_at, _uint_bytes(n_dims, sel, shape.byte_order))
+    dims_at = count_at + sel
+    if len(fixed) != 2:
+        return None
+    try:
+        with np.errstate(over="raise", invalid="raise"):
+            flat = np.array([d for _, dims, _, _ in infos for d in dims], dtype=dim_dtype)
+            columns = [np.array([info[2 + k] for info in infos], dtype=dtype) for k, (_, dtype) in enumerate(fixed[:2])]
+    except (OverflowError, FloatingPointError, ValueError, TypeError):
+        return None
+    total = int(n_dims.sum())
+    if total:
+        each = dim_dtype.itemsize
+        first = np.cumsum(n_dims) - n_dims
+        at = np.repeat(dims_at - first * each, n_dims) + np.arange(total) * each
+        _scatter(out, at, flat.view(np.uint8).reshape(total, each))
+    at = dims_at + n_dims * dim_dtype.itemsize
+    for column, (_, dtype) in zip(columns, fixed):
+        _scatter(out, at, column.view(np.uint8).reshape(n, dtype.itemsize))
+        at = at + dtype.itemsize
+    return out.tobytes()
