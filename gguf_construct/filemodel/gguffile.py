@@ -52,6 +52,21 @@ class Tensor:
     ``file`` is the path of the file holding the data (the shard, for a split model).
     """
 
+    # slots, not a __dict__: a head of a million tensor infos is a million of these (about 150 bytes each, not 650)
+    __slots__ = (
+        "name",
+        "shape",
+        "ggml_type",
+        "file",
+        "offset",
+        "nbytes",
+        "_source",
+        "_source_offset",
+        "byte_order",
+        "_info",
+        "_remote",
+    )
+
     def __init__(
         self,
         name: str,
@@ -76,11 +91,20 @@ class Tensor:
         self._source = source  # buffer holding the data (mmap view or bytes)
         self._source_offset = source_offset
         self.byte_order = byte_order
-        self.info_path = info_path  # where the tensor info was read, e.g. "tensor_infos[3]" ("" when built)
+        self._info: str | int = info_path  # where the tensor info was read: a path, or its index when loaded
         self._remote: Any = None  # a RemoteFile whose buffer is _source: fetch the range before reading it
 
     def __repr__(self) -> str:
         return f"Tensor({self.name!r}, shape={self.shape}, type={self.type_name}, offset={self.offset})"
+
+    @property
+    def info_path(self) -> str:
+        """Where the tensor info was read, e.g. ``tensor_infos[3]`` (``""`` for a tensor built in memory)."""
+        return self._info if isinstance(self._info, str) else f"tensor_infos[{self._info}]"
+
+    @info_path.setter
+    def info_path(self, path: str) -> None:
+        self._info = path
 
     @property
     def type_name(self) -> str:
@@ -231,7 +255,7 @@ class GGUFFile:
         t = self.tensor(old)
         t.name = new
         if self._orig is not None:
-            self._orig["infos"] = [(new if name == old else name, *rest) for name, *rest in self._orig["infos"]]
+            self._orig["infos"].rename(old, new)
             self._orig["infos_renamed"] = True  # the infos' bytes as read no longer hold the names
 
     def reuse_records_of(self, other: "GGUFFile") -> None:
@@ -330,7 +354,7 @@ class GGUFFile:
 
     # -- internals ----------------------------------------------------------------------------------------
     def _tensor_infos_unchanged(self) -> bool:
-        return [(t.name, t.shape, int(t.ggml_type), t.offset) for t in self.tensors] == self._orig["infos"]
+        return self._orig["infos"].matches(self.tensors)
 
     def _canonical_offsets(self) -> list[Tensor]:
         offset, alignment = 0, self.alignment
@@ -834,9 +858,41 @@ def _fill_tensors(gguf: GGUFFile, head: Context, buf) -> None:
         "data_start": data_start,
         "alignment": head.alignment,
         "byte_order": head.byte_order,
-        "infos": list(map(attrgetter("name", "dims", "type", "data_offset"), head.tensors)),
+        "infos": _InfosAsRead(head.tensors),
         "ti_start": head.tensors[0].offset if head.tensors else head.head_end,  # the infos' bytes as read
     }
+
+
+class _InfosAsRead:
+    """The name, shape, type and offset of every tensor info as read (a few bytes a tensor: the names and shapes
+    are the tensors' own objects), to tell whether the tensors still say the same."""
+
+    __slots__ = ("names", "shapes", "types", "offsets")
+
+    def __init__(self, infos: list[TensorInfo]):
+        n = len(infos)
+        self.names = list(map(attrgetter("name"), infos))
+        self.shapes = list(map(attrgetter("dims"), infos))
+        self.types = np.fromiter(map(attrgetter("type"), infos), dtype=np.int64, count=n)
+        self.offsets = np.fromiter(map(attrgetter("data_offset"), infos), dtype=np.uint64, count=n)
+
+    def rename(self, old: str, new: str) -> None:
+        """The tensor ``old`` is now called ``new``."""
+        self.names = [new if name == old else name for name in self.names]
+
+    def matches(self, tensors: list[Tensor]) -> bool:
+        """True when ``tensors`` have the names, shapes, types and offsets read, in order."""
+        n = len(tensors)
+        if n != len(self.names) or list(map(attrgetter("name"), tensors)) != self.names:
+            return False
+        if list(map(attrgetter("shape"), tensors)) != self.shapes:
+            return False
+        try:
+            types = np.fromiter((int(t.ggml_type) for t in tensors), dtype=np.int64, count=n)
+            offsets = np.fromiter(map(attrgetter("offset"), tensors), dtype=np.uint64, count=n)
+        except (OverflowError, TypeError, ValueError):
+            return False
+        return bool(np.array_equal(types, self.types) and np.array_equal(offsets, self.offsets))
 
 
 _GGML_TYPE_OF = {int(t): t for t in GGMLType}
@@ -846,19 +902,17 @@ def _tensor_of(t: TensorInfo, buf, data_start: int, byte_order: str, file: str |
     """The :class:`Tensor` of a tensor info ``load`` accepted, made as its constructor would (the shape is a tuple
     of ints already, the type a member when ggml defines it) without its conversions: one object per tensor."""
     tensor = _NEW_VALUE(Tensor)
-    tensor.__dict__.update(
-        name=t.name,
-        shape=t.dims,
-        ggml_type=_GGML_TYPE_OF.get(t.type, t.type),
-        file=file,
-        offset=t.data_offset,
-        nbytes=t.nbytes if t.nbytes is not None else 0,
-        _source=buf,
-        _source_offset=data_start + t.data_offset,
-        byte_order=byte_order,
-        info_path=t.path,
-        _remote=None,
-    )
+    tensor.name = t.name
+    tensor.shape = t.dims
+    tensor.ggml_type = _GGML_TYPE_OF.get(t.type, t.type)
+    tensor.file = file
+    tensor.offset = t.data_offset
+    tensor.nbytes = t.nbytes if t.nbytes is not None else 0
+    tensor._source = buf
+    tensor._source_offset = data_start + t.data_offset
+    tensor.byte_order = byte_order
+    tensor._info = t.index  # its path is made when asked (an error message names it)
+    tensor._remote = None
     return tensor
 
 
