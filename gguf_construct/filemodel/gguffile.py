@@ -194,7 +194,6 @@ class GGUFFile:
         self._keepalive: Any = None
         self._remote: Any = None  # the RemoteFile of a file loaded from a URL
         self._orig: Any = None  # layout facts of the loaded file (a dict), None once the layout changes
-        self._kv_offsets: list[int] | None = None  # offsets of the KV records read (None: built in memory)
         self._kv_source: headcopy.KeptRecords | None = None  # which records were read where (written back as read)
         self._shards: list[GGUFFile] = []  # the shard files of a split model loaded as one set
         # header fields the spec declares beyond the magic, the version and the counts (a field new in a
@@ -272,6 +271,11 @@ class GGUFFile:
         raise KeyError(name)
 
     # -- properties ---------------------------------------------------------------------------------------
+    @property
+    def _kv_offsets(self) -> list[int] | None:
+        """Offsets of the KV records as read (None for a file built in memory)."""
+        return self._kv_source.starts.tolist() if self._kv_source is not None else None
+
     @property
     def alignment(self) -> int:
         """ALIGNMENT: general.alignment when present, else 32."""
@@ -644,9 +648,7 @@ def _value_of(vtype: int, node: Any) -> GGUFValue:
     member = _VALUE_TYPE_OF.get(vtype)
     if member is None:  # arrays, BOOL (kept as read when not 0 or 1), unknown types
         return _value_from_tree(vtype, node)
-    value = _NEW_VALUE(GGUFValue)
-    value.__dict__.update(type=member, value=node, item_type=None)
-    return value
+    return GGUFValue.trusted(member, node)
 
 
 def _value_to_tree(value: GGUFValue) -> Any:
@@ -803,12 +805,11 @@ def _load_one(source, lazy: bool) -> GGUFFile:
     gguf._keepalive = keepalive
     gguf._remote = remote
     gguf.metadata = Metadata({kv.key: _value_of(kv.vtype, kv.value) for kv in head.kvs})
-    gguf._kv_offsets = [kv.offset for kv in head.kvs]  # where each record was read (dump --json says)
-    gguf._kv_source = headcopy.kept_records(
+    gguf._kv_source = headcopy.kept_records(  # where each record was read (dump --json says) and what it became
         head.version,  # type: ignore[arg-type]
         head.byte_order,  # type: ignore[arg-type]
         view,
-        gguf._kv_offsets,
+        (kv.offset for kv in head.kvs),
         (kv.end for kv in head.kvs),
         gguf.metadata.typed_view(),
     )

@@ -53,9 +53,10 @@ for _vt in GGUFValueType:
         _INT_RANGES[_vt] = (int(np.iinfo(_dt).min), int(np.iinfo(_dt).max))
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, slots=True)
 class GGUFValue:
-    """A metadata value with its GGUF type (and element type for arrays)."""
+    """A metadata value with its GGUF type (and element type for arrays).  Slotted: a head of millions of keys is
+    millions of these."""
 
     type: GGUFValueType
     value: Any
@@ -67,6 +68,16 @@ class GGUFValue:
             object.__setattr__(self, "item_type", GGUFValueType(self.item_type))
         if self.type == GGUFValueType.ARRAY and self.item_type is None:
             raise ValueError("an ARRAY value needs an item_type")
+
+    @classmethod
+    def trusted(cls, vtype: GGUFValueType, value: Any, item_type: GGUFValueType | None = None) -> "GGUFValue":
+        """A value made without the constructor's checks, for a reader whose ``vtype`` and ``item_type`` are
+        members already (and ``item_type`` given for an ARRAY): one object, no conversions."""
+        made = object.__new__(cls)
+        object.__setattr__(made, "type", vtype)
+        object.__setattr__(made, "value", value)
+        object.__setattr__(made, "item_type", item_type)
+        return made
 
     def __len__(self) -> int:
         if self.type != GGUFValueType.ARRAY:
