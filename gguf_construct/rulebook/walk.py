@@ -291,15 +291,19 @@ def _walk_kvs(ctx: Context, stream: BufferStream) -> bool:
     fam = ctx.family
     parse = fam.record_parser("metadata_kv")
     shape = records.kv_shape(ctx.version, ctx.byte_order)
-    i, parse_from = 0, 0
+    i, parse_from, backoff = 0, 0, 1
     while i < ctx.kv_count:
         if shape is not None and i >= parse_from and ctx.kv_count - i >= _BULK_FROM:  # a run read in bulk
             got = _kvs_in_bulk(ctx, stream, i, shape)
             i += got
             if i == ctx.kv_count:
                 break
-            if got < _BULK_FROM:  # short runs between arrays: the next records one by one
-                parse_from = i + _BULK_FROM
+            # the record the run stopped at is read one by one; a long run is tried again right after it, a short
+            # one after twice as many records as the last (up to _BULK_FROM): records that are not read in bulk
+            # (arrays of arrays, unknown types) among many that are cost one parse each, and a run of those alone
+            # no more than a bulk set-up per _BULK_FROM records
+            parse_from = i + backoff
+            backoff = 1 if got >= _BULK_FROM else min(2 * backoff, _BULK_FROM)
         start = stream.pos
         try:
             tree = parse(stream)
