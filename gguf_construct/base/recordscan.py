@@ -30,21 +30,24 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .arrayscan import scan_arrays
 from .pages import release
 from .stringscan import scan_string_starts
 
-__all__ = ["STOP", "STRING_BODY", "ARRAY_BODY", "ArrayBody", "scan_records", "read_uints", "string_runs"]
+__all__ = ["STOP", "STRING_BODY", "ARRAY_BODY", "ARRAY_ITEMS", "ArrayBody", "scan_records", "read_uints", "string_runs"]
 
 STOP = -1  # the record is not read in bulk
 STRING_BODY = -2  # the body is a length-prefixed string
 ARRAY_BODY = -3  # the body is an array (see ArrayBody)
+ARRAY_ITEMS = -4  # an array's elements are arrays of the same layout (one level: theirs may not be)
 _ROUNDS = 16  # string elements an array may have to be followed inside a numpy window (more: a step of its own)
+_RUN_ROUNDS = 256  # string elements of arrays found by a scan that string_runs follows together (more: on its own)
 
 
 class ArrayBody(NamedTuple):
     """How an array body is laid out: the element selector's and the count's widths, the size of each element
-    type (``items[selector]``: a size in bytes, :data:`STRING_BODY` or :data:`STOP`) and the ``struct`` prefix of
-    the byte order (for :func:`~gguf_construct.base.stringscan.scan_string_starts`)."""
+    type (``items[selector]``: a size in bytes, :data:`STRING_BODY`, :data:`ARRAY_ITEMS` or :data:`STOP`) and the
+    ``struct`` prefix of the byte order (for :func:`~gguf_construct.base.stringscan.scan_string_starts`)."""
 
     sel_width: int
     count_width: int
@@ -55,6 +58,7 @@ class ArrayBody(NamedTuple):
 _NO_ARRAYS = ArrayBody(4, 8, np.empty(0, dtype=np.int64), "<")  # no selector has an array body
 _WINDOW = 1 << 16  # bytes of a numpy window (its temporaries: about 40 bytes a byte)
 _RELEASE = 64 << 20  # bytes scanned between giving the mapped pages back (base/pages.py)
+_FIRST_WINDOW = 1 << 12  # bytes of a scan's first numpy window
 _LONG_RECORD = 1 << 10  # records this long are stepped over one at a time by the numpy way
 COMPILED_FROM = 100_000  # records asked for from which the compiled walk is used (numba's start-up: ~0.3 s)
 
@@ -76,8 +80,8 @@ def _kernel():
         return n
 
     @numba.njit(cache=True, nogil=True)
-    def array_end(buf, p, width, little, asel, acount, items):  # pragma: no cover - compiled
-        """Where the array body at ``p`` ends, or -1 when it is not whole or its element type stops."""
+    def inner_end(buf, p, width, little, asel, acount, items):  # pragma: no cover - compiled
+        """array_end of an array whose elements are not arrays."""
         size = buf.shape[0]
         q = p + asel + acount
         if q > size:
@@ -102,6 +106,26 @@ def _kernel():
         if item <= 0 or c > left // np.uint64(item):
             return -1
         return q + np.int64(c) * item
+
+    @numba.njit(cache=True, nogil=True)
+    def array_end(buf, p, width, little, asel, acount, items):  # pragma: no cover - compiled
+        """Where the array body at ``p`` ends, or -1 when it is not whole or an element type stops (arrays of
+        arrays are followed one level down)."""
+        size = buf.shape[0]
+        q = p + asel + acount
+        if q > size:
+            return -1
+        it = read(buf, p, asel, little)
+        if it < np.uint64(items.shape[0]) and items[np.int64(it)] == -4:
+            c = read(buf, p + asel, acount, little)
+            if c > np.uint64(size - q) // np.uint64(asel + acount):
+                return -1
+            for _ in range(np.int64(c)):
+                q = inner_end(buf, q, width, little, asel, acount, items)
+                if q < 0:
+                    return -1
+            return q
+        return inner_end(buf, p, width, little, asel, acount, items)
 
     @numba.njit(cache=True, nogil=True)
     def walk(buf, pos, count, width, little, sel_width, sizes, asel, acount, items, starts):  # pragma: no cover
@@ -257,19 +281,28 @@ def _first_end(
             return None
         body = width + inner
     elif body == ARRAY_BODY:
-        return _first_array_end(whole, at, width, order, arrays)
+        return _first_array_end(whole, at, width, little, arrays)
     return (at + body, True) if at + body <= size else None
 
 
-def _first_array_end(whole: np.ndarray, at: int, width: int, order: str, arrays: ArrayBody) -> tuple[int, bool] | None:
+def _first_array_end(
+    whole: np.ndarray, at: int, width: int, little: bool, arrays: ArrayBody
+) -> tuple[int, bool] | None:
     """:func:`_first_end` of an array body at ``at``."""
     size = len(whole)
+    order = "little" if little else "big"
     data = at + arrays.sel_width + arrays.count_width
     if data > size:
         return None
     it = int.from_bytes(whole[at : at + arrays.sel_width].tobytes(), order)
     count = int.from_bytes(whole[at + arrays.sel_width : data].tobytes(), order)
     item = int(arrays.items[it]) if it < len(arrays.items) else STOP
+    if item == ARRAY_ITEMS:  # an array of arrays: located by the scan the parser uses, a record of its own
+        inner = np.where(arrays.items == ARRAY_ITEMS, STOP, arrays.items)
+        if count * (arrays.sel_width + arrays.count_width) > size - data:
+            return None
+        starts, end = scan_arrays(whole, data, count, arrays.sel_width, arrays.count_width, width, little, inner)
+        return (end, False) if len(starts) == count else None
     if item > 0:
         return (data + count * item, True) if count * item <= size - data else None
     if item != STRING_BODY or count * width > size - data:
@@ -339,6 +372,7 @@ def scan_records(
 def _scan_numpy(buf, whole, pos, count, width, little, sel_width, sizes, arrays) -> tuple[np.ndarray, int]:
     pieces: list[np.ndarray] = []
     done, mean, released = 0, 64, pos
+    budget = _FIRST_WINDOW  # bytes the next window may take (a run may stop early: records it cannot follow)
     size = len(whole)
     while done < count and pos < size:
         if pos - released >= _RELEASE:
@@ -352,8 +386,9 @@ def _scan_numpy(buf, whole, pos, count, width, little, sel_width, sizes, arrays)
             pieces.append(np.array([pos], dtype=np.int64))
             done, pos = done + 1, first
             continue
-        span = min(size - pos, _WINDOW, max(1 << 12, first - pos, (count - done) * mean * 5 // 4))
+        span = min(size - pos, max(first - pos, min(budget, (count - done) * mean * 5 // 4)))
         chain, end = _chain(_jumps(whole[pos : pos + span], width, little, sel_width, sizes, arrays), count - done)
+        budget = min(_WINDOW, max(_FIRST_WINDOW, 2 * end))  # twice what this window's chain took
         pieces.append(chain + pos)
         done += len(chain)
         mean = max(mean, -(-end // len(chain)))
@@ -365,13 +400,13 @@ def _scan_numpy(buf, whole, pos, count, width, little, sel_width, sizes, arrays)
 def string_runs(buf, data: np.ndarray, counts: np.ndarray, width: int, little: bool, prefix: str) -> np.ndarray:
     """Payload starts of the strings of several string arrays, one array's after another's: the ``counts[k]``
     length-prefixed strings at ``data[k]`` of ``buf`` (all whole: a scan found them).  Arrays of up to
-    :data:`_ROUNDS` strings are followed together a round per string; a longer one is located by
+    :data:`_RUN_ROUNDS` strings are followed together a round per string; a longer one is located by
     :func:`~gguf_construct.base.stringscan.scan_string_starts` on its own (a step per at least that many strings)."""
     whole = np.frombuffer(buf, dtype=np.uint8)
     counts = counts.astype(np.int64)
     first = np.cumsum(counts) - counts
     out = np.empty(int(counts.sum()), dtype=np.int64)
-    short = np.flatnonzero(counts <= _ROUNDS)
+    short = np.flatnonzero(counts <= _RUN_ROUNDS)
     cur, left, at = data[short].astype(np.int64), counts[short], first[short]
     while len(cur):
         live = left > 0
@@ -381,7 +416,7 @@ def string_runs(buf, data: np.ndarray, counts: np.ndarray, width: int, little: b
         out[at] = cur + width
         cur = cur + width + read_uints(whole, cur, width, little).astype(np.int64)
         left, at = left - 1, at + 1
-    for k in np.flatnonzero(counts > _ROUNDS).tolist():
+    for k in np.flatnonzero(counts > _RUN_ROUNDS).tolist():
         starts, _ = scan_string_starts(buf, int(data[k]), int(counts[k]), width, prefix)
         out[first[k] : first[k] + counts[k]] = starts
     return out

@@ -529,18 +529,29 @@ def _inner_value(node: Any) -> GGUFValue:
 
 
 _VALUE_TYPE_OF = {int(vt): vt for vt in GGUFValueType if vt not in (GGUFValueType.ARRAY, GGUFValueType.BOOL)}
+_ITEM_TYPE_OF = {int(vt): vt for vt in GGUFValueType if vt != GGUFValueType.ARRAY}  # arrays of arrays: mapped
+_ARRAY_ID, _BOOL_ID = int(GGUFValueType.ARRAY), int(GGUFValueType.BOOL)
 _NEW_VALUE = object.__new__
 
 
 def _value_of(vtype: int, node: Any) -> GGUFValue:
-    """:func:`_value_from_tree` for a read head: a scalar of a known type becomes its :class:`GGUFValue` without the
-    checks of its constructor (the type is a member already, a scalar has no element type); millions of KV pairs
-    cost one object each."""
+    """:func:`_value_from_tree` for a read head: a value of a known type becomes its :class:`GGUFValue` without the
+    checks of its constructor (the types are members already; an array's data is the parsed one, a BOOL 0 or 1 a
+    bool and any other byte kept as read); millions of KV pairs cost one object each."""
     member = _VALUE_TYPE_OF.get(vtype)
-    if member is None:  # arrays, BOOL (kept as read when not 0 or 1), unknown types
-        return _value_from_tree(vtype, node)
+    item = None
+    if member is None:
+        if vtype == _ARRAY_ID:
+            item = _ITEM_TYPE_OF.get(node["type"])
+            if item is None:  # arrays of arrays (each inner value made when read), unknown element types
+                return _value_from_tree(vtype, node)
+            member, node = GGUFValueType.ARRAY, node["data"]
+        elif vtype == _BOOL_ID:
+            member, node = GGUFValueType.BOOL, bool(node) if node in (0, 1) else int(node)
+        else:  # unknown types
+            return _value_from_tree(vtype, node)
     value = _NEW_VALUE(GGUFValue)
-    value.__dict__.update(type=member, value=node, item_type=None)
+    value.__dict__.update(type=member, value=node, item_type=item)
     return value
 
 

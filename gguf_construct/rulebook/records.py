@@ -18,20 +18,29 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, repeat
 from operator import attrgetter
 
 import numpy as np
 from construct import Container
 
 from ..base.pages import release
-from ..base.recordscan import ARRAY_BODY, STOP, STRING_BODY, ArrayBody, read_uints, scan_records, string_runs
+from ..base.recordscan import (
+    ARRAY_BODY,
+    ARRAY_ITEMS,
+    STOP,
+    STRING_BODY,
+    ArrayBody,
+    read_uints,
+    scan_records,
+    string_runs,
+)
 from ..format import spec as _spec
-from ..format.constructs import Float32NaN
+from ..format.constructs import BufferStream, Float32NaN
 from ..format.stringlist import StringList
 from ..format.reader import align_offset, tensor_extent
 from ..format.spec import tensor_type_by_id
-from ..format.structs import container_spec, field_limit, is_string_type, resolve_alias, value_types
+from ..format.structs import container_spec, family, field_limit, is_string_type, resolve_alias, value_types
 
 __all__ = ["RecordShape", "kv_shape", "tensor_info_shape", "scan", "kv_columns", "tensor_info_columns", "extents"]
 
@@ -53,6 +62,7 @@ class RecordShape:
     dtypes: tuple[np.dtype | None, ...] = ()  # a KV pair's value dtype per value type
     arrays: ArrayBody | None = None  # how a KV pair's array value is laid out (None: arrays are read one by one)
     as_bool: tuple[bool, ...] = ()  # per value type: an array of it is a bool view (as the record parser makes it)
+    version: int = 0  # the family's version (a KV pair's record parser, for arrays of arrays)
 
 
 def _primitive(name: str, version: int) -> str | None:
@@ -85,6 +95,8 @@ def _array_body(type_name: str, version: int, byte_order: str, width: int) -> Ar
             items[vid] = _spec.primitives()[vt["encoding"]].size
         elif "encoding" not in vt and _string_width(vt["type"], version) == width:
             items[vid] = STRING_BODY
+        elif vt.get("type") == type_name:  # arrays of arrays: one level is followed, each read by the parser
+            items[vid] = ARRAY_ITEMS
     size = _spec.primitives()
     return ArrayBody(size[sel].size, size[count].size, items, _spec.byte_order(byte_order).struct)
 
@@ -123,6 +135,7 @@ def kv_shape(version: int, byte_order: str) -> RecordShape | None:
         kinds=tuple(kinds),
         dtypes=tuple(dtypes),
         arrays=arrays,
+        version=version,
         as_bool=tuple(vts[v]["name"] == "BOOL" if v in vts else False for v in range(len(sizes))),
     )
 
@@ -222,9 +235,10 @@ _GATHER = 1 << 22  # bytes of small arrays gathered at a time
 _EMPTY = np.empty(0, dtype=np.int64)
 
 
-def _array_values(buf, at: np.ndarray, shape: RecordShape) -> tuple[list, np.ndarray]:
+def _array_values(buf, at: np.ndarray, shape: RecordShape, records: np.ndarray) -> tuple[list, np.ndarray]:
     """The values of the array bodies at ``at`` (each a ``Container`` of ``type``, ``len`` and ``data``, as the
-    record parser makes it) and where each ends: the arrays of one element type are read together."""
+    record parser makes it) and where each ends: the arrays of one element type are read together, an array of
+    arrays by the record parser (from its record's start, ``records``), one at a time."""
     arrays = shape.arrays
     assert arrays is not None  # a KV pair whose value is an array in bulk has an array layout
     whole = np.frombuffer(buf, dtype=np.uint8)
@@ -233,8 +247,12 @@ def _array_values(buf, at: np.ndarray, shape: RecordShape) -> tuple[list, np.nda
     data_at = at + arrays.sel_width + arrays.count_width
     ends = np.empty(len(at), dtype=np.int64)
     datas = np.empty(len(at), dtype=object)
+    parsed: list[tuple[np.ndarray, list]] = []
     for item in np.unique(types).tolist():
         rows = np.flatnonzero(types == item)
+        if arrays.items[item] == ARRAY_ITEMS:
+            parsed.append((rows, _parsed_values(buf, records[rows], shape, ends, rows)))
+            continue
         if arrays.items[item] == STRING_BODY:
             got, ends[rows] = _string_arrays(buf, data_at[rows], counts[rows], shape)
         else:
@@ -243,12 +261,26 @@ def _array_values(buf, at: np.ndarray, shape: RecordShape) -> tuple[list, np.nda
             got = _numeric_arrays(buf, data_at[rows], counts[rows], dtype, shape.as_bool[item])
             ends[rows] = data_at[rows] + counts[rows] * dtype.itemsize
         datas[rows] = np.fromiter(got, dtype=object, count=len(rows))
-    values = list(map(_array_node, types.tolist(), counts.tolist(), datas.tolist()))
+    fields = zip(types.tolist(), counts.tolist(), datas.tolist())
+    values = list(map(Container, map(zip, repeat(_ARRAY_FIELDS), fields)))  # no Python call per array
+    for rows, got in parsed:
+        for k, value in zip(rows.tolist(), got):
+            values[k] = value
     return values, ends
 
 
-def _array_node(item: int, count: int, data) -> Container:
-    return Container(type=item, len=count, data=data)
+def _parsed_values(buf, records: np.ndarray, shape: RecordShape, ends: np.ndarray, rows: np.ndarray) -> list:
+    """The values of the KV records at ``records`` read by the record parser (their ends into ``ends[rows]``)."""
+    parse = family(shape.version, shape.byte_order).record_parser("metadata_kv")
+    out = []
+    for k, start in zip(rows.tolist(), records.tolist()):
+        stream = BufferStream(buf, start)
+        out.append(parse(stream).value)
+        ends[k] = stream.pos
+    return out
+
+
+_ARRAY_FIELDS = ("type", "len", "data")  # a parsed array value's fields (the spec's gguf_array)
 
 
 def _numeric_arrays(buf, data_at: np.ndarray, counts: np.ndarray, dtype: np.dtype, as_bool: bool) -> list:
@@ -363,7 +395,7 @@ def kv_columns(buf, starts: np.ndarray, shape: RecordShape) -> tuple[list, list,
         rows = np.flatnonzero(vtype == vid)
         kind = shape.kinds[vid]
         if kind == "array":
-            got, ends[rows] = _array_values(buf, vpos[rows], shape)
+            got, ends[rows] = _array_values(buf, vpos[rows], shape, starts[rows])
         elif kind == "text":
             at = vpos[rows] + w
             end = at + read_uints(whole, vpos[rows], w, little).astype(np.int64)

@@ -285,6 +285,7 @@ def walk(ctx: Context) -> None:
 
 
 _BULK_FROM = 64  # records from which a run is read in bulk: fewer cost less one by one than numpy's set-up
+_BULK_WORTH = 16  # records a run read in bulk must have for the next to be tried right after the record it stopped at
 
 
 def _walk_kvs(ctx: Context, stream: BufferStream) -> bool:
@@ -298,12 +299,12 @@ def _walk_kvs(ctx: Context, stream: BufferStream) -> bool:
             i += got
             if i == ctx.kv_count:
                 break
-            # the record the run stopped at is read one by one; a long run is tried again right after it, a short
-            # one after twice as many records as the last (up to _BULK_FROM): records that are not read in bulk
-            # (arrays of arrays, unknown types) among many that are cost one parse each, and a run of those alone
-            # no more than a bulk set-up per _BULK_FROM records
+            # the record the run stopped at is read one by one; after a run of _BULK_WORTH records or more the
+            # next run is tried right after it, after a shorter one twice as many records later as the last time
+            # (up to _BULK_FROM): a record that is not read in bulk (an array of arrays) among many that are costs
+            # one parse, and a stretch of such records no more than a bulk set-up per _BULK_FROM records
             parse_from = i + backoff
-            backoff = 1 if got >= _BULK_FROM else min(2 * backoff, _BULK_FROM)
+            backoff = 1 if got >= _BULK_WORTH else min(2 * backoff, _BULK_FROM)
         start = stream.pos
         try:
             tree = parse(stream)
