@@ -74,7 +74,8 @@ def _kv(draw, types: list[int]):
     if kind in ("strings", "many strings"):  # more than the strings a numpy window follows together, too
         size = (0, 5) if kind == "strings" else (recordscan._ROUNDS - 1, recordscan._ROUNDS + 3)
         return ARRAY, (STRING, draw(st.lists(TEXTS, min_size=size[0], max_size=size[1])))
-    return ARRAY, (ARRAY, [(0, [1, 2])] * draw(st.integers(0, 2)))
+    inner = st.sampled_from([(0, [1, 2]), (STRING, [b"a", b""]), (5, []), (ARRAY, [(0, [1])])])  # the last: depth 3
+    return ARRAY, (ARRAY, draw(st.lists(inner, max_size=3)))
 
 
 @st.composite
