@@ -310,6 +310,11 @@ def write_mixed_kvs(path: str, size: int) -> int:
     return _kv_cycle(path, size, _every_kind(_Layout()))
 
 
+def write_mixed_kvs_flat(path: str, size: int) -> int:
+    """mixed-kvs without the array of arrays (which ggml refuses): a file ggml reads, to time against it."""
+    return _kv_cycle(path, size, _every_kind(_Layout(), nested=False))
+
+
 def write_mixed_kvs_be(path: str, size: int) -> int:
     """mixed-kvs in a big-endian v3 file."""
     lay = _Layout(3, ">")
@@ -346,6 +351,7 @@ SHAPES = {
     "bad-bools": write_bad_bools,
     "prim-arrays": write_prim_arrays,
     "mixed-kvs": write_mixed_kvs,
+    "mixed-kvs-flat": write_mixed_kvs_flat,
     "mixed-kvs-be": write_mixed_kvs_be,
     "mixed-kvs-v1": write_mixed_kvs_v1,
     "many-strarrays-long": write_many_strarrays_long,

@@ -80,57 +80,10 @@ def _kernel():
         return n
 
     @numba.njit(cache=True, nogil=True)
-    def inner_end(buf, p, width, little, asel, acount, items):  # pragma: no cover - compiled
-        """array_end of an array whose elements are not arrays."""
-        size = buf.shape[0]
-        q = p + asel + acount
-        if q > size:
-            return -1
-        it = read(buf, p, asel, little)
-        if it >= np.uint64(items.shape[0]):
-            return -1
-        item = items[np.int64(it)]
-        c = read(buf, p + asel, acount, little)
-        left = np.uint64(size - q)
-        if item == -2:
-            if c > left // np.uint64(width):
-                return -1
-            for _ in range(np.int64(c)):
-                if q + width > size:
-                    return -1
-                m = read(buf, q, width, little)
-                if m > np.uint64(size - q - width):
-                    return -1
-                q += width + np.int64(m)
-            return q
-        if item <= 0 or c > left // np.uint64(item):
-            return -1
-        return q + np.int64(c) * item
-
-    @numba.njit(cache=True, nogil=True)
-    def array_end(buf, p, width, little, asel, acount, items):  # pragma: no cover - compiled
-        """Where the array body at ``p`` ends, or -1 when it is not whole or an element type stops (arrays of
-        arrays are followed one level down)."""
-        size = buf.shape[0]
-        q = p + asel + acount
-        if q > size:
-            return -1
-        it = read(buf, p, asel, little)
-        if it < np.uint64(items.shape[0]) and items[np.int64(it)] == -4:
-            c = read(buf, p + asel, acount, little)
-            if c > np.uint64(size - q) // np.uint64(asel + acount):
-                return -1
-            for _ in range(np.int64(c)):
-                q = inner_end(buf, q, width, little, asel, acount, items)
-                if q < 0:
-                    return -1
-            return q
-        return inner_end(buf, p, width, little, asel, acount, items)
-
-    @numba.njit(cache=True, nogil=True)
     def walk(buf, pos, count, width, little, sel_width, sizes, asel, acount, items, starts):  # pragma: no cover
         size = buf.shape[0]
         nsizes = np.uint64(sizes.shape[0])
+        nitems = np.uint64(items.shape[0])
         for i in range(count):
             if pos + width > size:
                 return i, pos
@@ -152,10 +105,41 @@ def _kernel():
                 if m > np.uint64(size - p - width):
                     return i, pos
                 body = width + np.int64(m)
-            elif body == -3:
-                q = array_end(buf, p, width, little, asel, acount, items)
-                if q < 0:
+            elif body == -3:  # an array, or an array of arrays (one level): `arrays` arrays of elements
+                head = asel + acount
+                if p + head > size:
                     return i, pos
+                arrays, q = 1, p
+                it = read(buf, p, asel, little)
+                if it < nitems and items[np.int64(it)] == -4:
+                    c = read(buf, p + asel, acount, little)
+                    q = p + head
+                    if c > np.uint64(size - q) // np.uint64(head):
+                        return i, pos
+                    arrays = np.int64(c)
+                for _ in range(arrays):
+                    if q + head > size:
+                        return i, pos
+                    it = read(buf, q, asel, little)
+                    if it >= nitems:
+                        return i, pos
+                    item = items[np.int64(it)]
+                    c = read(buf, q + asel, acount, little)
+                    q += head
+                    if item == -2:
+                        if c > np.uint64(size - q) // np.uint64(width):
+                            return i, pos
+                        for _ in range(np.int64(c)):
+                            if q + width > size:
+                                return i, pos
+                            m = read(buf, q, width, little)
+                            if m > np.uint64(size - q - width):
+                                return i, pos
+                            q += width + np.int64(m)
+                    elif item <= 0 or c > np.uint64(size - q) // np.uint64(item):
+                        return i, pos
+                    else:
+                        q += np.int64(c) * item
                 body = q - p
             elif body < 0 or body > size - p:
                 return i, pos
