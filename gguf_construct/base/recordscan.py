@@ -40,7 +40,6 @@ STOP = -1  # the record is not read in bulk
 STRING_BODY = -2  # the body is a length-prefixed string
 ARRAY_BODY = -3  # the body is an array (see ArrayBody)
 ARRAY_ITEMS = -4  # an array's elements are arrays of the same layout (one level: theirs may not be)
-_ROUNDS = 16  # string elements an array may have to be followed inside a numpy window (more: a step of its own)
 _RUN_ROUNDS = 256  # string elements of arrays found by a scan that string_runs follows together (more: on its own)
 
 
@@ -61,6 +60,8 @@ _RELEASE = 64 << 20  # bytes scanned between giving the mapped pages back (base/
 _FIRST_WINDOW = 1 << 12  # bytes of a scan's first numpy window
 _LONG_RECORD = 1 << 10  # records this long are stepped over one at a time by the numpy way
 COMPILED_FROM = 100_000  # records asked for from which the compiled walk is used (numba's start-up: ~0.3 s)
+COMPILED_AFTER = 4 << 20  # bytes numpy follows before the compiled walk takes the rest (numba's start-up: ~0.9 s
+# of CPU, numpy's ~0.1 s per MB of long records)
 
 
 @functools.lru_cache(maxsize=None)
@@ -176,6 +177,7 @@ def _jumps(
     ok = np.ones(m, dtype=bool)
     n = read(pos, width, ok)
     ok &= n <= np.maximum(m - pos - width, 0).astype(np.uint64)
+    lengths = np.where(ok, pos + width + n.astype(np.int64), m + 1)  # where a string at each position ends
     p = pos + width + np.where(ok, n, 0).astype(np.int64)
     sel = read(p, sel_width, ok)
     ok &= sel < np.uint64(len(sizes))
@@ -191,7 +193,7 @@ def _jumps(
         body = np.where(whole_string, width + np.where(whole_string, inner, 0).astype(np.int64), body)
     array = np.flatnonzero(ok & (body == ARRAY_BODY))
     if len(array):
-        ends, whole_array = _array_ends(win, p[array], width, little, arrays)
+        ends, whole_array = _array_ends(win, p[array], width, little, arrays, lengths)
         ok[array] &= whole_array
         body[array] = ends - p[array]
     ok &= body >= 0
@@ -203,10 +205,9 @@ def _jumps(
     return jump
 
 
-def _array_ends(win: np.ndarray, at: np.ndarray, width: int, little: bool, arrays: ArrayBody):
+def _array_ends(win: np.ndarray, at: np.ndarray, width: int, little: bool, arrays: ArrayBody, string_ends: np.ndarray):
     """Where the array bodies at the positions ``at`` of ``win`` end, and which are whole: fixed-size elements by
-    arithmetic, string elements followed a round per element (at most :data:`_ROUNDS`: longer arrays are not
-    whole here, :func:`_first_end` steps over them one at a time)."""
+    arithmetic, string elements by :func:`_strings_end`."""
     m = len(win)
     items = arrays.items
     ok = at + arrays.sel_width + arrays.count_width <= m
@@ -220,24 +221,31 @@ def _array_ends(win: np.ndarray, at: np.ndarray, width: int, little: bool, array
     fixed = ok & (item > 0)
     fixed &= count <= left // np.maximum(item, 1).astype(np.uint64)
     ends = data + np.where(fixed, count, 0).astype(np.int64) * np.where(fixed, item, 0)
-    strings = ok & (item == STRING_BODY) & (count <= np.uint64(_ROUNDS))
+    strings = ok & (item == STRING_BODY) & (count <= left // np.uint64(width))
     rows = np.flatnonzero(strings)
     if len(rows):
-        cur = data[rows]
-        left_n = count[rows].astype(np.int64)
-        alive = np.ones(len(rows), dtype=bool)
-        for _ in range(int(left_n.max()) if len(left_n) else 0):
-            step = alive & (left_n > 0)
-            step &= cur + width <= m
-            alive &= (left_n <= 0) | step
-            n = read_uints(win, np.where(step, cur, 0), width, little)
-            step &= n <= np.maximum(m - cur - width, 0).astype(np.uint64)
-            alive &= (left_n <= 0) | step
-            cur = cur + np.where(step, width + n.astype(np.int64), 0)
-            left_n -= 1
-        strings[rows] = alive
-        ends[rows] = cur
+        ends[rows], whole = _strings_end(string_ends, data[rows], count[rows].astype(np.int64))
+        strings[rows] = whole
     return ends, fixed | strings
+
+
+def _strings_end(string_ends: np.ndarray, at: np.ndarray, counts: np.ndarray):
+    """Where ``counts[k]`` strings from ``at[k]`` of a window end, and whether they are whole in it (``string_ends``:
+    where a string at each position of the window ends, past its end, ``len + 1``, where none is whole): every
+    position's successor raised to each count's power by binary lifting, the table squared once per bit of the
+    largest count (the window's size times that many steps, whatever the counts)."""
+    m = len(string_ends)
+    step = np.empty(m + 2, dtype=np.int64)  # m: the window's end (no string starts there), m + 1: absorbing
+    step[:m] = string_ends
+    step[m], step[m + 1] = m + 1, m + 1
+    cur = np.minimum(at, m + 1).astype(np.int64)
+    left = counts.copy()
+    while left.any():
+        cur = np.where((left & 1).astype(bool), step[cur], cur)
+        left >>= 1
+        if left.any():
+            step = step[step]
+    return cur, cur <= m
 
 
 def _first_end(
@@ -295,7 +303,7 @@ def _first_array_end(
         _, end = scan_string_starts(whole, data, count, width, arrays.prefix)
     except IndexError:
         return None
-    return end, count <= _ROUNDS
+    return end, True
 
 
 def _chain(jump: np.ndarray, limit: int) -> tuple[np.ndarray, int]:
@@ -329,36 +337,50 @@ def scan_records(
 ) -> tuple[np.ndarray, int]:
     """Starts of the run of at most ``count`` whole tagged records at ``pos`` of ``buf`` (int64) and where the run
     ends: the run stops before the first record that is not whole or whose selector stops (see the module's
-    docstring; ``arrays``: the layout of :data:`ARRAY_BODY` bodies); the compiled walk when numba is installed,
-    numpy's pointer doubling otherwise."""
+    docstring; ``arrays``: the layout of :data:`ARRAY_BODY` bodies); the compiled walk when numba is installed
+    and the run is long (:data:`COMPILED_FROM` records asked for, or :data:`COMPILED_AFTER` bytes followed by
+    numpy), numpy's pointer doubling otherwise."""
     sizes = np.ascontiguousarray(sizes, dtype=np.int64)
     arrays = _NO_ARRAYS if arrays is None else arrays._replace(items=np.ascontiguousarray(arrays.items, np.int64))
     kernel = _kernel() if count >= COMPILED_FROM else None  # a usual head never imports numba
     whole = np.frombuffer(buf, dtype=np.uint8)
+    args = (width, little, sel_width, sizes, arrays)
     if kernel is not None:
-        starts = np.empty(count, dtype=np.int64)
-        done, end = 0, pos
-        piece = max(1, _RELEASE // 64)  # records per call: the pages read go back between calls
-        asel, acount, items = arrays.sel_width, arrays.count_width, arrays.items
-        while done < count:
-            take = min(piece, count - done)
-            got, new_end = kernel(
-                whole, end, take, width, little, sel_width, sizes, asel, acount, items, starts[done : done + take]
-            )
-            release(buf, end, new_end)
-            done, end = done + int(got), int(new_end)
-            if got < take:
-                break
-        return starts[:done], end
-    return _scan_numpy(buf, whole, pos, count, width, little, sel_width, sizes, arrays)
+        return _scan_compiled(kernel, buf, whole, pos, count, *args)
+    starts, end = _scan_numpy(buf, whole, pos, count, *args, stop_after=COMPILED_AFTER)
+    if len(starts) < count and end - pos >= COMPILED_AFTER and _kernel() is not None:  # long records: compiled
+        more, end = _scan_compiled(_kernel(), buf, whole, end, count - len(starts), *args)
+        starts = np.concatenate([starts, more])
+    return starts, end
 
 
-def _scan_numpy(buf, whole, pos, count, width, little, sel_width, sizes, arrays) -> tuple[np.ndarray, int]:
+def _scan_compiled(kernel, buf, whole, pos, count, width, little, sel_width, sizes, arrays) -> tuple[np.ndarray, int]:
+    starts = np.empty(count, dtype=np.int64)
+    done, end = 0, pos
+    piece = max(1, _RELEASE // 64)  # records per call: the pages read go back between calls
+    asel, acount, items = arrays.sel_width, arrays.count_width, arrays.items
+    while done < count:
+        take = min(piece, count - done)
+        got, new_end = kernel(
+            whole, end, take, width, little, sel_width, sizes, asel, acount, items, starts[done : done + take]
+        )
+        release(buf, end, new_end)
+        done, end = done + int(got), int(new_end)
+        if got < take:
+            break
+    return starts[:done], end
+
+
+def _scan_numpy(
+    buf, whole, pos, count, width, little, sel_width, sizes, arrays, stop_after: int | None = None
+) -> tuple[np.ndarray, int]:
+    """The numpy way; with ``stop_after``, it stops once it has followed that many bytes (the caller may go on
+    compiled)."""
     pieces: list[np.ndarray] = []
-    done, mean, released = 0, 64, pos
+    done, mean, released, begin = 0, 64, pos, pos
     budget = _FIRST_WINDOW  # bytes the next window may take (a run may stop early: records it cannot follow)
     size = len(whole)
-    while done < count and pos < size:
+    while done < count and pos < size and (stop_after is None or pos - begin < stop_after):
         if pos - released >= _RELEASE:
             release(buf, released, pos)
             released = pos
