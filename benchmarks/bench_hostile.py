@@ -198,6 +198,141 @@ def write_numeric(path: str, size: int) -> int:
     return n
 
 
+# -- KV records of every value kind (read in bulk: rulebook/records.py) -------------------------------------
+I8, U16, I16, F32, BOOL, U64, I64, F64 = 1, 2, 3, 6, 7, 10, 11, 12
+_PRIMS = {U8: "u1", I8: "i1", U16: "u2", I16: "i2", U32: "u4", I32: "i4", F32: "f4", BOOL: "u1"}
+_PRIMS_V2 = {**_PRIMS, U64: "u8", I64: "i8", F64: "f8"}
+
+
+class _Layout:
+    """The widths of a GGUF version and byte order, for writing records: v1 has 32-bit counts and lengths."""
+
+    def __init__(self, version: int = 3, order: str = "<"):
+        self.version, self.order = version, order
+        self.n = "I" if version == 1 else "Q"  # counts, string lengths and array lengths
+
+    def pack(self, fmt: str, *values) -> bytes:
+        return struct.pack(self.order + fmt, *values)
+
+    def str(self, b: bytes) -> bytes:
+        return self.pack(self.n, len(b)) + b
+
+    def head(self, n_tensors: int, n_kv: int) -> bytes:
+        return b"GGUF" + self.pack("I" + 2 * self.n, self.version, n_tensors, n_kv)
+
+    def array(self, item: int, values: list) -> bytes:
+        """An ARRAY body (after the value type) of ``values``: bytes for STRING items, numbers otherwise."""
+        if item == STRING:
+            return self.pack("I" + self.n, item, len(values)) + b"".join(self.str(v) for v in values)
+        dtype = np.dtype(_PRIMS_V2[item]).newbyteorder(self.order)
+        return self.pack("I" + self.n, item, len(values)) + np.array(values, dtype=dtype).tobytes()
+
+
+def _kv_cycle(path: str, size: int, bodies: list[bytes], lay: _Layout | None = None) -> int:
+    """KV pairs ``x.k%08d`` whose values (type and value bytes) cycle through ``bodies``, about ``size`` bytes;
+    how many array items they hold."""
+    lay = lay or _Layout()
+    key = b"x.k00000000"
+    block = b"".join(lay.str(key) + body for body in bodies)
+    digits_at = np.cumsum([0] + [len(lay.str(key)) + len(b) for b in bodies[:-1]]) + len(lay.str(key)) - 1
+    cycles = max(1, size // len(block))
+    n = cycles * len(bodies)
+    out = np.tile(np.frombuffer(block, dtype=np.uint8), cycles)
+    at = (np.arange(cycles)[:, None] * len(block) + digits_at).reshape(-1)
+    index = np.arange(n)
+    for k in range(8):
+        out[at - k] = 48 + (index // 10**k) % 10
+    arch = lay.str(b"general.architecture") + lay.pack("I", STRING) + lay.str(b"llama")
+    with open(path, "wb") as fh:
+        fh.write(lay.head(0, n + 1) + arch + out.tobytes())
+    items = sum(_items(body, lay) for body in bodies)
+    return items * cycles
+
+
+def _items(body: bytes, lay: _Layout) -> int:
+    (vtype,) = struct.unpack_from(lay.order + "I", body)
+    if vtype != ARRAY:
+        return 0
+    return struct.unpack_from(lay.order + lay.n, body, 8)[0]
+
+
+def _every_kind(lay: _Layout, nested: bool = True) -> list[bytes]:
+    """One body of each value kind of ``lay``'s version: every scalar, a STRING, arrays of every primitive
+    (0 to 3 items), arrays of 0 to 3 strings and, with ``nested``, an array of arrays."""
+    prims = _PRIMS if lay.version == 1 else _PRIMS_V2
+    bodies = []
+    for vtype, code in prims.items():
+        bodies.append(lay.pack("I", vtype) + np.array([1], dtype=np.dtype(code).newbyteorder(lay.order)).tobytes())
+        for count in range(4):
+            bodies.append(lay.pack("I", ARRAY) + lay.array(vtype, list(range(count))))
+    bodies.append(lay.pack("I", STRING) + lay.str(b"abc"))
+    for count in range(4):
+        bodies.append(lay.pack("I", ARRAY) + lay.array(STRING, [b"s%d" % i for i in range(count)]))
+    if nested:
+        bodies.append(lay.pack("I", ARRAY) + lay.pack("I" + lay.n, ARRAY, 1) + lay.array(U8, [1, 2]))
+    return bodies
+
+
+def write_many_arrays(path: str, size: int) -> int:
+    """KV pairs each ARRAY[UINT8] of one item."""
+    return _kv_cycle(path, size, [struct.pack("<IIQ", ARRAY, U8, 1) + b"\x07"])
+
+
+def write_many_empty_arrays(path: str, size: int) -> int:
+    """KV pairs each ARRAY[UINT32] of no item."""
+    return _kv_cycle(path, size, [struct.pack("<IIQ", ARRAY, U32, 0)])
+
+
+def write_many_strarrays(path: str, size: int) -> int:
+    """KV pairs each ARRAY[STRING] of one empty string."""
+    return _kv_cycle(path, size, [struct.pack("<IIQQ", ARRAY, STRING, 1, 0)])
+
+
+def write_many_strkvs(path: str, size: int) -> int:
+    """KV pairs each STRING "abc"."""
+    return _kv_cycle(path, size, [struct.pack("<IQ", STRING, 3) + b"abc"])
+
+
+def write_bad_bools(path: str, size: int) -> int:
+    """KV pairs each BOOL of value 5 (only 0 and 1 are valid: a finding each)."""
+    return _kv_cycle(path, size, [struct.pack("<I", BOOL) + b"\x05"])
+
+
+def write_prim_arrays(path: str, size: int) -> int:
+    """KV pairs each an ARRAY of a primitive type, every type in turn, of 0 to 8 items."""
+    lay = _Layout()
+    bodies = [struct.pack("<I", ARRAY) + lay.array(t, list(range(c))) for t in _PRIMS_V2 for c in range(9)]
+    return _kv_cycle(path, size, bodies, lay)
+
+
+def write_mixed_kvs(path: str, size: int) -> int:
+    """KV pairs of every value kind in turn (see _every_kind), one array of arrays among every 44 pairs."""
+    return _kv_cycle(path, size, _every_kind(_Layout()))
+
+
+def write_mixed_kvs_flat(path: str, size: int) -> int:
+    """mixed-kvs without the array of arrays (which ggml refuses): a file ggml reads, to time against it."""
+    return _kv_cycle(path, size, _every_kind(_Layout(), nested=False))
+
+
+def write_mixed_kvs_be(path: str, size: int) -> int:
+    """mixed-kvs in a big-endian v3 file."""
+    lay = _Layout(3, ">")
+    return _kv_cycle(path, size, _every_kind(lay), lay)
+
+
+def write_mixed_kvs_v1(path: str, size: int) -> int:
+    """mixed-kvs in a v1 file (32-bit lengths and counts, no 64-bit types), which ggml refuses."""
+    lay = _Layout(1)
+    return _kv_cycle(path, size, _every_kind(lay), lay)
+
+
+def write_many_strarrays_long(path: str, size: int) -> int:
+    """KV pairs each ARRAY[STRING] of 40 one-byte strings (past the strings a numpy window follows together)."""
+    lay = _Layout()
+    return _kv_cycle(path, size, [struct.pack("<I", ARRAY) + lay.array(STRING, [b"t"] * 40)], lay)
+
+
 SHAPES = {
     "empty-tokens": write_empty_tokens,
     "mixed-tokens": write_mixed_tokens,
@@ -209,6 +344,17 @@ SHAPES = {
     "nested": write_nested,
     "nested-empty": write_nested_empty,
     "numeric": write_numeric,
+    "many-arrays": write_many_arrays,
+    "many-empty-arrays": write_many_empty_arrays,
+    "many-strarrays": write_many_strarrays,
+    "many-strkvs": write_many_strkvs,
+    "bad-bools": write_bad_bools,
+    "prim-arrays": write_prim_arrays,
+    "mixed-kvs": write_mixed_kvs,
+    "mixed-kvs-flat": write_mixed_kvs_flat,
+    "mixed-kvs-be": write_mixed_kvs_be,
+    "mixed-kvs-v1": write_mixed_kvs_v1,
+    "many-strarrays-long": write_many_strarrays_long,
 }
 
 # -- measuring -------------------------------------------------------------------------------------------------

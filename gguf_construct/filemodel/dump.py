@@ -39,6 +39,7 @@ LONG_STRING = PREVIEW_CHARS  # characters of a STRING value kept without --full 
 
 _TYPE_NAME = {vt: vt.name for vt in GGUFValueType}  # an enum's .name is a property: looked up once per type
 _INTEGER_TYPES = frozenset(vt for vt in GGUFValueType if value_kind(vt) == "integer")
+_EXACT_ITEMS = frozenset(vt for vt in GGUFValueType if value_kind(vt) in ("integer", "bool"))  # tolist() is JSON
 _LINES_PER_PIECE = 4096  # lines of plain keys joined into one piece of text (one write, not one per key)
 
 
@@ -89,13 +90,17 @@ def _metadata_json(gguf: GGUFFile, full: bool) -> list[dict]:
     (the common values, millions in a hostile file) are made here without the general path's calls."""
     out: list[dict] = []
     append = out.append
-    names, integers, string = _TYPE_NAME, _INTEGER_TYPES, GGUFValueType.STRING
+    names, integers, string, array = _TYPE_NAME, _INTEGER_TYPES, GGUFValueType.STRING, GGUFValueType.ARRAY
+    exact = _EXACT_ITEMS
     for k, v in gguf.metadata.typed_items():
         vtype, x = v.type, v.value
         if vtype in integers and type(x) is int:
             append({"key": k, "type": names[vtype], "value": x})
         elif vtype is string and type(x) is str and (full or len(x) <= LONG_STRING):
             append({"key": k, "type": "STRING", "value": x})
+        elif vtype is array and v.item_type in exact and type(x) is np.ndarray and (full or len(x) <= SUMMARY_ITEMS):
+            # a whole array of integers or bools: its items as Python numbers are their JSON
+            append({"key": k, "type": "ARRAY", "item_type": names[v.item_type], "length": len(x), "value": x.tolist()})
         else:
             append(dict(key=k, **value_to_json(v, full=full)))
     return out
@@ -173,7 +178,11 @@ def _text_value(entry: dict, width: int = 0) -> str:
             cut = width and len(value) > width
             return repr(value[:width]) + "..." if cut else repr(value)
         return str(value)
-    inner = ", ".join(_text_value(v) if isinstance(v, dict) else repr(v) for v in entry["value"])
+    items = entry["value"]
+    if entry["item_type"] == "ARRAY":
+        inner = ", ".join(_text_value(v) if isinstance(v, dict) else repr(v) for v in items)
+    else:
+        inner = ", ".join(map(repr, items))
     more = ", ..." if entry.get("truncated") else ""
     return f"[{inner}{more}]"
 

@@ -638,17 +638,28 @@ def _inner_value(node: Any) -> GGUFValue:
 
 
 _VALUE_TYPE_OF = {int(vt): vt for vt in GGUFValueType if vt not in (GGUFValueType.ARRAY, GGUFValueType.BOOL)}
+_ITEM_TYPE_OF = {int(vt): vt for vt in GGUFValueType if vt != GGUFValueType.ARRAY}  # arrays of arrays: mapped
+_ARRAY_ID, _BOOL_ID = int(GGUFValueType.ARRAY), int(GGUFValueType.BOOL)
 _NEW_VALUE = object.__new__
 
 
 def _value_of(vtype: int, node: Any) -> GGUFValue:
-    """:func:`_value_from_tree` for a read head: a scalar of a known type becomes its :class:`GGUFValue` without the
-    checks of its constructor (the type is a member already, a scalar has no element type); millions of KV pairs
-    cost one object each."""
+    """:func:`_value_from_tree` for a read head: a value of a known type becomes its :class:`GGUFValue` without the
+    checks of its constructor (the types are members already; an array's data is the parsed one, a BOOL 0 or 1 a
+    bool and any other byte kept as read); millions of KV pairs cost one object each."""
     member = _VALUE_TYPE_OF.get(vtype)
-    if member is None:  # arrays, BOOL (kept as read when not 0 or 1), unknown types
-        return _value_from_tree(vtype, node)
-    return GGUFValue.trusted(member, node)
+    item = None
+    if member is None:
+        if vtype == _ARRAY_ID:
+            item = _ITEM_TYPE_OF.get(node["type"])
+            if item is None:  # arrays of arrays (each inner value made when read), unknown element types
+                return _value_from_tree(vtype, node)
+            member, node = GGUFValueType.ARRAY, node["data"]
+        elif vtype == _BOOL_ID:
+            member, node = GGUFValueType.BOOL, bool(node) if node in (0, 1) else int(node)
+        else:  # unknown types
+            return _value_from_tree(vtype, node)
+    return GGUFValue.trusted(member, node, item)
 
 
 def _value_to_tree(value: GGUFValue) -> Any:
@@ -809,8 +820,8 @@ def _load_one(source, lazy: bool) -> GGUFFile:
         head.version,  # type: ignore[arg-type]
         head.byte_order,  # type: ignore[arg-type]
         view,
-        (kv.offset for kv in head.kvs),
-        (kv.end for kv in head.kvs),
+        map(attrgetter("offset"), head.kvs),
+        map(attrgetter("end"), head.kvs),
         gguf.metadata.typed_view(),
     )
     gguf._header_extra = _header_extra(head, view)

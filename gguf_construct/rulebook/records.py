@@ -5,7 +5,10 @@ array value, a record that breaks a rule); runs of the other records are located
 :func:`gguf_construct.base.recordscan.scan_records` and their fields read here with numpy gathers, the texts
 decoded a chunk at a time, so that millions of small records cost no Python step each.  Every width comes from
 spec/gguf.yaml through the family's version and byte order: a KV pair is a string (the key), a selector (the value
-type) and a body sized by the selector (a primitive's size, a string, or not in bulk: arrays and unknown types); a
+type) and a body sized by the selector (a primitive's size, a string, an array of primitives or strings, or not in
+bulk: arrays of arrays and unknown types); an array's value is made as the record parser makes it (a native-order
+numpy array, a bool view for BOOL elements, a :class:`~gguf_construct.format.stringlist.StringList` over the
+buffer, in a ``Container`` of ``type``, ``len`` and ``data``), many small arrays from one gather; a
 tensor info is a string (the name), a count (n_dimensions, up to its ``valid`` maximum), that many dimensions and
 fixed fields after them.  A spec whose records do not have these shapes gets no bulk reader (``None``) and is read
 record by record.
@@ -15,18 +18,29 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, repeat
 from operator import attrgetter
 
 import numpy as np
+from construct import Container
 
 from ..base.pages import release
-from ..base.recordscan import STOP, STRING_BODY, read_uints, scan_records
+from ..base.recordscan import (
+    ARRAY_BODY,
+    ARRAY_ITEMS,
+    STOP,
+    STRING_BODY,
+    ArrayBody,
+    read_uints,
+    scan_records,
+    string_runs,
+)
 from ..format import spec as _spec
-from ..format.constructs import Float32NaN
+from ..format.constructs import BufferStream, Float32NaN
+from ..format.stringlist import StringList
 from ..format.reader import align_offset, tensor_extent
 from ..format.spec import tensor_type_by_id
-from ..format.structs import container_spec, field_limit, is_string_type, resolve_alias, value_types
+from ..format.structs import container_spec, family, field_limit, is_string_type, resolve_alias, value_types
 
 __all__ = ["RecordShape", "kv_shape", "tensor_info_shape", "scan", "kv_columns", "tensor_info_columns", "extents"]
 
@@ -46,6 +60,9 @@ class RecordShape:
     fields: tuple[tuple[str, np.dtype], ...] = ()  # a tensor info's repeated field, then its fixed fields
     kinds: tuple[str, ...] = ()  # a KV pair's value kind per value type ("" where not in bulk)
     dtypes: tuple[np.dtype | None, ...] = ()  # a KV pair's value dtype per value type
+    arrays: ArrayBody | None = None  # how a KV pair's array value is laid out (None: arrays are read one by one)
+    as_bool: tuple[bool, ...] = ()  # per value type: an array of it is a bool view (as the record parser makes it)
+    version: int = 0  # the family's version (a KV pair's record parser, for arrays of arrays)
 
 
 def _primitive(name: str, version: int) -> str | None:
@@ -61,6 +78,29 @@ def _string_width(type_name: str, version: int) -> int | None:
     return _spec.primitives()[prim].size if prim else None
 
 
+def _array_body(type_name: str, version: int, byte_order: str, width: int) -> ArrayBody | None:
+    """The bulk layout of an array type (a selector, a count, then elements switched on the selector and repeated
+    by the count), or None: each element type's size (a primitive's, :data:`STRING_BODY` for a string of the
+    record's width, :data:`STOP` for the others: arrays of arrays, strings of another width)."""
+    seq = container_spec()["types"].get(type_name, {}).get("seq", [])
+    if len(seq) != 3 or seq[2].get("switch_on") != seq[0]["id"] or seq[2].get("repeat") != seq[1]["id"]:
+        return None
+    sel, count = _primitive(seq[0].get("type", ""), version), _primitive(seq[1].get("type", ""), version)
+    if sel is None or count is None:
+        return None
+    vts = value_types()
+    items = np.full(max(vts) + 1, STOP, dtype=np.int64)
+    for vid, vt in vts.items():
+        if vt.get("encoding") in _spec.primitives():
+            items[vid] = _spec.primitives()[vt["encoding"]].size
+        elif "encoding" not in vt and _string_width(vt["type"], version) == width:
+            items[vid] = STRING_BODY
+        elif vt.get("type") == type_name:  # arrays of arrays: one level is followed, each read by the parser
+            items[vid] = ARRAY_ITEMS
+    size = _spec.primitives()
+    return ArrayBody(size[sel].size, size[count].size, items, _spec.byte_order(byte_order).struct)
+
+
 @functools.lru_cache(maxsize=None)
 def kv_shape(version: int, byte_order: str) -> RecordShape | None:
     """The bulk shape of ``metadata_kv`` in a family: key string, value-type selector, value by the selector."""
@@ -74,6 +114,7 @@ def kv_shape(version: int, byte_order: str) -> RecordShape | None:
     vts = value_types()
     sizes = np.full(max(vts) + 1, STOP, dtype=np.int64)
     kinds, dtypes = [""] * len(sizes), [None] * len(sizes)
+    arrays = None
     for vid, vt in vts.items():
         if vt.get("encoding") in _spec.primitives():
             sizes[vid] = _spec.primitives()[vt["encoding"]].size
@@ -81,6 +122,10 @@ def kv_shape(version: int, byte_order: str) -> RecordShape | None:
             dtypes[vid] = _spec.numpy_dtype(vt["encoding"], byte_order)
         elif "encoding" not in vt and _string_width(vt["type"], version) == width:
             sizes[vid], kinds[vid] = STRING_BODY, "text"
+        elif "encoding" not in vt:
+            found = _array_body(vt["type"], version, byte_order, width)  # None when the type is not an array
+            if found is not None:
+                sizes[vid], kinds[vid], arrays = ARRAY_BODY, "array", found
     return RecordShape(
         width,
         byte_order == "little",
@@ -89,6 +134,9 @@ def kv_shape(version: int, byte_order: str) -> RecordShape | None:
         sizes,
         kinds=tuple(kinds),
         dtypes=tuple(dtypes),
+        arrays=arrays,
+        version=version,
+        as_bool=tuple(vts[v]["name"] == "BOOL" if v in vts else False for v in range(len(sizes))),
     )
 
 
@@ -112,7 +160,7 @@ def tensor_info_shape(version: int, byte_order: str) -> RecordShape | None:
 
 def scan(buf, pos: int, count: int, shape: RecordShape) -> tuple[np.ndarray, int]:
     """Starts of the run of whole records of ``shape`` at ``pos`` (at most ``count``) and where it ends."""
-    return scan_records(buf, pos, count, shape.width, shape.little, shape.sel_width, shape.sizes)
+    return scan_records(buf, pos, count, shape.width, shape.little, shape.sel_width, shape.sizes, shape.arrays)
 
 
 def _gather(whole: np.ndarray, at: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -182,6 +230,155 @@ def _short_texts(buf, starts: np.ndarray, ends: np.ndarray, want_bytes: bool) ->
     return out_s, out_b
 
 
+_OWN_ARRAY = 1 << 12  # arrays of at least this many bytes are copied on their own (the parser's way)
+_GATHER = 1 << 22  # bytes of small arrays gathered at a time
+_EMPTY = np.empty(0, dtype=np.int64)
+
+
+def _array_values(buf, at: np.ndarray, shape: RecordShape, records: np.ndarray) -> tuple[list, np.ndarray]:
+    """The values of the array bodies at ``at`` (each a ``Container`` of ``type``, ``len`` and ``data``, as the
+    record parser makes it) and where each ends: the arrays of one element type are read together, an array of
+    arrays by the record parser (from its record's start, ``records``), one at a time."""
+    arrays = shape.arrays
+    assert arrays is not None  # a KV pair whose value is an array in bulk has an array layout
+    whole = np.frombuffer(buf, dtype=np.uint8)
+    types = read_uints(whole, at, arrays.sel_width, shape.little).astype(np.int64)
+    counts = read_uints(whole, at + arrays.sel_width, arrays.count_width, shape.little).astype(np.int64)
+    data_at = at + arrays.sel_width + arrays.count_width
+    ends = np.empty(len(at), dtype=np.int64)
+    datas = np.empty(len(at), dtype=object)
+    parsed: list[tuple[np.ndarray, list]] = []
+    for item in np.unique(types).tolist():
+        rows = np.flatnonzero(types == item)
+        if arrays.items[item] == ARRAY_ITEMS:
+            parsed.append((rows, _parsed_values(buf, records[rows], shape, ends, rows)))
+            continue
+        if arrays.items[item] == STRING_BODY:
+            got, ends[rows] = _string_arrays(buf, data_at[rows], counts[rows], shape)
+        else:
+            dtype = shape.dtypes[item]
+            assert dtype is not None  # an element read in bulk has an encoding
+            got = _numeric_arrays(buf, data_at[rows], counts[rows], dtype, shape.as_bool[item])
+            ends[rows] = data_at[rows] + counts[rows] * dtype.itemsize
+        datas[rows] = np.fromiter(got, dtype=object, count=len(rows))
+    fields = zip(types.tolist(), counts.tolist(), datas.tolist())
+    values = list(map(Container, map(zip, repeat(_ARRAY_FIELDS), fields)))  # no Python call per array
+    for rows, got in parsed:
+        for k, value in zip(rows.tolist(), got):
+            values[k] = value
+    return values, ends
+
+
+def _parsed_values(buf, records: np.ndarray, shape: RecordShape, ends: np.ndarray, rows: np.ndarray) -> list:
+    """The values of the KV records at ``records`` read by the record parser (their ends into ``ends[rows]``)."""
+    parse = family(shape.version, shape.byte_order).record_parser("metadata_kv")
+    out = []
+    for k, start in zip(rows.tolist(), records.tolist()):
+        stream = BufferStream(buf, start)
+        out.append(parse(stream).value)
+        ends[k] = stream.pos
+    return out
+
+
+_ARRAY_FIELDS = ("type", "len", "data")  # a parsed array value's fields (the spec's gguf_array)
+
+
+def _numeric_arrays(buf, data_at: np.ndarray, counts: np.ndarray, dtype: np.dtype, as_bool: bool) -> list:
+    """Native-order copies of ``counts[k]`` numbers of ``dtype`` at ``data_at[k]`` (bool views with ``as_bool``):
+    small arrays slices of one gathered copy a chunk at a time, big ones copied one by one from the buffer."""
+    whole = np.frombuffer(buf, dtype=np.uint8)
+    native = dtype.newbyteorder("=")
+    nbytes = counts * dtype.itemsize
+    out = np.empty(len(counts), dtype=object)
+    for k in np.flatnonzero(nbytes >= _OWN_ARRAY).tolist():
+        a, n = int(data_at[k]), int(counts[k])
+        arr = np.frombuffer(buf, dtype=dtype, count=n, offset=a).astype(native, copy=True)
+        release(buf, a, a + n * dtype.itemsize)
+        out[k] = arr.view(np.bool_) if as_bool else arr
+    small = np.flatnonzero(nbytes < _OWN_ARRAY)
+    cum = np.cumsum(nbytes[small])
+    i = 0
+    while i < len(small):
+        j = max(i + 1, int(np.searchsorted(cum, (cum[i - 1] if i else 0) + _GATHER, side="right")))
+        rows = small[i:j]
+        size = nbytes[rows]
+        first = np.cumsum(size) - size  # where each array starts in the gathered bytes
+        total = int(size.sum())
+        raw = whole[np.repeat(data_at[rows] - first, size) + np.arange(total, dtype=np.int64)]
+        values = raw.view(dtype).astype(native)
+        if as_bool:
+            values = values.view(np.bool_)
+        lo = (first // dtype.itemsize).tolist()
+        hi = ((first + size) // dtype.itemsize).tolist()
+        out[rows] = np.fromiter(map(values.__getitem__, map(slice, lo, hi)), dtype=object, count=len(rows))
+        i = j
+    return out.tolist()
+
+
+def _string_arrays(buf, data_at: np.ndarray, counts: np.ndarray, shape: RecordShape) -> tuple[list, np.ndarray]:
+    """StringLists over the ``counts[k]`` strings at ``data_at[k]`` (as the record parser makes them) and where each
+    array ends: the strings located together, their UTF-8 validity and NUL bytes judged together."""
+    w, little = shape.width, shape.little
+    arrays = shape.arrays
+    assert arrays is not None
+    starts = string_runs(buf, data_at, counts, w, little, arrays.prefix)
+    whole = np.frombuffer(buf, dtype=np.uint8)
+    lengths = read_uints(whole, starts - w, w, little).astype(np.int64)
+    first = np.cumsum(counts) - counts
+    last = first + counts - 1
+    has = counts > 0
+    ends = data_at.copy()
+    ends[has] = starts[last[has]] + lengths[last[has]]
+    bad, nul = _judged(buf, starts, lengths, shape)
+    bad_of = _per_array(bad, first, counts)
+    nul_of = _per_array(nul, first, counts)
+    order = shape.byte_order
+    buf = buf if isinstance(buf, bytes) else memoryview(buf).cast("B")  # the buffer a parsed list holds
+    make = StringList._make  # the list from_records makes, its judgement made above for all arrays at once
+    lists = [
+        make(buf, starts[a : a + c], e, w, order, True, b, n)
+        for a, c, e, b, n in zip(first.tolist(), counts.tolist(), ends.tolist(), bad_of, nul_of)
+    ]
+    return lists, ends
+
+
+def _per_array(marked: np.ndarray, first: np.ndarray, counts: np.ndarray) -> list:
+    """The marked string indices (of all arrays' strings) of each array, relative to its first string."""
+    out = [_EMPTY] * len(counts)
+    if not len(marked):
+        return out
+    owner = np.searchsorted(first, marked, side="right") - 1  # ascending, as the marked indices are
+    arrays, at = np.unique(owner, return_index=True)
+    for k, own in zip(arrays.tolist(), np.split(marked - first[owner], at[1:])):
+        out[k] = own
+    return out
+
+
+def _judged(buf, starts: np.ndarray, lengths: np.ndarray, shape: RecordShape) -> tuple[np.ndarray, np.ndarray]:
+    """(invalid UTF-8, holding a NUL) indices of the strings at ``starts``: their records copied side by side a
+    chunk at a time and judged by :class:`StringList` in one go."""
+    w = shape.width
+    whole = np.frombuffer(buf, dtype=np.uint8)
+    bad: list[np.ndarray] = []
+    nul: list[np.ndarray] = []
+    room = lengths + w
+    cum = np.cumsum(room)
+    i, n = 0, len(starts)
+    while i < n:
+        j = max(i + 1, int(np.searchsorted(cum, (cum[i - 1] if i else 0) + _GATHER, side="right")))
+        size = room[i:j]
+        first = np.cumsum(size) - size
+        total = int(size.sum())
+        joined = whole[np.repeat(starts[i:j] - w - first, size) + np.arange(total, dtype=np.int64)]
+        judged = StringList.from_records(joined.tobytes(), first + w, total, w, shape.byte_order)
+        bad.append(judged.invalid_utf8() + i)
+        nul.append(judged.nul_items() + i)
+        i = j
+    if not bad:
+        return _EMPTY, _EMPTY
+    return np.concatenate(bad), np.concatenate(nul)
+
+
 def kv_columns(buf, starts: np.ndarray, shape: RecordShape) -> tuple[list, list, list, list, list]:
     """Keys (str), keys (bytes), value types, values (as the record parser gives them) and ends of the KV records
     starting at ``starts``, all found by :func:`scan` with ``shape``."""
@@ -197,7 +394,9 @@ def kv_columns(buf, starts: np.ndarray, shape: RecordShape) -> tuple[list, list,
     for vid in np.unique(vtype).tolist():
         rows = np.flatnonzero(vtype == vid)
         kind = shape.kinds[vid]
-        if kind == "text":
+        if kind == "array":
+            got, ends[rows] = _array_values(buf, vpos[rows], shape, starts[rows])
+        elif kind == "text":
             at = vpos[rows] + w
             end = at + read_uints(whole, vpos[rows], w, little).astype(np.int64)
             ends[rows] = end

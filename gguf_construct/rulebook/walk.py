@@ -285,21 +285,26 @@ def walk(ctx: Context) -> None:
 
 
 _BULK_FROM = 64  # records from which a run is read in bulk: fewer cost less one by one than numpy's set-up
+_BULK_WORTH = 16  # records a run read in bulk must have for the next to be tried right after the record it stopped at
 
 
 def _walk_kvs(ctx: Context, stream: BufferStream) -> bool:
     fam = ctx.family
     parse = fam.record_parser("metadata_kv")
     shape = records.kv_shape(ctx.version, ctx.byte_order)
-    i, parse_from = 0, 0
+    i, parse_from, backoff = 0, 0, 1
     while i < ctx.kv_count:
         if shape is not None and i >= parse_from and ctx.kv_count - i >= _BULK_FROM:  # a run read in bulk
             got = _kvs_in_bulk(ctx, stream, i, shape)
             i += got
             if i == ctx.kv_count:
                 break
-            if got < _BULK_FROM:  # short runs between arrays: the next records one by one
-                parse_from = i + _BULK_FROM
+            # the record the run stopped at is read one by one; after a run of _BULK_WORTH records or more the
+            # next run is tried right after it, after a shorter one twice as many records later as the last time
+            # (up to _BULK_FROM): a record that is not read in bulk (an array of arrays) among many that are costs
+            # one parse, and a stretch of such records no more than a bulk set-up per _BULK_FROM records
+            parse_from = i + backoff
+            backoff = 1 if got >= _BULK_WORTH else min(2 * backoff, _BULK_FROM)
         start = stream.pos
         try:
             tree = parse(stream)
