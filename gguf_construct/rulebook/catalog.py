@@ -43,6 +43,8 @@ __all__ = [
     "kept_per_rule",
     "shown_hits",
     "hits_at",
+    "first_of_each",
+    "capped",
 ]
 
 PROFILES = ("spec", "ggml", "llama.cpp")
@@ -272,3 +274,25 @@ def hits_at(
         if k == shown:
             hit.repeat = found - shown
         yield hit
+
+
+def capped(cache: dict, hits: Iterator[Hit], total: int) -> Iterator[Hit]:
+    """The first :func:`shown_hits` of ``total`` hits a rule finds, taken from ``hits`` (made lazily, in the order
+    to report them), then one more standing for the rest (its ``repeat``): the rest are never made."""
+    shown = shown_hits(cache, 0, total)
+    for k, hit in enumerate(hits):
+        if k == shown:
+            hit.repeat = total - shown
+            yield hit
+            return
+        yield hit
+
+
+def first_of_each(items: list) -> np.ndarray:
+    """For each item of ``items`` (hashable), the index of its first occurrence (int64), found in C loops: a dict
+    from each item to its first index, built from the back."""
+    n = len(items)
+    first = dict(zip(reversed(items), range(n - 1, -1, -1)))
+    if len(first) == n:
+        return np.arange(n, dtype=np.int64)
+    return np.fromiter(map(first.__getitem__, items), dtype=np.int64, count=n)

@@ -7,7 +7,7 @@ import functools
 import operator
 import re
 from itertools import repeat
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from .keys import (
     registry_entries,
     standard_namespaces,
 )
-from .catalog import Hit, rule, shown_hits
+from .catalog import Hit, capped, first_of_each, hits_at, rule, shown_hits
 from .walk import ALIGNMENT_KEY, ALIGNMENT_TYPE, ARRAY, BOOL, KV, STRING, Context, type_name
 
 __all__ = ["LIMITS"]
@@ -67,62 +67,123 @@ def _key_hit(kv: KV, **params) -> Hit:
     return Hit(kv.offset, f"{kv.path}.key", key=kv.key, index=kv.index, **params)
 
 
+class _KeyColumns:
+    """Every key of a file as columns (once per file): the keys joined into one byte array, each key's start and
+    length in it, so that a key rule finds the keys it judges with a few array operations, whichever and however
+    many they are, and looks at a key in Python only to word a finding."""
+
+    def __init__(self, ctx: Context):
+        self.lengths = np.fromiter(map(len, map(operator.attrgetter("key_bytes"), ctx.kvs)), np.int64, len(ctx.kvs))
+        # one byte between keys; keys are located by start and length, so a key holding that byte is no problem
+        self.text = np.frombuffer(_key_text(ctx), dtype=np.uint8)[1:-1] if ctx.kvs else np.zeros(0, np.uint8)
+        self.starts = np.cumsum(self.lengths + 1) - (self.lengths + 1)
+
+    def key_of(self, positions: np.ndarray) -> np.ndarray:
+        """The index of the key each position of :attr:`text` is in (-1 for a separator)."""
+        keys = np.searchsorted(self.starts, positions, side="right") - 1
+        return np.where(positions - self.starts[keys] < self.lengths[keys], keys, -1)
+
+    def per_key(self, byteset: bytes) -> np.ndarray:
+        """How many bytes of ``byteset`` each key holds."""
+        lut = np.zeros(256, dtype=bool)
+        lut[list(byteset)] = True
+        keys = self.key_of(np.flatnonzero(lut[self.text]))
+        return np.bincount(keys[keys >= 0], minlength=len(self.lengths))
+
+    def byte_at(self, offsets: np.ndarray, byte: int) -> np.ndarray:
+        """Whether each key holds ``byte`` at ``offsets`` (one per key; negative counts from the end)."""
+        at = np.where(offsets < 0, self.lengths + offsets, offsets)
+        inside = (at >= 0) & (at < self.lengths)
+        out = np.zeros(len(self.lengths), dtype=bool)
+        out[inside] = self.text[self.starts[inside] + at[inside]] == byte
+        return out
+
+    def starting_with(self, prefix: bytes) -> np.ndarray:
+        """Whether each key starts with ``prefix``."""
+        long = np.flatnonzero(self.lengths >= len(prefix))
+        out = np.zeros(len(self.lengths), dtype=bool)
+        if len(prefix) and len(long):
+            heads = self.text[self.starts[long][:, None] + np.arange(len(prefix))]
+            out[long] = (heads == np.frombuffer(prefix, dtype=np.uint8)).all(axis=1)
+        else:
+            out[long] = True
+        return out
+
+
+def _key_columns(ctx: Context) -> _KeyColumns:
+    return ctx.derived("key_columns", _KeyColumns)
+
+
+def _key_hits(ctx: Context, mask: np.ndarray, make: Callable[..., Hit] | None = None) -> Iterator[Hit]:
+    """``make(kv)`` (default: the plain key hit) for the KV pairs where ``mask`` is set, in file order: the first
+    ones one by one, the rest as one repeat hit (:func:`~.catalog.hits_at`)."""
+    kvs = ctx.kvs
+    build = make or _key_hit
+    return hits_at(ctx.cache, np.flatnonzero(mask), lambda i: build(kvs[i]))
+
+
 @rule("KV-KEY-EMPTY")
 def _key_empty(ctx: Context) -> Iterator[Hit]:
-    for kv in ctx.kvs:
-        if not kv.key_bytes:
-            yield _key_hit(kv)
+    return _key_hits(ctx, _key_columns(ctx).lengths == 0)
 
 
 @rule("KV-KEY-LEN")
 def _key_len(ctx: Context) -> Iterator[Hit]:
-    for kv in ctx.kvs:
-        if len(kv.key_bytes) > MAX_KEY_BYTES:
-            yield _key_hit(kv, length=len(kv.key_bytes))
+    return _key_hits(ctx, _key_columns(ctx).lengths > MAX_KEY_BYTES, lambda kv: _key_hit(kv, length=len(kv.key_bytes)))
 
 
 def _key_text(ctx: Context) -> bytes:
     """Every key's bytes, each between NUL bytes (once per file): the key rules first ask all keys at once, in one
-    search at C speed, whether there is anything to find, and look at each pair only when there may be.  A key
-    holding a NUL only sends a rule to that closer look."""
-    return ctx.derived("key_text", lambda c: b"\0" + b"\0".join(kv.key_bytes for kv in c.kvs) + b"\0")
+    search at C speed, whether there is anything to find, and then find the keys with :class:`_KeyColumns`."""
+    return ctx.derived("key_text", lambda c: b"\0" + b"\0".join(map(operator.attrgetter("key_bytes"), c.kvs)) + b"\0")
+
+
+_NON_ASCII = bytes(range(0x80, 0x100))
 
 
 @rule("KV-KEY-ASCII")
 def _key_ascii(ctx: Context) -> Iterator[Hit]:
     if _key_text(ctx).isascii():
-        return
-    for kv in ctx.kvs:
-        if not kv.key_bytes.isascii():
-            pos = next(i for i, b in enumerate(kv.key_bytes) if b >= 0x80)
-            yield _key_hit(kv, byte=kv.key_bytes[pos], position=pos)
+        return iter(())
+
+    def make(kv: KV) -> Hit:
+        pos = next(i for i, b in enumerate(kv.key_bytes) if b >= 0x80)
+        return _key_hit(kv, byte=kv.key_bytes[pos], position=pos)
+
+    return _key_hits(ctx, _key_columns(ctx).per_key(_NON_ASCII) > 0, make)
 
 
 _SEGMENT_OK = re.compile(rb"[a-z0-9_\-\x80-\xff]*\Z")
 _KEY_CHARSET = bytes(b for b in range(256) if _SEGMENT_OK.match(bytes([b])) or b == ord("."))  # bytes of keys
+_NOT_KEY_CHARSET = bytes(b for b in range(256) if b not in _KEY_CHARSET)
 _NOT_DOT_OR_NUL = bytes(b for b in range(256) if b not in b".\0")
 
 
 @rule("KV-KEY-CHARSET")
 def _key_charset(ctx: Context) -> Iterator[Hit]:
     if len(_key_text(ctx).translate(None, _KEY_CHARSET)) == len(ctx.kvs) + 1:  # nothing left but the NULs
-        return
-    for kv in ctx.kvs:
-        for seg in kv.key_bytes.split(b"."):
-            if not _SEGMENT_OK.match(seg):  # non-ASCII bytes are KV-KEY-ASCII's, '-' is KV-KEY-HYPHEN's
-                yield _key_hit(kv, segment=seg.decode("utf-8", "backslashreplace"))
-                break
+        return iter(())
+
+    def make(kv: KV) -> Hit:  # a key holding a byte outside the charset has a segment that fails
+        seg = next(seg for seg in kv.key_bytes.split(b".") if not _SEGMENT_OK.match(seg))
+        return _key_hit(kv, segment=seg.decode("utf-8", "backslashreplace"))
+
+    # non-ASCII bytes are KV-KEY-ASCII's, '-' is KV-KEY-HYPHEN's
+    return _key_hits(ctx, _key_columns(ctx).per_key(_NOT_KEY_CHARSET) > 0, make)
 
 
 @rule("KV-KEY-SEGMENT")
 def _key_segment(ctx: Context) -> Iterator[Hit]:
     text = _key_text(ctx)
     if not (b".." in text or b"\0." in text or b".\0" in text):
-        return
-    for kv in ctx.kvs:
-        key = kv.key_bytes
-        if key and (b".." in key or key[:1] == b"." or key[-1:] == b"."):
-            yield _key_hit(kv)
+        return iter(())
+    cols = _key_columns(ctx)
+    dot = ord(".")
+    pairs = cols.key_of(np.flatnonzero((cols.text[:-1] == dot) & (cols.text[1:] == dot)))
+    doubled = np.zeros(len(cols.lengths), dtype=bool)
+    doubled[pairs[pairs >= 0]] = True  # a separator is no dot: both dots of a pair are in one key
+    zeros = np.zeros(len(cols.lengths), dtype=np.int64)
+    return _key_hits(ctx, doubled | cols.byte_at(zeros, dot) | cols.byte_at(zeros - 1, dot))
 
 
 @rule("KV-KEY-HYPHEN")
@@ -131,40 +192,47 @@ def _key_hyphen(ctx: Context) -> Iterator[Hit]:
         return
     arch = file_architecture(ctx)
     prefix = f"{arch}.".encode() if arch and "-" in arch and arch in known_architectures() else None
-    for kv in ctx.kvs:
-        if b"-" in kv.key_bytes:
-            hit = _key_hit(kv)
-            if prefix and kv.key_bytes.startswith(prefix) and b"-" not in kv.key_bytes[len(prefix) :]:
-                hit.on_purpose(HYPHENATED_ARCHITECTURES)  # command-r.context_length, as llama.cpp writes it
-            yield hit
+    cols = _key_columns(ctx)
+    hyphens = cols.per_key(b"-")
+    # command-r.context_length, as llama.cpp writes it: the architecture's own hyphens and no other
+    purpose = cols.starting_with(prefix) & (hyphens == prefix.count(b"-")) if prefix else np.zeros_like(hyphens > 0)
+    yield from _key_hits(ctx, (hyphens > 0) & ~purpose)
+    yield from _key_hits(ctx, purpose, lambda kv: _key_hit(kv).on_purpose(HYPHENATED_ARCHITECTURES))
 
 
 @rule("KV-KEY-FLAT")
 def _key_flat(ctx: Context) -> Iterator[Hit]:
     if b"\0\0" not in _key_text(ctx).translate(None, _NOT_DOT_OR_NUL):  # no key without a dot
-        return
-    for kv in ctx.kvs:
-        if kv.key_bytes and b"." not in kv.key_bytes:
-            yield _key_hit(kv)
+        return iter(())
+    cols = _key_columns(ctx)
+    return _key_hits(ctx, (cols.lengths > 0) & (cols.per_key(b".") == 0))
 
 
 @rule("KV-KEY-DUP")
 def _key_dup(ctx: Context) -> Iterator[Hit]:
-    first: dict[bytes, int] = {}
-    for kv in ctx.kvs:
-        if kv.key_bytes in first:
-            yield _key_hit(kv, first_index=first[kv.key_bytes])
-        else:
-            first[kv.key_bytes] = kv.index
+    kvs = ctx.kvs
+    firsts = first_of_each(list(map(operator.attrgetter("key_bytes"), kvs)))
+    return hits_at(
+        ctx.cache,
+        np.flatnonzero(firsts != np.arange(len(kvs))),
+        lambda i: _key_hit(kvs[i], first_index=kvs[int(firsts[i])].index),
+    )
 
 
 @rule("KV-NAMESPACE")
 def _namespace(ctx: Context) -> Iterator[Hit]:
-    reserved = standard_namespaces()
-    known = {kv.index for kv, _ in registry_entries(ctx)}
-    for kv in ctx.kvs:
-        if kv.index not in known and kv.key.partition(".")[0] in reserved:
-            yield _key_hit(kv)
+    cols = _key_columns(ctx)
+    dotted = np.zeros(len(cols.lengths), dtype=bool)
+    for ns in standard_namespaces():  # a key whose first segment is a standard namespace
+        name = ns.encode()
+        at = np.full(len(cols.lengths), len(name), dtype=np.int64)
+        dotted |= cols.starting_with(name) & ((cols.lengths == len(name)) | cols.byte_at(at, ord(".")))
+    if not dotted.any():
+        return iter(())
+    entries = registry_entries(ctx)
+    known = np.fromiter(map(operator.attrgetter("index"), map(operator.itemgetter(0), entries)), np.int64, len(entries))
+    indices = np.fromiter(map(operator.attrgetter("index"), ctx.kvs), dtype=np.int64, count=len(ctx.kvs))
+    return _key_hits(ctx, dotted & ~np.isin(indices, known))
 
 
 # -- value types -------------------------------------------------------------------------------------------------
@@ -198,7 +266,7 @@ def _array_kvs(ctx: Context) -> Iterator[KV]:
 
 def _value_types(ctx: Context) -> set[int]:
     """The value types of the file's KV pairs (once per file)."""
-    return ctx.derived("value_types", lambda c: {kv.vtype for kv in c.kvs})
+    return ctx.derived("value_types", lambda c: set(map(operator.attrgetter("vtype"), c.kvs)))
 
 
 def _array_entries(ctx: Context) -> list[tuple[KV, Any, str, int]]:
@@ -270,20 +338,51 @@ def _type_version(ctx: Context) -> Iterator[Hit]:
 
 @rule("KV-BOOL")
 def _bool(ctx: Context) -> Iterator[Hit]:
-    bool_arrays: dict[int, list[tuple[Any, str, int]]] = {}
+    bool_arrays: dict[int, list[tuple[np.ndarray, str, int, np.ndarray]]] = {}  # kv index -> arrays, bad items
     for kv, arr, path, depth in _array_entries(ctx):
         if arr.type == BOOL and len(arr.data):
-            bool_arrays.setdefault(kv.index, []).append((arr, path, depth))
-    if not bool_arrays and BOOL not in _value_types(ctx):
-        return
-    for kv in ctx.kvs:
-        if kv.vtype == BOOL and int(kv.value) not in (0, 1):
-            yield Hit(kv.value_offset, f"{kv.path}.value", key=kv.key, value=int(kv.value))
-        for arr, path, depth in bool_arrays.get(kv.index, ()):
             raw = np.asarray(arr.data).view(np.uint8)
-            for j in np.flatnonzero(raw > 1).tolist():
-                off = kv.at(f"value.data[{j}]") if depth == 1 else kv.value_offset
-                yield Hit(off, f"{path}.data[{j}]", key=kv.key, value=int(raw[j]))
+            bad = np.flatnonzero(raw > 1)
+            if len(bad):
+                bool_arrays.setdefault(kv.index, []).append((raw, path, depth, bad))
+    if not bool_arrays and BOOL not in _value_types(ctx):
+        return iter(())
+    kvs = ctx.kvs
+    vtypes = np.fromiter(map(operator.attrgetter("vtype"), kvs), dtype=np.int64, count=len(kvs))
+    scalars = np.flatnonzero(vtypes == BOOL)
+    picked = list(map(kvs.__getitem__, scalars.tolist()))
+    values = np.fromiter(map(int, map(operator.attrgetter("value"), picked)), dtype=np.int64, count=len(picked))
+    bad_scalars = scalars[(values != 0) & (values != 1)]  # positions in ctx.kvs, in file order
+    by_index = {kv.index: kv for kv in map(kvs.__getitem__, _kv_positions(ctx, list(bool_arrays)))}
+    total = len(bad_scalars) + sum(len(bad) for arrays in bool_arrays.values() for *_, bad in arrays)
+
+    def in_file_order() -> Iterator[Hit]:  # made only as far as they are kept
+        s = 0
+        for index, arrays in sorted(bool_arrays.items()):
+            kv = by_index[index]
+            while s < len(bad_scalars) and kvs[int(bad_scalars[s])].index < index:
+                yield _bool_hit(kvs[int(bad_scalars[s])])
+                s += 1
+            for raw, path, depth, bad in arrays:
+                for j in bad.tolist():
+                    off = kv.at(f"value.data[{j}]") if depth == 1 else kv.value_offset
+                    yield Hit(off, f"{path}.data[{j}]", key=kv.key, value=int(raw[j]))
+        for p in bad_scalars[s:].tolist():
+            yield _bool_hit(kvs[p])
+
+    return capped(ctx.cache, in_file_order(), total)
+
+
+def _bool_hit(kv: KV) -> Hit:
+    return Hit(kv.value_offset, f"{kv.path}.value", key=kv.key, value=int(kv.value))
+
+
+def _kv_positions(ctx: Context, indices: list[int]) -> list[int]:
+    """Where the KV pairs of these indices are in ``ctx.kvs`` (a pair the walk could not read has no place)."""
+    if not indices:
+        return []
+    column = np.fromiter(map(operator.attrgetter("index"), ctx.kvs), dtype=np.int64, count=len(ctx.kvs))
+    return np.searchsorted(column, np.asarray(indices, dtype=np.int64)).tolist()
 
 
 @rule("ARR-NESTED")

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..format.reader import MAX_DIMS, MAX_NAME_BYTES, align_offset  # ggml needs room for a NUL too (TI-NAME-64)
 from ..format.spec import tensor_type_by_id
-from .catalog import Hit, hits_at, rule
+from .catalog import Hit, first_of_each, hits_at, rule
 from .walk import Context, TensorInfo
 
 __all__ = ["MAX_NAME_BYTES", "UNKNOWN_TYPE_RULE", "ZERO_DIMENSION_RULE"]
@@ -116,16 +116,6 @@ def _cells(ctx: Context, mask: np.ndarray, make: Callable[[TensorInfo, int], Hit
     file order, as :func:`_each` does for tensors."""
     tensors, width = ctx.tensors, mask.shape[1] if mask.ndim == 2 else 1
     return hits_at(ctx.cache, np.flatnonzero(mask), lambda c: make(tensors[c // width], c % width))
-
-
-def first_of_each(items: list) -> np.ndarray:
-    """For each item of ``items`` (hashable), the index of its first occurrence (int64), found in C loops: a dict
-    from each item to its first index, built from the back."""
-    n = len(items)
-    first = dict(zip(reversed(items), range(n - 1, -1, -1)))
-    if len(first) == n:
-        return np.arange(n, dtype=np.int64)
-    return np.fromiter(map(first.__getitem__, items), dtype=np.int64, count=n)
 
 
 def _name_hit(t: TensorInfo, **params) -> Hit:
