@@ -436,35 +436,77 @@ def _bad_utf8(s: "str | LazyString") -> str | None:
     return "invalid byte sequence"  # pragma: no cover - surrogates always fail the strict decode
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")  # what a str decoded with surrogateescape holds for bytes not UTF-8
+
+
 class _ScalarStrings:
-    """Every key, string value and tensor name of a file as (record, field, text), with what the string rules
-    ask of all of them at once: are they all ASCII, does any hold a NUL, how long is the longest."""
+    """Every key, string value and tensor name of a file as columns in file order (record, field, text), with
+    what the string rules ask of all of them at once, each answered in C loops over the columns: which are not
+    valid UTF-8, which hold a NUL, which may be too long.  A long value (a LazyString) is judged on its own, a
+    chunk at a time."""
 
     def __init__(self, ctx: Context):
-        self.items: list[tuple[Any, str, str]] = []
-        for kv in ctx.kvs:
-            self.items.append((kv, "key", kv.key))
-            if kv.vtype == STRING:
-                self.items.append((kv, "value", kv.value))
-        self.items.extend((t, "name", t.name) for t in ctx.tensors)
-        texts = [text for _, _, text in self.items]
-        if any(isinstance(text, LazyString) for text in texts):
-            # item by item (a joined copy would double the memory of a long value); a LazyString a chunk at a time
-            self.ascii = all(text.isascii() for text in texts)
-            self.has_nul = any(text.has_nul if isinstance(text, LazyString) else "\x00" in text for text in texts)
-            self.longest = max(
-                (text.nbytes if isinstance(text, LazyString) else len(text) for text in texts), default=0
-            )
-        else:  # plain strs: in C loops
-            self.ascii = all(map(str.isascii, texts))
-            self.has_nul = any(map(operator.contains, texts, repeat("\x00")))
-            self.longest = max(map(len, texts), default=0)
+        kvs, tensors = ctx.kvs, ctx.tensors
+        n = len(kvs)
+        vtypes = np.fromiter(map(operator.attrgetter("vtype"), kvs), dtype=np.int64, count=n)
+        valued = np.flatnonzero(vtypes == STRING)
+        value_kvs = list(map(kvs.__getitem__, valued.tolist()))
+        records = kvs + value_kvs + tensors
+        fields = ["key"] * n + ["value"] * len(value_kvs) + ["name"] * len(tensors)
+        texts = list(map(operator.attrgetter("key"), kvs))
+        texts += map(operator.attrgetter("value"), value_kvs)
+        texts += map(operator.attrgetter("name"), tensors)
+        # a key, then its value when it is a string, then the tensor names
+        order = np.concatenate([np.arange(n) * 2, valued * 2 + 1, 2 * n + np.arange(len(tensors))])
+        perm = np.argsort(order, kind="stable").tolist()
+        self.records = list(map(records.__getitem__, perm))
+        self.fields = list(map(fields.__getitem__, perm))
+        self.texts: list[str | LazyString] = list(map(texts.__getitem__, perm))
+        kinds = list(map(type, self.texts))
+        self.lazy = np.flatnonzero(np.fromiter(map(operator.is_, kinds, repeat(LazyString)), bool, len(kinds)))
+        self.plain = self.texts
+        if len(self.lazy):  # the columns of plain strs: a long value stands there as an empty one
+            self.plain = list(self.texts)
+            for i in self.lazy.tolist():
+                self.plain[i] = ""
+        count = len(self.texts)
+        self.non_ascii = np.flatnonzero(~np.fromiter(map(str.isascii, self.plain), bool, count))
+        self.lengths = np.fromiter(map(len, self.plain), np.int64, count)
+        self.ascii = not len(self.non_ascii) and all(self.texts[i].isascii() for i in self.lazy.tolist())
+        plain_nul = map(operator.contains, self.plain, repeat("\x00"))
+        lazy_nul = [i for i in self.lazy.tolist() if self.texts[i].has_nul]  # type: ignore[union-attr]
+        self.nul = np.union1d(np.flatnonzero(np.fromiter(plain_nul, bool, count)), np.asarray(lazy_nul, np.int64))
+        self.has_nul = bool(len(self.nul))
+        lazy_bytes = [self.texts[i].nbytes for i in self.lazy.tolist()]  # type: ignore[union-attr]
+        self.longest = max([int(self.lengths.max(initial=0)), *lazy_bytes])
 
-    @staticmethod
-    def where(record: Any, field_name: str) -> tuple[int, str]:
-        """(offset of the string's length field, field path) of one item."""
+    @property
+    def items(self) -> list[tuple[Any, str, "str | LazyString"]]:
+        """(record, field, text) of every string, in file order."""
+        return list(zip(self.records, self.fields, self.texts))
+
+    def invalid_utf8(self) -> np.ndarray:
+        """Indices of the strings that are not valid UTF-8, in file order."""
+        plain = self.non_ascii
+        found = map(_SURROGATE.search, map(self.plain.__getitem__, plain.tolist()))
+        bad = plain[np.fromiter(map(operator.is_not, found, repeat(None)), bool, len(plain))]
+        lazy = [i for i in self.lazy.tolist() if self.texts[i].first_invalid_utf8() is not None]  # type: ignore[union-attr]
+        return np.union1d(bad, np.asarray(lazy, dtype=np.int64)).astype(np.int64)
+
+    def nul_items(self) -> np.ndarray:
+        """Indices of the strings holding a NUL, in file order."""
+        return self.nul.astype(np.int64)
+
+    def where(self, i: int) -> tuple[int, str]:
+        """(offset of the string's length field, field path) of string ``i``."""
+        record, field_name = self.records[i], self.fields[i]
         off = record.value_offset if field_name == "value" else record.offset
         return off, f"{record.path}.{field_name}"
+
+
+def _encoded_length(text: "str | LazyString") -> int:
+    """Bytes of a string as the file holds it."""
+    return text.nbytes if isinstance(text, LazyString) else len(encode_text(text))
 
 
 def _scalar_strings(ctx: Context) -> _ScalarStrings:
@@ -490,13 +532,14 @@ def _element_offsets(ctx: Context, kv: KV, count: int):
 @rule("STR-UTF8")
 def _utf8(ctx: Context) -> Iterator[Hit]:
     strings = _scalar_strings(ctx)
-    emitted = 0
-    for record, field_name, text in [] if strings.ascii else strings.items:
-        reason = _bad_utf8(text)
-        if reason:
-            off, path = strings.where(record, field_name)
-            emitted += 1
-            yield Hit(off, path, offset=off, reason=reason)
+    bad = np.zeros(0, dtype=np.int64) if strings.ascii else strings.invalid_utf8()
+
+    def make(i: int) -> Hit:
+        off, path = strings.where(i)
+        return Hit(off, path, offset=off, reason=_bad_utf8(strings.texts[i]))
+
+    yield from hits_at(ctx.cache, bad, make)
+    emitted = shown_hits(ctx.cache, 0, len(bad))
     for kv, items, path, top in _string_arrays(ctx):
         if items.valid_utf8:  # decided when the array was read (see StringList)
             continue
@@ -515,20 +558,17 @@ def _utf8(ctx: Context) -> Iterator[Hit]:
 @rule("STR-NUL")
 def _nul(ctx: Context) -> Iterator[Hit]:
     strings = _scalar_strings(ctx)
-    emitted = 0
-    for record, field_name, text in strings.items if strings.has_nul else []:
+    found = strings.nul_items()
+
+    def make(i: int) -> Hit:
+        text = strings.texts[i]
+        off, path = strings.where(i)
         if isinstance(text, LazyString):
-            pos = text.first_nul()  # a byte position already
-            if pos is not None:
-                off, path = strings.where(record, field_name)
-                emitted += 1
-                yield Hit(off, path, offset=off, position=pos)
-            continue
-        pos = text.find("\x00")
-        if pos >= 0:
-            off, path = strings.where(record, field_name)
-            emitted += 1
-            yield Hit(off, path, offset=off, position=len(encode_text(text[:pos])))
+            return Hit(off, path, offset=off, position=text.first_nul())  # a byte position already
+        return Hit(off, path, offset=off, position=len(encode_text(text[: text.find("\x00")])))
+
+    yield from hits_at(ctx.cache, found, make)
+    emitted = shown_hits(ctx.cache, 0, len(found))
     for kv, items, path, top in _string_arrays(ctx):
         if not items.has_nul:  # decided when the array was read (see StringList)
             continue
@@ -549,14 +589,17 @@ def _nul(ctx: Context) -> Iterator[Hit]:
 def _str_maxlen(ctx: Context) -> Iterator[Hit]:
     limit = LIMITS["string_bytes"]
     strings = _scalar_strings(ctx)
-    for record, field_name, text in strings.items if strings.longest > limit // 4 else []:
-        if isinstance(text, LazyString):
-            n = text.nbytes
-        else:
-            n = len(encode_text(text)) if len(text) > limit // 4 else 0
-        if n > limit:
-            off, path = strings.where(record, field_name)
-            yield Hit(off, path, offset=off, length=n)
+    if strings.longest > limit // 4:
+        # a str of more than limit / 4 characters may be longer than the limit in bytes (4 bytes per character)
+        maybe = np.union1d(np.flatnonzero(strings.lengths > limit // 4), strings.lazy).astype(np.int64).tolist()
+        sizes = {i: _encoded_length(strings.texts[i]) for i in maybe}
+        over = np.asarray([i for i in maybe if sizes[i] > limit], dtype=np.int64)
+
+        def make(i: int) -> Hit:
+            off, path = strings.where(i)
+            return Hit(off, path, offset=off, length=sizes[i])
+
+        yield from hits_at(ctx.cache, over, make)
     for kv, items, path, _ in _string_arrays(ctx):
         if kv.end - kv.offset <= limit:  # the whole record is shorter than one string may be
             continue
