@@ -77,6 +77,8 @@ class _KeyColumns:
         # one byte between keys; keys are located by start and length, so a key holding that byte is no problem
         self.text = np.frombuffer(_key_text(ctx), dtype=np.uint8)[1:-1] if ctx.kvs else np.zeros(0, np.uint8)
         self.starts = np.cumsum(self.lengths + 1) - (self.lengths + 1)
+        # each key's first byte (the separator's for an empty key)
+        self.first_bytes = np.frombuffer(_key_text(ctx), dtype=np.uint8)[self.starts + 1] if ctx.kvs else self.text
 
     def key_of(self, positions: np.ndarray) -> np.ndarray:
         """The index of the key each position of :attr:`text` is in (-1 for a separator)."""
@@ -99,14 +101,14 @@ class _KeyColumns:
         return out
 
     def starting_with(self, prefix: bytes) -> np.ndarray:
-        """Whether each key starts with ``prefix``."""
-        long = np.flatnonzero(self.lengths >= len(prefix))
+        """Whether each key starts with ``prefix`` (byte by byte, over the keys that matched so far)."""
+        if not prefix:
+            return np.ones(len(self.lengths), dtype=bool)
+        keys = np.flatnonzero((self.first_bytes == prefix[0]) & (self.lengths >= len(prefix)))
+        for k, byte in enumerate(prefix[1:], 1):
+            keys = keys[self.text[self.starts[keys] + k] == byte]
         out = np.zeros(len(self.lengths), dtype=bool)
-        if len(prefix) and len(long):
-            heads = self.text[self.starts[long][:, None] + np.arange(len(prefix))]
-            out[long] = (heads == np.frombuffer(prefix, dtype=np.uint8)).all(axis=1)
-        else:
-            out[long] = True
+        out[keys] = True
         return out
 
 
