@@ -13,7 +13,7 @@ from .._version import __version__
 from ..base.text import printable
 from ..base.remote import is_url
 from .report import Finding, Report
-from ..rulebook.catalog import OFF, catalog, findings_per_rule
+from ..rulebook.catalog import OFF, catalog, kept_per_rule
 from .security import help_uri, security_tags
 
 __all__ = ["render_text", "render_report_text", "render_summary", "render_json", "render_sarif", "FORMATS"]
@@ -74,7 +74,7 @@ def render_report_text(r: Report, *, color: bool = False) -> str:
 def _more_hint(r: Report, rule: str) -> str:
     """How to see more of a rule's findings: --max-per-rule 0 lists up to the spec's findings_per_rule, past
     which they are only counted."""
-    ceiling = findings_per_rule()
+    ceiling = kept_per_rule(None)
     if sum(f.count for f in r.findings if f.rule == rule) >= ceiling:
         return f"counted, not kept: at most {ceiling} findings of one rule are kept per file"
     if r.counts.get(rule, 0) > ceiling:
