@@ -52,6 +52,12 @@ class TensorTable:
             return None
         return self.data_offset.astype(np.int64) + self.nbytes.astype(np.int64)
 
+    def exact_ends(self) -> np.ndarray:
+        """:meth:`ends`, or where an offset or a size is too large for int64 sums, the same sums as Python ints in
+        an object array (element-wise in C loops, exact whatever the values)."""
+        ends = self.ends()
+        return ends if ends is not None else self.data_offset.astype(object) + self.nbytes.astype(object)
+
 
 def tensor_table(ctx: Context) -> TensorTable:
     """:class:`TensorTable` of ``ctx.tensors`` (computed once per file)."""
@@ -290,10 +296,8 @@ def _available(ctx: Context) -> int:
 def _all_in_bounds(ctx: Context) -> bool:
     """True when every tensor's size is defined and its data lies inside the data section."""
     table = tensor_table(ctx)
-    ends = table.ends()
-    if ends is None:
-        return len(_in_bounds(ctx)) == len(ctx.tensors)
-    return bool(table.sized.all()) and int(ends.max()) <= _available(ctx)
+    ends = table.exact_ends()
+    return bool(table.sized.all()) and (not len(ends) or ends.max() <= _available(ctx))
 
 
 def _in_bounds(ctx: Context) -> list[TensorInfo]:
@@ -308,8 +312,7 @@ def _bounds(ctx: Context) -> Iterator[Hit]:
     avail = _available(ctx)
     table = tensor_table(ctx)
     # exact ends (an undefined size, as of an unknown type, counts as 0: the tensor still starts in the section)
-    ends = table.ends()
-    exact = ends if ends is not None else table.data_offset.astype(object) + table.nbytes.astype(object)
+    exact = table.exact_ends()
     if not len(exact) or exact.max() <= avail:
         return
     # tensors starting at or past the end: the file was cut short (a truncated download), not crafted oversize
@@ -327,27 +330,15 @@ def _overlap(ctx: Context) -> Iterator[Hit]:
     if not ctx.layout_known:
         return
     table = tensor_table(ctx)
-    ends = table.ends()
-    if ends is not None:
-        yield from _overlap_in_bulk(ctx, table, ends)
-        return
-    live = sorted((t for t in ctx.tensor_ready() if t.nbytes > 0), key=lambda t: (t.data_offset, t.index))
-    owner, reach = None, -1
-    for t in live:
-        end = t.data_offset + t.nbytes
-        if owner is not None and t.data_offset < reach:
-            yield _offset_hit(t, other=owner.name, start=t.data_offset, end=min(end, reach))
-        if end > reach:
-            owner, reach = t, end
+    yield from _overlap_in_bulk(ctx, table, table.exact_ends())
 
 
 def _overlap_in_bulk(ctx: Context, table: TensorTable, ends: np.ndarray) -> Iterator[Hit]:
     """DATA-OVERLAP's hits as the loop over the tensors in data order finds them, the reach and its owner (the
-    first tensor to reach that far) found with running maxima."""
+    first tensor to reach that far) found with running maxima (over Python ints where ``ends`` holds them)."""
     live = np.flatnonzero(table.sized & (table.nbytes > 0))
-    starts = table.data_offset[live].astype(np.int64)
-    order = live[np.lexsort((live, starts))]  # by offset, then index
-    starts, stops = table.data_offset[order].astype(np.int64), ends[order]
+    order = live[np.lexsort((live, table.data_offset[live]))]  # by offset, then index
+    starts, stops = table.data_offset[order].astype(ends.dtype), ends[order]
     if len(order) < 2:
         return
     reach = np.maximum.accumulate(stops)
@@ -374,30 +365,22 @@ def _order(ctx: Context) -> Iterator[Hit]:
     if not ctx.layout_known:
         return
     table = tensor_table(ctx)
-    ends = table.ends()
-    if ends is not None and len(ends):
-        # where each tensor is expected: after the padded data of the one before (up to the first undefined size)
-        undefined = np.flatnonzero(~table.sized)
-        stop = int(undefined[0]) + 1 if len(undefined) else len(ends)
-        offsets = table.data_offset[:stop].astype(np.int64)
-        padded = table.data_offset[: stop - 1].astype(np.int64) + (
-            -(-table.nbytes[: stop - 1].astype(np.int64) // ctx.alignment) * ctx.alignment
-        )
-        expected_at = np.concatenate([[0], padded])
-        tensors = ctx.tensors
-        yield from hits_at(
-            ctx.cache,
-            np.flatnonzero(offsets != expected_at),
-            lambda i: _offset_hit(tensors[i], value=tensors[i].data_offset, expected=int(expected_at[i])),
-        )
+    if not len(table.sized):
         return
-    expected = 0
-    for t in ctx.tensors:
-        if t.data_offset != expected:
-            yield _offset_hit(t, value=t.data_offset, expected=expected)
-        if t.nbytes is None:
-            return
-        expected = t.data_offset + align_offset(t.nbytes, ctx.alignment)
+    # where each tensor is expected: after the padded data of the one before (up to the first undefined size);
+    # over Python ints where the sums may not fit int64
+    kind = np.int64 if table.ends() is not None else object
+    undefined = np.flatnonzero(~table.sized)
+    stop = int(undefined[0]) + 1 if len(undefined) else len(table.sized)
+    offsets = table.data_offset[:stop].astype(kind)
+    sizes = table.nbytes[: stop - 1].astype(kind)
+    expected_at = np.concatenate([np.zeros(1, dtype=kind), offsets[:-1] + -(-sizes // ctx.alignment) * ctx.alignment])
+    tensors = ctx.tensors
+    yield from hits_at(
+        ctx.cache,
+        np.flatnonzero(np.asarray(offsets != expected_at, dtype=bool)),
+        lambda i: _offset_hit(tensors[i], value=tensors[i].data_offset, expected=int(expected_at[i])),
+    )
 
 
 def _nonzero(ctx: Context, start: int, end: int) -> int:
@@ -428,13 +411,17 @@ _GATHER = 1 << 23  # padding bytes examined in one gather (more: range by range)
 
 
 def _padding_in_bulk(ctx: Context) -> tuple[np.ndarray, np.ndarray] | None:
-    """:func:`_padding_ranges` as two int64 arrays (starts, ends) computed from the tensor table, or None where
-    the table's sums could overflow."""
+    """:func:`_padding_ranges` as two int64 arrays (starts, ends) computed from the tensor table (None before the
+    layout is known)."""
     table = tensor_table(ctx)
-    ends = table.ends()
-    if ends is None or ctx.data_start is None or ctx.head_end is None:
+    if ctx.data_start is None or ctx.head_end is None:
         return None
-    inside = np.flatnonzero(table.sized & (ends <= _available(ctx)))
+    ends = table.exact_ends()
+    inside = np.flatnonzero(table.sized & np.asarray(ends <= _available(ctx), dtype=bool))
+    ends = ends[inside].astype(np.int64)  # inside the file: small enough
+    inside_ends = np.zeros(len(table.sized), dtype=np.int64)
+    inside_ends[inside] = ends
+    ends = inside_ends
     order = inside[np.argsort(table.data_offset[inside].astype(np.int64), kind="stable")]
     offsets, stops = table.data_offset[order].astype(np.int64), ends[order]
     padded = -(-stops // ctx.alignment) * ctx.alignment
@@ -444,21 +431,25 @@ def _padding_in_bulk(ctx: Context) -> tuple[np.ndarray, np.ndarray] | None:
     return starts, np.concatenate([[ctx.data_start], padded[keep] + ctx.data_start])
 
 
-def _nonzero_in_ranges(ctx: Context, starts: np.ndarray, ends: np.ndarray) -> np.ndarray | None:
-    """The count of non-zero bytes in each range [starts[i], ends[i]) (cut at the file's end) in one gather, or
-    None when the ranges hold more than :data:`_GATHER` bytes."""
+def _nonzero_in_ranges(ctx: Context, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The count of non-zero bytes in each range [starts[i], ends[i]) (cut at the file's end): gathers of at most
+    :data:`_GATHER` bytes over many ranges at once, a range longer than that on its own."""
     ends = np.minimum(ends, ctx.size)
     lens = np.maximum(ends - starts, 0)
-    total = int(lens.sum())
-    if total > _GATHER:
-        return None
     counts = np.zeros(len(starts), dtype=np.int64)
+    data = np.frombuffer(ctx.buf, dtype=np.uint8)
     some = np.flatnonzero(lens)
-    if len(some):
-        first = np.cumsum(lens[some]) - lens[some]
-        at = np.repeat(starts[some] - first, lens[some]) + np.arange(total)
-        nonzero = (np.frombuffer(ctx.buf, dtype=np.uint8)[at] != 0).astype(np.int64)
-        counts[some] = np.add.reduceat(nonzero, first)
+    long = some[lens[some] > _GATHER]
+    for i in long.tolist():  # each of more than _GATHER bytes: at most the file's size / _GATHER of them
+        counts[i] = np.count_nonzero(data[int(starts[i]) : int(ends[i])])
+    some = some[lens[some] <= _GATHER]
+    batch = np.cumsum(lens[some]) // _GATHER  # ranges of one gather: their lengths add up to about _GATHER
+    cuts = np.flatnonzero(np.diff(batch)) + 1
+    for group in np.split(some, cuts) if len(some) else []:
+        total = int(lens[group].sum())
+        first = np.cumsum(lens[group]) - lens[group]
+        at = np.repeat(starts[group] - first, lens[group]) + np.arange(total)
+        counts[group] = np.add.reduceat((data[at] != 0).astype(np.int64), first)
     return counts
 
 
@@ -467,8 +458,8 @@ def _pad_zero(ctx: Context) -> Iterator[Hit]:
     if not ctx.layout_known:
         return
     ranges = _padding_in_bulk(ctx) if ctx.tensors and ctx.remote is None else None
-    counts = _nonzero_in_ranges(ctx, *ranges) if ranges is not None else None
-    if ranges is not None and counts is not None:
+    if ranges is not None:
+        counts = _nonzero_in_ranges(ctx, *ranges)
         starts, ends = ranges
         yield from hits_at(
             ctx.cache,
@@ -491,11 +482,8 @@ def _padded_end(ctx: Context) -> int | None:
     table = tensor_table(ctx)
     if not table.sized.all():
         return None
-    ends = table.ends()
-    if ends is not None:
-        last = int(ends.max())
-    else:
-        last = max((t.data_offset + t.nbytes for t in ctx.tensors), default=0)
+    ends = table.exact_ends()
+    last = int(ends.max()) if len(ends) else 0
     return ctx.data_start + align_offset(last, ctx.alignment)
 
 
