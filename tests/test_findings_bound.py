@@ -56,6 +56,11 @@ def _tensors(n: int, *, name=lambda i: b"t%06d" % i, dims=(256,), ttype=F32, off
     return _file([], [_info(name(i), dims, ttype, offset(i)) for i in range(n)], data=1024 * n)
 
 
+def _nested_one() -> bytes:
+    """An ARRAY holding one ARRAY[UINT8] of one item."""
+    return struct.pack("<IQ", ARRAY, 1) + struct.pack("<IQ", U8, 1) + b"\1"
+
+
 # rule (/ variant) -> (writer of a file of n records, how many findings of the rule it has)
 SHAPES = {
     "KV-KEY-DUP": (lambda n: _file([_kv(b"x.dup", U32, b"\1\0\0\0")] * n), lambda n: n - 1),
@@ -76,6 +81,11 @@ SHAPES = {
     "TI-DIM-ZERO": (lambda n: _tensors(n, dims=(256, 0)), lambda n: n),
     "DATA-OVERLAP": (lambda n: _tensors(n, offset=lambda i: 0), lambda n: n - 1),
     "DATA-ORDER": (lambda n: _tensors(n, offset=lambda i: 1024 * (n - 1 - i)), lambda n: n),
+    "KV-BOOL/arrays": (
+        lambda n: _file([_kv(b"x.k%06d" % i, ARRAY, struct.pack("<IQ", BOOL, 1) + b"\5") for i in range(n)]),
+        lambda n: n,
+    ),
+    "ARR-NESTED": (lambda n: _file([_kv(b"x.k%06d" % i, ARRAY, _nested_one()) for i in range(n)]), lambda n: n),
     # offsets past int64 sums: the same rules over Python ints in object arrays
     "DATA-BOUNDS": (lambda n: _tensors(n, offset=lambda i: 2**63 + 1024 * i), lambda n: n),
     "DATA-OVERLAP/huge": (lambda n: _tensors(n, offset=lambda i: 2**64 - 1024), lambda n: n - 1),
@@ -85,11 +95,12 @@ SMALL, LARGE = 200, 800  # records (more than 64: the walk reads them in bulk, a
 
 
 def _judging_calls(data: bytes, rule: str) -> int:
-    """Python-level calls of checking ``data`` for ``rule`` beyond those of reading its head (the walk's own cost
+    """Python-level calls of checking ``data`` for ``rule`` (rule IDs or prefixes, comma-separated) beyond those of reading its head (the walk's own cost
     per record is not this test's subject)."""
     view = memoryview(data)
-    check(data, select=[rule])  # warm the caches
-    return count_calls(lambda: check(data, select=[rule])) - count_calls(lambda: read_head(view))
+    select = rule.split(",")
+    check(data, select=select)  # warm the caches
+    return count_calls(lambda: check(data, select=select)) - count_calls(lambda: read_head(view))
 
 
 def _judging_peak(data: bytes, rule: str) -> int:
@@ -143,6 +154,18 @@ def test_judging_work_does_not_grow_with_the_findings(shape, low_limit):
     rule = shape.split("/")[0]  # a rule, or a rule / a variant of its shape
     small, large = _judging_calls(write(SMALL), rule), _judging_calls(write(LARGE), rule)
     assert large <= small * 1.1 + 50, (small, large)
+
+
+def test_arrays_that_break_nothing_cost_no_python_each():
+    """KV pairs each an ARRAY[UINT8] of one item: the array and string rules look at none of them in Python."""
+
+    def write(n: int) -> bytes:
+        return _file([_kv(b"x.k%06d" % i, ARRAY, struct.pack("<IQ", U8, 1) + b"\1") for i in range(n)])
+
+    rules = "KV-BOOL,ARR,STR,KV-TYPE"
+    small, large = _judging_calls(write(SMALL), rules), _judging_calls(write(LARGE), rules)
+    assert large <= small * 1.1 + 50, (small, large)
+    assert not check(write(SMALL), select=rules.split(",")).findings
 
 
 @pytest.mark.parametrize("rule", ["KV-KEY-DUP", "KV-BOOL", "KV-KEY-HYPHEN", "DATA-OVERLAP", "TI-NAME-LEN"])

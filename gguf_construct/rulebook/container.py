@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import operator
 import re
-from itertools import repeat
+from itertools import compress, repeat
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -262,20 +262,76 @@ def _told_apart(inner: InnerArrays) -> list[int]:
     return sorted(judged.union(told.values()))
 
 
-def _array_kvs(ctx: Context) -> Iterator[KV]:
-    return (kv for kv in ctx.kvs if kv.vtype == ARRAY)
+def _vtypes(ctx: Context) -> np.ndarray:
+    """The value type of each KV pair (int64, once per file)."""
+    return ctx.derived(
+        "vtypes", lambda c: np.fromiter(map(operator.attrgetter("vtype"), c.kvs), dtype=np.int64, count=len(c.kvs))
+    )
 
 
 def _value_types(ctx: Context) -> set[int]:
     """The value types of the file's KV pairs (once per file)."""
-    return ctx.derived("value_types", lambda c: set(map(operator.attrgetter("vtype"), c.kvs)))
+    return ctx.derived("value_types", lambda c: set(np.unique(_vtypes(c)).tolist()))
+
+
+class _TopArrays:
+    """The ARRAY values of the KV pairs as columns (once per file): their pairs, element types and lengths, found
+    in C loops, so that the array rules look at an array in Python only when it may break one of them."""
+
+    def __init__(self, ctx: Context):
+        self.positions = np.flatnonzero(_vtypes(ctx) == ARRAY)  # in ctx.kvs
+        self.kvs: list[KV] = list(map(ctx.kvs.__getitem__, self.positions.tolist()))
+        self.values = list(map(operator.attrgetter("value"), self.kvs))
+        n = len(self.values)
+        # parsed arrays are construct Containers, dicts: read by key, in C (their attributes are a Python call),
+        # their length from the count read before the items
+        if all(issubclass(t, dict) for t in set(map(type, self.values))):
+            self.data = operator.itemgetter("data")
+            self.types = np.fromiter(map(operator.itemgetter("type"), self.values), dtype=np.int64, count=n)
+            self.lengths = np.fromiter(map(operator.itemgetter("len"), self.values), dtype=np.int64, count=n)
+        else:
+            self.data = operator.attrgetter("data")
+            self.types = np.fromiter(map(operator.attrgetter("type"), self.values), dtype=np.int64, count=n)
+            self.lengths = np.fromiter(map(len, map(self.data, self.values)), dtype=np.int64, count=n)
+
+    def raw_bytes(self, which: np.ndarray) -> np.ndarray:
+        """The items of the arrays ``which`` (of one-byte items, such as BOOL) joined, as uint8."""
+        if not len(which):
+            return np.zeros(0, dtype=np.uint8)
+        items = map(self.data, map(self.values.__getitem__, which.tolist()))
+        return np.concatenate(list(map(operator.methodcaller("view", np.uint8), map(np.asarray, items))))
+
+    def judged(self, version: int | None) -> np.ndarray:
+        """Where an array may break an array or string rule other than KV-BOOL (which judges the BOOL arrays of the
+        pairs in bulk): non-empty STRING arrays (their items are judged), arrays of arrays, arrays longer than the
+        limit, element types newer than ``version``."""
+        types, lengths = self.types, self.lengths
+        newer = [
+            vt for vt, spec in structs.value_types().items() if version is not None and spec.get("since", 1) > version
+        ]
+        return (
+            (types == STRING) & (lengths > 0)
+            | (types == ARRAY)
+            | (lengths > LIMITS["array_elements"])
+            | np.isin(types, newer)
+        )
+
+
+def _top_arrays(ctx: Context) -> _TopArrays:
+    return ctx.derived("top_arrays", _TopArrays)
 
 
 def _array_entries(ctx: Context) -> list[tuple[KV, Any, str, int]]:
-    """(kv, array, path, depth) of every array of the metadata, nested ones after their parent (once per file)."""
-    return ctx.derived(
-        "arrays", lambda c: [(kv, *entry) for kv in _array_kvs(c) for entry in _arrays(kv.value, f"{kv.path}.value")]
-    )
+    """(kv, array, path, depth) of every array of the metadata that may break an array or string rule
+    (:meth:`_TopArrays.judged`), nested ones after their parent (once per file); the others (numbers of the
+    version's types, within the limit) can break none."""
+
+    def build(c: Context) -> list[tuple[KV, Any, str, int]]:
+        top = _top_arrays(c)
+        judged = compress(top.kvs, top.judged(c.version).tolist())
+        return [(kv, *entry) for kv in judged for entry in _arrays(kv.value, f"{kv.path}.value")]
+
+    return ctx.derived("arrays", build)
 
 
 _LATER_TYPE_RULE = "KV-TYPE-VERSION"  # what a value type newer than the file breaks, unless it names another
@@ -301,34 +357,46 @@ def later_type_rule(type_id: int, version: int) -> str | None:
     return None
 
 
-def _later_types(ctx: Context, rule_id: str) -> Iterator[tuple[KV, int]]:
-    """(kv, type) of each KV pair using, as its value or an array's element type, a value type the file's version
-    does not have and that breaks ``rule_id`` (the first such type of the pair)."""
-    if ctx.version is None:
-        return
-    later = _types_after(ctx.version, rule_id)
+def _later_types(ctx: Context, rule_id: str) -> tuple[np.ndarray, Callable[[int], tuple[KV, int]]]:
+    """Where in ``ctx.kvs`` the KV pairs are that use, as their value or an array's element type, a value type the
+    file's version does not have and that breaks ``rule_id``, found with array operations; and a function of such
+    a place giving the pair and that type (the first such type of the pair)."""
+    kvs = ctx.kvs
+    later = _types_after(ctx.version, rule_id) if ctx.version is not None else frozenset()
     if not later:
-        return
+        return np.zeros(0, dtype=np.int64), lambda i: (kvs[i], 0)
     in_arrays: dict[int, list[int]] = {}
     for kv, arr, _, _ in _array_entries(ctx):
         in_arrays.setdefault(kv.index, []).append(arr.type)
-    for kv in ctx.kvs:
-        used = [kv.vtype, *in_arrays.get(kv.index, ())]
-        late = next((vt for vt in used if vt in later), None)
-        if late is not None:
-            yield kv, late
+    late_at = np.isin(_vtypes(ctx), list(later))  # the pair's own type, then its arrays' element types
+    with_arrays = [index for index, types in in_arrays.items() if later.intersection(types)]
+    late_at[np.asarray(_kv_positions(ctx, with_arrays), dtype=np.int64)] = True
+
+    def pair(i: int) -> tuple[KV, int]:
+        kv = kvs[i]
+        return kv, next(vt for vt in [kv.vtype, *in_arrays.get(kv.index, ())] if vt in later)
+
+    return np.flatnonzero(late_at), pair
 
 
 @rule("KV-TYPE-V1")
 def _type_v1(ctx: Context) -> Iterator[Hit]:
-    for kv, late in _later_types(ctx, "KV-TYPE-V1"):
-        yield Hit(kv.at("value_type"), f"{kv.path}.value_type", key=kv.key, type=type_name(late))
+    def make(kv: KV, late: int) -> Hit:
+        return Hit(kv.at("value_type"), f"{kv.path}.value_type", key=kv.key, type=type_name(late))
+
+    return _later_type_hits(ctx, "KV-TYPE-V1", make)
+
+
+def _later_type_hits(ctx: Context, rule_id: str, make: Callable[[KV, int], Hit]) -> Iterator[Hit]:
+    """The hits of :func:`_later_types`: the first ones one by one, the rest as one repeat hit."""
+    where, pair = _later_types(ctx, rule_id)
+    return hits_at(ctx.cache, where, lambda i: make(*pair(i)))
 
 
 @rule(_LATER_TYPE_RULE)
 def _type_version(ctx: Context) -> Iterator[Hit]:
-    for kv, late in _later_types(ctx, _LATER_TYPE_RULE):
-        yield Hit(
+    def make(kv: KV, late: int) -> Hit:
+        return Hit(
             kv.at("value_type"),
             f"{kv.path}.value_type",
             key=kv.key,
@@ -337,40 +405,61 @@ def _type_version(ctx: Context) -> Iterator[Hit]:
             since=structs.value_types()[late]["since"],
         )
 
+    return _later_type_hits(ctx, _LATER_TYPE_RULE, make)
+
 
 @rule("KV-BOOL")
 def _bool(ctx: Context) -> Iterator[Hit]:
-    bool_arrays: dict[int, list[tuple[np.ndarray, str, int, np.ndarray]]] = {}  # kv index -> arrays, bad items
+    top = _top_arrays(ctx)
+    nested: dict[int, list[tuple[np.ndarray, str, np.ndarray]]] = {}  # kv index -> BOOL arrays in arrays, bad items
     for kv, arr, path, depth in _array_entries(ctx):
-        if arr.type == BOOL and len(arr.data):
+        if depth > 1 and arr.type == BOOL and len(arr.data):
             raw = np.asarray(arr.data).view(np.uint8)
             bad = np.flatnonzero(raw > 1)
             if len(bad):
-                bool_arrays.setdefault(kv.index, []).append((raw, path, depth, bad))
-    if not bool_arrays and BOOL not in _value_types(ctx):
+                nested.setdefault(kv.index, []).append((raw, path, bad))
+    arrays = np.flatnonzero((top.types == BOOL) & (top.lengths > 0))
+    if not nested and not len(arrays) and BOOL not in _value_types(ctx):
         return iter(())
     kvs = ctx.kvs
-    vtypes = np.fromiter(map(operator.attrgetter("vtype"), kvs), dtype=np.int64, count=len(kvs))
-    scalars = np.flatnonzero(vtypes == BOOL)
+    scalars = np.flatnonzero(_vtypes(ctx) == BOOL)
     picked = list(map(kvs.__getitem__, scalars.tolist()))
     values = np.fromiter(map(int, map(operator.attrgetter("value"), picked)), dtype=np.int64, count=len(picked))
-    bad_scalars = scalars[(values != 0) & (values != 1)]  # positions in ctx.kvs, in file order
-    by_index = {kv.index: kv for kv in map(kvs.__getitem__, _kv_positions(ctx, list(bool_arrays)))}
-    total = len(bad_scalars) + sum(len(bad) for arrays in bool_arrays.values() for *_, bad in arrays)
+    bad_scalars = scalars[(values != 0) & (values != 1)]  # positions in ctx.kvs
+    # the items of the pairs' BOOL arrays, all at once
+    raw = top.raw_bytes(arrays)
+    lengths = top.lengths[arrays]
+    firsts = np.cumsum(lengths) - lengths
+    bad_items = np.flatnonzero(raw > 1)
+    owner = np.searchsorted(firsts, bad_items, side="right") - 1
+    # in file order: a pair, then its items (a BOOL pair's own value first: item -1)
+    places = np.concatenate([bad_scalars, top.positions[arrays][owner]])
+    items = np.concatenate([np.full(len(bad_scalars), -1), bad_items - firsts[owner]])
+    read = np.concatenate([np.zeros(len(bad_scalars), dtype=np.uint8), raw[bad_items]])
+    order = np.lexsort((items, places))
+    in_arrays = sorted(zip(_kv_positions(ctx, sorted(nested)), sorted(nested)))
+    total = len(places) + sum(len(bad) for found in nested.values() for *_, bad in found)
+
+    def nested_hits(position: int, index: int) -> Iterator[Hit]:
+        kv = kvs[position]
+        for values_read, path, bad in nested[index]:
+            for j in bad.tolist():
+                yield Hit(kv.value_offset, f"{path}.data[{j}]", key=kv.key, value=int(values_read[j]))
 
     def in_file_order() -> Iterator[Hit]:  # made only as far as they are kept
-        s = 0
-        for index, arrays in sorted(bool_arrays.items()):
-            kv = by_index[index]
-            while s < len(bad_scalars) and kvs[int(bad_scalars[s])].index < index:
-                yield _bool_hit(kvs[int(bad_scalars[s])])
-                s += 1
-            for raw, path, depth, bad in arrays:
-                for j in bad.tolist():
-                    off = kv.at(f"value.data[{j}]") if depth == 1 else kv.value_offset
-                    yield Hit(off, f"{path}.data[{j}]", key=kv.key, value=int(raw[j]))
-        for p in bad_scalars[s:].tolist():
-            yield _bool_hit(kvs[p])
+        n = 0
+        for k in order.tolist():
+            p, j = int(places[k]), int(items[k])
+            while n < len(in_arrays) and in_arrays[n][0] < p:
+                yield from nested_hits(*in_arrays[n])
+                n += 1
+            kv = kvs[p]
+            if j < 0:
+                yield _bool_hit(kv)
+            else:
+                yield Hit(kv.at(f"value.data[{j}]"), f"{kv.path}.value.data[{j}]", key=kv.key, value=int(read[k]))
+        for position, index in in_arrays[n:]:
+            yield from nested_hits(position, index)
 
     return capped(ctx.cache, in_file_order(), total)
 
@@ -389,9 +478,12 @@ def _kv_positions(ctx: Context, indices: list[int]) -> list[int]:
 
 @rule("ARR-NESTED")
 def _nested(ctx: Context) -> Iterator[Hit]:
-    for kv in _array_kvs(ctx):
-        if kv.value.type == ARRAY:
-            yield Hit(kv.value_offset, f"{kv.path}.value", key=kv.key)
+    top = _top_arrays(ctx)
+    return hits_at(
+        ctx.cache,
+        np.flatnonzero(top.types == ARRAY),
+        lambda i: Hit(top.kvs[i].value_offset, f"{top.kvs[i].path}.value", key=top.kvs[i].key),
+    )
 
 
 @rule("ARR-DEPTH")
@@ -450,8 +542,7 @@ class _ScalarStrings:
     def __init__(self, ctx: Context):
         kvs, tensors = ctx.kvs, ctx.tensors
         n = len(kvs)
-        vtypes = np.fromiter(map(operator.attrgetter("vtype"), kvs), dtype=np.int64, count=n)
-        valued = np.flatnonzero(vtypes == STRING)
+        valued = np.flatnonzero(_vtypes(ctx) == STRING)
         value_kvs = list(map(kvs.__getitem__, valued.tolist()))
         records = kvs + value_kvs + tensors
         fields = ["key"] * n + ["value"] * len(value_kvs) + ["name"] * len(tensors)
