@@ -639,7 +639,7 @@ def _utf8(ctx: Context) -> Iterator[Hit]:
         invalid = items.invalid_utf8()
         shown = shown_hits(ctx.cache, emitted, len(invalid))
         emitted += shown
-        offsets = _element_offsets(ctx, kv, len(items)) if top else None
+        offsets = _element_offsets(ctx, kv, len(items)) if top and shown else None  # none shown: one repeat hit
         for k, j in enumerate(invalid[: shown + 1].tolist()):
             off = int(offsets[j]) if offsets is not None else kv.value_offset
             hit = Hit(off, f"{path}.data[{j}]", offset=off, reason=_bad_utf8(items[j]))
@@ -665,10 +665,10 @@ def _nul(ctx: Context) -> Iterator[Hit]:
     for kv, items, path, top in _string_arrays(ctx):
         if not items.has_nul:  # decided when the array was read (see StringList)
             continue
-        offsets = _element_offsets(ctx, kv, len(items)) if top else None
         found = items.nul_items()
         shown = shown_hits(ctx.cache, emitted, len(found))
         emitted += shown
+        offsets = _element_offsets(ctx, kv, len(items)) if top and shown else None  # none shown: one repeat hit
         picked = found[: shown + 1]  # one more: the first of those a repeat hit stands for
         where = offsets[picked].tolist() if offsets is not None else [kv.value_offset] * len(picked)
         for k, (j, off, pos) in enumerate(zip(picked.tolist(), where, items.first_nul(picked).tolist())):
