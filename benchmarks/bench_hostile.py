@@ -333,6 +333,86 @@ def write_many_strarrays_long(path: str, size: int) -> int:
     return _kv_cycle(path, size, [struct.pack("<I", ARRAY) + lay.array(STRING, [b"t"] * 40)], lay)
 
 
+# -- files where every record breaks a rule (findings counted past the spec's limit) -------------------------
+def _kv_records(n: int, key_prefix: bytes, tail: bytes, distinct: bool = True) -> np.ndarray:
+    """n KV records keyed ``key_prefix`` + 8 digits (all the same digits unless ``distinct``), each followed by the
+    same value type and value bytes ``tail``."""
+    klen = len(key_prefix) + 8
+    rec = np.zeros((n, 8 + klen + len(tail)), dtype=np.uint8)
+    rec[:, 0] = klen
+    rec[:, 8 : 8 + len(key_prefix)] = np.frombuffer(key_prefix, dtype=np.uint8)
+    digits = np.arange(n) if distinct else np.zeros(n, dtype=np.int64)
+    for k in range(8):
+        rec[:, 8 + klen - 1 - k] = 48 + (digits // 10**k) % 10
+    rec[:, 8 + klen :] = np.frombuffer(tail, dtype=np.uint8)
+    return rec
+
+
+def write_dup_keys(path: str, size: int) -> int:
+    """size / 30 KV pairs all keyed ``x.dupkey00000000`` (UINT32): every one after the first a duplicate, which
+    ggml refuses at the second."""
+    n = size // 30
+    with open(path, "wb") as fh:
+        fh.write(
+            _head(0, n + 1) + ARCH + _kv_records(n, b"x.dupkey", struct.pack("<I", U32) + bytes(4), False).tobytes()
+        )
+    return n
+
+
+def _tensor_records(n: int, name_of: np.ndarray, ne0: int, offsets: np.ndarray, name_pad: int = 1) -> np.ndarray:
+    """n tensor infos named ``t`` * name_pad + 8 digits of ``name_of``, 1 dimension of ``ne0``, F32, at ``offsets``."""
+    nl = name_pad + 8
+    w = 8 + nl + 4 + 8 + 4 + 8
+    rec = np.zeros((n, w), dtype=np.uint8)
+    rec[:, 0] = nl
+    rec[:, 8 : 8 + name_pad] = ord("t")
+    for k in range(8):
+        rec[:, 8 + nl - 1 - k] = 48 + (name_of // 10**k) % 10
+    p = 8 + nl
+    rec[:, p] = 1  # n_dimensions
+    rec[:, p + 4 : p + 12] = np.full(n, ne0, dtype="<u8").view(np.uint8).reshape(n, 8)
+    rec[:, p + 16 : p + 24] = offsets.astype("<u8").view(np.uint8).reshape(n, 8)  # type F32 (0) before it
+    return rec
+
+
+def _write_tensors(path: str, rec: np.ndarray, data: int) -> None:
+    with open(path, "wb") as fh:
+        fh.write(_head(len(rec), 1) + ARCH + rec.tobytes())
+        pos = fh.tell()
+        fh.truncate(pos + (-pos) % 32 + data)  # sparse
+
+
+def write_dup_tensors(path: str, size: int) -> int:
+    """size / 41 tensor infos all named ``t00000000``, each at its own place: every one after the first a
+    duplicate, which ggml refuses at the second."""
+    n = size // 41
+    _write_tensors(path, _tensor_records(n, np.zeros(n, dtype=np.int64), 1, np.arange(n) * 32), 32 * n)
+    return n
+
+
+def write_long_names(path: str, size: int) -> int:
+    """size / 100 tensor infos named with 68 bytes (ggml's limit is 63): every one a finding, which ggml refuses
+    at the first."""
+    n = size // 100
+    _write_tensors(path, _tensor_records(n, np.arange(n), 1, np.arange(n) * 32, name_pad=60), 32 * n)
+    return n
+
+
+def write_overlap_tensors(path: str, size: int) -> int:
+    """size / 41 tensor infos of 1024 bytes all at offset 0: every one after the first overlaps the first and is
+    out of the canonical order."""
+    n = size // 41
+    _write_tensors(path, _tensor_records(n, np.arange(n), 256, np.zeros(n, dtype=np.int64)), 1024)
+    return n
+
+
+def write_misaligned(path: str, size: int) -> int:
+    """size / 41 tensor infos at offsets 32 * i + 1: every offset misaligned, which ggml refuses at the first."""
+    n = size // 41
+    _write_tensors(path, _tensor_records(n, np.arange(n), 1, np.arange(n) * 32 + 1), 32 * n + 32)
+    return n
+
+
 SHAPES = {
     "empty-tokens": write_empty_tokens,
     "mixed-tokens": write_mixed_tokens,
@@ -355,6 +435,12 @@ SHAPES = {
     "mixed-kvs-be": write_mixed_kvs_be,
     "mixed-kvs-v1": write_mixed_kvs_v1,
     "many-strarrays-long": write_many_strarrays_long,
+    # every record breaks a rule: findings counted past the spec's findings_per_rule, never kept
+    "dup-keys": write_dup_keys,
+    "dup-tensors": write_dup_tensors,
+    "long-names": write_long_names,
+    "overlap-tensors": write_overlap_tensors,
+    "misaligned": write_misaligned,
 }
 
 # -- measuring -------------------------------------------------------------------------------------------------

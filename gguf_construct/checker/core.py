@@ -22,7 +22,9 @@ from ..rulebook.catalog import (
     PROFILES,
     Hit,
     catalog,
+    findings_per_rule,
     format_message,
+    kept_per_rule,
     matches,
     predicates,
     severity,
@@ -33,7 +35,7 @@ from ..format import keynames
 
 __all__ = ["check", "check_buffer", "selected", "resolve", "Resolution", "MAX_FINDINGS_PER_RULE"]
 
-MAX_FINDINGS_PER_RULE = 1000
+MAX_FINDINGS_PER_RULE = findings_per_rule()  # spec/rules.yaml findings_per_rule: the most kept of one rule
 
 
 def check(
@@ -54,7 +56,8 @@ def check(
     ``profile`` is "spec" (gguf.md's verdicts), "ggml" (what ggml's reader accepts) or "llama.cpp"; ``data=True``
     also looks inside the tensor data.  ``select``/``ignore`` are rule IDs or ID prefixes (``KV``, ``META-SPLIT``)
     as linters take them: only selected rules are checked, ignored ones never.  At most ``max_per_rule`` findings
-    of one rule are listed (None: all); ``Report.counts`` always has the exact number.  ``progress(done, total)``
+    of one rule are listed (None: as many as spec/rules.yaml's ``findings_per_rule``, which is also the most
+    ever kept); ``Report.counts`` always has the exact number.  ``progress(done, total)``
     is called with bytes during the ``data`` pass.  Never raises on malformed input; I/O errors (``OSError``)
     propagate.
 
@@ -157,16 +160,17 @@ def check_buffer(
     it and the data only with ``data=True``.  ``location`` (a path or URL) is where the other shards of a split
     model are looked for.  The other arguments are those of :func:`check`."""
     if max_per_rule is not None and max_per_rule < 1:
-        raise ValueError("max_per_rule must be at least 1 (None: no limit)")
+        raise ValueError("max_per_rule must be at least 1 (None: the spec's findings_per_rule)")
     select, ignore = tuple(select or ()), tuple(ignore or ())
     view = memoryview(buf).cast("B") if not isinstance(buf, bytes) else buf
+    limit = kept_per_rule(max_per_rule)
     fields: dict[str, Any] = {
         "file": file,
         "file_name": file_name,
         "data": data,
         "cache": {"progress": progress} if progress is not None else {},
     }
-    fields["cache"]["max_hits"] = max_per_rule  # predicates over big arrays stop making hits past it
+    fields["cache"]["max_hits"] = limit  # predicates over many items make at most this many hits one by one
     report = Report(file=file, profile=profile)
     try:
         ctx = read_head(view, remote=remote, **fields)
@@ -174,7 +178,8 @@ def check_buffer(
         report.internal_errors.append("walk: " + traceback.format_exc(limit=3))
         ctx = Context(view, remote=remote, **fields)
     report.version, report.byte_order = ctx.version, ctx.byte_order
-    hits = list(ctx.hits)
+    tally = _Tally(report, profile, select, ignore, limit)
+    tally.add_all(ctx.hits)
     try:
         split = split_view(ctx, location, as_member=as_member)
     except Exception:  # noqa: BLE001
@@ -182,35 +187,16 @@ def check_buffer(
         split = None
     skip = split.skip if split is not None else frozenset()
     if split is not None:
-        hits.extend(split.hits)
+        tally.add_all(split.hits)
     for rule_id, fn in _selected_predicates(profile, select, ignore, predicates()):
         if rule_id in skip:
             continue
         try:
             for h in fn(ctx):
-                hits.append((rule_id, h))
+                tally.add(rule_id, h)
         except Exception:  # noqa: BLE001
             report.internal_errors.append(f"{rule_id}: " + traceback.format_exc(limit=3))
-    known = catalog()
-    on_purpose: dict[str, list[Hit]] = {}
-    for rule_id, h in hits:
-        if rule_id not in known:
-            report.internal_errors.append(f"unknown rule {rule_id}")
-            continue
-        resolution = resolve(rule_id, profile, select, ignore)
-        if not resolution.checked:
-            continue
-        if h.practice is not None:
-            if profile not in PRACTICE_EXEMPT:
-                on_purpose.setdefault(rule_id, []).append(h)
-            continue
-        report.counts[rule_id] = report.counts.get(rule_id, 0) + h.repeat
-        if max_per_rule is not None and report.counts[rule_id] > max_per_rule:
-            continue
-        report.findings.append(resolution.finding(h))
-    for rule_id, group in on_purpose.items():
-        report.counts[rule_id] = report.counts.get(rule_id, 0) + len(group)
-        report.findings.append(_once_per_file(rule_id, profile, group))
+    tally.finish()
     report.sort()
     report.notes = notes(ctx) + (split.notes if split is not None else [])
     ctx.buf = None
@@ -238,15 +224,55 @@ def notes(ctx: Context) -> list[str]:
     return []
 
 
-def _once_per_file(rule_id: str, profile: str, group: list[Hit]) -> Finding:
+class _Tally:
+    """The findings of one check as its hits arrive: every hit counted in ``report.counts``, at most ``limit``
+    findings kept per rule (the others only counted), and the hits of a deviation llama.cpp makes on purpose
+    reduced to their first and a count, so memory for findings is bounded however many hits a file has."""
+
+    def __init__(self, report: Report, profile: str, select: tuple, ignore: tuple, limit: int):
+        self.report, self.profile, self.select, self.ignore, self.limit = report, profile, select, ignore, limit
+        self.known = catalog()
+        self.on_purpose: dict[str, tuple[Hit, int]] = {}  # rule -> (first hit, how many)
+
+    def add_all(self, hits: Iterable[tuple[str, Hit]]) -> None:
+        """:meth:`add` each (rule ID, hit)."""
+        for rule_id, h in hits:
+            self.add(rule_id, h)
+
+    def add(self, rule_id: str, h: Hit) -> None:
+        """Count one hit of ``rule_id`` (and the ``repeat`` - 1 more it stands for); keep its finding while the
+        rule has fewer than the limit."""
+        if rule_id not in self.known:
+            self.report.internal_errors.append(f"unknown rule {rule_id}")
+            return
+        resolution = resolve(rule_id, self.profile, self.select, self.ignore)
+        if not resolution.checked:
+            return
+        if h.practice is not None:
+            if self.profile not in PRACTICE_EXEMPT:
+                first, n = self.on_purpose.get(rule_id, (h, 0))
+                self.on_purpose[rule_id] = (first, n + h.repeat)
+            return
+        counts = self.report.counts
+        counts[rule_id] = counts.get(rule_id, 0) + h.repeat
+        if counts[rule_id] <= self.limit:
+            self.report.findings.append(resolution.finding(h))
+
+    def finish(self) -> None:
+        """Add the one finding per file of each deviation llama.cpp makes on purpose."""
+        for rule_id, (first, n) in self.on_purpose.items():
+            self.report.counts[rule_id] = self.report.counts.get(rule_id, 0) + n
+            self.report.findings.append(_once_per_file(rule_id, self.profile, first, n))
+
+
+def _once_per_file(rule_id: str, profile: str, first: Hit, count: int) -> Finding:
     """One finding for every hit of a deviation llama.cpp makes on purpose: the first hit's message, a count and
     the erratum that explains it."""
-    first = group[0]
     message = format_message(rule_id, first.params)
-    if len(group) > 1:
-        message += f" (and {len(group) - 1} more like it)"
+    if count > 1:
+        message += f" (and {count - 1} more like it)"
     message += f"; llama.cpp does this on purpose (erratum {first.practice})"
-    return Finding(rule_id, severity(rule_id, profile), message, first.offset, first.path, len(group))
+    return Finding(rule_id, severity(rule_id, profile), message, first.offset, first.path, count)
 
 
 def files_under(paths: list[str]) -> list[str]:

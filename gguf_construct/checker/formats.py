@@ -13,7 +13,7 @@ from .._version import __version__
 from ..base.text import printable
 from ..base.remote import is_url
 from .report import Finding, Report
-from ..rulebook.catalog import OFF, catalog
+from ..rulebook.catalog import OFF, catalog, kept_per_rule
 from .security import help_uri, security_tags
 
 __all__ = ["render_text", "render_report_text", "render_summary", "render_json", "render_sarif", "FORMATS"]
@@ -63,12 +63,23 @@ def render_report_text(r: Report, *, color: bool = False) -> str:
             lines.append(f"    {f.rule:22s} {_where(f)}: {f.message}")
         for rule in dict.fromkeys(f.rule for f in group):
             if rule in omitted:
-                lines.append(f"    {rule:22s} ... and {omitted[rule]} more (--max-per-rule 0 lists all)")
+                lines.append(f"    {rule:22s} ... and {omitted[rule]} more ({_more_hint(r, rule)})")
     for note in r.notes:
         lines.append(f"  note: {note}")
     for err in r.internal_errors:
         lines.append(f"  internal error (please report): {err.strip().splitlines()[-1]}")
     return "\n".join(lines)
+
+
+def _more_hint(r: Report, rule: str) -> str:
+    """How to see more of a rule's findings: --max-per-rule 0 lists up to the spec's findings_per_rule, past
+    which they are only counted."""
+    ceiling = kept_per_rule(None)
+    if sum(f.count for f in r.findings if f.rule == rule) >= ceiling:
+        return f"counted, not kept: at most {ceiling} findings of one rule are kept per file"
+    if r.counts.get(rule, 0) > ceiling:
+        return f"--max-per-rule 0 lists the first {ceiling}"
+    return "--max-per-rule 0 lists all"
 
 
 def render_text(reports: Iterable[Report], *, color: bool = False) -> str:

@@ -10,12 +10,12 @@ model, naming, data and security rules the checker registers on top.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, Iterable
 
 from ..base.gcpause import without_gc
 from ..base.remote import RemoteFile, header_only
 from . import container, tensors  # noqa: F401 - importing registers the container predicates
-from .catalog import Finding, catalog, catalog_order, format_message, predicates, severity
+from .catalog import Finding, Hit, catalog, catalog_order, format_message, kept_per_rule, predicates, severity
 from .walk import Context, derive_layout, walk
 
 __all__ = ["read_head", "load_rules", "refusals", "Context", "Finding"]
@@ -46,15 +46,30 @@ def load_rules() -> frozenset[str]:
 
 def refusals(ctx: Context) -> list[Finding]:
     """The findings of :func:`load_rules` in a read file, in file order (findings without an offset last; at one
-    offset, in catalog order): empty when ``load`` accepts it."""
+    offset, in catalog order): empty when ``load`` accepts it.  At most :func:`~.catalog.findings_per_rule` of
+    one rule are made (the first each predicate finds), so refusing a file where every record breaks a rule costs
+    a bounded number of findings."""
     refused = load_rules()
-    hits = [(rule_id, h) for rule_id, h in ctx.hits if rule_id in refused]
+    limit = kept_per_rule(ctx.cache.get("max_hits"))
+    ctx.cache.setdefault("max_hits", limit)
+    kept: list[tuple[str, Hit]] = []
+    counts: dict[str, int] = {}
+
+    def keep(rule_id: str, hits: Iterable[Hit]) -> None:
+        for h in hits:
+            counts[rule_id] = counts.get(rule_id, 0) + h.repeat
+            if counts[rule_id] <= limit:
+                kept.append((rule_id, h))
+
+    for rule_id, h in ctx.hits:
+        if rule_id in refused:
+            keep(rule_id, (h,))
     for rule_id, predicate in predicates():
         if rule_id in refused:
-            hits.extend((rule_id, h) for h in predicate(ctx))
+            keep(rule_id, predicate(ctx))
     order = catalog_order()
-    hits.sort(key=lambda rh: (rh[1].offset is None, rh[1].offset or 0, order[rh[0]]))
+    kept.sort(key=lambda rh: (rh[1].offset is None, rh[1].offset or 0, order[rh[0]]))
     return [
         Finding(rule_id, severity(rule_id, "spec"), format_message(rule_id, h.params), h.offset, h.path)
-        for rule_id, h in hits
+        for rule_id, h in kept
     ]

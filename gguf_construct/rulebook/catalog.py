@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import functools
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+import numpy as np
 
 from ..format import spec as _spec
 from ..format.lazystring import LazyString
@@ -37,6 +39,12 @@ __all__ = [
     "PROFILE_FALLBACK",
     "PRACTICE_EXEMPT",
     "matches",
+    "findings_per_rule",
+    "kept_per_rule",
+    "shown_hits",
+    "hits_at",
+    "first_of_each",
+    "capped",
 ]
 
 PROFILES = ("spec", "ggml", "llama.cpp")
@@ -75,7 +83,7 @@ class Hit:
     ``practice`` names the erratum (spec/errata.yaml) that records this deviation as something llama.cpp does on
     purpose; see :data:`PRACTICE_EXEMPT`.
     ``repeat`` > 1: the hit also stands for that many
-    - 1 more places of the same kind, past the findings ``check`` keeps per rule (:func:`hits_capped`); they are
+    - 1 more places of the same kind, past the findings ``check`` keeps per rule (:func:`hits_at`); they are
     counted, never shown.
     """
 
@@ -229,10 +237,62 @@ def structural_rules() -> frozenset[str]:
     return frozenset(_STRUCTURAL)
 
 
+@functools.lru_cache(maxsize=1)
+def findings_per_rule() -> int:
+    """The most findings of one rule kept per file (``findings_per_rule`` in spec/rules.yaml): past it, hits are
+    counted, never kept, so memory for findings is bounded whatever the file."""
+    return int(_spec.load_yaml("rules.yaml")["meta"]["findings_per_rule"])
+
+
+def kept_per_rule(asked: int | None = None) -> int:
+    """How many findings of one rule are kept when ``asked`` (a ``--max-per-rule``; None or 0: as many as may be)
+    are: never more than :func:`findings_per_rule`."""
+    ceiling = findings_per_rule()
+    return min(asked, ceiling) if asked else ceiling
+
+
 def shown_hits(cache: dict, emitted: int, found: int) -> int:
     """How many of ``found`` more hits a predicate should make one by one when it has made ``emitted`` already:
-    all of them, unless ``check`` keeps at most ``cache["max_hits"]`` findings per rule; the rest go into one
-    :class:`Hit` with ``repeat`` (counted, never shown), so a rule over millions of items makes a bounded number
-    of hits."""
-    limit = cache.get("max_hits")
-    return found if limit is None else min(found, max(0, limit - emitted))
+    at most ``cache["max_hits"]`` (what ``check`` keeps per rule; never more than :func:`findings_per_rule`) in
+    all; the rest go into one :class:`Hit` with ``repeat`` (counted, never shown), so a rule over millions of
+    items makes a bounded number of hits."""
+    return min(found, max(0, kept_per_rule(cache.get("max_hits")) - emitted))
+
+
+def hits_at(
+    cache: dict, where: Sequence[int] | np.ndarray, make: Callable[[int], Hit], emitted: int = 0
+) -> Iterator[Hit]:
+    """The hits of a rule that found something at each item of ``where`` (indices, in the order to report them):
+    ``make(i)`` for the first :func:`shown_hits` of them, then one more standing for the rest (its ``repeat``), so
+    that the Python work per rule is bounded however many items break it.  ``emitted``: hits of the rule made
+    before (the limit is per rule)."""
+    found = len(where)
+    shown = shown_hits(cache, emitted, found)
+    picked = where[: shown + 1]
+    for k, i in enumerate(picked.tolist() if isinstance(picked, np.ndarray) else picked):
+        hit = make(int(i))
+        if k == shown:
+            hit.repeat = found - shown
+        yield hit
+
+
+def capped(cache: dict, hits: Iterator[Hit], total: int) -> Iterator[Hit]:
+    """The first :func:`shown_hits` of ``total`` hits a rule finds, taken from ``hits`` (made lazily, in the order
+    to report them), then one more standing for the rest (its ``repeat``): the rest are never made."""
+    shown = shown_hits(cache, 0, total)
+    for k, hit in enumerate(hits):
+        if k == shown:
+            hit.repeat = total - shown
+            yield hit
+            return
+        yield hit
+
+
+def first_of_each(items: list) -> np.ndarray:
+    """For each item of ``items`` (hashable), the index of its first occurrence (int64), found in C loops: a dict
+    from each item to its first index, built from the back."""
+    n = len(items)
+    first = dict(zip(reversed(items), range(n - 1, -1, -1)))
+    if len(first) == n:
+        return np.arange(n, dtype=np.int64)
+    return np.fromiter(map(first.__getitem__, items), dtype=np.int64, count=n)

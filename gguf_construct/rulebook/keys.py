@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import re
+from itertools import compress, repeat
+from operator import attrgetter, is_, is_not
 from typing import Any, Callable, Iterable
 
 from ..format import spec as _spec
@@ -124,11 +126,12 @@ def registry_entries(ctx: Context) -> list[tuple[KV, dict]]:
         arch = file_architecture(c)
         exact, patterns = _index(arch)
         maybe = _any_pattern(arch).match  # one search for all the patterns: most keys match none
-        return [
-            (kv, entry)
-            for kv in c.kvs
-            if (entry := exact.get(kv.key)) is not None or (maybe(kv.key) and (entry := lookup(kv.key, arch)))
-        ]
+        keys = list(map(attrgetter("key"), c.kvs))
+        found = list(map(exact.get, keys))  # in C loops: no Python step per key
+        unknown = list(compress(range(len(keys)), map(is_, found, repeat(None))))
+        for i in compress(unknown, map(maybe, map(keys.__getitem__, unknown))):
+            found[i] = lookup(keys[i], arch) or None
+        return list(compress(zip(c.kvs, found), map(is_not, found, repeat(None))))
 
     return ctx.derived("registry_entries", build)
 

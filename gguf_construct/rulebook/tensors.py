@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import chain
 from operator import attrgetter
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 
 from ..format.reader import MAX_DIMS, MAX_NAME_BYTES, align_offset  # ggml needs room for a NUL too (TI-NAME-64)
 from ..format.spec import tensor_type_by_id
-from .catalog import Hit, rule
+from .catalog import Hit, first_of_each, hits_at, rule
 from .walk import Context, TensorInfo
 
 __all__ = ["MAX_NAME_BYTES", "UNKNOWN_TYPE_RULE", "ZERO_DIMENSION_RULE"]
@@ -37,6 +37,7 @@ class TensorTable:
     type: np.ndarray  # int64
     current: np.ndarray  # bool: the type is a current ggml type
     block: np.ndarray  # the current type's block size (1 elsewhere)
+    type_size: np.ndarray  # the current type's bytes per block (0 elsewhere)
     new: np.ndarray  # bool: a current type that gguf.md's ggml_type enum does not list
     data_offset: np.ndarray  # uint64
     nbytes: np.ndarray  # uint64, 0 where undefined (see ``sized``; the layout is derived before any rule runs)
@@ -50,6 +51,12 @@ class TensorTable:
         if int(self.data_offset.max()) >= 2**62 or int(self.nbytes.max()) >= 2**62:
             return None
         return self.data_offset.astype(np.int64) + self.nbytes.astype(np.int64)
+
+    def exact_ends(self) -> np.ndarray:
+        """:meth:`ends`, or where an offset or a size is too large for int64 sums, the same sums as Python ints in
+        an object array (element-wise in C loops, exact whatever the values)."""
+        ends = self.ends()
+        return ends if ends is not None else self.data_offset.astype(object) + self.nbytes.astype(object)
 
 
 def tensor_table(ctx: Context) -> TensorTable:
@@ -68,10 +75,10 @@ def tensor_table(ctx: Context) -> TensorTable:
         by_id = tensor_type_by_id()
         size = max(by_id) + 2  # the last slot: every id past the table
         current, block = np.zeros(size, dtype=bool), np.ones(size, dtype=np.int64)
-        new = np.zeros(size, dtype=bool)
+        new, type_size = np.zeros(size, dtype=bool), np.zeros(size, dtype=np.int64)
         for tid, st in by_id.items():
             if st.is_current:
-                current[tid], block[tid] = True, st.block_size
+                current[tid], block[tid], type_size[tid] = True, st.block_size, st.type_size
                 new[tid] = st.extra.get("in_gguf_md", True) is False
         slot = np.where((types >= 0) & (types < size - 1), types, size - 1)
         sizes = np.array(list(map(attrgetter("nbytes"), tensors)) + [None], dtype=object)[:n]  # never 2-D
@@ -85,6 +92,7 @@ def tensor_table(ctx: Context) -> TensorTable:
             types,
             current[slot],
             block[slot],
+            type_size[slot],
             new[slot],
             np.fromiter(map(attrgetter("data_offset"), tensors), dtype=np.uint64, count=n),
             sizes.astype(np.uint64),
@@ -102,11 +110,18 @@ def tensor_table(ctx: Context) -> TensorTable:
 _EMPTY: TensorTable | None = None
 
 
-def _each(ctx: Context, mask: np.ndarray) -> Iterator[TensorInfo]:
-    """The tensors where ``mask`` is set, in file order."""
+def _each(ctx: Context, mask: np.ndarray, make: Callable[[TensorInfo], Hit]) -> Iterator[Hit]:
+    """``make(tensor)`` for the tensors where ``mask`` is set, in file order: the first ones one by one, the rest
+    as one repeat hit (:func:`~.catalog.hits_at`), so a rule that every tensor breaks costs no Python per tensor."""
     tensors = ctx.tensors
-    for i in np.flatnonzero(mask).tolist():
-        yield tensors[i]
+    return hits_at(ctx.cache, np.flatnonzero(mask), lambda i: make(tensors[i]))
+
+
+def _cells(ctx: Context, mask: np.ndarray, make: Callable[[TensorInfo, int], Hit]) -> Iterator[Hit]:
+    """``make(tensor, axis)`` for each set cell of ``mask`` (a tensor-by-axis mask like ``TensorTable.dims``), in
+    file order, as :func:`_each` does for tensors."""
+    tensors, width = ctx.tensors, mask.shape[1] if mask.ndim == 2 else 1
+    return hits_at(ctx.cache, np.flatnonzero(mask), lambda c: make(tensors[c // width], c % width))
 
 
 def _name_hit(t: TensorInfo, **params) -> Hit:
@@ -115,44 +130,41 @@ def _name_hit(t: TensorInfo, **params) -> Hit:
 
 @rule("TI-NAME-LEN")
 def _name_len(ctx: Context) -> Iterator[Hit]:
-    for t in _each(ctx, tensor_table(ctx).name_len > MAX_NAME_BYTES):
-        yield _name_hit(t, length=len(t.name_bytes))
+    return _each(ctx, tensor_table(ctx).name_len > MAX_NAME_BYTES, lambda t: _name_hit(t, length=len(t.name_bytes)))
 
 
 @rule("TI-NAME-64")
 def _name_64(ctx: Context) -> Iterator[Hit]:
-    for t in _each(ctx, tensor_table(ctx).name_len == MAX_NAME_BYTES):
-        yield _name_hit(t)
+    return _each(ctx, tensor_table(ctx).name_len == MAX_NAME_BYTES, _name_hit)
 
 
 @rule("TI-NAME-EMPTY")
 def _name_empty(ctx: Context) -> Iterator[Hit]:
-    for t in _each(ctx, tensor_table(ctx).name_len == 0):
-        yield _name_hit(t)
+    return _each(ctx, tensor_table(ctx).name_len == 0, _name_hit)
 
 
 @rule("TI-NAME-DUP")
 def _name_dup(ctx: Context) -> Iterator[Hit]:
-    names = list(map(attrgetter("name_bytes"), ctx.tensors))
-    if len(set(names)) == len(names):  # one set of every name, at C speed: nothing to find
-        return
-    seen: set[bytes] = set()
-    for t in ctx.tensors:
-        if t.name_bytes in seen:
-            yield _name_hit(t)
-        seen.add(t.name_bytes)
+    firsts = first_of_each(list(map(attrgetter("name_bytes"), ctx.tensors)))
+    return _each(ctx, firsts != np.arange(len(firsts)), _name_hit)
 
 
 @rule("TI-NDIMS")
 def _ndims(ctx: Context) -> Iterator[Hit]:
-    for t in _each(ctx, tensor_table(ctx).n_dims > MAX_DIMS):
-        yield Hit(t.at("n_dimensions"), f"{t.path}.n_dimensions", name=t.name, value=t.n_dims, expected=MAX_DIMS)
+    return _each(
+        ctx,
+        tensor_table(ctx).n_dims > MAX_DIMS,
+        lambda t: Hit(t.at("n_dimensions"), f"{t.path}.n_dimensions", name=t.name, value=t.n_dims, expected=MAX_DIMS),
+    )
 
 
 @rule("TI-NDIMS-ZERO")
 def _ndims_zero(ctx: Context) -> Iterator[Hit]:
-    for t in _each(ctx, tensor_table(ctx).n_dims == 0):
-        yield Hit(t.at("n_dimensions"), f"{t.path}.n_dimensions", name=t.name)
+    return _each(
+        ctx,
+        tensor_table(ctx).n_dims == 0,
+        lambda t: Hit(t.at("n_dimensions"), f"{t.path}.n_dimensions", name=t.name),
+    )
 
 
 def _dims_hit(ctx: Context, t: TensorInfo, axis: int | None = None, **params) -> Hit:
@@ -164,37 +176,56 @@ def _dims_hit(ctx: Context, t: TensorInfo, axis: int | None = None, **params) ->
 @rule("TI-DIM-RANGE")
 def _dim_range(ctx: Context) -> Iterator[Hit]:
     table = tensor_table(ctx)
-    for t in _each(ctx, (table.has_dim & (table.dims >= np.uint64(2**63))).any(axis=1)):
-        for axis, d in enumerate(t.dims):
-            if d >= 2**63:
-                yield _dims_hit(ctx, t, axis, value=d)
+    return _cells(
+        ctx, table.has_dim & (table.dims >= np.uint64(2**63)), lambda t, a: _dims_hit(ctx, t, a, value=t.dims[a])
+    )
 
 
 @rule(ZERO_DIMENSION_RULE)
 def _dim_zero(ctx: Context) -> Iterator[Hit]:
     table = tensor_table(ctx)
-    for t in _each(ctx, (table.has_dim & (table.dims == 0)).any(axis=1)):
-        for axis, d in enumerate(t.dims):
-            if d == 0:
-                yield _dims_hit(ctx, t, axis)
+    return _cells(ctx, table.has_dim & (table.dims == 0), lambda t, a: _dims_hit(ctx, t, a))
+
+
+def _exact_counts(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
+    """(indices, element counts) of the tensors that may have 2^40 elements or more (:func:`_many_elements`), the
+    counts as Python ints in an object array (None where undefined), gathered in C loops."""
+    where = np.flatnonzero(_many_elements(ctx))
+    picked = list(map(ctx.tensors.__getitem__, where.tolist()))
+    return where, np.array(list(map(attrgetter("nelem"), picked)) + [None], dtype=object)[:-1]
 
 
 @rule("TI-NELEM-OVERFLOW")
 def _nelem(ctx: Context) -> Iterator[Hit]:
-    for t in _each(ctx, _many_elements(ctx)):
-        if t.nelem is not None and t.nelem >= 2**63:
-            yield _dims_hit(ctx, t, shape=list(t.dims))
+    where, nelem = _exact_counts(ctx)
+    defined = nelem != None  # noqa: E711 - element-wise on an object array
+    over = np.zeros(len(where), dtype=bool)
+    over[defined] = (nelem[defined] >= 2**63).astype(bool)
+    return _each(ctx, _spread(ctx, where[over]), lambda t: _dims_hit(ctx, t, shape=list(t.dims)))
 
 
 @rule("TI-NBYTES-OVERFLOW")
 def _nbytes(ctx: Context) -> Iterator[Hit]:
-    for t in _each(ctx, _many_elements(ctx)):
-        st = t.spec
-        if t.nelem is None or t.nelem >= 2**63 or st is None or not st.is_current:
-            continue
-        nbytes = -(-t.nelem // st.block_size) * st.type_size
-        if nbytes >= 2**64 or align_offset(nbytes, ctx.alignment) >= 2**64:
-            yield _dims_hit(ctx, t, shape=list(t.dims), type=st.name)
+    table = tensor_table(ctx)
+    where, nelem = _exact_counts(ctx)
+    fits = (nelem != None) & table.current[where]  # noqa: E711 - element-wise on an object array
+    fits[fits] = (nelem[fits] < 2**63).astype(bool)
+    at, counts = where[fits], nelem[fits]
+    nbytes = -(-counts // table.block[at].astype(object)) * table.type_size[at].astype(object)
+    padded = -(-nbytes // ctx.alignment) * ctx.alignment
+    over = ((nbytes >= 2**64) | (padded >= 2**64)).astype(bool)
+
+    def make(t: TensorInfo) -> Hit:
+        return _dims_hit(ctx, t, shape=list(t.dims), type=t.spec.name)  # type: ignore[union-attr]  # current
+
+    return _each(ctx, _spread(ctx, at[over]), make)
+
+
+def _spread(ctx: Context, where: np.ndarray) -> np.ndarray:
+    """A mask over the tensors, set at ``where``."""
+    mask = np.zeros(len(ctx.tensors), dtype=bool)
+    mask[where] = True
+    return mask
 
 
 _FEW = 2.0**40  # fewer elements than this (estimated in float64): neither the count nor the bytes reach 2^63
@@ -212,14 +243,12 @@ def _type_hit(t: TensorInfo, **params) -> Hit:
 
 @rule(UNKNOWN_TYPE_RULE)
 def _type(ctx: Context) -> Iterator[Hit]:
-    for t in _each(ctx, ~tensor_table(ctx).current):
-        yield _type_hit(t, value=t.type)
+    return _each(ctx, ~tensor_table(ctx).current, lambda t: _type_hit(t, value=t.type))
 
 
 @rule("TI-TYPE-NEW")
 def _type_new(ctx: Context) -> Iterator[Hit]:
-    for t in _each(ctx, tensor_table(ctx).new):
-        yield _type_hit(t, type=t.spec.name)  # type: ignore[union-attr]  # a current type
+    return _each(ctx, tensor_table(ctx).new, lambda t: _type_hit(t, type=t.spec.name))  # type: ignore[union-attr]
 
 
 @rule("TI-BLOCK")
@@ -227,12 +256,14 @@ def _block(ctx: Context) -> Iterator[Hit]:
     table = tensor_table(ctx)
     ne0s = table.dims[:, 0]
     odd = table.current & (ne0s < np.uint64(2**63)) & (ne0s % table.block.astype(np.uint64) != 0)
-    for t in _each(ctx, odd):
+
+    def make(t: TensorInfo) -> Hit:
         st = t.spec
         assert st is not None  # a current type
         ne0 = t.dims[0] if t.dims else 1
-        if ne0 < 2**63 and ne0 % st.block_size:
-            yield _dims_hit(ctx, t, 0 if t.dims else None, value=ne0, type=st.name, block_size=st.block_size)
+        return _dims_hit(ctx, t, 0 if t.dims else None, value=ne0, type=st.name, block_size=st.block_size)
+
+    return _each(ctx, odd, make)
 
 
 def _offset_hit(t: TensorInfo, **params) -> Hit:
@@ -243,8 +274,11 @@ def _offset_hit(t: TensorInfo, **params) -> Hit:
 def _offset_align(ctx: Context) -> Iterator[Hit]:
     if not ctx.kv_complete:
         return
-    for t in _each(ctx, tensor_table(ctx).data_offset % np.uint64(ctx.alignment) != 0):
-        yield _offset_hit(t, value=t.data_offset, alignment=ctx.alignment)
+    yield from _each(
+        ctx,
+        tensor_table(ctx).data_offset % np.uint64(ctx.alignment) != 0,
+        lambda t: _offset_hit(t, value=t.data_offset, alignment=ctx.alignment),
+    )
 
 
 # -- data section ------------------------------------------------------------------------------------------------
@@ -259,6 +293,13 @@ def _available(ctx: Context) -> int:
     return ctx.size - ctx.data_start
 
 
+def _all_in_bounds(ctx: Context) -> bool:
+    """True when every tensor's size is defined and its data lies inside the data section."""
+    table = tensor_table(ctx)
+    ends = table.exact_ends()
+    return bool(table.sized.all()) and (not len(ends) or ends.max() <= _available(ctx))
+
+
 def _in_bounds(ctx: Context) -> list[TensorInfo]:
     avail = _available(ctx)
     return [t for t in ctx.tensor_ready() if t.data_offset + t.nbytes <= avail]
@@ -270,18 +311,18 @@ def _bounds(ctx: Context) -> Iterator[Hit]:
         return
     avail = _available(ctx)
     table = tensor_table(ctx)
-    ends = table.ends()
-    tensors: Iterator[TensorInfo] | list[TensorInfo] = ctx.tensors
-    if ends is not None:
-        if int(ends.max()) <= avail:
-            return
-        tensors = _each(ctx, ends > avail)
+    # exact ends (an undefined size, as of an unknown type, counts as 0: the tensor still starts in the section)
+    exact = table.exact_ends()
+    if not len(exact) or exact.max() <= avail:
+        return
     # tensors starting at or past the end: the file was cut short (a truncated download), not crafted oversize
-    past_end = sum(1 for t in ctx.tensors if t.data_offset >= avail and (t.nbytes or 0) > 0)
-    for t in tensors:  # a tensor of undefined size (an unknown type) still starts inside the data section
+    past_end = int(np.count_nonzero((table.data_offset >= avail) & (table.nbytes > 0)))
+
+    def make(t: TensorInfo) -> Hit:
         end = t.data_offset + (t.nbytes or 0)
-        if end > avail:
-            yield _offset_hit(t, start=t.data_offset, end=end, available=avail, tensors_past_end=past_end)
+        return _offset_hit(t, start=t.data_offset, end=end, available=avail, tensors_past_end=past_end)
+
+    yield from _each(ctx, np.asarray(exact > avail, dtype=bool), make)
 
 
 @rule("DATA-OVERLAP")
@@ -289,27 +330,15 @@ def _overlap(ctx: Context) -> Iterator[Hit]:
     if not ctx.layout_known:
         return
     table = tensor_table(ctx)
-    ends = table.ends()
-    if ends is not None:
-        yield from _overlap_in_bulk(ctx, table, ends)
-        return
-    live = sorted((t for t in ctx.tensor_ready() if t.nbytes > 0), key=lambda t: (t.data_offset, t.index))
-    owner, reach = None, -1
-    for t in live:
-        end = t.data_offset + t.nbytes
-        if owner is not None and t.data_offset < reach:
-            yield _offset_hit(t, other=owner.name, start=t.data_offset, end=min(end, reach))
-        if end > reach:
-            owner, reach = t, end
+    yield from _overlap_in_bulk(ctx, table, table.exact_ends())
 
 
 def _overlap_in_bulk(ctx: Context, table: TensorTable, ends: np.ndarray) -> Iterator[Hit]:
     """DATA-OVERLAP's hits as the loop over the tensors in data order finds them, the reach and its owner (the
-    first tensor to reach that far) found with running maxima."""
+    first tensor to reach that far) found with running maxima (over Python ints where ``ends`` holds them)."""
     live = np.flatnonzero(table.sized & (table.nbytes > 0))
-    starts = table.data_offset[live].astype(np.int64)
-    order = live[np.lexsort((live, starts))]  # by offset, then index
-    starts, stops = table.data_offset[order].astype(np.int64), ends[order]
+    order = live[np.lexsort((live, table.data_offset[live]))]  # by offset, then index
+    starts, stops = table.data_offset[order].astype(ends.dtype), ends[order]
     if len(order) < 2:
         return
     reach = np.maximum.accumulate(stops)
@@ -320,10 +349,15 @@ def _overlap_in_bulk(ctx: Context, table: TensorTable, ends: np.ndarray) -> Iter
     grows = np.flatnonzero(stops > np.concatenate([[-1], reach[:-1]]))  # where the reach grows: a new owner
     owner_at = grows[np.searchsorted(grows, hits, side="left") - 1]  # the last owner before each hit
     tensors = ctx.tensors
-    for h, o in zip(hits.tolist(), owner_at.tolist()):
+
+    def make(k: int) -> Hit:
+        h, o = int(hits[k]), int(owner_at[k])
         t = tensors[int(order[h])]
-        end = int(stops[h])
-        yield _offset_hit(t, other=tensors[int(order[o])].name, start=t.data_offset, end=min(end, int(before[h])))
+        return _offset_hit(
+            t, other=tensors[int(order[o])].name, start=t.data_offset, end=min(int(stops[h]), int(before[h]))
+        )
+
+    yield from hits_at(ctx.cache, np.arange(len(hits)), make)
 
 
 @rule("DATA-ORDER")
@@ -331,27 +365,22 @@ def _order(ctx: Context) -> Iterator[Hit]:
     if not ctx.layout_known:
         return
     table = tensor_table(ctx)
-    ends = table.ends()
-    if ends is not None and len(ends):
-        # where each tensor is expected: after the padded data of the one before (up to the first undefined size)
-        undefined = np.flatnonzero(~table.sized)
-        stop = int(undefined[0]) + 1 if len(undefined) else len(ends)
-        offsets = table.data_offset[:stop].astype(np.int64)
-        padded = table.data_offset[: stop - 1].astype(np.int64) + (
-            -(-table.nbytes[: stop - 1].astype(np.int64) // ctx.alignment) * ctx.alignment
-        )
-        expected_at = np.concatenate([[0], padded])
-        for i in np.flatnonzero(offsets != expected_at).tolist():
-            t = ctx.tensors[i]
-            yield _offset_hit(t, value=t.data_offset, expected=int(expected_at[i]))
+    if not len(table.sized):
         return
-    expected = 0
-    for t in ctx.tensors:
-        if t.data_offset != expected:
-            yield _offset_hit(t, value=t.data_offset, expected=expected)
-        if t.nbytes is None:
-            return
-        expected = t.data_offset + align_offset(t.nbytes, ctx.alignment)
+    # where each tensor is expected: after the padded data of the one before (up to the first undefined size);
+    # over Python ints where the sums may not fit int64
+    kind = np.int64 if table.ends() is not None else object
+    undefined = np.flatnonzero(~table.sized)
+    stop = int(undefined[0]) + 1 if len(undefined) else len(table.sized)
+    offsets = table.data_offset[:stop].astype(kind)
+    sizes = table.nbytes[: stop - 1].astype(kind)
+    expected_at = np.concatenate([np.zeros(1, dtype=kind), offsets[:-1] + -(-sizes // ctx.alignment) * ctx.alignment])
+    tensors = ctx.tensors
+    yield from hits_at(
+        ctx.cache,
+        np.flatnonzero(np.asarray(offsets != expected_at, dtype=bool)),
+        lambda i: _offset_hit(tensors[i], value=tensors[i].data_offset, expected=int(expected_at[i])),
+    )
 
 
 def _nonzero(ctx: Context, start: int, end: int) -> int:
@@ -382,13 +411,17 @@ _GATHER = 1 << 23  # padding bytes examined in one gather (more: range by range)
 
 
 def _padding_in_bulk(ctx: Context) -> tuple[np.ndarray, np.ndarray] | None:
-    """:func:`_padding_ranges` as two int64 arrays (starts, ends) computed from the tensor table, or None where
-    the table's sums could overflow."""
+    """:func:`_padding_ranges` as two int64 arrays (starts, ends) computed from the tensor table (None before the
+    layout is known)."""
     table = tensor_table(ctx)
-    ends = table.ends()
-    if ends is None or ctx.data_start is None or ctx.head_end is None:
+    if ctx.data_start is None or ctx.head_end is None:
         return None
-    inside = np.flatnonzero(table.sized & (ends <= _available(ctx)))
+    ends = table.exact_ends()
+    inside = np.flatnonzero(table.sized & np.asarray(ends <= _available(ctx), dtype=bool))
+    ends = ends[inside].astype(np.int64)  # inside the file: small enough
+    inside_ends = np.zeros(len(table.sized), dtype=np.int64)
+    inside_ends[inside] = ends
+    ends = inside_ends
     order = inside[np.argsort(table.data_offset[inside].astype(np.int64), kind="stable")]
     offsets, stops = table.data_offset[order].astype(np.int64), ends[order]
     padded = -(-stops // ctx.alignment) * ctx.alignment
@@ -398,21 +431,25 @@ def _padding_in_bulk(ctx: Context) -> tuple[np.ndarray, np.ndarray] | None:
     return starts, np.concatenate([[ctx.data_start], padded[keep] + ctx.data_start])
 
 
-def _nonzero_in_ranges(ctx: Context, starts: np.ndarray, ends: np.ndarray) -> np.ndarray | None:
-    """The count of non-zero bytes in each range [starts[i], ends[i]) (cut at the file's end) in one gather, or
-    None when the ranges hold more than :data:`_GATHER` bytes."""
+def _nonzero_in_ranges(ctx: Context, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The count of non-zero bytes in each range [starts[i], ends[i]) (cut at the file's end): gathers of at most
+    :data:`_GATHER` bytes over many ranges at once, a range longer than that on its own."""
     ends = np.minimum(ends, ctx.size)
     lens = np.maximum(ends - starts, 0)
-    total = int(lens.sum())
-    if total > _GATHER:
-        return None
     counts = np.zeros(len(starts), dtype=np.int64)
+    data = np.frombuffer(ctx.buf, dtype=np.uint8)
     some = np.flatnonzero(lens)
-    if len(some):
-        first = np.cumsum(lens[some]) - lens[some]
-        at = np.repeat(starts[some] - first, lens[some]) + np.arange(total)
-        nonzero = (np.frombuffer(ctx.buf, dtype=np.uint8)[at] != 0).astype(np.int64)
-        counts[some] = np.add.reduceat(nonzero, first)
+    long = some[lens[some] > _GATHER]
+    for i in long.tolist():  # each of more than _GATHER bytes: at most the file's size / _GATHER of them
+        counts[i] = np.count_nonzero(data[int(starts[i]) : int(ends[i])])
+    some = some[lens[some] <= _GATHER]
+    batch = np.cumsum(lens[some]) // _GATHER  # ranges of one gather: their lengths add up to about _GATHER
+    cuts = np.flatnonzero(np.diff(batch)) + 1
+    for group in np.split(some, cuts) if len(some) else []:
+        total = int(lens[group].sum())
+        first = np.cumsum(lens[group]) - lens[group]
+        at = np.repeat(starts[group] - first, lens[group]) + np.arange(total)
+        counts[group] = np.add.reduceat((data[at] != 0).astype(np.int64), first)
     return counts
 
 
@@ -421,11 +458,16 @@ def _pad_zero(ctx: Context) -> Iterator[Hit]:
     if not ctx.layout_known:
         return
     ranges = _padding_in_bulk(ctx) if ctx.tensors and ctx.remote is None else None
-    counts = _nonzero_in_ranges(ctx, *ranges) if ranges is not None else None
-    if ranges is not None and counts is not None:
-        for i in np.flatnonzero(counts).tolist():
-            start = int(ranges[0][i])
-            yield Hit(start, "padding", count=int(counts[i]), start=start, end=min(int(ranges[1][i]), ctx.size))
+    if ranges is not None:
+        counts = _nonzero_in_ranges(ctx, *ranges)
+        starts, ends = ranges
+        yield from hits_at(
+            ctx.cache,
+            np.flatnonzero(counts),
+            lambda i: Hit(
+                int(starts[i]), "padding", count=int(counts[i]), start=int(starts[i]), end=min(int(ends[i]), ctx.size)
+            ),
+        )
         return
     for start, end in _padding_ranges(ctx):
         if not ctx.readable(start, min(end, ctx.size)):
@@ -440,11 +482,8 @@ def _padded_end(ctx: Context) -> int | None:
     table = tensor_table(ctx)
     if not table.sized.all():
         return None
-    ends = table.ends()
-    if ends is not None:
-        last = int(ends.max())
-    else:
-        last = max((t.data_offset + t.nbytes for t in ctx.tensors), default=0)
+    ends = table.exact_ends()
+    last = int(ends.max()) if len(ends) else 0
     return ctx.data_start + align_offset(last, ctx.alignment)
 
 
@@ -453,7 +492,7 @@ def _trailing_pad(ctx: Context) -> Iterator[Hit]:
     if not ctx.layout_known or not ctx.tensors:
         return
     end = _padded_end(ctx)
-    if end is None or len(_in_bounds(ctx)) != len(ctx.tensors):
+    if end is None or not _all_in_bounds(ctx):
         return
     if end > ctx.size:
         yield Hit(ctx.size, "tensor_data", missing=end - ctx.size)

@@ -43,6 +43,9 @@ def _sec_rules_overview(ctx: Ctx) -> str:
             table(
                 ["reader verdict", "meaning"], [[code(s), ctx.prose(d)] for s, d in meta.get("verdicts", {}).items()]
             ),
+            f"Findings kept per rule and file: {meta['findings_per_rule']}. "
+            + ctx.prose(meta["findings_per_rule_doc"])
+            + "\n",
             f"{len(r['rules'])} rules (severity under the spec profile):\n",
             summary,
         ]
