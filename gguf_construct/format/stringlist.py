@@ -22,6 +22,8 @@ import numpy as np
 
 from ..base.pages import release
 from ..base.stringscan import scan_string_starts
+from ..base.utf8items import invalid_strings
+from ..base.utf8stream import first_invalid_utf8
 from .spec import byte_order as _byte_order
 from .spec import numpy_dtype
 
@@ -595,14 +597,15 @@ _RELEASE_BYTES = 64 << 20  # bytes judged between giving the mapped pages back
 
 
 def _assess(buf, starts: np.ndarray, top: int, width: int) -> tuple[np.ndarray, np.ndarray]:
-    """(items not valid UTF-8, items holding a NUL) of adjacent records, without a ``str`` per item.
+    """(items not valid UTF-8, items holding a NUL) of adjacent records, without a ``str`` or a Python step per
+    item, whatever the items hold.
 
-    Run by run of records (at least :data:`_CHUNK` items or :data:`_ASSESS_BYTES` bytes, so the number of runs
-    follows the bytes, not the item count, and the temporaries are a run's): NUL: the zero bytes of the run, less
-    those the length prefixes hold, say whether a payload has one (only then are they located).  UTF-8: with every
-    prefix byte ASCII (the prefixes of strings of 128 bytes or more are zeroed in a copy of the run), one strict
-    decode of the run's bytes validates each string on its own, since no valid multi-byte sequence holds or
-    follows an ASCII byte; a failure names the string it is in, and decoding resumes at the next record.
+    Run by run of records of about :data:`_ASSESS_BYTES` bytes (so the number of runs follows the bytes, not the
+    item count, and the temporaries are a run's); an item longer than that is a run of its own, judged a chunk at a
+    time.  NUL: the zero bytes of the run, less those the length prefixes hold, say whether a payload has one (only
+    then are they located).  UTF-8: with every prefix byte ASCII (the prefixes of strings of 128 bytes or more are
+    zeroed in a copy of the run), :func:`~gguf_construct.base.utf8items.invalid_strings` judges the run's items
+    at once.
     """
     n = len(starts)
     if not n:
@@ -610,12 +613,24 @@ def _assess(buf, starts: np.ndarray, top: int, width: int) -> tuple[np.ndarray, 
     lo = int(starts[0]) - width
     region = np.frombuffer(buf, dtype=np.uint8, count=top - lo, offset=lo)
     view = memoryview(buf)
-    bad: list[int] = []
+    bad: list[np.ndarray] = []
     nul: list[np.ndarray] = []
     i = released = 0
     while i < n:
-        j = max(min(n, i + _CHUNK), int(np.searchsorted(starts, int(starts[i]) + _ASSESS_BYTES, side="right")))
-        j = min(j, n)
+        j = _run_end(starts, i, top, width)
+        if j == i + 1 and _item_end(starts, i, top, width) - int(starts[i]) > _ASSESS_BYTES:
+            a, b = int(starts[i]), _item_end(starts, i, top, width)
+            if _long_item_has_nul(buf, a, b):
+                nul.append(np.array([i], dtype=np.int64))
+            if (
+                first_invalid_utf8(bytes(view[p : min(b, p + _ASSESS_BYTES)]) for p in range(a, b, _ASSESS_BYTES))
+                is not None
+            ):
+                bad.append(np.array([i], dtype=np.int64))
+            release(buf, a, b)
+            released = b - lo
+            i = j
+            continue
         lengths = (
             np.diff(starts[i : j + 1]) - width
             if j < n
@@ -636,15 +651,40 @@ def _assess(buf, starts: np.ndarray, top: int, width: int) -> tuple[np.ndarray, 
             text = run.copy()
             for k in range(width):
                 text[heads[long] - width + k] = 0
-            _invalid_in(memoryview(text), heads, width, i, bad)
+            found = invalid_strings(memoryview(text), heads)
         else:
-            _invalid_in(view[lo + a : lo + b], heads, width, i, bad)
+            found = invalid_strings(view[lo + a : lo + b], heads)
+        if len(found):
+            bad.append(found + i)
         if b - released >= _RELEASE_BYTES:  # judged: the mapped pages go back (base/pages.py)
             release(buf, lo + released, lo + b)
             released = b
         i = j
-    nuls = np.concatenate(nul) if nul else _EMPTY
-    return (np.array(bad, dtype=np.int64) if bad else _EMPTY), nuls
+    return (np.concatenate(bad) if bad else _EMPTY), (np.concatenate(nul) if nul else _EMPTY)
+
+
+def _item_end(starts: np.ndarray, i: int, top: int, width: int) -> int:
+    """Where the payload of item ``i`` of adjacent records ends."""
+    return int(starts[i + 1]) - width if i + 1 < len(starts) else top
+
+
+def _run_end(starts: np.ndarray, i: int, top: int, width: int) -> int:
+    """The end ``j`` of the run of records from item ``i``: the items that start and end within
+    :data:`_ASSESS_BYTES` bytes of item ``i``'s start, at least one."""
+    limit = int(starts[i]) + _ASSESS_BYTES
+    j = int(np.searchsorted(starts, limit, side="right"))  # items i..j-1 start within the limit
+    if j - i > 1 and _item_end(starts, j - 1, top, width) > limit:
+        j -= 1
+    return max(j, i + 1)
+
+
+def _long_item_has_nul(buf, a: int, b: int) -> bool:
+    """Whether ``buf[a:b]`` holds a zero byte, counted a chunk at a time."""
+    whole = np.frombuffer(buf, dtype=np.uint8)
+    return any(
+        np.count_nonzero(whole[p : min(b, p + _ASSESS_BYTES)]) < min(b, p + _ASSESS_BYTES) - p
+        for p in range(a, b, _ASSESS_BYTES)
+    )
 
 
 def _nul_items(region: np.ndarray, rel: np.ndarray, width: int) -> np.ndarray:
@@ -655,19 +695,3 @@ def _nul_items(region: np.ndarray, rel: np.ndarray, width: int) -> np.ndarray:
         zero[rel - width + k] = False
     items = np.searchsorted(rel, np.flatnonzero(zero), side="right") - 1  # ascending
     return items[np.concatenate(([True], items[1:] != items[:-1]))] if len(items) else items
-
-
-def _invalid_in(text: memoryview, heads: np.ndarray, width: int, first: int, bad: list[int]) -> None:
-    """Append to ``bad`` the indices (``first`` + k) of the records of ``text`` (whose prefix bytes are all ASCII;
-    payload k at ``heads[k]``) that fail a strict UTF-8 decode."""
-    pos = 0
-    while True:
-        try:
-            str(text[pos:], "utf-8")
-            return
-        except UnicodeDecodeError as exc:
-            k = int(np.searchsorted(heads, pos + exc.start, side="right")) - 1
-            bad.append(first + k)
-            if k + 1 >= len(heads):
-                return
-            pos = int(heads[k + 1]) - width
