@@ -1,0 +1,174 @@
+"""String arrays of any content at the same cost per byte (issue #42): which items are not valid UTF-8 or hold a NUL
+is decided exactly whatever the items hold (invalid bytes, lone continuation bytes, sequences cut at an item's end,
+overlong encodings, encoded surrogates, NUL bytes, characters of 1 to 4 bytes, long items), and the Python-level
+work of deciding it does not grow with the number of invalid items.  No timings: benchmarks/bench_hostile.py has
+them (shapes bad-utf8-tokens, content-tokens, content-merges, content-array, long-bad-items, dup-tokens).
+"""
+
+from __future__ import annotations
+
+import struct
+import tracemalloc
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gguf_construct
+from gguf_construct.base.utf8items import escaped_offsets, invalid_strings
+from gguf_construct.format import stringlist
+from gguf_construct.format.constructs import BufferStream, StringArray
+from gguf_construct.format.stringlist import StringList
+from callcount import count_calls
+
+STRING, ARRAY = 8, 9
+
+# one of each kind of content nobody tuned for
+POOL = [
+    b"\xff",
+    b"\x80",
+    b"\xbf\x80",
+    b"a\xe2\x82",
+    b"\xf0\x9f\x98",
+    b"\xc0\xaf",
+    b"\xe0\x80\xaf",
+    b"\xed\xa0\x80",
+    b"\xf4\x90\x80\x80",
+    b"a\x00b",
+    b"\x00",
+    "é".encode(),
+    "€".encode(),
+    "😀".encode(),
+    "aé€😀".encode(),
+    b"a b",
+    b"abc",
+    b"",
+]
+ITEMS = st.lists(st.one_of(st.sampled_from(POOL), st.binary(max_size=6)), max_size=30)
+
+
+def _valid(b: bytes) -> bool:
+    try:
+        b.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
+def _records(items: list[bytes], width: int = 8, order: str = "<") -> bytes:
+    code = order + ("Q" if width == 8 else "I")
+    return b"".join(struct.pack(code, len(b)) + b for b in items)
+
+
+def _parsed(items: list[bytes], width: int = 8, order: str = "little") -> StringList:
+    stream = BufferStream(b"\x01\x02" + _records(items, width, "<" if order == "little" else ">") + b"tail")
+    stream.pos = 2
+    return StringArray(len(items), width, order)._parse(stream, None, "")
+
+
+@settings(max_examples=60)
+@given(ITEMS)
+def test_invalid_strings_names_exactly_the_items_a_strict_decode_rejects(items):
+    region, heads = b"", []
+    for b in items:
+        region += b"\x05"  # an ASCII separator, as a zeroed length prefix is
+        heads.append(len(region))
+        region += b
+    got = invalid_strings(memoryview(region), np.array(heads, dtype=np.int64)).tolist()
+    assert got == [k for k, b in enumerate(items) if not _valid(b)]
+
+
+@settings(max_examples=60)
+@given(st.binary(max_size=40))
+def test_escaped_offsets_are_the_byte_offsets_of_the_bytes_that_are_not_utf8(data):
+    text = data.decode("utf-8", "surrogateescape")
+    want, pos = [], 0
+    for ch in text:
+        if 0xDC80 <= ord(ch) <= 0xDCFF:
+            want.append(pos)
+            pos += 1
+        else:
+            pos += len(ch.encode("utf-8"))
+    assert escaped_offsets(text, len(data)).tolist() == want
+
+
+@settings(max_examples=60)
+@given(ITEMS, st.sampled_from([(8, "little"), (4, "big")]))
+def test_a_parsed_list_judges_every_kind_of_content_as_item_by_item_decoding_does(items, layout):
+    sl = _parsed(items, *layout)
+    assert sl.invalid_utf8().tolist() == [k for k, b in enumerate(items) if not _valid(b)]
+    assert sl.nul_items().tolist() == [k for k, b in enumerate(items) if b"\x00" in b]
+    assert sl.to_list() == [b.decode("utf-8", "surrogateescape") for b in items]
+    assert [sl.raw(k) for k in range(len(items))] == items
+
+
+def test_items_longer_than_a_run_are_judged_in_chunks(monkeypatch):
+    """Items over the run size (here 64 bytes) are judged a chunk at a time: an invalid byte or a NUL in any
+    chunk, and a sequence cut between two chunks, are found as in one decode."""
+    monkeypatch.setattr(stringlist, "_ASSESS_BYTES", 64)
+    cut = "é€😀".encode() * 30  # sequences cut at every chunk boundary, all valid
+    items = [
+        cut,
+        b"a" * 200 + b"\xff",
+        b"x" * 130 + b"\x00",
+        b"\xed\xa0\x80" * 50,
+        b"ok",
+        "😀".encode() * 40 + b"\xf0\x9f",
+        b"\xc0\xaf",
+        b"z" * 300,
+    ]
+    sl = _parsed(items)
+    assert sl.invalid_utf8().tolist() == [1, 3, 5, 6]
+    assert sl.nul_items().tolist() == [2]
+
+
+def _gguf(key: str, items: list[bytes]) -> bytes:
+    kb = key.encode()
+    return (
+        b"GGUF"
+        + struct.pack("<IQQ", 3, 0, 1)
+        + struct.pack("<Q", len(kb))
+        + kb
+        + struct.pack("<IIQ", ARRAY, STRING, len(items))
+        + _records(items)
+    )
+
+
+@pytest.mark.parametrize("key", ["tokenizer.ggml.tokens", "tokenizer.ggml.merges", "x.strings"])
+@pytest.mark.parametrize("kind", [[b"\xff"], [b"\x80", b"a\xe2\x82", b"\xc0\xaf", b"\xed\xa0\x80", b"a\x00b"]])
+def test_loading_invalid_items_keeps_python_work_flat(tmp_path, key, kind):
+    """load of N items that are all invalid UTF-8 (one bad item each: it was one failed decode, a copy of the rest
+    of the run and a lookup per item): the calls grow with the bytes only, and the findings are all there."""
+    paths = {}
+    for n in (20_000, 200_000):
+        paths[n] = tmp_path / f"bad-{n}.gguf"
+        paths[n].write_bytes(_gguf(key, [kind[k % len(kind)] for k in range(n)]))
+    gguf_construct.load(paths[20_000]).close()  # warm up
+    calls = [count_calls(lambda p=paths[n]: gguf_construct.load(p).close(), quiet_gc=False) for n in paths]
+    megabytes = paths[200_000].stat().st_size / 2**20
+    assert calls[1] < calls[0] + 400 * (megabytes + 1), calls
+    f = gguf_construct.load(paths[200_000])
+    items = f.metadata[key]
+    bad = [k for k in range(200_000) if not _valid(kind[k % len(kind)])]
+    assert items.invalid_utf8().tolist() == bad
+    f.close()
+
+
+def test_judging_invalid_items_holds_a_bounded_run(tmp_path):
+    """tracemalloc peak of loading 300,000 invalid one-byte items: the kept starts (8 bytes an item) and the
+    findings (8 bytes an invalid item) plus a run's temporaries, not a str per item."""
+    n = 300_000
+    path = tmp_path / "bad.gguf"
+    path.write_bytes(_gguf("tokenizer.ggml.tokens", [b"\xff"] * n))
+    gguf_construct.load(path).close()
+    tracemalloc.start()
+    try:
+        f = gguf_construct.load(path)
+        tokens = f.metadata["tokenizer.ggml.tokens"]
+        assert len(tokens.invalid_utf8()) == n
+        kept, peak = tracemalloc.get_traced_memory()
+        f.close()
+    finally:
+        tracemalloc.stop()
+    assert peak < 40 * n + (24 << 20), peak / n
