@@ -172,3 +172,56 @@ def test_judging_invalid_items_holds_a_bounded_run(tmp_path):
     finally:
         tracemalloc.stop()
     assert peak < 40 * n + (24 << 20), peak / n
+
+
+TOKENS = st.lists(
+    st.sampled_from(["a", "b", "", "[EMPTY_0]", "[EMPTY_1]", "[EMPTY_3]", "[EMPTY_03]", "[EMPTY_]", "é", "\udcff"]),
+    max_size=12,
+)
+
+
+def _first_repeat_by_set(tokens, rename=None, skip_empty=False):
+    seen = set()
+    for i, word in enumerate(tokens):
+        if skip_empty and not word:
+            continue
+        word = word or (rename.format(i=i) if rename else word)
+        if word in seen:
+            return i
+        seen.add(word)
+    return None
+
+
+@settings(max_examples=60)
+@given(TOKENS)
+def test_first_repeat_and_renamed_tokens_agree_with_a_set(tokens):
+    from gguf_construct.format.tokenrepeats import first_repeated_token
+
+    sl = StringList(tokens)
+    assert sl.first_repeat() == _first_repeat_by_set(tokens)
+    assert sl.first_repeat(skip_empty=True) == _first_repeat_by_set(tokens, skip_empty=True)
+    assert first_repeated_token(sl, "[EMPTY_{i}]") == _first_repeat_by_set(tokens, "[EMPTY_{i}]")
+
+
+def test_first_repeat_is_exact_when_every_hash_collides(monkeypatch):
+    """Keys that all meet (a hash that collides on everything) leave the answer exact: candidates are compared."""
+    monkeypatch.setattr(stringlist, "_hash_items", lambda payload, lengths, w: np.zeros(len(lengths), np.uint64))
+    items = ["x", "y", "z", "w", "y", "x"]
+    assert StringList(items).first_repeat() == 4
+    assert StringList(items[:4]).first_repeat() is None
+
+
+def test_a_repeat_at_the_end_of_a_vocabulary_costs_no_step_per_token(tmp_path):
+    """The llama.cpp profile's unique-token check on N distinct tokens whose last repeats the first, or is empty:
+    it was a str and a set entry per token; the calls now grow by runs of tokens, and the finding is the same."""
+    from gguf_construct.format.tokenrepeats import first_repeated_token
+
+    calls = []
+    for n in (20_000, 200_000):
+        for last in (b"t0", b""):
+            tokens = _parsed([b"t%d" % k for k in range(n - 1)] + [last])
+            want = n - 1 if last else None
+            assert first_repeated_token(tokens, "[EMPTY_{i}]") == want
+            calls.append(count_calls(lambda t=tokens: first_repeated_token(t, "[EMPTY_{i}]")))
+    # a few dozen calls per run of 32,768 tokens (StringList._runs); a step per token would add 180,000
+    assert calls[2] < calls[0] + 2_000 and calls[3] < calls[1] + 2_000, calls

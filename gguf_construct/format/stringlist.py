@@ -367,29 +367,100 @@ class StringList(Sequence):
         return out
 
     def all_distinct(self) -> bool:
-        """True when no two items are equal, decided on the bytes in bounded memory: one 64-bit hash per item (8
-        bytes an item, vectorised over runs of about a MiB; an item longer than :data:`_HASH_INLINE` bytes is
-        hashed a chunk at a time), sorted in place; only items whose hashes meet are then compared exactly."""
+        """True when no two items are equal (see :meth:`first_repeat`)."""
+        return self.first_repeat() is None
+
+    def first_repeat(self, skip_empty: bool = False) -> int | None:
+        """The index of the first item equal to an earlier one (as bytes; empty items left out when
+        ``skip_empty``), or None, decided in bounded memory without a Python step per item.
+
+        One 64-bit keyed hash per item (vectorised over runs of about a MiB; an item longer than
+        :data:`_HASH_INLINE` bytes hashed a chunk at a time), its low bits replaced by the item's index, sorted in
+        place: 8 bytes an item.  Equal items sit together, in index order, so every item but the first of a run of
+        equal high bits is a candidate; the least candidate is compared exactly with the earlier items of its run
+        (a hash collision, which the per-process key makes unforeseeable, moves on to the next candidate)."""
         n = len(self)
         if n < 2:
-            return True
-        hashes = np.empty(n, dtype=np.uint64)
+            return None
+        bits = n.bit_length()
+        mask = np.uint64((1 << bits) - 1)
+        keys = np.empty(n, dtype=np.uint64)
         for i, j, lengths in self._runs():
-            hashes[i:j] = self._hash_run(i, j, lengths)
-        hashes.sort()
-        meet = hashes[1:] == hashes[:-1]
-        if not meet.any():
-            return True
-        shared = np.unique(hashes[1:][meet])
-        del hashes, meet
-        seen: set = set()
-        for i, j, lengths in self._runs():
-            for k in (np.flatnonzero(np.isin(self._hash_run(i, j, lengths), shared)) + i).tolist():
-                item = self._identity(k)
-                if item in seen:
-                    return False
-                seen.add(item)
-        return True
+            run = keys[i:j]
+            run[:] = self._hash_run(i, j, lengths)
+            run >>= np.uint64(bits)
+            run <<= np.uint64(bits)
+            run |= np.arange(i, j, dtype=np.uint64)
+        keys.sort()
+        floor = -1
+        while True:
+            found = self._least_candidate(keys, mask, floor, skip_empty)
+            if found is None:
+                return None
+            c, pos = found
+            lo = int(np.searchsorted(keys, keys[pos] & ~mask, side="left"))
+            mine = self._identity(c)
+            if any(self._identity(k) == mine for k in (keys[lo:pos] & mask).tolist()):
+                return c
+            floor = c  # a collision: no earlier item equals it
+
+    def _least_candidate(
+        self, keys: np.ndarray, mask: np.uint64, floor: int, skip_empty: bool
+    ) -> tuple[int, int] | None:
+        """(index, position in ``keys``) of the least item above ``floor`` whose key's high bits equal the
+        previous key's (``keys`` sorted), judged a block at a time; empty items left out when ``skip_empty``."""
+        best: tuple[int, int] | None = None
+        for a in range(1, len(keys), _BLOCK):
+            b = min(len(keys), a + _BLOCK)
+            pos = np.flatnonzero(((keys[a:b] ^ keys[a - 1 : b - 1]) & ~mask) == 0) + a
+            cand = (keys[pos] & mask).astype(np.int64)
+            keep = cand > floor
+            if skip_empty and len(cand):
+                keep &= self.lengths_at(cand) > 0
+            if keep.any():
+                k = int(np.argmin(np.where(keep, cand, np.iinfo(np.int64).max)))
+                if best is None or int(cand[k]) < best[0]:
+                    best = int(cand[k]), int(pos[k])
+        return best
+
+    def empty_items(self) -> np.ndarray:
+        """Indices of the empty items, ascending (judged run by run)."""
+        found = [np.flatnonzero(lengths == 0) + i for i, _, lengths in self._runs()]
+        return np.concatenate(found) if found else _EMPTY
+
+    def numbered_items(self, prefix: bytes, suffix: bytes) -> tuple[np.ndarray, np.ndarray]:
+        """(indices, numbers) of the items that are ``prefix``, a number in decimal as ``str(int)`` writes it (no
+        sign, no leading zero) and ``suffix``: judged on the bytes, a run at a time, without a step per item."""
+        digits_max = 18  # below 2**63: no index has more digits
+        shortest, longest = len(prefix) + len(suffix) + 1, len(prefix) + len(suffix) + digits_max
+        whole = np.frombuffer(self._buf, dtype=np.uint8) if len(self) else np.empty(0, np.uint8)
+        out_i, out_v = [], []
+        for i, _, lengths in self._runs():
+            k = np.flatnonzero((lengths >= shortest) & (lengths <= longest))
+            if not len(k):
+                continue
+            starts, sizes = self._starts[i + k], lengths[k]
+            for offset, want in enumerate(prefix):  # the prefix, byte by byte
+                keep = whole[starts + offset] == want
+                k, starts, sizes = k[keep], starts[keep], sizes[keep]
+            for back, want in enumerate(reversed(suffix)):
+                keep = whole[starts + sizes - 1 - back] == want
+                k, starts, sizes = k[keep], starts[keep], sizes[keep]
+            ndig = sizes - len(prefix) - len(suffix)
+            value = np.zeros(len(k), dtype=np.int64)
+            ok = np.ones(len(k), dtype=bool)
+            for d in range(digits_max):
+                inside = d < ndig
+                byte = whole[np.where(inside, starts + len(prefix) + d, 0)].astype(np.int64) - 48
+                ok &= ~inside | ((byte >= 0) & (byte <= 9))
+                value = np.where(inside, value * 10 + np.clip(byte, 0, 9), value)
+            lead = whole[starts + len(prefix)] if len(k) else np.empty(0, np.uint8)
+            ok &= (lead != 48) | (ndig == 1)  # no leading zero
+            out_i.append(k[ok] + i)
+            out_v.append(value[ok])
+        if not out_i:
+            return _EMPTY, _EMPTY
+        return np.concatenate(out_i), np.concatenate(out_v)
 
     def has_empty(self) -> bool:
         """True when some item is the empty string (judged run by run, no array of every length)."""
@@ -526,13 +597,15 @@ class StringList(Sequence):
         return region[keep].tobytes()
 
 
+_BLOCK = 1 << 20  # sorted keys judged per step when looking for repeats
 _HASH_INLINE = 4096  # items up to this many bytes are hashed together, vectorised; longer ones on their own
 
 
 @functools.lru_cache(maxsize=1)
 def _hash_weights() -> np.ndarray:
-    """The odd random weights of :func:`_hash_items`, one per byte position of an item up to _HASH_INLINE."""
-    return np.random.default_rng(0x6767).integers(0, 2**63, _HASH_INLINE + 1, dtype=np.uint64) * 2 + 1
+    """The odd random weights of :func:`_hash_items`, one per byte position of an item up to _HASH_INLINE, drawn
+    afresh in each process (from the system's entropy), so that no file can be made to collide on purpose."""
+    return np.random.default_rng().integers(0, 2**63, _HASH_INLINE + 1, dtype=np.uint64) * 2 + 1
 
 
 def _hash_items(payload, lengths: np.ndarray, weights: np.ndarray) -> np.ndarray:
