@@ -225,3 +225,27 @@ def test_a_repeat_at_the_end_of_a_vocabulary_costs_no_step_per_token(tmp_path):
             calls.append(count_calls(lambda t=tokens: first_repeated_token(t, "[EMPTY_{i}]")))
     # a few dozen calls per run of 32,768 tokens (StringList._runs); a step per token would add 180,000
     assert calls[2] < calls[0] + 2_000 and calls[3] < calls[1] + 2_000, calls
+
+
+@settings(max_examples=60)
+@given(TOKENS, st.sets(st.sampled_from(["a", "b", "", "é", "\udcff", "z"])))
+def test_first_outside_is_the_first_item_not_among_the_values(tokens, values):
+    want = next((j for j, v in enumerate(tokens) if v not in values), None)
+    assert StringList(tokens).first_outside(values) == want
+
+
+def test_a_documented_value_rule_over_a_long_string_array_names_the_first_outsider(tmp_path, capsys):
+    """META-KEY-VALUE on tokenizer.ggml.model written as ARRAY[STRING] of 100,001 items (it stepped through every
+    item in Python): the same finding, the first item that is no documented value."""
+    import json
+
+    from gguf_construct.commands.main import main
+
+    items = [b"llama"] * 100_000 + [b"bogus\xff", b"gpt2"]
+    path = tmp_path / "model-array.gguf"
+    head = b"GGUF" + struct.pack("<IQQ", 3, 0, 1)
+    path.write_bytes(head + _gguf("tokenizer.ggml.model", items)[len(head) :])
+    main(["check", "--format", "json", str(path)])
+    found = [f for f in json.loads(capsys.readouterr().out)[0]["findings"] if f["rule"] == "META-KEY-VALUE"]
+    assert [f["path"] for f in found] == ["metadata_kv[0].value.data[100000]"]
+    assert "'bogus\\udcff'" in found[0]["message"]

@@ -186,6 +186,17 @@ class StringList(Sequence):
             raise ValueError(f"{value!r} is not in list")
         return int(found[0])
 
+    def indices_of(self, value: Any) -> np.ndarray:
+        """The indices of the items equal to ``value``, ascending (compared as bytes, no str per item)."""
+        return self._matches(value, 0, len(self), None)
+
+    def first_outside(self, values: Iterable[str]) -> int | None:
+        """The index of the first item that is none of ``values``, or None (one byte comparison per value)."""
+        known = np.zeros(len(self), dtype=bool)
+        for value in set(values):
+            known[self._matches(value, 0, len(self), None)] = True
+        return None if known.all() else int(np.argmin(known))
+
     def count(self, value: Any) -> int:
         """How many items equal ``value``."""
         return len(self._matches(value, 0, len(self), None))
