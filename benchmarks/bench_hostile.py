@@ -423,7 +423,7 @@ def main() -> None:
     size = int(args.size_mb * 1e6)
     commands = args.commands.split(",")
     print(
-        f"{'shape':<13} {'MB':>7} {'items':>10} {'reader':<8} {'s':>8} {'RSS MB':>8} {'/C':>6} {'target':>8} "
+        f"{'shape':<15} {'MB':>7} {'items':>10} {'reader':<9} {'s':>8} {'RSS MB':>8} {'/C':>6} {'target':>8} "
         f"{'RSS cap':>8}  status"
     )
     for shape in args.shapes.split(","):
@@ -465,7 +465,7 @@ def main() -> None:
                     mark = "  MET" if ok else "  MISSED"
                 shown = f"{t:8.2f}" if t is not None else f"{'-':>8}"
                 print(
-                    f"{shape:<13} {nbytes / 1e6:7.0f} {items:>10} {name:<8} {shown} {rss:8.0f} {ratio} {tgt} "
+                    f"{shape:<15} {nbytes / 1e6:7.0f} {items:>10} {name:<9} {shown} {rss:8.0f} {ratio} {tgt} "
                     f"{cap if target is not None else 0:8.0f}  {status}{mark}",
                     flush=True,
                 )
