@@ -249,3 +249,18 @@ def test_a_documented_value_rule_over_a_long_string_array_names_the_first_outsid
     found = [f for f in json.loads(capsys.readouterr().out)[0]["findings"] if f["rule"] == "META-KEY-VALUE"]
     assert [f["path"] for f in found] == ["metadata_kv[0].value.data[100000]"]
     assert "'bogus\\udcff'" in found[0]["message"]
+
+
+def test_decoding_items_that_hold_nul_takes_no_step_per_item():
+    """to_list of items holding NUL bytes (they were decoded one by one): a free ASCII byte separates them in
+    one decode per run; a run whose items hold every ASCII byte is split in halves; same strs as item by item."""
+    every_ascii = bytes(range(128))
+    calls = []
+    for n in (16_384, 163_840):
+        items = [b"a\x00b", b"\x00", "é\x00".encode(), b"\xff\x00"] * (n // 4)
+        sl = _parsed(items)
+        assert sl.to_list() == [b.decode("utf-8", "surrogateescape") for b in items]
+        calls.append(count_calls(sl.to_list))
+    assert calls[1] < calls[0] * 10 and calls[1] < 163_840 // 20, calls  # a few dozen calls per run of 8,192
+    mixed = [every_ascii, b"x\x00"] * 64
+    assert _parsed(mixed).to_list() == [b.decode() for b in mixed]

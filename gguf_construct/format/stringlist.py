@@ -162,16 +162,28 @@ class StringList(Sequence):
             yield from reversed(self._decode_run(max(0, i - _CHUNK), i))
 
     def _decode_run(self, i: int, j: int) -> list[str]:
-        """Items ``i..j-1`` as str: one decode of their joined bytes split at a separator, where that is exact."""
+        """Items ``i..j-1`` as str: one decode of their joined bytes split at a separator, where that is exact.  The
+        separator is an ASCII byte none of the items holds (the zero byte of the length prefixes, or when some item
+        holds a NUL another one; a run whose items hold every ASCII byte is decoded in halves)."""
         if j <= i:
             return []
         buf, starts, ends = self._buf, self._starts[i:j], self._ends_of(i, j)
         width = self._width
         lengths = ends - starts
-        nul_here = len(self._nul) and np.any((self._nul >= i) & (self._nul < j))
-        if not self._contig or nul_here or j - i < 4 or int(lengths.max()) >> ((width - 1) * 8):
+        if not self._contig or j - i < 4 or int(lengths.max()) >> ((width - 1) * 8):
             return [_text(buf[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
-        parts = _text(self._joined(starts, ends)).split("\x00")
+        joined = self._joined(starts, ends)
+        sep = 0
+        if len(self._nul) and np.any((self._nul >= i) & (self._nul < j)):
+            counts = np.bincount(joined, minlength=256)[:128]
+            counts[0] -= j - i  # the separators
+            free = np.flatnonzero(counts == 0)
+            if not len(free):
+                mid = (i + j) // 2
+                return self._decode_run(i, mid) + self._decode_run(mid, j)
+            sep = int(free[0])
+            joined[np.arange(j - i, dtype=np.int64) + np.cumsum(lengths) - lengths] = sep
+        parts = str(memoryview(joined), "utf-8", "surrogateescape").split(chr(sep))
         del parts[0]
         return parts
 
@@ -532,8 +544,9 @@ class StringList(Sequence):
             return self[i:j]._payload()
         return b"".join(self._buf[a:b] for a, b in zip(self._starts[i:j].tolist(), self._ends_of(i, j).tolist()))
 
-    def _joined(self, starts: np.ndarray, ends: np.ndarray) -> bytes:
-        """The bytes of adjacent records with each length prefix cut to its zero high byte (a separator)."""
+    def _joined(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """The bytes of adjacent records with each length prefix cut to its zero high byte (a separator), a new
+        array."""
         width = self._width
         lo = int(starts[0]) - width
         region = np.frombuffer(self._buf, dtype=np.uint8, count=int(ends[-1]) - lo, offset=lo)
@@ -541,7 +554,7 @@ class StringList(Sequence):
         first = starts - lo - width + (0 if _low_byte_first(self._order) else 1)
         for k in range(width - 1):
             keep[first + k] = False
-        return region[keep].tobytes()
+        return region[keep]
 
     def encode(self, width: int = 8, byte_order: str = "little") -> bytes | memoryview:
         """The items as GGUF stores a string array's data: each a ``width``-byte length in ``byte_order``, then its
