@@ -183,7 +183,7 @@ class StringList(Sequence):
                 return self._decode_run(i, mid) + self._decode_run(mid, j)
             sep = int(free[0])
             joined[np.arange(j - i, dtype=np.int64) + np.cumsum(lengths) - lengths] = sep
-        parts = str(memoryview(joined), "utf-8", "surrogateescape").split(chr(sep))
+        parts = str(joined.data, "utf-8", "surrogateescape").split(chr(sep))
         del parts[0]
         return parts
 
