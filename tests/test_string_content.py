@@ -264,3 +264,19 @@ def test_decoding_items_that_hold_nul_takes_no_step_per_item():
     assert calls[1] < calls[0] * 10 and calls[1] < 163_840 // 20, calls  # a few dozen calls per run of 8,192
     mixed = [every_ascii, b"x\x00"] * 64
     assert _parsed(mixed).to_list() == [b.decode() for b in mixed]
+
+
+def test_finding_a_repeat_holds_8_bytes_a_token():
+    """first_repeat over N tokens whose last repeats the first: the tracemalloc peak grows by 8 bytes a token (the
+    sorted keys; a run's hashing temporaries do not grow with N), not by a str and a set entry (over 100 bytes)."""
+    peaks = []
+    for n in (30_000, 300_000):
+        tokens = _parsed([b"t%d" % k for k in range(n - 1)] + [b"t0"])
+        tokens.first_repeat()  # warm up
+        tracemalloc.start()
+        try:
+            assert tokens.first_repeat() == n - 1
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+    assert peaks[1] - peaks[0] < 12 * 270_000, peaks

@@ -621,7 +621,7 @@ class StringList(Sequence):
         return region[keep].tobytes()
 
 
-_BLOCK = 1 << 20  # sorted keys judged per step when looking for repeats
+_BLOCK = 1 << 16  # sorted keys judged per step when looking for repeats (the temporaries are a block's)
 _HASH_INLINE = 4096  # items up to this many bytes are hashed together, vectorised; longer ones on their own
 
 
