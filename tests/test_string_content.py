@@ -271,7 +271,7 @@ def test_finding_a_repeat_holds_8_bytes_a_token():
     sorted keys; a run's hashing temporaries do not grow with N), not by a str and a set entry (over 100 bytes)."""
     peaks = []
     for n in (30_000, 300_000):
-        tokens = _parsed([b"t%d" % k for k in range(n - 1)] + [b"t0"])
+        tokens = _parsed([b"t%07d" % k for k in range(n - 1)] + [b"t0000000"])
         tokens.first_repeat()  # warm up
         tracemalloc.start()
         try:
