@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gguf_construct
-from gguf_construct.base.utf8items import escaped_offsets, invalid_strings
+from gguf_construct.base.utf8items import invalid_strings, wrong_bytes
 from gguf_construct.format import stringlist
 from gguf_construct.format.constructs import BufferStream, StringArray
 from gguf_construct.format.stringlist import StringList
@@ -72,25 +72,33 @@ def _parsed(items: list[bytes], width: int = 8, order: str = "little") -> String
 def test_invalid_strings_names_exactly_the_items_a_strict_decode_rejects(items):
     region, heads = b"", []
     for b in items:
-        region += b"\x05"  # an ASCII separator, as a zeroed length prefix is
+        region += b"\x05\x00\x00"  # ASCII separators, as a length prefix with its high bytes zeroed is
         heads.append(len(region))
         region += b
     got = invalid_strings(memoryview(region), np.array(heads, dtype=np.int64)).tolist()
     assert got == [k for k, b in enumerate(items) if not _valid(b)]
 
 
+def test_wrong_bytes_agree_with_the_strict_decoder_on_every_pair_and_chosen_quadruples():
+    """invalid_strings (and so wrong_bytes): exhaustive over two bytes, and over four bytes drawn from the values
+    at the edges of UTF-8's ranges."""
+    pairs = np.array([[a, b] for a in range(256) for b in range(256)], dtype=np.uint8)
+    edges = [0x00, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xED, 0xEF]
+    edges += [0xF0, 0xF1, 0xF4, 0xF5, 0xFF]
+    grid = np.array(np.meshgrid(*[edges] * 4)).reshape(4, -1).T.astype(np.uint8)
+    for rows in (pairs, grid):
+        n, width = rows.shape
+        region = np.zeros((n, width + 3), dtype=np.uint8)  # each row after three ASCII bytes, judged at once
+        region[:, 3:] = rows
+        heads = np.arange(n, dtype=np.int64) * (width + 3) + 3
+        got = invalid_strings(region.tobytes(), heads)
+        assert got.tolist() == [k for k, row in enumerate(rows.tolist()) if not _valid(bytes(row))]
+
+
 @settings(max_examples=60)
 @given(st.binary(max_size=40))
-def test_escaped_offsets_are_the_byte_offsets_of_the_bytes_that_are_not_utf8(data):
-    text = data.decode("utf-8", "surrogateescape")
-    want, pos = [], 0
-    for ch in text:
-        if 0xDC80 <= ord(ch) <= 0xDCFF:
-            want.append(pos)
-            pos += 1
-        else:
-            pos += len(ch.encode("utf-8"))
-    assert escaped_offsets(text, len(data)).tolist() == want
+def test_wrong_bytes_are_none_exactly_when_the_bytes_are_utf8(data):
+    assert (not wrong_bytes(np.frombuffer(data, dtype=np.uint8)).any()) == _valid(data)
 
 
 @settings(max_examples=60)

@@ -1,68 +1,77 @@
 """Judging many short byte strings at once: which of them are not valid UTF-8, whatever their content.
 
-The strings lie in one byte region, separated by ASCII bytes (a string array's length prefixes, their non-ASCII
-bytes zeroed by the caller).  No valid multi-byte sequence holds or follows an ASCII byte, so the region decodes
-strictly exactly when every string does, and an invalid sequence never spans two strings.  One strict decode
-(C speed) clears a region that is valid; otherwise the region is decoded once with ``surrogateescape``, where each
-byte that is not UTF-8 becomes one character U+DC80..U+DCFF, and those characters are located with numpy: their
-byte offsets are the running sum of the characters' UTF-8 widths, and one ``logical_or.reduceat`` over the bytes
-tells which strings hold one.  The cost follows the bytes, never the number of invalid strings.
+The strings lie in one byte region, at least three ASCII bytes apart (a string array's length prefixes, their
+non-ASCII bytes zeroed by the caller).  No valid multi-byte sequence holds or follows an ASCII byte, so the region
+decodes strictly exactly when every string does: one strict decode (C speed) clears a region that is valid.
+Otherwise every byte is classed with numpy (ASCII, continuation, lead of a 2-, 3- or 4-byte sequence, never valid)
+and a byte is *wrong* where UTF-8 (RFC 3629, as Python's strict decoder reads it) is broken: a byte that is never
+valid, a continuation byte no lead expects, a byte a lead expects that is no continuation, or a second byte outside
+its lead's range (overlong forms, surrogates, code points past U+10FFFF).  A broken sequence is flagged within its
+own string or in the ASCII bytes after it, so one ``logical_or.reduceat`` over the bytes tells which strings hold a
+wrong byte.  A few passes over the bytes, whatever they hold: the cost never follows the number of invalid
+strings or bytes.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["invalid_strings", "escaped_bytes", "escaped_offsets"]
-
-_ESCAPE_LO, _ESCAPE_HI = 0xDC80, 0xDCFF  # the characters surrogateescape stands a non-UTF-8 byte for
+__all__ = ["invalid_strings", "wrong_bytes"]
 
 
-def escaped_bytes(text: str, nbytes: int) -> np.ndarray:
-    """A mask over the ``nbytes`` bytes ``text`` was decoded from (UTF-8 with ``surrogateescape``): True at each
-    byte that was not UTF-8."""
-    # the code points, 4 bytes each, in one C copy (a numpy str array is UCS-4; an encode would call its error
-    # handler for every escape)
-    codes = np.array(text).reshape(1).view(np.uint32)
-    escaped = codes >= _ESCAPE_LO
-    escaped &= codes <= _ESCAPE_HI
-    if len(codes) == nbytes:  # every character one byte: the mask over characters is the mask over bytes
-        return escaped
-    # UTF-8 width of each character: 1, 2, 3 or 4; an escape stands for one byte
-    widths = np.ones(len(codes), dtype=np.uint8)
-    widths += codes >= 0x80
-    widths += codes >= 0x800
-    widths += codes >= 0x10000
-    widths[escaped] = 1
-    del codes
-    where = np.flatnonzero(escaped)
-    out = np.zeros(nbytes, dtype=bool)
-    if len(where):
-        out[np.cumsum(widths, dtype=np.int64)[where] - 1] = True
-    return out
+def _second_byte_ranges() -> tuple[np.ndarray, np.ndarray]:
+    """The least and the greatest second byte each lead allows (by the lead's value)."""
+    lo = np.full(256, 0x80, dtype=np.uint8)
+    hi = np.full(256, 0xBF, dtype=np.uint8)
+    lo[0xE0], hi[0xED], lo[0xF0], hi[0xF4] = 0xA0, 0x9F, 0x90, 0x8F  # overlong, surrogates, overlong, past U+10FFFF
+    return lo, hi
 
 
-def escaped_offsets(text: str, nbytes: int) -> np.ndarray:
-    """Byte offsets, in the ``nbytes`` bytes ``text`` was decoded from (UTF-8 with ``surrogateescape``), of the
-    bytes that were not UTF-8 (ascending, int64)."""
-    return np.flatnonzero(escaped_bytes(text, nbytes))
+_SECOND_LO, _SECOND_HI = _second_byte_ranges()
+
+
+def wrong_bytes(data: np.ndarray) -> np.ndarray:
+    """A mask over ``data`` (uint8) that is True at the bytes where UTF-8 is broken (see the module); a sequence
+    cut by the end is flagged at the last byte.  ``data`` is valid UTF-8 exactly when the mask is all False."""
+    n = len(data)
+    # comparisons only (fast on bytes): a table lookup would widen every byte to an index
+    below_f5 = data < 0xF5
+    lead = (data >= 0xC2) & below_f5  # expects one continuation byte or more
+    wrong = (data >= 0xC0) & (data < 0xC2)  # C0, C1, F5..FF: never valid
+    wrong |= ~below_f5
+    expected = np.zeros(n + 3, dtype=bool)  # the positions some lead expects a continuation byte at
+    expected[1 : n + 1] = lead
+    three = (data >= 0xE0) & below_f5
+    expected[2 : n + 2] |= three
+    three &= data >= 0xF0  # now: leads of four bytes
+    expected[3 : n + 3] |= three
+    cont = data >= 0x80
+    cont &= data < 0xC0
+    wrong |= cont != expected[:n]  # a continuation byte where none is expected, or the reverse
+    if n and expected[n:].any():
+        wrong[-1] = True
+    at = np.flatnonzero(lead[:-1])  # the second byte of each sequence: within its lead's range
+    if len(at):
+        first, second = data[at], data[at + 1]
+        off = (second < _SECOND_LO[first]) | (second > _SECOND_HI[first])
+        wrong[at[off] + 1] = True
+    return wrong
 
 
 def invalid_strings(region, heads: np.ndarray) -> np.ndarray:
-    """Indices (ascending) of the strings of ``region`` (bytes-like; string k starts at ``heads[k]``, ascending,
-    and every byte between two strings is ASCII) that are not valid UTF-8."""
+    """Indices (ascending) of the strings of ``region`` (bytes-like; string k starts at ``heads[k]``, ascending;
+    at least three ASCII bytes before each string and between two strings) that are not valid UTF-8."""
     try:
         str(region, "utf-8")
         return np.empty(0, dtype=np.int64)
     except UnicodeDecodeError:
         pass
-    nbytes = len(memoryview(region).cast("B"))
-    escaped = escaped_bytes(str(region, "utf-8", "surrogateescape"), nbytes)
     if not len(heads):
         return np.empty(0, dtype=np.int64)
-    # each string's bytes run to the next one's start (the ASCII bytes between hold no escape); a False byte at
-    # the end lets an empty last string start there, and strings with no byte before the next are left out
-    # (reduceat gives the next byte for them)
-    bad = np.logical_or.reduceat(np.append(escaped, False), heads)
+    wrong = wrong_bytes(np.frombuffer(region, dtype=np.uint8))
+    # each string's bytes run to the next one's start (a sequence it breaks is flagged there at the latest); a
+    # False byte at the end lets an empty last string start there, and strings with no byte before the next are
+    # left out (reduceat gives the next byte for them)
+    bad = np.logical_or.reduceat(np.append(wrong, False), heads)
     bad[:-1] &= heads[1:] > heads[:-1]
     return np.flatnonzero(bad)
