@@ -288,3 +288,16 @@ def test_finding_a_repeat_holds_8_bytes_a_token():
         finally:
             tracemalloc.stop()
     assert peaks[1] - peaks[0] < 12 * 270_000, peaks
+
+
+@settings(max_examples=60)
+@given(st.lists(st.booleans(), max_size=30), st.slices(30))
+def test_slices_keep_exactly_their_invalid_and_nul_marks(marks, sl):
+    """A slice's marks (found by bisection in the whole list's, so that slicing a list with millions of invalid
+    items a run at a time costs each run its own marks) are those of its items."""
+    items = [b"\xff" if m else b"ok" for m in marks]
+    whole = _parsed([b + (b"\x00" if k % 2 else b"") for k, b in enumerate(items)])
+    part = whole[sl]
+    picked = list(range(len(items)))[sl]
+    assert part.invalid_utf8().tolist() == [k for k, i in enumerate(picked) if marks[i]]
+    assert part.nul_items().tolist() == [k for k, i in enumerate(picked) if i % 2]

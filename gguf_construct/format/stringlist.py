@@ -680,13 +680,16 @@ def _records(payload: bytes, lengths: np.ndarray, width: int, byte_order: str) -
 
 
 def _reindex(marked: np.ndarray, start: int, stop: int, step: int) -> np.ndarray:
-    """Positions in the slice ``start:stop:step`` (normalised) of the marked indices of the whole list."""
+    """Positions in the slice ``start:stop:step`` (normalised) of the marked indices of the whole list (ascending):
+    the marks within the slice's span are found by bisection, so a slice costs its own marks, not all of them."""
     if not len(marked):
         return marked
+    lo, hi = (start, stop) if step > 0 else (stop + 1, start + 1)
+    a, b = np.searchsorted(marked, [lo, hi])
+    inside = marked[a:b]
     if step == 1:
-        inside = marked[(marked >= start) & (marked < stop)]
         return inside - start
-    return np.flatnonzero(np.isin(np.arange(start, stop, step), marked))
+    return np.flatnonzero(np.isin(np.arange(start, stop, step), inside))
 
 
 _ASSESS_BYTES = 1 << 20  # bytes of records judged per step: steps grow with the bytes, never with the items
