@@ -413,6 +413,97 @@ def write_misaligned(path: str, size: int) -> int:
     return n
 
 
+def _array_file(path: str, key: bytes, lengths: np.ndarray, payload: np.ndarray) -> int:
+    """A file whose one array ``key`` is ARRAY[STRING] of the items with ``lengths`` and joined bytes ``payload``."""
+    with open(path, "wb") as fh:
+        fh.write(_head(0, 2) + ARCH + _kv_header(key, ARRAY) + struct.pack("<IQ", STRING, len(lengths)))
+        fh.write(_string_records(lengths, payload).tobytes())
+    return len(lengths)
+
+
+def _pooled(pool: list[bytes], n: int, seed: int = 7) -> tuple[np.ndarray, np.ndarray]:
+    """(lengths, joined bytes) of ``n`` items drawn at random from ``pool``, built without a step per item."""
+    rng = np.random.default_rng(seed)
+    pick = rng.integers(0, len(pool), n)
+    sizes = np.array([len(b) for b in pool], dtype=np.int64)
+    heads = np.cumsum(sizes) - sizes
+    joined = np.frombuffer(b"".join(pool) or b"\0", dtype=np.uint8)
+    lengths = sizes[pick]
+    where = np.cumsum(lengths) - lengths
+    total = int(lengths.sum())
+    index = np.repeat(heads[pick] - where, lengths) + np.arange(total, dtype=np.int64)
+    return lengths, joined[index]
+
+
+def _mean_record(pool: list[bytes]) -> float:
+    return 8 + sum(map(len, pool)) / len(pool)
+
+
+def write_bad_utf8_tokens(path: str, size: int) -> int:
+    """tokenizer.ggml.tokens of size / 9 one-byte strings 0xFF, none valid UTF-8 (51 s to load 10 MB on main at
+    956e86a: one failed decode per item)."""
+    n = size // 9
+    return _array_file(path, b"tokenizer.ggml.tokens", np.ones(n, dtype=np.int64), np.full(n, 0xFF, np.uint8))
+
+
+def write_dup_tokens(path: str, size: int) -> int:
+    """tokenizer.ggml.tokens of size / 10 strings, all "ab" (every item a duplicate of the first)."""
+    n = size // 10
+    return _array_file(path, b"tokenizer.ggml.tokens", np.full(n, 2, dtype=np.int64), np.tile(np.uint8([97, 98]), n))
+
+
+# items of every kind of content: invalid bytes, lone continuation bytes, sequences cut at the item's end, overlong
+# encodings, encoded surrogates, code points past U+10FFFF, NUL inside, characters of 1 to 4 bytes, empty
+CONTENT_POOL = [
+    b"\xff",
+    b"\x80",
+    b"\xbf\x80",
+    b"a\xe2\x82",
+    b"\xf0\x9f\x98",
+    b"\xc0\xaf",
+    b"\xe0\x80\xaf",
+    b"\xed\xa0\x80",
+    b"\xed\xbf\xbf",
+    b"\xf4\x90\x80\x80",
+    b"a\x00b",
+    b"\x00",
+    "é".encode(),
+    "€".encode(),
+    "😀".encode(),
+    "aé€😀".encode(),
+    b"abc",
+    b"",
+]
+
+
+def write_content_tokens(path: str, size: int) -> int:
+    """tokenizer.ggml.tokens of items drawn at random from CONTENT_POOL (valid, invalid and NUL-holding mixed)."""
+    lengths, payload = _pooled(CONTENT_POOL, int(size / _mean_record(CONTENT_POOL)))
+    return _array_file(path, b"tokenizer.ggml.tokens", lengths, payload)
+
+
+def write_content_merges(path: str, size: int) -> int:
+    """tokenizer.ggml.merges of "a b"-like items whose halves are drawn from CONTENT_POOL."""
+    pool = [a + b" " + b for a in CONTENT_POOL[::2] for b in CONTENT_POOL[1::2]]
+    lengths, payload = _pooled(pool, int(size / _mean_record(pool)))
+    return _array_file(path, b"tokenizer.ggml.merges", lengths, payload)
+
+
+def write_content_array(path: str, size: int) -> int:
+    """An arbitrary key x.strings of items drawn from CONTENT_POOL, each repeated 3 to 40 times (runs of invalid
+    sequences and multi-byte characters within one item)."""
+    pool = [b * k for b in CONTENT_POOL[:-1] for k in (3, 17, 40)]
+    lengths, payload = _pooled(pool, int(size / _mean_record(pool)))
+    return _array_file(path, b"x.strings", lengths, payload)
+
+
+def write_long_bad_items(path: str, size: int) -> int:
+    """tokenizer.ggml.tokens of items of 5,000 invalid bytes (0xFF, alternating with lone continuation bytes)."""
+    n = max(1, size // 5008)
+    item = np.tile(np.uint8([0xFF, 0x80]), 2500)
+    return _array_file(path, b"tokenizer.ggml.tokens", np.full(n, 5000, dtype=np.int64), np.tile(item, n))
+
+
 SHAPES = {
     "empty-tokens": write_empty_tokens,
     "mixed-tokens": write_mixed_tokens,
@@ -441,6 +532,12 @@ SHAPES = {
     "long-names": write_long_names,
     "overlap-tensors": write_overlap_tensors,
     "misaligned": write_misaligned,
+    "bad-utf8-tokens": write_bad_utf8_tokens,
+    "dup-tokens": write_dup_tokens,
+    "content-tokens": write_content_tokens,
+    "content-merges": write_content_merges,
+    "content-array": write_content_array,
+    "long-bad-items": write_long_bad_items,
 }
 
 # -- measuring -------------------------------------------------------------------------------------------------
@@ -558,7 +655,7 @@ def main() -> None:
     size = int(args.size_mb * 1e6)
     commands = args.commands.split(",")
     print(
-        f"{'shape':<13} {'MB':>7} {'items':>10} {'reader':<8} {'s':>8} {'RSS MB':>8} {'/C':>6} {'target':>8} "
+        f"{'shape':<15} {'MB':>7} {'items':>10} {'reader':<9} {'s':>8} {'RSS MB':>8} {'/C':>6} {'target':>8} "
         f"{'RSS cap':>8}  status"
     )
     for shape in args.shapes.split(","):
@@ -600,7 +697,7 @@ def main() -> None:
                     mark = "  MET" if ok else "  MISSED"
                 shown = f"{t:8.2f}" if t is not None else f"{'-':>8}"
                 print(
-                    f"{shape:<13} {nbytes / 1e6:7.0f} {items:>10} {name:<8} {shown} {rss:8.0f} {ratio} {tgt} "
+                    f"{shape:<15} {nbytes / 1e6:7.0f} {items:>10} {name:<9} {shown} {rss:8.0f} {ratio} {tgt} "
                     f"{cap if target is not None else 0:8.0f}  {status}{mark}",
                     flush=True,
                 )

@@ -23,6 +23,7 @@ from ..format.spec import tensor_types
 from ..format.splitset import SINGLE, SPLIT_COUNT, SPLIT_NO, SPLIT_TENSORS, role, split_key_type
 from ..format.lazystring import LazyString
 from ..format.stringlist import StringList
+from ..format.tokenrepeats import first_repeated_token
 from .interp import UNKNOWN, Fatal, Frame, Interpreter, Struct, normalize_ctype
 from .programs import Architecture, architecture, loader, model_spec
 from ..format import keynames
@@ -734,8 +735,14 @@ def _plan_imatrix(meta: Mapping[str, MetaValue], tensors: Mapping[str, TensorMet
 def _unique_tokens(tokens: Any, empty_as: str) -> None:
     """Fatal when two token strings are equal (an empty one named ``empty_as``): llama.cpp aborts on them."""
     if isinstance(tokens, StringList):
-        if tokens.all_distinct() and not tokens.has_empty():
-            return  # the common case, decided on the file's bytes without a str per token
+        try:
+            i = first_repeated_token(tokens, empty_as)  # on the file's bytes, without a str per token
+        except ValueError:  # a renaming it cannot judge on bytes: item by item below
+            pass
+        else:
+            if i is not None:
+                _repeated_token(i, tokens[i] or empty_as.format(i=i))
+            return
     else:
         distinct = set(tokens)
         if len(distinct) == len(tokens) and "" not in distinct:
@@ -744,13 +751,17 @@ def _unique_tokens(tokens: Any, empty_as: str) -> None:
     for i, word in enumerate(tokens):
         word = word or empty_as.format(i=i)
         if word in seen:
-            raise Fatal(
-                "VOCAB",
-                f"token {i} repeats the string {word!r} of an earlier token: llama.cpp aborts "
-                "(GGML_ASSERT(id_to_token.size() == token_to_id.size()))",
-                key=keynames.TOKENIZER_GGML_TOKENS,
-            )
+            _repeated_token(i, word)
         seen.add(word)
+
+
+def _repeated_token(i: int, word: str) -> None:
+    raise Fatal(
+        "VOCAB",
+        f"token {i} repeats the string {word!r} of an earlier token: llama.cpp aborts "
+        "(GGML_ASSERT(id_to_token.size() == token_to_id.size()))",
+        key=keynames.TOKENIZER_GGML_TOKENS,
+    )
 
 
 def named_model_missing_token(meta: Mapping[str, MetaValue], tokens: Any) -> str | None:

@@ -190,7 +190,13 @@ def _key_value(ctx: Context) -> Iterator[Hit]:
                     yield Hit(
                         kv.value_offset, f"{kv.path}.value.data[{j}]", key=kv.key, value=int(data[j]), expected=expected
                     )
-            elif isinstance(data, (list, StringList)):
+            elif isinstance(data, StringList):  # judged on the bytes, value by value (no str per item)
+                j = data.first_outside(v for v in values if isinstance(v, str))
+                if j is not None:
+                    yield Hit(
+                        kv.value_offset, f"{kv.path}.value.data[{j}]", key=kv.key, value=data[j], expected=expected
+                    )
+            elif isinstance(data, list):
                 for j, v in enumerate(data):
                     if isinstance(v, str) and v not in values:
                         yield Hit(kv.value_offset, f"{kv.path}.value.data[{j}]", key=kv.key, value=v, expected=expected)

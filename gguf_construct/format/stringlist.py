@@ -22,6 +22,8 @@ import numpy as np
 
 from ..base.pages import release
 from ..base.stringscan import scan_string_starts
+from ..base.utf8items import invalid_strings
+from ..base.utf8stream import first_invalid_utf8
 from .spec import byte_order as _byte_order
 from .spec import numpy_dtype
 
@@ -160,16 +162,28 @@ class StringList(Sequence):
             yield from reversed(self._decode_run(max(0, i - _CHUNK), i))
 
     def _decode_run(self, i: int, j: int) -> list[str]:
-        """Items ``i..j-1`` as str: one decode of their joined bytes split at a separator, where that is exact."""
+        """Items ``i..j-1`` as str: one decode of their joined bytes split at a separator, where that is exact.  The
+        separator is an ASCII byte none of the items holds (the zero byte of the length prefixes, or when some item
+        holds a NUL another one; a run whose items hold every ASCII byte is decoded in halves)."""
         if j <= i:
             return []
         buf, starts, ends = self._buf, self._starts[i:j], self._ends_of(i, j)
         width = self._width
         lengths = ends - starts
-        nul_here = len(self._nul) and np.any((self._nul >= i) & (self._nul < j))
-        if not self._contig or nul_here or j - i < 4 or int(lengths.max()) >> ((width - 1) * 8):
+        if not self._contig or j - i < 4 or int(lengths.max()) >> ((width - 1) * 8):
             return [_text(buf[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
-        parts = _text(self._joined(starts, ends)).split("\x00")
+        joined = self._joined(starts, ends)
+        sep = 0
+        if len(self._nul) and np.any((self._nul >= i) & (self._nul < j)):
+            counts = np.bincount(joined, minlength=256)[:128]
+            counts[0] -= j - i  # the separators
+            free = np.flatnonzero(counts == 0)
+            if not len(free):
+                mid = (i + j) // 2
+                return self._decode_run(i, mid) + self._decode_run(mid, j)
+            sep = int(free[0])
+            joined[np.arange(j - i, dtype=np.int64) + np.cumsum(lengths) - lengths] = sep
+        parts = str(joined.data, "utf-8", "surrogateescape").split(chr(sep))
         del parts[0]
         return parts
 
@@ -183,6 +197,17 @@ class StringList(Sequence):
         if not len(found):
             raise ValueError(f"{value!r} is not in list")
         return int(found[0])
+
+    def indices_of(self, value: Any) -> np.ndarray:
+        """The indices of the items equal to ``value``, ascending (compared as bytes, no str per item)."""
+        return self._matches(value, 0, len(self), None)
+
+    def first_outside(self, values: Iterable[str]) -> int | None:
+        """The index of the first item that is none of ``values``, or None (one byte comparison per value)."""
+        known = np.zeros(len(self), dtype=bool)
+        for value in set(values):
+            known[self._matches(value, 0, len(self), None)] = True
+        return None if known.all() else int(np.argmin(known))
 
     def count(self, value: Any) -> int:
         """How many items equal ``value``."""
@@ -365,29 +390,100 @@ class StringList(Sequence):
         return out
 
     def all_distinct(self) -> bool:
-        """True when no two items are equal, decided on the bytes in bounded memory: one 64-bit hash per item (8
-        bytes an item, vectorised over runs of about a MiB; an item longer than :data:`_HASH_INLINE` bytes is
-        hashed a chunk at a time), sorted in place; only items whose hashes meet are then compared exactly."""
+        """True when no two items are equal (see :meth:`first_repeat`)."""
+        return self.first_repeat() is None
+
+    def first_repeat(self, skip_empty: bool = False) -> int | None:
+        """The index of the first item equal to an earlier one (as bytes; empty items left out when
+        ``skip_empty``), or None, decided in bounded memory without a Python step per item.
+
+        One 64-bit keyed hash per item (vectorised over runs of about a MiB; an item longer than
+        :data:`_HASH_INLINE` bytes hashed a chunk at a time), its low bits replaced by the item's index, sorted in
+        place: 8 bytes an item.  Equal items sit together, in index order, so every item but the first of a run of
+        equal high bits is a candidate; the least candidate is compared exactly with the earlier items of its run
+        (a hash collision, which the per-process key makes unforeseeable, moves on to the next candidate)."""
         n = len(self)
         if n < 2:
-            return True
-        hashes = np.empty(n, dtype=np.uint64)
+            return None
+        bits = n.bit_length()
+        mask = np.uint64((1 << bits) - 1)
+        keys = np.empty(n, dtype=np.uint64)
         for i, j, lengths in self._runs():
-            hashes[i:j] = self._hash_run(i, j, lengths)
-        hashes.sort()
-        meet = hashes[1:] == hashes[:-1]
-        if not meet.any():
-            return True
-        shared = np.unique(hashes[1:][meet])
-        del hashes, meet
-        seen: set = set()
-        for i, j, lengths in self._runs():
-            for k in (np.flatnonzero(np.isin(self._hash_run(i, j, lengths), shared)) + i).tolist():
-                item = self._identity(k)
-                if item in seen:
-                    return False
-                seen.add(item)
-        return True
+            run = keys[i:j]
+            run[:] = self._hash_run(i, j, lengths)
+            run >>= np.uint64(bits)
+            run <<= np.uint64(bits)
+            run |= np.arange(i, j, dtype=np.uint64)
+        keys.sort()
+        floor = -1
+        while True:
+            found = self._least_candidate(keys, mask, floor, skip_empty)
+            if found is None:
+                return None
+            c, pos = found
+            lo = int(np.searchsorted(keys, keys[pos] & ~mask, side="left"))
+            mine = self._identity(c)
+            if any(self._identity(k) == mine for k in (keys[lo:pos] & mask).tolist()):
+                return c
+            floor = c  # a collision: no earlier item equals it
+
+    def _least_candidate(
+        self, keys: np.ndarray, mask: np.uint64, floor: int, skip_empty: bool
+    ) -> tuple[int, int] | None:
+        """(index, position in ``keys``) of the least item above ``floor`` whose key's high bits equal the
+        previous key's (``keys`` sorted), judged a block at a time; empty items left out when ``skip_empty``."""
+        best: tuple[int, int] | None = None
+        for a in range(1, len(keys), _BLOCK):
+            b = min(len(keys), a + _BLOCK)
+            pos = np.flatnonzero(((keys[a:b] ^ keys[a - 1 : b - 1]) & ~mask) == 0) + a
+            cand = (keys[pos] & mask).astype(np.int64)
+            keep = cand > floor
+            if skip_empty and len(cand):
+                keep &= self.lengths_at(cand) > 0
+            if keep.any():
+                k = int(np.argmin(np.where(keep, cand, np.iinfo(np.int64).max)))
+                if best is None or int(cand[k]) < best[0]:
+                    best = int(cand[k]), int(pos[k])
+        return best
+
+    def empty_items(self) -> np.ndarray:
+        """Indices of the empty items, ascending (judged run by run)."""
+        found = [np.flatnonzero(lengths == 0) + i for i, _, lengths in self._runs()]
+        return np.concatenate(found) if found else _EMPTY
+
+    def numbered_items(self, prefix: bytes, suffix: bytes) -> tuple[np.ndarray, np.ndarray]:
+        """(indices, numbers) of the items that are ``prefix``, a number in decimal as ``str(int)`` writes it (no
+        sign, no leading zero) and ``suffix``: judged on the bytes, a run at a time, without a step per item."""
+        digits_max = 18  # below 2**63: no index has more digits
+        shortest, longest = len(prefix) + len(suffix) + 1, len(prefix) + len(suffix) + digits_max
+        whole = np.frombuffer(self._buf, dtype=np.uint8) if len(self) else np.empty(0, np.uint8)
+        out_i, out_v = [], []
+        for i, _, lengths in self._runs():
+            k = np.flatnonzero((lengths >= shortest) & (lengths <= longest))
+            if not len(k):
+                continue
+            starts, sizes = self._starts[i + k], lengths[k]
+            for offset, want in enumerate(prefix):  # the prefix, byte by byte
+                keep = whole[starts + offset] == want
+                k, starts, sizes = k[keep], starts[keep], sizes[keep]
+            for back, want in enumerate(reversed(suffix)):
+                keep = whole[starts + sizes - 1 - back] == want
+                k, starts, sizes = k[keep], starts[keep], sizes[keep]
+            ndig = sizes - len(prefix) - len(suffix)
+            value = np.zeros(len(k), dtype=np.int64)
+            ok = np.ones(len(k), dtype=bool)
+            for d in range(digits_max):
+                inside = d < ndig
+                byte = whole[np.where(inside, starts + len(prefix) + d, 0)].astype(np.int64) - 48
+                ok &= ~inside | ((byte >= 0) & (byte <= 9))
+                value = np.where(inside, value * 10 + np.clip(byte, 0, 9), value)
+            lead = whole[starts + len(prefix)] if len(k) else np.empty(0, np.uint8)
+            ok &= (lead != 48) | (ndig == 1)  # no leading zero
+            out_i.append(k[ok] + i)
+            out_v.append(value[ok])
+        if not out_i:
+            return _EMPTY, _EMPTY
+        return np.concatenate(out_i), np.concatenate(out_v)
 
     def has_empty(self) -> bool:
         """True when some item is the empty string (judged run by run, no array of every length)."""
@@ -448,8 +544,9 @@ class StringList(Sequence):
             return self[i:j]._payload()
         return b"".join(self._buf[a:b] for a, b in zip(self._starts[i:j].tolist(), self._ends_of(i, j).tolist()))
 
-    def _joined(self, starts: np.ndarray, ends: np.ndarray) -> bytes:
-        """The bytes of adjacent records with each length prefix cut to its zero high byte (a separator)."""
+    def _joined(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """The bytes of adjacent records with each length prefix cut to its zero high byte (a separator), a new
+        array."""
         width = self._width
         lo = int(starts[0]) - width
         region = np.frombuffer(self._buf, dtype=np.uint8, count=int(ends[-1]) - lo, offset=lo)
@@ -457,7 +554,7 @@ class StringList(Sequence):
         first = starts - lo - width + (0 if _low_byte_first(self._order) else 1)
         for k in range(width - 1):
             keep[first + k] = False
-        return region[keep].tobytes()
+        return region[keep]
 
     def encode(self, width: int = 8, byte_order: str = "little") -> bytes | memoryview:
         """The items as GGUF stores a string array's data: each a ``width``-byte length in ``byte_order``, then its
@@ -524,13 +621,15 @@ class StringList(Sequence):
         return region[keep].tobytes()
 
 
+_BLOCK = 1 << 16  # sorted keys judged per step when looking for repeats (the temporaries are a block's)
 _HASH_INLINE = 4096  # items up to this many bytes are hashed together, vectorised; longer ones on their own
 
 
 @functools.lru_cache(maxsize=1)
 def _hash_weights() -> np.ndarray:
-    """The odd random weights of :func:`_hash_items`, one per byte position of an item up to _HASH_INLINE."""
-    return np.random.default_rng(0x6767).integers(0, 2**63, _HASH_INLINE + 1, dtype=np.uint64) * 2 + 1
+    """The odd random weights of :func:`_hash_items`, one per byte position of an item up to _HASH_INLINE, drawn
+    afresh in each process (from the system's entropy), so that no file can be made to collide on purpose."""
+    return np.random.default_rng().integers(0, 2**63, _HASH_INLINE + 1, dtype=np.uint64) * 2 + 1
 
 
 def _hash_items(payload, lengths: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -581,13 +680,16 @@ def _records(payload: bytes, lengths: np.ndarray, width: int, byte_order: str) -
 
 
 def _reindex(marked: np.ndarray, start: int, stop: int, step: int) -> np.ndarray:
-    """Positions in the slice ``start:stop:step`` (normalised) of the marked indices of the whole list."""
+    """Positions in the slice ``start:stop:step`` (normalised) of the marked indices of the whole list (ascending):
+    the marks within the slice's span are found by bisection, so a slice costs its own marks, not all of them."""
     if not len(marked):
         return marked
+    lo, hi = (start, stop) if step > 0 else (stop + 1, start + 1)
+    a, b = np.searchsorted(marked, [lo, hi])
+    inside = marked[a:b]
     if step == 1:
-        inside = marked[(marked >= start) & (marked < stop)]
         return inside - start
-    return np.flatnonzero(np.isin(np.arange(start, stop, step), marked))
+    return np.flatnonzero(np.isin(np.arange(start, stop, step), inside))
 
 
 _ASSESS_BYTES = 1 << 20  # bytes of records judged per step: steps grow with the bytes, never with the items
@@ -595,14 +697,15 @@ _RELEASE_BYTES = 64 << 20  # bytes judged between giving the mapped pages back
 
 
 def _assess(buf, starts: np.ndarray, top: int, width: int) -> tuple[np.ndarray, np.ndarray]:
-    """(items not valid UTF-8, items holding a NUL) of adjacent records, without a ``str`` per item.
+    """(items not valid UTF-8, items holding a NUL) of adjacent records, without a ``str`` or a Python step per
+    item, whatever the items hold.
 
-    Run by run of records (at least :data:`_CHUNK` items or :data:`_ASSESS_BYTES` bytes, so the number of runs
-    follows the bytes, not the item count, and the temporaries are a run's): NUL: the zero bytes of the run, less
-    those the length prefixes hold, say whether a payload has one (only then are they located).  UTF-8: with every
-    prefix byte ASCII (the prefixes of strings of 128 bytes or more are zeroed in a copy of the run), one strict
-    decode of the run's bytes validates each string on its own, since no valid multi-byte sequence holds or
-    follows an ASCII byte; a failure names the string it is in, and decoding resumes at the next record.
+    Run by run of records of about :data:`_ASSESS_BYTES` bytes (so the number of runs follows the bytes, not the
+    item count, and the temporaries are a run's); an item longer than that is a run of its own, judged a chunk at a
+    time.  NUL: the zero bytes of the run, less those the length prefixes hold, say whether a payload has one (only
+    then are they located).  UTF-8: with every prefix byte ASCII (the prefixes of strings of 128 bytes or more are
+    zeroed in a copy of the run), :func:`~gguf_construct.base.utf8items.invalid_strings` judges the run's items
+    at once.
     """
     n = len(starts)
     if not n:
@@ -610,12 +713,24 @@ def _assess(buf, starts: np.ndarray, top: int, width: int) -> tuple[np.ndarray, 
     lo = int(starts[0]) - width
     region = np.frombuffer(buf, dtype=np.uint8, count=top - lo, offset=lo)
     view = memoryview(buf)
-    bad: list[int] = []
+    bad: list[np.ndarray] = []
     nul: list[np.ndarray] = []
     i = released = 0
     while i < n:
-        j = max(min(n, i + _CHUNK), int(np.searchsorted(starts, int(starts[i]) + _ASSESS_BYTES, side="right")))
-        j = min(j, n)
+        j = _run_end(starts, i, top, width)
+        if j == i + 1 and _item_end(starts, i, top, width) - int(starts[i]) > _ASSESS_BYTES:
+            a, b = int(starts[i]), _item_end(starts, i, top, width)
+            if _long_item_has_nul(buf, a, b):
+                nul.append(np.array([i], dtype=np.int64))
+            if (
+                first_invalid_utf8(bytes(view[p : min(b, p + _ASSESS_BYTES)]) for p in range(a, b, _ASSESS_BYTES))
+                is not None
+            ):
+                bad.append(np.array([i], dtype=np.int64))
+            release(buf, a, b)
+            released = b - lo
+            i = j
+            continue
         lengths = (
             np.diff(starts[i : j + 1]) - width
             if j < n
@@ -636,15 +751,40 @@ def _assess(buf, starts: np.ndarray, top: int, width: int) -> tuple[np.ndarray, 
             text = run.copy()
             for k in range(width):
                 text[heads[long] - width + k] = 0
-            _invalid_in(memoryview(text), heads, width, i, bad)
+            found = invalid_strings(memoryview(text), heads)
         else:
-            _invalid_in(view[lo + a : lo + b], heads, width, i, bad)
+            found = invalid_strings(view[lo + a : lo + b], heads)
+        if len(found):
+            bad.append(found + i)
         if b - released >= _RELEASE_BYTES:  # judged: the mapped pages go back (base/pages.py)
             release(buf, lo + released, lo + b)
             released = b
         i = j
-    nuls = np.concatenate(nul) if nul else _EMPTY
-    return (np.array(bad, dtype=np.int64) if bad else _EMPTY), nuls
+    return (np.concatenate(bad) if bad else _EMPTY), (np.concatenate(nul) if nul else _EMPTY)
+
+
+def _item_end(starts: np.ndarray, i: int, top: int, width: int) -> int:
+    """Where the payload of item ``i`` of adjacent records ends."""
+    return int(starts[i + 1]) - width if i + 1 < len(starts) else top
+
+
+def _run_end(starts: np.ndarray, i: int, top: int, width: int) -> int:
+    """The end ``j`` of the run of records from item ``i``: the items that start and end within
+    :data:`_ASSESS_BYTES` bytes of item ``i``'s start, at least one."""
+    limit = int(starts[i]) + _ASSESS_BYTES
+    j = int(np.searchsorted(starts, limit, side="right"))  # items i..j-1 start within the limit
+    if j - i > 1 and _item_end(starts, j - 1, top, width) > limit:
+        j -= 1
+    return max(j, i + 1)
+
+
+def _long_item_has_nul(buf, a: int, b: int) -> bool:
+    """Whether ``buf[a:b]`` holds a zero byte, counted a chunk at a time."""
+    whole = np.frombuffer(buf, dtype=np.uint8)
+    return any(
+        np.count_nonzero(whole[p : min(b, p + _ASSESS_BYTES)]) < min(b, p + _ASSESS_BYTES) - p
+        for p in range(a, b, _ASSESS_BYTES)
+    )
 
 
 def _nul_items(region: np.ndarray, rel: np.ndarray, width: int) -> np.ndarray:
@@ -655,19 +795,3 @@ def _nul_items(region: np.ndarray, rel: np.ndarray, width: int) -> np.ndarray:
         zero[rel - width + k] = False
     items = np.searchsorted(rel, np.flatnonzero(zero), side="right") - 1  # ascending
     return items[np.concatenate(([True], items[1:] != items[:-1]))] if len(items) else items
-
-
-def _invalid_in(text: memoryview, heads: np.ndarray, width: int, first: int, bad: list[int]) -> None:
-    """Append to ``bad`` the indices (``first`` + k) of the records of ``text`` (whose prefix bytes are all ASCII;
-    payload k at ``heads[k]``) that fail a strict UTF-8 decode."""
-    pos = 0
-    while True:
-        try:
-            str(text[pos:], "utf-8")
-            return
-        except UnicodeDecodeError as exc:
-            k = int(np.searchsorted(heads, pos + exc.start, side="right")) - 1
-            bad.append(first + k)
-            if k + 1 >= len(heads):
-                return
-            pos = int(heads[k + 1]) - width
