@@ -31,55 +31,12 @@ _PIECE = 1 << 20  # inner arrays per compiled call: the pages read go back betwe
 
 @functools.lru_cache(maxsize=None)
 def _kernel():
-    """The compiled walk, or None when numba is not installed."""
+    """The compiled walk (base/compiledwalks.py), or None when numba is not installed."""
     try:
-        import numba
+        from .compiledwalks import walk_inner_arrays
     except ImportError:
         return None
-
-    @numba.njit(cache=True, nogil=True)
-    def read(buf, pos, width, little):  # pragma: no cover - compiled
-        n = np.uint64(0)
-        for k in range(width):
-            b = np.uint64(buf[pos + (k if little else width - 1 - k)])
-            n |= b << np.uint64(8 * k)
-        return n
-
-    @numba.njit(cache=True, nogil=True)
-    def walk(buf, pos, count, sel_width, count_width, string_width, little, sizes, starts):  # pragma: no cover
-        size = buf.shape[0]
-        nsizes = np.uint64(sizes.shape[0])
-        for i in range(count):
-            if pos + sel_width + count_width > size:
-                return i, pos
-            sel = read(buf, pos, sel_width, little)
-            if sel >= nsizes:
-                return i, pos
-            item = sizes[np.int64(sel)]
-            n = read(buf, pos + sel_width, count_width, little)
-            p = pos + sel_width + count_width
-            left = np.uint64(size - p)
-            if item == -2:
-                if n > left // np.uint64(string_width):
-                    return i, pos
-                for _ in range(np.int64(n)):
-                    if p + string_width > size:
-                        return i, pos
-                    m = read(buf, p, string_width, little)
-                    if m > np.uint64(size - p - string_width):
-                        return i, pos
-                    p += string_width + np.int64(m)
-            elif item <= 0:
-                return i, pos
-            else:
-                if n > left // np.uint64(item):
-                    return i, pos
-                p += np.int64(n) * item
-            starts[i] = pos
-            pos = p
-        return count, pos
-
-    return walk
+    return walk_inner_arrays
 
 
 def _walk_python(buf, pos, count, sel_width, count_width, string_width, order, sizes, starts) -> tuple[int, int]:

@@ -23,29 +23,12 @@ __all__ = ["walk_compiled", "chain_by_doubling"]
 
 @functools.lru_cache(maxsize=None)
 def _kernel():
-    """The compiled walk, or None when numba is not installed."""
+    """The compiled walk (base/compiledwalks.py), or None when numba is not installed."""
     try:
-        import numba
+        from .compiledwalks import walk_strings
     except ImportError:
         return None
-
-    @numba.njit(cache=True, nogil=True)
-    def walk(buf, pos, count, width, little, starts):  # pragma: no cover - compiled
-        size = buf.shape[0]
-        for i in range(count):
-            if pos + width > size:
-                return i, pos, -1
-            n = np.uint64(0)
-            for k in range(width):
-                b = np.uint64(buf[pos + (k if little else width - 1 - k)])
-                n |= b << np.uint64(8 * k)
-            if n > np.uint64(size - pos - width):
-                return i, pos, 1
-            starts[i] = pos + width
-            pos += width + np.int64(n)
-        return count, pos, 0
-
-    return walk
+    return walk_strings
 
 
 def walk_compiled(buf, pos: int, count: int, width: int, little: bool, starts: np.ndarray | None = None):
