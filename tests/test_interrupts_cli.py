@@ -32,11 +32,16 @@ READY = "ready: main() is next"
 
 
 def _cli(*args: str) -> list[str]:
+    """The command line, telling READY from inside ``main()``'s handler (as its parser is built), so a signal sent
+    at once lands in the command, not in this wrapper's own lines before ``main()`` is entered."""
     return [
         sys.executable,
         "-c",
-        "import sys; from gguf_construct.commands.main import main; "
-        f"print({READY!r}, file=sys.stderr, flush=True); sys.exit(main())",
+        "import sys; import gguf_construct.commands.main as m; build = m.build_parser\n"
+        "def told():\n"
+        f"    print({READY!r}, file=sys.stderr, flush=True)\n"
+        "    return build()\n"
+        "m.build_parser = told; sys.exit(m.main())",
         *args,
     ]
 
