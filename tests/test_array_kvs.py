@@ -82,11 +82,11 @@ def _kv(draw, types: list[int]):
 
 
 @st.composite
-def heads(draw):
+def heads(draw, little_v3: bool = False):
     """A head of 64 to 90 KV pairs of every value kind (at least 64: the walk reads such runs in bulk), in a
-    drawn version and byte order, sometimes cut short."""
-    version = draw(st.sampled_from([1, 2, 3]))
-    order = draw(st.sampled_from(["<", ">"])) if version == 3 else "<"
+    drawn version and byte order (``little_v3``: v3 little-endian), sometimes cut short."""
+    version = 3 if little_v3 else draw(st.sampled_from([1, 2, 3]))
+    order = draw(st.sampled_from(["<", ">"])) if version == 3 and not little_v3 else "<"
     types = list(PRIMS)  # 64-bit types in a v1 file too (a finding each, read alike)
     kvs = draw(st.lists(_kv(types), min_size=64, max_size=90))
     data = _encode(version, order, kvs)
@@ -229,3 +229,79 @@ def test_a_value_the_bulk_read_cannot_take_is_reported_as_the_parser_reports_it(
             mp.setattr(records, "kv_shape", lambda *a: None)
             want = _snapshot(data)
         assert _snapshot(data) == want and want[1], want
+
+
+def _reference_scan(buf: bytes, pos: int, count: int, shape: records.RecordShape) -> tuple[list[int], int]:
+    """The record-by-record walk scan_records must agree with (little-endian v3 widths: 8-byte lengths and
+    counts, 4-byte selectors), arrays of arrays one level down."""
+    arrays = shape.arrays
+    assert arrays is not None
+    items, sizes = arrays.items.tolist(), shape.sizes.tolist()
+
+    def u(at: int, w: int) -> int | None:
+        return int.from_bytes(buf[at : at + w], "little") if at + w <= len(buf) else None
+
+    def array_end(p: int, depth: int) -> int | None:
+        it, c = u(p, 4), u(p + 4, 8)
+        if it is None or c is None or it >= len(items):
+            return None
+        q, item = p + 12, items[it]
+        if item == recordscan.ARRAY_ITEMS and depth == 1:
+            for _ in range(c):
+                end = array_end(q, 2)
+                if end is None:
+                    return None
+                q = end
+            return q
+        if item == recordscan.STRING_BODY:
+            for _ in range(c):
+                n = u(q, 8)
+                if n is None or q + 8 + n > len(buf):
+                    return None
+                q += 8 + n
+            return q
+        return q + c * item if item > 0 and q + c * item <= len(buf) else None
+
+    starts = []
+    for _ in range(count):
+        n = u(pos, 8)
+        sel = None if n is None else u(pos + 8 + n, 4)
+        if sel is None or sel >= len(sizes) or sizes[sel] == recordscan.STOP:
+            break
+        p = pos + 12 + n
+        body = sizes[sel]
+        if body == recordscan.STRING_BODY:
+            m = u(p, 8)
+            end = None if m is None or p + 8 + m > len(buf) else p + 8 + m
+        elif body == recordscan.ARRAY_BODY:
+            end = array_end(p, 1)
+        else:
+            end = p + body if p + body <= len(buf) else None
+        if end is None:
+            break
+        starts.append(pos)
+        pos = end
+    return starts, pos
+
+
+@pytest.mark.parametrize("mode", ["compiled", "numpy"])
+@given(heads(little_v3=True), st.binary(max_size=40), st.integers(0, 2**32))
+def test_the_scan_follows_array_records_as_a_walk_does(mode, data, junk, seed):
+    """Drawn heads with bytes flipped and junk appended: the scan finds exactly the records a walk finds."""
+    if mode == "compiled" and recordscan._kernel() is None:
+        pytest.skip("numba is not installed")
+    if len(data) < 24:
+        return
+    rng = np.random.default_rng(seed)
+    buf = bytearray(data + junk)
+    for at in rng.integers(24, len(buf), 3):
+        buf[int(at)] ^= int(rng.integers(1, 256))
+    shape = records.kv_shape(3, "little")
+    assert shape is not None
+    with pytest.MonkeyPatch.context() as mp:
+        if mode == "compiled":
+            mp.setattr(recordscan, "COMPILED_FROM", 0)
+        else:
+            mp.setattr(recordscan, "_kernel", lambda: None)
+        starts, end = records.scan(bytes(buf), 24, 100, shape)
+    assert (starts.tolist(), end) == _reference_scan(bytes(buf), 24, 100, shape)
