@@ -11,7 +11,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["read_uint", "walk_inner_arrays", "walk_strings"]
+__all__ = ["read_uint", "walk_inner_arrays", "walk_records", "walk_strings"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -73,3 +73,74 @@ def walk_strings(buf, pos, count, width, little, starts):  # pragma: no cover - 
         starts[i] = pos + width
         pos += width + np.int64(n)
     return count, pos, 0
+
+
+@numba.njit(cache=True, nogil=True)
+def walk_records(buf, pos, count, width, little, sel_width, sizes, asel, acount, items, starts):  # pragma: no cover
+    """base/recordscan.py's walk: ``(done, end)`` over up to ``count`` KV records or tensor infos (the size of
+    a record's body by its selector in ``sizes``; arrays laid out by ``asel``, ``acount`` and ``items``)."""
+    size = buf.shape[0]
+    nsizes = np.uint64(sizes.shape[0])
+    nitems = np.uint64(items.shape[0])
+    for i in range(count):
+        if pos + width > size:
+            return i, pos
+        n = read_uint(buf, pos, width, little)
+        if n > np.uint64(size - pos - width):
+            return i, pos
+        p = pos + width + np.int64(n)
+        if p + sel_width > size:
+            return i, pos
+        sel = read_uint(buf, p, sel_width, little)
+        if sel >= nsizes:
+            return i, pos
+        body = sizes[np.int64(sel)]
+        p += sel_width
+        if body == -2:
+            if p + width > size:
+                return i, pos
+            m = read_uint(buf, p, width, little)
+            if m > np.uint64(size - p - width):
+                return i, pos
+            body = width + np.int64(m)
+        elif body == -3:  # an array, or an array of arrays (one level): `arrays` arrays of elements
+            head = asel + acount
+            if p + head > size:
+                return i, pos
+            arrays, q = 1, p
+            it = read_uint(buf, p, asel, little)
+            if it < nitems and items[np.int64(it)] == -4:
+                c = read_uint(buf, p + asel, acount, little)
+                q = p + head
+                if c > np.uint64(size - q) // np.uint64(head):
+                    return i, pos
+                arrays = np.int64(c)
+            for _ in range(arrays):
+                if q + head > size:
+                    return i, pos
+                it = read_uint(buf, q, asel, little)
+                if it >= nitems:
+                    return i, pos
+                item = items[np.int64(it)]
+                c = read_uint(buf, q + asel, acount, little)
+                q += head
+                if item == -2:
+                    if c > np.uint64(size - q) // np.uint64(width):
+                        return i, pos
+                    for _ in range(np.int64(c)):
+                        if q + width > size:
+                            return i, pos
+                        m = read_uint(buf, q, width, little)
+                        if m > np.uint64(size - q - width):
+                            return i, pos
+                        q += width + np.int64(m)
+                elif item <= 0 or c > np.uint64(size - q) // np.uint64(item):
+                    return i, pos
+                else:
+                    q += np.int64(c) * item
+            body = q - p
+        elif body < 0 or body > size - p:
+            return i, pos
+        starts[i] = pos
+        pos = p + body
+    return count, pos

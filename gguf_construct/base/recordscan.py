@@ -66,89 +66,12 @@ COMPILED_AFTER = 4 << 20  # bytes numpy follows before the compiled walk takes t
 
 @functools.lru_cache(maxsize=None)
 def _kernel():
-    """The compiled walk, or None when numba is not installed."""
+    """The compiled walk (base/compiledwalks.py), or None when numba is not installed."""
     try:
-        import numba
+        from .compiledwalks import walk_records
     except ImportError:
         return None
-
-    @numba.njit(cache=True, nogil=True)
-    def read(buf, pos, width, little):  # pragma: no cover - compiled
-        n = np.uint64(0)
-        for k in range(width):
-            b = np.uint64(buf[pos + (k if little else width - 1 - k)])
-            n |= b << np.uint64(8 * k)
-        return n
-
-    @numba.njit(cache=True, nogil=True)
-    def walk(buf, pos, count, width, little, sel_width, sizes, asel, acount, items, starts):  # pragma: no cover
-        size = buf.shape[0]
-        nsizes = np.uint64(sizes.shape[0])
-        nitems = np.uint64(items.shape[0])
-        for i in range(count):
-            if pos + width > size:
-                return i, pos
-            n = read(buf, pos, width, little)
-            if n > np.uint64(size - pos - width):
-                return i, pos
-            p = pos + width + np.int64(n)
-            if p + sel_width > size:
-                return i, pos
-            sel = read(buf, p, sel_width, little)
-            if sel >= nsizes:
-                return i, pos
-            body = sizes[np.int64(sel)]
-            p += sel_width
-            if body == -2:
-                if p + width > size:
-                    return i, pos
-                m = read(buf, p, width, little)
-                if m > np.uint64(size - p - width):
-                    return i, pos
-                body = width + np.int64(m)
-            elif body == -3:  # an array, or an array of arrays (one level): `arrays` arrays of elements
-                head = asel + acount
-                if p + head > size:
-                    return i, pos
-                arrays, q = 1, p
-                it = read(buf, p, asel, little)
-                if it < nitems and items[np.int64(it)] == -4:
-                    c = read(buf, p + asel, acount, little)
-                    q = p + head
-                    if c > np.uint64(size - q) // np.uint64(head):
-                        return i, pos
-                    arrays = np.int64(c)
-                for _ in range(arrays):
-                    if q + head > size:
-                        return i, pos
-                    it = read(buf, q, asel, little)
-                    if it >= nitems:
-                        return i, pos
-                    item = items[np.int64(it)]
-                    c = read(buf, q + asel, acount, little)
-                    q += head
-                    if item == -2:
-                        if c > np.uint64(size - q) // np.uint64(width):
-                            return i, pos
-                        for _ in range(np.int64(c)):
-                            if q + width > size:
-                                return i, pos
-                            m = read(buf, q, width, little)
-                            if m > np.uint64(size - q - width):
-                                return i, pos
-                            q += width + np.int64(m)
-                    elif item <= 0 or c > np.uint64(size - q) // np.uint64(item):
-                        return i, pos
-                    else:
-                        q += np.int64(c) * item
-                body = q - p
-            elif body < 0 or body > size - p:
-                return i, pos
-            starts[i] = pos
-            pos = p + body
-        return count, pos
-
-    return walk
+    return walk_records
 
 
 def read_uints(whole: np.ndarray, at: np.ndarray, width: int, little: bool) -> np.ndarray:
