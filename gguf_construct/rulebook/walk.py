@@ -11,7 +11,6 @@ it and the tensor infos cannot be located.  Everything the walk reads goes into 
 
 from __future__ import annotations
 
-import functools
 import os
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -53,9 +52,10 @@ def type_name(vtype: int) -> str:
     return vt["name"] if vt else str(vtype)
 
 
-@dataclass
+@dataclass(slots=True)
 class KV:
-    """One metadata pair as read: record offset, key (str and raw bytes), value type and parsed value."""
+    """One metadata pair as read: record offset, key (str and raw bytes), value type and parsed value.  Slotted: a
+    head of millions of pairs is millions of these."""
 
     index: int
     offset: int
@@ -67,6 +67,7 @@ class KV:
     tree: Any = field(default=None, repr=False)  # the parsed record (parsed when first needed: see at())
     family: Any = field(default=None, repr=False)
     buf: Any = field(default=None, repr=False)  # the buffer read (where a record read in bulk is parsed again)
+    _value_at: int | None = field(default=None, repr=False, compare=False)  # value_offset, once asked
 
     def at(self, rel: str) -> int:
         """Start offset of a field of this record, e.g. ``value_type`` or ``value.data``."""
@@ -77,10 +78,12 @@ class KV:
             return type_at if rel == "value_type" else type_at + shape.sel_width
         return self.family.offset_of("metadata_kv", _tree_of(self, "metadata_kv"), self.offset, rel)
 
-    @functools.cached_property
+    @property
     def value_offset(self) -> int:
         """Start offset of the value (located when first asked)."""
-        return self.at("value")
+        if self._value_at is None:
+            self._value_at = self.at("value")
+        return self._value_at
 
     @property
     def item_type(self) -> int | None:
@@ -99,9 +102,9 @@ class KV:
         return type_name(self.vtype)
 
 
-@dataclass
+@dataclass(slots=True)
 class TensorInfo:
-    """One tensor info as read, plus what follows from it (type spec, element count, byte size)."""
+    """One tensor info as read, plus what follows from it (type spec, element count, byte size).  Slotted, as KV."""
 
     index: int
     offset: int
@@ -118,15 +121,18 @@ class TensorInfo:
     tree: Any = field(default=None, repr=False)  # the parsed record (parsed when first needed: see at())
     family: Any = field(default=None, repr=False)
     buf: Any = field(default=None, repr=False)  # the buffer read (where a record read in bulk is parsed again)
+    _type_at: int | None = field(default=None, repr=False, compare=False)  # type_offset, once asked
 
     def at(self, rel: str) -> int:
         """Start offset of a field of this record, e.g. ``n_dimensions`` or ``offset``."""
         return self.family.offset_of("tensor_info", _tree_of(self, "tensor_info"), self.offset, rel)
 
-    @functools.cached_property
+    @property
     def type_offset(self) -> int:
         """Start offset of the type field (located when first asked)."""
-        return self.at("type")
+        if self._type_at is None:
+            self._type_at = self.at("type")
+        return self._type_at
 
     @property
     def path(self) -> str:
