@@ -216,3 +216,20 @@ def test_coverage_guided_reports_embed_their_committed_reproducers():
             assert gzip.decompress(base64.b64decode(packed)) == (ROOT / "fuzz/findings/cov" / file).read_bytes()
             embedded += 1
     assert embedded == len(list((ROOT / "fuzz/findings/cov").glob("*.gguf")))  # every reproducer is in a report
+
+
+def test_a_fuzzer_that_stops_using_cpu_is_killed_and_recorded(tmp_path, monkeypatch):
+    """A deadlocked fuzzer (asleep, no CPU tick) would never reach its CPU budget: it is killed after
+    STALL_SECONDS of wall time, recorded as a stall and restarted; after MAX_STALLS the run ends."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "ggml_reader"
+    fake.write_text("#!/bin/sh\nexec sleep 600\n")
+    fake.chmod(0o755)
+    seeds = tmp_path / "seeds"
+    seeds.mkdir()
+    (seeds / "a").write_bytes(b"GGUF")
+    monkeypatch.setattr(campaign, "STALL_SECONDS", 1.0)
+    result = campaign.run_arm(campaign.TARGETS["ggml"], "bytes", seeds, tmp_path / "work", 5.0, bin_dir=bin_dir)
+    stalls = [c for c in result.crashes if c.get("kind") == "stall"]
+    assert len(stalls) == result.restarts == campaign.MAX_STALLS and result.cpu < 5.0

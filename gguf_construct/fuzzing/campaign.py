@@ -199,6 +199,10 @@ def _thin(series: list, n: int) -> list:
     return out + [series[-1]] if out[-1] is not series[-1] else out
 
 
+STALL_SECONDS = 300.0  # wall seconds without one CPU tick after which a fuzzer process is taken to be stuck
+MAX_STALLS = 3  # stalls after which a run ends
+
+
 def _cpu_seconds(pid: int) -> float | None:
     try:
         with open(f"/proc/{pid}/stat") as fh:
@@ -276,13 +280,21 @@ def run_arm(
 
         reader = threading.Thread(target=read, daemon=True)
         reader.start()
-        stopped = False
+        stopped = stalled = False
         stopped_at = first_stop = 0.0
+        moved_at, moved_cpu = time.monotonic(), -1.0
         while proc.poll() is None:
             time.sleep(0.5)
             now = _cpu_seconds(proc.pid)
             if now is not None:
                 last[0] = now
+                if now > moved_cpu:
+                    moved_at, moved_cpu = time.monotonic(), now
+            if time.monotonic() - moved_at > STALL_SECONDS and not stalled:
+                # no CPU second in STALL_SECONDS of wall time: the fuzzer is deadlocked (seen: libFuzzer asleep
+                # on a futex for an hour), and its budget, counted in CPU time, would never be reached
+                stalled = True
+                proc.kill()
             for p in corpus.iterdir():
                 if p.name not in result.first_seen and p.name not in initial:
                     result.first_seen[p.name] = base + last[0]
@@ -302,6 +314,19 @@ def run_arm(
             log(f"{target.name}/{arm} run {run}: {result.cpu:.0f}/{budget:.0f} CPU s, exit {proc.returncode}")
         if stopped or result.cpu >= budget:
             break
+        if stalled:
+            result.crashes.append(
+                {
+                    "kind": "stall",
+                    "summary": f"no CPU progress for {STALL_SECONDS:.0f} s of wall time: the fuzzer was killed",
+                    "artifact": None,
+                    "cpu_s": round(result.cpu, 1),
+                }
+            )
+            result.restarts += 1
+            if sum(c.get("kind") == "stall" for c in result.crashes) >= MAX_STALLS:
+                break  # a target that keeps deadlocking: the run ends short of its budget, and says so
+            continue
         if proc.returncode not in (0, None):
             crash = parse_report("".join(tail))
             crash["artifact"] = next(
