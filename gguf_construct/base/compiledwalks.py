@@ -11,7 +11,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["read_uint", "walk_inner_arrays", "walk_records", "walk_strings"]
+__all__ = ["array_body_end", "read_uint", "walk_inner_arrays", "walk_records", "walk_strings"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -22,6 +22,27 @@ def read_uint(buf, pos, width, little):  # pragma: no cover - compiled
         b = np.uint64(buf[pos + (k if little else width - 1 - k)])
         n |= b << np.uint64(8 * k)
     return n
+
+
+@numba.njit(cache=True, nogil=True)
+def array_body_end(buf, p, item, n, string_width, little):  # pragma: no cover - compiled
+    """Where the ``n`` elements of an array at ``p`` end: ``item`` bytes each, or (``item`` -2) ``n`` strings of
+    ``string_width``-byte lengths; -1 when they run past the end or ``item`` is not read in bulk (0 or less)."""
+    size = buf.shape[0]
+    if item == -2:
+        if n > np.uint64(size - p) // np.uint64(string_width):
+            return -1
+        for _ in range(np.int64(n)):
+            if p + string_width > size:
+                return -1
+            m = read_uint(buf, p, string_width, little)
+            if m > np.uint64(size - p - string_width):
+                return -1
+            p += string_width + np.int64(m)
+        return p
+    if item <= 0 or n > np.uint64(size - p) // np.uint64(item):
+        return -1
+    return p + np.int64(n) * item
 
 
 @numba.njit(cache=True, nogil=True)
@@ -37,24 +58,9 @@ def walk_inner_arrays(buf, pos, count, sel_width, count_width, string_width, lit
             return i, pos
         item = sizes[np.int64(sel)]
         n = read_uint(buf, pos + sel_width, count_width, little)
-        p = pos + sel_width + count_width
-        left = np.uint64(size - p)
-        if item == -2:
-            if n > left // np.uint64(string_width):
-                return i, pos
-            for _ in range(np.int64(n)):
-                if p + string_width > size:
-                    return i, pos
-                m = read_uint(buf, p, string_width, little)
-                if m > np.uint64(size - p - string_width):
-                    return i, pos
-                p += string_width + np.int64(m)
-        elif item <= 0:
+        p = array_body_end(buf, pos + sel_width + count_width, item, n, string_width, little)
+        if p < 0:
             return i, pos
-        else:
-            if n > left // np.uint64(item):
-                return i, pos
-            p += np.int64(n) * item
         starts[i] = pos
         pos = p
     return count, pos
@@ -123,21 +129,9 @@ def walk_records(buf, pos, count, width, little, sel_width, sizes, asel, acount,
                     return i, pos
                 item = items[np.int64(it)]
                 c = read_uint(buf, q + asel, acount, little)
-                q += head
-                if item == -2:
-                    if c > np.uint64(size - q) // np.uint64(width):
-                        return i, pos
-                    for _ in range(np.int64(c)):
-                        if q + width > size:
-                            return i, pos
-                        m = read_uint(buf, q, width, little)
-                        if m > np.uint64(size - q - width):
-                            return i, pos
-                        q += width + np.int64(m)
-                elif item <= 0 or c > np.uint64(size - q) // np.uint64(item):
+                q = array_body_end(buf, q + head, item, c, width, little)
+                if q < 0:
                     return i, pos
-                else:
-                    q += np.int64(c) * item
             body = q - p
         elif body < 0 or body > size - p:
             return i, pos

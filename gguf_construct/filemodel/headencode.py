@@ -56,27 +56,35 @@ def _scatter_texts(out: np.ndarray, at: np.ndarray, texts: list[bytes], lens: np
     out[np.repeat(at - first, lens) + np.arange(total)] = joined
 
 
+def _records(texts: list[bytes], selectors: np.ndarray, rest: np.ndarray, shape: RecordShape):
+    """Records that each start with a string (``texts[i]``, its length ``shape.width`` bytes) and a selector
+    (``selectors[i]``, ``shape.sel_width`` bytes), then ``rest[i]`` bytes the caller fills: the zeroed byte array
+    with the strings and selectors written, and where each record's rest starts."""
+    n = len(texts)
+    w, sel = shape.width, shape.sel_width
+    text_len = np.fromiter(map(len, texts), dtype=np.int64, count=n)
+    rec_len = w + text_len + sel + rest
+    starts = np.cumsum(rec_len) - rec_len
+    out = np.zeros(int(rec_len.sum()), dtype=np.uint8)
+    _scatter(out, starts, _uint_bytes(text_len, w, shape.byte_order))
+    _scatter_texts(out, starts + w, texts, text_len)
+    at = starts + w + text_len
+    _scatter(out, at, _uint_bytes(selectors, sel, shape.byte_order))
+    return out, at + sel
+
+
 def encode_kvs(keys: list[str], values: list, shape: RecordShape) -> bytes | None:
     """The KV records of ``keys``/``values`` (GGUFValues, each :func:`kv_encodable`) in the family of ``shape``,
     or None when a number does not fit its type (the struct then says so)."""
     n = len(keys)
-    w, sel = shape.width, shape.sel_width
-    key_bytes = [encode_text(k) for k in keys]
-    key_len = np.fromiter(map(len, key_bytes), dtype=np.int64, count=n)
+    w = shape.width
     vtype = np.fromiter((int(v.type) for v in values), dtype=np.int64, count=n)
     body = shape.sizes[vtype].copy()
     texts = np.flatnonzero(body < 0) if n else np.zeros(0, dtype=np.int64)  # STRING_BODY
     text_bytes = [encode_text(values[i].value) for i in texts.tolist()]
     text_len = np.fromiter(map(len, text_bytes), dtype=np.int64, count=len(texts))
     body[texts] = w + text_len
-    rec_len = w + key_len + sel + body
-    starts = np.cumsum(rec_len) - rec_len
-    out = np.zeros(int(rec_len.sum()), dtype=np.uint8)
-    _scatter(out, starts, _uint_bytes(key_len, w, shape.byte_order))
-    _scatter_texts(out, starts + w, key_bytes, key_len)
-    type_at = starts + w + key_len
-    _scatter(out, type_at, _uint_bytes(vtype, sel, shape.byte_order))
-    value_at = type_at + sel
+    out, value_at = _records([encode_text(k) for k in keys], vtype, body, shape)
     _scatter(out, value_at[texts], _uint_bytes(text_len, w, shape.byte_order))
     _scatter_texts(out, value_at[texts] + w, text_bytes, text_len)
     scalar = np.ones(n, dtype=bool)
@@ -100,24 +108,13 @@ def encode_tensor_infos(infos: list[tuple[str, tuple, int, int]], shape: RecordS
     n = len(infos)
     if not n:
         return b""
-    w, sel = shape.width, shape.sel_width
     (_, dim_dtype), *fixed = shape.fields
-    names = [encode_text(name) for name, _, _, _ in infos]
-    name_len = np.fromiter(map(len, names), dtype=np.int64, count=n)
     n_dims = np.fromiter((len(dims) for _, dims, _, _ in infos), dtype=np.int64, count=n)
-    if int(n_dims.max()) > limit:
+    if int(n_dims.max()) > limit or len(fixed) != 2:
         return None
     fixed_size = sum(dtype.itemsize for _, dtype in fixed)
-    rec_len = w + name_len + sel + n_dims * dim_dtype.itemsize + fixed_size
-    starts = np.cumsum(rec_len) - rec_len
-    out = np.zeros(int(rec_len.sum()), dtype=np.uint8)
-    _scatter(out, starts, _uint_bytes(name_len, w, shape.byte_order))
-    _scatter_texts(out, starts + w, names, name_len)
-    count_at = starts + w + name_len
-    _scatter(out, count_at, _uint_bytes(n_dims, sel, shape.byte_order))
-    dims_at = count_at + sel
-    if len(fixed) != 2:
-        return None
+    names = [encode_text(name) for name, _, _, _ in infos]
+    out, dims_at = _records(names, n_dims, n_dims * dim_dtype.itemsize + fixed_size, shape)
     try:
         with np.errstate(over="raise", invalid="raise"):
             flat = np.array([d for _, dims, _, _ in infos for d in dims], dtype=dim_dtype)
