@@ -113,3 +113,19 @@ def test_split_and_merge_reuse_the_records_they_copy(tmp_path_factory, drawn):
             merged._kv_source = None
         outputs.append(([open(p, "rb").read() for p, _ in shards], merged.to_bytes()))
     assert outputs[0] == outputs[1]
+
+
+def test_an_array_edited_in_place_is_written_as_edited():
+    """Arrays are read as writable copies: one edited in place since load is built again, not copied as read."""
+    f = g.GGUFFile.new()
+    f.metadata["general.architecture"] = "llama"
+    f.metadata.set("x.scores", np.arange(5, dtype=np.float32), "ARRAY", "FLOAT32")
+    f.metadata.set("x.ids", np.arange(3, dtype=np.int32), "ARRAY", "INT32")
+    f.metadata["x.after"] = 7
+    loaded = g.load(f.to_bytes())
+    loaded.metadata["x.scores"][0] = 42.0
+    back = g.load(loaded.to_bytes())
+    assert back.metadata["x.scores"][0] == 42.0 and back.metadata["x.ids"].tolist() == [0, 1, 2]
+    assert back.metadata["x.after"] == 7
+    untouched = g.load(f.to_bytes())
+    assert untouched.to_bytes() == f.to_bytes()

@@ -84,7 +84,7 @@ def write_kvs(out: Any, items: Mapping, kept: KeptRecords | None, build, flush=N
     for key, value in items.items():
         while i < n and values[i] is not value and items.get(keys[i]) is not values[i]:
             i += 1  # record i was deleted or given another value
-        if i < n and values[i] is value and keys[i] is key:
+        if i < n and values[i] is value and keys[i] is key and not _editable_in_place(value):
             a = int(kept.starts[i])
             if a != run_end:
                 if run_end > run_start >= 0:
@@ -95,6 +95,8 @@ def write_kvs(out: Any, items: Mapping, kept: KeptRecords | None, build, flush=N
             run_end = int(kept.ends[i])
             i += 1
             continue
+        if i < n and values[i] is value and keys[i] is key:
+            i += 1  # record i, built again: its contents may have been edited in place
         if run_end > run_start >= 0:
             out.write(mv[run_start:run_end])
         run_start = run_end = -1
@@ -103,6 +105,15 @@ def write_kvs(out: Any, items: Mapping, kept: KeptRecords | None, build, flush=N
         out.write(mv[run_start:run_end])
     if flush is not None:
         flush()
+
+
+def _editable_in_place(value: Any) -> bool:
+    """True when a value's contents may have changed since load without a new value object: a writable numpy
+    array (arrays are read as copies) or a list (arrays of arrays read one by one).  Such a value is built again,
+    never copied from the bytes it was read from."""
+    data = value.value
+    kind = type(data)
+    return kind is list or (kind is np.ndarray and data.flags.writeable)
 
 
 def header_bytes(fam, version: int, n_kv: int, n_tensors: int, extra: dict) -> bytes | None:
