@@ -129,3 +129,15 @@ def test_an_array_edited_in_place_is_written_as_edited():
     assert back.metadata["x.after"] == 7
     untouched = g.load(f.to_bytes())
     assert untouched.to_bytes() == f.to_bytes()
+
+
+def test_close_releases_the_map_the_kept_records_view(tmp_path):
+    """The kept records hold a view of the map: close() lets it go, so the map really closes."""
+    f = g.GGUFFile.new()
+    f.metadata["general.architecture"] = "llama"
+    f.add_tensor("a", np.zeros(32, dtype=np.float32))
+    f.save(tmp_path / "m.gguf")
+    loaded = g.load(tmp_path / "m.gguf")
+    mapping = loaded._keepalive
+    loaded.close()
+    assert mapping.closed

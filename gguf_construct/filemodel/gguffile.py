@@ -537,6 +537,7 @@ class GGUFFile:
             if shard is not self:
                 shard.close()
         self._buf = None
+        self._kv_source = None  # its view of the map would keep the map open
         for t in self.tensors:
             if self._orig is not None:
                 t._source = None
