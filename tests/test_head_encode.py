@@ -86,7 +86,13 @@ def test_values_at_the_edges_of_their_types(monkeypatch):
 
 @pytest.mark.parametrize(
     "key, value, vtype",
-    [("u8.big", 256, T.UINT8), ("i8.low", -129, T.INT8), ("f.huge", 1e300, T.FLOAT32), ("u32.neg", -1, T.UINT32)],
+    [
+        ("u8.big", 256, T.UINT8),
+        ("i8.low", -129, T.INT8),
+        ("f.huge", 1e300, T.FLOAT32),
+        ("u32.neg", -1, T.UINT32),
+        ("i32.float", 3.7, T.INT32),  # numpy would truncate it to 3; the struct refuses a float for an integer
+    ],
 )
 def test_a_value_out_of_range_is_refused_as_the_struct_refuses_it(key, value, vtype):
     f = g.GGUFFile.new()

@@ -19,20 +19,25 @@ from ..rulebook.records import RecordShape
 __all__ = ["encode_kvs", "encode_tensor_infos", "kv_encodable"]
 
 _F32_MAX = float(np.finfo(np.float32).max)
+_INF = float("inf")
 
 
 def kv_encodable(shape: RecordShape, value) -> bool:
-    """True when the KV value ``value`` (a GGUFValue) is encoded here: a scalar of a fixed-size encoding holding a
-    plain int (bool for BOOL) or a finite float, or a STRING holding a ``str``."""
+    """True when the KV value ``value`` (a GGUFValue) is encoded here exactly as the struct would: an integer (or
+    bool) of an integer encoding, a finite or infinite float (not NaN) of a float32/float64 encoding, or a STRING
+    holding a ``str``.  Anything else (an int given for a float type, a float for an integer type, another float
+    width) goes to the struct, which converts or refuses it its own way."""
     vid = int(value.type)
     if vid >= len(shape.kinds) or not shape.kinds[vid]:
         return False
-    v = value.value
-    if shape.kinds[vid] == "text":
+    kind, v = shape.kinds[vid], value.value
+    if kind == "text":
         return type(v) is str
-    if type(v) is float:
-        return v == v and (shape.kinds[vid] != "f4" or abs(v) <= _F32_MAX or v in (float("inf"), float("-inf")))
-    return type(v) is int or type(v) is bool
+    if kind in ("f4", "f8"):
+        return type(v) is float and v == v and (kind == "f8" or abs(v) <= _F32_MAX or abs(v) == _INF)
+    if kind[0] in "iu" and kind[1:].isdigit():
+        return type(v) is int or type(v) is bool
+    return False
 
 
 def _uint_bytes(values: np.ndarray, width: int, byte_order: str) -> np.ndarray:
