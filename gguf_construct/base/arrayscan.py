@@ -14,11 +14,11 @@ headers as a C reader does; without it a loop over ``struct.unpack_from`` (no pa
 
 from __future__ import annotations
 
-import functools
 import struct
 
 import numpy as np
 
+from .extras import compiled_walk
 from .pages import release
 
 __all__ = ["STOP", "STRING_ITEMS", "scan_arrays"]
@@ -29,14 +29,9 @@ COMPILED_FROM = 100_000  # inner arrays from which the compiled walk is used (nu
 _PIECE = 1 << 20  # inner arrays per compiled call: the pages read go back between calls
 
 
-@functools.lru_cache(maxsize=None)
 def _kernel():
     """The compiled walk (base/compiledwalks.py), or None when numba is not installed."""
-    try:
-        from .compiledwalks import walk_inner_arrays
-    except ImportError:
-        return None
-    return walk_inner_arrays
+    return compiled_walk("walk_inner_arrays")
 
 
 def _walk_python(buf, pos, count, sel_width, count_width, string_width, order, sizes, starts) -> tuple[int, int]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["array_body_end", "read_uint", "walk_inner_arrays", "walk_records", "walk_strings"]
+__all__ = ["array_body_end", "inner_array_end", "read_uint", "walk_inner_arrays", "walk_records", "walk_strings"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -46,19 +46,23 @@ def array_body_end(buf, p, item, n, string_width, little):  # pragma: no cover -
 
 
 @numba.njit(cache=True, nogil=True)
+def inner_array_end(buf, p, sel_width, count_width, string_width, little, sizes):  # pragma: no cover - compiled
+    """Where the array at ``p`` (an element selector, a count, the elements as ``sizes[selector]`` says) ends; -1
+    when its header or elements run past the end, or its selector is past the table or not read in bulk."""
+    if p + sel_width + count_width > buf.shape[0]:
+        return -1
+    sel = read_uint(buf, p, sel_width, little)
+    if sel >= np.uint64(sizes.shape[0]):
+        return -1
+    n = read_uint(buf, p + sel_width, count_width, little)
+    return array_body_end(buf, p + sel_width + count_width, sizes[np.int64(sel)], n, string_width, little)
+
+
+@numba.njit(cache=True, nogil=True)
 def walk_inner_arrays(buf, pos, count, sel_width, count_width, string_width, little, sizes, starts):  # pragma: no cover
     """base/arrayscan.py's walk: ``(done, end)`` over up to ``count`` inner arrays, their starts into ``starts``."""
-    size = buf.shape[0]
-    nsizes = np.uint64(sizes.shape[0])
     for i in range(count):
-        if pos + sel_width + count_width > size:
-            return i, pos
-        sel = read_uint(buf, pos, sel_width, little)
-        if sel >= nsizes:
-            return i, pos
-        item = sizes[np.int64(sel)]
-        n = read_uint(buf, pos + sel_width, count_width, little)
-        p = array_body_end(buf, pos + sel_width + count_width, item, n, string_width, little)
+        p = inner_array_end(buf, pos, sel_width, count_width, string_width, little, sizes)
         if p < 0:
             return i, pos
         starts[i] = pos
@@ -122,14 +126,7 @@ def walk_records(buf, pos, count, width, little, sel_width, sizes, asel, acount,
                     return i, pos
                 arrays = np.int64(c)
             for _ in range(arrays):
-                if q + head > size:
-                    return i, pos
-                it = read_uint(buf, q, asel, little)
-                if it >= nitems:
-                    return i, pos
-                item = items[np.int64(it)]
-                c = read_uint(buf, q + asel, acount, little)
-                q = array_body_end(buf, q + head, item, c, width, little)
+                q = inner_array_end(buf, q, asel, acount, width, little, items)
                 if q < 0:
                     return i, pos
             body = q - p

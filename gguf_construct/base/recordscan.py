@@ -25,11 +25,11 @@ in bulk (a selector that stops, a record running past the buffer's end): the cal
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 import numpy as np
 
+from .extras import compiled_walk
 from .arrayscan import scan_arrays
 from .pages import release
 from .stringscan import scan_string_starts
@@ -64,14 +64,9 @@ COMPILED_AFTER = 4 << 20  # bytes numpy follows before the compiled walk takes t
 # of CPU, numpy's ~0.1 s per MB of long records)
 
 
-@functools.lru_cache(maxsize=None)
 def _kernel():
     """The compiled walk (base/compiledwalks.py), or None when numba is not installed."""
-    try:
-        from .compiledwalks import walk_records
-    except ImportError:
-        return None
-    return walk_records
+    return compiled_walk("walk_records")
 
 
 def read_uints(whole: np.ndarray, at: np.ndarray, width: int, little: bool) -> np.ndarray:

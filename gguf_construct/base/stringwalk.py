@@ -14,21 +14,17 @@ Two exact ways, both without Python work per record:
 
 from __future__ import annotations
 
-import functools
 
 import numpy as np
+
+from .extras import compiled_walk
 
 __all__ = ["walk_compiled", "chain_by_doubling"]
 
 
-@functools.lru_cache(maxsize=None)
 def _kernel():
     """The compiled walk (base/compiledwalks.py), or None when numba is not installed."""
-    try:
-        from .compiledwalks import walk_strings
-    except ImportError:
-        return None
-    return walk_strings
+    return compiled_walk("walk_strings")
 
 
 def walk_compiled(buf, pos: int, count: int, width: int, little: bool, starts: np.ndarray | None = None):

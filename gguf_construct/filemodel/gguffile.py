@@ -836,7 +836,7 @@ def _header_extra(head: Context, buf) -> dict[str, Any]:
     """The values of the header fields of a read file other than the magic, the version and the counts (none in
     the GGUF versions so far: then nothing is parsed again)."""
     spec = structs.container_spec_for(head.version)  # type: ignore[arg-type]
-    counted = {f["repeat"].split(".", 1)[1] for f in spec["types"]["file_head"]["seq"] if "." in f.get("repeat", "")}
+    counted = set(headcopy.count_fields(head.version).values())
     extra = [f["id"] for f in spec["types"]["header"]["seq"] if "contents" not in f and f["id"] != "version"]
     extra = [name for name in extra if name not in counted]
     if not extra:

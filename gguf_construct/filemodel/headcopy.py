@@ -19,7 +19,7 @@ from construct import Container
 
 from ..format import structs
 
-__all__ = ["KeptRecords", "kept_records", "head_counts", "header_bytes", "write_kvs"]
+__all__ = ["KeptRecords", "kept_records", "count_fields", "head_counts", "header_bytes", "write_kvs"]
 
 
 @dataclass
@@ -51,19 +51,26 @@ def kept_records(version: int, byte_order: str, buf, starts: Iterable[int], ends
 
 
 @functools.lru_cache(maxsize=None)
+def count_fields(version: int) -> dict[str, str]:
+    """The record lists of ``file_head`` whose length a header field gives (spec/gguf.yaml ``repeat:
+    header.X``): list id -> that header field."""
+    out = {}
+    for f in structs.container_spec_for(version)["types"]["file_head"]["seq"]:
+        holder, _, name = f.get("repeat", "").partition(".")
+        if holder == "header" and name:
+            out[f["id"]] = name
+    return out
+
+
+@functools.lru_cache(maxsize=None)
 def head_counts(version: int) -> tuple[str, str] | None:
     """The header's count fields of the KV pairs and of the tensor infos, when ``file_head`` is a header followed
     by exactly those two repeated records (spec/gguf.yaml); None for any other shape."""
     seq = structs.container_spec_for(version)["types"]["file_head"]["seq"]
-    if [f["id"] for f in seq] != ["header", "metadata_kv", "tensor_infos"]:
+    counts = count_fields(version)
+    if [f["id"] for f in seq] != ["header", "metadata_kv", "tensor_infos"] or len(counts) != 2:
         return None
-    counts = []
-    for f in seq[1:]:
-        holder, _, name = f.get("repeat", "").partition(".")
-        if holder != "header" or not name:
-            return None
-        counts.append(name)
-    return counts[0], counts[1]
+    return counts["metadata_kv"], counts["tensor_infos"]
 
 
 def write_kvs(out: Any, items: Mapping, kept: KeptRecords | None, build, flush=None) -> None:
@@ -84,7 +91,8 @@ def write_kvs(out: Any, items: Mapping, kept: KeptRecords | None, build, flush=N
     for key, value in items.items():
         while i < n and values[i] is not value and items.get(keys[i]) is not values[i]:
             i += 1  # record i was deleted or given another value
-        if i < n and values[i] is value and keys[i] is key and not _editable_in_place(value):
+        read_as = i < n and values[i] is value and keys[i] is key  # record i, as load made it
+        if read_as and not _editable_in_place(value):
             a = int(kept.starts[i])
             if a != run_end:
                 if run_end > run_start >= 0:
@@ -95,7 +103,7 @@ def write_kvs(out: Any, items: Mapping, kept: KeptRecords | None, build, flush=N
             run_end = int(kept.ends[i])
             i += 1
             continue
-        if i < n and values[i] is value and keys[i] is key:
+        if read_as:
             i += 1  # record i, built again: its contents may have been edited in place
         if run_end > run_start >= 0:
             out.write(mv[run_start:run_end])
